@@ -1,0 +1,174 @@
+"""Noise sources for every mechanism, with a secure-randomness switch.
+
+All randomness that protects private data is drawn through the functions in this module, so a
+single switch covers every mechanism (privacy invariant 8).
+
+* Default mode: draws use torch's generator (optionally a seeded ``torch.Generator``), which is
+  fast and reproducible — good for research and tests, **not** for a production release.
+* Secure mode (``set_secure_mode(True)`` or ``with secure_mode():``): every uniform variate is
+  built from ``os.urandom`` (the operating system's CSPRNG), so the noise cannot be predicted
+  from a seed. Gaussian noise is the sum of two independent Box–Muller draws of variance
+  ``std**2 / 2``, the same mitigation opacus' ``secure_mode`` uses against floating-point attacks
+  on the Gaussian mechanism. Passing a ``torch.Generator`` in secure mode is an error: a seeded
+  draw is never secure.
+
+This module has no Lightning imports.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+__all__ = [
+    "SecureModeError",
+    "set_secure_mode",
+    "is_secure_mode",
+    "secure_mode",
+    "uniform",
+    "normal",
+    "laplace",
+    "bernoulli",
+    "categorical",
+    "secure_draw_count",
+]
+
+_SECURE = False
+_SECURE_DRAWS = 0  # number of draws served from the OS CSPRNG (lets tests see the switch work)
+
+
+class SecureModeError(RuntimeError):
+    """Raised when a seeded generator is used while secure mode is on."""
+
+
+def set_secure_mode(enabled: bool) -> None:
+    """Turn secure randomness on or off for every mechanism in the process."""
+    global _SECURE
+    _SECURE = bool(enabled)
+
+
+def is_secure_mode() -> bool:
+    """Whether noise is currently drawn from the OS CSPRNG."""
+    return _SECURE
+
+
+@contextmanager
+def secure_mode(enabled: bool = True) -> Iterator[None]:
+    """Context manager that switches secure randomness on (or off) for its body."""
+    previous = _SECURE
+    set_secure_mode(enabled)
+    try:
+        yield
+    finally:
+        set_secure_mode(previous)
+
+
+def secure_draw_count() -> int:
+    """How many draws were served from the OS CSPRNG so far (diagnostics and tests)."""
+    return _SECURE_DRAWS
+
+
+def _check_generator(generator: torch.Generator | None) -> None:
+    if _SECURE and generator is not None:
+        raise SecureModeError(
+            "secure mode is on but a torch.Generator was passed: seeded noise is predictable. "
+            "Drop the generator/seed, or turn secure mode off for reproducible research runs."
+        )
+
+
+def _secure_uniform(shape: Sequence[int], dtype: torch.dtype, device) -> torch.Tensor:
+    """Uniform(0, 1) variates from os.urandom, 53 random bits each, never exactly 0."""
+    global _SECURE_DRAWS
+    n = int(np.prod(shape)) if len(shape) else 1
+    raw = np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+    u = ((raw >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    _SECURE_DRAWS += 1
+    return torch.from_numpy(u.reshape(tuple(shape))).to(device=device, dtype=dtype)
+
+
+def _device_of(generator: torch.Generator | None, device) -> torch.device:
+    if device is not None:
+        return torch.device(device)
+    if generator is not None:
+        return generator.device
+    return torch.device("cpu")
+
+
+def uniform(
+    shape: Sequence[int],
+    *,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+    device=None,
+) -> torch.Tensor:
+    """Uniform(0, 1) variates of ``shape``."""
+    _check_generator(generator)
+    device = _device_of(generator, device)
+    if _SECURE:
+        return _secure_uniform(shape, dtype, device)
+    return torch.rand(tuple(shape), generator=generator, dtype=dtype, device=device)
+
+
+def normal(
+    shape: Sequence[int],
+    std: float | torch.Tensor,
+    *,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+    device=None,
+) -> torch.Tensor:
+    """Centred Gaussian noise N(0, std^2) of ``shape``."""
+    _check_generator(generator)
+    device = _device_of(generator, device)
+    if _SECURE:
+        # two independent Box–Muller draws, each of variance 1/2 (opacus-style mitigation)
+        z = torch.zeros(tuple(shape), dtype=torch.float64, device=device)
+        for _ in range(2):
+            u1 = _secure_uniform(shape, torch.float64, device)
+            u2 = _secure_uniform(shape, torch.float64, device)
+            z = z + torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
+        return (z / math.sqrt(2.0) * std).to(dtype)
+    return torch.randn(tuple(shape), generator=generator, dtype=dtype, device=device) * std
+
+
+def laplace(
+    shape: Sequence[int],
+    scale: float | torch.Tensor,
+    *,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+    device=None,
+) -> torch.Tensor:
+    """Centred Laplace noise Lap(scale) of ``shape`` (inverse-CDF from uniforms)."""
+    u = uniform(shape, generator=generator, dtype=torch.float64, device=device) - 0.5
+    # guard the measure-zero endpoint u = -1/2 of torch.rand
+    u = u.clamp(min=-0.5 + 1e-16)
+    noise = -torch.sign(u) * torch.log1p(-2.0 * u.abs())
+    return (noise * scale).to(dtype)
+
+
+def bernoulli(
+    p: torch.Tensor,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Bernoulli(p) draws (as a bool tensor) with the shape and device of ``p``."""
+    u = uniform(p.shape, generator=generator, dtype=torch.float64, device=p.device)
+    return u < p.to(torch.float64)
+
+
+def categorical(
+    probs: torch.Tensor,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """One draw per row of the row-stochastic matrix ``probs`` (inverse-CDF sampling)."""
+    u = uniform((probs.shape[0], 1), generator=generator, dtype=torch.float64, device=probs.device)
+    cdf = probs.to(torch.float64).cumsum(dim=1)
+    idx = (u > cdf).sum(dim=1)
+    return idx.clamp(max=probs.shape[1] - 1)
