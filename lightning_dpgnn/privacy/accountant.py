@@ -53,8 +53,8 @@ Kind = Literal["gaussian", "subsampled_gaussian", "pure"]
 Conversion = Literal["improved", "basic"]
 
 # Orders scanned before the continuous refinement (dense near 1, geometric above).
-_ORDER_GRID = np.concatenate(
-    [1.0 + np.geomspace(1e-3, 1.0, 25), np.geomspace(2.0, 1e4, 120)]
+_ORDER_GRID = np.unique(
+    np.concatenate([1.0 + np.geomspace(1e-3, 1.0, 25), np.geomspace(2.0, 1e4, 120)])
 )
 
 
@@ -327,6 +327,8 @@ class PrivacyAccountant:
         An empty ledger spends 0. A ledger of pure mechanisms only composes sequentially
         (sum of count * epsilon, delta ignored). Otherwise RDP curves are summed and converted.
         """
+        if delta is not None:
+            delta = check_delta(delta)
         active = [e for e in self.ledger if e.count > 0]
         if not active:
             return 0.0

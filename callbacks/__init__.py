@@ -1,0 +1,5 @@
+"""Lightning callbacks of lightning-dpgnn (importable as ``lightning_dpgnn.callbacks``)."""
+
+from .privacy_budget import BudgetExceededError, PrivacyBudget
+
+__all__ = ["PrivacyBudget", "BudgetExceededError"]

@@ -1,0 +1,137 @@
+"""Base LightningModule for every private method: accountant, reports, checkpoints, halting.
+
+Contract with the rest of the library:
+
+* ``self.accountant`` is the only place epsilon comes from; :meth:`privacy_spent` snapshots it.
+* :meth:`privacy_planned` is the spend the whole fit will reach (``None`` when it cannot be
+  known in advance, e.g. DP-SGD with a fixed noise multiplier and an open-ended trainer).
+* :meth:`privacy_if_next_step` is the spend if one more optimizer step runs (``None`` when
+  steps cost nothing, e.g. after GAP's one-time aggregation) — ``PrivacyBudget`` stops the fit
+  before a step that would exceed its budget.
+* Checkpoints carry the accountant and the report under ``checkpoint["dpgnn_privacy"]``;
+  loading restores the ledger, so a resumed fit keeps counting from where it stopped.
+* ``NodeDataModule.train_dataloader()`` asks the model for ``train_dataloader_from(data)``:
+  models that batch training rows themselves (Poisson batches for DP-SGD) return a loader.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch_geometric.data import Data
+
+from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
+
+__all__ = ["PrivateModule", "PRIVACY_LEVELS"]
+
+PRIVACY_LEVELS = ("none", "edge", "node")
+CHECKPOINT_KEY = "dpgnn_privacy"
+
+
+class PrivateModule(L.LightningModule):
+    """Shared plumbing of private node-classification modules.
+
+    Args:
+        privacy: ``"none"``, ``"edge"`` or ``"node"`` (LDP methods use ``"ldp"``).
+        epsilon: target epsilon (ignored for ``privacy="none"``). ``None`` means "no target":
+            allowed for methods that read no private data at their level (MLP at edge level)
+            or that run at a user-fixed noise multiplier (their spend is reported, not capped).
+        delta: target delta, or ``"auto"`` (below 1 / #edges at edge level, 1 / #nodes at node
+            level, resolved when the data is known).
+        levels: the privacy levels this method supports.
+    """
+
+    def __init__(
+        self,
+        privacy: str = "edge",
+        epsilon: float | None = 1.0,
+        delta: float | str = "auto",
+        *,
+        levels: tuple[str, ...] = PRIVACY_LEVELS,
+    ) -> None:
+        super().__init__()
+        if privacy not in levels:
+            raise ValueError(f"privacy must be one of {levels}, got {privacy!r}")
+        self.privacy = privacy
+        self.target_epsilon: float | None
+        if privacy == "none" or epsilon is None:
+            self.target_epsilon = math.inf if privacy == "none" else None
+        else:
+            if isinstance(epsilon, (int, float)) and math.isinf(epsilon):
+                raise ValueError(
+                    f"privacy={privacy!r} needs a finite epsilon > 0; use privacy='none' for a "
+                    "non-private model"
+                )
+            self.target_epsilon = check_epsilon(epsilon)
+        if not (delta == "auto" or delta is None or isinstance(delta, (int, float))):
+            raise ValueError(f"delta must be a number in (0, 1) or 'auto', got {delta!r}")
+        self.target_delta = delta
+        self.accountant = PrivacyAccountant(level=privacy if privacy != "none" else "none")
+        self._privacy_halt = False
+
+    # -- privacy API -----------------------------------------------------------------------
+    def resolve_delta(self, data: Data) -> float | None:
+        """Fix delta once the private units are known (edges or nodes)."""
+        if self.privacy == "none":
+            return None
+        if self.accountant.delta is not None and self.target_delta == "auto":
+            return self.accountant.delta  # already resolved (e.g. restored from a checkpoint)
+        units = data.num_edges if self.privacy == "edge" else data.num_nodes
+        self.accountant.delta = resolve_delta(self.target_delta, units)
+        return self.accountant.delta
+
+    def privacy_spent(self) -> PrivacyReport:
+        """The guarantee of what has run so far — the only source of epsilon."""
+        return PrivacyReport.from_accountant(self.accountant, private=self.privacy != "none")
+
+    def privacy_planned(self) -> PrivacyReport | None:
+        """Spend of the whole fit; default: nothing beyond what is already spent."""
+        return self.privacy_spent()
+
+    def privacy_if_next_step(self) -> PrivacyReport | None:
+        """Spend if one more optimizer step ran; ``None`` when steps read no private data."""
+        return None
+
+    def halt_privately(self) -> None:
+        """Skip the rest of the fit before the next optimizer step (used by PrivacyBudget)."""
+        self._privacy_halt = True
+
+    def on_fit_start(self) -> None:
+        self._privacy_halt = False
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        if self._privacy_halt:
+            self.trainer.should_stop = True
+            return -1
+        return None
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint[CHECKPOINT_KEY] = {
+            "accountant": self.accountant.state_dict(),
+            "report": self.privacy_spent().to_dict(),
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get(CHECKPOINT_KEY)
+        if state is None:
+            raise KeyError(
+                f"checkpoint has no '{CHECKPOINT_KEY}' entry: it was not written by a "
+                "lightning-dpgnn model, so its privacy spend is unknown"
+            )
+        self.accountant.load_state_dict(state["accountant"])
+
+    # -- shared evaluation -----------------------------------------------------------------
+    def _log_accuracy(self, logits: torch.Tensor, data: Data, stage: str) -> torch.Tensor:
+        mask = getattr(data, f"{stage}_mask")
+        y = data.y[mask]
+        loss = F.cross_entropy(logits[mask], y)
+        acc = (logits[mask].argmax(-1) == y).float().mean()
+        n = int(mask.sum())
+        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False)
+        self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True)
+        return loss

@@ -1,0 +1,65 @@
+"""MLP blocks shared by every method (encoders, base/head MLPs of GAP and ProGAP)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["MLP", "make_norm", "NORMALIZATIONS"]
+
+NORMALIZATIONS = ("none", "batch", "layer", "group")
+
+
+def make_norm(kind: str, dim: int, groups: int = 4) -> nn.Module:
+    """A normalization layer by name. ``"batch"`` is rejected later under node-level DP."""
+    if kind == "none":
+        return nn.Identity()
+    if kind == "batch":
+        return nn.BatchNorm1d(dim)
+    if kind == "layer":
+        return nn.LayerNorm(dim)
+    if kind == "group":
+        g = groups if dim % groups == 0 else 1
+        return nn.GroupNorm(g, dim)
+    raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {kind!r}")
+
+
+class MLP(nn.Module):
+    """``layers`` linear layers; hidden ones followed by norm -> activation -> dropout.
+
+    ``layers=0`` is the identity (GAP's ``base_layers=0``). ``plain_last=True`` leaves the last
+    layer without norm/activation (a logits head).
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        hidden: int = 16,
+        layers: int = 2,
+        *,
+        dropout: float = 0.0,
+        normalization: str = "none",
+        activation: str = "selu",
+        plain_last: bool = True,
+    ) -> None:
+        super().__init__()
+        if layers < 0:
+            raise ValueError(f"layers must be >= 0, got {layers}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        act = {"relu": nn.ReLU, "selu": nn.SELU, "tanh": nn.Tanh, "gelu": nn.GELU}.get(activation)
+        if act is None:
+            raise ValueError(f"activation must be relu/selu/tanh/gelu, got {activation!r}")
+        self.in_dim, self.out_dim = in_dim, (out_dim if layers else in_dim)
+        mods: list[nn.Module] = []
+        dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+        for i in range(layers):
+            mods.append(nn.Linear(dims[i], dims[i + 1]))
+            last = i == layers - 1
+            if not (last and plain_last):
+                mods += [make_norm(normalization, dims[i + 1]), act(), nn.Dropout(dropout)]
+        self.net = nn.Sequential(*mods)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)

@@ -1,0 +1,329 @@
+"""DP-SGD on top of opacus, with our noise source and our ledger.
+
+* :func:`make_private` wraps a module in opacus' ``GradSampleModule`` (per-sample gradients)
+  and an optimizer in :class:`DPOptimizer`, a subclass of opacus' ``DPOptimizer`` whose gradient
+  noise is drawn through :mod:`lightning_dpgnn.privacy.random` (so the secure-randomness switch
+  covers it) and whose every noisy step is recorded in a :class:`PrivacyAccountant` as a
+  subsampled-Gaussian entry.
+* :class:`PoissonBatchSampler` draws Poisson-sampled batches of row indices (each row joins a
+  batch independently with probability ``sample_rate``), the sampling the RDP analysis of
+  subsampled Gaussians assumes (thesis Theorem 5). Batches may be empty; an epoch is
+  ``round(1 / sample_rate)`` batches.
+* :func:`assert_dp_compatible` rejects modules that mix samples (BatchNorm) with a clear message.
+
+Pure torch/opacus: no Lightning imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from opacus import GradSampleModule
+from opacus.optimizers import DPOptimizer as _OpacusDPOptimizer
+from opacus.optimizers.optimizer import _check_processed_flag, _mark_as_processed
+from opacus.validators import ModuleValidator
+
+from . import random as dprandom
+from .accountant import PrivacyAccountant
+
+__all__ = [
+    "DPOptimizer",
+    "PoissonBatchSampler",
+    "assert_dp_compatible",
+    "make_private",
+    "NotDPCompatibleError",
+    "DPSGDPhase",
+    "row_loader",
+]
+
+
+class NotDPCompatibleError(ValueError):
+    """The module cannot be trained with per-sample gradient clipping."""
+
+
+def assert_dp_compatible(module: torch.nn.Module, where: str = "model") -> None:
+    """Raise if ``module`` cannot be trained with DP-SGD (e.g. it contains BatchNorm).
+
+    BatchNorm mixes statistics across the samples of a batch, so one node's data would leak into
+    every other sample's gradient and per-sample clipping would no longer bound sensitivity.
+    """
+    bn = [
+        name
+        for name, m in module.named_modules()
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+    ]
+    if bn:
+        raise NotDPCompatibleError(
+            f"{where} contains BatchNorm ({', '.join(n or '<root>' for n in bn)}), which is not "
+            "allowed under node-level DP: it mixes samples within a batch, so per-sample "
+            "gradient clipping no longer bounds one node's influence. Use normalization='layer' "
+            "or 'group' (or 'none') instead."
+        )
+    errors = ModuleValidator.validate(module, strict=False)
+    if errors:
+        raise NotDPCompatibleError(
+            f"{where} cannot be trained with DP-SGD: " + "; ".join(str(e) for e in errors)
+        )
+
+
+class DPOptimizer(_OpacusDPOptimizer):
+    """opacus' DPOptimizer with noise from our (secure-switchable) source and a ledger hook.
+
+    Args:
+        optimizer: the wrapped optimizer (e.g. ``torch.optim.Adam`` for DP-Adam).
+        noise_multiplier: gradient noise std / clipping norm.
+        max_grad_norm: per-sample clipping norm C.
+        expected_batch_size: ``sample_rate * N`` (used to scale the summed noisy gradient).
+        sample_rate: Poisson sampling rate, recorded in the ledger.
+        accountant: every noisy step adds one subsampled-Gaussian invocation here.
+        name: ledger name of this DP-SGD run (e.g. ``"encoder/dpsgd"``).
+        generator: optional seeded ``torch.Generator`` (refused in secure mode).
+    """
+
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        *,
+        noise_multiplier: float,
+        max_grad_norm: float,
+        expected_batch_size: int,
+        sample_rate: float,
+        accountant: PrivacyAccountant,
+        name: str = "dpsgd",
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(
+            optimizer,
+            noise_multiplier=noise_multiplier,
+            max_grad_norm=max_grad_norm,
+            expected_batch_size=max(1, int(expected_batch_size)),
+            loss_reduction="mean",
+            generator=generator,
+        )
+        self.sample_rate = float(sample_rate)
+        self.accountant = accountant
+        self.ledger_name = name
+        self.steps_taken = 0
+        self.attach_step_hook(DPOptimizer._record_step)
+
+    @staticmethod
+    def _record_step(opt: DPOptimizer) -> None:
+        opt.steps_taken += 1
+        opt.accountant.add_subsampled_gaussian(
+            opt.ledger_name,
+            opt.noise_multiplier,
+            opt.sample_rate,
+            steps=1,
+            sensitivity=opt.max_grad_norm,
+        )
+
+    def add_noise(self) -> None:
+        std = self.noise_multiplier * self.max_grad_norm
+        for p in self.params:
+            _check_processed_flag(p.summed_grad)
+            noise = dprandom.normal(
+                p.summed_grad.shape,
+                std,
+                generator=self.generator,
+                dtype=p.summed_grad.dtype,
+                device=p.summed_grad.device,
+            )
+            p.grad = (p.summed_grad + noise).view_as(p)
+            _mark_as_processed(p.summed_grad)
+
+    def pre_step(self, closure=None):  # noqa: D401 - opacus signature
+        if self.grad_samples is None or len(self.grad_samples) == 0:
+            # opacus would silently take a noise-free step here; under DP that is never right
+            raise RuntimeError(
+                "DP-SGD step without per-sample gradients: the forward pass did not run through "
+                "the GradSampleModule (even an empty Poisson batch must go through it)."
+            )
+        return super().pre_step(closure)
+
+    def planned_entry_kwargs(self) -> dict:
+        """Parameters of one step, for planning/budget checks."""
+        return {
+            "name": self.ledger_name,
+            "noise_multiplier": self.noise_multiplier,
+            "sample_rate": self.sample_rate,
+            "sensitivity": self.max_grad_norm,
+        }
+
+
+def make_private(
+    module: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    *,
+    noise_multiplier: float,
+    max_grad_norm: float,
+    sample_rate: float,
+    num_samples: int,
+    accountant: PrivacyAccountant,
+    name: str = "dpsgd",
+    generator: torch.Generator | None = None,
+) -> tuple[GradSampleModule, DPOptimizer]:
+    """Wrap ``module``/``optimizer`` for DP-SGD whose steps are recorded in ``accountant``."""
+    if max_grad_norm <= 0:
+        raise ValueError(f"max_grad_norm must be > 0, got {max_grad_norm}")
+    if not 0 < sample_rate <= 1:
+        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
+    assert_dp_compatible(module, name)
+    gsm = module if isinstance(module, GradSampleModule) else GradSampleModule(module)
+    dp_opt = DPOptimizer(
+        optimizer,
+        noise_multiplier=noise_multiplier,
+        max_grad_norm=max_grad_norm,
+        expected_batch_size=round(sample_rate * num_samples),
+        sample_rate=sample_rate,
+        accountant=accountant,
+        name=name,
+        generator=generator,
+    )
+    return gsm, dp_opt
+
+
+class PoissonBatchSampler(torch.utils.data.Sampler[list[int]]):
+    """Poisson-sampled batches over ``num_samples`` rows (each row in w.p. ``sample_rate``).
+
+    Yields ``steps`` batches (default ``round(1 / sample_rate)``, one "epoch"). Draws go through
+    :mod:`lightning_dpgnn.privacy.random`, so secure mode covers batch sampling too.
+    """
+
+    def __init__(
+        self,
+        num_samples: int,
+        sample_rate: float,
+        steps: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        if num_samples < 1:
+            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        if not 0 < sample_rate <= 1:
+            raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
+        self.num_samples = int(num_samples)
+        self.sample_rate = float(sample_rate)
+        self.steps = int(steps) if steps is not None else max(1, round(1 / sample_rate))
+        self.generator = generator
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[list[int]]:
+        p = torch.full((self.num_samples,), self.sample_rate, dtype=torch.float64)
+        for _ in range(self.steps):
+            mask = dprandom.bernoulli(p, generator=self.generator)
+            yield mask.nonzero().flatten().tolist()
+
+
+class _Rows(torch.utils.data.Dataset):
+    """Row-indexable tensors; ``__getitems__`` keeps empty Poisson batches well-shaped."""
+
+    def __init__(self, *tensors: torch.Tensor) -> None:
+        n = {len(t) for t in tensors}
+        if len(n) != 1:
+            raise ValueError("all tensors must have the same number of rows")
+        self.tensors = tensors
+
+    def __len__(self) -> int:
+        return len(self.tensors[0])
+
+    def __getitem__(self, i: int):
+        return tuple(t[i] for t in self.tensors)
+
+    def __getitems__(self, idx: list[int]):
+        index = torch.as_tensor(idx, dtype=torch.long)
+        return tuple(t[index] for t in self.tensors)
+
+
+def _identity(batch):
+    return batch
+
+
+def row_loader(
+    *tensors: torch.Tensor,
+    sample_rate: float | None = None,
+    steps: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.utils.data.DataLoader:
+    """A loader over rows: Poisson batches when ``sample_rate`` is set, else one full batch."""
+    ds = _Rows(*tensors)
+    if sample_rate is None:
+        full = [list(range(len(ds)))]
+        return torch.utils.data.DataLoader(ds, batch_sampler=full, collate_fn=_identity)
+    sampler = PoissonBatchSampler(len(ds), sample_rate, steps=steps, generator=generator)
+    return torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=_identity)
+
+
+class DPSGDPhase:
+    """One DP-SGD training run (DP-MLP, a GAP module, a ProGAP stage): plan, loader, wrapping.
+
+    Args:
+        name: ledger name (e.g. ``"encoder/dpsgd"``).
+        epochs: passes over the data; each is ``round(N / batch_size)`` Poisson batches.
+        batch_size: expected batch size B (sampling rate ``B / N``).
+        max_grad_norm: per-sample clipping norm C.
+    """
+
+    def __init__(self, name: str, epochs: int, batch_size: int, max_grad_norm: float) -> None:
+        if epochs < 0:
+            raise ValueError(f"{name}: epochs must be >= 0, got {epochs}")
+        if batch_size < 1:
+            raise ValueError(f"{name}: batch_size must be >= 1, got {batch_size}")
+        if max_grad_norm <= 0:
+            raise ValueError(f"{name}: max_grad_norm must be > 0, got {max_grad_norm}")
+        self.name, self.epochs, self.batch_size = name, int(epochs), int(batch_size)
+        self.max_grad_norm = float(max_grad_norm)
+        self.num_samples = 0
+
+    def bind(self, num_samples: int) -> DPSGDPhase:
+        """Fix N, the number of private rows this phase trains on."""
+        if num_samples < 1:
+            raise ValueError(f"{self.name}: needs at least one training row")
+        self.num_samples = int(num_samples)
+        return self
+
+    @property
+    def sample_rate(self) -> float:
+        if not self.num_samples:
+            raise RuntimeError(f"{self.name}: call bind(num_samples) first")
+        return min(1.0, self.batch_size / self.num_samples)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return max(1, round(1.0 / self.sample_rate))
+
+    @property
+    def total_steps(self) -> int:
+        return self.epochs * self.steps_per_epoch
+
+    def plan(
+        self, accountant: PrivacyAccountant, noise_multiplier: float, steps: int | None = None
+    ) -> None:
+        """Record this phase's (remaining) steps in a planning accountant."""
+        n = self.total_steps if steps is None else steps
+        if n > 0:
+            accountant.add_subsampled_gaussian(
+                self.name, noise_multiplier, self.sample_rate, steps=n,
+                sensitivity=self.max_grad_norm,
+            )
+
+    def loader(self, *tensors: torch.Tensor, generator: torch.Generator | None = None):
+        return row_loader(
+            *tensors, sample_rate=self.sample_rate, steps=self.steps_per_epoch, generator=generator
+        )
+
+    def wrap(
+        self,
+        module: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        noise_multiplier: float,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None = None,
+    ) -> tuple[GradSampleModule, DPOptimizer]:
+        return make_private(
+            module, optimizer, noise_multiplier=noise_multiplier,
+            max_grad_norm=self.max_grad_norm, sample_rate=self.sample_rate,
+            num_samples=self.num_samples, accountant=accountant, name=self.name,
+            generator=generator,
+        )
