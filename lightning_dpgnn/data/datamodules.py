@@ -1,0 +1,447 @@
+"""Lightning data modules: :class:`NodeDataModule` (one graph) and :class:`GraphDataModule`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+from torch_geometric.data import Data, InMemoryDataset
+from torch_geometric.loader import DataLoader as PyGDataLoader
+from torch_geometric.transforms import BaseTransform
+
+from .errors import DataError, InvalidSplitError
+from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
+from .transforms import (
+    BoundDegree,
+    FilterClassByCount,
+    NodeSplit,
+    RemoveIsolatedNodes,
+    RemoveSelfLoops,
+    ScaleFeatures,
+    check_features,
+    parse_split,
+)
+
+__all__ = ["NodeDataModule", "GraphDataModule", "node_stats"]
+
+
+def _first(batch: list[Data]) -> Data:
+    """Collate function of the full-batch loaders: the batch *is* the single graph."""
+    return batch[0]
+
+
+def node_stats(data: Data) -> dict[str, Any]:
+    """Summary statistics of a node-classification graph (sizes, degrees, splits, classes)."""
+    n = int(data.num_nodes)
+    ei = data.edge_index
+    in_deg = torch.bincount(ei[1], minlength=n).float() if n else torch.zeros(0)
+    y = getattr(data, "y", None)
+    info: dict[str, Any] = {
+        "num_nodes": n,
+        "num_edges": int(ei.size(1)),
+        "num_features": int(data.num_node_features),
+        "mean_in_degree": float(in_deg.mean()) if n else 0.0,
+        "median_in_degree": float(in_deg.median()) if n else 0.0,
+        "max_in_degree": int(in_deg.max()) if n else 0,
+        "num_self_loops": int((ei[0] == ei[1]).sum()),
+        "num_isolated_nodes": n - int(torch.unique(ei.reshape(-1)).numel()),
+    }
+    if y is not None and y.dim() == 1:
+        labeled = y >= 0
+        counts = torch.bincount(y[labeled]) if bool(labeled.any()) else torch.zeros(0)
+        info["num_classes"] = int(counts.numel())
+        info["class_counts"] = [int(c) for c in counts]
+        info["num_unlabeled"] = int((~labeled).sum())
+        both = labeled[ei[0]] & labeled[ei[1]]
+        same = (y[ei[0]] == y[ei[1]]) & both
+        info["edge_homophily"] = float(same.sum() / both.sum()) if bool(both.any()) else 0.0
+    for key in ("train_mask", "val_mask", "test_mask"):
+        if key in data:
+            info[f"num_{key[:-5]}"] = int(data[key].sum())
+    if y is not None and "test_mask" in data and bool(data.test_mask.any()):
+        test_counts = torch.bincount(y[data.test_mask & (y >= 0)])
+        info["majority_test_accuracy"] = float(test_counts.max() / test_counts.sum())
+    return info
+
+
+class NodeDataModule(L.LightningDataModule):
+    """Full-batch transductive node classification on one graph.
+
+    Every dataloader (train/val/test/predict) yields the same single ``Data`` holding the whole
+    graph with ``train_mask``, ``val_mask`` and ``test_mask``; the model picks the mask of the
+    stage. Preprocessing follows GAP/ProGAP by default: remove self-loops, drop classes smaller
+    than ``min_class_size`` (and unlabeled nodes), remove isolated nodes, random 75/10/15 split.
+    Then, optionally: bound in-degrees to ``max_degree``, scale features to ``feature_range``,
+    and apply ``transform``.
+
+    Raw files are read from ``root`` (or ``$DPGNN_DATA``), which may be read-only; processed
+    caches and downloads go to ``cache_dir`` (or ``$DPGNN_CACHE``, else
+    ``~/.cache/lightning_dpgnn``). The default dataset ``"csbm"`` is generated in code.
+
+    Example::
+
+        dm = NodeDataModule("facebook100/Caltech36", target="year", root="../shared/datasets")
+        dm.setup()
+        dm.num_features, dm.num_classes, dm.dataset_info()
+
+    Args:
+        name: dataset name (see :func:`~lightning_dpgnn.data.available_datasets`), e.g.
+            ``"csbm"``, ``"cora"``, ``"musae-facebook"``, ``"facebook100/Caltech36"``.
+        root: data root holding the raw files; default ``$DPGNN_DATA``.
+        target: prediction target, e.g. ``"year"`` for Facebook100; ``None``: dataset default.
+        split: ``"gap"``/``"progap"`` (75/10/15), ``"lpgnn"`` (50/25/25), ``"public"`` (the
+            dataset's own masks, e.g. Planetoid's), or ``(train, val, test)`` fractions.
+        seed: seed of the random split and of degree bounding.
+        cache_dir: writable folder for processed caches and downloads.
+        min_class_size: drop classes with fewer nodes; an int is a count, a float in (0, 1) a
+            fraction of labeled nodes, ``0`` disables it; ``None`` uses the dataset's default
+            (Reddit 10,000 and Amazon 100,000 as in GAP; Facebook100 0.01; else off).
+        max_degree: if set, keep at most this many random in-edges per node.
+        remove_self_loops: remove self-loops.
+        remove_isolated: remove nodes without edges.
+        feature_range: if set, min-max scale every feature column to ``(alpha, beta)``.
+        transform: extra transform applied last: a PyG ``BaseTransform`` (``Compose`` of several
+            is fine; from the CLI give ``class_path``/``init_args``). From Python, any
+            ``Data -> Data`` callable works too.
+        download: download missing raw files into the cache (``None``: only for Reddit,
+            Amazon, PubMed and LastFM, which are not shipped offline).
+        dataset_kwargs: options for the dataset, e.g. csbm's ``num_nodes``, ``num_classes``,
+            ``avg_degree``, ``homophily``, ``num_features``, ``feature_signal``, ``seed``.
+    """
+
+    def __init__(
+        self,
+        name: str = "csbm",
+        root: str | None = None,
+        target: str | None = None,
+        split: str | tuple[float, float, float] = "gap",
+        seed: int = 0,
+        cache_dir: str | None = None,
+        min_class_size: int | float | None = None,
+        max_degree: int | None = None,
+        remove_self_loops: bool = True,
+        remove_isolated: bool = True,
+        feature_range: tuple[float, float] | None = None,
+        transform: BaseTransform | None = None,
+        download: bool | None = None,
+        dataset_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters(ignore=["transform"])
+        self.spec: DatasetSpec | None = get_spec(name)
+        if self.spec.kind != "node":
+            raise DataError(
+                f"{self.spec.name!r} is a graph-classification dataset: use GraphDataModule"
+            )
+        self.name = self.spec.name
+        self.root = root
+        self.target = _resolve_target(self.spec, target)
+        self.split = split
+        self._fractions = None if _is_public(split) else parse_split(split)
+        self.seed = int(seed)
+        self.cache_dir = cache_dir
+        self.min_class_size = min_class_size
+        self.max_degree = max_degree
+        self.remove_self_loops = remove_self_loops
+        self.remove_isolated = remove_isolated
+        if feature_range is not None and not float(feature_range[0]) < float(feature_range[1]):
+            raise ValueError(f"feature_range must be (alpha, beta) with alpha < beta, got "
+                             f"{feature_range}")  # fmt: skip
+        self.feature_range = feature_range
+        self.transform = transform
+        self.download = download
+        self.dataset_kwargs = dict(dataset_kwargs or {})
+        self._given: Data | None = None
+        self._data: Data | None = None
+
+    @classmethod
+    def from_data(
+        cls,
+        data: Data,
+        name: str = "custom",
+        split: str | tuple[float, float, float] = "gap",
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> NodeDataModule:
+        """Wrap an in-memory ``Data`` (``x``, ``edge_index``, ``y``) with the same preprocessing.
+
+        ``kwargs`` are the other ``__init__`` options (``min_class_size``, ``max_degree``, ...).
+        """
+        dm = cls("csbm", split=split, seed=seed, **kwargs)
+        dm.spec = None
+        dm.name = name
+        dm.target = "label"
+        dm._given = data
+        return dm
+
+    # ---------------------------------------------------------------- loading
+    def _load_raw(self) -> Data:
+        if self._given is not None:
+            return self._given
+        return load_dataset(
+            self.name,
+            self.root,
+            self.target,
+            cache_dir=self.cache_dir,
+            download=self.download,
+            **self.dataset_kwargs,
+        )
+
+    def _min_class_size(self) -> int | float | None:
+        if self.min_class_size is not None:
+            return self.min_class_size
+        return self.spec.default_min_class_size if self.spec is not None else None
+
+    def preprocess(self, data: Data) -> Data:
+        """Apply this module's preprocessing pipeline to a raw ``Data`` and return the result."""
+        check_features(data, self.name)
+        if self.remove_self_loops:
+            data = RemoveSelfLoops()(data)
+        min_size = self._min_class_size()
+        if min_size:
+            data = FilterClassByCount(min_size)(data)
+        if self.remove_isolated:
+            data = RemoveIsolatedNodes()(data)
+        if self._fractions is not None:
+            data = NodeSplit(*self._fractions, seed=self.seed)(data)
+        elif not all(k in data for k in ("train_mask", "val_mask", "test_mask")):
+            raise InvalidSplitError(
+                f"split='public' but dataset {self.name!r} has no public split masks; "
+                "use 'gap', 'lpgnn' or (train, val, test) fractions"
+            )
+        if self.max_degree is not None:
+            data = BoundDegree(self.max_degree, seed=self.seed)(data)
+        if self.feature_range is not None:
+            data = ScaleFeatures(*self.feature_range)(data)
+        if self.transform is not None:
+            data = self.transform(data)
+        if int(data.num_nodes) == 0:
+            raise DataError(f"{self.name}: no nodes left after preprocessing")
+        return data
+
+    def prepare_data(self) -> None:
+        """Download raw files and build processed caches (runs on one process only)."""
+        if self._given is None and self.spec is not None and self.spec.needs_files:
+            self._load_raw()
+
+    def setup(self, stage: str | None = None) -> None:
+        """Load, preprocess and split the graph (once; later calls are no-ops)."""
+        if self._data is None:
+            self._data = self.preprocess(self._load_raw())
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def data(self) -> Data:
+        """The preprocessed graph with split masks (runs :meth:`setup` on first access)."""
+        if self._data is None:
+            self.setup()
+        assert self._data is not None
+        return self._data
+
+    @property
+    def num_features(self) -> int:
+        """Number of node features."""
+        return int(self.data.num_node_features)
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes (labels are ``0..num_classes-1``)."""
+        y = self.data.y
+        return int(y[y >= 0].max()) + 1 if bool((y >= 0).any()) else 0
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes after preprocessing."""
+        return int(self.data.num_nodes)
+
+    def dataset_info(self) -> dict[str, Any]:
+        """Name, target, split and statistics of the preprocessed graph (see :func:`node_stats`)."""
+        info: dict[str, Any] = {
+            "name": self.name,
+            "target": self.target,
+            "split": self.split if _is_public(self.split) else list(self._fractions or ()),
+            "seed": self.seed,
+        }
+        info.update(node_stats(self.data))
+        info["num_classes"] = self.num_classes
+        return info
+
+    # ---------------------------------------------------------------- loaders
+    def _loader(self) -> DataLoader:
+        return DataLoader([self.data], batch_size=1, shuffle=False, collate_fn=_first)
+
+    def train_dataloader(self) -> DataLoader:
+        """Yields the full graph once per epoch (use ``batch.train_mask``)."""
+        return self._loader()
+
+    def val_dataloader(self) -> DataLoader:
+        """Yields the full graph (use ``batch.val_mask``)."""
+        return self._loader()
+
+    def test_dataloader(self) -> DataLoader:
+        """Yields the full graph (use ``batch.test_mask``)."""
+        return self._loader()
+
+    def predict_dataloader(self) -> DataLoader:
+        """Yields the full graph (predict every node)."""
+        return self._loader()
+
+    def __repr__(self) -> str:
+        cls = type(self).__name__
+        return f"{cls}(name={self.name!r}, target={self.target!r}, split={self.split!r})"
+
+
+def _is_public(split: object) -> bool:
+    return isinstance(split, str) and split.strip().lower() == "public"
+
+
+class GraphDataModule(L.LightningDataModule):
+    """Graph classification over many small graphs (TU datasets: MUTAG, PROTEINS).
+
+    Graphs are split at random into train/val/test (seeded) and served in mini-batches by
+    :class:`torch_geometric.loader.DataLoader`.
+
+    Args:
+        name: ``"mutag"`` or ``"proteins"``.
+        root: data root with ``tudataset/<NAME>/raw``; default ``$DPGNN_DATA``.
+        split: ``(train, val, test)`` fractions of graphs or a preset name.
+        batch_size: graphs per batch.
+        seed: seed of the split and of the training-set shuffling.
+        cache_dir: writable folder for processed caches.
+        download: download missing raw files into the cache (default: never).
+        use_node_attr: append continuous node attributes to the one-hot node labels.
+        num_workers: dataloader worker processes.
+    """
+
+    def __init__(
+        self,
+        name: str = "mutag",
+        root: str | None = None,
+        split: str | tuple[float, float, float] = (0.8, 0.1, 0.1),
+        batch_size: int = 32,
+        seed: int = 0,
+        cache_dir: str | None = None,
+        download: bool | None = None,
+        use_node_attr: bool = False,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        spec = get_spec(name)
+        if spec.kind != "graph":
+            raise DataError(f"{spec.name!r} is a node-classification dataset: use NodeDataModule")
+        self.name = spec.name
+        self.root = root
+        self.split = split
+        self._fractions = parse_split(split)
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.cache_dir = cache_dir
+        self.download = download
+        self.use_node_attr = use_node_attr
+        self.num_workers = int(num_workers)
+        self._dataset: InMemoryDataset | None = None
+        self.train_dataset: InMemoryDataset | None = None
+        self.val_dataset: InMemoryDataset | None = None
+        self.test_dataset: InMemoryDataset | None = None
+
+    def _load(self) -> InMemoryDataset:
+        return load_graph_dataset(
+            self.name,
+            self.root,
+            cache_dir=self.cache_dir,
+            download=self.download,
+            use_node_attr=self.use_node_attr,
+        )
+
+    def prepare_data(self) -> None:
+        """Download raw files and build the processed cache (runs on one process only)."""
+        self._load()
+
+    def setup(self, stage: str | None = None) -> None:
+        """Load the dataset and split the graphs (once)."""
+        if self._dataset is not None:
+            return
+        ds = self._load()
+        n = len(ds)
+        perm = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed))
+        n_train, n_val, _ = NodeSplit(*self._fractions).sizes(n)
+        self._dataset = ds
+        self.train_dataset = ds[perm[:n_train]]
+        self.val_dataset = ds[perm[n_train : n_train + n_val]]
+        self.test_dataset = ds[perm[n_train + n_val :]]
+
+    @property
+    def dataset(self) -> InMemoryDataset:
+        """All graphs (runs :meth:`setup` on first access)."""
+        if self._dataset is None:
+            self.setup()
+        assert self._dataset is not None
+        return self._dataset
+
+    @property
+    def num_features(self) -> int:
+        """Node feature dimension."""
+        return int(self.dataset.num_node_features)
+
+    @property
+    def num_classes(self) -> int:
+        """Number of graph classes."""
+        return int(self.dataset.num_classes)
+
+    def dataset_info(self) -> dict[str, Any]:
+        """Name, split sizes and statistics of the graphs."""
+        ds = self.dataset
+        nodes = torch.tensor([g.num_nodes for g in ds], dtype=torch.float)
+        edges = torch.tensor([g.num_edges for g in ds], dtype=torch.float)
+        y = torch.cat([g.y.view(-1) for g in ds])
+        return {
+            "name": self.name,
+            "num_graphs": len(ds),
+            "num_features": self.num_features,
+            "num_classes": self.num_classes,
+            "class_counts": [int(c) for c in torch.bincount(y)],
+            "mean_nodes": float(nodes.mean()),
+            "mean_edges": float(edges.mean()),
+            "num_train": len(self.train_dataset or ()),
+            "num_val": len(self.val_dataset or ()),
+            "num_test": len(self.test_dataset or ()),
+            "split": list(self._fractions),
+            "seed": self.seed,
+        }
+
+    def _loader(self, ds: Sequence[Data] | None, shuffle: bool) -> PyGDataLoader:
+        assert ds is not None
+        gen = torch.Generator().manual_seed(self.seed) if shuffle else None
+        return PyGDataLoader(
+            ds,  # type: ignore[arg-type]
+            batch_size=self.batch_size,
+            shuffle=shuffle,
+            generator=gen,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> PyGDataLoader:
+        """Shuffled mini-batches of training graphs."""
+        self.setup()
+        return self._loader(self.train_dataset, shuffle=True)
+
+    def val_dataloader(self) -> PyGDataLoader:
+        """Mini-batches of validation graphs."""
+        self.setup()
+        return self._loader(self.val_dataset, shuffle=False)
+
+    def test_dataloader(self) -> PyGDataLoader:
+        """Mini-batches of test graphs."""
+        self.setup()
+        return self._loader(self.test_dataset, shuffle=False)
+
+    def predict_dataloader(self) -> PyGDataLoader:
+        """Mini-batches of test graphs."""
+        return self.test_dataloader()

@@ -1,0 +1,40 @@
+"""Exceptions raised by :mod:`lightning_dpgnn.data`.
+
+Every error subclasses :class:`DataError` and also the matching built-in exception
+(:class:`ValueError` or :class:`FileNotFoundError`), so callers can catch either.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DataError",
+    "UnknownDatasetError",
+    "RawFilesNotFoundError",
+    "UnknownTargetError",
+    "InvalidSplitError",
+    "InvalidFeaturesError",
+]
+
+
+class DataError(Exception):
+    """Base class of all errors raised by the data layer."""
+
+
+class UnknownDatasetError(DataError, ValueError):
+    """The dataset name is not registered (the message lists the known names)."""
+
+
+class RawFilesNotFoundError(DataError, FileNotFoundError):
+    """The raw files of a dataset are missing (the message names the paths and how to get them)."""
+
+
+class UnknownTargetError(DataError, ValueError):
+    """The requested target column does not exist (the message lists the valid ones)."""
+
+
+class InvalidSplitError(DataError, ValueError):
+    """Split fractions are negative, do not sum to 1, or name an unknown preset."""
+
+
+class InvalidFeaturesError(DataError, ValueError):
+    """Node features contain NaN or infinite values (or are otherwise unusable)."""

@@ -1,0 +1,348 @@
+"""Readers that turn raw dataset files into :class:`torch_geometric.data.Data`.
+
+Each reader takes the folder holding the raw files (possibly read-only) and a writable folder for
+processed caches. PyG dataset classes are subclassed so that they read ``raw_dir`` from wherever
+the raw files are and write ``processed_dir`` into the cache, never next to the raw files.
+
+Edge convention everywhere: ``edge_index[0]`` is the source, ``edge_index[1]`` the target;
+undirected graphs are stored with both directions and coalesced (sorted, no duplicates).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.io
+import scipy.sparse as sp
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.datasets import LastFMAsia, Planetoid, Reddit, TUDataset
+from torch_geometric.utils import coalesce, to_undirected
+
+from .errors import DataError, UnknownTargetError
+
+__all__ = [
+    "read_planetoid",
+    "read_musae",
+    "read_facebook100",
+    "read_reddit",
+    "read_lastfm",
+    "read_ogbn_products",
+    "read_tudataset",
+    "FACEBOOK100_COLUMNS",
+    "FACEBOOK100_TARGETS",
+]
+
+FACEBOOK100_COLUMNS: tuple[str, ...] = (
+    "status",
+    "gender",
+    "major",
+    "minor",
+    "housing",
+    "year",
+    "high_school",
+)
+"""Columns of ``local_info`` in the Facebook100 ``.mat`` files (0 = missing)."""
+
+FACEBOOK100_TARGETS: tuple[str, ...] = FACEBOOK100_COLUMNS[:6]
+"""Columns that can be used as the prediction target (high school has too many values)."""
+
+
+# --------------------------------------------------------------------------------------------
+# PyG classes with redirected raw/processed folders
+# --------------------------------------------------------------------------------------------
+
+
+class _RedirectDirs:
+    """Mixin: read raw files from ``_raw_dir`` and write processed files to ``_processed_dir``."""
+
+    _raw_dir: str
+    _processed_dir: str
+
+    @property
+    def raw_dir(self) -> str:  # noqa: D102
+        return self._raw_dir
+
+    @property
+    def processed_dir(self) -> str:  # noqa: D102
+        return self._processed_dir
+
+
+class _Planetoid(_RedirectDirs, Planetoid):
+    def __init__(self, raw_dir: Path, processed_dir: Path, name: str) -> None:
+        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
+        super().__init__(str(processed_dir.parent), name)
+
+
+class _Reddit(_RedirectDirs, Reddit):
+    def __init__(self, raw_dir: Path, processed_dir: Path) -> None:
+        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
+        super().__init__(str(processed_dir.parent))
+
+
+class _LastFMAsia(_RedirectDirs, LastFMAsia):
+    def __init__(self, raw_dir: Path, processed_dir: Path) -> None:
+        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
+        super().__init__(str(processed_dir.parent))
+
+
+class CachedTUDataset(_RedirectDirs, TUDataset):
+    """:class:`~torch_geometric.datasets.TUDataset` reading raw files from ``raw_dir``.
+
+    Processed tensors are written to ``processed_dir`` (a cache), never next to the raw files.
+    """
+
+    def __init__(
+        self,
+        raw_dir: Path,
+        processed_dir: Path,
+        name: str,
+        use_node_attr: bool = False,
+        use_edge_attr: bool = False,
+    ) -> None:
+        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
+        super().__init__(
+            str(processed_dir.parent),
+            name,
+            use_node_attr=use_node_attr,
+            use_edge_attr=use_edge_attr,
+        )
+
+
+def _strip(data: Data) -> Data:
+    """Return a plain ``Data`` with contiguous tensors (drops PyG dataset bookkeeping)."""
+    out = Data()
+    for key, value in data.items():
+        out[key] = value.contiguous() if isinstance(value, Tensor) else value
+    if "x" not in out and data.num_nodes is not None:
+        out.num_nodes = data.num_nodes
+    return out
+
+
+def read_planetoid(raw_dir: Path, processed_dir: Path, name: str) -> Data:
+    """Read a Planetoid citation graph (``ind.<name>.*`` pickles) with PyG's reader.
+
+    The result keeps PyG's public split masks (``train_mask``/``val_mask``/``test_mask``).
+    """
+    return _strip(_Planetoid(raw_dir, processed_dir, name)[0])
+
+
+def read_reddit(raw_dir: Path, processed_dir: Path) -> Data:
+    """Read Reddit (``reddit_data.npz``, ``reddit_graph.npz``) with PyG's reader."""
+    return _strip(_Reddit(raw_dir, processed_dir)[0])
+
+
+def read_lastfm(raw_dir: Path, processed_dir: Path) -> Data:
+    """Read LastFM Asia (``lastfm_asia.npz``) with PyG's reader."""
+    return _strip(_LastFMAsia(raw_dir, processed_dir)[0])
+
+
+def read_tudataset(
+    raw_dir: Path,
+    processed_dir: Path,
+    name: str,
+    use_node_attr: bool = False,
+    use_edge_attr: bool = False,
+) -> CachedTUDataset:
+    """Read a TU graph-classification dataset (``<NAME>_A.txt``, ...) with PyG's reader."""
+    return CachedTUDataset(raw_dir, processed_dir, name, use_node_attr, use_edge_attr)
+
+
+# --------------------------------------------------------------------------------------------
+# Our own readers (with a small tensor cache)
+# --------------------------------------------------------------------------------------------
+
+
+def _save_atomic(obj: dict[str, Any], path: Path) -> None:
+    """``torch.save`` to a temp file in the same folder, then rename (safe under DDP/races)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _load_cache(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        return torch.load(path, weights_only=True)
+    except Exception:  # corrupt or incompatible cache: rebuild it
+        return None
+
+
+def _categorical(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Encode a label column as ``0..c-1`` (sorted category order) and return the names."""
+    if values.dtype == bool:
+        return values.to_numpy().astype(np.int64), ["False", "True"]
+    codes, uniques = pd.factorize(values, sort=True)
+    return codes.astype(np.int64), [str(u) for u in uniques]
+
+
+def read_musae(
+    raw_dir: Path,
+    processed_dir: Path,
+    target: str,
+    id_column: str,
+    targets: tuple[str, ...],
+) -> Data:
+    """Read a MUSAE graph: ``edges.csv``, ``features.json``, ``target.csv``.
+
+    Args:
+        raw_dir: folder holding the three files.
+        processed_dir: writable cache folder.
+        target: column of ``target.csv`` to predict (categorical or boolean).
+        id_column: column of ``target.csv`` holding the node id used in ``edges.csv`` and
+            ``features.json`` (``id`` for Facebook, ``new_id`` for Twitch).
+        targets: allowed target columns.
+
+    Returns:
+        ``Data`` with dense binary ``x`` (``num_nodes x (max feature id + 1)``), ``y`` and
+        an undirected, coalesced ``edge_index`` (self-loops in the file are kept).
+    """
+    if target not in targets:
+        raise UnknownTargetError(
+            f"target {target!r} is not a valid target here; valid targets: {list(targets)}"
+        )
+    cache_file = processed_dir / f"musae-{target}.pt"
+    cached = _load_cache(cache_file)
+    if cached is None:
+        frame = pd.read_csv(raw_dir / "target.csv")
+        if target not in frame.columns:
+            raise UnknownTargetError(
+                f"target {target!r} not found in {raw_dir / 'target.csv'}; "
+                f"columns there: {list(frame.columns)}"
+            )
+        num_nodes = len(frame)
+        ids = frame[id_column].to_numpy(dtype=np.int64)
+        if not np.array_equal(np.sort(ids), np.arange(num_nodes)):
+            raise DataError(f"{raw_dir / 'target.csv'}: column {id_column!r} is not 0..N-1")
+        codes, _ = _categorical(frame[target])
+        y = np.empty(num_nodes, dtype=np.int64)
+        y[ids] = codes
+
+        edges = pd.read_csv(raw_dir / "edges.csv").to_numpy(dtype=np.int64)
+        edge_index = torch.from_numpy(edges.T.copy())
+        edge_index = to_undirected(edge_index, num_nodes=num_nodes)
+
+        with open(raw_dir / "features.json") as fh:
+            feats: dict[str, list[int]] = json.load(fh)
+        lengths = np.fromiter((len(v) for v in feats.values()), dtype=np.int64, count=len(feats))
+        rows = np.repeat(np.fromiter(map(int, feats.keys()), np.int64, len(feats)), lengths)
+        cols = np.fromiter(
+            (c for v in feats.values() for c in v), dtype=np.int64, count=int(lengths.sum())
+        )
+        num_features = int(cols.max()) + 1 if cols.size else 0
+        cached = {
+            "edge_index": edge_index,
+            "y": torch.from_numpy(y),
+            "feat_rows": torch.from_numpy(rows),
+            "feat_cols": torch.from_numpy(cols),
+            "num_features": torch.tensor(num_features),
+        }
+        _save_atomic(cached, cache_file)
+
+    num_nodes = cached["y"].numel()
+    x = torch.zeros(num_nodes, int(cached["num_features"]), dtype=torch.float)
+    x[cached["feat_rows"], cached["feat_cols"]] = 1.0
+    return Data(x=x, edge_index=cached["edge_index"], y=cached["y"])
+
+
+def read_facebook100(path: Path, target: str) -> Data:
+    """Read one Facebook100 school (``<School>.mat``).
+
+    ``A`` is the symmetric adjacency matrix; ``local_info`` holds, per node, the columns
+    :data:`FACEBOOK100_COLUMNS` with 0 meaning missing. Nodes whose ``target`` is missing are
+    dropped (with their edges). Labels are the sorted distinct target values mapped to
+    ``0..c-1``. Features are the concatenated one-hot encodings of all *other* columns
+    (including high school), built over the kept nodes; a missing value gives an all-zero block.
+    """
+    if target not in FACEBOOK100_TARGETS:
+        raise UnknownTargetError(
+            f"target {target!r} is not a Facebook100 target; "
+            f"valid targets: {list(FACEBOOK100_TARGETS)}"
+        )
+    mat = scipy.io.loadmat(str(path), variable_names=["A", "local_info"])
+    info = np.asarray(mat["local_info"], dtype=np.int64)
+    t = FACEBOOK100_COLUMNS.index(target)
+    labels = info[:, t]
+    keep = labels != 0
+    info = info[keep]
+
+    classes, y = np.unique(info[:, t], return_inverse=True)
+    del classes
+    num_nodes = info.shape[0]
+
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    offset = 0
+    node_ids = np.arange(num_nodes)
+    for j in range(len(FACEBOOK100_COLUMNS)):
+        if j == t:
+            continue
+        col = info[:, j]
+        present = col != 0
+        values, inv = np.unique(col[present], return_inverse=True)
+        rows.append(node_ids[present])
+        cols.append(inv + offset)
+        offset += len(values)
+    x = torch.zeros(num_nodes, offset, dtype=torch.float)
+    x[torch.from_numpy(np.concatenate(rows)), torch.from_numpy(np.concatenate(cols))] = 1.0
+
+    adj = sp.csr_matrix(mat["A"])[keep][:, keep].tocoo()
+    edge_index = torch.from_numpy(np.vstack([adj.row, adj.col]).astype(np.int64))
+    edge_index = coalesce(edge_index, num_nodes=num_nodes)
+    return Data(x=x, edge_index=edge_index, y=torch.from_numpy(y.astype(np.int64)))
+
+
+OGB_PRODUCTS_FILES: tuple[str, ...] = (
+    "raw/edge.csv.gz",
+    "raw/node-feat.csv.gz",
+    "raw/node-label.csv.gz",
+    "split/sales_ranking/train.csv.gz",
+    "split/sales_ranking/valid.csv.gz",
+    "split/sales_ranking/test.csv.gz",
+)
+"""Files of the extracted OGB ``products.zip`` that :func:`read_ogbn_products` needs."""
+
+
+def read_ogbn_products(raw_dir: Path, processed_dir: Path) -> Data:
+    """Read the Amazon co-purchase graph ``ogbn-products`` from OGB's raw CSV files.
+
+    ``raw_dir`` is the extracted ``products/`` folder of OGB's ``products.zip`` (see
+    :data:`OGB_PRODUCTS_FILES`). This is the "Amazon" dataset of the GAP/ProGAP papers
+    (2,449,029 nodes, 100 features, 47 classes; the papers then keep classes with >= 100,000
+    nodes). OGB's sales-ranking split is kept as ``train_mask``/``val_mask``/``test_mask``.
+    Parsing the CSVs is slow, so the result is cached as tensors in ``processed_dir``.
+    """
+    cache_file = processed_dir / "ogbn-products.pt"
+    cached = _load_cache(cache_file)
+    if cached is None:
+
+        def csv(name: str, dtype: Any) -> np.ndarray:
+            return pd.read_csv(raw_dir / name, header=None, dtype=dtype).to_numpy()
+
+        x = torch.from_numpy(csv("raw/node-feat.csv.gz", np.float32))
+        y = torch.from_numpy(csv("raw/node-label.csv.gz", np.int64)).view(-1)
+        num_nodes = y.numel()
+        edges = torch.from_numpy(csv("raw/edge.csv.gz", np.int64).T.copy())
+        edge_index = to_undirected(edges, num_nodes=num_nodes)
+        cached = {"x": x, "y": y, "edge_index": edge_index}
+        for split, key in (("train", "train_mask"), ("valid", "val_mask"), ("test", "test_mask")):
+            idx = torch.from_numpy(csv(f"split/sales_ranking/{split}.csv.gz", np.int64)).view(-1)
+            mask = torch.zeros(num_nodes, dtype=torch.bool)
+            mask[idx] = True
+            cached[key] = mask
+        _save_atomic(cached, cache_file)
+    return Data(**cached)
