@@ -1,0 +1,3 @@
+from .staged import Stage, StagedTrainingMixin
+
+__all__ = ["Stage", "StagedTrainingMixin"]

@@ -1,0 +1,7 @@
+"""One LightningModule per method, thin over ``privacy/`` and ``nn/``."""
+
+from .base import PrivateModule
+from .gnn import GNN
+from .mlp import DPMLP, MLP
+
+__all__ = ["PrivateModule", "GNN", "MLP", "DPMLP"]

@@ -125,7 +125,19 @@ class PrivateModule(L.LightningModule):
             )
         self.accountant.load_state_dict(state["accountant"])
 
-    # -- shared evaluation -----------------------------------------------------------------
+    # -- shared training / evaluation -------------------------------------------------------
+    def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]):
+        """Cross-entropy on a batch of (input rows, labels); empty Poisson batches give 0."""
+        x, y = batch
+        logits = net(x)
+        if len(y) == 0:  # still a forward pass through the GradSampleModule, loss 0
+            return logits.sum() * 0.0
+        loss = F.cross_entropy(logits, y)
+        self.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
+        acc = (logits.argmax(-1) == y).float().mean()
+        self.log("train/acc", acc, batch_size=len(y), on_step=False, on_epoch=True)
+        return loss
+
     def _log_accuracy(self, logits: torch.Tensor, data: Data, stage: str) -> torch.Tensor:
         mask = getattr(data, f"{stage}_mask")
         y = data.y[mask]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from opacus import GradSampleModule
 from torch_geometric.data import Data
 
@@ -69,13 +68,7 @@ class _NodeMLP(PrivateModule):
         return row_loader(data.x[m], data.y[m])
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        logits = self(x)
-        loss = F.cross_entropy(logits, y) if len(y) else logits.sum() * 0.0
-        self.log("train/loss", loss, batch_size=max(1, len(y)))
-        if len(y):
-            self.log("train/acc", (logits.argmax(-1) == y).float().mean(), batch_size=len(y))
-        return loss
+        return self._rows_step(self.mlp, batch)
 
     def _eval(self, data: Data, stage: str) -> torch.Tensor:
         return self._log_accuracy(self(data.x), data, stage)

@@ -1,0 +1,187 @@
+"""The staged fit loop: many training phases inside one ``trainer.fit`` (GAP, ProGAP).
+
+Lightning 2 removed its public loop-customisation API, so this module stays on public API
+(a deliberate choice; see docs/staged-training.md):
+
+* the active stage is a pure function of ``trainer.current_epoch`` (stage ``s`` owns epochs
+  ``[sum(epochs[:s]), sum(epochs[:s+1]))``), so resuming from any checkpoint lands in the right
+  stage with no extra state;
+* ``setup`` sets ``trainer.fit_loop.max_epochs`` to the total and
+  ``trainer.reload_dataloaders_every_n_epochs = 1``, so each epoch asks the module for its
+  stage's training rows (``train_dataloader_from``);
+* entering a stage (``enter_stage``) restores the previous stage's best weights, runs the
+  stage's one-time work (e.g. the private aggregation — cached, never recomputed once present)
+  and swaps optimizers with ``trainer.strategy.setup_optimizers(trainer)``;
+* per-stage model selection: after each validation the weights of the stage's trainable modules
+  are kept if ``val/acc`` improved; they are restored when the stage ends and at fit end;
+* the progress bar shows the stage name, and ``stage`` is logged.
+
+``tests/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks stage switching,
+dataloader reloading or checkpoint resume.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["Stage", "StagedTrainingMixin"]
+
+
+@dataclass
+class Stage:
+    """One training phase.
+
+    Attributes:
+        name: shown in the progress bar and logs (e.g. ``"encoder"``, ``"classifier"``).
+        epochs: epochs the stage trains for (0 skips training but still runs ``on_enter``).
+        modules: names of the attributes holding the stage's trainable modules (model
+            selection snapshots and restores these).
+    """
+
+    name: str
+    epochs: int
+    modules: tuple[str, ...] = field(default_factory=tuple)
+
+
+class StagedTrainingMixin:
+    """Mixin for a ``LightningModule`` whose fit runs several stages.
+
+    Subclasses implement ``configure_stages()``, ``stage_optimizer(stage_index)``,
+    ``on_enter_stage(stage_index)`` (one-time work; must be idempotent across resumes) and
+    ``stage_rows(stage_index, data)`` (the training loader of a stage).
+    """
+
+    # -- to implement ------------------------------------------------------------------------
+    def configure_stages(self) -> list[Stage]:
+        raise NotImplementedError
+
+    def stage_optimizer(self, stage_index: int):
+        raise NotImplementedError
+
+    def on_enter_stage(self, stage_index: int) -> None:
+        """One-time work at the start of a stage (idempotent: skip what is already cached)."""
+
+    def stage_rows(self, stage_index: int, data) -> torch.utils.data.DataLoader:
+        raise NotImplementedError
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def _staged_init(self) -> None:
+        self._active_stage: int | None = None
+        self._optimizer_stage: int | None = None
+        self._best: dict[int, dict[str, Any]] = {}  # stage -> {"acc": float, "state": {...}}
+
+    @property
+    def stages(self) -> list[Stage]:
+        return self.configure_stages()
+
+    def total_epochs(self) -> int:
+        return sum(s.epochs for s in self.stages)
+
+    def stage_of_epoch(self, epoch: int) -> int:
+        """Index of the stage that trains during ``epoch`` (the last stage past the end)."""
+        end = 0
+        for i, s in enumerate(self.stages):
+            end += s.epochs
+            if epoch < end:
+                return i
+        return len(self.stages) - 1
+
+    @property
+    def current_stage(self) -> int:
+        return self.stage_of_epoch(self.trainer.current_epoch)
+
+    def enter_stage(self, index: int) -> None:
+        """Move to stage ``index``, closing each earlier stage on the way.
+
+        Closing stage ``s`` restores its best weights; entering ``s + 1`` runs its one-time work.
+        The active stage travels in checkpoints, so a resumed fit repeats no transition.
+        """
+        if self._active_stage is None:
+            self._active_stage = 0
+            self.on_enter_stage(0)
+        while self._active_stage < index:
+            self._restore_best(self._active_stage)
+            self._active_stage += 1
+            self.on_enter_stage(self._active_stage)
+
+    # -- Lightning hooks (call super() when overriding) ------------------------------------
+    def setup(self, stage: str) -> None:
+        if stage == "fit":
+            trainer = self.trainer
+            trainer.fit_loop.max_epochs = self.total_epochs()
+            trainer.reload_dataloaders_every_n_epochs = 1
+
+    def configure_optimizers(self):
+        # on resume, Lightning restores the optimizer state after this call: build the
+        # optimizer of the stage the checkpoint was written in, so the states match.
+        stage = self._optimizer_stage
+        if stage is None:
+            stage = self.current_stage if self._trainer is not None else 0
+        self._optimizer_stage = stage
+        return self.stage_optimizer(stage)
+
+    def train_dataloader_from(self, data) -> torch.utils.data.DataLoader:
+        index = self.current_stage
+        self.enter_stage(index)
+        return self.stage_rows(index, data)
+
+    def on_train_epoch_start(self) -> None:
+        index = self.current_stage
+        self.enter_stage(index)
+        if self._optimizer_stage != index:
+            self._optimizer_stage = index
+            self.trainer.strategy.setup_optimizers(self.trainer)
+        stage = self.stages[index]
+        self.log("stage", float(index), prog_bar=False, on_epoch=True, on_step=False)
+        bar = getattr(self.trainer, "progress_bar_callback", None)
+        train_bar = getattr(bar, "train_progress_bar", None)
+        if train_bar is not None and hasattr(train_bar, "set_description"):
+            train_bar.set_description(
+                f"Stage {index + 1}/{len(self.stages)} ({stage.name}) "
+                f"epoch {self.trainer.current_epoch}"
+            )
+
+    def on_validation_epoch_end(self) -> None:
+        if self.trainer.sanity_checking or self._trainer is None or self.trainer.state.fn != "fit":
+            return
+        acc = self.trainer.callback_metrics.get("val/acc")
+        if acc is None:
+            return
+        index = self.current_stage
+        best = self._best.get(index)
+        if best is None or float(acc) > best["acc"]:
+            self._best[index] = {
+                "acc": float(acc),
+                "epoch": self.trainer.current_epoch,
+                "state": {
+                    name: copy.deepcopy(getattr(self, name).state_dict())
+                    for name in self.stages[index].modules
+                },
+            }
+
+    def _restore_best(self, index: int) -> None:
+        best = self._best.get(index)
+        if best is None:
+            return
+        for name, state in best["state"].items():
+            module: nn.Module = getattr(self, name)
+            module.load_state_dict(state)
+
+    def on_train_end(self) -> None:
+        if self._active_stage is not None:
+            self._restore_best(self._active_stage)
+
+    def staged_state(self) -> dict[str, Any]:
+        return {"best": self._best, "active_stage": self._active_stage}
+
+    def load_staged_state(self, state: dict[str, Any], checkpoint_epoch: int) -> None:
+        self._best = state.get("best", {})
+        # the stage the checkpoint was written in: its one-time work is done (or cached)
+        self._active_stage = state.get("active_stage")
+        self._optimizer_stage = self.stage_of_epoch(checkpoint_epoch)
+
