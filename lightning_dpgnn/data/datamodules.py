@@ -12,7 +12,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.loader import DataLoader as PyGDataLoader
 from torch_geometric.transforms import BaseTransform
 
-from .errors import DataError, InvalidSplitError
+from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
 from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
 from .transforms import (
     BoundDegree,
@@ -133,7 +133,7 @@ class NodeDataModule(L.LightningDataModule):
         self.save_hyperparameters(ignore=["transform"])
         self.spec: DatasetSpec | None = get_spec(name)
         if self.spec.kind != "node":
-            raise DataError(
+            raise DatasetKindError(
                 f"{self.spec.name!r} is a graph-classification dataset: use GraphDataModule"
             )
         self.name = self.spec.name
@@ -219,7 +219,7 @@ class NodeDataModule(L.LightningDataModule):
         if self.transform is not None:
             data = self.transform(data)
         if int(data.num_nodes) == 0:
-            raise DataError(f"{self.name}: no nodes left after preprocessing")
+            raise EmptyDatasetError(f"{self.name}: no nodes left after preprocessing")
         return data
 
     def prepare_data(self) -> None:
@@ -274,7 +274,16 @@ class NodeDataModule(L.LightningDataModule):
         return DataLoader([self.data], batch_size=1, shuffle=False, collate_fn=_first)
 
     def train_dataloader(self) -> DataLoader:
-        """Yields the full graph once per epoch (use ``batch.train_mask``)."""
+        """Yields the full graph once per epoch (use ``batch.train_mask``).
+
+        A model that batches its own training rows (Poisson batches for DP-SGD, the stages of
+        GAP/ProGAP) defines ``train_dataloader_from(data)``; it then gets the graph and returns
+        the loader itself.
+        """
+        trainer = getattr(self, "trainer", None)
+        model = trainer.lightning_module if trainer is not None else None
+        if model is not None and hasattr(model, "train_dataloader_from"):
+            return model.train_dataloader_from(self.data)
         return self._loader()
 
     def val_dataloader(self) -> DataLoader:
@@ -332,7 +341,9 @@ class GraphDataModule(L.LightningDataModule):
         self.save_hyperparameters()
         spec = get_spec(name)
         if spec.kind != "graph":
-            raise DataError(f"{spec.name!r} is a node-classification dataset: use NodeDataModule")
+            raise DatasetKindError(
+                f"{spec.name!r} is a node-classification dataset: use NodeDataModule"
+            )
         self.name = spec.name
         self.root = root
         self.split = split
