@@ -12,6 +12,8 @@ See ``docs/data.md`` for the datasets, the preprocessing and the cache layout.
 from .datamodules import GraphDataModule, NodeDataModule, node_stats
 from .errors import (
     DataError,
+    DatasetKindError,
+    EmptyDatasetError,
     InvalidFeaturesError,
     InvalidSplitError,
     RawFilesNotFoundError,
@@ -69,6 +71,8 @@ __all__ = [
     "UnknownTargetError",
     "InvalidSplitError",
     "InvalidFeaturesError",
+    "DatasetKindError",
+    "EmptyDatasetError",
     "DATA_ENV",
     "CACHE_ENV",
     "resolve_root",

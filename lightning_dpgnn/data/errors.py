@@ -13,6 +13,8 @@ __all__ = [
     "UnknownTargetError",
     "InvalidSplitError",
     "InvalidFeaturesError",
+    "DatasetKindError",
+    "EmptyDatasetError",
 ]
 
 
@@ -38,3 +40,11 @@ class InvalidSplitError(DataError, ValueError):
 
 class InvalidFeaturesError(DataError, ValueError):
     """Node features contain NaN or infinite values (or are otherwise unusable)."""
+
+
+class DatasetKindError(DataError, ValueError):
+    """A graph-classification dataset was given where a node dataset is needed, or vice versa."""
+
+
+class EmptyDatasetError(DataError, ValueError):
+    """Preprocessing (e.g. the class-size filter) removed every class or every node."""

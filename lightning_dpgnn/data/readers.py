@@ -331,7 +331,7 @@ def read_ogbn_products(raw_dir: Path, processed_dir: Path) -> Data:
     if cached is None:
 
         def csv(name: str, dtype: Any) -> np.ndarray:
-            return pd.read_csv(raw_dir / name, header=None, dtype=dtype).to_numpy()
+            return pd.read_csv(raw_dir / name, header=None, dtype=dtype).to_numpy(copy=True)
 
         x = torch.from_numpy(csv("raw/node-feat.csv.gz", np.float32))
         y = torch.from_numpy(csv("raw/node-label.csv.gz", np.int64)).view(-1)

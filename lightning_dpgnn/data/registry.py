@@ -19,7 +19,12 @@ from typing import Any, Literal
 from torch_geometric.data import Data, InMemoryDataset
 
 from . import readers
-from .errors import RawFilesNotFoundError, UnknownDatasetError, UnknownTargetError
+from .errors import (
+    DatasetKindError,
+    RawFilesNotFoundError,
+    UnknownDatasetError,
+    UnknownTargetError,
+)
 from .paths import download_root, fingerprint, resolve_cache_dir, resolve_root
 from .synthetic import make_csbm
 
@@ -557,7 +562,7 @@ def load_dataset(
     """
     spec = get_spec(name)
     if spec.kind != "node":
-        raise UnknownDatasetError(
+        raise DatasetKindError(
             f"{spec.name!r} is a graph-classification dataset; use load_graph_dataset() or "
             "GraphDataModule. Node datasets: " + _known_summary()
         )
@@ -592,7 +597,7 @@ def load_graph_dataset(
     """
     spec = get_spec(name)
     if spec.kind != "graph":
-        raise UnknownDatasetError(
+        raise DatasetKindError(
             f"{spec.name!r} is a node-classification dataset; use load_dataset() or "
             f"NodeDataModule. Graph datasets: {', '.join(available_datasets('graph'))}"
         )

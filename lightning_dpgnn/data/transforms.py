@@ -19,7 +19,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from .errors import DataError, InvalidFeaturesError, InvalidSplitError
+from .errors import DataError, EmptyDatasetError, InvalidFeaturesError, InvalidSplitError
 
 __all__ = [
     "RemoveSelfLoops",
@@ -152,7 +152,7 @@ class FilterClassByCount(BaseTransform):
         counts = torch.bincount(y[labeled], minlength=1)
         keep_class = counts >= self.threshold(int(labeled.sum()))
         if not bool(keep_class.any()):
-            raise DataError(
+            raise EmptyDatasetError(
                 f"FilterClassByCount(min_count={self.min_count}) removes every class "
                 f"(largest class has {int(counts.max()) if counts.numel() else 0} nodes)"
             )
