@@ -26,10 +26,27 @@ from torch_geometric.data import Data
 
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 
-__all__ = ["PrivateModule", "PRIVACY_LEVELS"]
+__all__ = ["PrivateModule", "PRIVACY_LEVELS", "bound_in_and_out_degree"]
 
 PRIVACY_LEVELS = ("none", "edge", "node")
 CHECKPOINT_KEY = "dpgnn_privacy"
+
+
+def bound_in_and_out_degree(data: Data, max_degree: int, seed: int = 0) -> Data:
+    """Sample edges so every in-degree AND out-degree is <= ``max_degree`` (invariant 6).
+
+    Node-level sensitivity ``sqrt(D)`` needs each node's features to enter at most D
+    aggregates (its out-degree) and each aggregate to sum at most D rows (its in-degree).
+    In-degrees are bounded first by uniform neighbour sampling; the same sampling on the
+    reversed graph then bounds out-degrees, which only removes edges.
+    """
+    from ..data.transforms import BoundDegree
+
+    out = BoundDegree(max_degree, seed=seed)(data.clone())
+    out.edge_index = out.edge_index.flip(0)
+    out = BoundDegree(max_degree, seed=seed + 1)(out)
+    out.edge_index = out.edge_index.flip(0)
+    return out
 
 
 class PrivateModule(L.LightningModule):

@@ -27,14 +27,13 @@ from opacus import GradSampleModule
 from torch import nn
 from torch_geometric.data import Data
 
-from ..data.transforms import BoundDegree
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.combine import Combine
 from ..nn.mlp import MLP
 from ..privacy import PrivacyAccountant, PrivacyReport, calibrate_noise_multiplier
 from ..privacy.aggregation import GaussianAggregation, normalize_rows, sum_aggregate
 from ..privacy.dpsgd import DPSGDPhase, assert_dp_compatible, row_loader
-from .base import PrivateModule
+from .base import PrivateModule, bound_in_and_out_degree
 
 __all__ = ["GAP"]
 
@@ -201,7 +200,7 @@ class GAP(StagedTrainingMixin, PrivateModule):
         """Node level: bound in- and out-degrees to D (invariant 6). Other levels: as given."""
         if self.privacy != "node":
             return data
-        return BoundDegree(self.hparams.max_degree, seed=self.hparams.seed or 0)(data.clone())
+        return bound_in_and_out_degree(data, self.hparams.max_degree, seed=self.hparams.seed or 0)
 
     def _plan(self, z: float, acc: PrivacyAccountant | None = None) -> PrivacyAccountant:
         """Ledger of the remaining fit at noise multiplier ``z`` (on top of ``acc``)."""

@@ -1,0 +1,41 @@
+"""Shared fixtures: the embedded csbm graph and a quiet Trainer factory."""
+
+import os
+import warnings
+from pathlib import Path
+
+import lightning as L
+import pytest
+
+from lightning_dpgnn.data import NodeDataModule
+
+warnings.filterwarnings("ignore", ".*does not have many workers.*")
+warnings.filterwarnings("ignore", ".*LitLogger.*")
+
+
+def pytest_configure(config):
+    # real-data tests find the datasets here; CI sets DPGNN_DATA=../shared/datasets
+    os.environ.setdefault("DPGNN_DATA", str(Path(__file__).resolve().parents[2] / "shared/datasets"))
+
+
+@pytest.fixture
+def csbm_dm():
+    """A small csbm graph (fast to train on; GNNs clearly beat MLPs on it)."""
+    return NodeDataModule("csbm", seed=0)
+
+
+@pytest.fixture
+def make_trainer(tmp_path):
+    def make(**kwargs):
+        defaults = dict(
+            max_epochs=10,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            default_root_dir=tmp_path,
+        )
+        defaults.update(kwargs)
+        return L.Trainer(**defaults)
+
+    return make

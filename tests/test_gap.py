@@ -1,0 +1,125 @@
+"""GAP (thesis ch. 4): query counts, accounting, degree bound, inference privacy, accuracy."""
+
+import math
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from lightning_dpgnn.data import NodeDataModule
+from lightning_dpgnn.methods import DPMLP, MLP
+from lightning_dpgnn.methods.base import bound_in_and_out_degree
+from lightning_dpgnn.methods.gap import GAP
+from lightning_dpgnn.privacy import PrivacyAccountant
+from lightning_dpgnn.privacy.aggregation import degrees
+from lightning_dpgnn.privacy.dpsgd import NotDPCompatibleError
+
+FAST = dict(encoder_epochs=5, classifier_epochs=5)
+
+
+def fit(model, dm, make_trainer, **kw):
+    trainer = make_trainer(**kw)
+    trainer.fit(model, dm)
+    return trainer
+
+
+def test_edge_level_queries_aggregation_k_times_and_matches_prop_6(csbm_dm, make_trainer):
+    model = GAP(privacy="edge", epsilon=2.0, hops=3, **FAST)
+    fit(model, csbm_dm, make_trainer)
+    assert model.pma.calls == 3
+    report = model.privacy_spent()
+    assert report.count("pma") == 3 and report.level == "edge"
+    assert report.delta < 1 / csbm_dm.data.num_edges
+    assert 2.0 * 0.99 <= report.epsilon <= 2.0
+    # Proposition 6 with the ledger's noise multiplier is the closed-form oracle
+    sigma, delta = model.noise_multiplier, report.delta
+    basic = PrivacyAccountant.from_state_dict(model.accountant.state_dict())
+    closed = 3 / (2 * sigma**2) + math.sqrt(2 * 3 * math.log(1 / delta)) / sigma
+    assert basic.epsilon(conversion="basic") == pytest.approx(closed, rel=1e-6)
+    assert report.epsilon <= closed  # default conversion is never looser
+
+
+def test_test_and_predict_never_requery(csbm_dm, make_trainer):
+    model = GAP(privacy="edge", epsilon=1.0, **FAST)
+    trainer = fit(model, csbm_dm, make_trainer)
+    trainer.test(model, csbm_dm, verbose=False)
+    probs = trainer.predict(model, csbm_dm)[0]
+    assert probs.shape == (csbm_dm.data.num_nodes, csbm_dm.num_classes)
+    assert model.pma.calls == 2 and model.privacy_spent().count("pma") == 2
+
+
+def test_node_level_composes_encoder_aggregation_and_classifier(csbm_dm, make_trainer):
+    model = GAP(privacy="node", epsilon=8.0, max_degree=5, batch_size=500, **FAST)
+    fit(model, csbm_dm, make_trainer)
+    report = model.privacy_spent()
+    steps = 5 * round(1500 / 500)  # 1500 training nodes, batch 500 -> 3 Poisson batches/epoch
+    assert report.count("encoder/dpsgd") == steps and report.count("classifier/dpsgd") == steps
+    assert report.count("pma") == 2
+    pma = next(e for e in report.ledger if e.name == "pma")
+    assert pma.sensitivity == pytest.approx(math.sqrt(5))  # Theorem 3: sqrt(D) per hop
+    # one accountant covers Prop. 7: the same ledger rebuilt by hand gives the same epsilon
+    z, q = model.noise_multiplier, 500 / 1500
+    by_hand = PrivacyAccountant("node", report.delta)
+    by_hand.add_subsampled_gaussian("enc", z, q, steps=steps)
+    by_hand.add_gaussian("pma", z, count=2, sensitivity=math.sqrt(5))
+    by_hand.add_subsampled_gaussian("cls", z, q, steps=steps)
+    assert report.epsilon == pytest.approx(by_hand.epsilon(), rel=1e-9)
+    assert 8.0 * 0.99 <= report.epsilon <= 8.0
+    assert report.delta < 1 / csbm_dm.data.num_nodes
+
+
+def test_degree_bound_holds_on_the_aggregated_graph(csbm_dm):
+    data = csbm_dm.data
+    bounded = bound_in_and_out_degree(data, 4)
+    in_deg, out_deg = degrees(bounded.edge_index, bounded.num_nodes)
+    assert int(in_deg.max()) <= 4 and int(out_deg.max()) <= 4
+    kept = set(map(tuple, bounded.edge_index.t().tolist()))
+    assert kept <= set(map(tuple, data.edge_index.t().tolist()))
+    assert len(kept) > 0.5 * data.num_nodes * 2  # sampling keeps most of the allowed edges
+
+
+def test_node_level_rejects_batchnorm_with_a_clear_message():
+    with pytest.raises(ValueError, match="BatchNorm mixes the samples"):
+        GAP(privacy="node", epsilon=8.0, normalization="batch")
+    with pytest.raises(NotDPCompatibleError, match="not allowed under node-level DP"):
+        DPMLP(epsilon=1.0, normalization="batch", num_features=4, num_classes=2)
+    # edge level trains the modules without DP-SGD: BatchNorm is fine there
+    model = GAP(privacy="edge", epsilon=1.0, normalization="batch", num_features=4, num_classes=2)
+    assert any(isinstance(m, torch.nn.BatchNorm1d) for m in model.modules())
+
+
+def test_inductive_inference_draws_fresh_noise_on_the_new_graph_only(csbm_dm, make_trainer):
+    model = GAP(privacy="edge", epsilon=1.0, **FAST)
+    fit(model, csbm_dm, make_trainer)
+    cached = model.aggregates.clone()
+    ledger = model.accountant.state_dict()
+    other = NodeDataModule("csbm", seed=1).data  # a disjoint graph from the same distribution
+    new = Data(x=other.x, edge_index=other.edge_index, num_nodes=other.num_nodes)
+    new.inductive = True
+    p1 = model.predict_inductive(new)
+    p2 = model.predict_inductive(new)
+    assert model.pma.calls == 2 + 2 + 2  # K hops on the new graph per call
+    assert not torch.allclose(p1, p2)  # fresh noise each time
+    assert torch.equal(model.aggregates, cached)  # training cache untouched
+    assert model.accountant.state_dict() == ledger  # training ledger untouched
+    assert model.last_inference_report.count("pma") == 2
+
+
+def test_nonprivate_gap_is_accurate_and_edge_gap_beats_mlp(csbm_dm, make_trainer):
+    trainer = make_trainer(max_epochs=100)
+    gap_inf = GAP(privacy="none", encoder_epochs=40, classifier_epochs=60, seed=0)
+    trainer.fit(gap_inf, csbm_dm)
+    acc_inf = trainer.test(gap_inf, csbm_dm, verbose=False)[0]["test/acc"]
+    majority = csbm_dm.dataset_info()["majority_test_accuracy"]
+    assert acc_inf > 0.85 > majority + 0.5
+
+    mlp = MLP()
+    trainer = make_trainer(max_epochs=100)
+    trainer.fit(mlp, csbm_dm)
+    acc_mlp = trainer.test(mlp, csbm_dm, verbose=False)[0]["test/acc"]
+
+    gap_edge = GAP(privacy="edge", epsilon=8.0, encoder_epochs=40, classifier_epochs=60, seed=0)
+    trainer = make_trainer()
+    trainer.fit(gap_edge, csbm_dm)
+    acc_edge = trainer.test(gap_edge, csbm_dm, verbose=False)[0]["test/acc"]
+    assert acc_edge > acc_mlp + 0.1
