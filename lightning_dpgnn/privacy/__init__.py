@@ -8,7 +8,19 @@ from .accountant import (
     check_epsilon,
     resolve_delta,
 )
+from .aggregation import GaussianAggregation, normalize_rows, sum_aggregate
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
+from .labels import RandomizedResponse
+from .ldp import (
+    AnalyticGaussian,
+    Duchi,
+    FeatureRandomizer,
+    Laplace,
+    MultiBit,
+    OneBit,
+    Piecewise,
+    optimal_m,
+)
 from .random import SecureModeError, is_secure_mode, secure_mode, set_secure_mode
 from .report import PrivacyReport
 
@@ -27,4 +39,16 @@ __all__ = [
     "resolve_delta",
     "secure_mode",
     "set_secure_mode",
+    "AnalyticGaussian",
+    "Duchi",
+    "FeatureRandomizer",
+    "GaussianAggregation",
+    "Laplace",
+    "MultiBit",
+    "OneBit",
+    "Piecewise",
+    "RandomizedResponse",
+    "normalize_rows",
+    "optimal_m",
+    "sum_aggregate",
 ]

@@ -1,0 +1,219 @@
+"""Private sum aggregation: the Gaussian mechanism on ``A^T X`` (GAP's PMA, ProGAP's NAP).
+
+* :func:`normalize_rows` — L2 row normalization (thesis eq. 4.6); zero rows stay zero.
+* :func:`sum_aggregate` — ``AGG(X, A) = A^T X``: node ``v`` receives the sum of ``x[u]`` over
+  edges ``u -> v`` (``edge_index[0]`` = source, ``edge_index[1]`` = target).
+* :class:`GaussianAggregation` — one noisy hop: normalize, aggregate, add ``N(0, std^2)``.
+  Edge level: sensitivity 1 (thesis Lemma 6), RDP ``alpha / (2 sigma^2)`` per hop (Theorem 2).
+  Node level with in- and out-degrees bounded by ``D``: each node's row enters at most ``D``
+  aggregates, each with sensitivity 1 (Lemma 7), so one hop is ``(alpha, D alpha/(2 sigma^2))``
+  -RDP (Lemma 8 / Theorem 3) — a Gaussian mechanism with L2 sensitivity ``sqrt(D)``.
+
+Every call records exactly one ledger entry on the accountant it is given. Pure torch: no
+Lightning imports.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+
+from . import random as R
+from .accountant import PrivacyAccountant
+
+__all__ = ["normalize_rows", "sum_aggregate", "GaussianAggregation", "degrees"]
+
+
+def normalize_rows(x: torch.Tensor) -> torch.Tensor:
+    """Divide every row by its L2 norm (thesis eq. 4.6); all-zero rows map to zero, never NaN.
+
+    Rows are first scaled by their largest absolute entry, so tiny or huge rows neither
+    underflow nor overflow when squared (non-finite inputs are the caller's to reject).
+    """
+    if x.ndim != 2:
+        raise ValueError(f"x must be a [num_nodes, d] matrix, got shape {tuple(x.shape)}")
+    peak = x.abs().amax(dim=1, keepdim=True) if x.shape[1] else x.new_zeros((x.shape[0], 1))
+    nonzero = peak > 0
+    scaled = x / torch.where(nonzero, peak, torch.ones_like(peak))
+    norm = torch.linalg.vector_norm(scaled, ord=2, dim=1, keepdim=True)
+    safe = torch.where(nonzero, norm, torch.ones_like(norm))
+    return torch.where(nonzero, scaled / safe, torch.zeros_like(x))
+
+
+def _check_graph(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> None:
+    if not isinstance(edge_index, torch.Tensor) or edge_index.ndim != 2 or edge_index.shape[0] != 2:
+        shape = tuple(edge_index.shape) if isinstance(edge_index, torch.Tensor) else edge_index
+        raise ValueError(f"edge_index must be a [2, num_edges] tensor, got {shape}")
+    if edge_index.is_floating_point() or edge_index.dtype == torch.bool:
+        raise ValueError(f"edge_index must hold integer node ids, got {edge_index.dtype}")
+    if x.ndim != 2:
+        raise ValueError(f"x must be a [num_nodes, d] matrix, got shape {tuple(x.shape)}")
+    if x.shape[0] != num_nodes:
+        raise ValueError(f"x has {x.shape[0]} rows but num_nodes={num_nodes}")
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
+        raise ValueError(f"edge_index holds node ids outside [0, {num_nodes})")
+
+
+def degrees(edge_index: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(in_degree, out_degree)`` per node, counting repeated edges with multiplicity."""
+    out_deg = torch.bincount(edge_index[0].long(), minlength=num_nodes)
+    in_deg = torch.bincount(edge_index[1].long(), minlength=num_nodes)
+    return in_deg, out_deg
+
+
+def sum_aggregate(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """``A^T X``: row ``v`` is the sum of ``x[u]`` over edges ``(u -> v)`` (thesis Lemma 6).
+
+    Uses a sparse ``[num_nodes, num_nodes]`` COO matrix times ``x`` (no ``[num_edges, d]``
+    intermediate), which keeps 1.6M edges x 64 dims well under a second on CPU. Repeated edges
+    count with multiplicity.
+    """
+    num_nodes = int(num_nodes)
+    _check_graph(x, edge_index, num_nodes)
+    src, dst = edge_index[0].long(), edge_index[1].long()
+    if x.dtype in (torch.float32, torch.float64):
+        adj_t = torch.sparse_coo_tensor(
+            torch.stack([dst, src]),
+            torch.ones(src.numel(), dtype=x.dtype, device=x.device),
+            (num_nodes, num_nodes),
+            check_invariants=False,
+        )
+        return torch.sparse.mm(adj_t, x)
+    out = torch.zeros((num_nodes, x.shape[1]), dtype=x.dtype, device=x.device)
+    return out.index_add_(0, dst, x[src])
+
+
+class GaussianAggregation:
+    """One private aggregation hop (PMA step of thesis Alg. 5; NAP of ProGAP without the
+    final normalization, which the caller applies).
+
+    ``__call__`` normalizes the rows of ``x``, sums them over in-neighbours and adds Gaussian
+    noise of standard deviation ``noise_multiplier * sensitivity``:
+
+    * ``level="edge"``: sensitivity 1 (Lemma 6);
+    * ``level="node"``: sensitivity ``sqrt(max_degree)`` (Lemma 8 / Theorem 3: per hop
+      ``D alpha / (2 sigma^2)`` RDP, i.e. a Gaussian mechanism with L2 sensitivity
+      ``sqrt(D)`` and noise std ``sigma``). The graph must already be degree-bounded: a
+      graph whose max in- or out-degree exceeds ``D`` is rejected (never a silently wrong
+      guarantee).
+
+    Each call records one ``add_gaussian(name, noise_multiplier, sensitivity=...)`` on the
+    accountant it receives; :attr:`calls` counts the invocations.
+    """
+
+    def __init__(
+        self,
+        noise_multiplier: float,
+        level: Literal["edge", "node"] = "edge",
+        max_degree: int | None = None,
+        name: str = "pma",
+    ) -> None:
+        try:
+            nm = float(noise_multiplier)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"noise_multiplier must be a number > 0, got {noise_multiplier!r}"
+            ) from err
+        if not (math.isfinite(nm) and nm > 0):
+            raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
+        if level not in ("edge", "node"):
+            raise ValueError(f"level must be 'edge' or 'node', got {level!r}")
+        if level == "node":
+            if max_degree is None:
+                raise ValueError(
+                    "node-level aggregation needs max_degree (the degree bound D): bound the "
+                    "degrees of the graph first and pass the bound"
+                )
+            if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
+                raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
+        elif max_degree is not None and (
+            isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1
+        ):
+            raise ValueError(f"max_degree must be an integer >= 1 or None, got {max_degree!r}")
+        self.noise_multiplier = nm
+        self.level = level
+        self.max_degree = max_degree
+        self.name = str(name)
+        self.calls = 0
+
+    @property
+    def sensitivity(self) -> float:
+        """L2 sensitivity of one hop: 1 (edge, Lemma 6) or ``sqrt(D)`` (node, Lemma 8)."""
+        if self.level == "node":
+            return math.sqrt(self.max_degree)  # type: ignore[arg-type]
+        return 1.0
+
+    @property
+    def std(self) -> float:
+        """Noise standard deviation ``noise_multiplier * sensitivity``."""
+        return self.noise_multiplier * self.sensitivity
+
+    def check_degrees(self, edge_index: torch.Tensor, num_nodes: int) -> None:
+        """Node level: raise unless max in-degree and max out-degree are both <= D."""
+        if self.level != "node":
+            return
+        in_deg, out_deg = degrees(edge_index, num_nodes)
+        max_in = int(in_deg.max()) if in_deg.numel() else 0
+        max_out = int(out_deg.max()) if out_deg.numel() else 0
+        if max_in > self.max_degree or max_out > self.max_degree:  # type: ignore[operator]
+            raise ValueError(
+                f"node-level aggregation needs every in- and out-degree <= max_degree="
+                f"{self.max_degree}, but the graph has max in-degree {max_in} and max "
+                f"out-degree {max_out}: apply degree bounding first (a node's features must "
+                f"enter at most D aggregates for the sqrt(D) sensitivity to hold)"
+            )
+
+    def __call__(
+        self,
+        x: torch.Tensor,
+        edge_index: torch.Tensor,
+        num_nodes: int,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Noisy aggregate ``A^T normalize_rows(x) + N(0, std^2)`` (not re-normalized).
+
+        Records one Gaussian entry on ``accountant`` (required) per call.
+        """
+        if accountant is None or not callable(getattr(accountant, "add_gaussian", None)):
+            raise TypeError(
+                f"{self.name}: an accountant (PrivacyAccountant) is required: every private "
+                "aggregation must be recorded"
+            )
+        if getattr(accountant, "level", None) == "node" and self.level == "edge":
+            raise ValueError(
+                f"{self.name}: an edge-level aggregation cannot be recorded on a node-level "
+                "accountant (its sensitivity is only valid for edge-level adjacency)"
+            )
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"{self.name}: x must be a floating-point tensor")
+        num_nodes = int(num_nodes)
+        _check_graph(x, edge_index, num_nodes)
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{self.name}: x contains NaN or infinite values")
+        self.check_degrees(edge_index, num_nodes)
+        agg = sum_aggregate(normalize_rows(x), edge_index, num_nodes)
+        noise = R.normal(
+            tuple(agg.shape), self.std, generator=generator, dtype=agg.dtype, device=agg.device
+        )
+        accountant.add_gaussian(
+            self.name,
+            self.noise_multiplier,
+            sensitivity=self.sensitivity,
+            note=(
+                "edge-level sum aggregation, sensitivity 1 (thesis Lemma 6 / Theorem 2)"
+                if self.level == "edge"
+                else f"node-level sum aggregation, D={self.max_degree}, sensitivity sqrt(D) "
+                "(thesis Lemma 8 / Theorem 3)"
+            ),
+        )
+        self.calls += 1
+        return agg + noise
+
+    def __repr__(self) -> str:
+        return (
+            f"GaussianAggregation(noise_multiplier={self.noise_multiplier}, level={self.level!r}, "
+            f"max_degree={self.max_degree}, name={self.name!r})"
+        )

@@ -1,0 +1,940 @@
+"""Local-DP randomizers for node features (thesis ch. 2 and 3).
+
+Every randomizer perturbs feature rows ``x in [alpha, beta]^d`` (a ``[n, d]`` tensor, or one
+``[d]`` row) on the node side and returns the server's *unbiased* estimate of ``x``:
+
+* :class:`MultiBit` — multi-bit encoder + rectifier of LPGNN (Alg. 2, eq. 3.10, 3.18, 3.19);
+* :class:`OneBit` — 1-bit mechanism of PGC (eq. 2.3, 2.5, 2.11);
+* :class:`Laplace` — Laplace mechanism, LM (eq. 2.16, 2.17);
+* :class:`Duchi` — Duchi et al.'s mechanism, DM (eq. 2.18, 2.19, 2.21, 2.33);
+* :class:`Piecewise` — Piecewise mechanism, PM (eq. 2.28-2.34);
+* :class:`AnalyticGaussian` — analytic Gaussian, AG, (epsilon, delta)-LDP (Table 3.2;
+  Balle & Wang 2018).
+
+**Budget of a row.** ``epsilon`` is the LDP budget that one call spends *per node* (per row),
+which is what :meth:`account` records. The coordinate-wise mechanisms of thesis §2.9 (1-bit,
+Laplace, Duchi, Piecewise) are scalar mechanisms; applied to a ``d``-dimensional row they
+compose sequentially, so each coordinate gets ``epsilon / d`` (thesis §3.4: "we need to perturb
+each of the d features with epsilon/d budget"; the 1B baseline of Table 3.2 is Alg. 2 with
+``m = d``, i.e. ``epsilon/d`` per dimension). Chapter 2 (PGC) instead gives *each feature* its
+own budget (§2.8: "the total privacy budget of a single node scales linearly with the number of
+features"): pass ``per_coordinate=True`` to reproduce it; then every coordinate gets
+``epsilon`` and :meth:`account` records the true per-node total ``d * epsilon``.
+
+The variance formulas of §2.9 are per-coordinate formulas; here they are evaluated at the
+coordinate budget ``eps_c`` (``epsilon/d`` by default). Every draw goes through
+:mod:`lightning_dpgnn.privacy.random`, so ``secure_mode()`` covers these mechanisms.
+
+Pure torch/numpy/scipy: no Lightning imports.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import ClassVar
+
+import torch
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtr
+
+from . import random as R
+from .accountant import LedgerEntry, PrivacyAccountant, check_delta, check_epsilon
+
+__all__ = [
+    "FeatureRandomizer",
+    "MultiBit",
+    "OneBit",
+    "Laplace",
+    "Duchi",
+    "Piecewise",
+    "AnalyticGaussian",
+    "optimal_m",
+    "analytic_gaussian_delta",
+    "calibrate_analytic_gaussian",
+    "M_STAR_Z",
+]
+
+Bounds = float | Sequence[float] | torch.Tensor
+
+#: z* of thesis eq. 3.23 (z = sinh(z)/2) rounded as in eq. 3.19: m* = floor(epsilon / 2.18).
+M_STAR_Z = 2.18
+
+# rows are processed in chunks of about this many entries, to bound temporary memory
+_CHUNK_ENTRIES = 1 << 22
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+def _check_feature_epsilon(epsilon: float) -> float:
+    eps = check_epsilon(epsilon)
+    if math.isinf(eps):
+        raise ValueError(
+            "epsilon must be finite for a feature randomizer (epsilon=inf means no "
+            "perturbation: use the raw features and record no LDP spend instead)"
+        )
+    return eps
+
+
+def _check_bounds(alpha: Bounds, beta: Bounds) -> tuple[float | torch.Tensor, float | torch.Tensor]:
+    """Validate the feature range: finite, and ``alpha < beta`` (elementwise for vectors)."""
+
+    def conv(v: Bounds, name: str) -> float | torch.Tensor:
+        if isinstance(v, int | float):
+            return float(v)
+        t = torch.as_tensor(v, dtype=torch.float64).detach().cpu()
+        if t.ndim == 0:
+            return float(t)
+        if t.ndim != 1 or t.numel() == 0:
+            raise ValueError(f"{name} must be a number or a 1-D sequence (one per feature)")
+        return t
+
+    a, b = conv(alpha, "alpha"), conv(beta, "beta")
+    ta, tb = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    if not (torch.isfinite(ta).all() and torch.isfinite(tb).all()):
+        raise ValueError(f"alpha and beta must be finite, got alpha={alpha!r}, beta={beta!r}")
+    try:
+        ok = bool((ta < tb).all())
+    except RuntimeError as err:
+        raise ValueError("alpha and beta have incompatible shapes") from err
+    if not ok:
+        raise ValueError(
+            f"the feature range needs alpha < beta, got alpha={alpha!r}, beta={beta!r}"
+        )
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape != b.shape:
+        raise ValueError(f"alpha and beta must have the same length, got {a.shape} and {b.shape}")
+    return a, b
+
+
+def _row_chunks(n: int, d: int) -> Iterator[slice]:
+    step = max(1, _CHUNK_ENTRIES // max(d, 1))
+    for start in range(0, n, step):
+        yield slice(start, min(n, start + step))
+
+
+def _coth_half(eps: float) -> float:
+    """``(e^eps + 1) / (e^eps - 1) = coth(eps / 2)``, stable for tiny eps."""
+    return 1.0 + 2.0 / math.expm1(eps)
+
+
+class FeatureRandomizer(ABC):
+    """Common interface of the feature randomizers.
+
+    Args:
+        epsilon: LDP budget spent per row (node) and per call.
+        alpha, beta: feature range; a number or one value per feature (``alpha < beta``).
+            Inputs outside the range are clipped into it with a warning (thesis §2.7: "the
+            node can simply clip its feature within the given bound").
+        generator: optional seeded ``torch.Generator`` used when ``perturb`` gets none.
+    """
+
+    name: ClassVar[str] = "feature_randomizer"
+
+    def __init__(
+        self,
+        epsilon: float,
+        alpha: Bounds = 0.0,
+        beta: Bounds = 1.0,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        self.epsilon = _check_feature_epsilon(epsilon)
+        self.alpha, self.beta = _check_bounds(alpha, beta)
+        self.generator = generator
+        self._last_d: int | None = None
+
+    # -- input handling --------------------------------------------------------------------
+    def _bounds(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """alpha, beta as float64 tensors on x's device, broadcastable against x."""
+        a = torch.as_tensor(self.alpha, dtype=torch.float64, device=x.device)
+        b = torch.as_tensor(self.beta, dtype=torch.float64, device=x.device)
+        if a.ndim == 1 and a.numel() != x.shape[-1]:
+            raise ValueError(
+                f"{self.name}: per-feature bounds have {a.numel()} entries but x has "
+                f"{x.shape[-1]} features"
+            )
+        return a, b
+
+    def _validate(self, x: torch.Tensor, any_rank: bool = False) -> None:
+        """Check ``x`` ([n, d] or [d], no NaN) and warn (with a count) about values to clip.
+
+        ``any_rank=True`` (evaluation helpers such as :meth:`variance` or densities) accepts
+        any ``[..., d]`` shape so inputs can broadcast against outputs.
+        """
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{self.name}: x must be a torch.Tensor, got {type(x).__name__}")
+        if (x.ndim not in (1, 2) and not (any_rank and x.ndim > 2)) or x.shape[-1] == 0:
+            raise ValueError(
+                f"{self.name}: x must be a [n, d] matrix or a [d] vector with d >= 1, "
+                f"got shape {tuple(x.shape)}"
+            )
+        if x.is_complex() or x.dtype == torch.bool:
+            raise TypeError(f"{self.name}: x must be a real-valued tensor, got {x.dtype}")
+        a, b = self._bounds(x)
+        rows = x.reshape(-1, x.shape[-1])
+        nan = outside = 0
+        for sl in _row_chunks(rows.shape[0], rows.shape[1]):
+            xc = rows[sl].to(torch.float64)
+            nan += int(torch.isnan(xc).sum().item())
+            outside += int(((xc < a) | (xc > b)).sum().item())
+        if nan:
+            raise ValueError(f"{self.name}: x contains {nan} NaN value(s)")
+        if outside:
+            warnings.warn(
+                f"{self.name}: {outside} of {x.numel()} input values were outside the feature "
+                f"range [alpha, beta] and were clipped into it",
+                UserWarning,
+                stacklevel=4,
+            )
+
+    def _clip64(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` as float64, clipped into [alpha, beta]."""
+        a, b = self._bounds(x)
+        return torch.minimum(torch.maximum(x.to(torch.float64), a), b)
+
+    def _prepare(self, x: torch.Tensor) -> torch.Tensor:
+        """Validate ``x`` (``[..., d]``) and return it as float64 clipped into [alpha, beta]."""
+        self._validate(x, any_rank=True)
+        return self._clip64(x)
+
+    def _map_rows(self, x: torch.Tensor, fn, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Validate ``x`` and apply ``fn(clipped float64 rows, d)`` chunk by chunk.
+
+        The output dtype defaults to ``x``'s when floating point, else the default dtype.
+        """
+        self._validate(x)
+        dtype = dtype or self._out_dtype(x)
+        rows = x.unsqueeze(0) if x.ndim == 1 else x
+        n, d = rows.shape
+        self._check_d(d)
+        self._last_d = d
+        out = torch.empty((n, d), dtype=dtype, device=x.device)
+        for sl in _row_chunks(n, d):
+            out[sl] = fn(self._clip64(rows[sl]), d).to(dtype)
+        return out.squeeze(0) if x.ndim == 1 else out
+
+    def _check_d(self, d: int) -> None:
+        """Hook: validate parameters that depend on the feature dimension ``d``."""
+        if d < 1:
+            raise ValueError(f"{self.name}: d must be >= 1, got {d}")
+
+    @staticmethod
+    def _out_dtype(x: torch.Tensor) -> torch.dtype:
+        return x.dtype if x.is_floating_point() else torch.get_default_dtype()
+
+    def _gen(self, generator: torch.Generator | None) -> torch.Generator | None:
+        return generator if generator is not None else self.generator
+
+    # -- public API ------------------------------------------------------------------------
+    def perturb(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Perturb every row of ``x`` and return the unbiased estimate (same shape as ``x``).
+
+        The output has ``x``'s dtype when it is floating point (else the default dtype).
+        """
+        gen = self._gen(generator)
+        return self._map_rows(x, lambda xc, d: self._perturb_rows(xc, d, gen))
+
+    @abstractmethod
+    def _perturb_rows(
+        self, x: torch.Tensor, d: int, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        """Unbiased estimate for a float64 chunk of rows (already clipped)."""
+
+    @abstractmethod
+    def variance(self, x: torch.Tensor) -> torch.Tensor:
+        """Closed-form variance of each entry of :meth:`perturb`'s output (shape of ``x``)."""
+
+    def total_epsilon(self, d: int | None = None) -> float:
+        """LDP budget one call spends per row (node)."""
+        return self.epsilon
+
+    def account(
+        self, accountant: PrivacyAccountant, count: int = 1, *, d: int | None = None
+    ) -> LedgerEntry:
+        """Record ``count`` invocations (pure epsilon-LDP) on ``accountant``.
+
+        One invocation = perturbing every node's row once (LDP: each node spends the budget on
+        its own data, so ``count`` is the number of collections, not the number of nodes).
+        """
+        return accountant.add_pure(self.name, self.total_epsilon(d), count=count, note=self._note())
+
+    def _note(self) -> str:
+        return f"{type(self).__name__} feature LDP"
+
+    def _resolve_d(self, d: int | None) -> int:
+        d = self._last_d if d is None else int(d)
+        if d is None:
+            raise ValueError(
+                f"{self.name}: the spend depends on the feature dimension d; pass d= or call "
+                "perturb() first"
+            )
+        if d < 1:
+            raise ValueError(f"{self.name}: d must be >= 1, got {d}")
+        return d
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(epsilon={self.epsilon}, alpha={self.alpha}, beta={self.beta})"
+        )
+
+
+class _CoordinateRandomizer(FeatureRandomizer):
+    """A scalar mechanism of thesis §2.9 applied independently to every coordinate.
+
+    Args:
+        per_coordinate: ``False`` (default): ``epsilon`` is the per-row budget, split evenly as
+            ``epsilon / d`` per coordinate (sequential composition, thesis §3.4). ``True``:
+            ``epsilon`` is the budget of *each* feature, as in thesis ch. 2 (PGC); the per-row
+            spend recorded by :meth:`account` is then ``d * epsilon``.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        alpha: Bounds = 0.0,
+        beta: Bounds = 1.0,
+        *,
+        per_coordinate: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(epsilon, alpha, beta, generator=generator)
+        self.per_coordinate = bool(per_coordinate)
+
+    def coordinate_epsilon(self, d: int) -> float:
+        """Budget of one coordinate: ``epsilon / d`` (default) or ``epsilon`` (per-coordinate)."""
+        if d < 1:
+            raise ValueError(f"d must be >= 1, got {d}")
+        return self.epsilon if self.per_coordinate else self.epsilon / d
+
+    def total_epsilon(self, d: int | None = None) -> float:
+        """Per-row spend: ``epsilon``, or ``d * epsilon`` with ``per_coordinate=True``."""
+        if not self.per_coordinate:
+            return self.epsilon
+        return self.epsilon * self._resolve_d(d)
+
+    def _note(self) -> str:
+        split = (
+            "epsilon per feature (d * epsilon per node)"
+            if self.per_coordinate
+            else ("epsilon/d per feature")
+        )
+        return f"{type(self).__name__} feature LDP, {split}"
+
+    def _std_input(self, x: torch.Tensor) -> torch.Tensor:
+        """``t = 2 (x - alpha) / Delta - 1 in [-1, 1]`` (thesis eq. 2.21)."""
+        a, b = self._bounds(x)
+        return 2.0 * (x - a) / (b - a) - 1.0
+
+    def _from_std(self, t_star: torch.Tensor) -> torch.Tensor:
+        """``y* = Delta / 2 (t* + 1) + alpha`` (thesis eq. 2.33)."""
+        a, b = self._bounds(t_star)
+        return (b - a) / 2.0 * (t_star + 1.0) + a
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(epsilon={self.epsilon}, alpha={self.alpha}, "
+            f"beta={self.beta}, per_coordinate={self.per_coordinate})"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# 1-bit mechanism (PGC)
+# --------------------------------------------------------------------------------------------
+class OneBit(_CoordinateRandomizer):
+    """The 1-bit mechanism (thesis eq. 2.3) with the unbiased server estimate of eq. 2.5.
+
+    Each coordinate sends one bit ``y ~ Bernoulli(1/(e^eps_c + 1) + (x - alpha)/Delta *
+    (e^eps_c - 1)/(e^eps_c + 1))`` (eq. 2.3); the server maps it to
+    ``y* = ((e^eps_c + 1) y - 1) / (e^eps_c - 1) * Delta + alpha`` (eq. 2.5), with
+    ``E[y*] = x`` (Lemma 2) and variance eq. 2.11. ``eps_c`` is the coordinate budget
+    (``epsilon/d`` by default, see the module docstring); with the default split this is exactly
+    Alg. 2 with ``m = d`` (the 1B baseline of Table 3.2).
+    """
+
+    name: ClassVar[str] = "onebit"
+
+    def _p_one(self, x: torch.Tensor, d: int) -> torch.Tensor:
+        """``Pr[y = 1 | x]`` of eq. 2.3, written with ``tanh(eps/2) = (e^eps-1)/(e^eps+1)``."""
+        a, b = self._bounds(x)
+        th = math.tanh(self.coordinate_epsilon(d) / 2.0)
+        return (1.0 - th) / 2.0 + (x - a) / (b - a) * th
+
+    def encode(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Node side: the bits ``y in {0, 1}`` of eq. 2.3, as an ``int8`` tensor shaped like x."""
+        gen = self._gen(generator)
+        return self._map_rows(
+            x, lambda xc, d: R.bernoulli(self._p_one(xc, d), generator=gen), torch.int8
+        )
+
+    def rectify(self, bits: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Server side: ``y* = ((e^eps_c + 1) y - 1) / (e^eps_c - 1) * Delta + alpha`` (eq. 2.5).
+
+        Rewritten as ``y* = alpha + Delta/2 * (1 + coth(eps_c/2) (2y - 1))``, the same map.
+        """
+        if bits.ndim not in (1, 2) or bits.shape[-1] == 0:
+            raise ValueError(f"onebit: bits must be [n, d] or [d], got {tuple(bits.shape)}")
+        if bool(((bits != 0) & (bits != 1)).any()):
+            raise ValueError("onebit: bits must contain only 0 and 1")
+        d = bits.shape[-1]
+        yd = bits.to(torch.float64)
+        a, b = self._bounds(yd)
+        c = _coth_half(self.coordinate_epsilon(d))
+        out = a + (b - a) / 2.0 * (1.0 + c * (2.0 * yd - 1.0))
+        return out.to(dtype or torch.get_default_dtype())
+
+    def _perturb_rows(self, x, d, generator):
+        bits = R.bernoulli(self._p_one(x, d), generator=generator)
+        a, b = self._bounds(x)
+        c = _coth_half(self.coordinate_epsilon(d))
+        return a + (b - a) / 2.0 * (1.0 + c * (2.0 * bits.to(torch.float64) - 1.0))
+
+    def variance(self, x: torch.Tensor) -> torch.Tensor:
+        """``Var[y*] = Delta^2 e^eps_c / (e^eps_c - 1)^2 + (x - alpha)(beta - x)`` (eq. 2.11).
+
+        ``e^eps/(e^eps - 1)^2 = 1 / (2 sinh(eps/2))^2`` is used for numerical stability.
+        """
+        xd = self._prepare(x)
+        d = xd.shape[-1]
+        a, b = self._bounds(xd)
+        s = 2.0 * math.sinh(self.coordinate_epsilon(d) / 2.0)
+        v = (b - a) ** 2 / s**2 + (xd - a) * (b - xd)
+        return v.to(self._out_dtype(x))
+
+    def output_probabilities(self, x: torch.Tensor) -> torch.Tensor:
+        """Exact ``[Pr[y=0 | x], Pr[y=1 | x]]`` per entry (eq. 2.3), shape ``x.shape + (2,)``."""
+        xd = self._prepare(x)
+        p1 = self._p_one(xd, xd.shape[-1])
+        return torch.stack([1.0 - p1, p1], dim=-1)
+
+    def log_prob(self, x: torch.Tensor, bits: torch.Tensor) -> torch.Tensor:
+        """Exact log-probability of the bit vector ``bits`` for each row of ``x`` (sum over d)."""
+        probs = self.output_probabilities(x)
+        p = torch.where(bits.to(torch.bool), probs[..., 1], probs[..., 0])
+        return torch.log(p).sum(dim=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Laplace mechanism
+# --------------------------------------------------------------------------------------------
+class Laplace(_CoordinateRandomizer):
+    """Laplace mechanism (thesis §2.9.1, eq. 2.16): ``y* = x + Lap(Delta / eps_c)``.
+
+    Unbiased; variance ``2 (Delta / eps_c)^2`` (eq. 2.17). With the default split
+    ``eps_c = epsilon / d`` the scale ``d Delta / epsilon`` is the L1 sensitivity of the row
+    over epsilon, so the row is epsilon-LDP.
+    """
+
+    name: ClassVar[str] = "laplace"
+
+    def scale(self, d: int) -> torch.Tensor | float:
+        """Laplace scale ``lambda = Delta / eps_c`` (one per feature for per-feature ranges)."""
+        delta = torch.as_tensor(self.beta, dtype=torch.float64) - torch.as_tensor(
+            self.alpha, dtype=torch.float64
+        )
+        lam = delta / self.coordinate_epsilon(d)
+        return float(lam) if lam.ndim == 0 else lam
+
+    def _lambda(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self._bounds(x)
+        return (b - a) / self.coordinate_epsilon(x.shape[-1])
+
+    def _perturb_rows(self, x, d, generator):
+        noise = R.laplace(
+            tuple(x.shape),
+            self._lambda(x),
+            generator=generator,
+            dtype=torch.float64,
+            device=x.device,
+        )
+        return x + noise
+
+    def variance(self, x: torch.Tensor) -> torch.Tensor:
+        """``Var[y*] = 2 (Delta / eps_c)^2`` (eq. 2.17), independent of x."""
+        xd = self._prepare(x)
+        v = 2.0 * self._lambda(xd) ** 2 * torch.ones_like(xd)
+        return v.to(self._out_dtype(x))
+
+    def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Output density per entry: ``Lap(y - x | lambda) = exp(-|y-x|/lambda) / (2 lambda)``."""
+        xd = self._prepare(x)
+        lam = self._lambda(xd)
+        return torch.exp(-(y.to(torch.float64) - xd).abs() / lam) / (2.0 * lam)
+
+    def log_density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Joint log-density of output rows ``y`` given input rows ``x`` (sum over d)."""
+        xd = self._prepare(x)
+        lam = self._lambda(xd)
+        ld = -(y.to(torch.float64) - xd).abs() / lam - torch.log(2.0 * lam)
+        return ld.sum(dim=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Duchi et al.'s mechanism
+# --------------------------------------------------------------------------------------------
+class Duchi(_CoordinateRandomizer):
+    """Duchi et al.'s mechanism (thesis eq. 2.18) on ``t = 2(x - alpha)/Delta - 1`` (eq. 2.21).
+
+    ``t* = +-C`` with ``C = (e^eps_c + 1)/(e^eps_c - 1)`` and
+    ``Pr[t* = +C | t] = 1/2 + (e^eps_c - 1)/(2 e^eps_c + 2) * t`` (eq. 2.18); the estimate is
+    ``y* = Delta/2 (t* + 1) + alpha`` (the affine map of eq. 2.33), unbiased, with variance
+    ``Delta^2/4 * (C^2 - t^2)`` (eq. 2.19 rescaled). The thesis applies it per feature; the
+    dimension handling follows the module docstring (no dimension sampling is described for DM
+    in the thesis).
+    """
+
+    name: ClassVar[str] = "duchi"
+
+    def _p_high(self, x: torch.Tensor, d: int) -> torch.Tensor:
+        th = math.tanh(self.coordinate_epsilon(d) / 2.0)  # (e^eps-1)/(e^eps+1)
+        return 0.5 + th / 2.0 * self._std_input(x)
+
+    def _perturb_rows(self, x, d, generator):
+        high = R.bernoulli(self._p_high(x, d), generator=generator)
+        c = _coth_half(self.coordinate_epsilon(d))
+        t_star = (2.0 * high.to(torch.float64) - 1.0) * c
+        return self._from_std(t_star)
+
+    def variance(self, x: torch.Tensor) -> torch.Tensor:
+        """``Var[y*] = Delta^2 / 4 * (C^2 - t^2)`` (eq. 2.19 under the map of eq. 2.33)."""
+        xd = self._prepare(x)
+        a, b = self._bounds(xd)
+        c = _coth_half(self.coordinate_epsilon(xd.shape[-1]))
+        t = self._std_input(xd)
+        return ((b - a) ** 2 / 4.0 * (c**2 - t**2)).to(self._out_dtype(x))
+
+    def output_values(self, x: torch.Tensor) -> torch.Tensor:
+        """The two possible outputs ``[y*(t* = -C), y*(t* = +C)]`` per entry of ``x``."""
+        xd = self._prepare(x)
+        c = _coth_half(self.coordinate_epsilon(xd.shape[-1]))
+        lo = self._from_std(torch.full_like(xd, -c))
+        hi = self._from_std(torch.full_like(xd, c))
+        return torch.stack([lo, hi], dim=-1)
+
+    def output_probabilities(self, x: torch.Tensor) -> torch.Tensor:
+        """Exact ``[Pr[t* = -C | x], Pr[t* = +C | x]]`` per entry (eq. 2.18)."""
+        xd = self._prepare(x)
+        ph = self._p_high(xd, xd.shape[-1])
+        return torch.stack([1.0 - ph, ph], dim=-1)
+
+    def log_prob(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Exact log-probability of an output row ``y`` (values from :meth:`output_values`)."""
+        xd = self._prepare(x)
+        a, b = self._bounds(xd)
+        high = y.to(torch.float64) > (a + b) / 2.0
+        probs = self.output_probabilities(xd)
+        p = torch.where(high, probs[..., 1], probs[..., 0])
+        return torch.log(p).sum(dim=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Piecewise mechanism
+# --------------------------------------------------------------------------------------------
+class Piecewise(_CoordinateRandomizer):
+    """Piecewise mechanism of Wang et al. (thesis eq. 2.28-2.29) with the estimate of eq. 2.33.
+
+    On ``t in [-1, 1]`` it outputs ``t* in [-C, C]``, ``C = (e^{eps/2} + 1)/(e^{eps/2} - 1)``
+    (eq. 2.28), with density ``p`` on ``[l(t), r(t)]`` and ``p / e^eps`` elsewhere, where
+    ``p = (e^eps - e^{eps/2}) / (2 e^{eps/2} + 2)``, ``l(t) = (C+1)/2 t - (C-1)/2``,
+    ``r(t) = l(t) + C - 1`` (eq. 2.29). ``y* = Delta/2 (t* + 1) + alpha`` (eq. 2.33) is unbiased
+    with variance eq. 2.34. The thesis applies PM per feature; the dimension handling follows
+    the module docstring (``eps = eps_c``).
+    """
+
+    name: ClassVar[str] = "piecewise"
+
+    @staticmethod
+    def _constants(eps: float) -> tuple[float, float, float]:
+        """``C`` (eq. 2.28), centre density ``p`` (eq. 2.29), centre mass ``p (C - 1)``."""
+        em1 = math.expm1(eps / 2.0)  # e^{eps/2} - 1
+        a = em1 + 1.0
+        c = (a + 1.0) / em1
+        p = a * em1 / (2.0 * (a + 1.0))  # (e^eps - e^{eps/2}) / (2 e^{eps/2} + 2)
+        centre_mass = a / (a + 1.0)  # p * (C - 1)
+        return c, p, centre_mass
+
+    def _perturb_rows(self, x, d, generator):
+        eps = self.coordinate_epsilon(d)
+        c, _, centre_mass = self._constants(eps)
+        t = self._std_input(x)
+        left = (c + 1.0) / 2.0 * t - (c - 1.0) / 2.0  # l(t)
+        right = left + c - 1.0  # r(t)
+        shape = tuple(x.shape)
+        u1 = R.uniform(shape, generator=generator, dtype=torch.float64, device=x.device)
+        u2 = R.uniform(shape, generator=generator, dtype=torch.float64, device=x.device)
+        in_centre = u1 < centre_mass
+        centre = left + (c - 1.0) * u2
+        # outer part [-C, l) U (r, C], total length C + 1, uniform
+        v = (c + 1.0) * u2
+        left_len = left + c
+        outer = torch.where(v < left_len, -c + v, right + (v - left_len))
+        t_star = torch.where(in_centre, centre, outer)
+        return self._from_std(t_star)
+
+    def variance(self, x: torch.Tensor) -> torch.Tensor:
+        """``Var[y*] = (x - (alpha+beta)/2)^2 / (e^{eps/2} - 1)
+        + (e^{eps/2} + 3) / (3 (e^{eps/2} - 1)^2) * Delta^2 / 4`` (eq. 2.34)."""
+        xd = self._prepare(x)
+        a, b = self._bounds(xd)
+        em1 = math.expm1(self.coordinate_epsilon(xd.shape[-1]) / 2.0)
+        v = (xd - (a + b) / 2.0) ** 2 / em1 + (em1 + 4.0) / (3.0 * em1**2) * (b - a) ** 2 / 4.0
+        return v.to(self._out_dtype(x))
+
+    def support(self, x: torch.Tensor) -> torch.Tensor:
+        """``[low, high]`` of the output ``y*`` per entry (``t* = -C`` and ``t* = +C``)."""
+        xd = self._prepare(x)
+        c, _, _ = self._constants(self.coordinate_epsilon(xd.shape[-1]))
+        return torch.stack(
+            [self._from_std(torch.full_like(xd, -c)), self._from_std(torch.full_like(xd, c))],
+            dim=-1,
+        )
+
+    def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Output density of ``y*`` per entry: eq. 2.29 times the Jacobian ``2 / Delta``."""
+        xd = self._prepare(x)
+        a, b = self._bounds(xd)
+        eps = self.coordinate_epsilon(xd.shape[-1])
+        c, p, _ = self._constants(eps)
+        t = self._std_input(xd)
+        t_star = 2.0 * (y.to(torch.float64) - a) / (b - a) - 1.0
+        left = (c + 1.0) / 2.0 * t - (c - 1.0) / 2.0  # l(t); r(t) = l(t) + C - 1
+        t_star, left = torch.broadcast_tensors(t_star, left)
+        dens = torch.where(
+            (t_star >= left) & (t_star <= left + (c - 1.0)),
+            torch.full_like(t_star, p),
+            torch.full_like(t_star, p * math.exp(-eps)),
+        )
+        dens = torch.where((t_star >= -c) & (t_star <= c), dens, torch.zeros_like(dens))
+        return dens * 2.0 / (b - a)
+
+    def log_density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Joint log-density of output rows ``y`` given input rows ``x`` (sum over d)."""
+        return torch.log(self.density(x, y)).sum(dim=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Analytic Gaussian mechanism
+# --------------------------------------------------------------------------------------------
+def analytic_gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:
+    """Smallest delta for which ``N(0, sigma^2)`` noise is (epsilon, delta)-DP.
+
+    Balle & Wang (2018), Theorem 8:
+    ``delta = Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D)`` with ``D`` the L2
+    sensitivity and ``s = sigma``. The second term is evaluated in log-space.
+    """
+    r = sensitivity / sigma
+    first = float(ndtr(r / 2.0 - epsilon / r))
+    second = math.exp(epsilon + float(log_ndtr(-r / 2.0 - epsilon / r)))
+    return first - second
+
+
+def calibrate_analytic_gaussian(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """Smallest ``sigma`` with ``analytic_gaussian_delta(epsilon, sigma, sensitivity) <= delta``.
+
+    The privacy profile decreases in sigma (Balle & Wang 2018), so the exact calibration is a
+    one-dimensional root-finding problem; it is solved for unit sensitivity (sigma scales
+    linearly with the sensitivity) and the returned sigma always satisfies the condition.
+    """
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    if math.isinf(eps):
+        raise ValueError("epsilon must be finite for the analytic Gaussian mechanism")
+
+    def f(log_s: float) -> float:
+        return analytic_gaussian_delta(eps, math.exp(log_s)) - dlt
+
+    lo, hi = math.log(1e-6), 0.0
+    while f(lo) < 0:  # extremely large budget: tiny noise suffices
+        lo -= 5.0
+        if lo < -700:
+            raise ValueError("analytic Gaussian calibration failed (budget too large)")
+    while f(hi) > 0:
+        hi += 1.0
+        if hi > 700:
+            raise ValueError("analytic Gaussian calibration failed (budget too small)")
+    log_s = brentq(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
+    s = math.exp(log_s)
+    while analytic_gaussian_delta(eps, s) > dlt:  # make sure we land on the private side
+        s *= 1.0 + 1e-12
+    return s * float(sensitivity)
+
+
+class AnalyticGaussian(FeatureRandomizer):
+    """Analytic Gaussian mechanism (Balle & Wang 2018), the AG baseline of thesis Table 3.2.
+
+    ``y* = x + N(0, sigma^2 I)`` with sigma calibrated exactly (numerically) to
+    (epsilon, delta)-LDP for the L2 sensitivity of a row, ``||beta - alpha||_2`` =
+    ``(beta - alpha) sqrt(d)``. Unbiased, variance ``sigma^2``. Because sigma is linear in the
+    sensitivity, the calibration gives one noise multiplier ``sigma / sensitivity`` for all d;
+    ``sigma(d)`` is cached per d.
+
+    :meth:`account` records a Gaussian entry (``noise_multiplier = sigma / sensitivity``), so the
+    accountant composes it by RDP: the accountant's epsilon for it is a valid but looser bound
+    than the exact (epsilon, delta) of a single release, and it needs an accountant delta.
+    """
+
+    name: ClassVar[str] = "analytic_gaussian"
+
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float,
+        alpha: Bounds = 0.0,
+        beta: Bounds = 1.0,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(epsilon, alpha, beta, generator=generator)
+        self.delta = check_delta(delta)
+        self._multiplier: float | None = None
+        self._sigma_cache: dict[int, float] = {}
+
+    @property
+    def noise_multiplier(self) -> float:
+        """``sigma / sensitivity``, calibrated once (lazily) for (epsilon, delta)."""
+        if self._multiplier is None:
+            self._multiplier = calibrate_analytic_gaussian(self.epsilon, self.delta, 1.0)
+        return self._multiplier
+
+    def sensitivity(self, d: int) -> float:
+        """L2 sensitivity of a row: ``||beta - alpha||_2`` (= ``(beta - alpha) sqrt(d)``)."""
+        if d < 1:
+            raise ValueError(f"d must be >= 1, got {d}")
+        width = torch.as_tensor(self.beta, dtype=torch.float64) - torch.as_tensor(
+            self.alpha, dtype=torch.float64
+        )
+        if width.ndim == 0:
+            return float(width) * math.sqrt(d)
+        if width.numel() != d:
+            raise ValueError(f"per-feature bounds have {width.numel()} entries, d = {d}")
+        return float(width.norm())
+
+    def sigma(self, d: int) -> float:
+        """Noise standard deviation for rows of dimension ``d`` (cached)."""
+        d = int(d)
+        if d not in self._sigma_cache:
+            self._sigma_cache[d] = self.noise_multiplier * self.sensitivity(d)
+        return self._sigma_cache[d]
+
+    def _perturb_rows(self, x, d, generator):
+        noise = R.normal(
+            tuple(x.shape),
+            self.sigma(d),
+            generator=generator,
+            dtype=torch.float64,
+            device=x.device,
+        )
+        return x + noise
+
+    def variance(self, x: torch.Tensor) -> torch.Tensor:
+        """``Var[y*] = sigma(d)^2`` for every entry."""
+        xd = self._prepare(x)
+        return torch.full_like(xd, self.sigma(xd.shape[-1]) ** 2).to(self._out_dtype(x))
+
+    def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Output density per entry: ``N(y | x, sigma^2)``."""
+        xd = self._prepare(x)
+        s = self.sigma(xd.shape[-1])
+        z = (y.to(torch.float64) - xd) / s
+        return torch.exp(-0.5 * z**2) / (s * math.sqrt(2.0 * math.pi))
+
+    def log_density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Joint log-density of output rows ``y`` given input rows ``x`` (sum over d)."""
+        xd = self._prepare(x)
+        s = self.sigma(xd.shape[-1])
+        z = (y.to(torch.float64) - xd) / s
+        return (-0.5 * z**2 - math.log(s * math.sqrt(2.0 * math.pi))).sum(dim=-1)
+
+    def total_epsilon(self, d: int | None = None) -> float:
+        return self.epsilon
+
+    def account(
+        self, accountant: PrivacyAccountant, count: int = 1, *, d: int | None = None
+    ) -> LedgerEntry:
+        """Record ``count`` Gaussian releases: ``add_gaussian(name, sigma/sensitivity, ...)``."""
+        d = self._resolve_d(d)
+        return accountant.add_gaussian(
+            self.name,
+            self.noise_multiplier,
+            count=count,
+            sensitivity=self.sensitivity(d),
+            note=(
+                f"analytic Gaussian calibrated to (epsilon={self.epsilon:g}, "
+                f"delta={self.delta:g})-LDP per release (Balle & Wang 2018); RDP-composed here"
+            ),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"AnalyticGaussian(epsilon={self.epsilon}, delta={self.delta}, alpha={self.alpha}, "
+            f"beta={self.beta})"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Multi-bit mechanism (LPGNN)
+# --------------------------------------------------------------------------------------------
+def optimal_m(epsilon: float, d: int) -> int:
+    """Optimal sampling parameter of the multi-bit encoder (thesis Prop. 3, eq. 3.19/3.24).
+
+    ``m* = max(1, min(d, floor(epsilon / 2.18)))``: it minimises the worst-case rectifier
+    variance (eq. 3.21), whose minimiser in ``z = epsilon/m`` solves ``z = sinh(z)/2``
+    (eq. 3.23), ``z* ~= 2.18``. So ``m* = 1`` whenever ``epsilon < 2 * 2.18``.
+    """
+    eps = _check_feature_epsilon(epsilon)
+    d = int(d)
+    if d < 1:
+        raise ValueError(f"d must be >= 1, got {d}")
+    # the tiny slack keeps exact multiples of 2.18 (e.g. 4.36) from flooring one short
+    return max(1, min(d, math.floor(eps / M_STAR_Z + 1e-9)))
+
+
+class MultiBit(FeatureRandomizer):
+    """Multi-bit encoder (thesis Alg. 2) and rectifier (eq. 3.10) of LPGNN.
+
+    Encoder (node side): sample ``m`` of the ``d`` dimensions uniformly without replacement;
+    for each sampled dimension draw ``t ~ Bernoulli(1/(e^{eps/m} + 1) + (x - alpha)/(beta -
+    alpha) * (e^{eps/m} - 1)/(e^{eps/m} + 1))`` and output ``2t - 1``; other dimensions output 0.
+    The whole row is epsilon-LDP (Theorem 1). Rectifier (server side, eq. 3.10):
+    ``x' = d (beta - alpha)/(2m) * (e^{eps/m} + 1)/(e^{eps/m} - 1) * x* + (alpha + beta)/2``,
+    unbiased (Prop. 1) with variance eq. 3.18.
+
+    Args:
+        m: number of sampled dimensions in ``[1, d]``; ``None`` uses :func:`optimal_m`
+            (eq. 3.19), resolved when ``d`` is known.
+    """
+
+    name: ClassVar[str] = "multibit"
+
+    def __init__(
+        self,
+        epsilon: float,
+        alpha: Bounds = 0.0,
+        beta: Bounds = 1.0,
+        m: int | None = None,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(epsilon, alpha, beta, generator=generator)
+        if m is not None:  # m <= d is checked once d is known
+            if isinstance(m, bool) or not isinstance(m, int):
+                raise ValueError(f"m must be an integer in [1, d] or None, got {m!r}")
+            if m < 1:
+                raise ValueError(f"m must be in [1, d], got m={m}")
+        self.m = m
+
+    def resolve_m(self, d: int) -> int:
+        """The sampling parameter used for ``d`` features (``m``, or ``m*`` when ``m=None``)."""
+        d = int(d)
+        if d < 1:
+            raise ValueError(f"d must be >= 1, got {d}")
+        if self.m is None:
+            return optimal_m(self.epsilon, d)
+        if self.m > d:
+            raise ValueError(f"m must be in [1, d], got m={self.m} for d={d} features")
+        return self.m
+
+    def _check_d(self, d: int) -> None:
+        self.resolve_m(d)
+
+    def _p_one(self, x: torch.Tensor, m: int) -> torch.Tensor:
+        """Bernoulli parameter of Alg. 2 line 4 (``tanh(eps/2m) = (e^{eps/m}-1)/(e^{eps/m}+1)``)."""
+        a, b = self._bounds(x)
+        th = math.tanh(self.epsilon / m / 2.0)
+        return (1.0 - th) / 2.0 + (x - a) / (b - a) * th
+
+    def _encode_rows(
+        self, x: torch.Tensor, m: int, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        n, d = x.shape
+        keys = R.uniform((n, d), generator=generator, dtype=torch.float64, device=x.device)
+        idx = keys.topk(m, dim=1, largest=False, sorted=False).indices  # S: m dims per row
+        a, b = self._bounds(x)
+        xs = x.gather(1, idx)
+        if a.ndim == 1:
+            a = a.expand(n, d).gather(1, idx)
+            b = b.expand(n, d).gather(1, idx)
+        th = math.tanh(self.epsilon / m / 2.0)
+        p = (1.0 - th) / 2.0 + (xs - a) / (b - a) * th
+        t = R.bernoulli(p, generator=generator)
+        codes = torch.zeros((n, d), dtype=torch.int8, device=x.device)
+        codes.scatter_(1, idx, (2 * t.to(torch.int8) - 1))
+        return codes
+
+    def encode(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Alg. 2: codes in ``{-1, 0, 1}`` (``int8``), exactly ``m`` non-zeros per row."""
+        gen = self._gen(generator)
+        return self._map_rows(
+            x, lambda xc, d: self._encode_rows(xc, self.resolve_m(d), gen), torch.int8
+        )
+
+    def scale(self, d: int) -> float | torch.Tensor:
+        """Rectifier factor ``d (beta-alpha)/(2m) * (e^{eps/m}+1)/(e^{eps/m}-1)`` (eq. 3.10)."""
+        m = self.resolve_m(d)
+        width = torch.as_tensor(self.beta, dtype=torch.float64) - torch.as_tensor(
+            self.alpha, dtype=torch.float64
+        )
+        s = d * width / (2.0 * m) * _coth_half(self.epsilon / m)
+        return float(s) if s.ndim == 0 else s
+
+    def rectify(self, codes: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Rectifier, eq. 3.10: ``x' = scale(d) * x* + (alpha + beta) / 2`` (see :meth:`scale`)."""
+        if codes.ndim not in (1, 2) or codes.shape[-1] == 0:
+            raise ValueError(f"multibit: codes must be [n, d] or [d], got {tuple(codes.shape)}")
+        if bool((~((codes == 0) | (codes == 1) | (codes == -1))).any()):
+            raise ValueError("multibit: codes must contain only -1, 0 and 1")
+        return self._rectify64(codes).to(dtype or torch.get_default_dtype())
+
+    def _rectify64(self, codes: torch.Tensor) -> torch.Tensor:
+        d = codes.shape[-1]
+        cd = codes.to(torch.float64)
+        a, b = self._bounds(cd)
+        m = self.resolve_m(d)
+        factor = d * (b - a) / (2.0 * m) * _coth_half(self.epsilon / m)
+        return factor * cd + (a + b) / 2.0
+
+    def _perturb_rows(self, x, d, generator):
+        """``rectify(encode(x))`` on a chunk of rows: the unbiased estimate (Prop. 1)."""
+        return self._rectify64(self._encode_rows(x, self.resolve_m(d), generator))
+
+    def variance(self, x: torch.Tensor) -> torch.Tensor:
+        """``Var[x'] = d/m * ((beta-alpha)/2 * (e^{eps/m}+1)/(e^{eps/m}-1))^2
+        - (x - (alpha+beta)/2)^2`` (eq. 3.18)."""
+        xd = self._prepare(x)
+        d = xd.shape[-1]
+        m = self.resolve_m(d)
+        a, b = self._bounds(xd)
+        c = _coth_half(self.epsilon / m)
+        v = d / m * ((b - a) / 2.0 * c) ** 2 - (xd - (a + b) / 2.0) ** 2
+        return v.to(self._out_dtype(x))
+
+    def output_probabilities(self, x: torch.Tensor) -> torch.Tensor:
+        """Exact marginal ``[Pr[x*_i=-1], Pr[x*_i=0], Pr[x*_i=1]]`` per entry (Theorem 1 proof)."""
+        xd = self._prepare(x)
+        d = xd.shape[-1]
+        m = self.resolve_m(d)
+        p1 = self._p_one(xd, m)
+        q = m / d
+        return torch.stack([q * (1.0 - p1), torch.full_like(p1, 1.0 - q), q * p1], dim=-1)
+
+    def log_prob(self, x: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+        """Exact joint log-probability of a code row given ``x`` (one value per row).
+
+        ``Pr[x* | x] = 1/C(d, m) * prod_{i in S} Pr[t_i = (x*_i + 1)/2]`` when ``x*`` has
+        exactly ``m`` non-zeros (support ``S``), and 0 otherwise.
+        """
+        xd = self._prepare(x)
+        d = xd.shape[-1]
+        m = self.resolve_m(d)
+        p1 = self._p_one(xd, m)
+        c = codes.to(torch.float64)
+        per = torch.where(c > 0, torch.log(p1), torch.where(c < 0, torch.log1p(-p1), 0.0))
+        nnz = (c != 0).sum(dim=-1)
+        log_choose = math.lgamma(d + 1) - math.lgamma(m + 1) - math.lgamma(d - m + 1)
+        lp = per.sum(dim=-1) - log_choose
+        return torch.where(nnz == m, lp, torch.full_like(lp, -math.inf))
+
+    def __repr__(self) -> str:
+        return f"MultiBit(epsilon={self.epsilon}, alpha={self.alpha}, beta={self.beta}, m={self.m})"
