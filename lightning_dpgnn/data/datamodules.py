@@ -148,8 +148,9 @@ class NodeDataModule(L.LightningDataModule):
         self.remove_self_loops = remove_self_loops
         self.remove_isolated = remove_isolated
         if feature_range is not None and not float(feature_range[0]) < float(feature_range[1]):
-            raise ValueError(f"feature_range must be (alpha, beta) with alpha < beta, got "
-                             f"{feature_range}")  # fmt: skip
+            raise ValueError(
+                f"feature_range must be (alpha, beta) with alpha < beta, got {feature_range}"
+            )
         self.feature_range = feature_range
         self.transform = transform
         self.download = download
@@ -173,6 +174,7 @@ class NodeDataModule(L.LightningDataModule):
         dm = cls("csbm", split=split, seed=seed, **kwargs)
         dm.spec = None
         dm.name = name
+        dm.hparams["name"] = name
         dm.target = "label"
         dm._given = data
         return dm

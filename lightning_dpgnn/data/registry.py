@@ -151,8 +151,9 @@ def _tu_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw:
     return readers.read_tudataset(raw, processed, spec.extra["pyg_name"], **kw)
 
 
-def _csbm_loader(spec: DatasetSpec, raw: Path | None, processed: Path | None, target: str,
-                 **kw: Any) -> Data:  # fmt: skip
+def _csbm_loader(
+    spec: DatasetSpec, raw: Path | None, processed: Path | None, target: str, **kw: Any
+) -> Data:
     return make_csbm(**kw)
 
 

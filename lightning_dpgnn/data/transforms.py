@@ -181,8 +181,9 @@ class NodeSplit(BaseTransform):
         seed: random seed (``None``: torch's global generator).
     """
 
-    def __init__(self, train: float = 0.75, val: float = 0.10, test: float = 0.15,
-                 seed: int | None = 0) -> None:  # fmt: skip
+    def __init__(
+        self, train: float = 0.75, val: float = 0.10, test: float = 0.15, seed: int | None = 0
+    ) -> None:
         self.train, self.val, self.test = parse_split((train, val, test))
         self.seed = seed
 

@@ -2,7 +2,7 @@
 
 * ``data_root``: the shared datasets folder from ``$DPGNN_DATA`` (CI: ``../shared/datasets``),
   falling back to ``<repo>/../shared/datasets``. A missing folder is a test failure, never a skip.
-* Every test gets a fresh-per-session writable cache (``$DPGNN_CACHE``) and no network access.
+* Every test gets a per-session writable cache (``$DPGNN_CACHE``) and no network access.
 """
 
 from __future__ import annotations
@@ -36,10 +36,9 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch, session_cache: Path, data_root: Path) -> None:
-    """Point DPGNN_CACHE at the session cache, DPGNN_DATA at the root, and forbid network."""
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, session_cache: Path) -> None:
+    """Point DPGNN_CACHE at the session cache and forbid network access."""
     monkeypatch.setenv("DPGNN_CACHE", str(session_cache))
-    monkeypatch.setenv("DPGNN_DATA", str(data_root))
 
     def _no_network(*args: object, **kwargs: object) -> None:
         raise RuntimeError("tests must not use the network")

@@ -130,7 +130,7 @@ def test_from_data_and_min_class_size() -> None:
     y[y == 2] = torch.where(torch.arange(int((y == 2).sum())) < 5, 2, 0)  # class 2 keeps 5
     data = Data(x=base.x, edge_index=base.edge_index, y=y)
     dm = NodeDataModule.from_data(data, name="mine", min_class_size=10)
-    assert dm.name == "mine" and dm.num_classes == 2
+    assert dm.name == "mine" and dm.hparams["name"] == "mine" and dm.num_classes == 2
     assert dm.num_nodes == 295
     dm2 = NodeDataModule.from_data(data, split="lpgnn")
     assert dm2.num_classes == 3 and dm2.num_nodes == 300

@@ -174,10 +174,8 @@ def test_amazon_ogbn_products_tiny(tmp_path: Path) -> None:
     assert len(cached) == 1
     again = load_dataset("ogbn-products", root=tmp_path, cache_dir=tmp_path / "cache")
     assert torch.equal(again.edge_index, data.edge_index)
-    dm = NodeDataModule(
-        "amazon", root=str(tmp_path), cache_dir=str(tmp_path / "cache"), min_class_size=0,
-        split="public",
-    )  # fmt: skip
+    cache = str(tmp_path / "cache")
+    dm = NodeDataModule("amazon", str(tmp_path), cache_dir=cache, min_class_size=0, split="public")
     assert dm.num_features == 4
     assert int(dm.data.train_mask.sum()) <= 50
 
