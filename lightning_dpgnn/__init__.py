@@ -1,3 +1,13 @@
-"""lightning-dpgnn: differentially private graph neural networks for PyTorch Lightning."""
+"""lightning-dpgnn: differentially private graph neural networks for PyTorch Lightning.
+
+>>> from lightning_dpgnn import GAP
+>>> from lightning_dpgnn.data import NodeDataModule
+>>> from lightning_dpgnn.callbacks import PrivacyBudget
+"""
+
+from .methods import DPMLP, GAP, GNN, MLP, PrivateModule
+from .privacy import PrivacyReport
 
 __version__ = "0.1.0"
+
+__all__ = ["GAP", "GNN", "MLP", "DPMLP", "PrivateModule", "PrivacyReport", "__version__"]

@@ -13,7 +13,7 @@ import sys
 import lightning as L
 from lightning.pytorch.cli import LightningCLI
 
-DEFAULT_MODEL = "lightning_dpgnn.methods.GNN"
+DEFAULT_MODEL = "lightning_dpgnn.GAP"
 DEFAULT_DATA = "lightning_dpgnn.data.NodeDataModule"
 
 
@@ -47,9 +47,9 @@ class DPGNNCLI(LightningCLI):
             print("\n".join(lines), flush=True)
 
 
-def main(args: list[str] | None = None) -> DPGNNCLI:
-    """Entry point of the ``dpgnn`` command."""
-    return DPGNNCLI(
+def main(args: list[str] | None = None) -> None:
+    """Entry point of the ``dpgnn`` command (``args`` defaults to ``sys.argv[1:]``)."""
+    DPGNNCLI(
         L.LightningModule,
         L.LightningDataModule,
         subclass_mode_model=True,

@@ -1,7 +1,8 @@
 """One LightningModule per method, thin over ``privacy/`` and ``nn/``."""
 
 from .base import PrivateModule
+from .gap import GAP
 from .gnn import GNN
 from .mlp import DPMLP, MLP
 
-__all__ = ["PrivateModule", "GNN", "MLP", "DPMLP"]
+__all__ = ["PrivateModule", "GAP", "GNN", "MLP", "DPMLP"]

@@ -20,7 +20,7 @@ aggregates; inductive predictions run encoder + PMA (fresh noise) on the new gra
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from opacus import GradSampleModule
@@ -97,7 +97,7 @@ class GAP(StagedTrainingMixin, PrivateModule):
 
     def __init__(
         self,
-        privacy: str = "edge",
+        privacy: Literal["none", "edge", "node"] = "edge",
         epsilon: float | None = 1.0,
         delta: float | str = "auto",
         hops: int = 2,
@@ -105,7 +105,7 @@ class GAP(StagedTrainingMixin, PrivateModule):
         base_layers: int = 1,
         head_layers: int = 1,
         hidden: int = 16,
-        combine: str = "cat",
+        combine: Literal["cat", "sum", "attn"] = "cat",
         max_degree: int = 100,
         dropout: float = 0.0,
         normalization: str = "none",

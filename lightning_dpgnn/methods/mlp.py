@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from opacus import GradSampleModule
 from torch_geometric.data import Data
@@ -99,7 +101,7 @@ class MLP(_NodeMLP):
 
     def __init__(
         self,
-        privacy: str = "edge",
+        privacy: Literal["none", "edge"] = "edge",
         num_features: int | None = None,
         num_classes: int | None = None,
         hidden: int = 16,

@@ -232,6 +232,8 @@ class _Rows(torch.utils.data.Dataset):
         return tuple(t[i] for t in self.tensors)
 
     def __getitems__(self, idx: list[int]):
+        if len(idx) == len(self) and (not idx or (idx[0] == 0 and idx[-1] == len(self) - 1)):
+            return self.tensors  # the full batch: no copy
         index = torch.as_tensor(idx, dtype=torch.long)
         return tuple(t[index] for t in self.tensors)
 

@@ -1,0 +1,62 @@
+"""The ``dpgnn`` LightningCLI and the zoo recipes."""
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from lightning_dpgnn import zoo
+from lightning_dpgnn.cli import main
+
+
+def test_help_lists_the_subcommands():
+    out = subprocess.run([sys.executable, "-m", "lightning_dpgnn.cli", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    for sub in ("fit", "validate", "test", "predict"):
+        assert sub in out
+
+
+def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsilon(capsys):
+    main(["fit", "--trainer.enable_progress_bar=false", "--model.encoder_epochs=20",
+          "--model.classifier_epochs=20"])
+    out = capsys.readouterr().out
+    acc = float(out.split("test accuracy:")[1].split()[0])
+    eps = float(out.split("epsilon spent:")[1].split()[0])
+    assert acc > 0.3  # 5 balanced classes: chance is 0.2
+    assert 0.99 <= eps <= 1.0  # GAP's default budget, edge level
+    assert "edge-level" in out
+
+
+def test_bad_argument_is_a_clear_error(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--model.privacy=graph"])
+    assert "privacy" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", zoo.list())
+def test_every_recipe_parses_into_the_model_and_data_it_names(name, capsys):
+    assert len(zoo.list()) >= 15
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", str(zoo.recipe_path(name)), "--print_config"])
+    assert exit_info.value.code in (0, None)
+    printed = yaml.safe_load(capsys.readouterr().out)
+    source = yaml.safe_load(zoo.recipe_path(name).read_text())
+    assert printed["model"]["class_path"] == source["model"]["class_path"]
+    for key, value in source["model"]["init_args"].items():
+        assert printed["model"]["init_args"][key] == value
+    assert printed["data"]["init_args"]["name"] == source["data"]["init_args"]["name"]
+
+
+def test_a_recipe_runs_end_to_end_on_the_embedded_graph(capsys):
+    main(["fit", "--config", str(zoo.recipe_path("gap-node-facebook")), "--data.name=csbm",
+          "--data.target=null", "--data.min_class_size=null", "--model.encoder_epochs=1",
+          "--model.classifier_epochs=1", "--model.max_degree=5",
+          "--trainer.enable_progress_bar=false"])
+    out = capsys.readouterr().out
+    assert "node-level" in out and float(out.split("epsilon spent:")[1].split()[0]) <= 8.0
+
+
+def test_unknown_recipe_lists_the_known_ones():
+    with pytest.raises(ValueError, match="gap-edge-rutgers89"):
+        zoo.recipe_path("nope")
