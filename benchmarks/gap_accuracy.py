@@ -27,8 +27,14 @@ NODE_EPS = [2.0, 4.0, 8.0, 16.0]
 # the paper's settings (thesis §4.7.3–4.7.4) with hops/degree fixed instead of tuned
 COMMON = dict(hidden=16, encoder_layers=2, base_layers=1, head_layers=1, lr=0.01, combine="cat")
 EDGE = dict(hops=2, encoder_epochs=100, classifier_epochs=100)
-NODE = dict(hops=2, encoder_epochs=10, classifier_epochs=10, batch_size=256, max_degree=100,
-            max_grad_norm=1.0)
+NODE = dict(
+    hops=2,
+    encoder_epochs=10,
+    classifier_epochs=10,
+    batch_size=256,
+    max_degree=100,
+    max_grad_norm=1.0,
+)
 
 
 def configs():
@@ -42,8 +48,13 @@ def configs():
         yield "GAP-NDP", e, lambda s, e=e: GAP(privacy="node", epsilon=e, seed=s, **COMMON, **NODE)
     yield "MLP", 0.0, lambda s: MLP(hidden=16, layers=3, lr=0.01)
     for e in NODE_EPS:
-        yield "DP-MLP", e, lambda s, e=e: DPMLP(epsilon=e, hidden=16, layers=3, lr=0.01, epochs=10,
-                                               batch_size=256, seed=s)
+        yield (
+            "DP-MLP",
+            e,
+            lambda s, e=e: DPMLP(
+                epsilon=e, hidden=16, layers=3, lr=0.01, epochs=10, batch_size=256, seed=s
+            ),
+        )
 
 
 def main() -> None:
@@ -75,22 +86,36 @@ def main() -> None:
                 with PeakRSS() as mem:
                     model = build(seed)
                     trainer = L.Trainer(
-                        max_epochs=100, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False,
+                        max_epochs=100,
+                        logger=False,
+                        enable_checkpointing=False,
+                        enable_progress_bar=False,
+                        enable_model_summary=False,
                     )
                     trainer.fit(model, dm)
                     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
                 report = model.privacy_spent()
                 row = dict(
-                    key=key, dataset=name, method=method, target_epsilon=eps, seed=seed,
-                    test_acc=float(acc), epsilon=report.epsilon if report.level != "none" else None,
-                    delta=report.delta, level=report.level,
-                    wall_s=round(time.perf_counter() - t0, 2), peak_rss_mb=round(mem.peak_mb, 1),
-                    hardware=cpu_info(), command=command_line(),
+                    key=key,
+                    dataset=name,
+                    method=method,
+                    target_epsilon=eps,
+                    seed=seed,
+                    test_acc=float(acc),
+                    epsilon=report.epsilon if report.level != "none" else None,
+                    delta=report.delta,
+                    level=report.level,
+                    wall_s=round(time.perf_counter() - t0, 2),
+                    peak_rss_mb=round(mem.peak_mb, 1),
+                    hardware=cpu_info(),
+                    command=command_line(),
                 )
                 append(args.out, row)
-                print(f"{key}: acc={acc:.4f} eps={row['epsilon']} {row['wall_s']}s "
-                      f"{row['peak_rss_mb']}MB", flush=True)
+                print(
+                    f"{key}: acc={acc:.4f} eps={row['epsilon']} {row['wall_s']}s "
+                    f"{row['peak_rss_mb']}MB",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

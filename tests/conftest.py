@@ -15,7 +15,9 @@ warnings.filterwarnings("ignore", ".*LitLogger.*")
 
 def pytest_configure(config):
     # real-data tests find the datasets here; CI sets DPGNN_DATA=../shared/datasets
-    os.environ.setdefault("DPGNN_DATA", str(Path(__file__).resolve().parents[2] / "shared/datasets"))
+    os.environ.setdefault(
+        "DPGNN_DATA", str(Path(__file__).resolve().parents[2] / "shared/datasets")
+    )
 
 
 @pytest.fixture

@@ -11,15 +11,25 @@ from lightning_dpgnn.cli import main
 
 
 def test_help_lists_the_subcommands():
-    out = subprocess.run([sys.executable, "-m", "lightning_dpgnn.cli", "--help"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "lightning_dpgnn.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for sub in ("fit", "validate", "test", "predict"):
         assert sub in out
 
 
 def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsilon(capsys):
-    main(["fit", "--trainer.enable_progress_bar=false", "--model.encoder_epochs=20",
-          "--model.classifier_epochs=20"])
+    main(
+        [
+            "fit",
+            "--trainer.enable_progress_bar=false",
+            "--model.encoder_epochs=20",
+            "--model.classifier_epochs=20",
+        ]
+    )
     out = capsys.readouterr().out
     acc = float(out.split("test accuracy:")[1].split()[0])
     eps = float(out.split("epsilon spent:")[1].split()[0])
@@ -49,10 +59,20 @@ def test_every_recipe_parses_into_the_model_and_data_it_names(name, capsys):
 
 
 def test_a_recipe_runs_end_to_end_on_the_embedded_graph(capsys):
-    main(["fit", "--config", str(zoo.recipe_path("gap-node-facebook")), "--data.name=csbm",
-          "--data.target=null", "--data.min_class_size=null", "--model.encoder_epochs=1",
-          "--model.classifier_epochs=1", "--model.max_degree=5",
-          "--trainer.enable_progress_bar=false"])
+    main(
+        [
+            "fit",
+            "--config",
+            str(zoo.recipe_path("gap-node-facebook")),
+            "--data.name=csbm",
+            "--data.target=null",
+            "--data.min_class_size=null",
+            "--model.encoder_epochs=1",
+            "--model.classifier_epochs=1",
+            "--model.max_degree=5",
+            "--trainer.enable_progress_bar=false",
+        ]
+    )
     out = capsys.readouterr().out
     assert "node-level" in out and float(out.split("epsilon spent:")[1].split()[0]) <= 8.0
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 import torch
-
 from lightning_dpgnn.callbacks import BudgetExceededError, PrivacyBudget
+
 from lightning_dpgnn.methods import DPMLP, GNN
 from lightning_dpgnn.privacy import random as dprandom
 
@@ -62,15 +62,15 @@ def test_budget_report_is_written_into_checkpoints(csbm_dm, make_trainer, tmp_pa
     assert ckpt["privacy_budget"]["report"]["epsilon"] == pytest.approx(
         model.privacy_spent().epsilon
     )
-    assert ckpt["dpgnn_privacy"]["accountant"]["ledger"][0]["count"] == model.accountant.total_count()
+    assert (
+        ckpt["dpgnn_privacy"]["accountant"]["ledger"][0]["count"] == model.accountant.total_count()
+    )
 
 
 def test_secure_mode_covers_dpsgd_noise_and_batches(csbm_dm, make_trainer):
     before = dprandom.secure_draw_count()
     model = DPMLP(epsilon=1.0, epochs=1)
-    make_trainer(max_epochs=1, callbacks=[PrivacyBudget(1.0, secure_mode=True)]).fit(
-        model, csbm_dm
-    )
+    make_trainer(max_epochs=1, callbacks=[PrivacyBudget(1.0, secure_mode=True)]).fit(model, csbm_dm)
     steps = model.accountant.total_count()
     # every step draws its Poisson batch and its gradient noise from the OS CSPRNG
     assert dprandom.secure_draw_count() - before >= 2 * steps > 0

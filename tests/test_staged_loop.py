@@ -47,8 +47,12 @@ def test_per_stage_best_model_is_restored(csbm_dm, make_trainer):
     assert set(model._best) == {0, 1}
 
 
-@pytest.mark.parametrize("privacy,kw", [("edge", {}), ("node", {"max_degree": 5, "batch_size": 500})])
-def test_killed_and_resumed_fit_ends_with_the_same_ledger(privacy, kw, csbm_dm, make_trainer, tmp_path):
+@pytest.mark.parametrize(
+    "privacy,kw", [("edge", {}), ("node", {"max_degree": 5, "batch_size": 500})]
+)
+def test_killed_and_resumed_fit_ends_with_the_same_ledger(
+    privacy, kw, csbm_dm, make_trainer, tmp_path
+):
     eps = 1.0 if privacy == "edge" else 8.0
     args = dict(privacy=privacy, epsilon=eps, encoder_epochs=3, classifier_epochs=3, seed=7, **kw)
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_top_k=-1, every_n_epochs=1, filename="{epoch}")

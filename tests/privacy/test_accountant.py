@@ -25,8 +25,14 @@ def prop6(K: int, sigma: float, delta: float) -> float:
 
 @pytest.mark.parametrize(
     "K,sigma,delta",
-    [(1, 1.0, 1e-5), (2, 5.0, 1e-6), (3, 0.5, 1e-4), (5, 20.0, 1e-8), (1, 100.0, 1e-5),
-     (4, 2.0, 1e-7)],
+    [
+        (1, 1.0, 1e-5),
+        (2, 5.0, 1e-6),
+        (3, 0.5, 1e-4),
+        (5, 20.0, 1e-8),
+        (1, 100.0, 1e-5),
+        (4, 2.0, 1e-7),
+    ],
 )
 def test_edge_level_pma_matches_proposition_6(K, sigma, delta):
     acc = PrivacyAccountant("edge", delta, conversion="basic")
@@ -59,7 +65,9 @@ def test_node_level_pma_is_theorem_3(D, K, sigma, delta):
     assert acc.epsilon() == pytest.approx(prop6(D * K, sigma, delta), rel=1e-6)
 
 
-@pytest.mark.parametrize("q,nm,steps", [(0.01, 1.0, 1000), (256 / 24000, 1.1, 940), (0.1, 2.0, 100)])
+@pytest.mark.parametrize(
+    "q,nm,steps", [(0.01, 1.0, 1000), (256 / 24000, 1.1, 940), (0.1, 2.0, 100)]
+)
 def test_dpsgd_matches_opacus_accountant(q, nm, steps):
     acc = PrivacyAccountant("node", 1e-5)
     acc.add_subsampled_gaussian("dpsgd", nm, q, steps=steps)
