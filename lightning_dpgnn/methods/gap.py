@@ -235,12 +235,18 @@ class GAP(StagedTrainingMixin, PrivateModule):
                     f"noise_multiplier={self.noise_multiplier:g} would spend epsilon {spend:.4g}"
                     f" > target {self.target_epsilon:g}; leave it unset to calibrate"
                 )
-        self.pma = GaussianAggregation(
-            self.noise_multiplier,
-            level=self.privacy,
-            max_degree=self.hparams.max_degree if self.privacy == "node" else None,
-            name="pma",
-        )
+        self.pma = None  # built on first use from the (possibly restored) noise multiplier
+
+    def _mechanism(self) -> GaussianAggregation:
+        """The PMA mechanism at the model's noise multiplier (built once, then reused)."""
+        if self.pma is None or self.pma.noise_multiplier != self.noise_multiplier:
+            self.pma = GaussianAggregation(
+                self.noise_multiplier,
+                level=self.privacy,
+                max_degree=self.hparams.max_degree if self.privacy == "node" else None,
+                name="pma",
+            )
+        return self.pma
 
     # -- privacy reports -------------------------------------------------------------------
     def privacy_planned(self) -> PrivacyReport:
@@ -287,7 +293,7 @@ class GAP(StagedTrainingMixin, PrivateModule):
             if self.privacy == "none":
                 agg = sum_aggregate(x, graph.edge_index, graph.num_nodes)
             else:
-                agg = self.pma(x, graph.edge_index, graph.num_nodes, accountant, generator)
+                agg = self._mechanism()(x, graph.edge_index, graph.num_nodes, accountant, generator)
             x = normalize_rows(agg)
             hops.append(x)
         return torch.stack(hops, dim=1)
@@ -363,7 +369,7 @@ class GAP(StagedTrainingMixin, PrivateModule):
         The new graph's spend is recorded in a separate accountant (its data is disjoint from
         the training graph: parallel composition), available as ``last_inference_report``.
         """
-        if self.privacy != "none" and self.pma is None:
+        if self.privacy != "none" and self.noise_multiplier is None:
             raise RuntimeError("GAP must be fitted (or loaded) before inductive inference")
         graph = self._private_graph(data)
         acc = PrivacyAccountant(self.privacy, self.accountant.delta)
@@ -387,4 +393,5 @@ class GAP(StagedTrainingMixin, PrivateModule):
         state = checkpoint["gap"]
         self.aggregates = state["aggregates"]
         self.noise_multiplier = state["noise_multiplier"]
+        self.pma = None  # any mechanism built before the restore used a stale noise multiplier
         self.load_staged_state(state["staged"], checkpoint.get("epoch", 0))
