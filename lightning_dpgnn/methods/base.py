@@ -119,6 +119,13 @@ class PrivateModule(L.LightningModule):
 
     def on_fit_start(self) -> None:
         self._privacy_halt = False
+        world = getattr(self.trainer, "world_size", 1)
+        if self.privacy != "none" and world > 1:
+            raise NotImplementedError(
+                f"private training on {world} processes is not supported yet: each rank would "
+                "draw its own aggregation/gradient noise and the accounting would not hold "
+                "(design invariant 5). Train private models on a single device for now."
+            )
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
         if self._privacy_halt:
