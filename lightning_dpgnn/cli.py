@@ -55,7 +55,7 @@ def main(args: list[str] | None = None) -> None:
         subclass_mode_model=True,
         subclass_mode_data=True,
         seed_everything_default=0,
-        save_config_kwargs={"overwrite": True},
+        save_config_callback=None,  # no logger by default: it would litter the cwd with config.yaml
         args=args,
         auto_configure_optimizers=False,
     )
