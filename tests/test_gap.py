@@ -7,8 +7,8 @@ import torch
 from torch_geometric.data import Data
 
 from lightning_dpgnn.data import NodeDataModule
+from lightning_dpgnn.data.transforms import bound_in_and_out_degree
 from lightning_dpgnn.methods import DPMLP, MLP
-from lightning_dpgnn.methods.base import bound_in_and_out_degree
 from lightning_dpgnn.methods.gap import GAP
 from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy.aggregation import degrees

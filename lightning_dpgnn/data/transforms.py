@@ -22,6 +22,7 @@ from torch_geometric.transforms import BaseTransform
 from .errors import DataError, EmptyDatasetError, InvalidFeaturesError, InvalidSplitError
 
 __all__ = [
+    "bound_in_and_out_degree",
     "RemoveSelfLoops",
     "RemoveIsolatedNodes",
     "FilterClassByCount",
@@ -290,3 +291,18 @@ class ScaleFeatures(BaseTransform):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(alpha={self.alpha}, beta={self.beta})"
+
+
+def bound_in_and_out_degree(data: Data, max_degree: int, seed: int = 0) -> Data:
+    """Sample edges so every in-degree AND out-degree is <= ``max_degree`` (invariant 6).
+
+    Node-level sensitivity ``sqrt(D)`` needs each node's features to enter at most D
+    aggregates (its out-degree) and each aggregate to sum at most D rows (its in-degree).
+    In-degrees are bounded first by uniform neighbour sampling; the same sampling on the
+    reversed graph then bounds out-degrees, which only removes edges.
+    """
+    out = BoundDegree(max_degree, seed=seed)(data.clone())
+    out.edge_index = out.edge_index.flip(0)
+    out = BoundDegree(max_degree, seed=seed + 1)(out)
+    out.edge_index = out.edge_index.flip(0)
+    return out

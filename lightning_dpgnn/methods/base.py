@@ -26,27 +26,10 @@ from torch_geometric.data import Data
 
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 
-__all__ = ["PrivateModule", "PRIVACY_LEVELS", "bound_in_and_out_degree"]
+__all__ = ["PrivateModule", "PRIVACY_LEVELS"]
 
 PRIVACY_LEVELS = ("none", "edge", "node")
 CHECKPOINT_KEY = "dpgnn_privacy"
-
-
-def bound_in_and_out_degree(data: Data, max_degree: int, seed: int = 0) -> Data:
-    """Sample edges so every in-degree AND out-degree is <= ``max_degree`` (invariant 6).
-
-    Node-level sensitivity ``sqrt(D)`` needs each node's features to enter at most D
-    aggregates (its out-degree) and each aggregate to sum at most D rows (its in-degree).
-    In-degrees are bounded first by uniform neighbour sampling; the same sampling on the
-    reversed graph then bounds out-degrees, which only removes edges.
-    """
-    from ..data.transforms import BoundDegree
-
-    out = BoundDegree(max_degree, seed=seed)(data.clone())
-    out.edge_index = out.edge_index.flip(0)
-    out = BoundDegree(max_degree, seed=seed + 1)(out)
-    out.edge_index = out.edge_index.flip(0)
-    return out
 
 
 class PrivateModule(L.LightningModule):
@@ -89,6 +72,15 @@ class PrivateModule(L.LightningModule):
         self.target_delta = delta
         self.accountant = PrivacyAccountant(level=privacy if privacy != "none" else "none")
         self._privacy_halt = False
+
+    def _datamodule_graph(self) -> Data:
+        """The preprocessed graph of the attached ``NodeDataModule``, with a clear error."""
+        dm = self.trainer.datamodule if self._trainer is not None else None
+        if dm is None or not hasattr(dm, "data"):
+            raise RuntimeError(
+                f"{type(self).__name__} needs a NodeDataModule: trainer.fit(model, datamodule=dm)"
+            )
+        return dm.data
 
     # -- privacy API -----------------------------------------------------------------------
     def resolve_delta(self, data: Data) -> float | None:

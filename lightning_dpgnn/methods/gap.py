@@ -27,13 +27,14 @@ from opacus import GradSampleModule
 from torch import nn
 from torch_geometric.data import Data
 
+from ..data.transforms import bound_in_and_out_degree
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.combine import Combine
 from ..nn.mlp import MLP
 from ..privacy import PrivacyAccountant, PrivacyReport, calibrate_noise_multiplier
 from ..privacy.aggregation import GaussianAggregation, normalize_rows, sum_aggregate
 from ..privacy.dpsgd import DPSGDPhase, assert_dp_compatible, row_loader
-from .base import PrivateModule, bound_in_and_out_degree
+from .base import PrivateModule
 
 __all__ = ["GAP"]
 
@@ -57,8 +58,15 @@ class ClassificationModule(nn.Module):
     """Per-hop base MLPs, COMBINE and head MLP (Alg. 7) over ``[N, K+1, d]`` aggregates."""
 
     def __init__(
-        self, dim: int, hidden: int, num_classes: int, hops: int, base_layers: int,
-        head_layers: int, combine: str, **mlp,
+        self,
+        dim: int,
+        hidden: int,
+        num_classes: int,
+        hops: int,
+        base_layers: int,
+        head_layers: int,
+        combine: str,
+        **mlp,
     ) -> None:
         super().__init__()
         self.base = nn.ModuleList(
@@ -182,9 +190,7 @@ class GAP(StagedTrainingMixin, PrivateModule):
 
     # -- data and calibration --------------------------------------------------------------
     def setup(self, stage: str) -> None:
-        data = self.trainer.datamodule.data if self.trainer.datamodule is not None else None
-        if data is None:
-            raise RuntimeError("GAP needs a NodeDataModule: trainer.fit(model, datamodule=dm)")
+        data = self._datamodule_graph()
         if self.encoder_model is None:
             self._build(data.num_features, int(data.y.max()) + 1)
         self._graph = self._private_graph(data)
@@ -356,8 +362,10 @@ class GAP(StagedTrainingMixin, PrivateModule):
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         """Transductive (the training graph): cached aggregates only. Otherwise inductive."""
-        if self._graph is not None and data.num_nodes == self._graph.num_nodes and not getattr(
-            data, "inductive", False
+        if (
+            self._graph is not None
+            and data.num_nodes == self._graph.num_nodes
+            and not getattr(data, "inductive", False)
         ):
             return self.classifier(self._cached()).softmax(-1)
         return self.predict_inductive(data)

@@ -7,7 +7,6 @@ from torch import nn
 from torch_geometric.data import Data
 from torch_geometric.nn import GCNConv, SAGEConv
 
-from ..privacy import PrivacyReport
 from .base import PrivateModule
 
 __all__ = ["GNN"]
@@ -54,7 +53,7 @@ class GNN(PrivateModule):
 
     def setup(self, stage: str) -> None:
         if self.convs is None:
-            data = self.trainer.datamodule.data
+            data = self._datamodule_graph()
             self._build(data.num_features, int(data.y.max()) + 1)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -75,9 +74,6 @@ class GNN(PrivateModule):
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self(data.x, data.edge_index).softmax(-1)
-
-    def privacy_planned(self) -> PrivacyReport:
-        return self.privacy_spent()
 
     def configure_optimizers(self):
         return torch.optim.Adam(

@@ -44,23 +44,19 @@ class _NodeMLP(PrivateModule):
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.mlp = MLPBlock(
-            num_features, num_classes, hp.hidden, hp.layers, dropout=hp.dropout,
+            num_features,
+            num_classes,
+            hp.hidden,
+            hp.layers,
+            dropout=hp.dropout,
             normalization=hp.normalization,
         )
 
     def setup(self, stage: str) -> None:
-        data = self._graph()
+        data = self._datamodule_graph()
         if self.mlp is None:
             self._build(data.num_features, int(data.y.max()) + 1)
         self.resolve_delta(data)
-
-    def _graph(self) -> Data:
-        dm = self.trainer.datamodule if self._trainer is not None else None
-        if dm is None or not hasattr(dm, "data"):
-            raise RuntimeError(
-                f"{type(self).__name__} needs a NodeDataModule (trainer.fit(model, datamodule=dm))"
-            )
-        return dm.data
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.mlp(x)
@@ -113,8 +109,18 @@ class MLP(_NodeMLP):
     ) -> None:
         self.save_hyperparameters()
         super().__init__(
-            privacy, None, "auto", ("none", "edge"), num_features, num_classes, hidden, layers,
-            dropout, normalization, lr, weight_decay,
+            privacy,
+            None,
+            "auto",
+            ("none", "edge"),
+            num_features,
+            num_classes,
+            hidden,
+            layers,
+            dropout,
+            normalization,
+            lr,
+            weight_decay,
         )
 
 
@@ -158,8 +164,18 @@ class DPMLP(_NodeMLP):
         self.phase = DPSGDPhase("mlp/dpsgd", epochs, batch_size, max_grad_norm)
         self.noise_multiplier = noise_multiplier
         super().__init__(
-            "node", epsilon, delta, ("node",), num_features, num_classes, hidden, layers, dropout,
-            normalization, lr, weight_decay,
+            "node",
+            epsilon,
+            delta,
+            ("node",),
+            num_features,
+            num_classes,
+            hidden,
+            layers,
+            dropout,
+            normalization,
+            lr,
+            weight_decay,
         )
 
     def _build(self, num_features: int, num_classes: int) -> None:
@@ -169,7 +185,7 @@ class DPMLP(_NodeMLP):
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
-        data = self._graph()
+        data = self._datamodule_graph()
         self.phase.bind(int(data.train_mask.sum()))
         if self.target_epsilon is None:
             return

@@ -354,9 +354,6 @@ class PrivacyAccountant:
         """How many invocations were recorded (of mechanism ``name``, or in all)."""
         return sum(e.count for e in self.ledger if name is None or e.name == name)
 
-    def clear(self) -> None:
-        self.ledger.clear()
-
     def state_dict(self) -> dict:
         return {
             "level": self.level,

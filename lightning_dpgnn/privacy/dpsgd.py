@@ -141,15 +141,6 @@ class DPOptimizer(_OpacusDPOptimizer):
             )
         return super().pre_step(closure)
 
-    def planned_entry_kwargs(self) -> dict:
-        """Parameters of one step, for planning/budget checks."""
-        return {
-            "name": self.ledger_name,
-            "noise_multiplier": self.noise_multiplier,
-            "sample_rate": self.sample_rate,
-            "sensitivity": self.max_grad_norm,
-        }
-
 
 def make_private(
     module: torch.nn.Module,
