@@ -85,3 +85,16 @@ def test_loaded_checkpoint_predicts_from_cached_aggregates(csbm_dm, make_trainer
     expected = make_trainer().test(model, csbm_dm, verbose=False)[0]["test/acc"]
     assert result == pytest.approx(expected)
     assert loaded.pma is None  # no mechanism was even constructed: nothing could be re-queried
+
+
+def test_node_level_never_selects_weights_on_private_validation_labels(csbm_dm, make_trainer):
+    model = GAP(
+        privacy="node",
+        epsilon=8.0,
+        max_degree=5,
+        batch_size=500,
+        encoder_epochs=2,
+        classifier_epochs=2,
+    )
+    make_trainer().fit(model, csbm_dm)
+    assert model._best == {}  # no snapshot chosen by val/acc: the last epoch is kept

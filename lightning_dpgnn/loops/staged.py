@@ -13,7 +13,8 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
   stage's one-time work (e.g. the private aggregation — cached, never recomputed once present)
   and swaps optimizers with ``trainer.strategy.setup_optimizers(trainer)``;
 * per-stage model selection: after each validation the weights of the stage's trainable modules
-  are kept if ``val/acc`` improved; they are restored when the stage ends and at fit end;
+  are kept if ``val/acc`` improved; they are restored when the stage ends and at fit end
+  (skipped when ``select_on_validation()`` is False, e.g. node-level DP);
 * the progress bar shows the stage name, and ``stage`` is logged.
 
 ``tests/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks stage switching,
@@ -68,6 +69,11 @@ class StagedTrainingMixin:
 
     def stage_rows(self, stage_index: int, data) -> torch.utils.data.DataLoader:
         raise NotImplementedError
+
+    def select_on_validation(self) -> bool:
+        """Whether stage weights may be chosen by ``val/acc``. Return ``False`` when validation
+        labels are private and unaccounted (node-level DP): the last epoch is kept instead."""
+        return True
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _staged_init(self) -> None:
@@ -148,6 +154,8 @@ class StagedTrainingMixin:
 
     def on_validation_epoch_end(self) -> None:
         if self.trainer.sanity_checking or self._trainer is None or self.trainer.state.fn != "fit":
+            return
+        if not self.select_on_validation():
             return
         acc = self.trainer.callback_metrics.get("val/acc")
         if acc is None:

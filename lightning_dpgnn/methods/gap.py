@@ -188,6 +188,11 @@ class GAP(StagedTrainingMixin, PrivateModule):
             Stage("classifier", self.hparams.classifier_epochs, ("classifier",)),
         ]
 
+    def select_on_validation(self) -> bool:
+        """Node level: validation labels are private and no mechanism covers them, so model
+        selection on ``val/acc`` would leak them; the last epoch of each stage is kept."""
+        return self.privacy != "node"
+
     # -- data and calibration --------------------------------------------------------------
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
