@@ -142,10 +142,10 @@ class PrivateModule(L.LightningModule):
         self.accountant.load_state_dict(state["accountant"])
 
     # -- shared training / evaluation -------------------------------------------------------
-    def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]):
-        """Cross-entropy on a batch of (input rows, labels); empty Poisson batches give 0."""
-        x, y = batch
-        logits = net(x)
+    def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, ...]):
+        """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""
+        *inputs, y = batch
+        logits = net(*inputs)
         if len(y) == 0:  # still a forward pass through the GradSampleModule, loss 0
             return logits.sum() * 0.0
         loss = F.cross_entropy(logits, y)

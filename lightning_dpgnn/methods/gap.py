@@ -19,22 +19,19 @@ aggregates; inductive predictions run encoder + PMA (fresh noise) on the new gra
 
 from __future__ import annotations
 
-import math
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 from opacus import GradSampleModule
 from torch import nn
 from torch_geometric.data import Data
 
-from ..data.transforms import bound_in_and_out_degree
-from ..loops import Stage, StagedTrainingMixin
+from ..loops import Stage
 from ..nn.combine import Combine
 from ..nn.mlp import MLP
-from ..privacy import PrivacyAccountant, PrivacyReport, calibrate_noise_multiplier
-from ..privacy.aggregation import GaussianAggregation, normalize_rows, sum_aggregate
-from ..privacy.dpsgd import DPSGDPhase, assert_dp_compatible, row_loader
-from .base import PrivateModule
+from ..privacy import PrivacyAccountant
+from ..privacy.aggregation import GaussianAggregation, normalize_rows
+from .ap import AggregationPerturbationModule
 
 __all__ = ["GAP"]
 
@@ -81,7 +78,7 @@ class ClassificationModule(nn.Module):
         return self.head(self.combine(hs))
 
 
-class GAP(StagedTrainingMixin, PrivateModule):
+class GAP(AggregationPerturbationModule):
     """GAP node classifier, edge- or node-level private (or non-private with ``"none"``).
 
     Args:
@@ -102,6 +99,9 @@ class GAP(StagedTrainingMixin, PrivateModule):
         noise_multiplier: skip calibration and use this noise scale (checked against epsilon).
         seed: seed for the aggregation noise and Poisson batches (``None``: fresh randomness).
     """
+
+    mechanism_name = "pma"
+    checkpoint_key = "gap"
 
     def __init__(
         self,
@@ -133,29 +133,17 @@ class GAP(StagedTrainingMixin, PrivateModule):
         self.save_hyperparameters()
         if hops < 1:
             raise ValueError(f"hops must be >= 1, got {hops}")
-        if max_degree < 1:
-            raise ValueError(f"max_degree must be >= 1, got {max_degree}")
-        if privacy != "none" and epsilon is None and noise_multiplier is None:
-            raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
-        if privacy == "node" and normalization == "batch":
-            raise ValueError(
-                "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
-                "samples of a batch, so per-sample clipping no longer bounds one node's "
-                "influence. Use 'layer', 'group' or 'none'."
-            )
-        self._staged_init()
-        self.noise_multiplier = noise_multiplier
-        self.encoder_phase = DPSGDPhase("encoder/dpsgd", encoder_epochs, batch_size, max_grad_norm)
-        self.classifier_phase = DPSGDPhase(
-            "classifier/dpsgd", classifier_epochs, batch_size, max_grad_norm
-        )
+        self._ap_init(noise_multiplier)
         self.aggregates: torch.Tensor | None = None  # [N, K+1, d], the cached private output
-        self.pma: GaussianAggregation | None = None
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
-        self._graph: Data | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
+
+    @property
+    def pma(self) -> GaussianAggregation | None:
+        """The private multi-hop aggregation mechanism (``None`` until it is first queried)."""
+        return self.aggregation
 
     # -- construction ------------------------------------------------------------------------
     @property
@@ -165,17 +153,14 @@ class GAP(StagedTrainingMixin, PrivateModule):
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
-        mlp = dict(dropout=hp.dropout, normalization=hp.normalization, activation=hp.activation)
+        mlp = self._mlp_kwargs()
         dim = hp.hidden if self._uses_encoder else num_features
         encoder = EncoderModule(num_features, hp.hidden, num_classes, hp.encoder_layers, **mlp)
         classifier = ClassificationModule(
             dim, hp.hidden, num_classes, hp.hops, hp.base_layers, hp.head_layers, hp.combine, **mlp
         )
-        if self.privacy == "node":
-            assert_dp_compatible(encoder, "GAP encoder")
-            assert_dp_compatible(classifier, "GAP classification module")
-            encoder, classifier = GradSampleModule(encoder), GradSampleModule(classifier)
-        self.encoder_model, self.classifier = encoder, classifier
+        self.encoder_model = self._dp_wrap(encoder, "GAP encoder")
+        self.classifier = self._dp_wrap(classifier, "GAP classification module")
 
     def _encoder(self) -> EncoderModule:
         m = self.encoder_model
@@ -188,110 +173,20 @@ class GAP(StagedTrainingMixin, PrivateModule):
             Stage("classifier", self.hparams.classifier_epochs, ("classifier",)),
         ]
 
-    def select_on_validation(self) -> bool:
-        """Node level: validation labels are private and no mechanism covers them, so model
-        selection on ``val/acc`` would leak them; the last epoch of each stage is kept."""
-        return self.privacy != "node"
+    def pending_aggregations(self) -> int:
+        return self.hparams.hops if self.aggregates is None else 0
 
-    # -- data and calibration --------------------------------------------------------------
-    def setup(self, stage: str) -> None:
-        data = self._datamodule_graph()
-        if self.encoder_model is None:
-            self._build(data.num_features, int(data.y.max()) + 1)
-        self._graph = self._private_graph(data)
-        self.resolve_delta(self._graph)
-        n_train = int(data.train_mask.sum())
-        self.encoder_phase.bind(n_train)
-        self.classifier_phase.bind(n_train)
-        if stage == "fit":
-            self._calibrate()
-            super().setup(stage)
+    def stage_model(self, index: int) -> nn.Module:
+        return self.encoder_model if index == 0 else self.classifier
 
-    def _private_graph(self, data: Data) -> Data:
-        """Node level: bound in- and out-degrees to D (invariant 6). Other levels: as given."""
-        if self.privacy != "node":
-            return data
-        return bound_in_and_out_degree(data, self.hparams.max_degree, seed=self.hparams.seed or 0)
-
-    def _plan(self, z: float, acc: PrivacyAccountant | None = None) -> PrivacyAccountant:
-        """Ledger of the remaining fit at noise multiplier ``z`` (on top of ``acc``)."""
-        acc = acc if acc is not None else PrivacyAccountant(self.privacy, self.accountant.delta)
-        if self.aggregates is None:
-            sens = math.sqrt(self.hparams.max_degree) if self.privacy == "node" else 1.0
-            acc.add_gaussian("pma", z, count=self.hparams.hops, sensitivity=sens)
-        if self.privacy == "node":
-            for phase, used in self._phases():
-                if phase.epochs and (phase is not self.encoder_phase or self._uses_encoder):
-                    phase.plan(acc, z, max(0, phase.total_steps - used))
-        return acc
-
-    def _phases(self) -> list[tuple[DPSGDPhase, int]]:
-        return [
-            (p, self.accountant.total_count(p.name))
-            for p in (self.encoder_phase, self.classifier_phase)
-        ]
-
-    def _calibrate(self) -> None:
-        if self.privacy == "none":
-            return
-        if self.noise_multiplier is None:
-            self.noise_multiplier = calibrate_noise_multiplier(
-                lambda z: self._plan(z), self.target_epsilon, self.accountant.delta
-            )
-            self.hparams.noise_multiplier = self.noise_multiplier
-        elif self.target_epsilon is not None:
-            spend = self._plan(self.noise_multiplier, self.accountant.copy()).epsilon()
-            if spend > self.target_epsilon * (1 + 1e-9):
-                raise ValueError(
-                    f"noise_multiplier={self.noise_multiplier:g} would spend epsilon {spend:.4g}"
-                    f" > target {self.target_epsilon:g}; leave it unset to calibrate"
-                )
-        self.pma = None  # built on first use from the (possibly restored) noise multiplier
-
-    def _mechanism(self) -> GaussianAggregation:
-        """The PMA mechanism at the model's noise multiplier (built once, then reused)."""
-        if self.pma is None or self.pma.noise_multiplier != self.noise_multiplier:
-            self.pma = GaussianAggregation(
-                self.noise_multiplier,
-                level=self.privacy,
-                max_degree=self.hparams.max_degree if self.privacy == "node" else None,
-                name="pma",
-            )
-        return self.pma
-
-    # -- privacy reports -------------------------------------------------------------------
-    def privacy_planned(self) -> PrivacyReport:
-        if self.privacy == "none":
-            return self.privacy_spent()
-        planned = self._plan(self.noise_multiplier, self.accountant.copy())
-        return PrivacyReport.from_accountant(planned)
-
-    def privacy_if_next_step(self) -> PrivacyReport | None:
-        if self.privacy != "node":
-            return None
-        phase = self._stage_phase(self.current_stage)
-        acc = self.accountant.copy()
-        phase.plan(acc, self.noise_multiplier, 1)
-        return PrivacyReport.from_accountant(acc)
-
-    def _stage_phase(self, index: int) -> DPSGDPhase:
-        return self.encoder_phase if index == 0 else self.classifier_phase
+    def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
+        return (data.x,) if index == 0 else (self.aggregates,)
 
     # -- the aggregation module (Alg. 5), run once -----------------------------------------
-    def _generator(self, offset: int) -> torch.Generator | None:
-        seed = self.hparams.seed
-        return None if seed is None else torch.Generator().manual_seed(seed * 1000 + offset)
-
-    @torch.no_grad()
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
         if not self._uses_encoder:
             return x
-        enc = self._encoder()
-        was_training = enc.training
-        enc.eval()
-        out = enc.embed(x)
-        enc.train(was_training)
-        return out
+        return self._eval_forward(self._encoder().mlp, x)
 
     @torch.no_grad()
     def _aggregate(
@@ -301,11 +196,7 @@ class GAP(StagedTrainingMixin, PrivateModule):
         x = normalize_rows(self._encode(graph.x))
         hops = [x]
         for _ in range(self.hparams.hops):
-            if self.privacy == "none":
-                agg = sum_aggregate(x, graph.edge_index, graph.num_nodes)
-            else:
-                agg = self._mechanism()(x, graph.edge_index, graph.num_nodes, accountant, generator)
-            x = normalize_rows(agg)
+            x = normalize_rows(self._aggregate_once(x, graph, accountant, generator))
             hops.append(x)
         return torch.stack(hops, dim=1)
 
@@ -313,98 +204,14 @@ class GAP(StagedTrainingMixin, PrivateModule):
         if stage_index == 1 and self.aggregates is None:
             self.aggregates = self._aggregate(self._graph, self.accountant, self._generator(0))
 
-    # -- training ----------------------------------------------------------------------------
-    def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
-        m = data.train_mask
-        inputs = data.x[m] if stage_index == 0 else self.aggregates[m]
-        if self.privacy == "node":
-            gen = self._generator(1 + self.trainer.current_epoch)
-            return self._stage_phase(stage_index).loader(inputs, data.y[m], generator=gen)
-        return row_loader(inputs, data.y[m])
-
-    def _stage_model(self, index: int) -> nn.Module:
-        return self.encoder_model if index == 0 else self.classifier
-
-    def stage_optimizer(self, stage_index: int):
-        model = self._stage_model(stage_index)
-        opt = torch.optim.Adam(
-            model.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )
-        if self.privacy != "node":
-            return opt
-        phase = self._stage_phase(stage_index)
-        _, dp_opt = phase.wrap(model, opt, self.noise_multiplier, self.accountant)
-        return dp_opt
-
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
-        if self.privacy == "node":
-            phase = self._stage_phase(self.current_stage)
-            if self.accountant.total_count(phase.name) >= phase.total_steps:
-                self.halt_privately()  # the calibrated plan is used up: never exceed it
-        return super().on_train_batch_start(batch, batch_idx)
-
-    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        return self._rows_step(self._stage_model(self.current_stage), batch)
-
+    # -- inference (Alg. 8) ------------------------------------------------------------------
     def _logits(self, data: Data) -> torch.Tensor:
-        if self.trainer.state.fn == "fit" and self.current_stage == 0:
+        if self._trainer is not None and self.trainer.state.fn == "fit" and self.current_stage == 0:
             return self.encoder_model(data.x)
-        return self.classifier(self._cached())
+        self._require_cache()
+        return self.classifier(self.aggregates)
 
-    def _cached(self) -> torch.Tensor:
-        if self.aggregates is None:
-            raise RuntimeError(
-                "GAP has no cached private aggregates yet: fit the model (or load a fitted "
-                "checkpoint) before test/predict on the training graph"
-            )
-        return self.aggregates
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self._logits(data), data, "val")
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self.classifier(self._cached()), data, "test")
-
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        """Transductive (the training graph): cached aggregates only. Otherwise inductive."""
-        if (
-            self._graph is not None
-            and data.num_nodes == self._graph.num_nodes
-            and not getattr(data, "inductive", False)
-        ):
-            return self.classifier(self._cached()).softmax(-1)
-        return self.predict_inductive(data)
-
-    @torch.no_grad()
-    def predict_inductive(self, data: Data) -> torch.Tensor:
-        """Alg. 8: class probabilities on a new graph, running PMA on it with fresh noise.
-
-        The new graph's spend is recorded in a separate accountant (its data is disjoint from
-        the training graph: parallel composition), available as ``last_inference_report``.
-        """
-        if self.privacy != "none" and self.noise_multiplier is None:
-            raise RuntimeError("GAP must be fitted (or loaded) before inductive inference")
-        graph = self._private_graph(data)
-        acc = PrivacyAccountant(self.privacy, self.accountant.delta)
-        h = self._aggregate(graph, acc, None)
-        self.last_inference_report = PrivacyReport.from_accountant(
-            acc, private=self.privacy != "none"
-        )
-        return self.classifier(h).softmax(-1)
-
-    # -- checkpoints -----------------------------------------------------------------------
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_save_checkpoint(checkpoint)
-        checkpoint["gap"] = {
-            "aggregates": self.aggregates,
-            "noise_multiplier": self.noise_multiplier,
-            "staged": self.staged_state(),
-        }
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)
-        state = checkpoint["gap"]
-        self.aggregates = state["aggregates"]
-        self.noise_multiplier = state["noise_multiplier"]
-        self.pma = None  # any mechanism built before the restore used a stale noise multiplier
-        self.load_staged_state(state["staged"], checkpoint.get("epoch", 0))
+    def _forward_graph(
+        self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        return self.classifier(self._aggregate(graph, accountant, generator))

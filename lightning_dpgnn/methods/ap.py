@@ -1,0 +1,312 @@
+"""Shared machinery of the aggregation-perturbation methods (GAP, ProGAP).
+
+Both methods train in stages on the staged fit loop, query the graph only through a Gaussian
+sum-aggregation mechanism whose noisy outputs are cached once, and (at node level) train every
+stage with DP-SGD. What they share lives here, so each method file reads like its algorithm box:
+
+* argument checks (degree bound, epsilon or noise multiplier, no BatchNorm at node level);
+* the private graph (node level: in- and out-degrees bounded to ``D``, invariant 6);
+* one DP-SGD phase per stage (ledger name ``"<stage>/dpsgd"``), Poisson loaders, DP-Adam;
+* the privacy plan of the remaining fit — pending aggregations (edge: sensitivity 1, node:
+  ``sqrt(D)``) plus the remaining DP-SGD steps — and a single noise multiplier calibrated to
+  the target epsilon over the whole plan (thesis §4.7.5 for GAP, Theorem 5 for ProGAP);
+* the mechanism, built lazily (so a restored model provably never queried it);
+* checkpoints carrying the cached aggregates, the noise multiplier and the staged state;
+* transductive inference from the cache, inductive inference with fresh noise on a new graph.
+
+Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
+``stage_model``, ``stage_inputs``, ``on_enter_stage``, ``_logits`` and ``_forward_graph``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from opacus import GradSampleModule
+from torch import nn
+from torch_geometric.data import Data
+
+from ..data.transforms import bound_in_and_out_degree
+from ..loops import StagedTrainingMixin
+from ..privacy import PrivacyAccountant, PrivacyReport, calibrate_noise_multiplier
+from ..privacy.aggregation import GaussianAggregation, normalize_rows, sum_aggregate
+from ..privacy.dpsgd import DPSGDPhase, assert_dp_compatible, row_loader
+from .base import PrivateModule
+
+__all__ = ["AggregationPerturbationModule"]
+
+
+class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
+    """Base of GAP and ProGAP. Subclasses set ``mechanism_name`` and ``checkpoint_key``.
+
+    ``self.aggregates`` holds the cached private output of the mechanism (its type is the
+    subclass's business); ``self.aggregation`` is the mechanism, ``None`` until first used.
+    """
+
+    mechanism_name = "aggregation"
+    checkpoint_key = "ap"
+
+    def _ap_init(self, noise_multiplier: float | None) -> None:
+        hp = self.hparams
+        if hp.max_degree < 1:
+            raise ValueError(f"max_degree must be >= 1, got {hp.max_degree}")
+        if self.privacy != "none" and hp.epsilon is None and noise_multiplier is None:
+            raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
+        if self.privacy == "node" and hp.normalization == "batch":
+            raise ValueError(
+                "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
+                "samples of a batch, so per-sample clipping no longer bounds one node's "
+                "influence. Use 'layer', 'group' or 'none'."
+            )
+        self._staged_init()
+        self.noise_multiplier = noise_multiplier
+        self.aggregates: Any = None
+        self.aggregation: GaussianAggregation | None = None
+        self._phases: list[DPSGDPhase] = []
+        self._graph: Data | None = None
+
+    # -- to implement ------------------------------------------------------------------------
+    def _build(self, num_features: int, num_classes: int) -> None:
+        raise NotImplementedError
+
+    def pending_aggregations(self) -> int:
+        """Mechanism queries on the training graph that the rest of the fit will still make."""
+        raise NotImplementedError
+
+    def stage_model(self, index: int) -> nn.Module:
+        """The module that stage ``index`` runs forward (its optimizer: trainable params)."""
+        raise NotImplementedError
+
+    def stage_parameters(self, index: int) -> list[nn.Parameter]:
+        return [p for p in self.stage_model(index).parameters() if p.requires_grad]
+
+    def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
+        """Per-node input rows of stage ``index`` (all nodes; the loader keeps training rows)."""
+        raise NotImplementedError
+
+    def _logits(self, data: Data) -> torch.Tensor:
+        """Logits of every node of the training graph, from cached aggregates only."""
+        raise NotImplementedError
+
+    def _forward_graph(
+        self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        """Logits on ``graph``, running every aggregation on it (inductive inference)."""
+        raise NotImplementedError
+
+    # -- construction helpers --------------------------------------------------------------
+    def _mlp_kwargs(self) -> dict[str, Any]:
+        hp = self.hparams
+        return dict(dropout=hp.dropout, normalization=hp.normalization, activation=hp.activation)
+
+    def _dp_wrap(self, module: nn.Module, what: str) -> nn.Module:
+        """Node level: check the module suits DP-SGD and add per-sample gradients."""
+        if self.privacy != "node":
+            return module
+        assert_dp_compatible(module, what)
+        return GradSampleModule(module)
+
+    def select_on_validation(self) -> bool:
+        """Node level: validation labels are private and no mechanism covers them, so model
+        selection on ``val/acc`` would leak them; the last epoch of each stage is kept."""
+        return self.privacy != "node"
+
+    # -- data and calibration --------------------------------------------------------------
+    def setup(self, stage: str) -> None:
+        data = self._datamodule_graph()
+        if not self._is_built():
+            self._build(data.num_features, int(data.y.max()) + 1)
+        self._graph = self._private_graph(data)
+        self.resolve_delta(self._graph)
+        n_train = int(data.train_mask.sum())
+        hp = self.hparams
+        self._phases = [
+            DPSGDPhase(f"{s.name}/dpsgd", s.epochs, hp.batch_size, hp.max_grad_norm).bind(n_train)
+            for s in self.stages
+        ]
+        if stage == "fit":
+            self._calibrate()
+            super().setup(stage)
+
+    def _is_built(self) -> bool:
+        return any(True for _ in self.parameters())
+
+    def _private_graph(self, data: Data) -> Data:
+        """Node level: bound in- and out-degrees to D (invariant 6). Other levels: as given."""
+        if self.privacy != "node":
+            return data
+        return bound_in_and_out_degree(data, self.hparams.max_degree, seed=self.hparams.seed or 0)
+
+    def _plan(self, z: float, acc: PrivacyAccountant | None = None) -> PrivacyAccountant:
+        """Ledger of the remaining fit at noise multiplier ``z`` (on top of ``acc``)."""
+        acc = acc if acc is not None else PrivacyAccountant(self.privacy, self.accountant.delta)
+        pending = self.pending_aggregations()
+        if pending:
+            sens = math.sqrt(self.hparams.max_degree) if self.privacy == "node" else 1.0
+            acc.add_gaussian(self.mechanism_name, z, count=pending, sensitivity=sens)
+        if self.privacy == "node":
+            for phase in self._phases:
+                used = self.accountant.total_count(phase.name)
+                phase.plan(acc, z, max(0, phase.total_steps - used))
+        return acc
+
+    def _calibrate(self) -> None:
+        if self.privacy == "none":
+            return
+        if self.noise_multiplier is None:
+            self.noise_multiplier = calibrate_noise_multiplier(
+                lambda z: self._plan(z), self.target_epsilon, self.accountant.delta
+            )
+            self.hparams.noise_multiplier = self.noise_multiplier
+        elif self.target_epsilon is not None:
+            spend = self._plan(self.noise_multiplier, self.accountant.copy()).epsilon()
+            if spend > self.target_epsilon * (1 + 1e-9):
+                raise ValueError(
+                    f"noise_multiplier={self.noise_multiplier:g} would spend epsilon {spend:.4g}"
+                    f" > target {self.target_epsilon:g}; leave it unset to calibrate"
+                )
+        self.aggregation = None  # built on first use from the (possibly restored) multiplier
+
+    def _mechanism(self) -> GaussianAggregation:
+        """The aggregation mechanism at the model's noise multiplier (built once, reused)."""
+        if self.aggregation is None or self.aggregation.noise_multiplier != self.noise_multiplier:
+            self.aggregation = GaussianAggregation(
+                self.noise_multiplier,
+                level=self.privacy,
+                max_degree=self.hparams.max_degree if self.privacy == "node" else None,
+                name=self.mechanism_name,
+            )
+        return self.aggregation
+
+    def _generator(self, offset: int) -> torch.Generator | None:
+        """Seeded randomness for reproducible runs; distinct offsets give independent draws."""
+        seed = self.hparams.seed
+        return None if seed is None else torch.Generator().manual_seed(seed * 1000 + offset)
+
+    @torch.no_grad()
+    def _aggregate_once(
+        self,
+        x: torch.Tensor,
+        graph: Data,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None,
+    ) -> torch.Tensor:
+        """One hop on ``graph``: ``A^T normalize_rows(x)``, plus calibrated noise when private
+        (recorded on ``accountant``)."""
+        if self.privacy == "none":
+            return sum_aggregate(normalize_rows(x), graph.edge_index, graph.num_nodes)
+        return self._mechanism()(x, graph.edge_index, graph.num_nodes, accountant, generator)
+
+    # -- privacy reports -------------------------------------------------------------------
+    def privacy_planned(self) -> PrivacyReport:
+        if self.privacy == "none":
+            return self.privacy_spent()
+        planned = self._plan(self.noise_multiplier, self.accountant.copy())
+        return PrivacyReport.from_accountant(planned)
+
+    def privacy_if_next_step(self) -> PrivacyReport | None:
+        if self.privacy != "node":
+            return None
+        acc = self.accountant.copy()
+        self._phases[self.current_stage].plan(acc, self.noise_multiplier, 1)
+        return PrivacyReport.from_accountant(acc)
+
+    # -- training ----------------------------------------------------------------------------
+    def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
+        m = data.train_mask
+        rows = [t[m] for t in self.stage_inputs(stage_index, data)]
+        if self.privacy == "node":
+            gen = self._generator(1 + self.trainer.current_epoch)
+            return self._phases[stage_index].loader(*rows, data.y[m], generator=gen)
+        return row_loader(*rows, data.y[m])
+
+    def stage_optimizer(self, stage_index: int):
+        params = self.stage_parameters(stage_index)
+        opt = torch.optim.Adam(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        if self.privacy != "node":
+            return opt
+        phase, model = self._phases[stage_index], self.stage_model(stage_index)
+        _, dp_opt = phase.wrap(model, opt, self.noise_multiplier, self.accountant)
+        return dp_opt
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        if self.privacy == "node":
+            phase = self._phases[self.current_stage]
+            if self.accountant.total_count(phase.name) >= phase.total_steps:
+                self.halt_privately()  # the calibrated plan is used up: never exceed it
+        return super().on_train_batch_start(batch, batch_idx)
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        return self._rows_step(self.stage_model(self.current_stage), batch)
+
+    def _require_cache(self) -> None:
+        if self.aggregates is None:
+            raise RuntimeError(
+                f"{type(self).__name__} has no cached private aggregates yet: fit the model (or "
+                "load a fitted checkpoint) before test/predict on the training graph"
+            )
+
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        return self._log_accuracy(self._logits(data), data, "val")
+
+    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        return self._log_accuracy(self._logits(data), data, "test")
+
+    # -- inference ---------------------------------------------------------------------------
+    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        """Transductive (the training graph): cached aggregates only. Otherwise inductive."""
+        if (
+            self._graph is not None
+            and data.num_nodes == self._graph.num_nodes
+            and not getattr(data, "inductive", False)
+        ):
+            return self._logits(data).softmax(-1)
+        return self.predict_inductive(data)
+
+    @torch.no_grad()
+    def predict_inductive(self, data: Data) -> torch.Tensor:
+        """Class probabilities on a new graph, running the mechanism on it with fresh noise.
+
+        The new graph's spend is recorded in a separate accountant (its data is disjoint from
+        the training graph: parallel composition), available as ``last_inference_report``.
+        """
+        if self.privacy != "none" and self.noise_multiplier is None:
+            raise RuntimeError(
+                f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
+            )
+        graph = self._private_graph(data)
+        acc = PrivacyAccountant(self.privacy, self.accountant.delta)
+        logits = self._forward_graph(graph, acc, None)
+        self.last_inference_report = PrivacyReport.from_accountant(
+            acc, private=self.privacy != "none"
+        )
+        return logits.softmax(-1)
+
+    @staticmethod
+    @torch.no_grad()
+    def _eval_forward(module: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
+        """Run ``module`` in eval mode (no dropout, running norm stats), then restore its mode."""
+        was_training = module.training
+        module.eval()
+        out = module(*inputs)
+        module.train(was_training)
+        return out
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)
+        checkpoint[self.checkpoint_key] = {
+            "aggregates": self.aggregates,
+            "noise_multiplier": self.noise_multiplier,
+            "staged": self.staged_state(),
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
+        state = checkpoint[self.checkpoint_key]
+        self.aggregates = state["aggregates"]
+        self.noise_multiplier = state["noise_multiplier"]
+        self.aggregation = None  # a mechanism built before the restore used a stale multiplier
+        self.load_staged_state(state["staged"], checkpoint.get("epoch", 0))
