@@ -3,6 +3,7 @@
 from .base import PrivateModule
 from .gap import GAP
 from .gnn import GNN
+from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
 
-__all__ = ["PrivateModule", "GAP", "GNN", "MLP", "DPMLP"]
+__all__ = ["PrivateModule", "GAP", "GNN", "MLP", "DPMLP", "LPGNN"]

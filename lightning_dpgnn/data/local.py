@@ -1,0 +1,323 @@
+"""One-time node-side collection for local-DP methods (LPGNN, thesis ch. 3; PGC, ch. 2).
+
+In the local model every node perturbs its own data *once*, on its side, and the server only
+ever sees what the nodes sent (thesis Alg. 4 lines 4-11, Alg. 1 lines 1-2):
+
+* features: a feature randomizer of :mod:`lightning_dpgnn.privacy.ldp` with budget ``x_eps``
+  (multi-bit by default: compact ``{-1, 0, 1}`` codes that the server rectifies, eq. 3.10);
+* labels of the *labelled* nodes (train + validation): randomized response with budget
+  ``y_eps`` (eq. 3.39). Test labels are never collected; they are read only to evaluate.
+
+:class:`LocalCollector` runs that step and records it on an accountant: each node spends
+``x_eps + y_eps`` (Corollary 2), one collection. The result, a :class:`LocalCollection`, holds
+exactly what the server received (codes are kept compact) and is what a model caches and
+checkpoints: re-running the collection would query the nodes again and double the spend.
+
+Budgets: ``math.inf`` means "read in the clear" — no mechanism runs and the accountant records
+an infinite spend, so the report says so (thesis Table 3.2's ``eps_y = inf``). ``y_eps=None``
+means the labels are *public* in the threat model (PGC, thesis §2.3.1: only features are
+private); they are copied and nothing is recorded for them.
+
+Ad-hoc features that cost no budget (thesis Table 3.3): ``features="ones"`` (all-one vectors),
+``"degree"`` (one-hot node degree, the graph is public to the server) and ``"random"`` (uniform
+in [0, 1]); all keep the private feature dimension ``d``.
+
+No Lightning imports: this module is usable on its own, e.g. by the estimation-error benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch_geometric.data import Data
+
+from ..privacy import (
+    AnalyticGaussian,
+    Duchi,
+    FeatureRandomizer,
+    Laplace,
+    MultiBit,
+    OneBit,
+    Piecewise,
+    PrivacyAccountant,
+    RandomizedResponse,
+    check_delta,
+    check_epsilon,
+)
+
+__all__ = [
+    "LocalCollector",
+    "LocalCollection",
+    "FEATURE_MECHANISMS",
+    "FEATURE_SOURCES",
+    "adhoc_features",
+]
+
+#: feature mechanisms by name; ``"gaussian"`` is the analytic Gaussian, (eps, delta)-LDP
+FEATURE_MECHANISMS: dict[str, type[FeatureRandomizer]] = {
+    "multibit": MultiBit,
+    "onebit": OneBit,
+    "laplace": Laplace,
+    "duchi": Duchi,
+    "piecewise": Piecewise,
+    "gaussian": AnalyticGaussian,
+}
+_COORDINATE = ("onebit", "laplace", "duchi", "piecewise")
+FEATURE_SOURCES = ("private", "ones", "degree", "random")
+FeatureSource = Literal["private", "ones", "degree", "random"]
+
+CLEAR_FEATURES = "features/clear"
+CLEAR_LABELS = "labels/clear"
+
+
+@dataclass
+class LocalCollection:
+    """What the server received from the nodes in one collection.
+
+    Attributes:
+        payload: the feature messages: ``int8`` codes for multi-bit (``{-1,0,1}``) and 1-bit
+            (``{0,1}``), possibly stored sparse; the unbiased float estimate for the continuous
+            mechanisms; raw or ad-hoc features otherwise. Decode with
+            :meth:`LocalCollector.features`.
+        encoding: ``"codes"`` (payload must be rectified) or ``"values"``.
+        labels: ``[N]`` long; the (noisy) label each labelled node sent, ``-1`` elsewhere.
+        label_mask: ``[N]`` bool, the nodes that sent a label (train + validation).
+        num_features: ``d``.
+    """
+
+    payload: torch.Tensor
+    encoding: Literal["codes", "values"]
+    labels: torch.Tensor
+    label_mask: torch.Tensor
+    num_features: int
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "payload": self.payload,
+            "encoding": self.encoding,
+            "labels": self.labels,
+            "label_mask": self.label_mask,
+            "num_features": self.num_features,
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> LocalCollection:
+        return cls(**state)
+
+
+def _compact(codes: torch.Tensor) -> torch.Tensor:
+    """Store sparse codes (multi-bit sends ``m << d`` non-zeros) as a sparse tensor."""
+    nnz = int((codes != 0).sum())
+    if nnz * 17 < codes.numel():  # int64 index pair + int8 value per non-zero
+        return codes.to_sparse()
+    return codes
+
+
+def adhoc_features(
+    kind: FeatureSource, data: Data, d: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """The budget-free features of thesis Table 3.3, ``[N, d]`` float32."""
+    n = int(data.num_nodes)
+    if kind == "ones":
+        return torch.ones(n, d)
+    if kind == "degree":
+        deg = torch.bincount(data.edge_index[1], minlength=n).clamp_(max=d - 1)
+        return torch.nn.functional.one_hot(deg, d).float()
+    if kind == "random":
+        return torch.rand(n, d, generator=generator)
+    raise ValueError(f"features must be one of {FEATURE_SOURCES}, got {kind!r}")
+
+
+class LocalCollector:
+    """Runs the one-time LDP collection of features and labels and records its spend.
+
+    Args:
+        x_eps: feature budget per node (``math.inf``: features read in the clear).
+        y_eps: label budget per labelled node (``math.inf``: labels read in the clear;
+            ``None``: labels are public in this threat model and are not accounted).
+        mechanism: ``"multibit"`` (default), ``"onebit"``, ``"laplace"``, ``"duchi"``,
+            ``"piecewise"`` or ``"gaussian"`` (analytic Gaussian, needs ``delta``).
+        m: multi-bit sampling parameter (``None``: the optimal ``m*`` of eq. 3.19).
+        alpha, beta: feature range known to the server (features are clipped into it).
+        per_coordinate: for the coordinate-wise mechanisms, give *every feature* budget
+            ``x_eps`` as in thesis ch. 2 (the per-node spend is then ``d * x_eps``); default:
+            ``x_eps`` per node, split over the ``d`` features.
+        delta: delta of the analytic Gaussian mechanism (thesis Table 3.2 uses 1e-10).
+        features: ``"private"`` (collect with the mechanism) or an ad-hoc, budget-free source:
+            ``"ones"``, ``"degree"``, ``"random"``.
+        collect_labels: ``False`` for tasks without node labels (link prediction).
+    """
+
+    def __init__(
+        self,
+        x_eps: float = 1.0,
+        y_eps: float | None = 1.0,
+        mechanism: str = "multibit",
+        *,
+        m: int | None = None,
+        alpha: float = 0.0,
+        beta: float = 1.0,
+        per_coordinate: bool = False,
+        delta: float = 1e-10,
+        features: FeatureSource = "private",
+        collect_labels: bool = True,
+    ) -> None:
+        if features not in FEATURE_SOURCES:
+            raise ValueError(f"features must be one of {FEATURE_SOURCES}, got {features!r}")
+        if mechanism not in FEATURE_MECHANISMS:
+            raise ValueError(
+                f"unknown feature mechanism {mechanism!r}; use one of {sorted(FEATURE_MECHANISMS)}"
+            )
+        self.x_eps = check_epsilon(x_eps, "x_eps")
+        self.y_eps = None if y_eps is None else check_epsilon(y_eps, "y_eps")
+        if per_coordinate and mechanism not in _COORDINATE:
+            raise ValueError(
+                f"per_coordinate=True applies to the coordinate-wise mechanisms {_COORDINATE}, "
+                f"not to {mechanism!r}"
+            )
+        if m is not None and mechanism != "multibit":
+            raise ValueError(f"m is the multi-bit sampling parameter; mechanism={mechanism!r}")
+        self.mechanism = mechanism
+        self.m = m
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.per_coordinate = bool(per_coordinate)
+        self.delta = check_delta(delta)
+        self.features_source = features
+        self.collect_labels = bool(collect_labels)
+        self._randomizer = self._make_randomizer()  # validates eps, m, alpha < beta early
+
+    # -- mechanisms -------------------------------------------------------------------------------
+    @property
+    def collects_features(self) -> bool:
+        """Whether the private features are read (through a mechanism or in the clear)."""
+        return self.features_source == "private"
+
+    @property
+    def perturbs_features(self) -> bool:
+        return self.collects_features and math.isfinite(self.x_eps)
+
+    def _make_randomizer(self) -> FeatureRandomizer | None:
+        if not self.perturbs_features:
+            return None
+        cls = FEATURE_MECHANISMS[self.mechanism]
+        if self.mechanism == "multibit":
+            return MultiBit(self.x_eps, self.alpha, self.beta, m=self.m)
+        if self.mechanism == "gaussian":
+            return AnalyticGaussian(self.x_eps, self.delta, self.alpha, self.beta)
+        return cls(self.x_eps, self.alpha, self.beta, per_coordinate=self.per_coordinate)
+
+    @property
+    def randomizer(self) -> FeatureRandomizer | None:
+        """The feature mechanism (``None`` when features are clear or ad-hoc)."""
+        return self._randomizer
+
+    def label_randomizer(self, num_classes: int) -> RandomizedResponse | None:
+        """Randomized response over ``num_classes`` labels (``None``: labels not private)."""
+        if self.y_eps is None or not self.collect_labels:
+            return None
+        return RandomizedResponse(self.y_eps, num_classes)
+
+    @property
+    def needs_delta(self) -> bool:
+        """The analytic Gaussian is (eps, delta)-LDP: the accountant then needs a delta."""
+        return self.perturbs_features and self.mechanism == "gaussian"
+
+    # -- accounting -------------------------------------------------------------------------------
+    def account(self, accountant: PrivacyAccountant, d: int, num_classes: int) -> None:
+        """Record one collection: ``x_eps`` (features) + ``y_eps`` (labels) per node."""
+        if self.collects_features:
+            if self._randomizer is not None:
+                self._randomizer.account(accountant, d=d)
+            else:
+                accountant.add_pure(
+                    CLEAR_FEATURES, math.inf, note="private features read without a mechanism"
+                )
+        rr = self.label_randomizer(num_classes)
+        if rr is not None:
+            if math.isfinite(rr.epsilon):
+                rr.account(accountant)
+            else:
+                accountant.add_pure(
+                    CLEAR_LABELS, math.inf, note="private labels read without a mechanism"
+                )
+
+    def acc_star(self, num_classes: int) -> float:
+        """Drop's bound on the accuracy of predicting noisy labels (Alg. 4 line 17)."""
+        rr = self.label_randomizer(num_classes)
+        return 1.0 if rr is None else rr.keep_probability
+
+    # -- the node side ----------------------------------------------------------------------------
+    @torch.no_grad()
+    def collect(
+        self,
+        data: Data,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None = None,
+        num_classes: int | None = None,
+    ) -> LocalCollection:
+        """Every node perturbs its features; every labelled node its label. Recorded once.
+
+        ``data`` needs ``x``, ``y``, ``edge_index``, ``train_mask`` and ``val_mask``; the
+        labelled nodes are ``train_mask | val_mask``. The spend is recorded on ``accountant``.
+        """
+        if data.x is None or data.x.dim() != 2 or data.x.size(1) == 0:
+            raise ValueError("local collection needs node features data.x of shape [N, d>=1]")
+        d = int(data.x.size(1))
+        payload, encoding = self._collect_features(data, generator)
+        if self.collect_labels:
+            c = int(num_classes) if num_classes is not None else int(data.y.max()) + 1
+            labels, label_mask = self._collect_labels(data, c, generator)
+        else:
+            c = 0
+            labels = torch.full((int(data.num_nodes),), -1, dtype=torch.long)
+            label_mask = torch.zeros(int(data.num_nodes), dtype=torch.bool)
+        self.account(accountant, d, c)
+        return LocalCollection(payload, encoding, labels, label_mask, d)
+
+    def _collect_features(
+        self, data: Data, generator: torch.Generator | None
+    ) -> tuple[torch.Tensor, Literal["codes", "values"]]:
+        x = data.x
+        if not self.collects_features:
+            return adhoc_features(self.features_source, data, x.size(1), generator), "values"
+        rnd = self._randomizer
+        if rnd is None:
+            return x.float().clone(), "values"
+        if isinstance(rnd, MultiBit | OneBit):
+            return _compact(rnd.encode(x, generator)), "codes"
+        return rnd.perturb(x.float(), generator).float(), "values"
+
+    def _collect_labels(
+        self, data: Data, num_classes: int, generator: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        mask = data.train_mask | data.val_mask
+        labels = torch.full_like(data.y, -1, dtype=torch.long)
+        rr = self.label_randomizer(num_classes)
+        if rr is None or math.isinf(rr.epsilon):
+            labels[mask] = data.y[mask]
+        else:
+            labels[mask] = rr.perturb(data.y[mask], generator)
+        return labels, mask.clone()
+
+    # -- the server side --------------------------------------------------------------------------
+    def features(self, collection: LocalCollection) -> torch.Tensor:
+        """The server's feature matrix: rectified codes (eq. 3.10 / 2.5) or the received values."""
+        if collection.encoding == "values":
+            return collection.payload.float()
+        codes = collection.payload
+        codes = codes.to_dense() if codes.is_sparse else codes
+        rnd = self._randomizer
+        if not isinstance(rnd, MultiBit | OneBit):
+            raise ValueError(
+                f"collection holds codes but the collector's mechanism is {self.mechanism!r}"
+            )
+        return rnd.rectify(codes, torch.float32)
+
+    def __repr__(self) -> str:
+        return (
+            f"LocalCollector(x_eps={self.x_eps}, y_eps={self.y_eps}, "
+            f"mechanism={self.mechanism!r}, features={self.features_source!r})"
+        )

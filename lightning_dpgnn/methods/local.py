@@ -1,0 +1,113 @@
+"""Shared plumbing of the local-DP methods (LPGNN, PGC): the one-time collection, cached.
+
+The nodes perturb their data once (:class:`~lightning_dpgnn.data.local.LocalCollector`); the
+server trains on what it received. This base class runs that collection at the start of the
+first fit (after a checkpoint restore, so a resumed fit never re-queries the nodes), records it
+on the model's accountant (level ``"ldp"``), keeps the received messages in the checkpoint, and
+refuses to evaluate before anything was collected. Subclasses read the private side of the
+graph only through :meth:`collection` / :meth:`received_features`; the graph structure is public
+to the server in this threat model (thesis §2.3.1, §3.3.1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch_geometric.data import Data
+
+from ..data.local import LocalCollection, LocalCollector
+from ..privacy import PrivacyReport
+from .base import PrivateModule
+
+__all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
+
+COLLECTION_KEY = "dpgnn_ldp_collection"
+
+
+class LocallyPrivateModule(PrivateModule):
+    """Base of LDP node models: collection once per fit, cached and checkpointed.
+
+    Subclasses call ``super().__init__(collector, seed)``, implement :meth:`build` (create the
+    networks from the public sizes) and may override :meth:`on_collected` to precompute
+    server-side views of the collection (they must be pure post-processing).
+    """
+
+    def __init__(self, collector: LocalCollector, seed: int | None = None) -> None:
+        super().__init__("ldp", None, "auto", levels=("ldp",))
+        self.collector = collector
+        self.accountant.delta = collector.delta if collector.needs_delta else None
+        self.seed = seed
+        self._collection: LocalCollection | None = None
+        self._graph: Data | None = None
+
+    # -- construction -----------------------------------------------------------------------------
+    def build(self, num_features: int, num_classes: int) -> None:
+        """Create the networks (called once, from public sizes)."""
+        raise NotImplementedError
+
+    @property
+    def is_built(self) -> bool:
+        raise NotImplementedError
+
+    def setup(self, stage: str) -> None:
+        data = self._datamodule_graph()
+        self._graph = data
+        if not self.is_built:
+            num_classes = int(data.y.max()) + 1 if getattr(data, "y", None) is not None else 0
+            self.build(int(data.num_features), num_classes)
+
+    # -- the collection (node side), once ---------------------------------------------------------
+    def _generator(self) -> torch.Generator | None:
+        return None if self.seed is None else torch.Generator().manual_seed(int(self.seed))
+
+    def on_fit_start(self) -> None:
+        super().on_fit_start()
+        if self._collection is None:  # a restored checkpoint already holds it
+            self._collection = self.collector.collect(
+                self._graph, self.accountant, self._generator(), self._num_classes()
+            )
+            self.on_collected()
+
+    def _num_classes(self) -> int | None:
+        return self.hparams.get("num_classes")
+
+    def on_collected(self) -> None:
+        """Hook: the collection is available (fresh, or restored from a checkpoint)."""
+
+    def collection(self) -> LocalCollection:
+        """What the nodes sent; a clear error before the first fit."""
+        if self._collection is None:
+            raise RuntimeError(
+                f"{type(self).__name__} has not collected the nodes' data yet: fit the model "
+                "(or load a fitted checkpoint) before validating, testing or predicting"
+            )
+        return self._collection
+
+    def received_features(self) -> torch.Tensor:
+        """The server's feature matrix (rectified codes or received values), on this device."""
+        return self.collector.features(self.collection()).to(self.device)
+
+    # -- privacy reports --------------------------------------------------------------------------
+    def privacy_planned(self) -> PrivacyReport:
+        """Spent so far plus the collection, if it has not run yet (training costs nothing)."""
+        if self._collection is not None:
+            return self.privacy_spent()
+        if self._graph is None:
+            raise RuntimeError("the spend of an LDP collection is known once the data is set up")
+        acc = self.accountant.copy()
+        self.collector.account(acc, int(self._graph.num_features), self._num_classes() or 0)
+        return PrivacyReport.from_accountant(acc)
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)
+        c = self._collection
+        checkpoint[COLLECTION_KEY] = None if c is None else c.state_dict()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
+        state = checkpoint.get(COLLECTION_KEY)
+        self._collection = None if state is None else LocalCollection.from_state_dict(state)
+        if self._collection is not None:
+            self.on_collected()

@@ -1,0 +1,263 @@
+"""LPGNN: locally private GNN with multi-bit features, KProp and Drop (thesis ch. 3, Alg. 4).
+
+Node side, once (Alg. 4 lines 4-11): every node encodes its features with the multi-bit
+encoder (``x_eps``, Alg. 2); every labelled node (train + validation) randomizes its label with
+randomized response (``y_eps``, eq. 3.39). Each node spends ``x_eps + y_eps`` (Corollary 2).
+
+Server side (lines 13-30):
+
+13. rectify the codes: ``x'`` (eq. 3.10);
+14. feature KProp: ``h = KProp(x', K_x)`` (Alg. 3, GCN aggregator, no self-loops);
+15. label KProp: ``y~ = argmax KProp(y', K_y)`` for the labelled nodes;
+17. ``Acc* = e^eps_y / (e^eps_y + c - 1)``;
+20. ``p(y|x) = softmax(g(h))`` with the backbone ``g`` (GraphSAGE, GCN or GAT);
+21. ``p(y'|x) = p(y|x) P`` with the randomized-response transition matrix ``P`` (eq. 3.41);
+22. ``p(y~|x) = softmax(KProp(p(y'|x), K_y))`` (eq. 3.42);
+24. train on ``l(y~, p(y~|x))`` over the training nodes (the **Drop** loss);
+25-27. validate with the forward-correction loss ``l(y', p(y'|x))`` and the accuracies of
+    ``argmax p(y|x)`` on the noisy training / validation labels;
+29. keep the epoch with the lowest validation loss whose two accuracies are ``<= Acc*``: that is
+    :class:`~lightning_dpgnn.callbacks.DropEarlyStopping`.
+
+``loss="ce"`` (train and validate on ``l(y', p(y|x))``) and ``loss="fc"`` (forward correction,
+``l(y', p(y'|x))``) are the baselines of thesis Table 3.4. Test accuracy uses the clean test
+labels, which are never collected (thesis §3.5.2: evaluation only).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.data import Data
+
+from ..data.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
+from ..nn.backbone import GNNBackbone, check_backbone
+from ..nn.kprop import KProp, check_steps
+from .local import LocallyPrivateModule
+
+__all__ = ["LPGNN", "LOSSES"]
+
+LOSSES = ("drop", "fc", "ce")
+
+
+class LPGNN(LocallyPrivateModule):
+    """Locally private GNN (features and labels under LDP).
+
+    Args:
+        backbone: ``"sage"`` (default, thesis' ablation model), ``"gcn"`` or ``"gat"``.
+        x_eps: feature budget per node (``math.inf``: raw features, reported as such).
+        y_eps: label budget per labelled node (``math.inf``: clean labels, reported as such).
+        x_steps: ``K_x``, feature KProp steps (>= 0).
+        y_steps: ``K_y``, label KProp steps (>= 0).
+        mechanism: feature mechanism: ``"multibit"`` (MB), ``"onebit"`` (1B), ``"laplace"``
+            (LP), ``"gaussian"`` (analytic Gaussian, AG, at ``delta``), ``"duchi"``,
+            ``"piecewise"`` (thesis Table 3.2).
+        loss: ``"drop"`` (Alg. 4), ``"fc"`` (forward correction) or ``"ce"`` (cross-entropy on
+            the noisy labels) — thesis Table 3.4.
+        features: ``"private"`` or an ad-hoc, budget-free baseline of Table 3.3: ``"ones"``,
+            ``"degree"`` (one-hot degree), ``"random"``.
+        hidden, layers, dropout, activation, heads: backbone (two layers of 16, SELU, dropout;
+            GAT with four heads, thesis §3.5.2).
+        lr, weight_decay: Adam.
+        m, alpha, beta, delta: multi-bit sampling parameter (``None``: ``m*``), feature range,
+            delta of the analytic Gaussian.
+        seed: seed of the node-side randomness (``None``: fresh randomness).
+    """
+
+    def __init__(
+        self,
+        backbone: Literal["sage", "gcn", "gat"] = "sage",
+        x_eps: float = 1.0,
+        y_eps: float = 1.0,
+        x_steps: int = 0,
+        y_steps: int = 0,
+        mechanism: str = "multibit",
+        loss: Literal["drop", "fc", "ce"] = "drop",
+        features: Literal["private", "ones", "degree", "random"] = "private",
+        hidden: int = 16,
+        layers: int = 2,
+        dropout: float = 0.0,
+        activation: str = "selu",
+        heads: int = 4,
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+        m: int | None = None,
+        alpha: float = 0.0,
+        beta: float = 1.0,
+        delta: float = 1e-10,
+        seed: int | None = None,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+    ) -> None:
+        check_backbone(backbone)
+        check_steps(x_steps, "x_steps")
+        check_steps(y_steps, "y_steps")
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+        if mechanism not in FEATURE_MECHANISMS:
+            raise ValueError(
+                f"unknown feature mechanism {mechanism!r}; use one of {sorted(FEATURE_MECHANISMS)}"
+            )
+        if features not in FEATURE_SOURCES:
+            raise ValueError(f"features must be one of {FEATURE_SOURCES}, got {features!r}")
+        if y_eps is None:
+            raise ValueError("LPGNN's labels are private: give y_eps > 0 (math.inf: clean labels)")
+        collector = LocalCollector(
+            x_eps, y_eps, mechanism, m=m, alpha=alpha, beta=beta, delta=delta, features=features
+        )
+        super().__init__(collector, seed)
+        self.save_hyperparameters()
+        self.x_prop = KProp(x_steps)
+        self.y_prop = KProp(y_steps)
+        self.net: GNNBackbone | None = None
+        self._view: dict[str, torch.Tensor] | None = None
+        if num_features is not None and num_classes is not None:
+            self.build(num_features, num_classes)
+
+    # -- construction -----------------------------------------------------------------------------
+    @property
+    def is_built(self) -> bool:
+        return self.net is not None
+
+    def build(self, num_features: int, num_classes: int) -> None:
+        hp = self.hparams
+        if num_classes < 2:
+            raise ValueError(f"LPGNN needs at least 2 classes, got {num_classes}")
+        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        self.net = GNNBackbone(
+            hp.backbone,
+            num_features,
+            hp.hidden,
+            num_classes,
+            hp.layers,
+            dropout=hp.dropout,
+            activation=hp.activation,
+            heads=hp.heads,
+        )
+        rr = self.collector.label_randomizer(num_classes)
+        transition = torch.eye(num_classes) if math.isinf(rr.epsilon) else rr.transition_matrix()
+        self.register_buffer("log_transition", transition.float().log(), persistent=False)
+
+    @property
+    def acc_star(self) -> float:
+        """``Acc* = e^eps_y / (e^eps_y + c - 1)`` (Alg. 4 line 17); 1 for clean labels."""
+        return self.collector.acc_star(self.hparams.num_classes)
+
+    # -- server-side view of the collection (lines 13-15), pure post-processing -------------------
+    def on_collected(self) -> None:
+        self._view = None
+
+    def _graph_or_error(self, data: Data | None = None) -> Data:
+        graph = self._graph if self._graph is not None else data
+        if graph is None:
+            raise RuntimeError("LPGNN needs the training graph: fit, or pass the datamodule")
+        return graph
+
+    def server_view(self, data: Data | None = None) -> dict[str, torch.Tensor]:
+        """``h`` (KProp of the rectified features), ``y'`` and ``y~`` with their masks."""
+        if self._view is None:
+            graph = self._graph_or_error(data)
+            c = self.collection()
+            ei = graph.edge_index.to(self.device)
+            h = self.x_prop(self.received_features(), ei)  # line 14
+            noisy = c.labels.to(self.device)
+            y_one_hot = self._labelled_one_hot(noisy, c.label_mask.to(self.device))
+            y_prop = self.y_prop(y_one_hot, ei)  # line 15
+            self._view = {
+                "h": h,
+                "edge_index": ei,
+                "y_noisy": noisy,
+                "labelled": c.label_mask.to(self.device),
+                "y_tilde": y_prop.argmax(-1),
+                # nodes whose K_y-hop neighbourhood holds no label have no estimate y~
+                "has_y_tilde": y_prop.sum(-1) > 0,
+            }
+        return self._view
+
+    def _labelled_one_hot(self, labels: torch.Tensor, labelled: torch.Tensor) -> torch.Tensor:
+        """One-hot ``y'`` for labelled nodes, the zero vector elsewhere (Alg. 4 line 9)."""
+        c = self.hparams.num_classes
+        out = torch.zeros(labels.size(0), c, device=labels.device)
+        out[labelled] = F.one_hot(labels[labelled], c).float()
+        return out
+
+    # -- the model (lines 20-22) ------------------------------------------------------------------
+    def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """Logits of ``p(y|x)`` from the KProp'd features."""
+        return self.net(h, edge_index)
+
+    def noisy_log_probs(self, logits: torch.Tensor) -> torch.Tensor:
+        """``log p(y'|x) = log (p(y|x) P)`` (eq. 3.41), computed in log space."""
+        log_p = logits.log_softmax(-1)
+        return torch.logsumexp(log_p.unsqueeze(-1) + self.log_transition, dim=1)
+
+    def tilde_log_probs(self, log_p_noisy: torch.Tensor, view: dict) -> torch.Tensor:
+        """``log p(y~|x) = log softmax(KProp(p(y'|x), K_y))`` (eq. 3.42).
+
+        ``p(y'|x)`` goes through the same steps as ``y'``: it is kept for the labelled nodes and
+        zero elsewhere. With ``K_y = 0`` KProp is the identity and ``p(y~|x) = p(y'|x)``.
+        """
+        if self.y_prop.steps == 0:
+            return log_p_noisy
+        soft = log_p_noisy.exp() * view["labelled"].unsqueeze(-1)
+        return self.y_prop(soft, view["edge_index"]).log_softmax(-1)
+
+    # -- training (line 24) -----------------------------------------------------------------------
+    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        view = self.server_view()
+        logits = self(view["h"], view["edge_index"])
+        train = data.train_mask.to(self.device) & view["labelled"]
+        loss_name = self.hparams.loss
+        if loss_name == "drop":
+            mask = train & view["has_y_tilde"]
+            log_p = self.tilde_log_probs(self.noisy_log_probs(logits), view)
+            loss = F.nll_loss(log_p[mask], view["y_tilde"][mask])
+        elif loss_name == "fc":
+            mask = train
+            loss = F.nll_loss(self.noisy_log_probs(logits)[mask], view["y_noisy"][mask])
+        else:
+            mask = train
+            loss = F.cross_entropy(logits[mask], view["y_noisy"][mask])
+        self.log("train/loss", loss, batch_size=int(mask.sum()), on_step=False, on_epoch=True)
+        return loss
+
+    # -- validation on noisy labels only (lines 25-27) --------------------------------------------
+    def validation_loss(self, logits: torch.Tensor, mask: torch.Tensor, y: torch.Tensor):
+        """Forward-correction loss for Drop and FC (line 25); noisy cross-entropy for CE."""
+        if self.hparams.loss == "ce":
+            return F.cross_entropy(logits[mask], y[mask])
+        return F.nll_loss(self.noisy_log_probs(logits)[mask], y[mask])
+
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        view = self.server_view()
+        logits = self(view["h"], view["edge_index"])
+        y = view["y_noisy"]
+        pred = logits.argmax(-1)
+        out = None
+        for stage in ("train", "val"):
+            mask = getattr(data, f"{stage}_mask").to(self.device) & view["labelled"]
+            n = int(mask.sum())
+            acc = (pred[mask] == y[mask]).float().mean()
+            self.log(f"{stage}/noisy_acc", acc, batch_size=n, on_step=False, on_epoch=True)
+            if stage == "val":
+                out = self.validation_loss(logits, mask, y)
+                self.log("val/loss", out, batch_size=n, on_step=False, on_epoch=True)
+        return out
+
+    # -- evaluation on clean test labels ----------------------------------------------------------
+    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        view = self.server_view(data)
+        return self._log_accuracy(self(view["h"], view["edge_index"]), data, "test")
+
+    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        """Class probabilities of every node (post-processing of the collection)."""
+        view = self.server_view(data)
+        return self(view["h"], view["edge_index"]).softmax(-1)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(
+            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
+        )

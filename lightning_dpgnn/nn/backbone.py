@@ -1,0 +1,96 @@
+"""Message-passing backbones (GraphSAGE, GCN, GAT) used by the local-DP methods.
+
+LPGNN (thesis §3.5.2) trains two graph-convolution layers, hidden size 16, SELU followed by
+dropout, GAT with four attention heads; PGC (§2.6.3) a two-layer GCN with ReLU.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+
+__all__ = ["GNNBackbone", "BACKBONES", "make_activation"]
+
+BACKBONES = ("sage", "gcn", "gat")
+_ACTIVATIONS = {"relu": nn.ReLU, "selu": nn.SELU, "tanh": nn.Tanh, "gelu": nn.GELU}
+
+
+def make_activation(name: str) -> nn.Module:
+    """An activation module by name (``relu``, ``selu``, ``tanh``, ``gelu``)."""
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
+    return _ACTIVATIONS[name]()
+
+
+def check_backbone(backbone: str) -> str:
+    if backbone not in BACKBONES:
+        raise ValueError(f"backbone must be one of {BACKBONES}, got {backbone!r}")
+    return backbone
+
+
+class GNNBackbone(nn.Module):
+    """``layers`` graph convolutions; hidden ones followed by [norm ->] activation -> dropout.
+
+    Args:
+        backbone: ``"sage"``, ``"gcn"`` or ``"gat"``.
+        in_dim, hidden, out_dim: widths (GAT hidden layers output ``heads * hidden``).
+        layers: number of convolutions (>= 1).
+        dropout: dropout after every hidden activation.
+        activation: ``relu``/``selu``/``tanh``/``gelu``.
+        heads: attention heads of GAT's hidden layers (the last layer uses one head).
+        batch_norm: BatchNorm after the first convolution (PGC's VGAE encoder, §2.6.3).
+    """
+
+    def __init__(
+        self,
+        backbone: str,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        layers: int = 2,
+        *,
+        dropout: float = 0.0,
+        activation: str = "selu",
+        heads: int = 4,
+        batch_norm: bool = False,
+    ) -> None:
+        super().__init__()
+        check_backbone(backbone)
+        if layers < 1:
+            raise ValueError(f"layers must be >= 1, got {layers}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if heads < 1:
+            raise ValueError(f"heads must be >= 1, got {heads}")
+        self.backbone = backbone
+        self.dropout = dropout
+        self.convs = nn.ModuleList()
+        self.norms = nn.ModuleList()
+        dim = in_dim
+        for i in range(layers):
+            last = i == layers - 1
+            width = out_dim if last else hidden
+            if backbone == "sage":
+                conv: nn.Module = SAGEConv(dim, width)
+                dim = width
+            elif backbone == "gcn":
+                conv = GCNConv(dim, width)
+                dim = width
+            else:
+                h = 1 if last else heads
+                conv = GATConv(dim, width, heads=h)
+                dim = width * h
+            self.convs.append(conv)
+            if not last:
+                norm = nn.BatchNorm1d(dim) if batch_norm and i == 0 else nn.Identity()
+                self.norms.append(norm)
+        self.act = make_activation(activation)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        for i, conv in enumerate(self.convs):
+            x = conv(x, edge_index)
+            if i < len(self.convs) - 1:
+                x = self.act(self.norms[i](x))
+                x = nn.functional.dropout(x, self.dropout, self.training)
+        return x

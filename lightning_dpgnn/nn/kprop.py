@@ -1,0 +1,113 @@
+"""KProp: K linear aggregation steps without self-loops (thesis Alg. 3, LPGNN).
+
+``h^0 = x``, ``h^k = agg({h^{k-1}_u : u in N(v) - {v}})`` for ``k = 1..K``, no non-linearity in
+between. With the GCN aggregator (thesis eq. 3.40, the one LPGNN uses for features and labels)
+one step is ``h^k = D^{-1/2} A D^{-1/2} h^{k-1}``, where ``A`` holds the graph's edges *without*
+self-loops and ``D`` its degrees; KProp is then ``(D^{-1/2} A D^{-1/2})^K x``. Nodes without
+neighbours get 0 (their normalisation ``1/sqrt(0)`` is set to 0).
+
+Self-loops are excluded on purpose (thesis §3.4.2): with noisy inputs a self-loop would count a
+node's own noise once more at every step. Edge convention as in :mod:`lightning_dpgnn.data`:
+``edge_index[0]`` is the source, ``edge_index[1]`` the target, a node aggregates its in-edges.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import nn
+
+__all__ = ["KProp", "normalized_adjacency", "AGGREGATORS"]
+
+AGGREGATORS = ("gcn", "mean", "sum")
+Aggregator = Literal["gcn", "mean", "sum"]
+
+
+def check_steps(steps: int, name: str = "steps") -> int:
+    """Validate a KProp step parameter: an integer ``K >= 0``."""
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise ValueError(f"{name} must be an integer >= 0, got {steps!r}")
+    if steps < 0:
+        raise ValueError(f"{name} must be >= 0 (K aggregation steps), got {steps}")
+    return steps
+
+
+def normalized_adjacency(
+    edge_index: torch.Tensor, num_nodes: int, aggr: Aggregator = "gcn"
+) -> torch.Tensor:
+    """The ``[N, N]`` sparse matrix of one aggregation step, self-loops removed.
+
+    ``"gcn"``: ``1 / sqrt(deg(u) deg(v))`` per edge ``u -> v`` (eq. 3.40); ``"mean"``:
+    ``1 / deg(v)``; ``"sum"``: 1. ``deg`` counts in-edges (for undirected graphs: neighbours).
+    """
+    if aggr not in AGGREGATORS:
+        raise ValueError(f"aggr must be one of {AGGREGATORS}, got {aggr!r}")
+    src, dst = edge_index
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    deg = torch.zeros(num_nodes, dtype=torch.float32, device=edge_index.device)
+    deg.scatter_add_(0, dst, torch.ones_like(dst, dtype=torch.float32))
+    if aggr == "gcn":
+        inv_sqrt = deg.pow(-0.5).masked_fill_(deg == 0, 0.0)
+        weight = inv_sqrt[src] * inv_sqrt[dst]
+    elif aggr == "mean":
+        inv = deg.reciprocal().masked_fill_(deg == 0, 0.0)
+        weight = inv[dst]
+    else:
+        weight = torch.ones_like(dst, dtype=torch.float32)
+    # row = target, column = source: (A @ x)[v] = sum over in-edges u -> v of weight * x[u]
+    adj = torch.sparse_coo_tensor(
+        torch.stack([dst, src]), weight, (num_nodes, num_nodes)
+    ).coalesce()
+    return adj.to_sparse_csr()
+
+
+class KProp(nn.Module):
+    """K steps of linear neighbourhood aggregation without self-loops (Alg. 3).
+
+    Args:
+        steps: ``K >= 0``; ``K = 0`` is the identity.
+        aggr: ``"gcn"`` (default, eq. 3.40), ``"mean"`` or ``"sum"``.
+        cached: keep the normalised adjacency of the last graph (same ``edge_index`` object);
+            set it for transductive training on one graph.
+
+    ``forward(x, edge_index)`` returns ``(D^{-1/2} A D^{-1/2})^K x`` for ``aggr="gcn"``. It has
+    no parameters and is differentiable in ``x`` (Drop applies it to predicted label
+    distributions, eq. 3.42).
+    """
+
+    def __init__(self, steps: int, aggr: Aggregator = "gcn", cached: bool = True) -> None:
+        super().__init__()
+        self.steps = check_steps(steps)
+        if aggr not in AGGREGATORS:
+            raise ValueError(f"aggr must be one of {AGGREGATORS}, got {aggr!r}")
+        self.aggr = aggr
+        self.cached = cached
+        self._cache: tuple[torch.Tensor, int, torch.Tensor] | None = None
+
+    def adjacency(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+        """The (cached) normalised adjacency of ``edge_index``."""
+        c = self._cache
+        if c is not None and c[0] is edge_index and c[1] == num_nodes:
+            return c[2]
+        adj = normalized_adjacency(edge_index, num_nodes, self.aggr)
+        if self.cached:
+            self._cache = (edge_index, num_nodes, adj)
+        return adj
+
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int | None = None
+    ) -> torch.Tensor:
+        if self.steps == 0:
+            return x
+        n = x.size(0) if num_nodes is None else num_nodes
+        adj = self.adjacency(edge_index, n).to(device=x.device)
+        dtype = x.dtype
+        h = x.float()
+        for _ in range(self.steps):
+            h = adj @ h
+        return h.to(dtype)
+
+    def extra_repr(self) -> str:
+        return f"steps={self.steps}, aggr={self.aggr!r}"
