@@ -14,7 +14,8 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
   and swaps optimizers with ``trainer.strategy.setup_optimizers(trainer)``;
 * per-stage model selection: after each validation the weights of the stage's trainable modules
   are kept if ``val/acc`` improved; they are restored when the stage ends and at fit end
-  (skipped when ``select_on_validation()`` is False, e.g. node-level DP);
+  (skipped when ``select_on_validation()`` is False, e.g. node-level DP); with a
+  ``stage_patience()`` the rest of a stage is skipped once ``val/acc`` stops improving;
 * the progress bar shows the stage name, and ``stage`` is logged.
 
 ``tests/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks stage switching,
@@ -69,6 +70,11 @@ class StagedTrainingMixin:
 
     def stage_rows(self, stage_index: int, data) -> torch.utils.data.DataLoader:
         raise NotImplementedError
+
+    def stage_patience(self) -> int | None:
+        """Per-stage early stopping: skip the rest of a stage once ``val/acc`` has not improved
+        for this many epochs (``None``: never). Only active with ``select_on_validation()``."""
+        return None
 
     def select_on_validation(self) -> bool:
         """Whether stage weights may be chosen by ``val/acc``. Return ``False`` when validation
@@ -152,6 +158,19 @@ class StagedTrainingMixin:
                 f"epoch {self.trainer.current_epoch}"
             )
 
+    def stage_stopped_early(self) -> bool:
+        """Whether the current stage has run out of patience (its best epoch is kept)."""
+        patience = self.stage_patience()
+        if patience is None or not self.select_on_validation():
+            return False
+        best = self._best.get(self.current_stage)
+        return best is not None and self.trainer.current_epoch - best["epoch"] > patience
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        if self.stage_stopped_early():
+            return -1  # Lightning skips the rest of this epoch: no step, no privacy spend
+        return super().on_train_batch_start(batch, batch_idx)
+
     def on_validation_epoch_end(self) -> None:
         if self.trainer.sanity_checking or self._trainer is None or self.trainer.state.fn != "fit":
             return
@@ -192,4 +211,3 @@ class StagedTrainingMixin:
         # the stage the checkpoint was written in: its one-time work is done (or cached)
         self._active_stage = state.get("active_stage")
         self._optimizer_stage = self.stage_of_epoch(checkpoint_epoch)
-

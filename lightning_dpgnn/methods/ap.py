@@ -215,12 +215,11 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
 
     # -- training ----------------------------------------------------------------------------
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
-        m = data.train_mask
-        rows = [t[m] for t in self.stage_inputs(stage_index, data)]
+        rows = self._train_rows(stage_index, data, lambda: self.stage_inputs(stage_index, data))
         if self.privacy == "node":
             gen = self._generator(1 + self.trainer.current_epoch)
-            return self._phases[stage_index].loader(*rows, data.y[m], generator=gen)
-        return row_loader(*rows, data.y[m])
+            return self._phases[stage_index].loader(*rows, generator=gen)
+        return row_loader(*rows)
 
     def stage_optimizer(self, stage_index: int):
         params = self.stage_parameters(stage_index)

@@ -17,6 +17,7 @@ Contract with the rest of the library:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import lightning as L
@@ -142,6 +143,19 @@ class PrivateModule(L.LightningModule):
         self.accountant.load_state_dict(state["accountant"])
 
     # -- shared training / evaluation -------------------------------------------------------
+    def _train_rows(
+        self, key: Any, data: Data, tensors: Callable[[], tuple[torch.Tensor, ...]]
+    ) -> tuple[torch.Tensor, ...]:
+        """Training-node rows of ``tensors()`` plus the labels, gathered once per ``key`` and
+        graph (loaders are rebuilt every epoch; re-indexing wide features each time is slow)."""
+        cache_key = (key, id(data), data.num_nodes)
+        cached = getattr(self, "_rows_cache", None)
+        if cached is None or cached[0] != cache_key:
+            m = data.train_mask
+            rows = (*(t[m] for t in tensors()), data.y[m])
+            self._rows_cache = (cache_key, rows)
+        return self._rows_cache[1]
+
     def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, ...]):
         """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""
         *inputs, y = batch

@@ -28,7 +28,9 @@ class MLP(nn.Module):
     """``layers`` linear layers; hidden ones followed by norm -> activation -> dropout.
 
     ``layers=0`` is the identity (GAP's ``base_layers=0``). ``plain_last=True`` leaves the last
-    layer without norm/activation (a logits head).
+    layer without norm/activation (a logits head). ``norm_groups`` is the group count of
+    ``normalization="group"`` (1 group when it does not divide the width; ProGAP's node level
+    uses 1, as in the thesis §5.5.3).
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class MLP(nn.Module):
         normalization: str = "none",
         activation: str = "selu",
         plain_last: bool = True,
+        norm_groups: int = 4,
     ) -> None:
         super().__init__()
         if layers < 0:
@@ -58,7 +61,11 @@ class MLP(nn.Module):
             mods.append(nn.Linear(dims[i], dims[i + 1]))
             last = i == layers - 1
             if not (last and plain_last):
-                mods += [make_norm(normalization, dims[i + 1]), act(), nn.Dropout(dropout)]
+                mods += [
+                    make_norm(normalization, dims[i + 1], norm_groups),
+                    act(),
+                    nn.Dropout(dropout),
+                ]
         self.net = nn.Sequential(*mods)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

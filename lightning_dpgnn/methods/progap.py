@@ -1,0 +1,260 @@
+"""ProGAP: progressive private GNN with aggregation perturbation (thesis ch. 5, Alg. 9–10).
+
+A ``K``-layer GNN is split into ``K + 1`` overlapping submodels trained one after the other as
+stages of the staged fit loop, all inside one ``trainer.fit``:
+
+* stage 0 trains ``MLP_base^(0)`` on the node features, followed by ``JK^(0)`` and a fresh
+  1-layer head (Eq. 5.5, 5.11);
+* on entering stage ``s >= 1`` the embeddings ``X^(s-1) = MLP_base^(s-1)(X~^(s-1))`` learned in
+  stage ``s-1`` go through **NAP** once (Eq. 5.8/5.9: normalize rows, sum over in-neighbours,
+  add Gaussian noise); the noisy ``X~^(s)`` is cached and reused for all later training and
+  inference (Alg. 9 lines 3–5);
+* stage ``s`` trains ``MLP_base^(0..s)`` (``training="progressive"``, Alg. 10) or only
+  ``MLP_base^(s)`` with the earlier ones frozen (``"layerwise"``, Remark 1), plus a fresh
+  ``JK^(s)`` and head; earlier heads are discarded (never used again).
+
+Privacy: the graph is read only by the ``K`` NAP queries. Edge level is Theorem 4 (``K``
+Gaussian mechanisms of sensitivity 1). Node level is Theorem 5: in- and out-degrees bounded to
+``D`` (NAP sensitivity ``sqrt(D)``), every stage trained with DP-Adam on Poisson batches, and
+one noise multiplier calibrated jointly over ``K`` NAPs and ``K + 1`` DP-SGD runs. Inference on
+the training graph reads only the cache (no extra cost); on a new graph the NAPs run on it with
+fresh noise.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from opacus import GradSampleModule
+from torch import nn
+from torch_geometric.data import Data
+
+from ..loops import Stage
+from ..nn.combine import Combine
+from ..nn.mlp import MLP
+from ..privacy import PrivacyAccountant
+from ..privacy.aggregation import GaussianAggregation
+from .ap import AggregationPerturbationModule
+
+__all__ = ["ProGAP", "ProGAPNetwork"]
+
+TRAINING = ("progressive", "layerwise")
+NAP_SEED_OFFSET = 100_000  # NAP noise streams never coincide with the per-epoch batch streams
+
+
+class ProGAPNetwork(nn.Module):
+    """All submodels: base MLPs ``0..K``, and one JK module and 1-layer head per stage.
+
+    ``forward(x, X~^(1), ..., X~^(s))`` is submodel ``M_s`` (Eq. 5.11): each input goes through
+    its base MLP, ``JK^(s)`` combines the ``s + 1`` embeddings and ``head^(s)`` gives logits.
+    Base MLPs listed in ``frozen`` stay in eval mode (no dropout, fixed norm statistics).
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        num_classes: int,
+        depth: int,
+        base_layers: int,
+        jk: str,
+        **mlp: Any,
+    ) -> None:
+        super().__init__()
+        self.base = nn.ModuleList(
+            MLP(in_dim if k == 0 else hidden, hidden, hidden, base_layers, plain_last=False, **mlp)
+            for k in range(depth + 1)
+        )
+        self.jk = nn.ModuleList(Combine(jk, s + 1, hidden) for s in range(depth + 1))
+        self.head = nn.ModuleList(nn.Linear(j.out_dim, num_classes) for j in self.jk)
+        self.frozen: tuple[int, ...] = ()
+
+    def stage_parameters(self, stage: int, layerwise: bool) -> list[nn.Parameter]:
+        """Parameters stage ``stage`` trains (Alg. 10 line 4 / Remark 1)."""
+        bases = [self.base[stage]] if layerwise else list(self.base[: stage + 1])
+        modules = [*bases, self.jk[stage], self.head[stage]]
+        return [p for m in modules for p in m.parameters()]
+
+    def train(self, mode: bool = True) -> ProGAPNetwork:
+        super().train(mode)
+        for k in self.frozen:
+            self.base[k].eval()
+        return self
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        stage = len(inputs) - 1
+        hs = torch.stack([self.base[k](h) for k, h in enumerate(inputs)], dim=1)
+        return self.head[stage](self.jk[stage](hs))
+
+
+class ProGAP(AggregationPerturbationModule):
+    """ProGAP node classifier, edge- or node-level private (or non-private with ``"none"``).
+
+    Args:
+        privacy: ``"edge"``, ``"node"`` or ``"none"``.
+        epsilon: target epsilon of the whole fit; noise is calibrated to it.
+        delta: ``"auto"`` (below 1/#edges at edge level, 1/#nodes at node level) or a number.
+        depth: K, the number of NAP layers (``K + 1`` stages).
+        base_layers: layers of every base MLP (>= 1).
+        jk: Jumping Knowledge combine of each stage: ``"cat"`` (the paper's), ``"sum"``,
+            ``"attn"``.
+        hidden: width of every base MLP output (and hidden layer).
+        epochs_per_stage: epochs each of the ``K + 1`` stages trains for.
+        training: ``"progressive"`` (stage ``s`` trains base MLPs ``0..s``) or ``"layerwise"``
+            (only base MLP ``s``; earlier ones frozen).
+        max_degree: degree bound D for node level (edges are sampled down to it).
+        dropout, activation: MLP settings.
+        normalization: ``"auto"`` (BatchNorm, or GroupNorm with one group at node level, as in
+            the thesis), ``"none"``, ``"layer"``, ``"group"`` or ``"batch"`` (refused at node
+            level: BatchNorm mixes samples).
+        lr, weight_decay: Adam (DP-Adam at node level) settings of every stage.
+        batch_size, max_grad_norm: DP-SGD settings (node level only; other levels full-batch).
+        patience: per-stage early stopping: stop training a stage after this many epochs with
+            no ``val/acc`` gain (``None``: train every epoch; the best epoch is kept either way).
+            Ignored at node level, where validation labels are private.
+        noise_multiplier: skip calibration and use this noise scale (checked against epsilon).
+        seed: seed for NAP noise, Poisson batches and degree sampling (``None``: fresh).
+    """
+
+    mechanism_name = "nap"
+    checkpoint_key = "progap"
+
+    def __init__(
+        self,
+        privacy: Literal["none", "edge", "node"] = "edge",
+        epsilon: float | None = 1.0,
+        delta: float | str = "auto",
+        depth: int = 2,
+        base_layers: int = 1,
+        jk: Literal["cat", "sum", "attn"] = "cat",
+        hidden: int = 16,
+        epochs_per_stage: int = 100,
+        training: Literal["progressive", "layerwise"] = "progressive",
+        max_degree: int = 100,
+        dropout: float = 0.0,
+        normalization: str = "auto",
+        activation: str = "selu",
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+        batch_size: int = 256,
+        max_grad_norm: float = 1.0,
+        patience: int | None = None,
+        noise_multiplier: float | None = None,
+        seed: int | None = None,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+    ) -> None:
+        super().__init__(privacy, epsilon, delta)
+        self.save_hyperparameters()
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1 (K NAP layers), got {depth}; use MLP for 0")
+        if base_layers < 1:
+            raise ValueError(f"base_layers must be >= 1, got {base_layers}")
+        if training not in TRAINING:
+            raise ValueError(f"training must be one of {TRAINING}, got {training!r}")
+        if epochs_per_stage < 0:
+            raise ValueError(f"epochs_per_stage must be >= 0, got {epochs_per_stage}")
+        if patience is not None and patience < 0:
+            raise ValueError(f"patience must be >= 0 or None, got {patience}")
+        self._ap_init(noise_multiplier)
+        self.aggregates: list[torch.Tensor] | None = None  # X~^(1..s), cached NAP outputs
+        self.network: nn.Module | None = None
+        if num_features is not None and num_classes is not None:
+            self._build(num_features, num_classes)
+
+    @property
+    def nap(self) -> GaussianAggregation | None:
+        """The NAP mechanism (``None`` until it is first queried on this model)."""
+        return self.aggregation
+
+    # -- construction ------------------------------------------------------------------------
+    def _mlp_kwargs(self) -> dict[str, Any]:
+        kw = super()._mlp_kwargs()
+        if kw["normalization"] == "auto":
+            kw["normalization"] = "group" if self.privacy == "node" else "batch"
+        return {**kw, "norm_groups": 1}
+
+    def _build(self, num_features: int, num_classes: int) -> None:
+        hp = self.hparams
+        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        net = ProGAPNetwork(
+            num_features, hp.hidden, num_classes, hp.depth, hp.base_layers, hp.jk,
+            **self._mlp_kwargs(),
+        )  # fmt: skip
+        self.network = self._dp_wrap(net, "ProGAP network")
+
+    def _net(self) -> ProGAPNetwork:
+        m = self.network
+        return m._module if isinstance(m, GradSampleModule) else m
+
+    def configure_stages(self) -> list[Stage]:
+        n = self.hparams.epochs_per_stage
+        return [Stage(f"stage{s}", n, ("network",)) for s in range(self.hparams.depth + 1)]
+
+    def stage_patience(self) -> int | None:
+        return self.hparams.patience
+
+    def pending_aggregations(self) -> int:
+        return self.hparams.depth - len(self.aggregates or [])
+
+    def stage_model(self, index: int) -> nn.Module:
+        return self.network
+
+    def stage_parameters(self, index: int) -> list[nn.Parameter]:
+        """Trainable parameters of stage ``index``; every other parameter is frozen."""
+        net = self._net()
+        layerwise = self.hparams.training == "layerwise"
+        params = net.stage_parameters(index, layerwise)
+        trainable = {id(p) for p in params}
+        for p in net.parameters():
+            p.requires_grad_(id(p) in trainable)
+        net.frozen = tuple(range(index)) if layerwise else ()
+        net.train(net.training)
+        return params
+
+    # -- NAP (Alg. 9 lines 3–5), once per stage ------------------------------------------
+    def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
+        return (data.x, *self.aggregates[:index])
+
+    def _nap(
+        self,
+        inputs: list[torch.Tensor],
+        graph: Data,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None,
+    ) -> torch.Tensor:
+        """``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` with ``s = len(inputs)``."""
+        k = len(inputs) - 1
+        embeddings = self._eval_forward(self._net().base[k], inputs[k])
+        return self._aggregate_once(embeddings, graph, accountant, generator)
+
+    def on_enter_stage(self, stage_index: int) -> None:
+        if self.aggregates is None:
+            self.aggregates = []
+        if stage_index >= 1 and len(self.aggregates) < stage_index:
+            graph = self._graph
+            gen = self._generator(NAP_SEED_OFFSET + stage_index)
+            inputs = [graph.x, *self.aggregates]
+            self.aggregates.append(self._nap(inputs, graph, self.accountant, gen))
+
+    # -- inference -----------------------------------------------------------------------------
+    def _final_stage(self) -> int:
+        if self._active_stage is not None:
+            return self._active_stage
+        return len(self.aggregates or [])
+
+    def _logits(self, data: Data) -> torch.Tensor:
+        if self._trainer is not None and self.trainer.state.fn == "fit":
+            stage = self.current_stage  # validation of the submodel being trained
+            return self.network(data.x, *(self.aggregates or [])[:stage])
+        self._require_cache()
+        return self.network(*self.stage_inputs(self._final_stage(), data))
+
+    def _forward_graph(
+        self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        inputs = [graph.x]
+        for _ in range(self._final_stage()):
+            inputs.append(self._nap(inputs, graph, accountant, generator))
+        return self.network(*inputs)
