@@ -5,9 +5,19 @@
 >>> from lightning_dpgnn.callbacks import PrivacyBudget
 """
 
-from .methods import DPMLP, GAP, GNN, LPGNN, MLP, PrivateModule
+from .methods import DPMLP, GAP, GNN, LPGNN, MLP, PrivateModule, ProGAP
 from .privacy import PrivacyReport
 
 __version__ = "0.1.0"
 
-__all__ = ["GAP", "GNN", "MLP", "DPMLP", "LPGNN", "PrivateModule", "PrivacyReport", "__version__"]
+__all__ = [
+    "GAP",
+    "ProGAP",
+    "GNN",
+    "MLP",
+    "DPMLP",
+    "LPGNN",
+    "PrivateModule",
+    "PrivacyReport",
+    "__version__",
+]

@@ -5,5 +5,6 @@ from .gap import GAP
 from .gnn import GNN
 from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
+from .progap import ProGAP
 
-__all__ = ["PrivateModule", "GAP", "GNN", "MLP", "DPMLP", "LPGNN"]
+__all__ = ["PrivateModule", "GAP", "GNN", "MLP", "DPMLP", "LPGNN", "ProGAP"]
