@@ -5,7 +5,17 @@
 >>> from lightning_dpgnn.callbacks import PrivacyBudget
 """
 
-from .methods import DPMLP, GAP, GNN, LPGNN, MLP, PrivateModule, ProGAP
+from .methods import (
+    DPMLP,
+    GAP,
+    GNN,
+    LPGNN,
+    MLP,
+    PGC,
+    PGCLinkPrediction,
+    PrivateModule,
+    ProGAP,
+)
 from .privacy import PrivacyReport
 
 __version__ = "0.1.0"
@@ -17,6 +27,8 @@ __all__ = [
     "MLP",
     "DPMLP",
     "LPGNN",
+    "PGC",
+    "PGCLinkPrediction",
     "PrivateModule",
     "PrivacyReport",
     "__version__",

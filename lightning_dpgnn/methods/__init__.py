@@ -5,6 +5,17 @@ from .gap import GAP
 from .gnn import GNN
 from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
+from .pgc import PGC, PGCLinkPrediction
 from .progap import ProGAP
 
-__all__ = ["PrivateModule", "GAP", "GNN", "MLP", "DPMLP", "LPGNN", "ProGAP"]
+__all__ = [
+    "PrivateModule",
+    "GAP",
+    "GNN",
+    "MLP",
+    "DPMLP",
+    "LPGNN",
+    "PGC",
+    "PGCLinkPrediction",
+    "ProGAP",
+]

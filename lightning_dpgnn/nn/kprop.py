@@ -34,18 +34,23 @@ def check_steps(steps: int, name: str = "steps") -> int:
 
 
 def normalized_adjacency(
-    edge_index: torch.Tensor, num_nodes: int, aggr: Aggregator = "gcn"
+    edge_index: torch.Tensor, num_nodes: int, aggr: Aggregator = "gcn", self_loops: bool = False
 ) -> torch.Tensor:
-    """The ``[N, N]`` sparse matrix of one aggregation step, self-loops removed.
+    """The ``[N, N]`` sparse matrix of one aggregation step.
 
     ``"gcn"``: ``1 / sqrt(deg(u) deg(v))`` per edge ``u -> v`` (eq. 3.40); ``"mean"``:
     ``1 / deg(v)``; ``"sum"``: 1. ``deg`` counts in-edges (for undirected graphs: neighbours).
+    Existing self-loops are always dropped; ``self_loops=True`` then adds one per node, which
+    with ``"gcn"`` is the GCN convolution of eq. 2.1 (``N(v)`` includes ``v``), used by PGC.
     """
     if aggr not in AGGREGATORS:
         raise ValueError(f"aggr must be one of {AGGREGATORS}, got {aggr!r}")
     src, dst = edge_index
     keep = src != dst
     src, dst = src[keep], dst[keep]
+    if self_loops:
+        loop = torch.arange(num_nodes, device=edge_index.device)
+        src, dst = torch.cat([src, loop]), torch.cat([dst, loop])
     deg = torch.zeros(num_nodes, dtype=torch.float32, device=edge_index.device)
     deg.scatter_add_(0, dst, torch.ones_like(dst, dtype=torch.float32))
     if aggr == "gcn":
