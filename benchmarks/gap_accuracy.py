@@ -11,11 +11,7 @@ and peak resident memory. ``summarize.py`` turns the file into the table and the
 
 from __future__ import annotations
 
-import argparse
-import time
-from pathlib import Path
-
-from common import RESULTS, PeakRSS, append, command_line, cpu_info, done_keys, quiet
+from common import RESULTS, grid_parser, run_grid
 
 DATASETS = {
     "facebook100/Rutgers89": dict(target="year", min_class_size=1000),
@@ -61,65 +57,8 @@ def configs():
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--seeds", type=int, default=10)
-    p.add_argument("--datasets", nargs="*", default=list(DATASETS))
-    p.add_argument("--methods", nargs="*", default=None, help="subset, e.g. GAP-EDP MLP")
-    p.add_argument("--out", type=Path, default=RESULTS / "gap_accuracy.jsonl")
-    args = p.parse_args()
-    quiet()
-    import lightning as L
-    import torch
-
-    from lightning_dpgnn.data import NodeDataModule
-
-    done = done_keys(args.out)
-    for seed in range(args.seeds):  # seeds outermost: partial runs still cover every setting
-        for name in args.datasets:
-            dm = NodeDataModule(name, seed=seed, **DATASETS[name])
-            dm.setup()
-            for method, eps, build in configs():
-                if args.methods and method not in args.methods:
-                    continue
-                key = f"{name}|{method}|{eps}|{seed}"
-                if key in done:
-                    continue
-                torch.manual_seed(seed)
-                t0, c0 = time.perf_counter(), time.process_time()
-                with PeakRSS() as mem:
-                    model = build(seed)
-                    trainer = L.Trainer(
-                        max_epochs=100,
-                        logger=False,
-                        enable_checkpointing=False,
-                        enable_progress_bar=False,
-                        enable_model_summary=False,
-                    )
-                    trainer.fit(model, dm)
-                    acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
-                report = model.privacy_spent()
-                row = dict(
-                    key=key,
-                    dataset=name,
-                    method=method,
-                    target_epsilon=eps,
-                    seed=seed,
-                    test_acc=float(acc),
-                    epsilon=report.epsilon if report.level != "none" else None,
-                    delta=report.delta,
-                    level=report.level,
-                    wall_s=round(time.perf_counter() - t0, 2),
-                    cpu_s=round(time.process_time() - c0, 2),
-                    peak_rss_mb=round(mem.peak_mb, 1),
-                    hardware=cpu_info(),
-                    command=command_line(),
-                )
-                append(args.out, row)
-                print(
-                    f"{key}: acc={acc:.4f} eps={row['epsilon']} {row['wall_s']}s "
-                    f"{row['peak_rss_mb']}MB",
-                    flush=True,
-                )
+    args = grid_parser(__doc__, DATASETS, RESULTS / "gap_accuracy.jsonl").parse_args()
+    run_grid(configs, DATASETS, args)
 
 
 if __name__ == "__main__":

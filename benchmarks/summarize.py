@@ -1,19 +1,37 @@
-"""Summarize results/gap_accuracy.jsonl: mean and 95% bootstrap CI per setting, a markdown
-table (also written into docs/gap.md between the BENCHMARK markers) and an accuracy-vs-epsilon
-plot.
+"""Summarize a benchmark: mean and 95% bootstrap CI per setting, a markdown table (also
+written into the docs page between the BENCHMARK markers) and an accuracy-vs-epsilon plot.
 
-    python benchmarks/summarize.py
+    python benchmarks/summarize.py          # GAP: results/gap_accuracy.*, docs/gap.md
+    python benchmarks/summarize.py progap   # ProGAP vs GAP: results/progap_accuracy.*,
+                                            # docs/progap.md
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 from common import RESULTS, bootstrap_ci
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "gap.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+BENCHMARKS = {
+    "gap": dict(
+        inputs=("gap_accuracy.jsonl",),
+        doc="gap.md",
+        curves=("GAP-EDP", "GAP-NDP", "DP-MLP"),
+        lines=(("GAP-inf", "--"), ("MLP", ":")),
+    ),
+    "progap": dict(
+        inputs=("progap_accuracy.jsonl", "gap_accuracy.jsonl"),
+        keep=("ProGAP", "GAP-EDP", "GAP-NDP", "GAP-inf"),
+        doc="progap.md",
+        curves=("ProGAP-EDP", "GAP-EDP", "ProGAP-NDP", "GAP-NDP"),
+        lines=(("ProGAP-inf", "--"), ("GAP-inf", ":")),
+        compare=(("ProGAP-EDP", "GAP-EDP"), ("ProGAP-NDP", "GAP-NDP"), ("ProGAP-inf", "GAP-inf")),
+    ),
+}
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
 
 
@@ -40,6 +58,7 @@ def summarize(rows: list[dict]) -> list[dict]:
                 acc_ci95=[round(lo, 2), round(hi, 2)],
                 epsilon_max=max((r["epsilon"] or 0.0) for r in rs) if eps is not None else None,
                 wall_s_mean=round(sum(r["wall_s"] for r in rs) / len(rs), 1),
+                cpu_s_mean=round(sum(r.get("cpu_s", 0.0) for r in rs) / len(rs), 1),
                 peak_rss_mb_max=max(r["peak_rss_mb"] for r in rs),
             )
         )
@@ -48,20 +67,40 @@ def summarize(rows: list[dict]) -> list[dict]:
 
 def table(summary: list[dict]) -> str:
     lines = [
-        "| dataset | method | epsilon | test acc % (95% CI) | seeds | wall s | peak MB |",
-        "|---|---|---|---|---|---|---|",
+        "| dataset | method | epsilon | test acc % (95% CI) | seeds | wall s | CPU s | peak MB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         eps = "inf" if s["target_epsilon"] is None else f"{s['target_epsilon']:g}"
         ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
         lines.append(
             f"| {s['dataset']} | {s['method']} | {eps} | {ci} | {s['seeds']} | "
-            f"{s['wall_s_mean']} | {s['peak_rss_mb_max']:.0f} |"
+            f"{s['wall_s_mean']} | {s['cpu_s_mean']} | {s['peak_rss_mb_max']:.0f} |"
         )
     return "\n".join(lines)
 
 
-def plot(summary: list[dict], path: Path) -> None:
+def comparison(summary: list[dict], pairs) -> str:
+    """``A`` vs ``B`` at each (dataset, epsilon) both have: difference of the means."""
+    index = {(s["dataset"], s["method"], s["target_epsilon"]): s for s in summary}
+    lines = [
+        "| dataset | epsilon | method | acc % | baseline | acc % | gain (points) | seeds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (dataset, method, eps), s in index.items():
+        for a, b in pairs:
+            base = index.get((dataset, b, eps))
+            if method != a or base is None:
+                continue
+            e = "inf" if eps is None else f"{eps:g}"
+            lines.append(
+                f"| {dataset} | {e} | {a} | {s['acc_mean']:.1f} | {b} | {base['acc_mean']:.1f} | "
+                f"{s['acc_mean'] - base['acc_mean']:+.1f} | {s['seeds']} / {base['seeds']} |"
+            )
+    return "\n".join(lines)
+
+
+def plot(summary: list[dict], path: Path, curves, lines) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -71,7 +110,7 @@ def plot(summary: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
     for ax, ds in zip(axes[0], datasets, strict=True):
         rows = [s for s in summary if s["dataset"] == ds]
-        for method in ("GAP-EDP", "GAP-NDP", "DP-MLP"):
+        for method in curves:
             pts = [s for s in rows if s["method"] == method]
             if pts:
                 x = [s["target_epsilon"] for s in pts]
@@ -81,7 +120,7 @@ def plot(summary: list[dict], path: Path) -> None:
                     [s["acc_ci95"][1] - s["acc_mean"] for s in pts],
                 ]
                 ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=method)
-        for method, style in (("GAP-inf", "--"), ("MLP", ":")):
+        for method, style in lines:
             pts = [s for s in rows if s["method"] == method]
             if pts:
                 ax.axhline(pts[0]["acc_mean"], linestyle=style, color="gray", label=method)
@@ -94,24 +133,32 @@ def plot(summary: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def main() -> None:
-    rows = load(RESULTS / "gap_accuracy.jsonl")
+def main(name: str = "gap") -> None:
+    bench = BENCHMARKS[name]
+    rows = [r for f in bench["inputs"] if (RESULTS / f).exists() for r in load(RESULTS / f)]
+    keep = bench.get("keep")
+    if keep:
+        rows = [r for r in rows if r["method"].startswith(keep)]
     summary = summarize(rows)
     commands = sorted({r["command"] for r in rows})
-    (RESULTS / "gap_accuracy.json").write_text(
-        json.dumps(
-            {"commands": commands, "hardware": rows[0]["hardware"], "summary": summary}, indent=1
-        )
+    hardware = sorted({r["hardware"] for r in rows})
+    stem = bench["inputs"][0].removesuffix(".jsonl")
+    (RESULTS / f"{stem}.json").write_text(
+        json.dumps({"commands": commands, "hardware": hardware, "summary": summary}, indent=1)
     )
     md = table(summary)
-    (RESULTS / "gap_accuracy.md").write_text(md + "\n")
-    plot(summary, RESULTS / "gap_accuracy.png")
-    doc = DOC.read_text()
+    if bench.get("compare"):
+        md = comparison(summary, bench["compare"]) + "\n\nAll settings:\n\n" + md
+    md += f"\n\nPlot: `benchmarks/results/{stem}.png`. Hardware: {'; '.join(hardware)}."
+    (RESULTS / f"{stem}.md").write_text(md + "\n")
+    plot(summary, RESULTS / f"{stem}.png", bench["curves"], bench["lines"])
+    doc_path = DOCS / bench["doc"]
+    doc = doc_path.read_text()
     if BEGIN in doc and END in doc:
         head, rest = doc.split(BEGIN)
-        DOC.write_text(head + BEGIN + "\n" + md + "\n" + END + rest.split(END)[1])
+        doc_path.write_text(head + BEGIN + "\n" + md + "\n" + END + rest.split(END)[1])
     print(md)
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:2])

@@ -80,3 +80,20 @@ def test_a_recipe_runs_end_to_end_on_the_embedded_graph(capsys):
 def test_unknown_recipe_lists_the_known_ones():
     with pytest.raises(ValueError, match="gap-edge-rutgers89"):
         zoo.recipe_path("nope")
+
+
+def test_a_progap_recipe_runs_all_stages_in_one_fit(capsys):
+    main(
+        [
+            "fit",
+            "--config",
+            str(zoo.recipe_path("progap-edge-facebook")),
+            "--data.name=csbm",
+            "--data.target=null",
+            "--data.min_class_size=null",
+            "--model.epochs_per_stage=2",
+            "--trainer.enable_progress_bar=false",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "edge-level" in out and float(out.split("epsilon spent:")[1].split()[0]) <= 1.0
