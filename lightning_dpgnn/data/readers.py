@@ -32,6 +32,7 @@ __all__ = [
     "read_planetoid",
     "read_musae",
     "read_facebook100",
+    "read_facebook100_merged",
     "read_reddit",
     "read_lastfm",
     "read_ogbn_products",
@@ -304,6 +305,71 @@ def read_facebook100(path: Path, target: str) -> Data:
     edge_index = torch.from_numpy(np.vstack([adj.row, adj.col]).astype(np.int64))
     edge_index = coalesce(edge_index, num_nodes=num_nodes)
     return Data(x=x, edge_index=edge_index, y=torch.from_numpy(y.astype(np.int64)))
+
+
+FACEBOOK100_MERGED_EXCLUDED = ("high_school",)
+"""Columns left out of the merged graph's features: high-school codes are per-school and
+number in the tens of thousands across schools (a dense one-hot would not fit in memory)."""
+
+
+def read_facebook100_merged(folder: Path, processed_dir: Path | None, target: str) -> Data:
+    """All Facebook100 schools in ``folder`` as one graph ("FB-100" of ProGAP, Table 5.1).
+
+    Schools are read in name order and stacked block-diagonally (no edges between schools).
+    Nodes whose ``target`` is missing are dropped. Features are one-hot encodings of the other
+    columns except :data:`FACEBOOK100_MERGED_EXCLUDED`, over the codes pooled across schools
+    (the ``.mat`` files share code books for status, gender and year; majors, minors and
+    housing codes are used as given). The result is cached in ``processed_dir`` as tensors.
+    """
+    if target not in FACEBOOK100_TARGETS:
+        raise UnknownTargetError(
+            f"target {target!r} is not a Facebook100 target; "
+            f"valid targets: {list(FACEBOOK100_TARGETS)}"
+        )
+    files = sorted(Path(folder).glob("*.mat"))
+    if not files:
+        raise DataError(f"no Facebook100 .mat files in {folder}")
+    cache_file = None if processed_dir is None else Path(processed_dir) / f"merged-{target}.pt"
+    cached = None if cache_file is None else _load_cache(cache_file)
+    if cached is None:
+        t = FACEBOOK100_COLUMNS.index(target)
+        feature_cols = [
+            j
+            for j, c in enumerate(FACEBOOK100_COLUMNS)
+            if j != t and c not in FACEBOOK100_MERGED_EXCLUDED
+        ]
+        infos, edges, offset = [], [], 0
+        for f in files:
+            mat = scipy.io.loadmat(str(f), variable_names=["A", "local_info"])
+            info = np.asarray(mat["local_info"], dtype=np.int64)
+            keep = info[:, t] != 0
+            adj = sp.csr_matrix(mat["A"])[keep][:, keep].tocoo()
+            edges.append(np.vstack([adj.row, adj.col]).astype(np.int64) + offset)
+            infos.append(info[keep])
+            offset += int(keep.sum())
+        info = np.concatenate(infos)
+        _, y = np.unique(info[:, t], return_inverse=True)
+        rows, cols, width = [], [], 0
+        for j in feature_cols:
+            col = info[:, j]
+            present = np.flatnonzero(col != 0)
+            values, inv = np.unique(col[present], return_inverse=True)
+            rows.append(present)
+            cols.append(inv + width)
+            width += len(values)
+        cached = {
+            "edge_index": torch.from_numpy(np.concatenate(edges, axis=1)),
+            "y": torch.from_numpy(y.astype(np.int64)),
+            "feat_rows": torch.from_numpy(np.concatenate(rows)),
+            "feat_cols": torch.from_numpy(np.concatenate(cols)),
+            "num_features": torch.tensor(width),
+        }
+        if cache_file is not None:
+            _save_atomic(cached, cache_file)
+    num_nodes = cached["y"].numel()
+    x = torch.zeros(num_nodes, int(cached["num_features"]), dtype=torch.float)
+    x[cached["feat_rows"], cached["feat_cols"]] = 1.0
+    return Data(x=x, edge_index=cached["edge_index"], y=cached["y"])
 
 
 OGB_PRODUCTS_FILES: tuple[str, ...] = (

@@ -127,6 +127,13 @@ def _facebook100_loader(spec: DatasetSpec, raw: Path, processed: Path, target: s
     return readers.read_facebook100(raw, target)
 
 
+def _facebook100_merged_loader(
+    spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any
+):
+    _no_kwargs(spec, kw)
+    return readers.read_facebook100_merged(raw, processed, target)
+
+
 def _reddit_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
     _no_kwargs(spec, kw)
     return readers.read_reddit(raw, processed)
@@ -348,6 +355,24 @@ for _tu in ("MUTAG", "PROTEINS"):
         f"tu/{_tu}",
     )
 
+_add(
+    DatasetSpec(
+        name="facebook100-all",
+        kind="node",
+        description="all Facebook100 schools in the data root merged into one graph (FB-100)",
+        subpath="facebook100",
+        urls=(FACEBOOK100_URL,),
+        targets=readers.FACEBOOK100_TARGETS[5:] + readers.FACEBOOK100_TARGETS[:5],
+        default_min_class_size=0.01,
+        license="research use (Traud, Mucha & Porter 2012); see facebook100/LICENSE",
+        loader=_facebook100_merged_loader,
+        extra={"mat_folder": True},
+    ),
+    "facebook100/all",
+    "fb100-all",
+    "fb-100",
+)
+
 _FB100 = re.compile(r"^(?:facebook100|fb100|facebook-100)/(?P<school>[^/]+?)(?:\.mat)?$", re.I)
 _FB100_BY_LOWER = {s.lower(): s for s in FACEBOOK100_SCHOOLS}
 
@@ -449,6 +474,8 @@ def register_dataset(
 
 
 def _missing(spec: DatasetSpec, where: Path) -> list[Path]:
+    if spec.extra.get("mat_folder"):
+        return [] if where.is_dir() and any(where.glob("*.mat")) else [where / "*.mat"]
     if not spec.raw_files:
         return [] if where.is_file() else [where]
     return [where / f for f in spec.raw_files if not (where / f).is_file()]

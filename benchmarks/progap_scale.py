@@ -1,0 +1,83 @@
+"""ProGAP at scale (issue 5): all Facebook100 schools merged into one graph, edge epsilon 1.
+
+Loads ``facebook100/all`` (every school in ``$DPGNN_DATA/facebook100`` stacked into one graph,
+target ``year``, classes with >= 1% of the nodes, 75/10/15 split), then fits and tests ProGAP
+at edge-level epsilon 1 with the settings of ``progap_accuracy.py``. Appends one JSON row to
+``results/progap_scale.jsonl`` with the graph size, load / fit / total wall time, CPU time and
+peak resident memory (the scale row of the performance table).
+
+    DPGNN_DATA=../shared/datasets python benchmarks/progap_scale.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from common import RESULTS, PeakRSS, append, command_line, cpu_info, quiet
+from progap_accuracy import COMMON, EDGE
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--dataset", default="facebook100/all")
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--epochs-per-stage", type=int, default=EDGE["epochs_per_stage"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--root", default=None, help="data root (default: $DPGNN_DATA)")
+    p.add_argument("--out", type=Path, default=RESULTS / "progap_scale.jsonl")
+    args = p.parse_args()
+    quiet()
+    import lightning as L
+
+    from lightning_dpgnn import ProGAP
+    from lightning_dpgnn.data import NodeDataModule
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    with PeakRSS() as mem:
+        dm = NodeDataModule(args.dataset, root=args.root, target="year", seed=args.seed)
+        dm.setup()
+        data = dm.data
+        load_s = time.perf_counter() - t0
+        print(f"loaded {data.num_nodes} nodes, {data.num_edges} edges in {load_s:.0f}s", flush=True)
+        settings = {**COMMON, **EDGE, "epochs_per_stage": args.epochs_per_stage}
+        model = ProGAP(privacy="edge", epsilon=args.epsilon, seed=args.seed, **settings)
+        trainer = L.Trainer(
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        t1 = time.perf_counter()
+        trainer.fit(model, dm)
+        fit_s = time.perf_counter() - t1
+        acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+    report = model.privacy_spent()
+    row = dict(
+        dataset=args.dataset,
+        method="ProGAP-EDP",
+        target_epsilon=args.epsilon,
+        seed=args.seed,
+        num_nodes=data.num_nodes,
+        num_edges=data.num_edges,
+        num_features=data.num_features,
+        num_classes=dm.num_classes,
+        settings=settings,
+        test_acc=float(acc),
+        epsilon=report.epsilon,
+        delta=report.delta,
+        load_s=round(load_s, 1),
+        fit_s=round(fit_s, 1),
+        wall_s=round(time.perf_counter() - t0, 1),
+        cpu_s=round(time.process_time() - c0, 1),
+        peak_rss_mb=round(mem.peak_mb, 1),
+        hardware=cpu_info(),
+        command=command_line(),
+    )
+    append(args.out, row)
+    print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
