@@ -248,3 +248,14 @@ def test_nonprivate_progap_is_accurate_and_edge_progap_beats_mlp(csbm_dm, make_t
     t.fit(mlp, csbm_dm)
     acc_mlp = t.test(mlp, csbm_dm, verbose=False)[0]["test/acc"]
     assert acc_edge > acc_mlp + 0.05
+
+
+def test_fits_with_a_logger_next_to_the_datamodule(csbm_dm, make_trainer, tmp_path):
+    """Model and datamodule both have ``seed``/``max_degree`` hparams: logging must not fail."""
+    from lightning.pytorch.loggers import CSVLogger
+
+    model = ProGAP(privacy="edge", epsilon=1.0, depth=1, epochs_per_stage=1, seed=5)
+    fit(model, csbm_dm, make_trainer, logger=CSVLogger(tmp_path))
+    logged = (tmp_path / "lightning_logs" / "version_0" / "hparams.yaml").read_text()
+    assert "epochs_per_stage: 1" in logged and "seed: 5" in logged
+    assert (tmp_path / "lightning_logs" / "version_0" / "metrics.csv").read_text().count("stage")

@@ -130,7 +130,9 @@ class NodeDataModule(L.LightningDataModule):
         dataset_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters(ignore=["transform"])
+        # kept for checkpoints but not sent to loggers: Lightning refuses to log a model and a
+        # datamodule whose hparams share a key with different values (``seed``, ``max_degree``)
+        self.save_hyperparameters(ignore=["transform"], logger=False)
         self.spec: DatasetSpec | None = get_spec(name)
         if self.spec.kind != "node":
             raise DatasetKindError(
@@ -340,7 +342,7 @@ class GraphDataModule(L.LightningDataModule):
         num_workers: int = 0,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # see NodeDataModule
         spec = get_spec(name)
         if spec.kind != "graph":
             raise DatasetKindError(
