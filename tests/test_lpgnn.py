@@ -17,6 +17,15 @@ from lightning_dpgnn.nn.kprop import KProp
 from lightning_dpgnn.privacy import MultiBit, RandomizedResponse
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny graphs: one intra-op thread is faster and immune to oversubscribed cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def lp_dm():
     """csbm scaled to [0, 1] (the range the mechanisms assume), LPGNN's 50/25/25 split."""

@@ -39,6 +39,7 @@ class LocallyPrivateModule(PrivateModule):
         self.accountant.delta = collector.delta if collector.needs_delta else None
         self.seed = seed
         self._collection: LocalCollection | None = None
+        self._features: torch.Tensor | None = None  # decoded collection (post-processing)
         self._graph: Data | None = None
 
     # -- construction -----------------------------------------------------------------------------
@@ -67,10 +68,14 @@ class LocallyPrivateModule(PrivateModule):
             self._collection = self.collector.collect(
                 self._graph, self.accountant, self._generator(), self._num_classes()
             )
-            self.on_collected()
+            self._collected()
 
     def _num_classes(self) -> int | None:
         return self.hparams.get("num_classes")
+
+    def _collected(self) -> None:
+        self._features = None
+        self.on_collected()
 
     def on_collected(self) -> None:
         """Hook: the collection is available (fresh, or restored from a checkpoint)."""
@@ -86,7 +91,9 @@ class LocallyPrivateModule(PrivateModule):
 
     def received_features(self) -> torch.Tensor:
         """The server's feature matrix (rectified codes or received values), on this device."""
-        return self.collector.features(self.collection()).to(self.device)
+        if self._features is None or self._features.device != self.device:
+            self._features = self.collector.features(self.collection()).to(self.device)
+        return self._features
 
     # -- privacy reports --------------------------------------------------------------------------
     def privacy_planned(self) -> PrivacyReport:
@@ -110,4 +117,4 @@ class LocallyPrivateModule(PrivateModule):
         state = checkpoint.get(COLLECTION_KEY)
         self._collection = None if state is None else LocalCollection.from_state_dict(state)
         if self._collection is not None:
-            self.on_collected()
+            self._collected()

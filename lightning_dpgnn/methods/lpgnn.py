@@ -136,6 +136,7 @@ class LPGNN(LocallyPrivateModule):
             dropout=hp.dropout,
             activation=hp.activation,
             heads=hp.heads,
+            cached=True,  # transductive: one fixed graph
         )
         rr = self.collector.label_randomizer(num_classes)
         transition = torch.eye(num_classes) if math.isinf(rr.epsilon) else rr.transition_matrix()

@@ -126,6 +126,7 @@ class PGC(LocallyPrivateModule):
             hp.layers,
             dropout=hp.dropout,
             activation="relu",
+            cached=True,  # transductive: one fixed graph
         )
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -229,10 +230,11 @@ class VGAEEncoder(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float) -> None:
         super().__init__()
-        self.conv = GCNConv(in_dim, hidden)
+        # the encoder always sees the training edges: cache their normalisation
+        self.conv = GCNConv(in_dim, hidden, cached=True)
         self.norm = nn.BatchNorm1d(hidden)
-        self.mu = GCNConv(hidden, out_dim)
-        self.logstd = GCNConv(hidden, out_dim)
+        self.mu = GCNConv(hidden, out_dim, cached=True)
+        self.logstd = GCNConv(hidden, out_dim, cached=True)
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor):

@@ -40,6 +40,7 @@ class GNNBackbone(nn.Module):
         activation: ``relu``/``selu``/``tanh``/``gelu``.
         heads: attention heads of GAT's hidden layers (the last layer uses one head).
         batch_norm: BatchNorm after the first convolution (PGC's VGAE encoder, §2.6.3).
+        cached: GCN caches its normalised graph (transductive training on one fixed graph).
     """
 
     def __init__(
@@ -54,6 +55,7 @@ class GNNBackbone(nn.Module):
         activation: str = "selu",
         heads: int = 4,
         batch_norm: bool = False,
+        cached: bool = False,
     ) -> None:
         super().__init__()
         check_backbone(backbone)
@@ -75,7 +77,7 @@ class GNNBackbone(nn.Module):
                 conv: nn.Module = SAGEConv(dim, width)
                 dim = width
             elif backbone == "gcn":
-                conv = GCNConv(dim, width)
+                conv = GCNConv(dim, width, cached=cached)
                 dim = width
             else:
                 h = 1 if last else heads
