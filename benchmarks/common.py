@@ -96,15 +96,17 @@ def run_grid(configs, datasets: dict, args) -> None:
     """Fit + test every ``(method, epsilon, build)`` of ``configs()`` on every dataset and seed,
     appending one JSON row per run to ``args.out`` (rows already there are skipped).
 
-    Seeds are the outer loop, so a partial run still covers every setting. Each row holds the
-    test accuracy, the epsilon/delta the model reports, wall and CPU seconds, peak RSS.
+    Seeds are the outer loop, so a partial run still covers every setting. Each run happens in
+    a forked child (it inherits the loaded dataset), so its peak RSS is its own and nothing it
+    allocates outlives it. Each row holds the test accuracy, the epsilon/delta the model
+    reports, wall and CPU seconds, peak RSS.
     """
-    quiet()
-    import lightning as L
-    import torch
+    import multiprocessing
 
+    quiet()
     from lightning_dpgnn.data import NodeDataModule
 
+    fork = multiprocessing.get_context("fork")
     done = done_keys(args.out)
     for seed in range(args.seeds):
         for name in args.datasets:
@@ -116,39 +118,49 @@ def run_grid(configs, datasets: dict, args) -> None:
                 key = f"{name}|{method}|{eps}|{seed}"
                 if key in done:
                     continue
-                torch.manual_seed(seed)
-                t0, c0 = time.perf_counter(), time.process_time()
-                with PeakRSS() as mem:
-                    model = build(seed)
-                    trainer = L.Trainer(
-                        max_epochs=100,  # staged models set their own total
-                        logger=False,
-                        enable_checkpointing=False,
-                        enable_progress_bar=False,
-                        enable_model_summary=False,
-                    )
-                    trainer.fit(model, dm)
-                    acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
-                report = model.privacy_spent()
-                row = dict(
-                    key=key,
-                    dataset=name,
-                    method=method,
-                    target_epsilon=eps,
-                    seed=seed,
-                    test_acc=float(acc),
-                    epsilon=report.epsilon if report.level != "none" else None,
-                    delta=report.delta,
-                    level=report.level,
-                    wall_s=round(time.perf_counter() - t0, 2),
-                    cpu_s=round(time.process_time() - c0, 2),
-                    peak_rss_mb=round(mem.peak_mb, 1),
-                    hardware=cpu_info(),
-                    command=command_line(),
-                )
-                append(args.out, row)
-                print(
-                    f"{key}: acc={acc:.4f} eps={row['epsilon']} {row['wall_s']}s "
-                    f"{row['peak_rss_mb']}MB",
-                    flush=True,
-                )
+                meta = dict(key=key, dataset=name, method=method, target_epsilon=eps, seed=seed)
+                child = fork.Process(target=_run_one, args=(build, dm, meta, args.out))
+                child.start()
+                child.join()
+                if child.exitcode != 0:
+                    print(f"{key}: FAILED (exit code {child.exitcode})", flush=True)
+
+
+def _run_one(build, dm, meta: dict, out: Path) -> None:
+    import lightning as L
+    import torch
+
+    quiet()
+    torch.manual_seed(meta["seed"])
+    t0, c0 = time.perf_counter(), time.process_time()
+    with PeakRSS() as mem:
+        model = build(meta["seed"])
+        trainer = L.Trainer(
+            max_epochs=100,  # staged models set their own total
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        trainer.fit(model, dm)
+        acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+    report = model.privacy_spent()
+    row = dict(
+        **meta,
+        test_acc=float(acc),
+        epsilon=report.epsilon if report.level != "none" else None,
+        delta=report.delta,
+        level=report.level,
+        wall_s=round(time.perf_counter() - t0, 2),
+        cpu_s=round(time.process_time() - c0, 2),
+        peak_rss_mb=round(mem.peak_mb, 1),
+        rss_scope="run",  # measured in a fresh child: this run's own peak
+        hardware=cpu_info(),
+        command=command_line(),
+    )
+    append(out, row)
+    print(
+        f"{meta['key']}: acc={acc:.4f} eps={row['epsilon']} {row['wall_s']}s "
+        f"{row['peak_rss_mb']}MB",
+        flush=True,
+    )

@@ -59,7 +59,12 @@ def summarize(rows: list[dict]) -> list[dict]:
                 epsilon_max=max((r["epsilon"] or 0.0) for r in rs) if eps is not None else None,
                 wall_s_mean=round(sum(r["wall_s"] for r in rs) / len(rs), 1),
                 cpu_s_mean=round(sum(r.get("cpu_s", 0.0) for r in rs) / len(rs), 1),
-                peak_rss_mb_max=max(r["peak_rss_mb"] for r in rs),
+                # rows measured in their own child process when there are any (older rows
+                # carry the benchmark process's cumulative peak)
+                peak_rss_mb_max=max(
+                    r["peak_rss_mb"]
+                    for r in ([r for r in rs if r.get("rss_scope") == "run"] or rs)
+                ),
             )
         )
     return out
