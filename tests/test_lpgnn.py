@@ -271,3 +271,27 @@ def test_collector_works_on_a_hand_built_graph_without_lightning():
     assert col.encoding == "codes" and set(col.payload.unique().tolist()) <= {0, 1}
     assert acc.epsilon() == pytest.approx(0.75)
     assert col.label_mask.tolist() == [True, True, True, True, False, False]
+
+
+# -- recipes ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["lpgnn-cora", "pgc-cora", "pgc-link-cora"])
+def test_local_dp_recipes_run_end_to_end_on_the_embedded_graph(name, capsys):
+    from lightning_dpgnn import zoo
+    from lightning_dpgnn.cli import main
+
+    main(
+        [
+            "fit",
+            "--config",
+            str(zoo.recipe_path(name)),
+            "--data.name=csbm",
+            "--data.split=lpgnn",
+            "--trainer.max_epochs=2",
+            "--trainer.check_val_every_n_epoch=1",
+            "--trainer.enable_progress_bar=false",
+        ]
+    )
+    out = capsys.readouterr().out
+    eps = float(out.split("epsilon spent:")[1].split()[0])
+    expected = 2.0 if name.startswith("lpgnn") else 5.0 * 64  # csbm: d = 64 features
+    assert eps == pytest.approx(expected)
