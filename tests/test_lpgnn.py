@@ -205,6 +205,19 @@ def test_drop_learns_the_clean_labels_from_noisy_ones(lp_dm, make_trainer):
     assert trainer.test(model, lp_dm, verbose=False)[0]["test/acc"] > 0.7
 
 
+def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(lp_dm, make_trainer):
+    models = {}
+    for flag in (True, False):
+        models[flag] = LPGNN(x_eps=0.5, y_eps=1.0, x_steps=2, standardize=flag, seed=0)
+        make_trainer(max_epochs=1).fit(models[flag], lp_dm)
+    h, raw = models[True].server_view()["h"], models[False].server_view()["h"]
+    assert raw.abs().max() > 10  # the rectifier scales codes by ~ d coth(eps/2)/2 (eq. 3.10)
+    assert torch.allclose(h.mean(0), torch.zeros(h.size(1)), atol=1e-4)
+    assert torch.allclose(h.std(0), torch.ones(h.size(1)), atol=1e-4)
+    assert torch.allclose(h, (raw - raw.mean(0)) / raw.std(0), atol=1e-4)
+    assert models[True].privacy_spent().epsilon == models[False].privacy_spent().epsilon
+
+
 def test_noisy_validation_metrics_and_acc_star(lp_dm, make_trainer):
     model = LPGNN(x_eps=1.0, y_eps=1.0, seed=0)
     trainer = make_trainer(max_epochs=1)

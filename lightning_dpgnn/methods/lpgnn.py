@@ -64,6 +64,10 @@ class LPGNN(LocallyPrivateModule):
         lr, weight_decay: Adam.
         m, alpha, beta, delta: multi-bit sampling parameter (``None``: ``m*``), feature range,
             delta of the analytic Gaussian.
+        standardize: z-score every column of ``h`` (computed once from the collection: pure
+            post-processing). The rectifier scales features by about ``d / eps`` (eq. 3.10), so
+            at small ``eps_x`` the raw ``h`` is huge; standardizing makes training invariant
+            to that scale. Not in the thesis (``False`` is its literal pipeline).
         seed: seed of the node-side randomness (``None``: fresh randomness).
     """
 
@@ -88,6 +92,7 @@ class LPGNN(LocallyPrivateModule):
         alpha: float = 0.0,
         beta: float = 1.0,
         delta: float = 1e-10,
+        standardize: bool = True,
         seed: int | None = None,
         num_features: int | None = None,
         num_classes: int | None = None,
@@ -164,6 +169,8 @@ class LPGNN(LocallyPrivateModule):
             c = self.collection()
             ei = graph.edge_index.to(self.device)
             h = self.x_prop(self.received_features(), ei)  # line 14
+            if self.hparams.standardize:  # column z-scores: post-processing, no budget
+                h = (h - h.mean(0)) / h.std(0).clamp_min(1e-12)
             noisy = c.labels.to(self.device)
             y_one_hot = self._labelled_one_hot(noisy, c.label_mask.to(self.device))
             y_prop = self.y_prop(y_one_hot, ei)  # line 15
