@@ -215,7 +215,12 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
 
     # -- training ----------------------------------------------------------------------------
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
-        rows = self._train_rows(stage_index, data, lambda: self.stage_inputs(stage_index, data))
+        rows = self._train_rows(
+            stage_index,
+            data,
+            lambda: self.stage_inputs(stage_index, data),
+            compact=self.privacy != "node",  # DP-SGD needs dense rows (per-sample gradients)
+        )
         if self.privacy == "node":
             gen = self._generator(1 + self.trainer.current_epoch)
             return self._phases[stage_index].loader(*rows, generator=gen)

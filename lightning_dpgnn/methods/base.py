@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
+from ..nn.mlp import compact_features
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 
 __all__ = ["PrivateModule", "PRIVACY_LEVELS"]
@@ -144,17 +145,34 @@ class PrivateModule(L.LightningModule):
 
     # -- shared training / evaluation -------------------------------------------------------
     def _train_rows(
-        self, key: Any, data: Data, tensors: Callable[[], tuple[torch.Tensor, ...]]
+        self,
+        key: Any,
+        data: Data,
+        tensors: Callable[[], tuple[torch.Tensor, ...]],
+        *,
+        compact: bool = False,
     ) -> tuple[torch.Tensor, ...]:
         """Training-node rows of ``tensors()`` plus the labels, gathered once per ``key`` and
-        graph (loaders are rebuilt every epoch; re-indexing wide features each time is slow)."""
-        cache_key = (key, id(data), data.num_nodes)
+        graph (loaders are rebuilt every epoch; re-indexing wide features each time is slow).
+
+        ``compact=True`` (full-batch training only, never DP-SGD) stores wide one-hot rows as
+        sparse CSR (:func:`~lightning_dpgnn.nn.mlp.compact_features`)."""
+        cache_key = (key, id(data), data.num_nodes, compact)
         cached = getattr(self, "_rows_cache", None)
         if cached is None or cached[0] != cache_key:
             m = data.train_mask
-            rows = (*(t[m] for t in tensors()), data.y[m])
-            self._rows_cache = (cache_key, rows)
+            rows = tuple(t[m] for t in tensors())
+            if compact:
+                rows = tuple(compact_features(r) for r in rows)
+            self._rows_cache = (cache_key, (*rows, data.y[m]))
         return self._rows_cache[1]
+
+    def _features(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` for a full-graph forward pass: a cached CSR copy when it is wide one-hot."""
+        cached = getattr(self, "_features_cache", None)
+        if cached is None or cached[0] is not x:
+            self._features_cache = (x, compact_features(x))
+        return self._features_cache[1]
 
     def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, ...]):
         """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""

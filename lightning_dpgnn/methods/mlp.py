@@ -62,14 +62,13 @@ class _NodeMLP(PrivateModule):
         return self.mlp(x)
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
-        m = data.train_mask
-        return row_loader(data.x[m], data.y[m])
+        return row_loader(*self._train_rows("mlp", data, lambda: (data.x,), compact=True))
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self._rows_step(self.mlp, batch)
 
     def _eval(self, data: Data, stage: str) -> torch.Tensor:
-        return self._log_accuracy(self(data.x), data, stage)
+        return self._log_accuracy(self(self._features(data.x)), data, stage)
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._eval(data, "val")
@@ -78,7 +77,7 @@ class _NodeMLP(PrivateModule):
         return self._eval(data, "test")
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self(data.x).softmax(-1)
+        return self(self._features(data.x)).softmax(-1)
 
     def configure_optimizers(self):
         return torch.optim.Adam(

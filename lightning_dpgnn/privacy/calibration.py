@@ -3,8 +3,8 @@
 A *plan* is a function ``noise_multiplier -> PrivacyAccountant`` that fills a ledger with every
 mechanism the training run will invoke (e.g. GAP node level: encoder DP-SGD steps + K PMA hops
 + classifier DP-SGD steps, all at one noise scale as in thesis §4.7.5). Epsilon decreases
-monotonically in the noise multiplier, so a bracketing bisection in log-space finds the
-smallest noise whose realized epsilon is <= the target and within ``rtol`` (1%) of it.
+monotonically in the noise multiplier, so a bracketing root search in log-space (regula
+falsi, Illinois variant) finds the smallest noise whose realized epsilon is <= the target and within ``rtol`` (1%) of it.
 
 Pure torch/numpy: no Lightning imports.
 """
@@ -53,30 +53,60 @@ def calibrate_noise_multiplier(
     if not 0 < rtol < 1:
         raise ValueError(f"rtol must be in (0, 1), got {rtol}")
 
-    def eps(z: float) -> float:
-        return plan(z).epsilon(delta)
+    def excess(u: float) -> float:  # eps(e^u) - target: decreasing in u = log z
+        return plan(math.exp(u)).epsilon(delta) - target
 
-    if eps(high) > target:
-        raise CalibrationError(
-            f"even noise multiplier {high:g} spends epsilon {eps(high):.4g} > target {target:g}: "
-            "the plan cannot meet this budget (fewer steps/hops or a larger epsilon needed)"
-        )
-    lo, hi = low, high
-    if eps(lo) <= target:  # almost no noise already fits; the plan is nearly free
-        return lo
-    # invariant: eps(lo) > target >= eps(hi)
+    lo_u, hi_u = math.log(low), math.log(high)
+    # bracket from z = 1 outwards (noise multipliers of real plans sit near 1): cheaper than
+    # evaluating both ends of [low, high], each evaluation composing the whole plan
+    u, f = 0.0, excess(0.0)
+    step = math.log(4.0)
+    if f > 0:
+        a, fa = u, f
+        while True:
+            u = min(u + step, hi_u)
+            f = excess(u)
+            if f <= 0:
+                b, fb = u, f
+                break
+            if u >= hi_u:
+                raise CalibrationError(
+                    f"even noise multiplier {high:g} spends epsilon {f + target:.4g} > target "
+                    f"{target:g}: the plan cannot meet this budget (fewer steps/hops or a larger "
+                    "epsilon needed)"
+                )
+            a, fa, step = u, f, step * 2
+    else:
+        b, fb = u, f
+        while True:
+            u = max(u - step, lo_u)
+            f = excess(u)
+            if f > 0:
+                a, fa = u, f
+                break
+            if u <= lo_u:
+                return low  # almost no noise already fits; the plan is nearly free
+            b, fb, step = u, f, step * 2
+    # invariant: excess(a) = fa > 0 >= fb = excess(b), a < b. Illinois regula falsi: the
+    # secant step converges superlinearly on this smooth curve; halving the weight of an end
+    # kept twice in a row stops it stalling; any step not strictly inside falls back to bisection
+    wa, wb, kept = fa, fb, 0
     for _ in range(max_iter):
-        mid = math.sqrt(lo * hi)
-        e = eps(mid)
-        if e > target:
-            lo = mid
-        else:
-            hi = mid
-            if e >= target * (1.0 - rtol):
-                return hi
-        if hi / lo < 1.0 + 1e-12:
+        if fb >= -rtol * target or b - a < 1e-12:
             break
-    return hi
+        u = b - wb * (b - a) / (wb - wa)
+        if not a < u < b:
+            u = 0.5 * (a + b)
+        f = excess(u)
+        if f > 0:
+            a, fa, wa = u, f, f
+            wb = wb / 2 if kept == -1 else wb
+            kept = -1
+        else:
+            b, fb, wb = u, f, f
+            wa = wa / 2 if kept == 1 else wa
+            kept = 1
+    return math.exp(b)
 
 
 def gaussian_plan(
