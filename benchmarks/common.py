@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).parent / "results"
+#: speed-ups that change timings (not results): sparse wide features + ghost clipping
+CODE_VERSION = "csr-ghost"
 
 
 class PeakRSS:
@@ -155,6 +157,7 @@ def _run_one(build, dm, meta: dict, out: Path) -> None:
         cpu_s=round(time.process_time() - c0, 2),
         peak_rss_mb=round(mem.peak_mb, 1),
         rss_scope="run",  # measured in a fresh child: this run's own peak
+        code=CODE_VERSION,  # timings are compared within one code version (see summarize.py)
         hardware=cpu_info(),
         command=command_line(),
     )

@@ -24,7 +24,6 @@ import math
 from typing import Any
 
 import torch
-from opacus import GradSampleModule
 from torch import nn
 from torch_geometric.data import Data
 
@@ -32,7 +31,7 @@ from ..data.transforms import bound_in_and_out_degree
 from ..loops import StagedTrainingMixin
 from ..privacy import PrivacyAccountant, PrivacyReport, calibrate_noise_multiplier
 from ..privacy.aggregation import GaussianAggregation, normalize_rows, sum_aggregate
-from ..privacy.dpsgd import DPSGDPhase, assert_dp_compatible, row_loader
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
 from .base import PrivateModule
 
 __all__ = ["AggregationPerturbationModule"]
@@ -105,8 +104,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         """Node level: check the module suits DP-SGD and add per-sample gradients."""
         if self.privacy != "node":
             return module
-        assert_dp_compatible(module, what)
-        return GradSampleModule(module)
+        return grad_sample_module(module, self.hparams.max_grad_norm, where=what)
 
     def select_on_validation(self) -> bool:
         """Node level: validation labels are private and no mechanism covers them, so model
@@ -230,10 +228,11 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         params = self.stage_parameters(stage_index)
         opt = torch.optim.Adam(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
         if self.privacy != "node":
+            self.dp_training = None
             return opt
         phase, model = self._phases[stage_index], self.stage_model(stage_index)
-        _, dp_opt = phase.wrap(model, opt, self.noise_multiplier, self.accountant)
-        return dp_opt
+        self.dp_training = phase.wrap(model, opt, self.noise_multiplier, self.accountant)
+        return self.dp_training[1]
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
         if self.privacy == "node":

@@ -27,6 +27,7 @@ from torch_geometric.data import Data
 
 from ..nn.mlp import compact_features
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
+from ..privacy.dpsgd import GhostDPOptimizer, ghost_backward
 
 __all__ = ["PrivateModule", "PRIVACY_LEVELS"]
 
@@ -74,6 +75,10 @@ class PrivateModule(L.LightningModule):
         self.target_delta = delta
         self.accountant = PrivacyAccountant(level=privacy if privacy != "none" else "none")
         self._privacy_halt = False
+        #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none);
+        #: with ghost clipping, :meth:`backward` clips through it
+        self.dp_training: tuple[Any, Any] | None = None
+        self._loss_per_sample: torch.Tensor | None = None
 
     def _datamodule_graph(self) -> Data:
         """The preprocessed graph of the attached ``NodeDataModule``, with a clear error."""
@@ -178,13 +183,25 @@ class PrivateModule(L.LightningModule):
         """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""
         *inputs, y = batch
         logits = net(*inputs)
+        self._loss_per_sample = F.cross_entropy(logits, y, reduction="none")  # ghost clipping
         if len(y) == 0:  # still a forward pass through the GradSampleModule, loss 0
             return logits.sum() * 0.0
-        loss = F.cross_entropy(logits, y)
+        loss = self._loss_per_sample.mean()
         self.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
         acc = (logits.argmax(-1) == y).float().mean()
         self.log("train/acc", acc, batch_size=len(y), on_step=False, on_epoch=True)
         return loss
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """Plain backward, or ghost clipping when a ghost-clipped DP-SGD run is training."""
+        dp = self.dp_training
+        if dp is not None and isinstance(dp[1], GhostDPOptimizer):
+            if self._loss_per_sample is None:
+                raise RuntimeError("ghost clipping needs the per-sample losses of the batch")
+            ghost_backward(dp[0], dp[1], self._loss_per_sample)
+            self._loss_per_sample = None
+            return
+        super().backward(loss, *args, **kwargs)
 
     def _log_accuracy(self, logits: torch.Tensor, data: Data, stage: str) -> torch.Tensor:
         mask = getattr(data, f"{stage}_mask")

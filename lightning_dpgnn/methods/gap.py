@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from opacus import GradSampleModule
 from torch import nn
 from torch_geometric.data import Data
 
@@ -31,6 +30,7 @@ from ..nn.combine import Combine
 from ..nn.mlp import MLP
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
+from ..privacy.dpsgd import unwrap
 from .ap import AggregationPerturbationModule
 
 __all__ = ["GAP"]
@@ -164,7 +164,7 @@ class GAP(AggregationPerturbationModule):
 
     def _encoder(self) -> EncoderModule:
         m = self.encoder_model
-        return m._module if isinstance(m, GradSampleModule) else m
+        return unwrap(m)
 
     def configure_stages(self) -> list[Stage]:
         enc = self.hparams.encoder_epochs if self._uses_encoder else 0

@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from opacus import GradSampleModule
 from torch_geometric.data import Data
 
 from ..nn.mlp import MLP as MLPBlock
 from ..privacy import PrivacyAccountant, PrivacyReport, calibrate_noise_multiplier
-from ..privacy.dpsgd import DPSGDPhase, assert_dp_compatible, row_loader
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
 from .base import PrivateModule
 
 __all__ = ["MLP", "DPMLP"]
@@ -179,8 +178,8 @@ class DPMLP(_NodeMLP):
 
     def _build(self, num_features: int, num_classes: int) -> None:
         super()._build(num_features, num_classes)
-        assert_dp_compatible(self.mlp, "DPMLP")
-        self.mlp = GradSampleModule(self.mlp)  # wrapped at build time: stable checkpoint keys
+        # wrapped at build time: stable checkpoint keys
+        self.mlp = grad_sample_module(self.mlp, self.hparams.max_grad_norm, where="DPMLP")
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
@@ -243,5 +242,5 @@ class DPMLP(_NodeMLP):
         opt = torch.optim.Adam(
             self.mlp.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
         )
-        _, dp_opt = self.phase.wrap(self.mlp, opt, self.noise_multiplier, self.accountant)
-        return dp_opt
+        self.dp_training = self.phase.wrap(self.mlp, opt, self.noise_multiplier, self.accountant)
+        return self.dp_training[1]

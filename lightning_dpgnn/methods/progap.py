@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import torch
-from opacus import GradSampleModule
 from torch import nn
 from torch_geometric.data import Data
 
@@ -35,6 +34,7 @@ from ..nn.combine import Combine
 from ..nn.mlp import MLP
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation
+from ..privacy.dpsgd import unwrap
 from .ap import AggregationPerturbationModule
 
 __all__ = ["ProGAP", "ProGAPNetwork"]
@@ -186,7 +186,7 @@ class ProGAP(AggregationPerturbationModule):
 
     def _net(self) -> ProGAPNetwork:
         m = self.network
-        return m._module if isinstance(m, GradSampleModule) else m
+        return unwrap(m)
 
     def configure_stages(self) -> list[Stage]:
         n = self.hparams.epochs_per_stage

@@ -4,7 +4,8 @@ A *plan* is a function ``noise_multiplier -> PrivacyAccountant`` that fills a le
 mechanism the training run will invoke (e.g. GAP node level: encoder DP-SGD steps + K PMA hops
 + classifier DP-SGD steps, all at one noise scale as in thesis §4.7.5). Epsilon decreases
 monotonically in the noise multiplier, so a bracketing root search in log-space (regula
-falsi, Illinois variant) finds the smallest noise whose realized epsilon is <= the target and within ``rtol`` (1%) of it.
+falsi, Illinois variant) finds the smallest noise whose realized epsilon is <= the target
+and within ``rtol`` (1%) of it.
 
 Pure torch/numpy: no Lightning imports.
 """
