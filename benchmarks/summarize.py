@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
+
+import numpy as np
 from collections import defaultdict
 from pathlib import Path
 
-from common import RESULTS, bootstrap_ci
+from common import CODE_VERSION, RESULTS, bootstrap_ci
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BENCHMARKS = {
@@ -48,6 +50,9 @@ def summarize(rows: list[dict]) -> list[dict]:
         groups.items(), key=lambda kv: (kv[0][0], kv[0][1], -1 if kv[0][2] is None else kv[0][2])
     ):
         mean, lo, hi = bootstrap_ci([100 * r["test_acc"] for r in rs])
+        # accuracy uses every seed; timings only rows of the current code (speed-ups such as
+        # CSR features and ghost clipping change timings, not results), as medians
+        timed = [r for r in rs if r.get("code") == CODE_VERSION] or rs
         out.append(
             dict(
                 dataset=dataset,
@@ -57,13 +62,14 @@ def summarize(rows: list[dict]) -> list[dict]:
                 acc_mean=round(mean, 2),
                 acc_ci95=[round(lo, 2), round(hi, 2)],
                 epsilon_max=max((r["epsilon"] or 0.0) for r in rs) if eps is not None else None,
-                wall_s_mean=round(sum(r["wall_s"] for r in rs) / len(rs), 1),
-                cpu_s_mean=round(sum(r.get("cpu_s", 0.0) for r in rs) / len(rs), 1),
+                wall_s_median=round(float(np.median([r["wall_s"] for r in timed])), 1),
+                cpu_s_median=round(float(np.median([r.get("cpu_s", 0.0) for r in timed])), 1),
+                timed_runs=len(timed),
                 # rows measured in their own child process when there are any (older rows
                 # carry the benchmark process's cumulative peak)
                 peak_rss_mb_max=max(
                     r["peak_rss_mb"]
-                    for r in ([r for r in rs if r.get("rss_scope") == "run"] or rs)
+                    for r in ([r for r in timed if r.get("rss_scope") == "run"] or timed)
                 ),
             )
         )
@@ -80,7 +86,7 @@ def table(summary: list[dict]) -> str:
         ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
         lines.append(
             f"| {s['dataset']} | {s['method']} | {eps} | {ci} | {s['seeds']} | "
-            f"{s['wall_s_mean']} | {s['cpu_s_mean']} | {s['peak_rss_mb_max']:.0f} |"
+            f"{s['wall_s_median']} | {s['cpu_s_median']} | {s['peak_rss_mb_max']:.0f} |"
         )
     return "\n".join(lines)
 
@@ -154,7 +160,11 @@ def main(name: str = "gap") -> None:
     md = table(summary)
     if bench.get("compare"):
         md = comparison(summary, bench["compare"]) + "\n\nAll settings:\n\n" + md
-    md += f"\n\nPlot: `benchmarks/results/{stem}.png`. Hardware: {'; '.join(hardware)}."
+    md += (
+        "\n\nWall and CPU seconds are medians per run, peak MB the largest resident set of one "
+        f"run (each in its own process), over runs of the current code ({CODE_VERSION!r}). "
+        f"Plot: `benchmarks/results/{stem}.png`. Hardware: {'; '.join(hardware)}."
+    )
     (RESULTS / f"{stem}.md").write_text(md + "\n")
     plot(summary, RESULTS / f"{stem}.png", bench["curves"], bench["lines"])
     doc_path = DOCS / bench["doc"]

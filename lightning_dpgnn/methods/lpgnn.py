@@ -177,6 +177,7 @@ class LPGNN(LocallyPrivateModule):
             self._view = {
                 "h": h,
                 "edge_index": ei,
+                "adj": self.net.adjacency(ei, graph.num_nodes),  # the backbone's graph input
                 "y_noisy": noisy,
                 "labelled": c.label_mask.to(self.device),
                 "y_tilde": y_prop.argmax(-1),
@@ -216,7 +217,7 @@ class LPGNN(LocallyPrivateModule):
     # -- training (line 24) -----------------------------------------------------------------------
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         view = self.server_view()
-        logits = self(view["h"], view["edge_index"])
+        logits = self(view["h"], view["adj"])
         train = data.train_mask.to(self.device) & view["labelled"]
         loss_name = self.hparams.loss
         if loss_name == "drop":
@@ -241,7 +242,7 @@ class LPGNN(LocallyPrivateModule):
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         view = self.server_view()
-        logits = self(view["h"], view["edge_index"])
+        logits = self(view["h"], view["adj"])
         y = view["y_noisy"]
         pred = logits.argmax(-1)
         out = None
@@ -258,12 +259,12 @@ class LPGNN(LocallyPrivateModule):
     # -- evaluation on clean test labels ----------------------------------------------------------
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         view = self.server_view(data)
-        return self._log_accuracy(self(view["h"], view["edge_index"]), data, "test")
+        return self._log_accuracy(self(view["h"], view["adj"]), data, "test")
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         """Class probabilities of every node (post-processing of the collection)."""
         view = self.server_view(data)
-        return self(view["h"], view["edge_index"]).softmax(-1)
+        return self(view["h"], view["adj"]).softmax(-1)
 
     def configure_optimizers(self):
         return torch.optim.Adam(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+from torch_geometric.utils import coalesce, to_torch_csr_tensor
 
 __all__ = ["GNNBackbone", "BACKBONES", "make_activation"]
 
@@ -89,7 +90,22 @@ class GNNBackbone(nn.Module):
                 self.norms.append(norm)
         self.act = make_activation(activation)
 
+    def adjacency(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+        """The graph in the fastest form :meth:`forward` takes, computed once per graph.
+
+        GraphSAGE: the transposed adjacency as sparse CSR, so the mean aggregation is one sparse
+        product instead of gathering an ``[edges, features]`` message tensor (4x faster on
+        Cora's 1433 features; the gather would need 6 GB on Facebook page-page). Same output,
+        for graphs without repeated edges; otherwise, and for GCN/GAT, ``edge_index``.
+        """
+        if self.backbone != "sage" or coalesce(edge_index, num_nodes=num_nodes).size(1) != (
+            edge_index.size(1)
+        ):
+            return edge_index
+        return to_torch_csr_tensor(edge_index.flip(0), size=(num_nodes, num_nodes))
+
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """Logits; ``edge_index`` is ``[2, E]`` or what :meth:`adjacency` returned."""
         for i, conv in enumerate(self.convs):
             x = conv(x, edge_index)
             if i < len(self.convs) - 1:
