@@ -84,11 +84,31 @@ def assert_dp_compatible(module: torch.nn.Module, where: str = "model") -> None:
 class _LedgerNoise:
     """Our noise source and ledger hook, shared by both opacus optimizer flavours."""
 
-    def _init_ledger(self, sample_rate: float, accountant: PrivacyAccountant, name: str) -> None:
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        *,
+        noise_multiplier: float,
+        max_grad_norm: float,
+        expected_batch_size: int,
+        sample_rate: float,
+        accountant: PrivacyAccountant,
+        name: str = "dpsgd",
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(
+            optimizer,
+            noise_multiplier=noise_multiplier,
+            max_grad_norm=max_grad_norm,
+            expected_batch_size=max(1, int(expected_batch_size)),
+            loss_reduction="mean",
+            generator=generator,
+        )
         self.sample_rate = float(sample_rate)
         self.accountant = accountant
         self.ledger_name = name
         self.steps_taken = 0
+        self.clipped = False  # ghost clipping: set by ghost_backward, cleared by each step
         self.attach_step_hook(_LedgerNoise._record_step)
 
     @staticmethod
@@ -131,28 +151,6 @@ class DPOptimizer(_LedgerNoise, _OpacusDPOptimizer):
         generator: optional seeded ``torch.Generator`` (refused in secure mode).
     """
 
-    def __init__(
-        self,
-        optimizer: torch.optim.Optimizer,
-        *,
-        noise_multiplier: float,
-        max_grad_norm: float,
-        expected_batch_size: int,
-        sample_rate: float,
-        accountant: PrivacyAccountant,
-        name: str = "dpsgd",
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__(
-            optimizer,
-            noise_multiplier=noise_multiplier,
-            max_grad_norm=max_grad_norm,
-            expected_batch_size=max(1, int(expected_batch_size)),
-            loss_reduction="mean",
-            generator=generator,
-        )
-        self._init_ledger(sample_rate, accountant, name)
-
     def pre_step(self, closure=None):  # noqa: D401 - opacus signature
         if self.grad_samples is None or len(self.grad_samples) == 0:
             # opacus would silently take a noise-free step here; under DP that is never right
@@ -167,29 +165,6 @@ class GhostDPOptimizer(_LedgerNoise, DPOptimizerFastGradientClipping):
     """Ghost-clipping counterpart of :class:`DPOptimizer`: ``p.grad`` already holds the clipped
     sum (from :func:`ghost_backward`); this adds our noise, scales, steps and records the step.
     Same arguments as :class:`DPOptimizer`."""
-
-    def __init__(
-        self,
-        optimizer: torch.optim.Optimizer,
-        *,
-        noise_multiplier: float,
-        max_grad_norm: float,
-        expected_batch_size: int,
-        sample_rate: float,
-        accountant: PrivacyAccountant,
-        name: str = "dpsgd",
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__(
-            optimizer,
-            noise_multiplier=noise_multiplier,
-            max_grad_norm=max_grad_norm,
-            expected_batch_size=max(1, int(expected_batch_size)),
-            loss_reduction="mean",
-            generator=generator,
-        )
-        self._init_ledger(sample_rate, accountant, name)
-        self.clipped = False  # set by ghost_backward; a plain backward leaves it False
 
     def pre_step(self, closure=None):  # noqa: D401 - opacus signature
         if not self.clipped or any(p.grad is None for p in self.params):
