@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,28 @@ def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0) -> tuple[float, floa
     return float(v.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def load_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def seed_stats(rows: list[dict], metric: str = "test_acc") -> dict:
+    """Summary of one setting's runs: seeds, mean and 95% bootstrap CI of ``100 * metric``,
+    and median wall / CPU seconds and the largest peak RSS over runs of the current code
+    (speed-ups change timings, not results; accuracy uses every seed)."""
+    mean, lo, hi = bootstrap_ci([100 * r[metric] for r in rows])
+    timed = [r for r in rows if r.get("code") == CODE_VERSION] or rows
+    scoped = [r for r in timed if r.get("rss_scope") == "run"] or timed
+    return dict(
+        seeds=len(rows),
+        acc_mean=round(mean, 2),
+        acc_ci95=[round(lo, 2), round(hi, 2)],
+        wall_s_median=round(float(np.median([r["wall_s"] for r in timed])), 1),
+        cpu_s_median=round(float(np.median([r.get("cpu_s", 0.0) for r in timed])), 1),
+        timed_runs=len(timed),
+        peak_rss_mb_max=max(r["peak_rss_mb"] for r in scoped),
+    )
+
+
 def cpu_info() -> str:
     return f"{os.cpu_count()} CPU cores (torch threads: {__import__('torch').get_num_threads()})"
 
@@ -98,17 +121,13 @@ def run_grid(configs, datasets: dict, args) -> None:
     """Fit + test every ``(method, epsilon, build)`` of ``configs()`` on every dataset and seed,
     appending one JSON row per run to ``args.out`` (rows already there are skipped).
 
-    Seeds are the outer loop, so a partial run still covers every setting. Each run happens in
-    a forked child (it inherits the loaded dataset), so its peak RSS is its own and nothing it
-    allocates outlives it. Each row holds the test accuracy, the epsilon/delta the model
+    Seeds are the outer loop, so a partial run still covers every setting. Each run goes
+    through :func:`run_measured`. Each row holds the test accuracy, the epsilon/delta the model
     reports, wall and CPU seconds, peak RSS.
     """
-    import multiprocessing
-
     quiet()
     from lightning_dpgnn.data import NodeDataModule
 
-    fork = multiprocessing.get_context("fork")
     done = done_keys(args.out)
     for seed in range(args.seeds):
         for name in args.datasets:
@@ -121,12 +140,29 @@ def run_grid(configs, datasets: dict, args) -> None:
                 if key in done:
                     continue
                 meta = dict(key=key, dataset=name, method=method, target_epsilon=eps, seed=seed)
-                release_memory()  # the child inherits the parent's heap: keep it lean
-                child = fork.Process(target=_run_one, args=(build, dm, meta, args.out))
-                child.start()
-                child.join()
-                if child.exitcode != 0:
-                    print(f"{key}: FAILED (exit code {child.exitcode})", flush=True)
+                run_measured(meta, partial(_fit_and_test, build, seed, dm), args.out)
+
+
+def _fit_and_test(build, seed: int, dm) -> dict:
+    import lightning as L
+
+    model = build(seed)
+    trainer = L.Trainer(
+        max_epochs=100,  # staged models set their own total
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model, dm)
+    acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+    report = model.privacy_spent()
+    return dict(
+        test_acc=float(acc),
+        epsilon=report.epsilon if report.level != "none" else None,
+        delta=report.delta,
+        level=report.level,
+    )
 
 
 def release_memory() -> None:
@@ -142,31 +178,37 @@ def release_memory() -> None:
         pass
 
 
-def _run_one(build, dm, meta: dict, out: Path) -> None:
-    import lightning as L
+def run_measured(meta: dict, fit, out: Path) -> bool:
+    """Run ``fit()`` (returns a dict of results) in a forked child and append one JSON row:
+    ``meta``, the results, wall and CPU seconds, peak RSS, hardware, command, code version.
+
+    The child inherits what the parent loaded (the dataset) and nothing it allocates outlives
+    it, so its peak RSS is this run's own. Returns whether the run succeeded.
+    """
+    import multiprocessing
+
+    release_memory()  # the child inherits the parent's heap: keep it lean
+    child = multiprocessing.get_context("fork").Process(
+        target=_measured_child, args=(meta, fit, out)
+    )
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        print(f"{meta['key']}: FAILED (exit code {child.exitcode})", flush=True)
+    return child.exitcode == 0
+
+
+def _measured_child(meta: dict, fit, out: Path) -> None:
     import torch
 
     quiet()
-    torch.manual_seed(meta["seed"])
+    torch.manual_seed(meta.get("seed", 0))
     t0, c0 = time.perf_counter(), time.process_time()
     with PeakRSS() as mem:
-        model = build(meta["seed"])
-        trainer = L.Trainer(
-            max_epochs=100,  # staged models set their own total
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-        )
-        trainer.fit(model, dm)
-        acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
-    report = model.privacy_spent()
+        result = fit()
     row = dict(
         **meta,
-        test_acc=float(acc),
-        epsilon=report.epsilon if report.level != "none" else None,
-        delta=report.delta,
-        level=report.level,
+        **result,
         wall_s=round(time.perf_counter() - t0, 2),
         cpu_s=round(time.process_time() - c0, 2),
         peak_rss_mb=round(mem.peak_mb, 1),
@@ -176,8 +218,9 @@ def _run_one(build, dm, meta: dict, out: Path) -> None:
         command=command_line(),
     )
     append(out, row)
-    print(
-        f"{meta['key']}: acc={acc:.4f} eps={row['epsilon']} {row['wall_s']}s "
-        f"{row['peak_rss_mb']}MB",
-        flush=True,
+    shown = " ".join(
+        f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in result.items()
+        if isinstance(v, (int, float, str)) and k != "selection"
     )
+    print(f"{meta['key']}: {shown} {row['wall_s']}s {row['peak_rss_mb']}MB", flush=True)

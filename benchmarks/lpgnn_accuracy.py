@@ -33,10 +33,10 @@ import argparse
 import itertools
 import json
 import math
-import time
+from functools import partial
 from pathlib import Path
 
-from common import RESULTS, PeakRSS, append, command_line, cpu_info, done_keys, quiet
+from common import RESULTS, done_keys, quiet, run_measured
 
 INF = math.inf
 DATASETS = {"cora": dict(split="lpgnn"), "musae-facebook": dict(split="lpgnn")}
@@ -190,10 +190,7 @@ def main() -> None:
                 steps = found.get("steps", {}).get(f"{table}|{method}|{kw['x_eps']}|{kw['y_eps']}")
                 kx, ky = steps or STEPS[name]
                 full = {**kw, **hp, "x_steps": kx, "y_steps": ky}
-                t0, c0 = time.perf_counter(), time.process_time()
-                with PeakRSS() as mem:
-                    res = fit_lpgnn(dm, full, seed, args.max_epochs, args.patience)
-                row = dict(
+                meta = dict(
                     key=key,
                     dataset=name,
                     table=table,
@@ -205,18 +202,11 @@ def main() -> None:
                         k: (None if isinstance(v, float) and math.isinf(v) else v)
                         for k, v in full.items()
                     },
-                    **res,
-                    wall_s=round(time.perf_counter() - t0, 2),
-                    cpu_s=round(time.process_time() - c0, 2),
-                    peak_rss_mb=round(mem.peak_mb, 1),
-                    hardware=cpu_info(),
-                    command=command_line(),
                 )
-                append(args.out, row)
-                print(
-                    f"{key}: acc={res['test_acc']:.4f} eps={res['epsilon']} "
-                    f"epoch={res['selected_epoch']} {row['wall_s']}s {row['peak_rss_mb']}MB",
-                    flush=True,
+                run_measured(
+                    meta,
+                    partial(fit_lpgnn, dm, full, seed, args.max_epochs, args.patience),
+                    args.out,
                 )
 
 

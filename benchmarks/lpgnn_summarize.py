@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from common import RESULTS, bootstrap_ci
+from common import RESULTS, load_rows, seed_stats
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "lpgnn.md"
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
@@ -56,10 +56,6 @@ for ds, vals in {
             PAPER[(ds, "3.4", method, 1.0, ey)] = v
 
 
-def load(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def summarize(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
@@ -70,7 +66,6 @@ def summarize(rows: list[dict]) -> list[dict]:
         groups.items(),
         key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2], kv[0][3] or 1e9, kv[0][4] or 1e9),
     ):
-        mean, lo, hi = bootstrap_ci([100 * r["test_acc"] for r in rs])
         eps = [r["epsilon"] for r in rs]
         out.append(
             dict(
@@ -79,13 +74,9 @@ def summarize(rows: list[dict]) -> list[dict]:
                 method=key[2],
                 x_eps=key[3],
                 y_eps=key[4],
-                seeds=len(rs),
-                acc_mean=round(mean, 2),
-                acc_ci95=[round(lo, 2), round(hi, 2)],
                 paper=PAPER.get(key),
                 epsilon_reported=None if any(e is None for e in eps) else max(eps),
-                wall_s_mean=round(sum(r["wall_s"] for r in rs) / len(rs), 1),
-                peak_rss_mb_max=max(r["peak_rss_mb"] for r in rs),
+                **seed_stats(rs),
             )
         )
     return out
@@ -108,7 +99,7 @@ def table(summary: list[dict]) -> str:
         lines.append(
             f"| {s['dataset']} | {s['table']} | {s['method']} | {_eps(s['x_eps'])} | "
             f"{_eps(s['y_eps'])} | {ci} | {paper} | {rep} | {s['seeds']} | "
-            f"{s['wall_s_mean']} | {s['peak_rss_mb_max']:.0f} |"
+            f"{s['wall_s_median']} | {s['peak_rss_mb_max']:.0f} |"
         )
     return "\n".join(lines)
 
@@ -151,7 +142,7 @@ def main() -> None:
     p.add_argument("--jsonl", type=Path, default=RESULTS / "lpgnn_accuracy.jsonl")
     p.add_argument("--no-doc", action="store_true", help="do not touch docs/lpgnn.md")
     args = p.parse_args()
-    rows = load(args.jsonl)
+    rows = load_rows(args.jsonl)
     summary = summarize(rows)
     base = args.jsonl.with_suffix("")
     commands = sorted({r["command"] for r in rows})

@@ -24,10 +24,10 @@ import argparse
 import itertools
 import json
 import math
-import time
+from functools import partial
 from pathlib import Path
 
-from common import RESULTS, PeakRSS, append, command_line, cpu_info, done_keys, quiet
+from common import RESULTS, done_keys, quiet, run_measured
 
 INF = math.inf
 DATASETS = {
@@ -146,36 +146,31 @@ def main() -> None:
                     key = f"{name}|{task}|{method}|{eps}|{seed}"
                     if key in done:
                         continue
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    with PeakRSS() as mem:
-                        test, val, report, epoch = fit_pgc(
-                            dm, task, mech, eps, hp, seed, args.max_epochs
-                        )
-                    row = dict(
+                    meta = dict(
                         key=key,
                         dataset=name,
                         task=task,
                         method=method,
                         epsilon_per_feature=None if math.isinf(eps) else eps,
                         seed=seed,
-                        test_metric=test,
                         metric="accuracy" if task == "node" else "auc",
-                        val_metric=val,
-                        selected_epoch=epoch,
-                        epsilon=None if math.isinf(report.epsilon) else report.epsilon,
                         hparams=hp,
-                        wall_s=round(time.perf_counter() - t0, 2),
-                        cpu_s=round(time.process_time() - c0, 2),
-                        peak_rss_mb=round(mem.peak_mb, 1),
-                        hardware=cpu_info(),
-                        command=command_line(),
                     )
-                    append(args.out, row)
-                    print(
-                        f"{key}: {row['metric']}={test:.4f} eps/node={row['epsilon']} "
-                        f"{row['wall_s']}s {row['peak_rss_mb']}MB",
-                        flush=True,
+                    run_measured(
+                        meta,
+                        partial(pgc_result, dm, task, mech, eps, hp, seed, args.max_epochs),
+                        args.out,
                     )
+
+
+def pgc_result(dm, task, mech, eps, hp, seed, max_epochs) -> dict:
+    test, val, report, epoch = fit_pgc(dm, task, mech, eps, hp, seed, max_epochs)
+    return dict(
+        test_metric=test,
+        val_metric=val,
+        selected_epoch=epoch,
+        epsilon=None if math.isinf(report.epsilon) else report.epsilon,
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from common import RESULTS, bootstrap_ci
+from common import RESULTS, load_rows, seed_stats
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "pgc.md"
 MARKERS = {
@@ -51,10 +51,6 @@ for ds, rows in {
                     PAPER[(ds, task, method, eps)] = v
 
 
-def load(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def summarize(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
@@ -63,7 +59,6 @@ def summarize(rows: list[dict]) -> list[dict]:
     for key, rs in sorted(
         groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3] or 1e9)
     ):
-        mean, lo, hi = bootstrap_ci([100 * r["test_metric"] for r in rs])
         eps = [r["epsilon"] for r in rs]
         out.append(
             dict(
@@ -71,13 +66,9 @@ def summarize(rows: list[dict]) -> list[dict]:
                 task=key[1],
                 method=key[2],
                 epsilon_per_feature=key[3],
-                seeds=len(rs),
-                mean=round(mean, 2),
-                ci95=[round(lo, 2), round(hi, 2)],
                 paper=PAPER.get(key),
                 epsilon_per_node=None if any(e is None for e in eps) else max(eps),
-                wall_s_mean=round(sum(r["wall_s"] for r in rs) / len(rs), 1),
-                peak_rss_mb_max=max(r["peak_rss_mb"] for r in rs),
+                **seed_stats(rs, "test_metric"),
             )
         )
     return out
@@ -91,13 +82,13 @@ def accuracy_table(summary: list[dict]) -> str:
     ]
     for s in summary:
         eps = "inf" if s["epsilon_per_feature"] is None else f"{s['epsilon_per_feature']:g}"
-        ci = f"{s['mean']:.1f} ({s['ci95'][0]:.1f}–{s['ci95'][1]:.1f})"
+        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
         paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
         node = "inf" if s["epsilon_per_node"] is None else f"{s['epsilon_per_node']:.6g}"
         task = "node cls. (acc)" if s["task"] == "node" else "link pred. (AUC)"
         lines.append(
             f"| {s['dataset']} | {task} | {s['method']} | {eps} | {ci} | {paper} | {node} | "
-            f"{s['seeds']} | {s['wall_s_mean']} | {s['peak_rss_mb_max']:.0f} |"
+            f"{s['seeds']} | {s['wall_s_median']} | {s['peak_rss_mb_max']:.0f} |"
         )
     return "\n".join(lines)
 
@@ -134,7 +125,7 @@ def main() -> None:
     p.add_argument("--no-doc", action="store_true", help="do not touch docs/pgc.md")
     args = p.parse_args()
     if args.jsonl.exists():
-        rows = load(args.jsonl)
+        rows = load_rows(args.jsonl)
         summary = summarize(rows)
         base = args.jsonl.with_suffix("")
         meta = {

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import sys
-
-import numpy as np
 from collections import defaultdict
 from pathlib import Path
 
-from common import CODE_VERSION, RESULTS, bootstrap_ci
+from common import CODE_VERSION, RESULTS, load_rows, seed_stats
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BENCHMARKS = {
@@ -37,10 +35,6 @@ BENCHMARKS = {
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
 
 
-def load(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def summarize(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
@@ -49,28 +43,13 @@ def summarize(rows: list[dict]) -> list[dict]:
     for (dataset, method, eps), rs in sorted(
         groups.items(), key=lambda kv: (kv[0][0], kv[0][1], -1 if kv[0][2] is None else kv[0][2])
     ):
-        mean, lo, hi = bootstrap_ci([100 * r["test_acc"] for r in rs])
-        # accuracy uses every seed; timings only rows of the current code (speed-ups such as
-        # CSR features and ghost clipping change timings, not results), as medians
-        timed = [r for r in rs if r.get("code") == CODE_VERSION] or rs
         out.append(
             dict(
                 dataset=dataset,
                 method=method,
                 target_epsilon=eps,
-                seeds=len(rs),
-                acc_mean=round(mean, 2),
-                acc_ci95=[round(lo, 2), round(hi, 2)],
                 epsilon_max=max((r["epsilon"] or 0.0) for r in rs) if eps is not None else None,
-                wall_s_median=round(float(np.median([r["wall_s"] for r in timed])), 1),
-                cpu_s_median=round(float(np.median([r.get("cpu_s", 0.0) for r in timed])), 1),
-                timed_runs=len(timed),
-                # rows measured in their own child process when there are any (older rows
-                # carry the benchmark process's cumulative peak)
-                peak_rss_mb_max=max(
-                    r["peak_rss_mb"]
-                    for r in ([r for r in timed if r.get("rss_scope") == "run"] or timed)
-                ),
+                **seed_stats(rs),
             )
         )
     return out
@@ -146,7 +125,7 @@ def plot(summary: list[dict], path: Path, curves, lines) -> None:
 
 def main(name: str = "gap") -> None:
     bench = BENCHMARKS[name]
-    rows = [r for f in bench["inputs"] if (RESULTS / f).exists() for r in load(RESULTS / f)]
+    rows = [r for f in bench["inputs"] if (RESULTS / f).exists() for r in load_rows(RESULTS / f)]
     keep = bench.get("keep")
     if keep:
         rows = [r for r in rows if r["method"].startswith(keep)]
