@@ -37,7 +37,7 @@ def by_hand_step(net, x, y):
         norm = torch.sqrt(sum(t.square().sum() for t in g))
         scale = min(1.0, C / (float(norm) + 1e-6))
         clipped += scale < 1.0
-        total = [a + scale * b for a, b in zip(total, g)]
+        total = [a + scale * b for a, b in zip(total, g, strict=True)]
     assert 0 < clipped < len(y)  # the check below exercises clipped and unclipped rows
     return [t / B_EXPECTED for t in total]
 
@@ -63,7 +63,7 @@ def test_the_private_gradient_is_the_clipped_per_sample_mean(ghost):
         losses.mean().backward()
     before = [p.detach().clone() for p in net.parameters()]
     dp.step()
-    for b, p, e in zip(before, net.parameters(), expected):
+    for b, p, e in zip(before, net.parameters(), expected, strict=True):
         torch.testing.assert_close(b - p.detach(), e, atol=1e-6, rtol=1e-4)
     assert acc.total_count("dpsgd") == 1
 
