@@ -53,4 +53,4 @@ def test_training_rows_are_compacted_only_when_asked():
     sparse = module._train_rows("a", data, lambda: (data.x,), compact=True)
     assert dense[0].layout == torch.strided and sparse[0].layout == torch.sparse_csr
     torch.testing.assert_close(sparse[0].to_dense(), x[:200])
-    assert module._features(x) is module._features(x)  # cached per tensor
+    assert module._input_features(x) is module._input_features(x)  # cached per tensor

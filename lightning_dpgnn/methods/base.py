@@ -172,7 +172,7 @@ class PrivateModule(L.LightningModule):
             self._rows_cache = (cache_key, (*rows, data.y[m]))
         return self._rows_cache[1]
 
-    def _features(self, x: torch.Tensor) -> torch.Tensor:
+    def _input_features(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` for a full-graph forward pass: a cached CSR copy when it is wide one-hot."""
         cached = getattr(self, "_features_cache", None)
         if cached is None or cached[0] is not x:

@@ -186,7 +186,7 @@ class GAP(AggregationPerturbationModule):
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
         if not self._uses_encoder:
             return x
-        return self._eval_forward(self._encoder().mlp, self._features(x))
+        return self._eval_forward(self._encoder().mlp, self._input_features(x))
 
     @torch.no_grad()
     def _aggregate(
@@ -207,7 +207,7 @@ class GAP(AggregationPerturbationModule):
     # -- inference (Alg. 8) ------------------------------------------------------------------
     def _logits(self, data: Data) -> torch.Tensor:
         if self._trainer is not None and self.trainer.state.fn == "fit" and self.current_stage == 0:
-            return self.encoder_model(self._features(data.x))
+            return self.encoder_model(self._input_features(data.x))
         self._require_cache()
         return self.classifier(self.aggregates)
 

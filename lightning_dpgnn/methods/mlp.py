@@ -67,7 +67,7 @@ class _NodeMLP(PrivateModule):
         return self._rows_step(self.mlp, batch)
 
     def _eval(self, data: Data, stage: str) -> torch.Tensor:
-        return self._log_accuracy(self(self._features(data.x)), data, stage)
+        return self._log_accuracy(self(self._input_features(data.x)), data, stage)
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._eval(data, "val")
@@ -76,7 +76,7 @@ class _NodeMLP(PrivateModule):
         return self._eval(data, "test")
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self(self._features(data.x)).softmax(-1)
+        return self(self._input_features(data.x)).softmax(-1)
 
     def configure_optimizers(self):
         return torch.optim.Adam(

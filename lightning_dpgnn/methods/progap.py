@@ -247,15 +247,15 @@ class ProGAP(AggregationPerturbationModule):
     def _logits(self, data: Data) -> torch.Tensor:
         if self._trainer is not None and self.trainer.state.fn == "fit":
             stage = self.current_stage  # validation of the submodel being trained
-            return self.network(self._features(data.x), *(self.aggregates or [])[:stage])
+            return self.network(self._input_features(data.x), *(self.aggregates or [])[:stage])
         self._require_cache()
         x, *aggregates = self.stage_inputs(self._final_stage(), data)
-        return self.network(self._features(x), *aggregates)
+        return self.network(self._input_features(x), *aggregates)
 
     def _forward_graph(
         self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
     ) -> torch.Tensor:
-        inputs = [self._features(graph.x)]
+        inputs = [self._input_features(graph.x)]
         for _ in range(self._final_stage()):
             inputs.append(self._nap(inputs, graph, accountant, generator))
         return self.network(*inputs)
