@@ -118,12 +118,12 @@ def grid_parser(doc: str, datasets: dict, default_out: Path):
 
 
 def run_grid(configs, datasets: dict, args) -> None:
-    """Fit + test every ``(method, epsilon, build)`` of ``configs()`` on every dataset and seed,
-    appending one JSON row per run to ``args.out`` (rows already there are skipped).
+    """Fit + test every ``(method, epsilon, build)`` of ``configs(dataset)`` on every dataset and
+    seed, appending one JSON row per run to ``args.out`` (rows already there are skipped).
 
     Seeds are the outer loop, so a partial run still covers every setting. Each run goes
-    through :func:`run_measured`. Each row holds the test accuracy, the epsilon/delta the model
-    reports, wall and CPU seconds, peak RSS.
+    through :func:`run_measured`. Each row holds the test and validation accuracy of the final
+    model, the epsilon/delta the model reports, wall and CPU seconds, peak RSS.
     """
     quiet()
     from lightning_dpgnn.data import NodeDataModule
@@ -133,7 +133,7 @@ def run_grid(configs, datasets: dict, args) -> None:
         for name in args.datasets:
             dm = NodeDataModule(name, seed=seed, **datasets[name])
             dm.setup()
-            for method, eps, build in configs():
+            for method, eps, build in configs(name):
                 if args.methods and method not in args.methods:
                     continue
                 key = f"{name}|{method}|{eps}|{seed}"
@@ -156,9 +156,11 @@ def _fit_and_test(build, seed: int, dm) -> dict:
     )
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+    val = trainer.validate(model, dm, verbose=False)[0]["val/acc"]  # for model selection
     report = model.privacy_spent()
     return dict(
         test_acc=float(acc),
+        val_acc=float(val),
         epsilon=report.epsilon if report.level != "none" else None,
         delta=report.delta,
         level=report.level,

@@ -36,7 +36,7 @@ NODE = dict(
 )
 
 
-def configs():
+def configs(dataset: str):
     from lightning_dpgnn.methods import DPMLP, MLP
     from lightning_dpgnn.methods.gap import GAP
 

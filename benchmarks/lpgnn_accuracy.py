@@ -198,6 +198,8 @@ def main() -> None:
                     x_eps=None if math.isinf(kw["x_eps"]) else kw["x_eps"],
                     y_eps=None if math.isinf(kw["y_eps"]) else kw["y_eps"],
                     seed=seed,
+                    max_epochs=args.max_epochs,
+                    patience=args.patience,
                     config={
                         k: (None if isinstance(v, float) and math.isinf(v) else v)
                         for k, v in full.items()
