@@ -67,6 +67,14 @@ def settings(tables=TABLES):
             yield "3.4", label, dict(x_eps=1.0, y_eps=ey, loss=loss)
 
 
+def selected(only: list[str] | None, table: str, method: str, kw: dict) -> bool:
+    """Whether a cell matches one of the ``--only`` patterns (all cells without patterns)."""
+    if not only:
+        return True
+    cell = [table, method, str(kw["x_eps"]), str(kw["y_eps"])]
+    return any(cell[: len(p.split(":"))] == p.split(":") for p in only)
+
+
 def pair_key(x_eps: float, y_eps: float) -> str:
     """The search pair a setting borrows its hyper-parameters from (§3.5.2)."""
     return f"{'inf' if math.isinf(x_eps) else 1}|{'inf' if math.isinf(y_eps) else 1}"
@@ -149,6 +157,13 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--datasets", nargs="*", default=list(DATASETS))
     p.add_argument("--tables", nargs="*", default=list(TABLES), choices=TABLES)
+    p.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        metavar="TABLE:METHOD[:EPS_X[:EPS_Y]]",
+        help="run just these cells, e.g. 3.2:MB:1.0 3.4:Drop:1.0:1.0",
+    )
     p.add_argument("--max-epochs", type=int, default=500)
     p.add_argument("--patience", type=int, default=None, help="early stop (default: none)")
     p.add_argument("--search", action="store_true", help="run the hyper-parameter search first")
@@ -182,6 +197,8 @@ def main() -> None:
             dm.setup()
             found = chosen.get(name, {})
             for table, method, kw in settings(args.tables):
+                if not selected(args.only, table, method, kw):
+                    continue
                 key = f"{name}|{table}|{method}|{kw['x_eps']}|{kw['y_eps']}|{seed}"
                 if key in done:
                     continue
