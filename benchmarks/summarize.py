@@ -30,6 +30,7 @@ BENCHMARKS = {
         curves=("ProGAP-EDP", "GAP-EDP", "ProGAP-NDP", "GAP-NDP"),
         lines=(("ProGAP-inf", "--"), ("GAP-inf", ":")),
         compare=(("ProGAP-EDP", "GAP-EDP"), ("ProGAP-NDP", "GAP-NDP"), ("ProGAP-inf", "GAP-inf")),
+        depth=("ProGAP-EDP-K", "GAP-EDP"),
     ),
 }
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
@@ -90,6 +91,54 @@ def comparison(summary: list[dict], pairs) -> str:
     return "\n".join(lines)
 
 
+def depth_selection(rows: list[dict], prefix: str, baseline: str) -> tuple[str, list[dict]]:
+    """The thesis' depth tuning: per (dataset, epsilon) pick the ``K`` of ``{prefix}K`` with the
+    best mean validation accuracy over seeds, and report its test accuracy (with the test
+    accuracy of every ``K``, and ``baseline`` at the same epsilon, for reference)."""
+    by_setting: dict[tuple, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    base: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        key = (r["dataset"], r["target_epsilon"])
+        if r["method"].startswith(prefix) and r.get("val_acc") is not None:
+            by_setting[key][int(r["method"].removeprefix(prefix))].append(r)
+        elif r["method"] == baseline:
+            base[key].append(r)
+    depths = sorted({k for ks in by_setting.values() for k in ks})
+    head = " | ".join(f"K={k}" for k in depths)
+    lines = [
+        f"| dataset | epsilon | {head} | chosen K (val acc %) | test acc % (95% CI) | "
+        f"{baseline} | gain |",
+        "|---|---|" + "---|" * len(depths) + "---|---|---|---|",
+    ]
+    chosen = []
+    for (dataset, eps), ks in sorted(by_setting.items()):
+        stats = {k: seed_stats(rs) for k, rs in ks.items()}
+        val = {k: seed_stats(rs, "val_acc")["acc_mean"] for k, rs in ks.items()}
+        best = max(val, key=val.get)
+        s = stats[best]
+        b = seed_stats(base[(dataset, eps)]) if base[(dataset, eps)] else None
+        cells = " | ".join(f"{stats[k]['acc_mean']:.1f}" if k in stats else "–" for k in depths)
+        base_acc, gain = ("–", "–")
+        if b:
+            base_acc, gain = f"{b['acc_mean']:.1f}", f"{s['acc_mean'] - b['acc_mean']:+.1f}"
+        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
+        lines.append(
+            f"| {dataset} | {eps:g} | {cells} | {best} ({val[best]:.1f}) | {ci} | {base_acc} | "
+            f"{gain} |"
+        )
+        chosen.append(
+            dict(
+                dataset=dataset,
+                target_epsilon=eps,
+                depth=best,
+                seeds=s["seeds"],
+                val_acc_mean=val[best],
+                **{k: s[k] for k in ("acc_mean", "acc_ci95")},
+            )
+        )
+    return "\n".join(lines), chosen
+
+
 def plot(summary: list[dict], path: Path, curves, lines) -> None:
     import matplotlib
 
@@ -130,15 +179,28 @@ def main(name: str = "gap") -> None:
     if keep:
         rows = [r for r in rows if r["method"].startswith(keep)]
     summary = summarize(rows)
+    depth_md, depth = ("", [])
+    if bench.get("depth"):
+        depth_md, depth = depth_selection(rows, *bench["depth"])
     commands = sorted({r["command"] for r in rows})
     hardware = sorted({r["hardware"] for r in rows})
     stem = bench["inputs"][0].removesuffix(".jsonl")
     (RESULTS / f"{stem}.json").write_text(
-        json.dumps({"commands": commands, "hardware": hardware, "summary": summary}, indent=1)
+        json.dumps(
+            {"commands": commands, "hardware": hardware, "summary": summary, "depth": depth},
+            indent=1,
+        )
     )
     md = table(summary)
     if bench.get("compare"):
         md = comparison(summary, bench["compare"]) + "\n\nAll settings:\n\n" + md
+    if depth_md:
+        md = (
+            "Depth tuned on validation accuracy (test accuracy % per K; mean over seeds):\n\n"
+            + depth_md
+            + "\n\n"
+            + md
+        )
     md += (
         "\n\nWall and CPU seconds are medians per run, peak MB the largest resident set of one "
         f"run (each in its own process), over runs of the current code ({CODE_VERSION!r}). "
