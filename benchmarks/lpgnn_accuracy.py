@@ -13,7 +13,8 @@ epochs, the epoch picked by Drop's rule / the lowest validation loss):
 KProp steps are the thesis' fixed values (Cora ``K_x, K_y = 16, 8``; Facebook ``4, 2``).
 ``--search`` first runs the thesis' hyper-parameter search (§3.5.2, step 1): learning rate and
 weight decay in {1e-4, 1e-3, 1e-2} and dropout in {1e-4, 1e-3, 1e-2} (the values the thesis
-lists) at ``(eps_x, eps_y)`` in {(1, 1), (1, inf), (inf, 1), (inf, inf)}, one seed each, picking
+lists) at ``(eps_x, eps_y)`` in {(1, 1), (1, inf), (inf, 1), (inf, inf)} (the pairs the selected
+cells use: no cell here has ``eps_x = inf``, so two), one seed each, picking
 the lowest selected validation loss (noisy labels only); a setting uses the values found for its
 pair with every finite budget replaced by 1. ``--search-steps`` adds step 2: ``K_x, K_y`` in
 {0, 2, 4, 8, 16} per setting. The choices go to ``results/lpgnn_hparams.json``.
@@ -122,11 +123,17 @@ def _score(result: dict) -> float:
     return INF if result["val_loss"] is None else result["val_loss"]
 
 
-def search(dm, name: str, max_epochs: int, patience: int | None, steps: bool) -> dict:
-    """Thesis §3.5.2: step 1 (lr, weight decay, dropout), optionally step 2 (K_x, K_y)."""
+def search(
+    dm, name: str, pairs, max_epochs: int, patience: int | None, steps: bool, found: dict, save
+) -> dict:
+    """Thesis §3.5.2: step 1 (lr, weight decay, dropout) for every budget pair in ``pairs``,
+    optionally step 2 (K_x, K_y). ``found`` holds what an earlier, interrupted search chose;
+    ``save(found)`` is called after every pair, so a restart resumes."""
     kx, ky = STEPS[name]
-    found: dict = {"hparams": {}, "steps": {}}
-    for ex, ey in [(1.0, 1.0), (1.0, INF), (INF, 1.0), (INF, INF)]:
+    found = {"hparams": {}, "steps": {}, **found}
+    for ex, ey in pairs:
+        if pair_key(ex, ey) in found["hparams"]:
+            continue
         best = None
         for lr, wd, dp in itertools.product(*GRID.values()):
             hp = dict(lr=lr, weight_decay=wd, dropout=dp)
@@ -135,6 +142,7 @@ def search(dm, name: str, max_epochs: int, patience: int | None, steps: bool) ->
             if best is None or score < best[0]:
                 best = (score, hp)
         found["hparams"][pair_key(ex, ey)] = best[1]
+        save(found)
         print(f"search {name} eps=({ex}, {ey}): {best[1]} (val loss {best[0]:.4f})", flush=True)
     if steps:
         for table, method, kw in settings():
@@ -149,7 +157,15 @@ def search(dm, name: str, max_epochs: int, patience: int | None, steps: bool) ->
                 if best is None or score < best[0]:
                     best = (score, (sx, sy))
             found["steps"][f"{table}|{method}|{kw['x_eps']}|{kw['y_eps']}"] = best[1]
+        save(found)
     return found
+
+
+def search_pairs(cells) -> list[tuple[float, float]]:
+    """The budget pairs the selected cells borrow hyper-parameters from (every finite budget
+    replaced by 1), in the thesis' order; pairs no cell uses are not searched."""
+    used = {pair_key(kw["x_eps"], kw["y_eps"]) for _, _, kw in cells}
+    return [p for p in [(1.0, 1.0), (1.0, INF), (INF, 1.0), (INF, INF)] if pair_key(*p) in used]
 
 
 def main() -> None:
@@ -185,12 +201,24 @@ def main() -> None:
     dms = {}
     for name in args.datasets:
         dms[name] = NodeDataModule(name, seed=0, feature_range=(0.0, 1.0), **DATASETS[name])
-        if args.search and name not in chosen:
-            chosen[name] = search(
-                dms[name], name, args.max_epochs, args.patience, args.search_steps
+        if args.search:
+            cells = [c for c in settings(args.tables) if selected(args.only, *c)]
+
+            def save(found, name=name):
+                chosen[name] = found
+                hp_path.parent.mkdir(parents=True, exist_ok=True)
+                hp_path.write_text(json.dumps(chosen, indent=1))
+
+            search(
+                dms[name],
+                name,
+                search_pairs(cells),
+                args.max_epochs,
+                args.patience,
+                args.search_steps,
+                chosen.get(name, {}),
+                save,
             )
-            hp_path.parent.mkdir(parents=True, exist_ok=True)
-            hp_path.write_text(json.dumps(chosen, indent=1))
     for seed in range(args.seeds):  # seeds outermost: partial runs still cover every setting
         for name in args.datasets:
             dm = NodeDataModule(name, seed=seed, feature_range=(0.0, 1.0), **DATASETS[name])
