@@ -3,11 +3,14 @@
 Same datasets, preprocessing and split as ``gap_accuracy.py`` (Facebook100 Rutgers89 and
 Wisconsin87, target ``year``, classes with >= 1000 nodes, 75/10/15; Facebook page-page).
 Runs ProGAP-EDP at edge epsilon {0.25, 0.5, 1, 2, 4}, ProGAP-inf, ProGAP-NDP at node epsilon
-{2, 4, 8, 16, 32}, and the layerwise variant (Remark 1) at {inf, edge 1, node 8}. The depth
-ablation ``ProGAP-EDP-K1`` .. ``K5`` (schools, edge epsilon 0.25 and 1) records validation
-accuracy, so ``summarize.py`` can pick K as the thesis does (best mean validation accuracy over
-the seeds). The GAP rows it is compared against come from ``results/gap_accuracy.jsonl``
-(same seeds and splits). ``summarize.py progap`` makes the table, the comparison and the plot.
+{2, 4, 8, 16, 32}, and the layerwise variant (Remark 1) at {inf, edge 1, node 8}, all at depth
+K = 2. The GAP rows they are compared against come from ``results/gap_accuracy.jsonl`` (same
+seeds and splits, hops = 2).
+
+The depth ablation ``ProGAP-EDP-K1`` .. ``K5`` and ``GAP-EDP-K1`` .. ``K5`` (GAP's hops;
+schools, edge epsilon 0.25 and 1) records validation accuracy, so ``summarize.py progap`` can
+pick K for both as the thesis does (best mean validation accuracy over the seeds). It makes the
+tables and the plot.
 
     DPGNN_DATA=../shared/datasets python benchmarks/progap_accuracy.py --seeds 10
 """
@@ -45,10 +48,21 @@ def configs(dataset: str):
     yield "ProGAP-LW-NDP", 8.0, make("node", 8.0, "layerwise", NODE)
     if dataset not in DEPTH_DATASETS:
         return
-    # depth ablation (the thesis tunes K in 1..5 on validation accuracy): edge level, schools
+    # depth ablation (the thesis tunes K in 1..5 on validation accuracy, for GAP's hops too)
+    from gap_accuracy import COMMON as GAP_COMMON
+    from gap_accuracy import EDGE as GAP_EDGE
+
+    from lightning_dpgnn.methods.gap import GAP
+
     for e in DEPTH_EPS:
         for k in DEPTHS:
             yield f"ProGAP-EDP-K{k}", e, make("edge", e, "progressive", {**EDGE, "depth": k})
+            gap_kwargs = {**GAP_COMMON, **GAP_EDGE, "hops": k}
+            yield (
+                f"GAP-EDP-K{k}",
+                e,
+                lambda s, e=e, kw=gap_kwargs: GAP(privacy="edge", epsilon=e, seed=s, **kw),
+            )
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ BENCHMARKS = {
         curves=("ProGAP-EDP", "GAP-EDP", "ProGAP-NDP", "GAP-NDP"),
         lines=(("ProGAP-inf", "--"), ("GAP-inf", ":")),
         compare=(("ProGAP-EDP", "GAP-EDP"), ("ProGAP-NDP", "GAP-NDP"), ("ProGAP-inf", "GAP-inf")),
-        depth=("ProGAP-EDP-K", "GAP-EDP"),
+        depth=(("ProGAP-EDP", "ProGAP-EDP-K"), ("GAP-EDP", "GAP-EDP-K")),
     ),
 }
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
@@ -91,52 +91,59 @@ def comparison(summary: list[dict], pairs) -> str:
     return "\n".join(lines)
 
 
-def depth_selection(rows: list[dict], prefix: str, baseline: str) -> tuple[str, list[dict]]:
-    """The thesis' depth tuning: per (dataset, epsilon) pick the ``K`` of ``{prefix}K`` with the
-    best mean validation accuracy over seeds, and report its test accuracy (with the test
-    accuracy of every ``K``, and ``baseline`` at the same epsilon, for reference)."""
+def depth_selection(rows: list[dict], prefix: str) -> dict[tuple, dict]:
+    """The thesis' depth tuning: per (dataset, epsilon), the ``K`` of ``{prefix}K`` with the
+    best mean validation accuracy over seeds, its test accuracy, and the test accuracy of
+    every ``K``."""
     by_setting: dict[tuple, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    base: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
-        key = (r["dataset"], r["target_epsilon"])
         if r["method"].startswith(prefix) and r.get("val_acc") is not None:
+            key = (r["dataset"], r["target_epsilon"])
             by_setting[key][int(r["method"].removeprefix(prefix))].append(r)
-        elif r["method"] == baseline:
-            base[key].append(r)
-    depths = sorted({k for ks in by_setting.values() for k in ks})
-    head = " | ".join(f"K={k}" for k in depths)
-    lines = [
-        f"| dataset | epsilon | {head} | chosen K (val acc %) | test acc % (95% CI) | "
-        f"{baseline} | gain |",
-        "|---|---|" + "---|" * len(depths) + "---|---|---|---|",
-    ]
-    chosen = []
-    for (dataset, eps), ks in sorted(by_setting.items()):
-        stats = {k: seed_stats(rs) for k, rs in ks.items()}
+    out = {}
+    for key, ks in sorted(by_setting.items()):
         val = {k: seed_stats(rs, "val_acc")["acc_mean"] for k, rs in ks.items()}
         best = max(val, key=val.get)
-        s = stats[best]
-        b = seed_stats(base[(dataset, eps)]) if base[(dataset, eps)] else None
-        cells = " | ".join(f"{stats[k]['acc_mean']:.1f}" if k in stats else "–" for k in depths)
-        base_acc, gain = ("–", "–")
-        if b:
-            base_acc, gain = f"{b['acc_mean']:.1f}", f"{s['acc_mean'] - b['acc_mean']:+.1f}"
-        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
+        test = {k: seed_stats(rs)["acc_mean"] for k, rs in ks.items()}
+        out[key] = dict(
+            dataset=key[0],
+            target_epsilon=key[1],
+            depth=best,
+            val_acc_mean=val[best],
+            test_acc_by_depth=test,
+            **seed_stats(ks[best]),
+        )
+    return out
+
+
+def depth_table(chosen: dict[str, dict[tuple, dict]]) -> str:
+    """Tuned-depth comparison of two methods: test accuracy per K and at the chosen K."""
+    (a, tuned_a), (b, tuned_b) = chosen.items()
+    depths = sorted({k for t in tuned_a.values() for k in t["test_acc_by_depth"]})
+    lines = [
+        f"| dataset | epsilon | {a} K={'/'.join(map(str, depths))} | {a} tuned (K) | "
+        f"{b} K={'/'.join(map(str, depths))} | {b} tuned (K) | gain |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def per_k(t):
+        return " / ".join(
+            f"{t['test_acc_by_depth'][k]:.1f}" if k in t["test_acc_by_depth"] else "–"
+            for k in depths
+        )
+
+    def tuned(t):
+        lo, hi = t["acc_ci95"]
+        return f"{t['acc_mean']:.1f} ({lo:.1f}–{hi:.1f}) (K={t['depth']}, {t['seeds']} seeds)"
+
+    for key, ta in tuned_a.items():
+        tb = tuned_b.get(key)
+        gain = "–" if tb is None else f"{ta['acc_mean'] - tb['acc_mean']:+.1f}"
         lines.append(
-            f"| {dataset} | {eps:g} | {cells} | {best} ({val[best]:.1f}) | {ci} | {base_acc} | "
-            f"{gain} |"
+            f"| {key[0]} | {key[1]:g} | {per_k(ta)} | {tuned(ta)} | "
+            f"{'–' if tb is None else per_k(tb)} | {'–' if tb is None else tuned(tb)} | {gain} |"
         )
-        chosen.append(
-            dict(
-                dataset=dataset,
-                target_epsilon=eps,
-                depth=best,
-                seeds=s["seeds"],
-                val_acc_mean=val[best],
-                **{k: s[k] for k in ("acc_mean", "acc_ci95")},
-            )
-        )
-    return "\n".join(lines), chosen
+    return "\n".join(lines)
 
 
 def plot(summary: list[dict], path: Path, curves, lines) -> None:
@@ -179,9 +186,11 @@ def main(name: str = "gap") -> None:
     if keep:
         rows = [r for r in rows if r["method"].startswith(keep)]
     summary = summarize(rows)
-    depth_md, depth = ("", [])
+    depth_md, depth = "", []
     if bench.get("depth"):
-        depth_md, depth = depth_selection(rows, *bench["depth"])
+        chosen = {name: depth_selection(rows, prefix) for name, prefix in bench["depth"]}
+        depth_md = depth_table(chosen)
+        depth = [dict(method=name, **t) for name, ts in chosen.items() for t in ts.values()]
     commands = sorted({r["command"] for r in rows})
     hardware = sorted({r["hardware"] for r in rows})
     stem = bench["inputs"][0].removesuffix(".jsonl")
