@@ -143,17 +143,22 @@ def run_grid(configs, datasets: dict, args) -> None:
                 run_measured(meta, partial(_fit_and_test, build, seed, dm), args.out)
 
 
-def _fit_and_test(build, seed: int, dm) -> dict:
+def quiet_trainer(**kwargs):
+    """A ``lightning.Trainer`` for benchmark runs: no logger, checkpoints, bar or summary."""
     import lightning as L
 
-    model = build(seed)
-    trainer = L.Trainer(
-        max_epochs=100,  # staged models set their own total
+    return L.Trainer(
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
+        **kwargs,
     )
+
+
+def _fit_and_test(build, seed: int, dm) -> dict:
+    model = build(seed)
+    trainer = quiet_trainer(max_epochs=100)  # staged models set their own total
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     val = trainer.validate(model, dm, verbose=False)[0]["val/acc"]  # for model selection

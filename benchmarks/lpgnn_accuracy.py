@@ -37,7 +37,7 @@ import math
 from functools import partial
 from pathlib import Path
 
-from common import RESULTS, done_keys, quiet, run_measured
+from common import RESULTS, done_keys, quiet, quiet_trainer, run_measured
 
 INF = math.inf
 DATASETS = {"cora": dict(split="lpgnn"), "musae-facebook": dict(split="lpgnn")}
@@ -83,7 +83,6 @@ def pair_key(x_eps: float, y_eps: float) -> str:
 
 def fit_lpgnn(dm, kwargs: dict, seed: int, max_epochs: int, patience: int | None) -> dict:
     """Train one LPGNN with Drop's selection; returns test acc, selection and privacy."""
-    import lightning as L
     import torch
     from lightning_dpgnn.callbacks import DropEarlyStopping
 
@@ -95,14 +94,7 @@ def fit_lpgnn(dm, kwargs: dict, seed: int, max_epochs: int, patience: int | None
     # CE / FC baselines select on the validation loss alone; Drop adds the Acc* rule
     rule = "auto" if kwargs.get("loss", "drop") == "drop" else None
     stopper = DropEarlyStopping(acc_star=rule, patience=patience)
-    trainer = L.Trainer(
-        max_epochs=max_epochs,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[stopper],
-    )
+    trainer = quiet_trainer(max_epochs=max_epochs, callbacks=[stopper])
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     report = model.privacy_spent()

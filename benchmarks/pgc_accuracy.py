@@ -27,7 +27,7 @@ import math
 from functools import partial
 from pathlib import Path
 
-from common import RESULTS, done_keys, quiet, run_measured
+from common import RESULTS, done_keys, quiet, quiet_trainer, run_measured
 
 INF = math.inf
 DATASETS = {
@@ -62,7 +62,6 @@ def default_hparams(task: str, dataset: str) -> dict:
 
 def fit_pgc(dm, task: str, mechanism: str, eps: float, hp: dict, seed: int, max_epochs: int):
     """Train one model; returns (test metric, validation metric, report, selected epoch)."""
-    import lightning as L
     import torch
     from lightning_dpgnn.callbacks import DropEarlyStopping
 
@@ -77,13 +76,9 @@ def fit_pgc(dm, task: str, mechanism: str, eps: float, hp: dict, seed: int, max_
     else:
         stopper = DropEarlyStopping(acc_star=None, patience=10, min_epochs=100)
         every, metric = 10, "auc"
-    trainer = L.Trainer(
+    trainer = quiet_trainer(
         max_epochs=max_epochs,
         check_val_every_n_epoch=min(every, max_epochs),
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         callbacks=[stopper],
     )
     trainer.fit(model, dm)
