@@ -9,7 +9,13 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_info
 
-from lightning_dpgnn.privacy import PrivacyReport, check_delta, check_epsilon, set_secure_mode
+from lightning_dpgnn.privacy import (
+    PrivacyReport,
+    check_delta,
+    check_epsilon,
+    is_secure_mode,
+    set_secure_mode,
+)
 
 __all__ = ["PrivacyBudget", "BudgetExceededError"]
 
@@ -55,6 +61,7 @@ class PrivacyBudget(L.Callback):
         self.delta = None if delta is None else check_delta(delta)
         self.secure_mode = bool(secure_mode)
         self.stopped_early = False
+        self._previous_secure: bool | None = None
 
     # -- checks ------------------------------------------------------------------------------
     def _over(self, report: PrivacyReport) -> bool:
@@ -70,11 +77,13 @@ class PrivacyBudget(L.Callback):
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if stage == "fit" and self.secure_mode:
+            self._previous_secure = is_secure_mode()
             set_secure_mode(True)
 
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        if stage == "fit" and self.secure_mode:
-            set_secure_mode(False)
+        if stage == "fit" and self.secure_mode and self._previous_secure is not None:
+            set_secure_mode(self._previous_secure)  # restore what was set, never force it off
+            self._previous_secure = None
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         _require_private_module(pl_module)

@@ -1,6 +1,7 @@
 """Shared fixtures: the embedded csbm graph and a quiet Trainer factory."""
 
 import os
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -18,6 +19,9 @@ def pytest_configure(config):
     os.environ.setdefault(
         "DPGNN_DATA", str(Path(__file__).resolve().parents[2] / "shared/datasets")
     )
+    # processed caches go to a temporary folder, never to the user's home cache
+    if "DPGNN_CACHE" not in os.environ:
+        os.environ["DPGNN_CACHE"] = tempfile.mkdtemp(prefix="dpgnn-test-cache-")
 
 
 @pytest.fixture

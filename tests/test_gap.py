@@ -7,14 +7,15 @@ import torch
 from torch_geometric.data import Data
 
 from lightning_dpgnn.data import NodeDataModule
-from lightning_dpgnn.data.transforms import bound_in_and_out_degree
 from lightning_dpgnn.methods import DPMLP, MLP
+from lightning_dpgnn.methods.ap import DegreeBoundError
 from lightning_dpgnn.methods.gap import GAP
 from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy.aggregation import degrees
 from lightning_dpgnn.privacy.dpsgd import NotDPCompatibleError
 
 FAST = dict(encoder_epochs=5, classifier_epochs=5)
+CSBM_MAX_DEGREE = 21  # the embedded csbm graph: largest in- and out-degree (public here)
 
 
 def fit(model, dm, make_trainer, **kw):
@@ -24,11 +25,13 @@ def fit(model, dm, make_trainer, **kw):
 
 
 def test_edge_level_queries_aggregation_k_times_and_matches_prop_6(csbm_dm, make_trainer):
-    model = GAP(privacy="edge", epsilon=2.0, hops=3, **FAST)
+    # the thesis' directed unit: sensitivity 1, Proposition 6 exactly
+    model = GAP(privacy="edge", epsilon=2.0, hops=3, edge_unit="directed", **FAST)
     fit(model, csbm_dm, make_trainer)
     assert model.pma.calls == 3
     report = model.privacy_spent()
     assert report.count("pma") == 3 and report.level == "edge"
+    assert "directed edge" in report.unit
     assert report.delta < 1 / csbm_dm.data.num_edges
     assert 2.0 * 0.99 <= report.epsilon <= 2.0
     # Proposition 6 with the ledger's noise multiplier is the closed-form oracle
@@ -37,6 +40,17 @@ def test_edge_level_queries_aggregation_k_times_and_matches_prop_6(csbm_dm, make
     closed = 3 / (2 * sigma**2) + math.sqrt(2 * 3 * math.log(1 / delta)) / sigma
     assert basic.epsilon(conversion="basic") == pytest.approx(closed, rel=1e-6)
     assert report.epsilon <= closed  # default conversion is never looser
+
+
+def test_undirected_unit_is_the_default_and_doubles_the_sensitivity(csbm_dm, make_trainer):
+    model = GAP(privacy="edge", epsilon=2.0, hops=2, **FAST)
+    fit(model, csbm_dm, make_trainer)
+    report = model.privacy_spent()
+    pma = next(e for e in report.ledger if e.name == "pma")
+    assert pma.sensitivity == pytest.approx(math.sqrt(2))  # one friendship = two rows
+    assert "undirected edge" in report.unit and "undirected" in str(report)
+    assert report.delta < 1 / (csbm_dm.data.num_edges // 2)  # units are friendships
+    assert 2.0 * 0.99 <= report.epsilon <= 2.0
 
 
 def test_test_and_predict_never_requery(csbm_dm, make_trainer):
@@ -49,33 +63,34 @@ def test_test_and_predict_never_requery(csbm_dm, make_trainer):
 
 
 def test_node_level_composes_encoder_aggregation_and_classifier(csbm_dm, make_trainer):
-    model = GAP(privacy="node", epsilon=8.0, max_degree=5, batch_size=500, **FAST)
+    D = CSBM_MAX_DEGREE
+    model = GAP(privacy="node", epsilon=8.0, max_degree=D, batch_size=500, **FAST)
     fit(model, csbm_dm, make_trainer)
     report = model.privacy_spent()
-    steps = 5 * round(1500 / 500)  # 1500 training nodes, batch 500 -> 3 Poisson batches/epoch
+    n_train = int(csbm_dm.data.train_mask.sum())  # ~1500 (identity-keyed split)
+    steps = 5 * round(n_train / 500)  # batch 500 -> 3 Poisson batches/epoch
     assert report.count("encoder/dpsgd") == steps and report.count("classifier/dpsgd") == steps
     assert report.count("pma") == 2
     pma = next(e for e in report.ledger if e.name == "pma")
-    assert pma.sensitivity == pytest.approx(math.sqrt(5))  # Theorem 3: sqrt(D) per hop
+    assert pma.sensitivity == pytest.approx(math.sqrt(D))  # Theorem 3: sqrt(D) per hop
     # one accountant covers Prop. 7: the same ledger rebuilt by hand gives the same epsilon
-    z, q = model.noise_multiplier, 500 / 1500
+    z, q = model.noise_multiplier, 500 / n_train
     by_hand = PrivacyAccountant("node", report.delta)
     by_hand.add_subsampled_gaussian("enc", z, q, steps=steps)
-    by_hand.add_gaussian("pma", z, count=2, sensitivity=math.sqrt(5))
+    by_hand.add_gaussian("pma", z, count=2, sensitivity=math.sqrt(D))
     by_hand.add_subsampled_gaussian("cls", z, q, steps=steps)
     assert report.epsilon == pytest.approx(by_hand.epsilon(), rel=1e-9)
     assert 8.0 * 0.99 <= report.epsilon <= 8.0
     assert report.delta < 1 / csbm_dm.data.num_nodes
 
 
-def test_degree_bound_holds_on_the_aggregated_graph(csbm_dm):
-    data = csbm_dm.data
-    bounded = bound_in_and_out_degree(data, 4)
-    in_deg, out_deg = degrees(bounded.edge_index, bounded.num_nodes)
-    assert int(in_deg.max()) <= 4 and int(out_deg.max()) <= 4
-    kept = set(map(tuple, bounded.edge_index.t().tolist()))
-    assert kept <= set(map(tuple, data.edge_index.t().tolist()))
-    assert len(kept) > 0.5 * data.num_nodes * 2  # sampling keeps most of the allowed edges
+def test_node_level_refuses_a_graph_above_the_degree_promise(csbm_dm, make_trainer):
+    in_deg, out_deg = degrees(csbm_dm.data.edge_index, csbm_dm.data.num_nodes)
+    assert int(max(in_deg.max(), out_deg.max())) == CSBM_MAX_DEGREE
+    model = GAP(privacy="node", epsilon=8.0, max_degree=CSBM_MAX_DEGREE - 1, **FAST)
+    with pytest.raises(DegreeBoundError, match="max_degree=20"):
+        fit(model, csbm_dm, make_trainer)
+    assert model.accountant.total_count() == 0  # refused before any mechanism or step
 
 
 def test_node_level_rejects_batchnorm_with_a_clear_message():

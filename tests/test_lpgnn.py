@@ -86,7 +86,7 @@ def test_kprop_is_the_matrix_power_and_differentiable(lp_dm):
 
 # -- collection, accounting --------------------------------------------------------------------
 def test_collection_runs_once_per_node_and_reports_eps_x_plus_eps_y(lp_dm, make_trainer, spies):
-    model = LPGNN(x_eps=1.0, y_eps=2.0, x_steps=2, y_steps=2, seed=0)
+    model = LPGNN(x_eps=1.0, y_eps=2.0, x_steps=2, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=3)
     trainer.fit(model, lp_dm)
     trainer.validate(model, lp_dm, verbose=False)
@@ -111,7 +111,7 @@ def test_collection_runs_once_per_node_and_reports_eps_x_plus_eps_y(lp_dm, make_
 
 
 def test_the_server_reads_only_the_collection(lp_dm, make_trainer):
-    model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, seed=0)
+    model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=2)
     trainer.fit(model, lp_dm)
     before = trainer.validate(model, lp_dm, verbose=False)[0]
@@ -136,10 +136,10 @@ def test_resume_reloads_the_collection_and_never_requeries(lp_dm, tmp_path, spie
             callbacks=[ModelCheckpoint(dirpath=tmp_path, save_last=True)],
         )
 
-    first = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, seed=0)
+    first = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=0)
     trainer(2).fit(first, lp_dm)
     assert spies["encode_calls"] == 1 and spies["rr_calls"] == 1
-    resumed = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, seed=1)  # a different seed
+    resumed = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=1)  # a different seed
     trainer(4).fit(resumed, lp_dm, ckpt_path=str(tmp_path / "last.ckpt"))
     assert spies["encode_calls"] == 1 and spies["rr_calls"] == 1  # nodes not queried again
     a, b = first.collection(), resumed.collection()
@@ -154,18 +154,18 @@ def test_resume_reloads_the_collection_and_never_requeries(lp_dm, tmp_path, spie
 
 
 def test_clear_budgets_are_reported_as_infinite_not_hidden(lp_dm, make_trainer):
-    model = LPGNN(x_eps=1.0, y_eps=math.inf, seed=0)
+    model = LPGNN(x_eps=1.0, y_eps=math.inf, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, lp_dm)
     report = model.privacy_spent()
     assert math.isinf(report.epsilon) and report.count("labels/clear") == 1
-    raw = LPGNN(x_eps=math.inf, y_eps=1.0, seed=0)
+    raw = LPGNN(x_eps=math.inf, y_eps=1.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(raw, lp_dm)
     assert torch.equal(raw.received_features(), lp_dm.data.x)  # clear features, no mechanism
     assert math.isinf(raw.privacy_spent().epsilon)
 
 
 def test_adhoc_features_spend_only_the_label_budget(lp_dm, make_trainer):
-    model = LPGNN(features="degree", y_eps=1.0, seed=0)
+    model = LPGNN(features="degree", y_eps=1.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, lp_dm)
     report = model.privacy_spent()
     assert report.epsilon == pytest.approx(1.0) and report.count("multibit") == 0
@@ -175,7 +175,7 @@ def test_adhoc_features_spend_only_the_label_budget(lp_dm, make_trainer):
 
 
 def test_analytic_gaussian_features_are_accounted_with_their_delta(lp_dm, make_trainer):
-    model = LPGNN(mechanism="gaussian", x_eps=1.0, y_eps=1.0, delta=1e-10, seed=0)
+    model = LPGNN(mechanism="gaussian", x_eps=1.0, y_eps=1.0, delta=1e-10, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, lp_dm)
     report = model.privacy_spent()
     assert report.delta == 1e-10 and report.count("analytic_gaussian") == 1
@@ -183,18 +183,18 @@ def test_analytic_gaussian_features_are_accounted_with_their_delta(lp_dm, make_t
 
 
 def test_privacy_budget_refuses_a_collection_over_budget(lp_dm, make_trainer, spies):
-    model = LPGNN(x_eps=1.0, y_eps=1.0, seed=0)
+    model = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
     with pytest.raises(BudgetExceededError):
         make_trainer(max_epochs=1, callbacks=[PrivacyBudget(epsilon=1.5)]).fit(model, lp_dm)
     assert spies["encode_calls"] == 0 and spies["rr_calls"] == 0  # refused before collecting
-    ok = LPGNN(x_eps=1.0, y_eps=1.0, seed=0)
+    ok = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
     make_trainer(max_epochs=1, callbacks=[PrivacyBudget(epsilon=2.0)]).fit(ok, lp_dm)
 
 
 # -- training -----------------------------------------------------------------------------------
 def test_drop_learns_the_clean_labels_from_noisy_ones(lp_dm, make_trainer):
     torch.manual_seed(0)  # weight init: independent of the tests that ran before
-    model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=4, y_steps=2, seed=0)
+    model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=4, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=40, callbacks=[DropEarlyStopping()])
     trainer.fit(model, lp_dm)
     view, data = model.server_view(), lp_dm.data
@@ -209,7 +209,7 @@ def test_drop_learns_the_clean_labels_from_noisy_ones(lp_dm, make_trainer):
 def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(lp_dm, make_trainer):
     models = {}
     for flag in (True, False):
-        models[flag] = LPGNN(x_eps=0.5, y_eps=1.0, x_steps=2, standardize=flag, seed=0)
+        models[flag] = LPGNN(x_eps=0.5, y_eps=1.0, x_steps=2, standardize=flag, noise_seed=0)
         make_trainer(max_epochs=1).fit(models[flag], lp_dm)
     h, raw = models[True].server_view()["h"], models[False].server_view()["h"]
     assert raw.abs().max() > 10  # the rectifier scales codes by ~ d coth(eps/2)/2 (eq. 3.10)
@@ -220,7 +220,7 @@ def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(lp_dm, make_t
 
 
 def test_noisy_validation_metrics_and_acc_star(lp_dm, make_trainer):
-    model = LPGNN(x_eps=1.0, y_eps=1.0, seed=0)
+    model = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
     trainer = make_trainer(max_epochs=1)
     trainer.fit(model, lp_dm)
     metrics = trainer.callback_metrics
@@ -231,7 +231,7 @@ def test_noisy_validation_metrics_and_acc_star(lp_dm, make_trainer):
 
 def test_gcn_and_gat_backbones_train(csbm_dm, make_trainer):
     for backbone in ("gcn", "gat"):  # raw features (x_eps = inf) need no [0, 1] range
-        model = LPGNN(backbone=backbone, x_eps=math.inf, y_eps=math.inf, x_steps=2, seed=0)
+        model = LPGNN(backbone=backbone, x_eps=math.inf, y_eps=math.inf, x_steps=2, noise_seed=0)
         trainer = make_trainer(max_epochs=20)
         trainer.fit(model, csbm_dm)
         assert trainer.test(model, csbm_dm, verbose=False)[0]["test/acc"] > 0.9
@@ -263,9 +263,9 @@ def test_invalid_settings_are_clear_errors(kwargs, match):
 
 def test_m_larger_than_d_and_evaluating_before_fit_are_clear_errors(lp_dm, make_trainer):
     with pytest.raises(ValueError, match="m must be in"):
-        make_trainer(max_epochs=1).fit(LPGNN(m=65, seed=0), lp_dm)  # csbm has d = 64
+        make_trainer(max_epochs=1).fit(LPGNN(m=65, noise_seed=0), lp_dm)  # csbm has d = 64
     with pytest.raises(RuntimeError, match="has not collected"):
-        make_trainer().test(LPGNN(seed=0), lp_dm, verbose=False)
+        make_trainer().test(LPGNN(noise_seed=0), lp_dm, verbose=False)
     with pytest.raises(ValueError, match="per_coordinate"):
         LocalCollector(1.0, 1.0, "multibit", per_coordinate=True)
 

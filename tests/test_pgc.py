@@ -65,16 +65,16 @@ def test_one_bit_estimate_of_the_convolution_is_unbiased_with_the_lemma_4_varian
 
 
 def test_accounting_is_per_feature_as_in_chapter_2_and_labels_are_public(pgc_dm, make_trainer):
-    model = PGC(epsilon=2.0, seed=0)
+    model = PGC(epsilon=2.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, pgc_dm)
     report = model.privacy_spent()
     d = pgc_dm.num_features
     assert report.level == "ldp" and report.epsilon == pytest.approx(2.0 * d)
     assert report.count("onebit") == 1 and report.count("randomized_response") == 0
-    per_node = PGC(epsilon=2.0, per_coordinate=False, mechanism="piecewise", seed=0)
+    per_node = PGC(epsilon=2.0, per_coordinate=False, mechanism="piecewise", noise_seed=0)
     make_trainer(max_epochs=1).fit(per_node, pgc_dm)
     assert per_node.privacy_spent().epsilon == pytest.approx(2.0)
-    raw = PGC(epsilon=math.inf, seed=0)
+    raw = PGC(epsilon=math.inf, noise_seed=0)
     make_trainer(max_epochs=1).fit(raw, pgc_dm)
     assert math.isinf(raw.privacy_spent().epsilon)  # the RAW baseline is reported as such
 
@@ -85,7 +85,7 @@ def test_pgc_collects_once_and_learns(pgc_dm, make_trainer, monkeypatch):
     monkeypatch.setattr(
         OneBit, "encode", lambda self, x, g=None: calls.append(x.shape[0]) or encode(self, x, g)
     )
-    model = PGC(epsilon=8.0, seed=0, dropout=0.0)
+    model = PGC(epsilon=8.0, noise_seed=0, dropout=0.0)
     trainer = make_trainer(max_epochs=30)
     trainer.fit(model, pgc_dm)
     trainer.test(model, pgc_dm, verbose=False)
@@ -125,7 +125,7 @@ def test_roc_auc_by_hand():
 
 def test_link_prediction_on_cora_trains_on_training_edges_only(make_trainer):
     cora = NodeDataModule("cora", split="lpgnn", seed=0)  # binary features: already in [0, 1]
-    model = PGCLinkPrediction(epsilon=8.0, seed=0)
+    model = PGCLinkPrediction(epsilon=8.0, noise_seed=0)
     trainer = make_trainer(max_epochs=50)
     trainer.fit(model, cora)
     auc = trainer.test(model, cora, verbose=False)[0]["test/auc"]
@@ -147,7 +147,7 @@ def test_invalid_pgc_settings_are_clear_errors():
 
 
 def test_model_reads_no_raw_features_after_collection(pgc_dm, make_trainer):
-    model = PGC(epsilon=4.0, seed=0)
+    model = PGC(epsilon=4.0, noise_seed=0)
     trainer = make_trainer(max_epochs=2)
     trainer.fit(model, pgc_dm)
     probs = trainer.predict(model, pgc_dm)[0]

@@ -266,6 +266,7 @@ class LocalCollector:
         if data.x is None or data.x.dim() != 2 or data.x.size(1) == 0:
             raise ValueError("local collection needs node features data.x of shape [N, d>=1]")
         d = int(data.x.size(1))
+        accountant.mark_reproducible(generator)
         payload, encoding = self._collect_features(data, generator)
         if self.collect_labels:
             c = int(num_classes) if num_classes is not None else int(data.y.max()) + 1

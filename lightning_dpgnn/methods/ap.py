@@ -5,13 +5,15 @@ sum-aggregation mechanism whose noisy outputs are cached once, and (at node leve
 stage with DP-SGD. What they share lives here, so each method file reads like its algorithm box:
 
 * argument checks (degree bound, epsilon or noise multiplier, no BatchNorm at node level);
-* the private graph (node level: in- and out-degrees bounded to ``D``, invariant 6);
+* the private graph (node level: the promise that every in- and out-degree is at most ``D``
+  is checked, invariant 6 — see docs/privacy.md for why no projection is used);
 * one DP-SGD phase per stage (ledger name ``"<stage>/dpsgd"``), Poisson loaders, DP-Adam;
-* the privacy plan of the remaining fit — pending aggregations (edge: sensitivity 1, node:
-  ``sqrt(D)``) plus the remaining DP-SGD steps — and a single noise multiplier calibrated to
-  the target epsilon over the whole plan (thesis §4.7.5 for GAP, Theorem 5 for ProGAP);
+* the privacy plan of the remaining fit — pending aggregations (edge: sensitivity ``sqrt(2)``
+  for the undirected unit or 1 for the directed one; node: ``sqrt(D)``) plus the remaining
+  DP-SGD steps — which :class:`PrivateModule` calibrates into a single noise multiplier
+  (thesis §4.7.5 for GAP, Theorem 5 for ProGAP);
 * the mechanism, built lazily (so a restored model provably never queried it);
-* checkpoints carrying the cached aggregates, the noise multiplier and the staged state;
+* checkpoints carrying the cached aggregates (mechanism outputs) and the staged state;
 * transductive inference from the cache, inductive inference with fresh noise on a new graph.
 
 Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
@@ -20,21 +22,48 @@ Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 from torch import nn
 from torch_geometric.data import Data
 
-from ..data.transforms import bound_in_and_out_degree
 from ..loops import StagedTrainingMixin
-from ..privacy import PrivacyAccountant, PrivacyReport, calibrate_noise_multiplier
-from ..privacy.aggregation import GaussianAggregation, normalize_rows, sum_aggregate
+from ..privacy import PrivacyAccountant, PrivacyReport
+from ..privacy.aggregation import GaussianAggregation, degrees, normalize_rows, sum_aggregate
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
 from .base import PrivateModule
 
-__all__ = ["AggregationPerturbationModule"]
+__all__ = ["AggregationPerturbationModule", "DegreeBoundError"]
+
+#: generator streams of one fit (only used with an explicit ``noise_seed``)
+_AGGREGATION_STREAM, _BATCH_STREAM, _GRADIENT_STREAM = 0, 1_000, 2_000_000
+
+
+class DegreeBoundError(ValueError):
+    """Node level: the graph breaks the promise that every in- and out-degree is <= D."""
+
+
+def check_degree_promise(graph: Data, max_degree: int, what: str = "the graph") -> None:
+    """Raise :class:`DegreeBoundError` unless every in- and out-degree of ``graph`` is <= D.
+
+    The node-level sensitivity ``sqrt(D)`` of the sum aggregation (thesis Lemma 8) holds on the
+    class of graphs whose degrees are at most ``D`` — a class closed under removing a node, so
+    both neighbouring graphs are in it. Sampling edges down to ``D`` is not a substitute: every
+    projection we know of lets one removed node change edges far from it (docs/privacy.md)."""
+    in_deg, out_deg = degrees(graph.edge_index, graph.num_nodes)
+    top_in = int(in_deg.max()) if in_deg.numel() else 0
+    top_out = int(out_deg.max()) if out_deg.numel() else 0
+    if max(top_in, top_out) > max_degree:
+        over = int(((in_deg > max_degree) | (out_deg > max_degree)).sum())
+        raise DegreeBoundError(
+            f"node-level privacy needs every in- and out-degree <= max_degree={max_degree}, "
+            f"but {what} has {over} nodes above it (largest in-degree {top_in}, out-degree "
+            f"{top_out}). The guarantee is proven only for graphs within the bound: pass a "
+            "max_degree that is a public upper bound on every degree (e.g. a platform's friend "
+            "limit), or use privacy='edge'. Dropping edges down to D does not keep the "
+            "guarantee (docs/privacy.md, 'Node level: the degree bound')."
+        )
 
 
 class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
@@ -60,7 +89,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
                 "influence. Use 'layer', 'group' or 'none'."
             )
         self._staged_init()
-        self.noise_multiplier = noise_multiplier
+        self.noise_multiplier = noise_multiplier if noise_multiplier is not None else None
         self.aggregates: Any = None
         self.aggregation: GaussianAggregation | None = None
         self._phases: list[DPSGDPhase] = []
@@ -111,11 +140,12 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         selection on ``val/acc`` would leak them; the last epoch of each stage is kept."""
         return self.privacy != "node"
 
-    # -- data and calibration --------------------------------------------------------------
+    # -- data and the privacy plan --------------------------------------------------------
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if not self._is_built():
-            self._build(data.num_features, int(data.y.max()) + 1)
+            with self.seeded(self.hparams.seed):
+                self._build(data.num_features, self._num_classes(data))
         self._graph = self._private_graph(data)
         self.resolve_delta(self._graph)
         n_train = int(data.train_mask.sum())
@@ -125,63 +155,64 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             for s in self.stages
         ]
         if stage == "fit":
-            self._calibrate()
+            self.calibrate()
+            self.aggregation = None  # built on first use from the (possibly restored) multiplier
             super().setup(stage)
 
     def _is_built(self) -> bool:
         return any(True for _ in self.parameters())
 
     def _private_graph(self, data: Data) -> Data:
-        """Node level: bound in- and out-degrees to D (invariant 6). Other levels: as given."""
-        if self.privacy != "node":
-            return data
-        return bound_in_and_out_degree(data, self.hparams.max_degree, seed=self.hparams.seed or 0)
+        """Node level: check the degree promise (invariant 6). Other levels: as given."""
+        if self.privacy == "node":
+            check_degree_promise(data, self.hparams.max_degree)
+        return data
 
-    def _plan(self, z: float, acc: PrivacyAccountant | None = None) -> PrivacyAccountant:
-        """Ledger of the remaining fit at noise multiplier ``z`` (on top of ``acc``)."""
-        acc = acc if acc is not None else PrivacyAccountant(self.privacy, self.accountant.delta)
+    def calibrates_noise(self) -> bool:
+        return self.privacy != "none"
+
+    def uses_dpsgd(self) -> bool:
+        return self.privacy == "node"
+
+    def dpsgd_phase(self) -> DPSGDPhase | None:
+        if self.privacy != "node" or not self._phases or self._trainer is None:
+            return None
+        return self._phases[self.current_stage]
+
+    def _sensitivity(self) -> float:
+        return self._mechanism_for(1.0).sensitivity
+
+    def plan_mechanisms(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        """Pending aggregations (K hops / K NAPs not yet run) and, at node level, the DP-SGD
+        steps each stage still has — all at one noise multiplier (thesis §4.7.5, Theorem 5)."""
+        if self.privacy == "none" or noise_multiplier is None:
+            return True
         pending = self.pending_aggregations()
         if pending:
-            sens = math.sqrt(self.hparams.max_degree) if self.privacy == "node" else 1.0
-            acc.add_gaussian(self.mechanism_name, z, count=pending, sensitivity=sens)
+            accountant.add_gaussian(
+                self.mechanism_name, noise_multiplier, count=pending,
+                sensitivity=self._sensitivity(),
+            )
         if self.privacy == "node":
             for phase in self._phases:
                 used = self.accountant.total_count(phase.name)
-                phase.plan(acc, z, max(0, phase.total_steps - used))
-        return acc
+                phase.plan(accountant, noise_multiplier, max(0, phase.total_steps - used))
+        return True
 
-    def _calibrate(self) -> None:
-        if self.privacy == "none":
-            return
-        if self.noise_multiplier is None:
-            self.noise_multiplier = calibrate_noise_multiplier(
-                lambda z: self._plan(z), self.target_epsilon, self.accountant.delta
-            )
-            self.hparams.noise_multiplier = self.noise_multiplier
-        elif self.target_epsilon is not None:
-            spend = self._plan(self.noise_multiplier, self.accountant.copy()).epsilon()
-            if spend > self.target_epsilon * (1 + 1e-9):
-                raise ValueError(
-                    f"noise_multiplier={self.noise_multiplier:g} would spend epsilon {spend:.4g}"
-                    f" > target {self.target_epsilon:g}; leave it unset to calibrate"
-                )
-        self.aggregation = None  # built on first use from the (possibly restored) multiplier
+    def _mechanism_for(self, noise_multiplier: float) -> GaussianAggregation:
+        return GaussianAggregation(
+            noise_multiplier,
+            level=self.privacy,
+            max_degree=self.hparams.max_degree if self.privacy == "node" else None,
+            name=self.mechanism_name,
+            edge_unit=self.edge_unit,
+        )
 
     def _mechanism(self) -> GaussianAggregation:
         """The aggregation mechanism at the model's noise multiplier (built once, reused)."""
         if self.aggregation is None or self.aggregation.noise_multiplier != self.noise_multiplier:
-            self.aggregation = GaussianAggregation(
-                self.noise_multiplier,
-                level=self.privacy,
-                max_degree=self.hparams.max_degree if self.privacy == "node" else None,
-                name=self.mechanism_name,
-            )
+            self.aggregation = self._mechanism_for(self.noise_multiplier)
         return self.aggregation
-
-    def _generator(self, offset: int) -> torch.Generator | None:
-        """Seeded randomness for reproducible runs; distinct offsets give independent draws."""
-        seed = self.hparams.seed
-        return None if seed is None else torch.Generator().manual_seed(seed * 1000 + offset)
 
     @torch.no_grad()
     def _aggregate_once(
@@ -197,20 +228,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             return sum_aggregate(normalize_rows(x), graph.edge_index, graph.num_nodes)
         return self._mechanism()(x, graph.edge_index, graph.num_nodes, accountant, generator)
 
-    # -- privacy reports -------------------------------------------------------------------
-    def privacy_planned(self) -> PrivacyReport:
-        if self.privacy == "none":
-            return self.privacy_spent()
-        planned = self._plan(self.noise_multiplier, self.accountant.copy())
-        return PrivacyReport.from_accountant(planned)
-
-    def privacy_if_next_step(self) -> PrivacyReport | None:
-        if self.privacy != "node":
-            return None
-        acc = self.accountant.copy()
-        self._phases[self.current_stage].plan(acc, self.noise_multiplier, 1)
-        return PrivacyReport.from_accountant(acc)
-
     # -- training ----------------------------------------------------------------------------
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
         rows = self._train_rows(
@@ -220,7 +237,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             compact=self.privacy != "node",  # DP-SGD needs dense rows (per-sample gradients)
         )
         if self.privacy == "node":
-            gen = self._generator(1 + self.trainer.current_epoch)
+            gen = self.noise_generator(_BATCH_STREAM + self.trainer.current_epoch)
             return self._phases[stage_index].loader(*rows, generator=gen)
         return row_loader(*rows)
 
@@ -231,15 +248,9 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             self.dp_training = None
             return opt
         phase, model = self._phases[stage_index], self.stage_model(stage_index)
-        self.dp_training = phase.wrap(model, opt, self.noise_multiplier, self.accountant)
+        gen = self.noise_generator(_GRADIENT_STREAM + stage_index)
+        self.dp_training = phase.wrap(model, opt, self.noise_multiplier, self.accountant, gen)
         return self.dp_training[1]
-
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
-        if self.privacy == "node":
-            phase = self._phases[self.current_stage]
-            if self.accountant.total_count(phase.name) >= phase.total_steps:
-                self.halt_privately()  # the calibrated plan is used up: never exceed it
-        return super().on_train_batch_start(batch, batch_idx)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self._rows_step(self.stage_model(self.current_stage), batch)
@@ -251,22 +262,24 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
                 "load a fitted checkpoint) before test/predict on the training graph"
             )
 
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        if not self._logs_metrics("val"):
+            return None
         return self._log_accuracy(self._logits(data), data, "val")
 
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         return self._log_accuracy(self._logits(data), data, "test")
 
     # -- inference ---------------------------------------------------------------------------
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        """Transductive (the training graph): cached aggregates only. Otherwise inductive."""
-        if (
-            self._graph is not None
-            and data.num_nodes == self._graph.num_nodes
-            and not getattr(data, "inductive", False)
-        ):
-            return self._logits(data).softmax(-1)
-        return self.predict_inductive(data)
+        """Transductive by default: the training graph, read only through the cached aggregates
+        (no spend). A graph marked ``data.inductive = True`` is a new graph: the mechanism runs
+        on it with fresh noise (:meth:`predict_inductive`). The choice is never guessed from the
+        data — running the mechanism again on the training graph would spend more epsilon."""
+        if getattr(data, "inductive", False):
+            return self.predict_inductive(data)
+        self._require_cache()
+        return self._logits(data).softmax(-1)
 
     @torch.no_grad()
     def predict_inductive(self, data: Data) -> torch.Tensor:
@@ -280,7 +293,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
                 f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
             )
         graph = self._private_graph(data)
-        acc = PrivacyAccountant(self.privacy, self.accountant.delta)
+        acc = PrivacyAccountant(self.privacy, self.accountant.delta, unit=self.accountant.unit)
         logits = self._forward_graph(graph, acc, None)
         self.last_inference_report = PrivacyReport.from_accountant(
             acc, private=self.privacy != "none"
@@ -298,18 +311,18 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         return out
 
     # -- checkpoints -----------------------------------------------------------------------
+    def mechanism_outputs(self) -> dict[str, Any]:
+        return {self.mechanism_name: self.aggregates}
+
+    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
+        self.aggregates = outputs.get(self.mechanism_name)
+        self.aggregation = None  # a mechanism built before the restore used a stale multiplier
+
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_save_checkpoint(checkpoint)
-        checkpoint[self.checkpoint_key] = {
-            "aggregates": self.aggregates,
-            "noise_multiplier": self.noise_multiplier,
-            "staged": self.staged_state(),
-        }
+        checkpoint[self.checkpoint_key] = {"staged": self.staged_state()}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_load_checkpoint(checkpoint)
         state = checkpoint[self.checkpoint_key]
-        self.aggregates = state["aggregates"]
-        self.noise_multiplier = state["noise_multiplier"]
-        self.aggregation = None  # a mechanism built before the restore used a stale multiplier
         self.load_staged_state(state["staged"], checkpoint.get("epoch", 0))

@@ -1,23 +1,34 @@
-"""Base LightningModule for every private method: accountant, reports, checkpoints, halting.
+"""Base LightningModule of every private method: the one privacy lifecycle (invariant 11).
 
-Contract with the rest of the library:
+**plan -> calibrate -> record -> enforce -> report**, written once here:
 
-* ``self.accountant`` is the only place epsilon comes from; :meth:`privacy_spent` snapshots it.
-* :meth:`privacy_planned` is the spend the whole fit will reach (``None`` when it cannot be
-  known in advance, e.g. DP-SGD with a fixed noise multiplier and an open-ended trainer).
-* :meth:`privacy_if_next_step` is the spend if one more optimizer step runs (``None`` when
-  steps cost nothing, e.g. after GAP's one-time aggregation) — ``PrivacyBudget`` stops the fit
-  before a step that would exceed its budget.
-* Checkpoints carry the accountant and the report under ``checkpoint["dpgnn_privacy"]``;
-  loading restores the ledger, so a resumed fit keeps counting from where it stopped.
-* ``NodeDataModule.train_dataloader()`` asks the model for ``train_dataloader_from(data)``:
-  models that batch training rows themselves (Poisson batches for DP-SGD) return a loader.
+* *plan*: a method declares the mechanisms the rest of its fit will run by implementing
+  :meth:`PrivateModule.plan_mechanisms` (record them on a planning accountant at a noise
+  multiplier) and, when it trains with DP-SGD, :meth:`PrivateModule.dpsgd_phase` (the phase the
+  next optimizer step belongs to).
+* *calibrate*: :meth:`PrivateModule.calibrate` finds the smallest noise multiplier whose plan
+  meets the target epsilon (or checks a user-fixed one against it).
+* *record*: mechanisms record every invocation on ``self.accountant`` (the only source of
+  epsilon) and mark it when they drew reproducible noise.
+* *enforce*: before any step the trainer is checked for settings that break accounting
+  (:meth:`PrivateModule.check_trainer`); a DP-SGD phase whose calibrated steps are used up
+  halts the fit; ``PrivacyBudget`` refuses or stops over-budget fits through
+  :meth:`privacy_planned` / :meth:`privacy_if_next_step` / :meth:`halt_privately`.
+* *report*: :meth:`privacy_spent` snapshots the accountant into a :class:`PrivacyReport` with
+  the protected unit and the provenance of the noise.
+
+Noise is never replayable: every mechanism draws from an OS-entropy-seeded generator
+(:mod:`lightning_dpgnn.privacy.random`) unless the user passes ``noise_seed=`` explicitly, which
+the report then states. Checkpoints hold parameters, hyper-parameters, the report and the
+outputs of recorded mechanisms (:meth:`mechanism_outputs`) — nothing else computed from private
+data (invariant 9).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import lightning as L
@@ -27,25 +38,47 @@ from torch_geometric.data import Data
 
 from ..nn.mlp import compact_features
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
-from ..privacy.dpsgd import GhostDPOptimizer, ghost_backward
+from ..privacy.aggregation import EDGE_UNITS
+from ..privacy.calibration import calibrate_noise_multiplier
+from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward
+from ..privacy.random import reproducible_generator
 
-__all__ = ["PrivateModule", "PRIVACY_LEVELS"]
+__all__ = ["PrivateModule", "PRIVACY_LEVELS", "AccountingError"]
 
 PRIVACY_LEVELS = ("none", "edge", "node")
 CHECKPOINT_KEY = "dpgnn_privacy"
 
+UNITS = {
+    ("edge", "undirected"): "one undirected edge (both of its directions)",
+    ("edge", "directed"): "one directed edge (the thesis' unit; a friendship is two of them)",
+    ("node", None): "one node with all its edges, features and label",
+    ("ldp", None): "each node's features and label, perturbed on the node (edges are public)",
+}
+
+
+class AccountingError(ValueError):
+    """A setting would make the accounted epsilon wrong; the fit is refused before any step."""
+
 
 class PrivateModule(L.LightningModule):
-    """Shared plumbing of private node-classification modules.
+    """The privacy lifecycle shared by every method.
 
     Args:
         privacy: ``"none"``, ``"edge"`` or ``"node"`` (LDP methods use ``"ldp"``).
         epsilon: target epsilon (ignored for ``privacy="none"``). ``None`` means "no target":
             allowed for methods that read no private data at their level (MLP at edge level)
             or that run at a user-fixed noise multiplier (their spend is reported, not capped).
-        delta: target delta, or ``"auto"`` (below 1 / #edges at edge level, 1 / #nodes at node
-            level, resolved when the data is known).
+        delta: target delta, or ``"auto"`` (below 1 / #units: undirected or directed edges at
+            edge level, nodes at node level), resolved when the data is known.
         levels: the privacy levels this method supports.
+        noise_seed: ``None`` (default): privacy noise and Poisson batches come from an
+            OS-entropy-seeded generator nobody can replay. An integer makes them reproducible
+            — for research only: the report then says the guarantee does not hold against
+            anyone who knows the seed, and the zoo refuses to publish the model.
+        edge_unit: at edge level, what one unit of privacy is: ``"undirected"`` (default: one
+            friendship, both stored directions) or ``"directed"`` (the thesis' unit).
+        log_private_metrics: node level only: log ``val/*`` metrics computed on private labels
+            during the fit (not covered by epsilon; off by default).
     """
 
     def __init__(
@@ -55,6 +88,9 @@ class PrivateModule(L.LightningModule):
         delta: float | str = "auto",
         *,
         levels: tuple[str, ...] = PRIVACY_LEVELS,
+        noise_seed: int | None = None,
+        edge_unit: str = "undirected",
+        log_private_metrics: bool = False,
     ) -> None:
         super().__init__()
         if privacy not in levels:
@@ -72,71 +108,256 @@ class PrivateModule(L.LightningModule):
             self.target_epsilon = check_epsilon(epsilon)
         if not (delta == "auto" or delta is None or isinstance(delta, (int, float))):
             raise ValueError(f"delta must be a number in (0, 1) or 'auto', got {delta!r}")
+        if isinstance(delta, (int, float)) and not isinstance(delta, bool):
+            if not 0 < float(delta) < 1:
+                raise ValueError(f"delta must be in the open interval (0, 1), got {delta!r}")
+        if edge_unit not in EDGE_UNITS:
+            raise ValueError(f"edge_unit must be one of {EDGE_UNITS}, got {edge_unit!r}")
+        if noise_seed is not None and (isinstance(noise_seed, bool) or not isinstance(
+            noise_seed, int
+        )):
+            raise ValueError(f"noise_seed must be an integer or None, got {noise_seed!r}")
         self.target_delta = delta
+        self.noise_seed = noise_seed
+        self.edge_unit = edge_unit
+        self.log_private_metrics = bool(log_private_metrics)
         self.accountant = PrivacyAccountant(level=privacy if privacy != "none" else "none")
+        self.accountant.unit = UNITS.get((privacy, edge_unit if privacy == "edge" else None), "")
+        #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
+        self.noise_multiplier: float | None = None
         self._privacy_halt = False
         #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none);
         #: with ghost clipping, :meth:`backward` clips through it
         self.dp_training: tuple[Any, Any] | None = None
         self._loss_per_sample: torch.Tensor | None = None
 
-    def _datamodule_graph(self) -> Data:
-        """The preprocessed graph of the attached ``NodeDataModule``, with a clear error."""
+    def _datamodule(self) -> Any:
         dm = self.trainer.datamodule if self._trainer is not None else None
         if dm is None or not hasattr(dm, "data"):
             raise RuntimeError(
                 f"{type(self).__name__} needs a NodeDataModule: trainer.fit(model, datamodule=dm)"
             )
+        return dm
+
+    def _datamodule_graph(self) -> Data:
+        """The preprocessed graph of the attached ``NodeDataModule``, with a clear error.
+
+        Preprocessing is a read of private data too: a data module that read data protected at
+        this level outside a mechanism (``private_reads``) is refused here, before any step."""
+        dm = self._datamodule()
+        reads = dm.private_reads(self.privacy) if hasattr(dm, "private_reads") else []
+        if reads:
+            raise AccountingError(
+                f"{type(self).__name__}(privacy={self.privacy!r}): the data module's "
+                "preprocessing reads private data outside any mechanism, so the epsilon would "
+                "not hold:\n  - " + "\n  - ".join(reads)
+            )
         return dm.data
 
-    # -- privacy API -----------------------------------------------------------------------
+    @property
+    def num_classes_public(self) -> int | None:
+        """Number of classes known as public metadata: the model's ``num_classes`` argument,
+        or the data module's declared class list."""
+        given = self.hparams.get("num_classes")
+        if given is not None:
+            return int(given)
+        dm = self.trainer.datamodule if self._trainer is not None else None
+        declared = getattr(dm, "public_num_classes", None)
+        return int(declared) if declared else None
+
+    def _num_classes(self, data: Data) -> int:
+        """Classes of the data: declared public metadata, or (levels where labels are not
+        protected) read from the labels."""
+        declared = self.num_classes_public
+        if declared is not None:
+            return declared
+        if self.labels_private():
+            raise AccountingError(
+                f"privacy={self.privacy!r} protects labels, so the number of classes cannot be "
+                "read from them (removing one node could change it): declare the classes as "
+                "public metadata, e.g. NodeDataModule(..., classes=[...]), or pass num_classes"
+            )
+        y = data.y
+        return int(y[y >= 0].max()) + 1
+
+    def labels_private(self) -> bool:
+        """Whether this fit protects the labels (node level; LDP methods that perturb them)."""
+        return self.privacy == "node"
+
+    # -- noise -----------------------------------------------------------------------------
+    def noise_generator(self, stream: int = 0) -> torch.Generator | None:
+        """Generator for privacy noise and Poisson batches: ``None`` (OS-entropy-seeded, the
+        default) or, with an explicit ``noise_seed``, a reproducible stream."""
+        if self.noise_seed is None:
+            return None
+        return reproducible_generator(self.noise_seed, stream)
+
+    @contextmanager
+    def seeded(self, seed: int | None) -> Iterator[None]:
+        """Run the body (e.g. weight initialisation) under ``seed`` without touching the
+        global RNG state outside it; ``None`` runs it as is. Never used for privacy noise."""
+        if seed is None:
+            yield
+            return
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            yield
+
+    # -- plan (the method declares) ----------------------------------------------------------
+    def plan_mechanisms(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        """Record on ``accountant`` every mechanism the *rest* of the fit will run at
+        ``noise_multiplier``. Return ``False`` when the plan is open-ended (its length is not
+        known in advance). Default: nothing more will run."""
+        return True
+
+    def dpsgd_phase(self) -> DPSGDPhase | None:
+        """The DP-SGD phase the next optimizer step belongs to (``None``: steps are free)."""
+        return None
+
+    def calibrates_noise(self) -> bool:
+        """Whether the noise multiplier is solved from the target epsilon (Gaussian methods)."""
+        return False
+
+    # -- calibrate ---------------------------------------------------------------------------
+    def planned_accountant(self, noise_multiplier: float | None) -> PrivacyAccountant | None:
+        """What has been spent plus the plan of the rest (``None``: open-ended)."""
+        acc = self.accountant.copy()
+        return acc if self.plan_mechanisms(acc, noise_multiplier) else None
+
+    def _fresh_plan(self, z: float) -> PrivacyAccountant:
+        acc = self.accountant.copy()  # what was spent (a resumed fit) plus the rest at z
+        self.plan_mechanisms(acc, z)
+        return acc
+
+    def calibrate(self) -> None:
+        """Solve the noise multiplier for the target epsilon, or check a fixed one."""
+        if self.privacy == "none" or not self.calibrates_noise():
+            return
+        if self.noise_multiplier is None:
+            if self.target_epsilon is None:
+                raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
+            self.noise_multiplier = calibrate_noise_multiplier(
+                self._fresh_plan, self.target_epsilon, self.accountant.delta
+            )
+            self.hparams["noise_multiplier"] = self.noise_multiplier
+        elif self.target_epsilon is not None:
+            spend = self._fresh_plan(self.noise_multiplier).epsilon()
+            if spend > self.target_epsilon * (1 + 1e-9):
+                raise ValueError(
+                    f"noise_multiplier={self.noise_multiplier:g} would spend epsilon {spend:.4g}"
+                    f" > target {self.target_epsilon:g}; leave it unset to calibrate"
+                )
+
     def resolve_delta(self, data: Data) -> float | None:
         """Fix delta once the private units are known (edges or nodes)."""
         if self.privacy == "none":
             return None
         if self.accountant.delta is not None and self.target_delta == "auto":
             return self.accountant.delta  # already resolved (e.g. restored from a checkpoint)
-        units = data.num_edges if self.privacy == "edge" else data.num_nodes
-        self.accountant.delta = resolve_delta(self.target_delta, units)
+        if self.privacy == "edge":
+            units = data.num_edges // 2 if self.edge_unit == "undirected" else data.num_edges
+        else:
+            units = data.num_nodes
+        self.accountant.delta = resolve_delta(self.target_delta, max(int(units), 1))
         return self.accountant.delta
 
+    # -- report ------------------------------------------------------------------------------
     def privacy_spent(self) -> PrivacyReport:
         """The guarantee of what has run so far — the only source of epsilon."""
         return PrivacyReport.from_accountant(self.accountant, private=self.privacy != "none")
 
     def privacy_planned(self) -> PrivacyReport | None:
-        """Spend of the whole fit; default: nothing beyond what is already spent."""
-        return self.privacy_spent()
+        """Spend of the whole fit (``None`` when it cannot be known in advance)."""
+        if self.privacy == "none":
+            return self.privacy_spent()
+        acc = self.planned_accountant(self.noise_multiplier)
+        return None if acc is None else PrivacyReport.from_accountant(acc)
 
     def privacy_if_next_step(self) -> PrivacyReport | None:
         """Spend if one more optimizer step ran; ``None`` when steps read no private data."""
-        return None
+        phase = self.dpsgd_phase()
+        if phase is None or self.noise_multiplier is None:
+            return None
+        acc = self.accountant.copy()
+        phase.plan(acc, self.noise_multiplier, 1)
+        return PrivacyReport.from_accountant(acc)
 
+    # -- enforce -----------------------------------------------------------------------------
     def halt_privately(self) -> None:
         """Skip the rest of the fit before the next optimizer step (used by PrivacyBudget)."""
         self._privacy_halt = True
 
-    def on_fit_start(self) -> None:
-        self._privacy_halt = False
-        world = getattr(self.trainer, "world_size", 1)
+    def uses_dpsgd(self) -> bool:
+        """Whether any training step of this fit is a DP-SGD step (Poisson batches)."""
+        return False
+
+    def check_trainer(self) -> None:
+        """Refuse trainer settings that break the accounting, before any step (invariant 7)."""
+        trainer = self.trainer
+        world = getattr(trainer, "world_size", 1)
         if self.privacy != "none" and world > 1:
             raise NotImplementedError(
                 f"private training on {world} processes is not supported yet: each rank would "
                 "draw its own aggregation/gradient noise and the accounting would not hold "
                 "(design invariant 5). Train private models on a single device for now."
             )
+        if not self.uses_dpsgd():
+            return
+        bad = []
+        if getattr(trainer, "accumulate_grad_batches", 1) != 1:
+            bad.append(
+                f"accumulate_grad_batches={trainer.accumulate_grad_batches}: several Poisson "
+                "batches would go into one noised step accounted as one batch"
+            )
+        if getattr(trainer, "overfit_batches", 0):
+            bad.append(
+                f"overfit_batches={trainer.overfit_batches}: the same batches would be replayed "
+                "instead of fresh Poisson samples"
+            )
+        limit = getattr(trainer, "limit_train_batches", 1.0)
+        if limit is not None and not (isinstance(limit, float) and limit == 1.0):
+            bad.append(
+                f"limit_train_batches={limit}: epochs would be cut short of the calibrated plan "
+                "of Poisson-sampled steps"
+            )
+        if bad:
+            raise AccountingError(
+                f"{type(self).__name__} trains with DP-SGD; these Trainer settings break its "
+                "privacy accounting:\n  - " + "\n  - ".join(bad)
+            )
+
+    def on_fit_start(self) -> None:
+        self._privacy_halt = False
+        self.check_trainer()
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        phase = self.dpsgd_phase()
+        if (
+            phase is not None
+            and self.target_epsilon is not None
+            and self.accountant.total_count(phase.name) >= phase.total_steps
+        ):
+            self.halt_privately()  # the calibrated plan is used up: never exceed it
         if self._privacy_halt:
             self.trainer.should_stop = True
             return -1
         return None
 
-    # -- checkpoints -----------------------------------------------------------------------
+    # -- checkpoints -------------------------------------------------------------------------
+    def mechanism_outputs(self) -> dict[str, Any]:
+        """The recorded mechanisms' cached outputs (the only private-data-derived values a
+        checkpoint may hold besides parameters)."""
+        return {}
+
+    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
+        """Restore what :meth:`mechanism_outputs` saved."""
+
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[CHECKPOINT_KEY] = {
             "accountant": self.accountant.state_dict(),
             "report": self.privacy_spent().to_dict(),
+            "noise_multiplier": self.noise_multiplier,
+            "outputs": self.mechanism_outputs(),
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -147,6 +368,8 @@ class PrivateModule(L.LightningModule):
                 "lightning-dpgnn model, so its privacy spend is unknown"
             )
         self.accountant.load_state_dict(state["accountant"])
+        self.noise_multiplier = state.get("noise_multiplier", self.noise_multiplier)
+        self.load_mechanism_outputs(state.get("outputs", {}))
 
     # -- shared training / evaluation -------------------------------------------------------
     def _train_rows(
@@ -203,7 +426,15 @@ class PrivateModule(L.LightningModule):
             return
         super().backward(loss, *args, **kwargs)
 
-    def _log_accuracy(self, logits: torch.Tensor, data: Data, stage: str) -> torch.Tensor:
+    def _logs_metrics(self, stage: str) -> bool:
+        """Node level: no metric on private labels during the fit unless asked for."""
+        in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
+        return not (self.privacy == "node" and stage == "val" and in_fit
+                    and not self.log_private_metrics)
+
+    def _log_accuracy(self, logits: torch.Tensor, data: Data, stage: str) -> torch.Tensor | None:
+        if not self._logs_metrics(stage):
+            return None
         mask = getattr(data, f"{stage}_mask")
         y = data.y[mask]
         loss = F.cross_entropy(logits[mask], y)

@@ -6,12 +6,15 @@ One ``trainer.fit`` runs the three modules as stages of the staged fit loop:
    and labels only — no edges (DP-Adam at node level).
 2. **Aggregation module** (Alg. 5, PMA): computed ONCE when the classifier stage starts, from
    the row-normalized encoder output; K Gaussian mechanisms on the sum aggregation, each hop
-   normalized again; the result is cached (and checkpointed) for training and inference.
+   normalized again; the K noisy hops are cached (and checkpointed) for training and
+   inference. Hop 0 (the normalized encoder output, no noise) is never stored: it is
+   recomputed from the caller's features, so a checkpoint holds no unnoised per-node data.
 3. **Classification module** (Alg. 7): per-hop base MLPs, COMBINE, head MLP, trained on the
    cached aggregates without touching edges (DP-Adam at node level).
 
-Privacy: edge level is Proposition 6 (K Gaussian mechanisms of sensitivity 1); node level is
-Proposition 7 (encoder DP-SGD + K hops of sensitivity sqrt(D) + classifier DP-SGD), with one
+Privacy: edge level is Proposition 6 (K Gaussian mechanisms of sensitivity 1 per directed edge,
+sqrt(2) per undirected edge); node level is Proposition 7 (encoder DP-SGD + K hops of
+sensitivity sqrt(D) on graphs whose degrees are at most D + classifier DP-SGD), with one
 noise multiplier for gradients and aggregations calibrated jointly to the target epsilon
 (thesis §4.7.5). Inference (Alg. 8): transductive predictions read only the cached
 aggregates; inductive predictions run encoder + PMA (fresh noise) on the new graph.
@@ -90,14 +93,19 @@ class GAP(AggregationPerturbationModule):
         base_layers, head_layers: MLP layers of the classification module.
         hidden: width of every hidden layer and of the encoder output.
         combine: ``"cat"``, ``"sum"`` or ``"attn"``.
-        max_degree: degree bound D for node level (edges are sampled down to it).
+        max_degree: node level: D, a public upper bound on every in- and out-degree of the
+            graph (checked; a graph above it is refused, see docs/privacy.md).
         dropout, normalization, activation: MLP settings (``normalization="batch"`` is refused
             at node level: BatchNorm mixes samples).
         lr, weight_decay: Adam / DP-Adam settings, shared by both trained modules.
         encoder_epochs, classifier_epochs: epochs of the two training stages.
         batch_size, max_grad_norm: DP-SGD settings (node level only; other levels full-batch).
         noise_multiplier: skip calibration and use this noise scale (checked against epsilon).
-        seed: seed for the aggregation noise and Poisson batches (``None``: fresh randomness).
+        seed: seed of the weight initialisation (never of privacy noise).
+        noise_seed: reproducible privacy noise and Poisson batches, for research only (the
+            report says the guarantee does not hold against anyone who knows it).
+        edge_unit: ``"undirected"`` (default: one friendship) or ``"directed"`` (the thesis').
+        log_private_metrics: node level: log ``val/*`` on private labels during the fit.
     """
 
     mechanism_name = "pma"
@@ -126,15 +134,21 @@ class GAP(AggregationPerturbationModule):
         max_grad_norm: float = 1.0,
         noise_multiplier: float | None = None,
         seed: int | None = None,
+        noise_seed: int | None = None,
+        edge_unit: Literal["undirected", "directed"] = "undirected",
+        log_private_metrics: bool = False,
         num_features: int | None = None,
         num_classes: int | None = None,
     ) -> None:
-        super().__init__(privacy, epsilon, delta)
+        super().__init__(
+            privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
+            log_private_metrics=log_private_metrics,
+        )
         self.save_hyperparameters()
-        if hops < 1:
-            raise ValueError(f"hops must be >= 1, got {hops}")
+        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
+            raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
         self._ap_init(noise_multiplier)
-        self.aggregates: torch.Tensor | None = None  # [N, K+1, d], the cached private output
+        self.aggregates: torch.Tensor | None = None  # [N, K, d], the cached private output
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
         if num_features is not None and num_classes is not None:
@@ -180,7 +194,7 @@ class GAP(AggregationPerturbationModule):
         return self.encoder_model if index == 0 else self.classifier
 
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        return (data.x,) if index == 0 else (self.aggregates,)
+        return (data.x,) if index == 0 else (self._with_hop0(data.x, self.aggregates),)
 
     # -- the aggregation module (Alg. 5), run once -----------------------------------------
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -189,12 +203,25 @@ class GAP(AggregationPerturbationModule):
         return self._eval_forward(self._encoder().mlp, self._input_features(x))
 
     @torch.no_grad()
+    def _hop0(self, x: torch.Tensor) -> torch.Tensor:
+        """Hop 0, the normalized encoder output: public to whoever holds ``x``, so recomputed
+        from the caller's features (cached per feature tensor), never stored."""
+        cached = getattr(self, "_hop0_cache", None)
+        if cached is None or cached[0] is not x:
+            self._hop0_cache = (x, normalize_rows(self._encode(x)))
+        return self._hop0_cache[1]
+
+    def _with_hop0(self, x: torch.Tensor, hops: torch.Tensor) -> torch.Tensor:
+        """``[N, K+1, d]``: hop 0 from ``x`` in front of the K noisy hops."""
+        return torch.cat([self._hop0(x).unsqueeze(1), hops], dim=1)
+
+    @torch.no_grad()
     def _aggregate(
         self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
     ) -> torch.Tensor:
-        """``[N, K+1, d]``: the normalized encoder output and K normalized noisy hops."""
-        x = normalize_rows(self._encode(graph.x))
-        hops = [x]
+        """``[N, K, d]``: the K normalized noisy hops of the normalized encoder output."""
+        x = self._hop0(graph.x)
+        hops = []
         for _ in range(self.hparams.hops):
             x = normalize_rows(self._aggregate_once(x, graph, accountant, generator))
             hops.append(x)
@@ -202,16 +229,18 @@ class GAP(AggregationPerturbationModule):
 
     def on_enter_stage(self, stage_index: int) -> None:
         if stage_index == 1 and self.aggregates is None:
-            self.aggregates = self._aggregate(self._graph, self.accountant, self._generator(0))
+            gen = self.noise_generator()
+            self.aggregates = self._aggregate(self._graph, self.accountant, gen)
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
     def _logits(self, data: Data) -> torch.Tensor:
         if self._trainer is not None and self.trainer.state.fn == "fit" and self.current_stage == 0:
             return self.encoder_model(self._input_features(data.x))
         self._require_cache()
-        return self.classifier(self.aggregates)
+        return self.classifier(self._with_hop0(data.x, self.aggregates))
 
     def _forward_graph(
         self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
     ) -> torch.Tensor:
-        return self.classifier(self._aggregate(graph, accountant, generator))
+        hops = self._aggregate(graph, accountant, generator)
+        return self.classifier(self._with_hop0(graph.x, hops))

@@ -11,13 +11,14 @@ to the server in this threat model (thesis §2.3.1, §3.3.1).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from torch_geometric.data import Data
 
 from ..data.local import LocalCollection, LocalCollector
-from ..privacy import PrivacyReport
+from ..privacy import PrivacyAccountant
 from .base import PrivateModule
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
@@ -28,16 +29,15 @@ COLLECTION_KEY = "dpgnn_ldp_collection"
 class LocallyPrivateModule(PrivateModule):
     """Base of LDP node models: collection once per fit, cached and checkpointed.
 
-    Subclasses call ``super().__init__(collector, seed)``, implement :meth:`build` (create the
-    networks from the public sizes) and may override :meth:`on_collected` to precompute
+    Subclasses call ``super().__init__(collector, noise_seed)``, implement :meth:`build` (create
+    the networks from the public sizes) and may override :meth:`on_collected` to precompute
     server-side views of the collection (they must be pure post-processing).
     """
 
-    def __init__(self, collector: LocalCollector, seed: int | None = None) -> None:
-        super().__init__("ldp", None, "auto", levels=("ldp",))
+    def __init__(self, collector: LocalCollector, noise_seed: int | None = None) -> None:
+        super().__init__("ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed)
         self.collector = collector
         self.accountant.delta = collector.delta if collector.needs_delta else None
-        self.seed = seed
         self._collection: LocalCollection | None = None
         self._features: torch.Tensor | None = None  # decoded collection (post-processing)
         self._graph: Data | None = None
@@ -55,22 +55,25 @@ class LocallyPrivateModule(PrivateModule):
         data = self._datamodule_graph()
         self._graph = data
         if not self.is_built:
-            num_classes = int(data.y.max()) + 1 if getattr(data, "y", None) is not None else 0
+            has_y = getattr(data, "y", None) is not None
+            num_classes = self._num_classes(data) if has_y else 0
+            self.hparams["num_classes"] = num_classes
             self.build(int(data.num_features), num_classes)
 
-    # -- the collection (node side), once ---------------------------------------------------------
-    def _generator(self) -> torch.Generator | None:
-        return None if self.seed is None else torch.Generator().manual_seed(int(self.seed))
+    def labels_private(self) -> bool:
+        eps = self.collector.y_eps
+        return bool(self.collector.collect_labels) and eps is not None and math.isfinite(eps)
 
+    # -- the collection (node side), once ---------------------------------------------------------
     def on_fit_start(self) -> None:
         super().on_fit_start()
         if self._collection is None:  # a restored checkpoint already holds it
             self._collection = self.collector.collect(
-                self._graph, self.accountant, self._generator(), self._num_classes()
+                self._graph, self.accountant, self.noise_generator(), self._declared_classes()
             )
             self._collected()
 
-    def _num_classes(self) -> int | None:
+    def _declared_classes(self) -> int | None:
         return self.hparams.get("num_classes")
 
     def _collected(self) -> None:
@@ -95,26 +98,24 @@ class LocallyPrivateModule(PrivateModule):
             self._features = self.collector.features(self.collection()).to(self.device)
         return self._features
 
-    # -- privacy reports --------------------------------------------------------------------------
-    def privacy_planned(self) -> PrivacyReport:
-        """Spent so far plus the collection, if it has not run yet (training costs nothing)."""
+    # -- the plan: the collection, if it has not run yet (training costs nothing) ----------------
+    def plan_mechanisms(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
         if self._collection is not None:
-            return self.privacy_spent()
+            return True
         if self._graph is None:
             raise RuntimeError("the spend of an LDP collection is known once the data is set up")
-        acc = self.accountant.copy()
-        self.collector.account(acc, int(self._graph.num_features), self._num_classes() or 0)
-        return PrivacyReport.from_accountant(acc)
+        self.collector.account(
+            accountant, int(self._graph.num_features), self._declared_classes() or 0
+        )
+        return True
 
-    # -- checkpoints ------------------------------------------------------------------------------
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_save_checkpoint(checkpoint)
+    # -- checkpoints: the collection is the mechanism's output ----------------------------------
+    def mechanism_outputs(self) -> dict[str, Any]:
         c = self._collection
-        checkpoint[COLLECTION_KEY] = None if c is None else c.state_dict()
+        return {COLLECTION_KEY: None if c is None else c.state_dict()}
 
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)
-        state = checkpoint.get(COLLECTION_KEY)
+    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
+        state = outputs.get(COLLECTION_KEY)
         self._collection = None if state is None else LocalCollection.from_state_dict(state)
         if self._collection is not None:
             self._collected()

@@ -68,7 +68,8 @@ class LPGNN(LocallyPrivateModule):
             post-processing). The rectifier scales features by about ``d / eps`` (eq. 3.10), so
             at small ``eps_x`` the raw ``h`` is huge; standardizing makes training invariant
             to that scale. Not in the thesis (``False`` is its literal pipeline).
-        seed: seed of the node-side randomness (``None``: fresh randomness).
+        noise_seed: reproducible node-side randomness, for research only (``None``: entropy;
+            the report says the guarantee does not hold against anyone who knows the seed).
     """
 
     def __init__(
@@ -93,7 +94,7 @@ class LPGNN(LocallyPrivateModule):
         beta: float = 1.0,
         delta: float = 1e-10,
         standardize: bool = True,
-        seed: int | None = None,
+        noise_seed: int | None = None,
         num_features: int | None = None,
         num_classes: int | None = None,
     ) -> None:
@@ -113,7 +114,7 @@ class LPGNN(LocallyPrivateModule):
         collector = LocalCollector(
             x_eps, y_eps, mechanism, m=m, alpha=alpha, beta=beta, delta=delta, features=features
         )
-        super().__init__(collector, seed)
+        super().__init__(collector, noise_seed)
         self.save_hyperparameters()
         self.x_prop = KProp(x_steps)
         self.y_prop = KProp(y_steps)

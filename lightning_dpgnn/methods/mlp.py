@@ -9,9 +9,11 @@ import torch
 from torch_geometric.data import Data
 
 from ..nn.mlp import MLP as MLPBlock
-from ..privacy import PrivacyAccountant, PrivacyReport, calibrate_noise_multiplier
+from ..privacy import PrivacyAccountant
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
 from .base import PrivateModule
+
+_BATCH_STREAM, _GRADIENT_STREAM = 1_000, 2_000_000
 
 __all__ = ["MLP", "DPMLP"]
 
@@ -33,8 +35,9 @@ class _NodeMLP(PrivateModule):
         normalization: str,
         lr: float,
         weight_decay: float,
+        **privacy_options,
     ) -> None:
-        super().__init__(privacy, epsilon, delta, levels=levels)
+        super().__init__(privacy, epsilon, delta, levels=levels, **privacy_options)
         self.mlp: torch.nn.Module | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
@@ -54,7 +57,8 @@ class _NodeMLP(PrivateModule):
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if self.mlp is None:
-            self._build(data.num_features, int(data.y.max()) + 1)
+            with self.seeded(self.hparams.get("seed")):
+                self._build(data.num_features, self._num_classes(data))
         self.resolve_delta(data)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -69,8 +73,8 @@ class _NodeMLP(PrivateModule):
     def _eval(self, data: Data, stage: str) -> torch.Tensor:
         return self._log_accuracy(self(self._input_features(data.x)), data, stage)
 
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._eval(data, "val")
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        return self._eval(data, "val") if self._logs_metrics("val") else None
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._eval(data, "test")
@@ -134,6 +138,10 @@ class DPMLP(_NodeMLP):
         epochs: DP-SGD epochs the calibration plans for; the model stops itself there.
         batch_size: expected Poisson batch size; max_grad_norm: clipping norm C.
         normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm is rejected).
+        seed: seed of the weight initialisation (never of privacy noise).
+        noise_seed: reproducible gradient noise and Poisson batches, for research only (the
+            report says the guarantee does not hold against anyone who knows it).
+        log_private_metrics: log ``val/*`` on private labels during the fit.
     """
 
     def __init__(
@@ -153,6 +161,8 @@ class DPMLP(_NodeMLP):
         max_grad_norm: float = 1.0,
         noise_multiplier: float | None = None,
         seed: int | None = None,
+        noise_seed: int | None = None,
+        log_private_metrics: bool = False,
     ) -> None:
         self.save_hyperparameters()
         if epsilon is None and noise_multiplier is None:
@@ -160,7 +170,6 @@ class DPMLP(_NodeMLP):
         if noise_multiplier is not None and not noise_multiplier > 0:
             raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier}")
         self.phase = DPSGDPhase("mlp/dpsgd", epochs, batch_size, max_grad_norm)
-        self.noise_multiplier = noise_multiplier
         super().__init__(
             "node",
             epsilon,
@@ -174,7 +183,10 @@ class DPMLP(_NodeMLP):
             normalization,
             lr,
             weight_decay,
+            noise_seed=noise_seed,
+            log_private_metrics=log_private_metrics,
         )
+        self.noise_multiplier = noise_multiplier
 
     def _build(self, num_features: int, num_classes: int) -> None:
         super()._build(num_features, num_classes)
@@ -183,33 +195,28 @@ class DPMLP(_NodeMLP):
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
-        data = self._datamodule_graph()
-        self.phase.bind(int(data.train_mask.sum()))
-        if self.target_epsilon is None:
-            return
-        if self.noise_multiplier is None:
-            self.noise_multiplier = calibrate_noise_multiplier(
-                self._plan, self.target_epsilon, self.accountant.delta
-            )
-            self.hparams.noise_multiplier = self.noise_multiplier  # reloads skip calibration
-        elif self._plan(self.noise_multiplier).epsilon() > self.target_epsilon * (1 + 1e-9):
-            raise ValueError(
-                f"noise_multiplier={self.noise_multiplier:g} spends more than epsilon="
-                f"{self.target_epsilon:g} over {self.phase.epochs} epochs; drop it to calibrate"
-            )
+        self.phase.bind(int(self._datamodule_graph().train_mask.sum()))
+        self.calibrate()
 
-    def _plan(self, z: float) -> PrivacyAccountant:
-        acc = PrivacyAccountant("node", self.accountant.delta)
-        self.phase.plan(acc, z)
-        return acc
+    # -- the plan: one DP-SGD phase ---------------------------------------------------------
+    def calibrates_noise(self) -> bool:
+        return True
 
-    def privacy_planned(self) -> PrivacyReport | None:
+    def uses_dpsgd(self) -> bool:
+        return True
+
+    def dpsgd_phase(self) -> DPSGDPhase:
+        return self.phase
+
+    def plan_mechanisms(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        """The remaining DP-SGD steps: ``epochs`` epochs when calibrated to a target, else as
+        many as the trainer will run (open-ended without ``max_epochs``)."""
         steps = self.phase.total_steps if self.target_epsilon is not None else self._trainer_steps()
         if steps is None:
-            return None
-        acc = self.accountant.copy()
-        self.phase.plan(acc, self.noise_multiplier, max(0, steps - self._steps_done()))
-        return PrivacyReport.from_accountant(acc)
+            return False
+        done = self.accountant.total_count(self.phase.name)
+        self.phase.plan(accountant, noise_multiplier, max(0, steps - done))
+        return True
 
     def _trainer_steps(self) -> int | None:
         max_epochs = self.trainer.max_epochs if self._trainer is not None else None
@@ -217,30 +224,17 @@ class DPMLP(_NodeMLP):
             return None
         return max_epochs * self.phase.steps_per_epoch
 
-    def _steps_done(self) -> int:
-        return self.accountant.total_count(self.phase.name)
-
-    def privacy_if_next_step(self) -> PrivacyReport:
-        acc = self.accountant.copy()
-        self.phase.plan(acc, self.noise_multiplier, 1)
-        return PrivacyReport.from_accountant(acc)
-
-    def on_train_batch_start(self, batch, batch_idx: int):
-        if self.target_epsilon is not None and self._steps_done() >= self.phase.total_steps:
-            self.halt_privately()  # the calibrated plan is used up: never exceed the target
-        return super().on_train_batch_start(batch, batch_idx)
-
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         m = data.train_mask
-        return self.phase.loader(data.x[m], data.y[m], generator=self._generator())
-
-    def _generator(self) -> torch.Generator | None:
-        seed = self.hparams.seed
-        return None if seed is None else torch.Generator().manual_seed(seed + self.current_epoch)
+        gen = self.noise_generator(_BATCH_STREAM + self.current_epoch)
+        return self.phase.loader(data.x[m], data.y[m], generator=gen)
 
     def configure_optimizers(self):
         opt = torch.optim.Adam(
             self.mlp.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
         )
-        self.dp_training = self.phase.wrap(self.mlp, opt, self.noise_multiplier, self.accountant)
+        gen = self.noise_generator(_GRADIENT_STREAM)
+        self.dp_training = self.phase.wrap(
+            self.mlp, opt, self.noise_multiplier, self.accountant, gen
+        )
         return self.dp_training[1]

@@ -85,7 +85,8 @@ class PGC(LocallyPrivateModule):
         hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3).
         lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01 / dropout 0.5).
         alpha, beta: feature range known to the server.
-        seed: seed of the node-side randomness (``None``: fresh randomness).
+        noise_seed: reproducible node-side randomness, for research only (``None``: entropy;
+            the report says the guarantee does not hold against anyone who knows the seed).
     """
 
     def __init__(
@@ -100,12 +101,12 @@ class PGC(LocallyPrivateModule):
         weight_decay: float = 0.01,
         alpha: float = 0.0,
         beta: float = 1.0,
-        seed: int | None = None,
+        noise_seed: int | None = None,
         num_features: int | None = None,
         num_classes: int | None = None,
     ) -> None:
         collector = _pgc_collector(epsilon, mechanism, per_coordinate, alpha, beta, True)
-        super().__init__(collector, seed)
+        super().__init__(collector, noise_seed)
         self.save_hyperparameters()
         self.gcn: GNNBackbone | None = None
         if num_features is not None and num_classes is not None:
@@ -247,7 +248,7 @@ class PGCLinkPrediction(LocallyPrivateModule):
     """Link prediction with private features: a VGAE over the 1-bit estimates.
 
     Args:
-        epsilon, mechanism, per_coordinate, alpha, beta, seed: as in :class:`PGC`.
+        epsilon, mechanism, per_coordinate, alpha, beta, noise_seed: as in :class:`PGC`.
         hidden, out_dim: encoder widths (32 and 16, §2.6.3).
         dropout, lr, weight_decay: training (Table 2.2: Cora 0.01 / 0.01 / 0).
         edge_split: train/val/test fractions of the edges (85/5/10).
@@ -270,11 +271,11 @@ class PGCLinkPrediction(LocallyPrivateModule):
         split_seed: int = 0,
         alpha: float = 0.0,
         beta: float = 1.0,
-        seed: int | None = None,
+        noise_seed: int | None = None,
         num_features: int | None = None,
     ) -> None:
         collector = _pgc_collector(epsilon, mechanism, per_coordinate, alpha, beta, False)
-        super().__init__(collector, seed)
+        super().__init__(collector, noise_seed)
         self.save_hyperparameters()
         self.vgae: VGAE | None = None
         self.edges: dict[str, torch.Tensor] | None = None
@@ -290,7 +291,7 @@ class PGCLinkPrediction(LocallyPrivateModule):
         self.hparams.update(num_features=int(num_features))
         self.vgae = VGAE(VGAEEncoder(num_features, hp.hidden, hp.out_dim, hp.dropout))
 
-    def _num_classes(self) -> int | None:
+    def _declared_classes(self) -> int | None:
         return None
 
     def setup(self, stage: str) -> None:

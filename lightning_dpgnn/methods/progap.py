@@ -40,7 +40,6 @@ from .ap import AggregationPerturbationModule
 __all__ = ["ProGAP", "ProGAPNetwork"]
 
 TRAINING = ("progressive", "layerwise")
-NAP_SEED_OFFSET = 100_000  # NAP noise streams never coincide with the per-epoch batch streams
 
 
 class ProGAPNetwork(nn.Module):
@@ -103,7 +102,8 @@ class ProGAP(AggregationPerturbationModule):
         epochs_per_stage: epochs each of the ``K + 1`` stages trains for.
         training: ``"progressive"`` (stage ``s`` trains base MLPs ``0..s``) or ``"layerwise"``
             (only base MLP ``s``; earlier ones frozen).
-        max_degree: degree bound D for node level (edges are sampled down to it).
+        max_degree: node level: D, a public upper bound on every in- and out-degree of the
+            graph (checked; a graph above it is refused, see docs/privacy.md).
         dropout, activation: MLP settings.
         normalization: ``"auto"`` (BatchNorm, or GroupNorm with one group at node level, as in
             the thesis), ``"none"``, ``"layer"``, ``"group"`` or ``"batch"`` (refused at node
@@ -114,7 +114,11 @@ class ProGAP(AggregationPerturbationModule):
             no ``val/acc`` gain (``None``: train every epoch; the best epoch is kept either way).
             Ignored at node level, where validation labels are private.
         noise_multiplier: skip calibration and use this noise scale (checked against epsilon).
-        seed: seed for NAP noise, Poisson batches and degree sampling (``None``: fresh).
+        seed: seed of the weight initialisation (never of privacy noise).
+        noise_seed: reproducible NAP noise and Poisson batches, for research only (the report
+            says the guarantee does not hold against anyone who knows it).
+        edge_unit: ``"undirected"`` (default: one friendship) or ``"directed"`` (the thesis').
+        log_private_metrics: node level: log ``val/*`` on private labels during the fit.
     """
 
     mechanism_name = "nap"
@@ -142,12 +146,18 @@ class ProGAP(AggregationPerturbationModule):
         patience: int | None = None,
         noise_multiplier: float | None = None,
         seed: int | None = None,
+        noise_seed: int | None = None,
+        edge_unit: Literal["undirected", "directed"] = "undirected",
+        log_private_metrics: bool = False,
         num_features: int | None = None,
         num_classes: int | None = None,
     ) -> None:
-        super().__init__(privacy, epsilon, delta)
+        super().__init__(
+            privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
+            log_private_metrics=log_private_metrics,
+        )
         self.save_hyperparameters()
-        if depth < 1:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be >= 1 (K NAP layers), got {depth}; use MLP for 0")
         if base_layers < 1:
             raise ValueError(f"base_layers must be >= 1, got {base_layers}")
@@ -234,7 +244,7 @@ class ProGAP(AggregationPerturbationModule):
             self.aggregates = []
         if stage_index >= 1 and len(self.aggregates) < stage_index:
             graph = self._graph
-            gen = self._generator(NAP_SEED_OFFSET + stage_index)
+            gen = self.noise_generator(stage_index)
             inputs = [graph.x, *self.aggregates]
             self.aggregates.append(self._nap(inputs, graph, self.accountant, gen))
 

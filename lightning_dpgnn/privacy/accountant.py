@@ -37,6 +37,8 @@ from autodp import rdp_bank
 from opacus.accountants.analysis.rdp import compute_rdp
 from scipy.optimize import minimize_scalar
 
+from . import random as _random
+
 __all__ = [
     "LEVELS",
     "Level",
@@ -244,12 +246,20 @@ class PrivacyAccountant:
         delta: target delta for the reported epsilon (``None`` for pure-epsilon LDP).
         conversion: ``"improved"`` (default, Balle et al. 2020) or ``"basic"`` (Mironov 2017,
             the conversion behind the papers' closed forms).
+        unit: the protected unit in words (e.g. ``"one undirected edge"``), for reports.
+
+    Besides the ledger it keeps how the noise was drawn: ``secure`` is True when every
+    recorded invocation ran in secure mode (``None`` before the first), ``reproducible`` is
+    True once any mechanism drew from an explicitly seeded generator.
     """
 
     level: str = "edge"
     delta: float | None = None
     conversion: Conversion = "improved"
     ledger: list[LedgerEntry] = field(default_factory=list)
+    unit: str = ""
+    secure: bool | None = None
+    reproducible: bool = False
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -262,6 +272,8 @@ class PrivacyAccountant:
     # -- recording -------------------------------------------------------------------------
     def record(self, entry: LedgerEntry) -> LedgerEntry:
         """Add an entry, merging it into an existing one with the same parameters."""
+        if entry.count > 0:
+            self.secure = _random.is_secure_mode() and self.secure is not False
         for existing in self.ledger:
             if existing.key() == entry.key():
                 existing.count += entry.count
@@ -347,6 +359,12 @@ class PrivacyAccountant:
 
         return _convert(rdp_fn, delta, conv)
 
+    def mark_reproducible(self, generator: object | None) -> None:
+        """Called by a mechanism with the generator it drew from: an explicit one means the
+        noise is reproducible by whoever knows its seed (the report says so)."""
+        if generator is not None:
+            self.reproducible = True
+
     def copy(self) -> PrivacyAccountant:
         return copy.deepcopy(self)
 
@@ -360,6 +378,9 @@ class PrivacyAccountant:
             "delta": self.delta,
             "conversion": self.conversion,
             "ledger": [e.to_dict() for e in self.ledger],
+            "unit": self.unit,
+            "secure": self.secure,
+            "reproducible": self.reproducible,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -367,9 +388,13 @@ class PrivacyAccountant:
         self.delta = state["delta"]
         self.conversion = state["conversion"]
         self.ledger = [LedgerEntry.from_dict(d) for d in state["ledger"]]
+        self.unit = state.get("unit", self.unit)
+        self.secure = state.get("secure")
+        # a checkpoint from before noise provenance was recorded: assume the worst
+        self.reproducible = state.get("reproducible", True)
 
     @classmethod
     def from_state_dict(cls, state: dict) -> PrivacyAccountant:
         acc = cls(level=state["level"], delta=state["delta"], conversion=state["conversion"])
-        acc.ledger = [LedgerEntry.from_dict(d) for d in state["ledger"]]
+        acc.load_state_dict(state)
         return acc

@@ -4,7 +4,10 @@
 * :func:`sum_aggregate` — ``AGG(X, A) = A^T X``: node ``v`` receives the sum of ``x[u]`` over
   edges ``u -> v`` (``edge_index[0]`` = source, ``edge_index[1]`` = target).
 * :class:`GaussianAggregation` — one noisy hop: normalize, aggregate, add ``N(0, std^2)``.
-  Edge level: sensitivity 1 (thesis Lemma 6), RDP ``alpha / (2 sigma^2)`` per hop (Theorem 2).
+  Edge level, directed unit (the thesis'): sensitivity 1 (thesis Lemma 6), RDP
+  ``alpha / (2 sigma^2)`` per hop (Theorem 2). Edge level, undirected unit (the default: one
+  friendship is stored as two directed edges, and removing it changes two rows by at most 1
+  each): sensitivity ``sqrt(2)``.
   Node level with in- and out-degrees bounded by ``D``: each node's row enters at most ``D``
   aggregates, each with sensitivity 1 (Lemma 7), so one hop is ``(alpha, D alpha/(2 sigma^2))``
   -RDP (Lemma 8 / Theorem 3) — a Gaussian mechanism with L2 sensitivity ``sqrt(D)``.
@@ -23,7 +26,21 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant
 
-__all__ = ["normalize_rows", "sum_aggregate", "GaussianAggregation", "degrees"]
+__all__ = [
+    "normalize_rows", "sum_aggregate", "GaussianAggregation", "degrees", "edge_sensitivity",
+    "EDGE_UNITS",
+]
+
+EDGE_UNITS = ("undirected", "directed")
+
+
+def edge_sensitivity(edge_unit: str) -> float:
+    """L2 sensitivity of the sum aggregation of unit rows under the removal of one edge unit:
+    a directed edge changes one row by at most 1; an undirected edge (both directions stored)
+    changes two rows by at most 1 each, so ``sqrt(2)``."""
+    if edge_unit not in EDGE_UNITS:
+        raise ValueError(f"edge_unit must be one of {EDGE_UNITS}, got {edge_unit!r}")
+    return math.sqrt(2.0) if edge_unit == "undirected" else 1.0
 
 
 def normalize_rows(x: torch.Tensor) -> torch.Tensor:
@@ -109,6 +126,7 @@ class GaussianAggregation:
         level: Literal["edge", "node"] = "edge",
         max_degree: int | None = None,
         name: str = "pma",
+        edge_unit: Literal["undirected", "directed"] = "undirected",
     ) -> None:
         try:
             nm = float(noise_multiplier)
@@ -120,6 +138,9 @@ class GaussianAggregation:
             raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
         if level not in ("edge", "node"):
             raise ValueError(f"level must be 'edge' or 'node', got {level!r}")
+        if edge_unit not in EDGE_UNITS:
+            raise ValueError(f"edge_unit must be one of {EDGE_UNITS}, got {edge_unit!r}")
+        self.edge_unit = edge_unit
         if level == "node":
             if max_degree is None:
                 raise ValueError(
@@ -140,10 +161,11 @@ class GaussianAggregation:
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of one hop: 1 (edge, Lemma 6) or ``sqrt(D)`` (node, Lemma 8)."""
+        """L2 sensitivity of one hop: edge level 1 (directed unit, Lemma 6) or ``sqrt(2)``
+        (undirected unit: both directions); node level ``sqrt(D)`` (Lemma 8)."""
         if self.level == "node":
             return math.sqrt(self.max_degree)  # type: ignore[arg-type]
-        return 1.0
+        return edge_sensitivity(self.edge_unit)
 
     @property
     def std(self) -> float:
@@ -198,12 +220,14 @@ class GaussianAggregation:
         noise = R.normal(
             tuple(agg.shape), self.std, generator=generator, dtype=agg.dtype, device=agg.device
         )
+        accountant.mark_reproducible(generator)
         accountant.add_gaussian(
             self.name,
             self.noise_multiplier,
             sensitivity=self.sensitivity,
             note=(
-                "edge-level sum aggregation, sensitivity 1 (thesis Lemma 6 / Theorem 2)"
+                f"edge-level sum aggregation, {self.edge_unit} unit, sensitivity "
+                f"{self.sensitivity:.4g} (thesis Lemma 6 / Theorem 2)"
                 if self.level == "edge"
                 else f"node-level sum aggregation, D={self.max_degree}, sensitivity sqrt(D) "
                 "(thesis Lemma 8 / Theorem 3)"
@@ -215,5 +239,5 @@ class GaussianAggregation:
     def __repr__(self) -> str:
         return (
             f"GaussianAggregation(noise_multiplier={self.noise_multiplier}, level={self.level!r}, "
-            f"max_degree={self.max_degree}, name={self.name!r})"
+            f"max_degree={self.max_degree}, name={self.name!r}, edge_unit={self.edge_unit!r})"
         )

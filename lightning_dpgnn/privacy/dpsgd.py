@@ -114,6 +114,7 @@ class _LedgerNoise:
     @staticmethod
     def _record_step(opt: _LedgerNoise) -> None:
         opt.steps_taken += 1
+        opt.accountant.mark_reproducible(opt.generator)
         opt.accountant.add_subsampled_gaussian(
             opt.ledger_name,
             opt.noise_multiplier,

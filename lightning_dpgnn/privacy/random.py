@@ -3,8 +3,12 @@
 All randomness that protects private data is drawn through the functions in this module, so a
 single switch covers every mechanism (privacy invariant 8).
 
-* Default mode: draws use torch's generator (optionally a seeded ``torch.Generator``), which is
-  fast and reproducible — good for research and tests, **not** for a production release.
+* Default mode: a draw without an explicit generator comes from a process-wide
+  ``torch.Generator`` per device seeded with 63 bits from ``os.urandom`` — never from torch's
+  global generator, so ``torch.manual_seed`` / ``seed_everything`` / a recipe's seed cannot
+  replay privacy noise (invariant 8). An explicit ``torch.Generator`` (see
+  :func:`reproducible_generator`) gives reproducible noise: it is then *not private against
+  anyone who knows the seed*, and mechanisms record it on their accountant.
 * Secure mode (``set_secure_mode(True)`` or ``with secure_mode():``): every uniform variate is
   built from ``os.urandom`` (the operating system's CSPRNG), so the noise cannot be predicted
   from a seed. Gaussian noise is the sum of two independent Box–Muller draws of variance
@@ -36,6 +40,8 @@ __all__ = [
     "bernoulli",
     "categorical",
     "secure_draw_count",
+    "reproducible_generator",
+    "entropy_generator",
 ]
 
 _SECURE = False
@@ -71,6 +77,39 @@ def secure_mode(enabled: bool = True) -> Iterator[None]:
 def secure_draw_count() -> int:
     """How many draws were served from the OS CSPRNG so far (diagnostics and tests)."""
     return _SECURE_DRAWS
+
+
+_ENTROPY: dict[str, torch.Generator] = {}
+
+
+def entropy_generator(device=None) -> torch.Generator:
+    """The process-wide generator of ``device``, seeded once from the OS entropy pool.
+
+    Seeding from 63 bits of ``os.urandom`` (not from torch's global RNG) means no seed an
+    attacker can read — a recipe, ``seed_everything``, a checkpoint's hyper-parameters — replays
+    the noise. A forked child re-seeds its own generator (the pid is part of the key).
+    """
+    dev = torch.device(device if device is not None else "cpu")
+    key = f"{dev}:{os.getpid()}"
+    gen = _ENTROPY.get(key)
+    if gen is None:
+        gen = torch.Generator(device=dev)
+        gen.manual_seed(int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1))
+        _ENTROPY[key] = gen
+    return gen
+
+
+def reproducible_generator(seed: int, stream: int = 0, device=None) -> torch.Generator:
+    """An explicitly seeded generator for *reproducible* noise (research runs, tests).
+
+    ``stream`` separates independent draws made from one seed. Noise drawn from it is not
+    private against anyone who knows ``seed``: mechanisms given a generator mark their
+    accountant ``reproducible`` and the report says so. Refused in secure mode.
+    """
+    if _SECURE:
+        raise SecureModeError("secure mode is on: reproducible (seeded) noise is refused")
+    gen = torch.Generator(device=torch.device(device if device is not None else "cpu"))
+    return gen.manual_seed((int(seed) * 1_000_003 + int(stream)) & ((1 << 63) - 1))
 
 
 def _check_generator(generator: torch.Generator | None) -> None:
@@ -111,7 +150,8 @@ def uniform(
     device = _device_of(generator, device)
     if _SECURE:
         return _secure_uniform(shape, dtype, device)
-    return torch.rand(tuple(shape), generator=generator, dtype=dtype, device=device)
+    gen = generator if generator is not None else entropy_generator(device)
+    return torch.rand(tuple(shape), generator=gen, dtype=dtype, device=device)
 
 
 def normal(
@@ -133,7 +173,8 @@ def normal(
             u2 = _secure_uniform(shape, torch.float64, device)
             z = z + torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
         return (z / math.sqrt(2.0) * std).to(dtype)
-    return torch.randn(tuple(shape), generator=generator, dtype=dtype, device=device) * std
+    gen = generator if generator is not None else entropy_generator(device)
+    return torch.randn(tuple(shape), generator=gen, dtype=dtype, device=device) * std
 
 
 def laplace(

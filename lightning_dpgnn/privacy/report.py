@@ -36,6 +36,12 @@ class PrivacyReport:
         level: ``"edge"``, ``"node"``, ``"ldp"`` or ``"none"``.
         accountant: how the ledger was composed and converted.
         ledger: one entry per mechanism kind with its invocation count.
+        unit: the protected unit in words (``"one undirected edge"``, ``"one node with all its
+            edges, features and label"``, ...).
+        secure_randomness: every draw came from the OS CSPRNG (secure mode); ``None`` when no
+            mechanism has run.
+        reproducible_noise: some noise came from an explicitly seeded generator: the guarantee
+            does not hold against anyone who knows that seed (the zoo refuses such models).
     """
 
     epsilon: float
@@ -43,19 +49,26 @@ class PrivacyReport:
     level: str
     accountant: str
     ledger: tuple[LedgerEntry, ...] = field(default_factory=tuple)
+    unit: str = ""
+    secure_randomness: bool | None = None
+    reproducible_noise: bool = False
 
     @classmethod
     def from_accountant(cls, acc: PrivacyAccountant, *, private: bool = True) -> PrivacyReport:
         """Snapshot ``acc``. ``private=False`` marks a model that reads data in the clear."""
         ledger = tuple(LedgerEntry.from_dict(e.to_dict()) for e in acc.ledger)
+        noise = dict(
+            unit=acc.unit, secure_randomness=acc.secure, reproducible_noise=acc.reproducible
+        )
         if not private:
-            return cls(math.inf, 0.0, "none", _ACCOUNTANT_NAMES["none"], ledger)
+            return cls(math.inf, 0.0, "none", _ACCOUNTANT_NAMES["none"], ledger, **noise)
         active = [e for e in acc.ledger if e.count > 0]
         if active and all(e.kind == "pure" for e in active):
-            return cls(acc.epsilon(), 0.0, acc.level, _ACCOUNTANT_NAMES["pure"], ledger)
+            return cls(acc.epsilon(), 0.0, acc.level, _ACCOUNTANT_NAMES["pure"], ledger, **noise)
         delta = acc.delta if acc.delta is not None else 0.0
         eps = acc.epsilon() if active else 0.0
-        return cls(eps, float(delta), acc.level, _ACCOUNTANT_NAMES[acc.conversion], ledger)
+        name = _ACCOUNTANT_NAMES[acc.conversion]
+        return cls(eps, float(delta), acc.level, name, ledger, **noise)
 
     def count(self, name: str) -> int:
         """Invocations recorded for mechanism ``name``."""
@@ -69,6 +82,9 @@ class PrivacyReport:
             "level": self.level,
             "accountant": self.accountant,
             "ledger": [e.to_dict() for e in self.ledger],
+            "unit": self.unit,
+            "secure_randomness": self.secure_randomness,
+            "reproducible_noise": self.reproducible_noise,
         }
 
     @classmethod
@@ -80,6 +96,9 @@ class PrivacyReport:
             level=d["level"],
             accountant=d["accountant"],
             ledger=tuple(LedgerEntry.from_dict(e) for e in d["ledger"]),
+            unit=d.get("unit", ""),
+            secure_randomness=d.get("secure_randomness"),
+            reproducible_noise=d.get("reproducible_noise", True),
         )
 
     def to_json(self, **kwargs) -> str:
@@ -95,6 +114,15 @@ class PrivacyReport:
         eps = "inf" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         d = f", delta = {self.delta:.3g}" if self.delta else ""
         lines = [f"{self.level}-level DP: epsilon = {eps}{d}  [{self.accountant}]"]
+        if self.unit:
+            lines.append(f"  protects: {self.unit}")
+        if self.reproducible_noise:
+            lines.append(
+                "  reproducible noise: not private against anyone who knows the noise seed"
+            )
+        elif self.secure_randomness is not None:
+            src = "OS CSPRNG (secure mode)" if self.secure_randomness else "entropy-seeded torch"
+            lines.append(f"  noise: {src}")
         for e in self.ledger:
             what = (
                 f"epsilon={e.epsilon:g}" if e.kind == "pure"

@@ -99,7 +99,8 @@ def test_noise_std_matches_multiplier_times_sensitivity(level, max_degree, nm):
     acc = PrivacyAccountant(level=level, delta=1e-5)
     out = agg(x, ei, n, acc, generator=torch.Generator().manual_seed(1))
     noise = out - sum_aggregate(normalize_rows(x), ei, n)
-    expected_std = nm * (1.0 if level == "edge" else math.sqrt(max_degree))
+    # edge level: the undirected unit (the default) has sensitivity sqrt(2)
+    expected_std = nm * (math.sqrt(2.0) if level == "edge" else math.sqrt(max_degree))
     assert agg.std == pytest.approx(expected_std)
     k = noise.numel()
     assert abs(float(noise.mean())) <= 5 * expected_std / math.sqrt(k)
@@ -123,7 +124,7 @@ def test_one_accountant_entry_per_call(level, max_degree):
     assert len(acc.ledger) == 1  # same mechanism: one entry whose count is the number of calls
     entry = acc.ledger[0]
     assert entry.kind == "gaussian" and entry.count == 4 and entry.noise_multiplier == 2.0
-    assert entry.sensitivity == pytest.approx(1.0 if level == "edge" else math.sqrt(3))
+    assert entry.sensitivity == pytest.approx(math.sqrt(2.0 if level == "edge" else 3))
     assert entry.level == level
 
 
@@ -132,7 +133,7 @@ def test_edge_level_epsilon_is_proposition_6(K, s, delta):
     n = 10
     ei = torch.stack([torch.arange(n), (torch.arange(n) + 3) % n])
     x = torch.randn(n, 3)
-    agg = GaussianAggregation(s, level="edge")
+    agg = GaussianAggregation(s, level="edge", edge_unit="directed")
     acc = PrivacyAccountant(level="edge", delta=delta, conversion="basic")
     h = x
     for _ in range(K):
