@@ -4,6 +4,12 @@ LPGNN: GraphSAGE, multi-bit features and randomized-response labels at eps_x = e
 thesis' KProp steps, Drop with DropEarlyStopping (lpgnn_accuracy.py). PGC: 1-bit features at
 eps = 5 per feature, node classification and VGAE link prediction (pgc_accuracy.py).
 
+Features are scaled to [0, 1] from their declared public range (``feature_bounds``), not from
+data-derived min-max statistics (which would read the LDP-protected features outside the
+mechanism; design invariant 1): Cora's bag-of-words and MUSAE Facebook's features are binary
+0/1, so the bounds are [0, 1] and the scaled features equal the raw ones. The graph structure
+is public under LDP, so isolated nodes are removed as in the papers (neither graph has any).
+
     python benchmarks/lpgnn_make_recipes.py
 """
 
@@ -25,7 +31,12 @@ def recipe(model_cls: str, init: dict, data: dict, trainer: dict) -> dict:
         "model": {"class_path": model_cls, "init_args": init},
         "data": {
             "class_path": "lightning_dpgnn.data.NodeDataModule",
-            "init_args": {**data, "feature_range": [0.0, 1.0]},
+            "init_args": {
+                **data,
+                "remove_isolated": True,
+                "feature_range": [0.0, 1.0],
+                "feature_bounds": [0.0, 1.0],
+            },
         },
     }
 

@@ -1,5 +1,13 @@
 """Write zoo/recipes/*.yaml from the settings gap_accuracy.py and progap_accuracy.py benchmark
-(one per setting)."""
+(one per setting).
+
+Preprocessing reads no data protected at the recipe's privacy level (design invariant 1;
+``NodeDataModule.private_reads``): edge- and node-level recipes keep isolated nodes (which
+nodes are isolated depends on the edges); node-level ones (GAP/ProGAP node, DP-MLP) declare
+the kept classes as public metadata, the class years a school's network had (the classes with
+>= 1,000 students on both schools), instead of filtering classes by size. Non-private recipes
+(``*-inf-*``, ``mlp-*``) keep the papers' protocol (size filter, isolated nodes removed).
+"""
 
 from pathlib import Path
 
@@ -15,14 +23,33 @@ SHORT = {
 }
 
 
-def recipe(model_cls: str, init: dict, data: str, epochs: int) -> dict:
+# public class declaration of the node-level recipes: the raw years the papers' filter
+# (min_class_size=1000) keeps on each school, in label order
+CLASSES = {
+    "facebook100/Rutgers89": [2005, 2006, 2007, 2008, 2009],
+    "facebook100/Wisconsin87": [2005, 2006, 2007, 2008, 2009],
+}
+
+
+def data_args(data: str, level: str) -> dict:
+    """``NodeDataModule`` arguments of ``data`` for a recipe at privacy ``level``."""
+    args = {"name": data, **DATASETS[data]}
+    if level == "none":
+        return {**args, "remove_isolated": True}  # the papers' protocol
+    if level == "node" and data in CLASSES:
+        args.pop("min_class_size", None)
+        args["classes"] = CLASSES[data]
+    return {**args, "remove_isolated": False}
+
+
+def recipe(model_cls: str, init: dict, data: str, epochs: int, level: str) -> dict:
     return {
         "seed_everything": 0,
         "trainer": {"max_epochs": epochs},
         "model": {"class_path": model_cls, "init_args": init},
         "data": {
             "class_path": "lightning_dpgnn.data.NodeDataModule",
-            "init_args": {"name": data, **DATASETS[data]},
+            "init_args": data_args(data, level),
         },
     }
 
@@ -40,36 +67,41 @@ def main() -> None:
                 {"privacy": "edge", "epsilon": 4.0, **COMMON, **EDGE},
                 data,
                 200,
+                "edge",
             ),
             f"gap-node-{short}": recipe(
                 "lightning_dpgnn.GAP",
                 {"privacy": "node", "epsilon": 8.0, **COMMON, **NODE},
                 data,
                 20,
+                "node",
             ),
             f"gap-inf-{short}": recipe(
-                "lightning_dpgnn.GAP", {"privacy": "none", **COMMON, **EDGE}, data, 200
+                "lightning_dpgnn.GAP", {"privacy": "none", **COMMON, **EDGE}, data, 200, "none"
             ),
             f"progap-edge-{short}": recipe(
                 "lightning_dpgnn.ProGAP",
                 {"privacy": "edge", "epsilon": 1.0, **progap.COMMON, **progap.EDGE},
                 data,
                 300,
+                "edge",
             ),
             f"progap-node-{short}": recipe(
                 "lightning_dpgnn.ProGAP",
                 {"privacy": "node", "epsilon": 8.0, **progap.COMMON, **progap.NODE},
                 data,
                 30,
+                "node",
             ),
             f"progap-inf-{short}": recipe(
                 "lightning_dpgnn.ProGAP",
                 {"privacy": "none", **progap.COMMON, **progap.EDGE},
                 data,
                 300,
+                "none",
             ),
             f"mlp-{short}": recipe(
-                "lightning_dpgnn.MLP", {"hidden": 16, "layers": 3, "lr": 0.01}, data, 100
+                "lightning_dpgnn.MLP", {"hidden": 16, "layers": 3, "lr": 0.01}, data, 100, "none"
             ),
             f"dpmlp-{short}": recipe(
                 "lightning_dpgnn.DPMLP",
@@ -83,6 +115,7 @@ def main() -> None:
                 },
                 data,
                 10,
+                "node",
             ),
         }
         for name, cfg in out.items():

@@ -69,7 +69,7 @@ def test_a_recipe_runs_end_to_end_on_the_embedded_graph(capsys):
             "--data.min_class_size=null",
             "--model.encoder_epochs=1",
             "--model.classifier_epochs=1",
-            "--model.max_degree=5",
+            "--model.max_degree=21",
             "--trainer.enable_progress_bar=false",
         ]
     )

@@ -29,7 +29,9 @@ def one_thread():
 @pytest.fixture
 def lp_dm():
     """csbm scaled to [0, 1] (the range the mechanisms assume), LPGNN's 50/25/25 split."""
-    return NodeDataModule("csbm", split="lpgnn", seed=0, feature_range=(0.0, 1.0))
+    return NodeDataModule(
+        "csbm", split="lpgnn", seed=0, feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0)
+    )
 
 
 @pytest.fixture

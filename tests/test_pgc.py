@@ -22,7 +22,9 @@ def one_thread():
 
 @pytest.fixture
 def pgc_dm():
-    return NodeDataModule("csbm", split="lpgnn", seed=0, feature_range=(0.0, 1.0))
+    return NodeDataModule(
+        "csbm", split="lpgnn", seed=0, feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0)
+    )
 
 
 def small_graph():

@@ -67,7 +67,8 @@ def test_stages_switch_inside_one_fit_and_nap_runs_k_times(csbm_dm, make_trainer
 
 
 def test_edge_level_epsilon_is_theorem_4(csbm_dm, make_trainer):
-    model = ProGAP(privacy="edge", epsilon=2.0, depth=3, epochs_per_stage=1)
+    # the thesis' directed unit (sensitivity 1); the default undirected one is sqrt(2)
+    model = ProGAP(privacy="edge", epsilon=2.0, depth=3, epochs_per_stage=1, edge_unit="directed")
     fit(model, csbm_dm, make_trainer)
     report = model.privacy_spent()
     assert report.level == "edge" and report.delta < 1 / csbm_dm.data.num_edges
@@ -83,19 +84,20 @@ def test_edge_level_epsilon_is_theorem_4(csbm_dm, make_trainer):
 def test_node_level_composes_k_naps_and_k_plus_1_dpsgd_runs(csbm_dm, make_trainer):
     """Theorem 5: K NAPs of sensitivity sqrt(D) and K + 1 DP-SGD runs, one ledger."""
     model = ProGAP(
-        privacy="node", epsilon=8.0, depth=2, max_degree=5, batch_size=500, epochs_per_stage=2
+        privacy="node", epsilon=8.0, depth=2, max_degree=21, batch_size=500, epochs_per_stage=2
     )
     fit(model, csbm_dm, make_trainer)
     report = model.privacy_spent()
-    steps = 2 * round(1500 / 500)  # 1500 training nodes, batch 500 -> 3 Poisson batches/epoch
+    n_train = int(csbm_dm.data.train_mask.sum())  # ~1500 (identity-keyed split)
+    steps = 2 * round(n_train / 500)  # batch 500 -> 3 Poisson batches/epoch
     for s in range(3):
         assert report.count(f"stage{s}/dpsgd") == steps
     assert report.count("nap") == 2
     nap = next(e for e in report.ledger if e.name == "nap")
-    assert nap.sensitivity == pytest.approx(math.sqrt(5))
-    z, q = model.noise_multiplier, 500 / 1500
+    assert nap.sensitivity == pytest.approx(math.sqrt(21))  # D = the csbm graph's max degree
+    z, q = model.noise_multiplier, 500 / n_train
     by_hand = PrivacyAccountant("node", report.delta)
-    by_hand.add_gaussian("nap", z, count=2, sensitivity=math.sqrt(5))
+    by_hand.add_gaussian("nap", z, count=2, sensitivity=math.sqrt(21))
     for s in range(3):
         by_hand.add_subsampled_gaussian(f"s{s}", z, q, steps=steps)
     assert report.epsilon == pytest.approx(by_hand.epsilon(), rel=1e-9)
@@ -160,7 +162,7 @@ def test_nap_output_is_the_aggregate_of_the_previous_stage_embeddings(csbm_dm, m
 
 
 @pytest.mark.parametrize(
-    "privacy,kw", [("edge", {}), ("node", {"max_degree": 5, "batch_size": 500})]
+    "privacy,kw", [("edge", {}), ("node", {"max_degree": 21, "batch_size": 500})]
 )
 def test_killed_and_resumed_fit_ends_with_the_same_ledger(
     privacy, kw, csbm_dm, make_trainer, tmp_path

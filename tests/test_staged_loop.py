@@ -48,7 +48,7 @@ def test_per_stage_best_model_is_restored(csbm_dm, make_trainer):
 
 
 @pytest.mark.parametrize(
-    "privacy,kw", [("edge", {}), ("node", {"max_degree": 5, "batch_size": 500})]
+    "privacy,kw", [("edge", {}), ("node", {"max_degree": 21, "batch_size": 500})]
 )
 def test_killed_and_resumed_fit_ends_with_the_same_ledger(
     privacy, kw, csbm_dm, make_trainer, tmp_path
@@ -91,7 +91,7 @@ def test_node_level_never_selects_weights_on_private_validation_labels(csbm_dm, 
     model = GAP(
         privacy="node",
         epsilon=8.0,
-        max_degree=5,
+        max_degree=21,
         batch_size=500,
         encoder_epochs=2,
         classifier_epochs=2,

@@ -9,7 +9,7 @@ Quick start::
 See ``docs/data.md`` for the datasets, the preprocessing and the cache layout.
 """
 
-from .datamodules import GraphDataModule, NodeDataModule, node_stats
+from .datamodules import PRIVACY_LEVELS, GraphDataModule, NodeDataModule, node_stats
 from .errors import (
     DataError,
     DatasetKindError,
@@ -35,11 +35,13 @@ from .transforms import (
     SPLIT_PRESETS,
     BoundDegree,
     FilterClassByCount,
+    KeepClasses,
     NodeSplit,
     RemoveIsolatedNodes,
     RemoveSelfLoops,
     ScaleFeatures,
     check_features,
+    keyed_uniform,
     parse_split,
 )
 
@@ -47,6 +49,7 @@ __all__ = [
     "NodeDataModule",
     "GraphDataModule",
     "node_stats",
+    "PRIVACY_LEVELS",
     "load_dataset",
     "load_graph_dataset",
     "available_datasets",
@@ -59,7 +62,9 @@ __all__ = [
     "RemoveSelfLoops",
     "RemoveIsolatedNodes",
     "FilterClassByCount",
+    "KeepClasses",
     "NodeSplit",
+    "keyed_uniform",
     "BoundDegree",
     "ScaleFeatures",
     "SPLIT_PRESETS",

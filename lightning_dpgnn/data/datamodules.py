@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load
 from .transforms import (
     BoundDegree,
     FilterClassByCount,
+    KeepClasses,
     NodeSplit,
     RemoveIsolatedNodes,
     RemoveSelfLoops,
@@ -25,7 +27,12 @@ from .transforms import (
     parse_split,
 )
 
-__all__ = ["NodeDataModule", "GraphDataModule", "node_stats"]
+__all__ = ["NodeDataModule", "GraphDataModule", "node_stats", "PRIVACY_LEVELS"]
+
+PRIVACY_LEVELS: tuple[str, ...] = ("none", "edge", "node", "ldp")
+"""What a privacy level protects: ``"edge"`` the edges; ``"node"`` everything of a node (its
+edges, features and label); ``"ldp"`` (local DP, LPGNN/PGC) features and labels, the graph
+structure being public; ``"none"`` nothing. See :meth:`NodeDataModule.private_reads`."""
 
 
 def _first(batch: list[Data]) -> Data:
@@ -72,10 +79,20 @@ class NodeDataModule(L.LightningDataModule):
 
     Every dataloader (train/val/test/predict) yields the same single ``Data`` holding the whole
     graph with ``train_mask``, ``val_mask`` and ``test_mask``; the model picks the mask of the
-    stage. Preprocessing follows GAP/ProGAP by default: remove self-loops, drop classes smaller
-    than ``min_class_size`` (and unlabeled nodes), remove isolated nodes, random 75/10/15 split.
-    Then, optionally: bound in-degrees to ``max_degree``, scale features to ``feature_range``,
-    and apply ``transform``.
+    stage. Preprocessing: remove self-loops; keep the declared ``classes`` (other nodes become
+    unlabeled) or else drop classes smaller than ``min_class_size`` (and unlabeled nodes);
+    optionally remove isolated nodes; a 75/10/15 split keyed on node identity. Then, optionally:
+    bound in-degrees to ``max_degree``, scale features to ``feature_range``, and apply
+    ``transform``.
+
+    Every graph carries ``node_id``, each node's index in the raw dataset (before any node was
+    filtered out); the default split is a function of ``(seed, node_id)`` only (see
+    :class:`~lightning_dpgnn.data.NodeSplit`), so its sizes are binomial, not exact.
+
+    Design invariant 1 (preprocessing reads no private data outside a privacy mechanism):
+    :meth:`private_reads` lists the steps of this module that read data protected at a given
+    privacy level, naming the option to change. Public metadata replaces data-derived values:
+    ``classes`` instead of ``min_class_size``, ``feature_bounds`` instead of min-max statistics.
 
     Raw files are read from ``root`` (or ``$DPGNN_DATA``), which may be read-only; processed
     caches and downloads go to ``cache_dir`` (or ``$DPGNN_CACHE``, else
@@ -93,16 +110,33 @@ class NodeDataModule(L.LightningDataModule):
         root: data root holding the raw files; default ``$DPGNN_DATA``.
         target: prediction target, e.g. ``"year"`` for Facebook100; ``None``: dataset default.
         split: ``"gap"``/``"progap"`` (75/10/15), ``"lpgnn"`` (50/25/25), ``"public"`` (the
-            dataset's own masks, e.g. Planetoid's), or ``(train, val, test)`` fractions.
-        seed: seed of the random split and of degree bounding.
+            dataset's own masks, e.g. Planetoid's, less unlabeled nodes), or
+            ``(train, val, test)`` fractions. Fractions are expected values: each labeled node
+            draws its role from ``(seed, node_id)`` (see ``split_by``).
+        seed: key of the split and seed of degree bounding.
         cache_dir: writable folder for processed caches and downloads.
-        min_class_size: drop classes with fewer nodes; an int is a count, a float in (0, 1) a
-            fraction of labeled nodes, ``0`` disables it; ``None`` uses the dataset's default
-            (Reddit 10,000 and Amazon 100,000 as in GAP; Facebook100 0.01; else off).
-        max_degree: if set, keep at most this many random in-edges per node.
+        min_class_size: drop classes with fewer nodes (their nodes and edges too); an int is a
+            count, a float in (0, 1) a fraction of labeled nodes, ``0`` disables it; ``None``
+            uses the dataset's default (Reddit 10,000 and Amazon 100,000 as in GAP;
+            Facebook100 0.01; else off). Reads the labels; ignored when ``classes`` is given.
+        max_degree: if set, keep at most this many random in-edges per node (reads the edges).
         remove_self_loops: remove self-loops.
-        remove_isolated: remove nodes without edges.
-        feature_range: if set, min-max scale every feature column to ``(alpha, beta)``.
+        remove_isolated: remove nodes without edges (default ``False``: which nodes are isolated
+            depends on the edges, so under edge- or node-level DP it is a private read; the
+            GAP/ProGAP papers' protocol sets it to ``True``).
+        feature_range: if set, scale every feature to ``(alpha, beta)``: linearly from
+            ``feature_bounds`` when declared, else by per-column min-max over the data (which
+            reads the features).
+        classes: public class declaration: the raw label values to keep, in the order of the
+            labels ``0..c-1`` (Facebook100: class years, e.g. ``[2005, 2006, 2007, 2008,
+            2009]``; other datasets: values of the loaded ``y``). Nodes of other classes become
+            unlabeled (``y = -1``) and stay in the graph with their edges; no split mask holds
+            them. Replaces ``min_class_size`` (giving both, non-zero, is an error).
+        feature_bounds: public range ``(lo, hi)`` of the raw features (e.g. ``(0, 1)`` for
+            one-hot features): features are clamped to it, and mapped linearly onto
+            ``feature_range`` when that is set; no statistic of the data is computed.
+        split_by: ``"identity"`` (roles keyed on ``node_id``, binomial sizes) or ``"position"``
+            (exact sizes from a seeded permutation; a private read under node-level DP).
         transform: extra transform applied last: a PyG ``BaseTransform`` (``Compose`` of several
             is fine; from the CLI give ``class_path``/``init_args``). From Python, any
             ``Data -> Data`` callable works too.
@@ -123,11 +157,14 @@ class NodeDataModule(L.LightningDataModule):
         min_class_size: int | float | None = None,
         max_degree: int | None = None,
         remove_self_loops: bool = True,
-        remove_isolated: bool = True,
+        remove_isolated: bool = False,
         feature_range: tuple[float, float] | None = None,
         transform: BaseTransform | None = None,
         download: bool | None = None,
         dataset_kwargs: dict[str, Any] | None = None,
+        classes: list[int] | None = None,
+        feature_bounds: tuple[float, float] | None = None,
+        split_by: str = "identity",
     ) -> None:
         super().__init__()
         # kept for checkpoints but not sent to loggers: Lightning refuses to log a model and a
@@ -154,6 +191,22 @@ class NodeDataModule(L.LightningDataModule):
                 f"feature_range must be (alpha, beta) with alpha < beta, got {feature_range}"
             )
         self.feature_range = feature_range
+        if classes is not None:
+            classes = [int(c) for c in classes]
+            if min_class_size:
+                raise ValueError(
+                    f"give either classes={classes} (public class declaration) or "
+                    f"min_class_size={min_class_size!r} (data-derived class filter), not both"
+                )
+            KeepClasses(classes)  # validates: non-empty, distinct
+        self.classes = classes
+        if feature_bounds is not None:
+            ScaleFeatures(bounds=feature_bounds)  # validates: finite lo < hi
+            feature_bounds = (float(feature_bounds[0]), float(feature_bounds[1]))
+        self.feature_bounds = feature_bounds
+        if split_by not in NodeSplit.BY:
+            raise InvalidSplitError(f"split_by must be one of {NodeSplit.BY}, got {split_by!r}")
+        self.split_by = split_by
         self.transform = transform
         self.download = download
         self.dataset_kwargs = dict(dataset_kwargs or {})
@@ -171,7 +224,9 @@ class NodeDataModule(L.LightningDataModule):
     ) -> NodeDataModule:
         """Wrap an in-memory ``Data`` (``x``, ``edge_index``, ``y``) with the same preprocessing.
 
-        ``kwargs`` are the other ``__init__`` options (``min_class_size``, ``max_degree``, ...).
+        ``kwargs`` are the other ``__init__`` options (``min_class_size``, ``classes``,
+        ``max_degree``, ...); :meth:`private_reads` applies unchanged. The graph counts as raw:
+        its ``node_id`` is kept when present, else set to ``arange(num_nodes)``.
         """
         dm = cls("csbm", split=split, seed=seed, **kwargs)
         dm.spec = None
@@ -195,36 +250,125 @@ class NodeDataModule(L.LightningDataModule):
         )
 
     def _min_class_size(self) -> int | float | None:
+        if self.classes is not None:
+            return None
         if self.min_class_size is not None:
             return self.min_class_size
         return self.spec.default_min_class_size if self.spec is not None else None
 
     def preprocess(self, data: Data) -> Data:
-        """Apply this module's preprocessing pipeline to a raw ``Data`` and return the result."""
+        """Apply this module's preprocessing pipeline to a raw ``Data`` and return the result.
+
+        The input counts as raw: a missing ``node_id`` is set to ``arange(num_nodes)``.
+        """
         check_features(data, self.name)
+        if getattr(data, "node_id", None) is None:
+            data = copy.copy(data)
+            data.node_id = torch.arange(int(data.num_nodes))
         if self.remove_self_loops:
             data = RemoveSelfLoops()(data)
+        if self.classes is not None:
+            data = KeepClasses(self.classes)(data)
         min_size = self._min_class_size()
         if min_size:
             data = FilterClassByCount(min_size)(data)
         if self.remove_isolated:
             data = RemoveIsolatedNodes()(data)
         if self._fractions is not None:
-            data = NodeSplit(*self._fractions, seed=self.seed)(data)
+            data = NodeSplit(*self._fractions, seed=self.seed, by=self.split_by)(data)
         elif not all(k in data for k in ("train_mask", "val_mask", "test_mask")):
             raise InvalidSplitError(
                 f"split='public' but dataset {self.name!r} has no public split masks; "
                 "use 'gap', 'lpgnn' or (train, val, test) fractions"
             )
+        elif getattr(data, "y", None) is not None and data.y.dim() == 1:
+            labeled = data.y >= 0  # e.g. nodes of undeclared classes: in no mask
+            if not bool(labeled.all()):
+                data = copy.copy(data)
+                for key in ("train_mask", "val_mask", "test_mask"):
+                    data[key] = data[key] & labeled
         if self.max_degree is not None:
             data = BoundDegree(self.max_degree, seed=self.seed)(data)
-        if self.feature_range is not None:
+        if self.feature_bounds is not None:
+            alpha, beta = self.feature_range or self.feature_bounds
+            data = ScaleFeatures(alpha, beta, bounds=self.feature_bounds)(data)
+        elif self.feature_range is not None:
             data = ScaleFeatures(*self.feature_range)(data)
         if self.transform is not None:
             data = self.transform(data)
         if int(data.num_nodes) == 0:
             raise EmptyDatasetError(f"{self.name}: no nodes left after preprocessing")
         return data
+
+    # ---------------------------------------------------------------- privacy
+    def private_reads(self, level: str) -> list[str]:
+        """The preprocessing steps of this module that read data protected at ``level``.
+
+        Each entry is a self-contained sentence naming the option and how to change it. An
+        empty list means the preprocessing reads nothing protected at ``level`` (design
+        invariant 1); nothing is loaded to answer. What is protected (see
+        :data:`PRIVACY_LEVELS`):
+
+        * ``"edge"``: edges. Isolated-node removal and degree bounding (``max_degree``) read
+          them.
+        * ``"node"``: edges, features and labels. Also the data-derived class filter
+          (``min_class_size``, unless ``classes`` is declared), data-derived feature scaling
+          (``feature_range`` without ``feature_bounds``) and the positional split.
+        * ``"ldp"``: features and labels (the graph structure is public): the class filter and
+          data-derived feature scaling.
+        * ``"none"``: nothing.
+
+        Known transforms given as ``transform`` (:class:`BoundDegree`, :class:`RemoveIsolatedNodes`,
+        :class:`FilterClassByCount`, :class:`ScaleFeatures` without bounds, a positional
+        :class:`NodeSplit`, also inside a ``Compose``) are checked too; what any other custom
+        transform reads is the caller's responsibility.
+
+        Raises:
+            ValueError: ``level`` is not one of ``"none"``, ``"edge"``, ``"node"``, ``"ldp"``.
+        """
+        key = str(level).strip().lower()
+        if key not in PRIVACY_LEVELS:
+            raise ValueError(f"unknown privacy level {level!r}; use one of {PRIVACY_LEVELS}")
+        edges = key in ("edge", "node")
+        labels = features = key in ("node", "ldp")
+        positions = key == "node"
+        reads: list[str] = []
+        if edges and self.remove_isolated:
+            reads.append(
+                "remove_isolated=True reads the edges (which nodes are isolated, and so removed, "
+                "depends on them); set remove_isolated=False"
+            )
+        if edges and self.max_degree is not None:
+            reads.append(
+                f"max_degree={self.max_degree} reads the edges (BoundDegree samples each node's "
+                "in-edges, so one edge changes which others are kept); set max_degree=None and "
+                "bound degrees inside the model's privacy mechanism"
+            )
+        min_size = self._min_class_size()
+        if labels and min_size:
+            default = " (the dataset's default)" if self.min_class_size is None else ""
+            reads.append(
+                f"min_class_size={min_size!r}{default} reads the labels (which classes, and so "
+                "which nodes, are kept depends on class sizes); declare the public classes with "
+                "classes=[...] or set min_class_size=0"
+            )
+        if features and self.feature_range is not None and self.feature_bounds is None:
+            reads.append(
+                f"feature_range={tuple(self.feature_range)} without feature_bounds reads the "
+                "features (min-max scaling uses every column's minimum and maximum over all "
+                "nodes); declare the public feature range with feature_bounds=(lo, hi) or set "
+                "feature_range=None"
+            )
+        if positions and self._fractions is not None and self.split_by == "position":
+            reads.append(
+                "split_by='position' reads the node set (a seeded permutation of positions: "
+                "removing one node re-assigns the roles of many others); set "
+                "split_by='identity'"
+            )
+        if self.transform is not None:
+            for t in _flatten(self.transform):
+                reads += _transform_reads(t, edges, labels, features, positions)
+        return reads
 
     def prepare_data(self) -> None:
         """Download raw files and build processed caches (runs on one process only)."""
@@ -252,7 +396,10 @@ class NodeDataModule(L.LightningDataModule):
 
     @property
     def num_classes(self) -> int:
-        """Number of classes (labels are ``0..num_classes-1``)."""
+        """Number of classes (labels are ``0..num_classes-1``): ``len(classes)`` when declared
+        (no data is read), else one more than the largest label of the preprocessed graph."""
+        if self.classes is not None:
+            return len(self.classes)
         y = self.data.y
         return int(y[y >= 0].max()) + 1 if bool((y >= 0).any()) else 0
 
@@ -268,7 +415,10 @@ class NodeDataModule(L.LightningDataModule):
             "target": self.target,
             "split": self.split if _is_public(self.split) else list(self._fractions or ()),
             "seed": self.seed,
+            "split_by": self.split_by,
         }
+        if self.classes is not None:
+            info["classes"] = list(self.classes)
         info.update(node_stats(self.data))
         info["num_classes"] = self.num_classes
         return info
@@ -302,6 +452,19 @@ class NodeDataModule(L.LightningDataModule):
         """Yields the full graph (predict every node)."""
         return self._loader()
 
+    @property
+    def public_num_classes(self) -> int | None:
+        """Number of classes known without reading any label: the declared ``classes``, or for
+        the synthetic csbm graph its ``num_classes`` setting (a parameter of the generator).
+        ``None`` when only the labels could tell (private models then refuse to guess)."""
+        if self.classes is not None:
+            return len(self.classes)
+        if self._given is None and self.name == "csbm":
+            from .synthetic import CSBM_DEFAULTS
+
+            return int(self.dataset_kwargs.get("num_classes", CSBM_DEFAULTS["num_classes"]))
+        return None
+
     def __repr__(self) -> str:
         cls = type(self).__name__
         return f"{cls}(name={self.name!r}, target={self.target!r}, split={self.split!r})"
@@ -309,6 +472,36 @@ class NodeDataModule(L.LightningDataModule):
 
 def _is_public(split: object) -> bool:
     return isinstance(split, str) and split.strip().lower() == "public"
+
+
+def _flatten(transform: Any) -> list[Any]:
+    """A transform and, for a ``Compose``, the transforms inside it (recursively)."""
+    inner = getattr(transform, "transforms", None)
+    if isinstance(inner, (list, tuple)):
+        return [t for sub in inner for t in _flatten(sub)]
+    return [transform]
+
+
+def _transform_reads(
+    t: Any, edges: bool, labels: bool, features: bool, positions: bool
+) -> list[str]:
+    """Private reads of one known transform given as ``transform`` (see ``private_reads``)."""
+    name = type(t).__name__
+    if edges and isinstance(t, (BoundDegree, RemoveIsolatedNodes)):
+        return [f"transform={t!r} reads the edges; remove it from transform"]
+    if labels and isinstance(t, FilterClassByCount):
+        return [
+            f"transform={t!r} reads the labels (which classes are kept depends on class "
+            "sizes); use classes=[...] (KeepClasses) instead"
+        ]
+    if features and isinstance(t, ScaleFeatures) and t.bounds is None:
+        return [
+            f"transform={name}(alpha={t.alpha}, beta={t.beta}) without bounds reads the "
+            "features (per-column min-max over all nodes); pass bounds=(lo, hi)"
+        ]
+    if positions and isinstance(t, NodeSplit) and t.by == "position":
+        return [f"transform={t!r} reads the node set (positional split); use by='identity'"]
+    return []
 
 
 class GraphDataModule(L.LightningDataModule):

@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+import scipy.io
+import torch
+from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
 from . import readers
@@ -122,16 +126,44 @@ def _musae_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **
     return readers.read_musae(raw, processed, target, spec.extra["id_column"], spec.targets)
 
 
+def _facebook100_identity(files: list[Path], target: str) -> tuple[Tensor, Tensor]:
+    """``node_id`` and ``label_values`` of the Facebook100 readers' output (schools stacked).
+
+    The readers drop nodes whose ``target`` is missing (0) and map the sorted distinct target
+    values to ``0..c-1``. This re-reads only ``local_info`` (milliseconds per school) and
+    returns each kept node's row in the raw ``.mat`` files (schools offset by their raw node
+    counts) and the raw target value (e.g. the class year) of every label index.
+    """
+    t = readers.FACEBOOK100_COLUMNS.index(target)
+    ids, values, offset = [], [], 0
+    for f in files:
+        info = np.asarray(
+            scipy.io.loadmat(str(f), variable_names=["local_info"])["local_info"], dtype=np.int64
+        )
+        keep = info[:, t] != 0
+        ids.append(np.flatnonzero(keep) + offset)
+        values.append(info[keep, t])
+        offset += info.shape[0]
+    node_id = torch.from_numpy(np.concatenate(ids).astype(np.int64))
+    label_values = torch.from_numpy(np.unique(np.concatenate(values)).astype(np.int64))
+    return node_id, label_values
+
+
 def _facebook100_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
     _no_kwargs(spec, kw)
-    return readers.read_facebook100(raw, target)
+    data = readers.read_facebook100(raw, target)
+    data.node_id, data.label_values = _facebook100_identity([raw], target)
+    return data
 
 
 def _facebook100_merged_loader(
     spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any
 ):
     _no_kwargs(spec, kw)
-    return readers.read_facebook100_merged(raw, processed, target)
+    data = readers.read_facebook100_merged(raw, processed, target)
+    files = sorted(Path(raw).glob("*.mat"))  # the reader's order
+    data.node_id, data.label_values = _facebook100_identity(files, target)
+    return data
 
 
 def _reddit_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
@@ -445,7 +477,9 @@ def register_dataset(
     """Register a custom node-classification dataset.
 
     ``loader(root=<Path or None>, target=<str>, **kwargs)`` must return a ``Data`` with ``x``,
-    ``edge_index`` and ``y``. Afterwards ``NodeDataModule(name)`` and ``load_dataset(name)`` work.
+    ``edge_index`` and ``y``; if it drops nodes of the raw data, it should also set ``node_id``
+    (each node's raw index; default ``arange(num_nodes)``). Afterwards ``NodeDataModule(name)``
+    and ``load_dataset(name)`` work.
 
     Raises:
         ValueError: the name is taken and ``overwrite`` is false.
@@ -583,7 +617,11 @@ def load_dataset(
 
     Returns:
         ``Data`` with ``x`` (float), ``edge_index`` (both directions for undirected graphs),
-        ``y`` (long, ``0..c-1``) and, where the source defines one, its public split masks.
+        ``y`` (long, ``0..c-1``), ``node_id`` (long: each node's index in the raw dataset, i.e.
+        before the loader dropped any node; ``arange(num_nodes)`` when it drops none; the
+        identity the default split is keyed on) and, where the source defines one, its public
+        split masks. Facebook100 graphs also carry ``label_values`` (long ``[c]``: the raw
+        target value, e.g. the class year, of every label ``0..c-1``).
 
     Raises:
         UnknownDatasetError, UnknownTargetError, RawFilesNotFoundError.
@@ -596,12 +634,25 @@ def load_dataset(
         )
     tgt = _resolve_target(spec, target)
     if spec.extra.get("custom"):
-        return spec.loader(root=resolve_root(root), target=tgt, **kwargs)  # type: ignore[misc]
-    if not spec.needs_files:
-        return spec.loader(spec, None, None, tgt, **kwargs)  # type: ignore[misc]
-    raw = locate_raw(spec, root, cache_dir, download)
-    processed = _processed_dir(spec, raw, resolve_cache_dir(cache_dir), tgt)
-    return spec.loader(spec, raw, processed, tgt, **kwargs)  # type: ignore[misc]
+        data = spec.loader(root=resolve_root(root), target=tgt, **kwargs)  # type: ignore[misc]
+    elif not spec.needs_files:
+        data = spec.loader(spec, None, None, tgt, **kwargs)  # type: ignore[misc]
+    else:
+        raw = locate_raw(spec, root, cache_dir, download)
+        processed = _processed_dir(spec, raw, resolve_cache_dir(cache_dir), tgt)
+        data = spec.loader(spec, raw, processed, tgt, **kwargs)  # type: ignore[misc]
+    return _with_node_id(data)
+
+
+def _with_node_id(data: Data) -> Data:
+    """Give a freshly loaded graph ``node_id = arange(num_nodes)`` unless its loader set one."""
+    if getattr(data, "node_id", None) is None:
+        data.node_id = torch.arange(int(data.num_nodes))
+    elif data.node_id.numel() != int(data.num_nodes):
+        raise ValueError(
+            f"node_id has {data.node_id.numel()} entries for {int(data.num_nodes)} nodes"
+        )
+    return data
 
 
 def load_graph_dataset(

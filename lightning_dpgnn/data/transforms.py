@@ -7,12 +7,20 @@ All transforms return a new ``Data`` (PyG's ``BaseTransform.__call__`` shallow-c
 and no tensor is modified in place). Random transforms take ``seed``: with an integer they draw
 from their own ``torch.Generator`` (same output on every call), with ``None`` from torch's global
 generator.
+
+Node identity: ``data.node_id`` (long, ``[num_nodes]``) is each node's index in the *raw*
+dataset, before any node was filtered out; PyG's ``Data.subgraph`` subsets it like any other
+node attribute, so it survives every transform here. :class:`NodeSplit` keys its default split
+on it (a graph without ``node_id`` counts as raw: identity = position). ``data.label_values``
+(long, ``[c]``, optional) holds the raw value of every label index (e.g. the class year of each
+Facebook100 label); :class:`KeepClasses` and :class:`FilterClassByCount` keep it in sync.
 """
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -26,7 +34,9 @@ __all__ = [
     "RemoveSelfLoops",
     "RemoveIsolatedNodes",
     "FilterClassByCount",
+    "KeepClasses",
     "NodeSplit",
+    "keyed_uniform",
     "BoundDegree",
     "ScaleFeatures",
     "SPLIT_PRESETS",
@@ -44,6 +54,67 @@ SPLIT_PRESETS: dict[str, tuple[float, float, float]] = {
 
 def _generator(seed: int | None) -> torch.Generator | None:
     return None if seed is None else torch.Generator().manual_seed(int(seed))
+
+
+# ---------------------------------------------------------------- keyed hash (splitmix64)
+def _signed64(c: int) -> int:
+    """A 64-bit unsigned constant as the int64 with the same bits."""
+    c &= (1 << 64) - 1
+    return c - (1 << 64) if c >= 1 << 63 else c
+
+
+_GAMMA = _signed64(0x9E3779B97F4A7C15)
+_MIX1 = _signed64(0xBF58476D1CE4E5B9)
+_MIX2 = _signed64(0x94D049BB133111EB)
+
+
+def _shr(z: Tensor, k: int) -> Tensor:
+    """Logical right shift of int64 bits (torch's ``>>`` is arithmetic on signed integers)."""
+    return (z >> k) & ((1 << (64 - k)) - 1)
+
+
+def _splitmix64(z: Tensor) -> Tensor:
+    # int64 addition and multiplication wrap modulo 2**64 (two's complement), so this is
+    # exactly the unsigned splitmix64 finaliser on every platform
+    z = z + _GAMMA
+    z = (z ^ _shr(z, 30)) * _MIX1
+    z = (z ^ _shr(z, 27)) * _MIX2
+    return z ^ _shr(z, 31)
+
+
+def keyed_uniform(seed: int, ids: Tensor) -> Tensor:
+    """Deterministic pseudo-random numbers in ``[0, 1)``, one per id, keyed by ``seed``.
+
+    ``u[i]`` depends only on ``(seed, ids[i])``: ``splitmix64(ids[i] XOR splitmix64(seed))``,
+    whose top 53 bits give a float64. Vectorised int64 arithmetic, identical on every platform.
+
+    Args:
+        seed: the key (any Python int; taken modulo ``2**64``).
+        ids: integer tensor of any shape (e.g. ``data.node_id``).
+    """
+    key = _splitmix64(torch.tensor(_signed64(int(seed)), dtype=torch.long))
+    z = _splitmix64(ids.to(torch.long) ^ key)
+    return _shr(z, 11).to(torch.float64) / float(1 << 53)
+
+
+def _node_ids(data: Data) -> Tensor:
+    node_id = getattr(data, "node_id", None)
+    if node_id is None:
+        return torch.arange(int(data.num_nodes))
+    return node_id
+
+
+def _without_label_values(data: Data, fn: Callable[[Data], Data]) -> Data:
+    """Run a sub-graph transform with the graph-level ``label_values`` set aside (PyG would take a
+    ``[c]`` tensor for a node or edge attribute when ``c`` equals the node or edge count)."""
+    values = getattr(data, "label_values", None)
+    if values is None:
+        return fn(data)
+    data = copy.copy(data)
+    del data.label_values
+    out = fn(data)
+    out.label_values = values
+    return out
 
 
 def parse_split(split: str | Sequence[float]) -> tuple[float, float, float]:
@@ -102,14 +173,15 @@ class RemoveSelfLoops(BaseTransform):
         keep = ei[0] != ei[1]
         if bool(keep.all()):
             return data
-        return data.edge_subgraph(keep)
+        return _without_label_values(data, lambda d: d.edge_subgraph(keep))
 
 
 class RemoveIsolatedNodes(BaseTransform):
     """Remove nodes with neither incoming nor outgoing edges; relabel the rest.
 
-    Node-level attributes (``x``, ``y``, masks, ...) are subset accordingly. Run it after
-    :class:`RemoveSelfLoops` to also drop nodes whose only edge is a self-loop.
+    Node-level attributes (``x``, ``y``, ``node_id``, masks, ...) are subset accordingly. Run it
+    after :class:`RemoveSelfLoops` to also drop nodes whose only edge is a self-loop. Which nodes
+    are isolated depends on the edges: under edge- or node-level DP this reads private data.
     """
 
     def forward(self, data: Data) -> Data:
@@ -118,14 +190,16 @@ class RemoveIsolatedNodes(BaseTransform):
         keep[data.edge_index.reshape(-1)] = True
         if bool(keep.all()):
             return data
-        return data.subgraph(keep)
+        return _without_label_values(data, lambda d: d.subgraph(keep))
 
 
 class FilterClassByCount(BaseTransform):
     """Drop classes with fewer than ``min_count`` nodes, their nodes and their edges.
 
     Remaining labels are remapped to ``0..c-1`` keeping their original order. Nodes with a
-    negative label (unlabeled) are dropped too.
+    negative label (unlabeled) are dropped too. Which classes survive depends on the labels of
+    all nodes: under node-level or local DP this reads private data (declare the classes with
+    :class:`KeepClasses` instead).
 
     Args:
         min_count: an ``int`` is an absolute node count; a ``float`` in ``(0, 1)`` is a fraction
@@ -163,43 +237,147 @@ class FilterClassByCount(BaseTransform):
         node_keep[labeled] = keep_class[y[labeled]]
         if bool(node_keep.all()) and bool(keep_class.all()):
             return data
-        out = data.subgraph(node_keep) if not bool(node_keep.all()) else data
+        if bool(node_keep.all()):
+            out = data
+        else:
+            out = _without_label_values(data, lambda d: d.subgraph(node_keep))
         out.y = new_label[out.y]
+        values = getattr(out, "label_values", None)
+        if values is not None and values.numel() == counts.numel():
+            out.label_values = values[keep_class]
+        elif values is not None:  # classes beyond the largest present label are dropped too
+            out.label_values = values[: counts.numel()][keep_class]
         return out
+
+
+class KeepClasses(BaseTransform):
+    """Keep the declared (public) classes; every other node becomes unlabeled (``y = -1``).
+
+    No statistic of the labels is computed: ``classes`` lists raw label values, and the node
+    whose raw label is ``classes[i]`` gets label ``i``. Nodes of any other class, and nodes
+    already unlabeled, get ``y = -1`` and stay in the graph with their features and edges
+    (a node-level split leaves them out of every mask).
+
+    The raw label of a node is ``data.label_values[y]`` when the graph carries ``label_values``
+    (Facebook100: the class year, e.g. ``2008``), else ``y`` itself. The output carries
+    ``label_values = tensor(classes)``.
+
+    Args:
+        classes: distinct raw label values, in the order of the new labels ``0..c-1``.
+
+    Raises:
+        ValueError: ``classes`` is empty or holds duplicates.
+    """
+
+    def __init__(self, classes: Sequence[int]) -> None:
+        values = [int(c) for c in classes]
+        if not values:
+            raise ValueError("classes must list at least one label value")
+        if len(set(values)) != len(values):
+            raise ValueError(f"classes must be distinct, got {values}")
+        self.classes = values
+
+    def forward(self, data: Data) -> Data:
+        y: Tensor = data.y
+        if y.dim() != 1:
+            raise DataError("KeepClasses needs single-label y of shape [num_nodes]")
+        labeled = y >= 0
+        raw = torch.full_like(y, -1)
+        values = getattr(data, "label_values", None)
+        if values is not None:
+            idx = y[labeled]
+            if idx.numel() and int(idx.max()) >= values.numel():
+                raise DataError(
+                    f"label {int(idx.max())} has no entry in label_values ({values.numel()})"
+                )
+            raw[labeled] = values[idx].to(y.dtype)
+        else:
+            raw[labeled] = y[labeled]
+        declared = torch.tensor(self.classes, dtype=y.dtype)
+        match = raw.unsqueeze(1) == declared.unsqueeze(0)  # [n, c]; raw = -1 never matches
+        hit = match.any(dim=1) & labeled
+        new_y = torch.full_like(y, -1)
+        new_y[hit] = match[hit].to(torch.long).argmax(dim=1).to(y.dtype)
+        data.y = new_y
+        data.label_values = declared.to(torch.long)
+        return data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.classes})"
 
 
 class NodeSplit(BaseTransform):
     """Random train/val/test node split into ``train_mask``, ``val_mask``, ``test_mask``.
 
-    Only labeled nodes (``y >= 0``; all nodes if there is no ``y``) are split. Sizes are
-    ``round(val * n)`` and ``round(test * n)``, the rest goes to train, so the three masks are
-    disjoint and cover every labeled node. Existing masks are replaced.
+    Only labeled nodes (``y >= 0``; all nodes if there is no ``y``) are split; the three masks
+    are disjoint and cover every labeled node. Existing masks are replaced.
+
+    ``by="identity"`` (default): a node's role is a function of ``(seed, node identity)`` only,
+    ``u = keyed_uniform(seed, node_id)``: train if ``u < train``, val if ``u < train + val``,
+    else test. Adding or removing other nodes (or edges, or labels) never changes a node's
+    role, so the split reads no private data. The sizes are binomial, not exact: on ``n`` nodes
+    the train count is ``train * n`` give or take ``sqrt(train * (1 - train) * n)``. Identity is
+    ``data.node_id`` (the node's index in the raw dataset), or the position when absent.
+
+    ``by="position"``: the old exact-size split, a seeded permutation of the labeled nodes'
+    positions with ``round(val * n)`` validation and ``round(test * n)`` test nodes (see
+    :meth:`sizes`). Removing one node re-assigns the roles of many others, so under node-level
+    DP it reads private data.
 
     Args:
         train: fraction of training nodes.
         val: fraction of validation nodes.
         test: fraction of test nodes. The three must be non-negative and sum to 1.
-        seed: random seed (``None``: torch's global generator).
+        seed: the split's key (``None``: drawn from torch's global generator on every call).
+        by: ``"identity"`` or ``"position"``.
     """
 
+    BY = ("identity", "position")
+
     def __init__(
-        self, train: float = 0.75, val: float = 0.10, test: float = 0.15, seed: int | None = 0
+        self,
+        train: float = 0.75,
+        val: float = 0.10,
+        test: float = 0.15,
+        seed: int | None = 0,
+        by: str = "identity",
     ) -> None:
         self.train, self.val, self.test = parse_split((train, val, test))
         self.seed = seed
+        if by not in self.BY:
+            raise InvalidSplitError(f"by must be one of {self.BY}, got {by!r}")
+        self.by = by
 
     @classmethod
-    def from_preset(cls, split: str | Sequence[float], seed: int | None = 0) -> NodeSplit:
+    def from_preset(
+        cls, split: str | Sequence[float], seed: int | None = 0, by: str = "identity"
+    ) -> NodeSplit:
         """Build from a preset name (``"gap"``, ``"lpgnn"``) or a ``(train, val, test)`` tuple."""
-        return cls(*parse_split(split), seed=seed)
+        return cls(*parse_split(split), seed=seed, by=by)
 
     def sizes(self, n: int) -> tuple[int, int, int]:
-        """Number of train, val and test nodes for ``n`` labeled nodes."""
+        """Number of train, val and test nodes for ``n`` labeled nodes (``by="position"``)."""
         n_val = int(round(self.val * n))
         n_test = int(round(self.test * n))
         n_val = min(n_val, n)
         n_test = min(n_test, n - n_val)
         return n - n_val - n_test, n_val, n_test
+
+    def _positional(self, candidates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        perm = candidates[torch.randperm(candidates.numel(), generator=_generator(self.seed))]
+        n_train, n_val, _ = self.sizes(candidates.numel())
+        return perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]
+
+    def _by_identity(self, data: Data, candidates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        seed = self.seed
+        if seed is None:
+            seed = int(torch.randint(0, 2**62, (1,)))
+        u = keyed_uniform(seed, _node_ids(data)[candidates])
+        in_train = u < self.train
+        in_val = ~in_train & (u < self.train + self.val)
+        if self.test == 0.0:  # float rounding must not leave a few nodes in an empty test set
+            in_val = ~in_train
+        return candidates[in_train], candidates[in_val], candidates[~in_train & ~in_val]
 
     def forward(self, data: Data) -> Data:
         n = data.num_nodes
@@ -208,9 +386,10 @@ class NodeSplit(BaseTransform):
             candidates = (y >= 0).nonzero().view(-1)
         else:
             candidates = torch.arange(n)
-        perm = candidates[torch.randperm(candidates.numel(), generator=_generator(self.seed))]
-        n_train, n_val, _ = self.sizes(candidates.numel())
-        parts = (perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :])
+        if self.by == "position":
+            parts = self._positional(candidates)
+        else:
+            parts = self._by_identity(data, candidates)
         for key, idx in zip(("train_mask", "val_mask", "test_mask"), parts, strict=True):
             mask = torch.zeros(n, dtype=torch.bool)
             mask[idx] = True
@@ -218,7 +397,10 @@ class NodeSplit(BaseTransform):
         return data
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.train}, {self.val}, {self.test}, seed={self.seed})"
+        return (
+            f"{type(self).__name__}({self.train}, {self.val}, {self.test}, seed={self.seed}, "
+            f"by={self.by!r})"
+        )
 
 
 class BoundDegree(BaseTransform):
@@ -258,30 +440,64 @@ class BoundDegree(BaseTransform):
         keep = self.keep_mask(data.edge_index, data.num_nodes)
         if bool(keep.all()):
             return data
-        return data.edge_subgraph(keep)
+        return _without_label_values(data, lambda d: d.edge_subgraph(keep))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_degree={self.max_degree}, seed={self.seed})"
 
 
 class ScaleFeatures(BaseTransform):
-    """Min-max scale every feature column of ``x`` to ``[alpha, beta]``.
+    """Scale every feature of ``x`` to ``[alpha, beta]``.
 
-    Column minima and maxima are taken over all nodes. A constant column maps to ``alpha``.
+    With ``bounds=(lo, hi)``, the declared public range of the raw features: features are
+    clamped to ``[lo, hi]`` and mapped linearly, ``lo -> alpha`` and ``hi -> beta``. No
+    statistic of the data is computed, so each node's row depends on that node's features only.
+
+    Without ``bounds``: min-max scaling per column, with minima and maxima taken over all nodes
+    (a constant column maps to ``alpha``). Every row then depends on every node's features,
+    which under node-level or local DP reads private data.
+
     LDP feature mechanisms (PGC/LPGNN) assume features in a known range such as ``[0, 1]``.
+
+    Args:
+        alpha: lower end of the output range.
+        beta: upper end of the output range (``alpha < beta``).
+        bounds: ``(lo, hi)`` with ``lo < hi``, the public range of the raw features; ``None``:
+            data-derived min-max.
 
     Raises:
         InvalidFeaturesError: if ``x`` holds NaN or infinite values.
     """
 
-    def __init__(self, alpha: float = 0.0, beta: float = 1.0) -> None:
+    def __init__(
+        self,
+        alpha: float = 0.0,
+        beta: float = 1.0,
+        bounds: tuple[float, float] | None = None,
+    ) -> None:
         if not alpha < beta:
             raise ValueError(f"ScaleFeatures needs alpha < beta, got alpha={alpha}, beta={beta}")
         self.alpha, self.beta = float(alpha), float(beta)
+        if bounds is not None:
+            lo, hi = (float(b) for b in bounds)
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(f"ScaleFeatures needs finite bounds lo < hi, got {bounds}")
+            bounds = (lo, hi)
+        self.bounds = bounds
 
     def forward(self, data: Data) -> Data:
         check_features(data, "ScaleFeatures input")
         x = data.x.float()
+        if self.bounds is not None:
+            lo_b, hi_b = self.bounds
+            if (lo_b, hi_b) == (self.alpha, self.beta):  # the identity map: clamp only
+                data.x = x.clamp(lo_b, hi_b)
+                return data
+            scale_b = (self.beta - self.alpha) / (hi_b - lo_b)
+            data.x = ((x.clamp(lo_b, hi_b) - lo_b) * scale_b + self.alpha).clamp_(
+                self.alpha, self.beta
+            )
+            return data
         lo = x.min(dim=0).values
         hi = x.max(dim=0).values
         span = hi - lo
@@ -290,7 +506,7 @@ class ScaleFeatures(BaseTransform):
         return data
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(alpha={self.alpha}, beta={self.beta})"
+        return f"{type(self).__name__}(alpha={self.alpha}, beta={self.beta}, bounds={self.bounds})"
 
 
 def bound_in_and_out_degree(data: Data, max_degree: int, seed: int = 0) -> Data:

@@ -102,8 +102,15 @@ def test_default_module_needs_no_root(monkeypatch: pytest.MonkeyPatch) -> None:
         assert isinstance(batch, Data) and batch.num_nodes == 2000
         assert batch.train_mask.dtype == torch.bool
     info = dm.dataset_info()
-    assert (info["num_train"], info["num_val"], info["num_test"]) == (1500, 200, 300)
+    # the default split is keyed on node identity: binomial sizes around 1500/200/300
+    sizes = (info["num_train"], info["num_val"], info["num_test"])
+    assert sum(sizes) == 2000
+    assert all(abs(k - e) <= 60 for k, e in zip(sizes, (1500, 200, 300), strict=True)), sizes
     assert info["name"] == "csbm" and info["split"] == [0.75, 0.1, 0.15]
+    assert info["split_by"] == "identity"
+    assert torch.equal(dm.data.node_id, torch.arange(2000))
+    exact = NodeDataModule(split_by="position").dataset_info()
+    assert (exact["num_train"], exact["num_val"], exact["num_test"]) == (1500, 200, 300)
 
 
 def test_module_options_and_determinism() -> None:
@@ -115,13 +122,15 @@ def test_module_options_and_determinism() -> None:
     assert torch.equal(a.data.train_mask, b.data.train_mask)
     assert torch.equal(a.data.edge_index, b.data.edge_index)
     assert not torch.equal(a.data.train_mask, c.data.train_mask)
-    assert int(a.data.train_mask.sum()) == 300
+    assert abs(int(a.data.train_mask.sum()) - 300) <= 40  # binomial(600, 0.5): sd 12
     assert int(torch.bincount(a.data.edge_index[1]).max()) <= 4
     assert float(a.data.x.min()) == 0.0 and float(a.data.x.max()) == 1.0
     assert a.num_classes == 3
     d = NodeDataModule(split=(0.6, 0.2, 0.2), dataset_kwargs=kw, transform=BoundDegree(2))
     assert int(torch.bincount(d.data.edge_index[1]).max()) <= 2
-    assert int(d.data.val_mask.sum()) == 120
+    assert abs(int(d.data.val_mask.sum()) - 120) <= 30  # binomial(600, 0.2): sd 10
+    e = NodeDataModule(split=(0.6, 0.2, 0.2), dataset_kwargs=kw, split_by="position")
+    assert int(e.data.val_mask.sum()) == 120
 
 
 def test_from_data_and_min_class_size() -> None:
@@ -132,6 +141,8 @@ def test_from_data_and_min_class_size() -> None:
     dm = NodeDataModule.from_data(data, name="mine", min_class_size=10)
     assert dm.name == "mine" and dm.hparams["name"] == "mine" and dm.num_classes == 2
     assert dm.num_nodes == 295
+    # node identity is the raw position, kept through the class filter's subgraph
+    assert torch.equal(dm.data.node_id, (y != 2).nonzero().view(-1))
     dm2 = NodeDataModule.from_data(data, split="lpgnn")
     assert dm2.num_classes == 3 and dm2.num_nodes == 300
 
@@ -177,7 +188,8 @@ def test_trainer_fit_and_test_with_node_module() -> None:
     trainer.fit(model, dm)
     assert trainer.global_step == 2  # one full-batch step per epoch
     trainer.test(model, dm, verbose=False)
-    assert model.seen == {"train_mask": 150, "val_mask": 20, "test_mask": 30}
+    assert model.seen == {k: int(dm.data[k].sum()) for k in ("train_mask", "val_mask", "test_mask")}
+    assert sum(model.seen.values()) == 200
 
 
 def test_cli_parsing_of_module_arguments() -> None:
@@ -190,6 +202,7 @@ def test_cli_parsing_of_module_arguments() -> None:
         [
             "--data.name=csbm",
             "--data.split=[0.5,0.25,0.25]",
+            "--data.split_by=position",
             "--data.min_class_size=0.01",
             "--data.dataset_kwargs={num_nodes: 300}",
             "--data.transform=lightning_dpgnn.data.BoundDegree",

@@ -43,6 +43,8 @@ def test_schools_are_stacked_block_diagonally_without_high_school(two_schools, t
     # school B's node 1 has no year: dropped with its edges
     assert data.num_nodes == 3 + 3
     assert data.y.tolist() == [0, 1, 0, 1, 2, 0]  # years 2008/2009/2010 pooled across schools
+    assert data.label_values.tolist() == [2008, 2009, 2010]
+    assert data.node_id.tolist() == [0, 1, 2, 3, 5, 6]  # raw rows, schools stacked
     ei = data.edge_index
     assert ((ei[0] < 3) == (ei[1] < 3)).all()  # no edge crosses schools
     pairs = {tuple(e) for e in ei.t().tolist()}

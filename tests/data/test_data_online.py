@@ -144,7 +144,11 @@ def test_lastfm_tiny(tmp_path: Path) -> None:
     assert torch.equal(data.y, torch.from_numpy(truth["y"]))
     assert _edge_set(data.edge_index) == _np_edge_set(truth["edges"])
     dm = NodeDataModule(
-        "lastfm-asia", root=str(tmp_path), cache_dir=str(tmp_path / "cache"), split="lpgnn"
+        "lastfm-asia",
+        root=str(tmp_path),
+        cache_dir=str(tmp_path / "cache"),
+        split="lpgnn",
+        split_by="position",
     )
     assert dm.num_features == 8
     assert abs(dm.dataset_info()["num_train"] - dm.num_nodes * 0.5) <= 1

@@ -52,11 +52,18 @@ def test_citeseer_raw_and_module(data_root: Path) -> None:
     assert isolated == 48
     dm = NodeDataModule("citeseer", root=str(data_root), split="lpgnn")
     dm.setup()
-    assert dm.num_nodes == 3327 - isolated  # isolated nodes removed by default
-    assert dm.num_classes == 6 and dm.num_features == 3703
-    info = dm.dataset_info()
-    assert abs(info["num_train"] - 0.5 * dm.num_nodes) <= 1
-    assert abs(info["num_val"] - 0.25 * dm.num_nodes) <= 1
+    assert dm.num_nodes == 3327  # isolated nodes kept by default
+    assert dm.dataset_info()["num_isolated_nodes"] == isolated
+    papers = NodeDataModule(
+        "citeseer", root=str(data_root), split="lpgnn", remove_isolated=True, split_by="position"
+    )
+    assert papers.num_nodes == 3327 - isolated
+    assert papers.num_classes == 6 and papers.num_features == 3703
+    info = papers.dataset_info()
+    assert abs(info["num_train"] - 0.5 * papers.num_nodes) <= 1
+    assert abs(info["num_val"] - 0.25 * papers.num_nodes) <= 1
+    # the raw index survives isolated-node removal
+    assert torch.equal(papers.data.node_id, torch.unique(raw.edge_index))
 
 
 def test_planetoid_public_split_kept(data_root: Path) -> None:
@@ -148,7 +155,8 @@ def test_facebook100_module_default_filter(data_root: Path) -> None:
     raw = load_dataset("facebook100/Caltech36", root=data_root)
     raw_counts = torch.bincount(raw.y)
     assert dm.num_classes == int((raw_counts >= np.ceil(0.01 * labeled)).sum())
-    assert min(counts) >= 1  # isolated removal may shave a few nodes off a kept class
+    raw_kept = raw_counts[raw_counts >= np.ceil(0.01 * labeled)]
+    assert counts == raw_kept.tolist()  # isolated nodes are kept by default
     dm2 = NodeDataModule(
         "facebook100/caltech36", target="gender", root=str(data_root), min_class_size=0
     )

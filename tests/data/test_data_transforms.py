@@ -98,36 +98,47 @@ def test_bound_degree_fast_on_large_graph() -> None:
 
 
 # ------------------------------------------------------------------ NodeSplit
+@pytest.mark.parametrize("by", ["identity", "position"])
 @pytest.mark.parametrize(
     "fractions", [(0.75, 0.10, 0.15), (0.5, 0.25, 0.25), (0.6, 0.0, 0.4), (1.0, 0.0, 0.0)]
 )
-def test_node_split_disjoint_covering_sizes(fractions: tuple[float, float, float]) -> None:
+def test_node_split_disjoint_covering_sizes(fractions: tuple[float, float, float], by: str) -> None:
     data = make_csbm(num_nodes=1001, seed=2)
-    out = NodeSplit(*fractions, seed=0)(data)
+    out = NodeSplit(*fractions, seed=0, by=by)(data)
     tr, va, te = out.train_mask, out.val_mask, out.test_mask
     assert not bool((tr & va).any() or (tr & te).any() or (va & te).any())
     assert bool((tr | va | te).all())
     n = 1001
+    # positional sizes are exact; identity sizes are binomial (sd <= 16 here)
+    tol = 1 if by == "position" else 60
     for mask, frac in zip((tr, va, te), fractions, strict=True):
-        assert abs(int(mask.sum()) - frac * n) <= 1
+        assert abs(int(mask.sum()) - frac * n) <= tol
+        if frac == 0.0:
+            assert not bool(mask.any())
 
 
 def test_node_split_presets_seed_and_unlabeled() -> None:
     data = make_csbm(num_nodes=400, seed=0)
-    gap = NodeSplit.from_preset("gap", seed=1)(data)
+    gap = NodeSplit.from_preset("gap", seed=1, by="position")(data)
     assert int(gap.train_mask.sum()) == 300 and int(gap.val_mask.sum()) == 40
-    lp = NodeSplit.from_preset("LPGNN", seed=1)(data)
+    lp = NodeSplit.from_preset("LPGNN", seed=1, by="position")(data)
     assert int(lp.train_mask.sum()) == 200 and int(lp.test_mask.sum()) == 100
-    again = NodeSplit.from_preset("gap", seed=1)(data)
-    other = NodeSplit.from_preset("gap", seed=2)(data)
-    assert torch.equal(gap.train_mask, again.train_mask)
-    assert not torch.equal(gap.train_mask, other.train_mask)
+    for by in ("identity", "position"):
+        first = NodeSplit.from_preset("gap", seed=1, by=by)(data)
+        again = NodeSplit.from_preset("gap", seed=1, by=by)(data)
+        other = NodeSplit.from_preset("gap", seed=2, by=by)(data)
+        assert torch.equal(first.train_mask, again.train_mask)
+        assert not torch.equal(first.train_mask, other.train_mask)
+    assert NodeSplit().by == "identity"
+    with pytest.raises(ValueError, match="by must be"):
+        NodeSplit(by="random")
     # unlabeled nodes (y < 0) are never put in a split
     y = data.y.clone()
     y[:50] = -1
-    out = NodeSplit(0.5, 0.25, 0.25)(Data(x=data.x, edge_index=data.edge_index, y=y))
-    allm = out.train_mask | out.val_mask | out.test_mask
-    assert not bool(allm[:50].any()) and bool(allm[50:].all())
+    for by in ("identity", "position"):
+        out = NodeSplit(0.5, 0.25, 0.25, by=by)(Data(x=data.x, edge_index=data.edge_index, y=y))
+        allm = out.train_mask | out.val_mask | out.test_mask
+        assert not bool(allm[:50].any()) and bool(allm[50:].all())
     assert "train_mask" not in data  # input untouched
 
 
