@@ -342,7 +342,7 @@ class NodeDataModule(L.LightningDataModule):
             reads.append(
                 f"max_degree={self.max_degree} reads the edges (BoundDegree samples each node's "
                 "in-edges, so one edge changes which others are kept); set max_degree=None and "
-                "bound degrees inside the model's privacy mechanism"
+                "use a node-level model's max_degree, a checked public degree bound, instead"
             )
         min_size = self._min_class_size()
         if labels and min_size:
@@ -358,6 +358,14 @@ class NodeDataModule(L.LightningDataModule):
                 "features (min-max scaling uses every column's minimum and maximum over all "
                 "nodes); declare the public feature range with feature_bounds=(lo, hi) or set "
                 "feature_range=None"
+            )
+        vocab = self.dataset_kwargs.get("vocabulary", "data")
+        facebook = self.name.startswith("facebook100/") or self.name == "facebook100-all"
+        if features and facebook and vocab == "data":
+            reads.append(
+                "the Facebook100 one-hot features use vocabulary='data' (one column per value "
+                "present, so the feature layout depends on who is in the graph); pass "
+                "dataset_kwargs={'vocabulary': 'public'} (a fixed public code book)"
             )
         if positions and self._fractions is not None and self.split_by == "position":
             reads.append(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ __all__ = [
     "read_tudataset",
     "FACEBOOK100_COLUMNS",
     "FACEBOOK100_TARGETS",
+    "FACEBOOK100_FEATURES",
+    "FACEBOOK100_CODEBOOK",
 ]
 
 FACEBOOK100_COLUMNS: tuple[str, ...] = (
@@ -54,6 +57,19 @@ FACEBOOK100_COLUMNS: tuple[str, ...] = (
 
 FACEBOOK100_TARGETS: tuple[str, ...] = FACEBOOK100_COLUMNS[:6]
 """Columns that can be used as the prediction target (high school has too many values)."""
+
+FACEBOOK100_FEATURES: tuple[str, ...] = ("status", "gender", "major", "minor", "housing")
+"""The papers' feature columns (thesis §4.7.1: student/faculty status, gender, major, minor,
+housing); ``"year"`` and ``"high_school"`` are available on request."""
+
+FACEBOOK100_CODEBOOK: dict[str, int] = {
+    "status": 12, "gender": 3, "major": 600, "minor": 600, "housing": 600,
+}
+"""Public code-book sizes (codes ``1..size-1``; 0 = missing) of the columns that a
+``vocabulary="public"`` encoding supports: above every code of the published dataset, fixed
+before looking at any one graph, so the feature layout does not depend on who is in it."""
+
+FACEBOOK100_VOCABULARIES = ("data", "public")
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,46 +276,96 @@ def read_musae(
     return Data(x=x, edge_index=cached["edge_index"], y=cached["y"])
 
 
-def read_facebook100(path: Path, target: str) -> Data:
-    """Read one Facebook100 school (``<School>.mat``).
-
-    ``A`` is the symmetric adjacency matrix; ``local_info`` holds, per node, the columns
-    :data:`FACEBOOK100_COLUMNS` with 0 meaning missing. Nodes whose ``target`` is missing are
-    dropped (with their edges). Labels are the sorted distinct target values mapped to
-    ``0..c-1``. Features are the concatenated one-hot encodings of all *other* columns
-    (including high school), built over the kept nodes; a missing value gives an all-zero block.
-    """
+def _check_facebook100_columns(
+    target: str, features: Sequence[str], vocabulary: str
+) -> list[int]:
     if target not in FACEBOOK100_TARGETS:
         raise UnknownTargetError(
             f"target {target!r} is not a Facebook100 target; "
             f"valid targets: {list(FACEBOOK100_TARGETS)}"
         )
+    if vocabulary not in FACEBOOK100_VOCABULARIES:
+        raise ValueError(
+            f"vocabulary must be one of {FACEBOOK100_VOCABULARIES}, got {vocabulary!r}"
+        )
+    features = [str(f) for f in features]
+    unknown = [f for f in features if f not in FACEBOOK100_COLUMNS]
+    if unknown or not features or len(set(features)) != len(features):
+        raise ValueError(
+            f"features must be distinct Facebook100 columns from {list(FACEBOOK100_COLUMNS)}, "
+            f"got {features}"
+        )
+    if vocabulary == "public":
+        no_book = [f for f in features if f not in FACEBOOK100_CODEBOOK]
+        if no_book:
+            raise ValueError(
+                f"vocabulary='public' has a public code book for {list(FACEBOOK100_CODEBOOK)} "
+                f"only, not for {no_book}"
+            )
+    return [FACEBOOK100_COLUMNS.index(f) for f in features if f != target]
+
+
+def _one_hot_columns(
+    info: np.ndarray, columns: list[int], vocabulary: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Row and column indices of the one-hot encoding of ``columns`` of ``info`` (0 =
+    missing: an all-zero block) and the total width. ``vocabulary="data"``: one column per
+    value present (the papers' encoding); ``"public"``: one per code of the public code book."""
+    rows, cols, width = [], [], 0
+    node_ids = np.arange(info.shape[0])
+    for j in columns:
+        col = info[:, j]
+        present = col != 0
+        if vocabulary == "data":
+            values, inv = np.unique(col[present], return_inverse=True)
+            size = len(values)
+        else:
+            size = FACEBOOK100_CODEBOOK[FACEBOOK100_COLUMNS[j]]
+            inv = col[present]
+            if inv.size and (int(inv.max()) >= size or int(inv.min()) < 0):
+                raise DataError(
+                    f"Facebook100 column {FACEBOOK100_COLUMNS[j]!r} has a code outside the "
+                    f"public code book 1..{size - 1}; use vocabulary='data'"
+                )
+            inv = inv - 1  # code c -> column c-1 (code 0 is "missing")
+            size -= 1
+        rows.append(node_ids[present])
+        cols.append(inv + width)
+        width += size
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    return np.concatenate(rows), np.concatenate(cols), width
+
+
+def read_facebook100(
+    path: Path,
+    target: str,
+    features: Sequence[str] = FACEBOOK100_FEATURES,
+    vocabulary: str = "data",
+) -> Data:
+    """Read one Facebook100 school (``<School>.mat``).
+
+    ``A`` is the symmetric adjacency matrix; ``local_info`` holds, per node, the columns
+    :data:`FACEBOOK100_COLUMNS` with 0 meaning missing. Nodes whose ``target`` is missing are
+    dropped (with their edges): a function of each node's own data. Labels are the sorted
+    distinct target values mapped to ``0..c-1``. Features are the concatenated one-hot
+    encodings of the ``features`` columns other than the target (default: the papers' five,
+    :data:`FACEBOOK100_FEATURES`); a missing value gives an all-zero block.
+    ``vocabulary="data"`` has one column per value present in this graph (the papers'
+    encoding; the layout then depends on the data, a read of private features at node level);
+    ``"public"`` uses the public code book :data:`FACEBOOK100_CODEBOOK` instead.
+    """
+    columns = _check_facebook100_columns(target, features, vocabulary)
     mat = scipy.io.loadmat(str(path), variable_names=["A", "local_info"])
     info = np.asarray(mat["local_info"], dtype=np.int64)
     t = FACEBOOK100_COLUMNS.index(target)
-    labels = info[:, t]
-    keep = labels != 0
+    keep = info[:, t] != 0
     info = info[keep]
-
-    classes, y = np.unique(info[:, t], return_inverse=True)
-    del classes
+    _, y = np.unique(info[:, t], return_inverse=True)
     num_nodes = info.shape[0]
-
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    offset = 0
-    node_ids = np.arange(num_nodes)
-    for j in range(len(FACEBOOK100_COLUMNS)):
-        if j == t:
-            continue
-        col = info[:, j]
-        present = col != 0
-        values, inv = np.unique(col[present], return_inverse=True)
-        rows.append(node_ids[present])
-        cols.append(inv + offset)
-        offset += len(values)
-    x = torch.zeros(num_nodes, offset, dtype=torch.float)
-    x[torch.from_numpy(np.concatenate(rows)), torch.from_numpy(np.concatenate(cols))] = 1.0
+    rows, cols, width = _one_hot_columns(info, columns, vocabulary)
+    x = torch.zeros(num_nodes, width, dtype=torch.float)
+    x[torch.from_numpy(rows), torch.from_numpy(cols)] = 1.0
 
     adj = sp.csr_matrix(mat["A"])[keep][:, keep].tocoo()
     edge_index = torch.from_numpy(np.vstack([adj.row, adj.col]).astype(np.int64))

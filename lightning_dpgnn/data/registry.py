@@ -149,9 +149,17 @@ def _facebook100_identity(files: list[Path], target: str) -> tuple[Tensor, Tenso
     return node_id, label_values
 
 
-def _facebook100_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
+def _facebook100_loader(
+    spec: DatasetSpec,
+    raw: Path,
+    processed: Path,
+    target: str,
+    features: tuple[str, ...] | list[str] = readers.FACEBOOK100_FEATURES,
+    vocabulary: str = "data",
+    **kw: Any,
+):
     _no_kwargs(spec, kw)
-    data = readers.read_facebook100(raw, target)
+    data = readers.read_facebook100(raw, target, tuple(features), vocabulary)
     data.node_id, data.label_values = _facebook100_identity([raw], target)
     return data
 

@@ -30,7 +30,6 @@ from torch_geometric.transforms import BaseTransform
 from .errors import DataError, EmptyDatasetError, InvalidFeaturesError, InvalidSplitError
 
 __all__ = [
-    "bound_in_and_out_degree",
     "RemoveSelfLoops",
     "RemoveIsolatedNodes",
     "FilterClassByCount",
@@ -409,8 +408,10 @@ class BoundDegree(BaseTransform):
     Nodes whose in-degree is already ``<= max_degree`` keep all their edges; the kept edges are a
     subset of the original ones, in their original order (edge attributes follow). Vectorised:
     one random permutation and one stable sort, so ~1.6M edges take well under a second.
-    Needed before aggregation under node-level DP (design invariant 6). On an undirected graph
-    the result is in general directed.
+    On an undirected graph the result is in general directed. A utility transform for
+    non-private runs only: it reads the edges, and it is **not** a stable degree projection
+    (removing one node re-shuffles the choice everywhere), so node-level DP does not use it —
+    node-level models check a public degree bound instead (docs/privacy.md).
 
     Args:
         max_degree: maximum in-degree ``D`` (>= 0).
@@ -507,18 +508,3 @@ class ScaleFeatures(BaseTransform):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(alpha={self.alpha}, beta={self.beta}, bounds={self.bounds})"
-
-
-def bound_in_and_out_degree(data: Data, max_degree: int, seed: int = 0) -> Data:
-    """Sample edges so every in-degree AND out-degree is <= ``max_degree`` (invariant 6).
-
-    Node-level sensitivity ``sqrt(D)`` needs each node's features to enter at most D
-    aggregates (its out-degree) and each aggregate to sum at most D rows (its in-degree).
-    In-degrees are bounded first by uniform neighbour sampling; the same sampling on the
-    reversed graph then bounds out-degrees, which only removes edges.
-    """
-    out = BoundDegree(max_degree, seed=seed)(data.clone())
-    out.edge_index = out.edge_index.flip(0)
-    out = BoundDegree(max_degree, seed=seed + 1)(out)
-    out.edge_index = out.edge_index.flip(0)
-    return out

@@ -182,7 +182,9 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     def _sensitivity(self) -> float:
         return self._mechanism_for(1.0).sensitivity
 
-    def plan_mechanisms(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+    def plan_mechanisms(
+        self, accountant: PrivacyAccountant, noise_multiplier: float | None
+    ) -> bool:
         """Pending aggregations (K hops / K NAPs not yet run) and, at node level, the DP-SGD
         steps each stage still has — all at one noise multiplier (thesis §4.7.5, Theorem 5)."""
         if self.privacy == "none" or noise_multiplier is None:

@@ -204,7 +204,9 @@ class PrivateModule(L.LightningModule):
             yield
 
     # -- plan (the method declares) ----------------------------------------------------------
-    def plan_mechanisms(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+    def plan_mechanisms(
+        self, accountant: PrivacyAccountant, noise_multiplier: float | None
+    ) -> bool:
         """Record on ``accountant`` every mechanism the *rest* of the fit will run at
         ``noise_multiplier``. Return ``False`` when the plan is open-ended (its length is not
         known in advance). Default: nothing more will run."""
@@ -410,6 +412,8 @@ class PrivateModule(L.LightningModule):
         if len(y) == 0:  # still a forward pass through the GradSampleModule, loss 0
             return logits.sum() * 0.0
         loss = self._loss_per_sample.mean()
+        if not self._logs_metrics("train"):
+            return loss  # node level: batch loss/accuracy on private labels are not released
         self.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
         acc = (logits.argmax(-1) == y).float().mean()
         self.log("train/acc", acc, batch_size=len(y), on_step=False, on_epoch=True)
@@ -427,9 +431,10 @@ class PrivateModule(L.LightningModule):
         super().backward(loss, *args, **kwargs)
 
     def _logs_metrics(self, stage: str) -> bool:
-        """Node level: no metric on private labels during the fit unless asked for."""
+        """Node level: no metric on private labels (training batches, validation) during the
+        fit unless asked for; such metrics are not covered by epsilon."""
         in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
-        return not (self.privacy == "node" and stage == "val" and in_fit
+        return not (self.privacy == "node" and stage in ("train", "val") and in_fit
                     and not self.log_private_metrics)
 
     def _log_accuracy(self, logits: torch.Tensor, data: Data, stage: str) -> torch.Tensor | None:

@@ -99,7 +99,9 @@ class LocallyPrivateModule(PrivateModule):
         return self._features
 
     # -- the plan: the collection, if it has not run yet (training costs nothing) ----------------
-    def plan_mechanisms(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+    def plan_mechanisms(
+        self, accountant: PrivacyAccountant, noise_multiplier: float | None
+    ) -> bool:
         if self._collection is not None:
             return True
         if self._graph is None:

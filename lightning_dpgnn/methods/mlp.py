@@ -208,7 +208,9 @@ class DPMLP(_NodeMLP):
     def dpsgd_phase(self) -> DPSGDPhase:
         return self.phase
 
-    def plan_mechanisms(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+    def plan_mechanisms(
+        self, accountant: PrivacyAccountant, noise_multiplier: float | None
+    ) -> bool:
         """The remaining DP-SGD steps: ``epochs`` epochs when calibrated to a target, else as
         many as the trainer will run (open-ended without ``max_epochs``)."""
         steps = self.phase.total_steps if self.target_epsilon is not None else self._trainer_steps()

@@ -14,8 +14,9 @@ stages of the staged fit loop, all inside one ``trainer.fit``:
   ``JK^(s)`` and head; earlier heads are discarded (never used again).
 
 Privacy: the graph is read only by the ``K`` NAP queries. Edge level is Theorem 4 (``K``
-Gaussian mechanisms of sensitivity 1). Node level is Theorem 5: in- and out-degrees bounded to
-``D`` (NAP sensitivity ``sqrt(D)``), every stage trained with DP-Adam on Poisson batches, and
+Gaussian mechanisms of sensitivity 1 per directed edge, ``sqrt(2)`` per undirected edge, the
+default unit). Node level is Theorem 5: every in- and out-degree at most ``D``, a checked public
+bound (NAP sensitivity ``sqrt(D)``), every stage trained with DP-Adam on Poisson batches, and
 one noise multiplier calibrated jointly over ``K`` NAPs and ``K + 1`` DP-SGD runs. Inference on
 the training graph reads only the cache (no extra cost); on a new graph the NAPs run on it with
 fresh noise.

@@ -13,7 +13,13 @@ ledger into an (epsilon, delta) guarantee by summing Rényi-DP curves and conver
   with other entries; if *every* entry is pure the accountant returns plain sequential
   composition, ``sum(count * epsilon)`` with delta 0 (thesis Corollary 2).
 
-RDP to (epsilon, delta) uses, by default, the improved conversion of Balle et al. (2020)
+A ledger of plain Gaussian mechanisms only (edge-level PMA/NAP hops) is converted exactly: the
+composition of Gaussian mechanisms with noise multipliers ``z_i`` is one Gaussian mechanism with
+``z = (sum_i count_i / z_i^2)^(-1/2)`` (Dong, Roth and Su 2019, Corollary 3.3), whose exact
+(epsilon, delta) is the analytic Gaussian mechanism's (Balle and Wang 2018; autodp's
+``get_eps_ana_gaussian``). It is never looser than the RDP route, which stays as a check.
+
+Otherwise RDP to (epsilon, delta) uses, by default, the improved conversion of Balle et al. (2020)
 (``conversion="improved"``; autodp's ``rdp_to_approxdp`` with ``BBGHS_conversion=True`` and
 opacus' ``get_privacy_spent``). ``conversion="basic"`` is Mironov's Proposition 3 (thesis
 Proposition 5): ``eps = min_alpha rdp(alpha) + log(1/delta)/(alpha-1)``, which reproduces the
@@ -33,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import numpy as np
-from autodp import rdp_bank
+from autodp import dp_bank, rdp_bank
 from opacus.accountants.analysis.rdp import compute_rdp
 from scipy.optimize import minimize_scalar
 
@@ -237,6 +243,19 @@ def _convert(rdp_fn: Callable[[float], float], delta: float, conversion: Convers
     return max(best, 0.0)
 
 
+def _exact_gaussian_epsilon(entries: list[LedgerEntry], delta: float) -> float:
+    """Exact epsilon of a composition of Gaussian mechanisms (no subsampling): one Gaussian
+    mechanism with ``1 / z^2 = sum count / z_i^2``, converted with the analytic Gaussian
+    mechanism's exact curve (Balle and Wang 2018)."""
+    mu2 = sum(e.count / float(e.noise_multiplier) ** 2 for e in entries)  # type: ignore[arg-type]
+    if mu2 <= 0:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eps = float(dp_bank.get_eps_ana_gaussian(1.0 / math.sqrt(mu2), delta))
+    return max(eps, 0.0) if math.isfinite(eps) else math.inf
+
+
 @dataclass
 class PrivacyAccountant:
     """Records mechanism invocations and composes them into an (epsilon, delta) guarantee.
@@ -357,7 +376,10 @@ class PrivacyAccountant:
         def rdp_fn(alpha: float) -> float:
             return float(sum(e.rdp(np.array([alpha]))[0] for e in active))
 
-        return _convert(rdp_fn, delta, conv)
+        eps = _convert(rdp_fn, delta, conv)
+        if conv == "improved" and all(e.kind == "gaussian" for e in active):
+            eps = min(eps, _exact_gaussian_epsilon(active, delta))
+        return eps
 
     def mark_reproducible(self, generator: object | None) -> None:
         """Called by a mechanism with the generator it drew from: an explicit one means the

@@ -109,7 +109,8 @@ class GaussianAggregation:
     ``__call__`` normalizes the rows of ``x``, sums them over in-neighbours and adds Gaussian
     noise of standard deviation ``noise_multiplier * sensitivity``:
 
-    * ``level="edge"``: sensitivity 1 (Lemma 6);
+    * ``level="edge"``: sensitivity ``sqrt(2)`` for ``edge_unit="undirected"`` (default: both
+      directions of one friendship) or 1 for ``"directed"`` (Lemma 6);
     * ``level="node"``: sensitivity ``sqrt(max_degree)`` (Lemma 8 / Theorem 3: per hop
       ``D alpha / (2 sigma^2)`` RDP, i.e. a Gaussian mechanism with L2 sensitivity
       ``sqrt(D)`` and noise std ``sigma``). The graph must already be degree-bounded: a
@@ -183,7 +184,7 @@ class GaussianAggregation:
             raise ValueError(
                 f"node-level aggregation needs every in- and out-degree <= max_degree="
                 f"{self.max_degree}, but the graph has max in-degree {max_in} and max "
-                f"out-degree {max_out}: apply degree bounding first (a node's features must "
+                f"out-degree {max_out}: max_degree must be a public upper bound on every degree (a node's features must "
                 f"enter at most D aggregates for the sqrt(D) sensitivity to hold)"
             )
 

@@ -21,6 +21,7 @@ _ACCOUNTANT_NAMES = {
     "improved": "RDP (autodp/opacus curves) + Balle et al. 2020 conversion",
     "basic": "RDP (autodp/opacus curves) + Mironov 2017 conversion",
     "pure": "pure-epsilon sequential composition",
+    "exact_gaussian": "exact Gaussian composition (analytic Gaussian, Balle & Wang 2018)",
     "none": "no private data is read",
 }
 
@@ -68,6 +69,8 @@ class PrivacyReport:
         delta = acc.delta if acc.delta is not None else 0.0
         eps = acc.epsilon() if active else 0.0
         name = _ACCOUNTANT_NAMES[acc.conversion]
+        if acc.conversion == "improved" and active and all(e.kind == "gaussian" for e in active):
+            name = _ACCOUNTANT_NAMES["exact_gaussian"]
         return cls(eps, float(delta), acc.level, name, ledger, **noise)
 
     def count(self, name: str) -> int:

@@ -169,9 +169,11 @@ def test_private_reads_public_metadata_and_defaults() -> None:
     # a dataset's default class filter counts (Facebook100: 1% of labeled nodes)
     fb = NodeDataModule("facebook100/Caltech36")
     reads = fb.private_reads("node")
-    assert len(reads) == 1 and "min_class_size=0.01 (the dataset's default)" in reads[0]
+    assert len(reads) == 2 and "min_class_size=0.01 (the dataset's default)" in reads[0]
+    assert "vocabulary='data'" in reads[1]  # one-hot columns of the values present
     assert fb.private_reads("edge") == []
-    assert NodeDataModule("facebook100/Caltech36", min_class_size=0).private_reads("node") == []
+    public = dict(min_class_size=0, dataset_kwargs={"vocabulary": "public"})
+    assert NodeDataModule("facebook100/Caltech36", **public).private_reads("node") == []
     # the public split is not a read; a positional split is one only at node level
     assert NodeDataModule("cora", split="public", split_by="position").private_reads("node") == []
     assert NodeDataModule(split_by="position").private_reads("edge") == []

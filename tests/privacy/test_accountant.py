@@ -183,3 +183,24 @@ def test_ledger_counts_steps():
     assert [e.count for e in acc.ledger] == [7, 1]
     assert acc.total_count("dpsgd") == 8
     assert acc.epsilon() > 0
+
+
+@pytest.mark.parametrize("z,k,delta", [(6.62, 2, 1e-7), (1.84, 2, 1e-7), (3.0, 5, 1e-5)])
+def test_gaussian_only_ledgers_are_converted_exactly(z, k, delta):
+    """K Gaussian hops = one Gaussian with multiplier z / sqrt(K) (Dong, Roth and Su 2019),
+    whose exact delta(epsilon) is Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    from scipy.stats import norm
+
+    acc = PrivacyAccountant("edge", delta)
+    acc.add_gaussian("pma", z, count=k)
+    eps = acc.epsilon()
+    mu = math.sqrt(k) / z
+    exact_delta = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+    assert exact_delta == pytest.approx(delta, rel=1e-3)
+    one = PrivacyAccountant("edge", delta)
+    one.add_gaussian("pma", z / math.sqrt(k))
+    assert one.epsilon() == pytest.approx(eps, rel=1e-9)
+    assert eps < acc.epsilon(conversion="basic")  # tighter than the RDP routes, never looser
+    # a DP-SGD entry in the ledger switches back to RDP (subsampling is not a plain Gaussian)
+    acc.add_subsampled_gaussian("dpsgd", 1.0, 0.01, steps=10)
+    assert acc.epsilon() > eps

@@ -165,7 +165,7 @@ def test_node_level_rejects_unbounded_degrees():
     fan_in = torch.tensor([[1, 2, 3], [0, 0, 0]])  # node 0 has in-degree 3 > D
     fan_out = torch.tensor([[0, 0, 0], [1, 2, 3]])  # node 0 has out-degree 3 > D
     for ei, what in ((fan_in, "in-degree 3"), (fan_out, "out-degree 3")):
-        with pytest.raises(ValueError, match="degree bounding") as info:
+        with pytest.raises(ValueError, match="public upper bound") as info:
             agg(x, ei, n, acc)
         assert what in str(info.value)
     assert agg.calls == 0 and acc.ledger == []  # nothing released, nothing recorded

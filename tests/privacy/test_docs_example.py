@@ -27,7 +27,7 @@ def test_edge_level_example():
 
 
 def test_node_level_example_report_is_printed_verbatim():
-    acc = PrivacyAccountant("node", 1e-5)
+    acc = PrivacyAccountant("node", 1e-5, unit="one node with all its edges, features and label")
     steps = 10 * round(15000 / 256)
     acc.add_subsampled_gaussian("encoder/dpsgd", 1.5, 256 / 15000, steps=steps)
     acc.add_gaussian("pma", 1.5, count=2, sensitivity=10.0)
