@@ -184,8 +184,9 @@ class GaussianAggregation:
             raise ValueError(
                 f"node-level aggregation needs every in- and out-degree <= max_degree="
                 f"{self.max_degree}, but the graph has max in-degree {max_in} and max "
-                f"out-degree {max_out}: max_degree must be a public upper bound on every degree (a node's features must "
-                f"enter at most D aggregates for the sqrt(D) sensitivity to hold)"
+                f"out-degree {max_out}: max_degree must be a public upper bound on every "
+                "degree (a node's features must enter at most D aggregates for the sqrt(D) "
+                "sensitivity to hold)"
             )
 
     def __call__(
