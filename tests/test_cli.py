@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import lightning as L
 import pytest
 import yaml
 
@@ -97,3 +98,27 @@ def test_a_progap_recipe_runs_all_stages_in_one_fit(capsys):
     )
     out = capsys.readouterr().out
     assert "edge-level" in out and float(out.split("epsilon spent:")[1].split()[0]) <= 1.0
+
+
+def _private_recipes() -> list[str]:
+    return [n for n in zoo.list() if "-inf-" not in n and not n.startswith("mlp-")]
+
+
+@pytest.mark.parametrize("name", _private_recipes())
+def test_every_private_recipe_passes_the_pre_fit_privacy_checks_on_its_dataset(name):
+    """What a user runs must not be refused: no private read in preprocessing, classes public
+    where labels are protected, and at node level a degree bound the real graph keeps."""
+    from lightning_dpgnn.cli import DPGNNCLI
+    from lightning_dpgnn.methods.ap import check_degree_promise
+
+    cli = DPGNNCLI(
+        L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
+        subclass_mode_data=True, run=False, save_config_callback=None,
+        auto_configure_optimizers=False, args=["--config", str(zoo.recipe_path(name))],
+    )
+    model, dm = cli.model, cli.datamodule
+    assert dm.private_reads(model.privacy) == []
+    if model.labels_private():
+        assert dm.public_num_classes, "labels are protected: the recipe must declare classes"
+    if model.privacy == "node" and "max_degree" in model.hparams:
+        check_degree_promise(dm.data, model.hparams.max_degree, name)

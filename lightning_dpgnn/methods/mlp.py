@@ -8,6 +8,7 @@ from typing import Literal
 import torch
 from torch_geometric.data import Data
 
+from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import MLP as MLPBlock
 from ..privacy import PrivacyAccountant
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
@@ -88,13 +89,19 @@ class _NodeMLP(PrivateModule):
         )
 
 
-class MLP(_NodeMLP):
+class MLP(StagedTrainingMixin, _NodeMLP):
     """Node-feature MLP. Reads no edges, so at edge level it spends epsilon = 0.
+
+    Trains for ``epochs`` full-batch epochs and keeps the epoch with the best ``val/acc`` (the
+    protocol of the GAP/ProGAP papers' MLP baseline), as a one-stage staged fit: ``epochs``,
+    not ``Trainer(max_epochs)``, sets the length of the fit.
 
     Args:
         privacy: ``"edge"`` (default: reports edge-level epsilon 0) or ``"none"``.
         hidden, layers, dropout, normalization: MLP shape.
         lr, weight_decay: Adam settings.
+        epochs: training epochs (the best validation epoch is kept).
+        seed: seed of the weight initialisation.
     """
 
     def __init__(
@@ -108,8 +115,12 @@ class MLP(_NodeMLP):
         normalization: str = "none",
         lr: float = 0.01,
         weight_decay: float = 0.0,
+        epochs: int = 100,
+        seed: int | None = None,
     ) -> None:
         self.save_hyperparameters()
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
         super().__init__(
             privacy,
             None,
@@ -124,6 +135,20 @@ class MLP(_NodeMLP):
             lr,
             weight_decay,
         )
+        self._staged_init()
+
+    def configure_stages(self) -> list[Stage]:
+        return [Stage("mlp", self.hparams.epochs, ("mlp",))]
+
+    def setup(self, stage: str) -> None:
+        _NodeMLP.setup(self, stage)
+        StagedTrainingMixin.setup(self, stage)
+
+    def stage_optimizer(self, stage_index: int):
+        return _NodeMLP.configure_optimizers(self)
+
+    def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
+        return _NodeMLP.train_dataloader_from(self, data)
 
 
 class DPMLP(_NodeMLP):

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch_geometric.data import Data
 
@@ -34,7 +35,7 @@ from ..loops import Stage
 from ..nn.combine import Combine
 from ..nn.mlp import MLP
 from ..privacy import PrivacyAccountant
-from ..privacy.aggregation import GaussianAggregation
+from ..privacy.aggregation import GaussianAggregation, normalize_rows
 from ..privacy.dpsgd import unwrap
 from .ap import AggregationPerturbationModule
 
@@ -47,7 +48,8 @@ class ProGAPNetwork(nn.Module):
     """All submodels: base MLPs ``0..K``, and one JK module and 1-layer head per stage.
 
     ``forward(x, X~^(1), ..., X~^(s))`` is submodel ``M_s`` (Eq. 5.11): each input goes through
-    its base MLP, ``JK^(s)`` combines the ``s + 1`` embeddings and ``head^(s)`` gives logits.
+    its base MLP, ``JK^(s)`` combines the ``s + 1`` embeddings, the result is L2-normalized per
+    node (``normalize_jk``, as the reference implementation does) and ``head^(s)`` gives logits.
     Base MLPs listed in ``frozen`` stay in eval mode (no dropout, fixed norm statistics).
     """
 
@@ -59,9 +61,11 @@ class ProGAPNetwork(nn.Module):
         depth: int,
         base_layers: int,
         jk: str,
+        normalize_jk: bool = True,
         **mlp: Any,
     ) -> None:
         super().__init__()
+        self.normalize_jk = normalize_jk
         self.base = nn.ModuleList(
             MLP(in_dim if k == 0 else hidden, hidden, hidden, base_layers, plain_last=False, **mlp)
             for k in range(depth + 1)
@@ -85,7 +89,10 @@ class ProGAPNetwork(nn.Module):
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
         stage = len(inputs) - 1
         hs = torch.stack([self.base[k](h) for k, h in enumerate(inputs)], dim=1)
-        return self.head[stage](self.jk[stage](hs))
+        combined = self.jk[stage](hs)
+        if self.normalize_jk:
+            combined = F.normalize(combined, p=2, dim=-1)
+        return self.head[stage](combined)
 
 
 class ProGAP(AggregationPerturbationModule):
@@ -99,6 +106,10 @@ class ProGAP(AggregationPerturbationModule):
         base_layers: layers of every base MLP (>= 1).
         jk: Jumping Knowledge combine of each stage: ``"cat"`` (the paper's), ``"sum"``,
             ``"attn"``.
+        normalize_jk: L2-normalize each node's combined embedding before the stage head (the
+            reference implementation's choice; ``False``: the head sees it as is).
+        normalize_nap: L2-normalize each noisy NAP output row before it feeds the next stage
+            (post-processing; the thesis feeds it as is).
         hidden: width of every base MLP output (and hidden layer).
         epochs_per_stage: epochs each of the ``K + 1`` stages trains for.
         training: ``"progressive"`` (stage ``s`` trains base MLPs ``0..s``) or ``"layerwise"``
@@ -133,6 +144,8 @@ class ProGAP(AggregationPerturbationModule):
         depth: int = 2,
         base_layers: int = 1,
         jk: Literal["cat", "sum", "attn"] = "cat",
+        normalize_jk: bool = True,
+        normalize_nap: bool = False,
         hidden: int = 16,
         epochs_per_stage: int = 100,
         training: Literal["progressive", "layerwise"] = "progressive",
@@ -191,7 +204,7 @@ class ProGAP(AggregationPerturbationModule):
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         net = ProGAPNetwork(
             num_features, hp.hidden, num_classes, hp.depth, hp.base_layers, hp.jk,
-            **self._mlp_kwargs(),
+            hp.get("normalize_jk", True), **self._mlp_kwargs(),
         )  # fmt: skip
         self.network = self._dp_wrap(net, "ProGAP network")
 
@@ -238,7 +251,8 @@ class ProGAP(AggregationPerturbationModule):
         """``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` with ``s = len(inputs)``."""
         k = len(inputs) - 1
         embeddings = self._eval_forward(self._net().base[k], inputs[k])
-        return self._aggregate_once(embeddings, graph, accountant, generator)
+        out = self._aggregate_once(embeddings, graph, accountant, generator)
+        return normalize_rows(out) if self.hparams.get("normalize_nap", False) else out
 
     def on_enter_stage(self, stage_index: int) -> None:
         if self.aggregates is None:

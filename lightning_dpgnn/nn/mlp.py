@@ -7,9 +7,10 @@ import warnings
 import torch
 from torch import nn
 
-__all__ = ["MLP", "make_norm", "compact_features", "NORMALIZATIONS"]
+__all__ = ["MLP", "make_norm", "compact_features", "NORMALIZATIONS", "ORDERS"]
 
 NORMALIZATIONS = ("none", "batch", "layer", "group")
+ORDERS = ("act_norm", "norm_act")
 
 
 def make_norm(kind: str, dim: int, groups: int = 4) -> nn.Module:
@@ -46,7 +47,9 @@ def compact_features(
 
 
 class MLP(nn.Module):
-    """``layers`` linear layers; hidden ones followed by norm -> activation -> dropout.
+    """``layers`` linear layers; hidden ones followed by activation -> norm -> dropout
+    (``order="act_norm"``, the GAP/ProGAP reference's order) or norm -> activation -> dropout
+    (``order="norm_act"``).
 
     ``layers=0`` is the identity (GAP's ``base_layers=0``). ``plain_last=True`` leaves the last
     layer without norm/activation (a logits head). ``norm_groups`` is the group count of
@@ -66,12 +69,15 @@ class MLP(nn.Module):
         activation: str = "selu",
         plain_last: bool = True,
         norm_groups: int = 4,
+        order: str = "act_norm",
     ) -> None:
         super().__init__()
         if layers < 0:
             raise ValueError(f"layers must be >= 0, got {layers}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         act = {"relu": nn.ReLU, "selu": nn.SELU, "tanh": nn.Tanh, "gelu": nn.GELU}.get(activation)
         if act is None:
             raise ValueError(f"activation must be relu/selu/tanh/gelu, got {activation!r}")
@@ -82,11 +88,9 @@ class MLP(nn.Module):
             mods.append(nn.Linear(dims[i], dims[i + 1]))
             last = i == layers - 1
             if not (last and plain_last):
-                mods += [
-                    make_norm(normalization, dims[i + 1], norm_groups),
-                    act(),
-                    nn.Dropout(dropout),
-                ]
+                norm = make_norm(normalization, dims[i + 1], norm_groups)
+                pair = [act(), norm] if order == "act_norm" else [norm, act()]
+                mods += [*pair, nn.Dropout(dropout)]
         self.net = nn.Sequential(*mods)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -166,10 +166,10 @@ def test_private_reads_per_level() -> None:
 def test_private_reads_public_metadata_and_defaults() -> None:
     declared = NodeDataModule(classes=[0, 1], feature_range=(0.0, 1.0), feature_bounds=(0, 1))
     assert declared.private_reads("node") == [] and declared.private_reads("ldp") == []
-    # a dataset's default class filter counts (Facebook100: 1% of labeled nodes)
+    # a dataset's default class filter counts (Facebook100: classes with >= 1000 nodes)
     fb = NodeDataModule("facebook100/Caltech36")
     reads = fb.private_reads("node")
-    assert len(reads) == 2 and "min_class_size=0.01 (the dataset's default)" in reads[0]
+    assert len(reads) == 2 and "min_class_size=1000 (the dataset's default)" in reads[0]
     assert "vocabulary='data'" in reads[1]  # one-hot columns of the values present
     assert fb.private_reads("edge") == []
     public = dict(min_class_size=0, dataset_kwargs={"vocabulary": "public"})
@@ -250,7 +250,10 @@ def test_facebook100_identity_and_declared_years(data_root: Path) -> None:
     assert np.array_equal(raw.node_id.numpy(), np.flatnonzero(keep))  # raw .mat rows
     assert np.array_equal(raw.label_values[raw.y].numpy(), year[keep])
     years = [2006, 2007, 2008, 2009]
-    dm = NodeDataModule("facebook100/Caltech36", root=str(data_root), classes=years)
+    dm = NodeDataModule(
+        "facebook100/Caltech36", root=str(data_root), classes=years,
+        dataset_kwargs={"vocabulary": "public"},
+    )
     data = dm.data
     assert dm.private_reads("node") == [] and dm.num_classes == 4
     assert data.num_nodes == raw.num_nodes
@@ -315,3 +318,21 @@ def test_recipes_read_nothing_private(path: Path) -> None:
         assert args["classes"] == [2005, 2006, 2007, 2008, 2009]
     if level == "ldp":
         assert args["feature_bounds"] == [0.0, 1.0]
+
+
+def test_facebook100_public_vocabulary_fixes_the_feature_layout(data_root: Path) -> None:
+    """Removing a node must not change anyone else's feature row: with the data vocabulary a
+    node holding the only occurrence of a major removes a column; the public code book never
+    does. Also, the papers' five columns are the default (no high school)."""
+    from lightning_dpgnn.data.readers import FACEBOOK100_CODEBOOK, read_facebook100
+
+    path = data_root / "facebook100" / "Caltech36.mat"
+    public = read_facebook100(path, "year", vocabulary="public")
+    assert public.num_features == sum(FACEBOOK100_CODEBOOK.values()) - len(FACEBOOK100_CODEBOOK)
+    data = read_facebook100(path, "year")
+    assert data.num_features < public.num_features  # values present only
+    assert torch.equal(public.x.sum(1), data.x.sum(1))  # the same codes, one-hot
+    with_hs = read_facebook100(path, "year", features=(*FACEBOOK100_CODEBOOK, "high_school"))
+    assert with_hs.num_features > data.num_features
+    with pytest.raises(ValueError, match="public code book"):
+        read_facebook100(path, "year", features=("high_school",), vocabulary="public")
