@@ -156,7 +156,7 @@ class DPMLP(_NodeMLP):
 
     Args:
         epsilon: target node-level epsilon; the noise multiplier is calibrated so that
-            ``epochs`` epochs spend at most this (realized epsilon within 1% below).
+            ``epochs`` epochs spend at most this (realized epsilon within 0.1% below).
         delta: ``"auto"`` (below 1 / #nodes) or a number.
         noise_multiplier: fix the noise instead of calibrating (then ``epsilon=None``; the
             fit runs as long as the trainer says and the spend is reported, not capped).

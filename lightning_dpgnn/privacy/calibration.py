@@ -5,7 +5,7 @@ mechanism the training run will invoke (e.g. GAP node level: encoder DP-SGD step
 + classifier DP-SGD steps, all at one noise scale as in thesis §4.7.5). Epsilon decreases
 monotonically in the noise multiplier, so a bracketing root search in log-space (regula
 falsi, Illinois variant) finds the smallest noise whose realized epsilon is <= the target
-and within ``rtol`` (1%) of it.
+and within ``rtol`` (0.1%) of it.
 
 Pure torch/numpy: no Lightning imports.
 """
@@ -31,7 +31,7 @@ def calibrate_noise_multiplier(
     epsilon: float,
     delta: float | None = None,
     *,
-    rtol: float = 0.01,
+    rtol: float = 0.001,
     low: float = 1e-3,
     high: float = 1e6,
     max_iter: int = 200,
@@ -42,7 +42,7 @@ def calibrate_noise_multiplier(
         plan: builds the ledger of the whole run for a given noise multiplier.
         epsilon: target epsilon (> 0).
         delta: target delta; ``None`` uses the delta of the accountant the plan returns.
-        rtol: how close below the target the realized epsilon must land (default 1%).
+        rtol: how close below the target the realized epsilon must land (default 0.1%).
         low, high: noise-multiplier search range.
 
     Returns:
