@@ -43,6 +43,10 @@ class DPGNNCLI(LightningCLI):
             eps = "inf (non-private)" if math.isinf(report.epsilon) else f"{report.epsilon:.4g}"
             lines.append(f"epsilon spent: {eps}" + (f" (delta={report.delta:.3g}, {report.level}"
                                                     "-level)" if report.delta else ""))
+            if report.unit:
+                lines.append(f"protects: {report.unit}")
+            if report.reproducible_noise:
+                lines.append("reproducible noise: not private against anyone who knows the seed")
         if self.trainer.is_global_zero:
             print("\n".join(lines), flush=True)
 
