@@ -17,6 +17,24 @@ import numpy as np
 RESULTS = Path(__file__).parent / "results"
 #: speed-ups that change timings (not results): sparse wide features + ghost clipping
 CODE_VERSION = "csr-ghost"
+#: preprocessing protocol of new rows: classes declared publicly (``classes=``), isolated nodes
+#: kept (``remove_isolated=False``), identity-keyed split (``split_by="identity"``, binomial
+#: sizes), Facebook100 features from the papers' five columns with the public code book
+#: (``dataset_kwargs={"vocabulary": "public"}``), OS-entropy privacy noise (no ``noise_seed``).
+#: Rows without a ``protocol`` field are ``"paper-v0"``: data-derived class filter
+#: (``min_class_size``), isolated nodes removed, positional split, seeded noise (see
+#: :func:`row_unit` for their units). ``"public-v1"`` rows (a first pass of the same day) used
+#: the Facebook100 features and data vocabulary of the library before commit 21d69d1; they are
+#: superseded (see :func:`invalid_reason`).
+PROTOCOL = "public-v2"
+LEGACY_PROTOCOL = "paper-v0"
+SUPERSEDED_PROTOCOL = "public-v1"
+#: protected unit of a row: what one unit of privacy is
+UNITS = ("edge-directed", "edge-undirected", "node", "ldp", "none")
+#: unit of the old node-level GAP/ProGAP rows: degree bounded by sampling D = 100 in-edges per
+#: node, not a stable projection (removing one node changes many edges), so the printed epsilon
+#: was not delivered; excluded from the tables
+INVALID_NODE_UNIT = "node-sampled-D100 (invalid: unstable projection)"
 
 
 class PeakRSS:
@@ -54,6 +72,75 @@ def quiet() -> None:
 
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
+
+
+def row_unit(row: dict) -> str:
+    """The protected unit of a result row; rows written before units were recorded (protocol
+    ``paper-v0``) get theirs from the method: edge-level ones the thesis' directed edge,
+    node-level GAP/ProGAP ones :data:`INVALID_NODE_UNIT`."""
+    if row.get("unit"):
+        return row["unit"]
+    method, level = row["method"], row.get("level")
+    if "EDP" in method or level == "edge":
+        return "edge-directed"
+    if "NDP" in method:
+        return INVALID_NODE_UNIT
+    if method.startswith("DP-MLP") or level == "node":
+        return "node"
+    if level == "ldp":
+        return "ldp"
+    return "none"
+
+
+def row_protocol(row: dict) -> str:
+    return row.get("protocol") or LEGACY_PROTOCOL
+
+
+def invalid_reason(row: dict) -> str | None:
+    """Why a row is left out of the tables, or ``None``: the old sampled node-level rows (their
+    guarantee does not hold) and the superseded ``public-v1`` pass."""
+    if row_unit(row) == INVALID_NODE_UNIT:
+        return INVALID_NODE_UNIT
+    if row_protocol(row) == SUPERSEDED_PROTOCOL:
+        return (
+            "public-v1 (superseded first pass: Facebook100 features and data vocabulary of the "
+            "library before 21d69d1, a private read at node level)"
+        )
+    return None
+
+
+def is_valid(row: dict) -> bool:
+    """Whether a row goes into the tables (see :func:`invalid_reason`)."""
+    return invalid_reason(row) is None
+
+
+def code_revision() -> str:
+    """``git`` commit of the checkout, ``+dirty`` when ``lightning_dpgnn/`` has uncommitted
+    changes (the library was edited while benchmarks ran: rows say which code they used)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "lightning_dpgnn"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return rev + ("+dirty" if dirty else "")
+
+
+def model_unit(model) -> str:
+    """The protected unit of a fitted model, from its privacy settings."""
+    level = getattr(model, "privacy", None) or "none"
+    if level == "edge":
+        return f"edge-{model.edge_unit}"
+    return level
 
 
 def done_keys(path: Path) -> set[str]:
@@ -113,34 +200,76 @@ def grid_parser(doc: str, datasets: dict, default_out: Path):
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--datasets", nargs="*", default=list(datasets))
     p.add_argument("--methods", nargs="*", default=None, help="subset, e.g. GAP-EDP MLP")
+    p.add_argument(
+        "--epsilons", nargs="*", type=float, default=None, help="subset of target epsilons"
+    )
+    p.add_argument(
+        "--edge-units",
+        nargs="*",
+        default=["directed"],
+        choices=["directed", "undirected"],
+        help="edge-level units to run (directed: the papers' unit, for comparison)",
+    )
     p.add_argument("--out", type=Path, default=default_out)
     return p
 
 
-def run_grid(configs, datasets: dict, args) -> None:
-    """Fit + test every ``(method, epsilon, build)`` of ``configs(dataset)`` on every dataset and
-    seed, appending one JSON row per run to ``args.out`` (rows already there are skipped).
+def run_grid(configs, datasets: dict, args, protocol: str = PROTOCOL) -> None:
+    """Fit + test every ``(method, epsilon, unit, build)`` of ``configs(dataset, edge_units)``
+    on every dataset and seed, appending one JSON row per run to ``args.out`` (rows already
+    there are skipped).
 
     Seeds are the outer loop, so a partial run still covers every setting. Each run goes
     through :func:`run_measured`. Each row holds the test and validation accuracy of the final
-    model, the epsilon/delta the model reports, wall and CPU seconds, peak RSS.
+    model, the epsilon/delta the model reports, the protected ``unit`` and the preprocessing
+    ``protocol`` (with the data module's settings), wall and CPU seconds, peak RSS.
     """
     quiet()
     from lightning_dpgnn.data import NodeDataModule
 
     done = done_keys(args.out)
+    revision = code_revision()  # the library this process imported
     for seed in range(args.seeds):
         for name in args.datasets:
             dm = NodeDataModule(name, seed=seed, **datasets[name])
             dm.setup()
-            for method, eps, build in configs(name):
+            for method, eps, unit, build in configs(name, tuple(args.edge_units)):
                 if args.methods and method not in args.methods:
                     continue
-                key = f"{name}|{method}|{eps}|{seed}"
+                if args.epsilons and (eps is None or eps not in args.epsilons):
+                    continue
+                key = f"{name}|{method}|{eps}|{unit}|{protocol}|{seed}"
                 if key in done:
                     continue
-                meta = dict(key=key, dataset=name, method=method, target_epsilon=eps, seed=seed)
-                run_measured(meta, partial(_fit_and_test, build, seed, dm), args.out)
+                meta = dict(
+                    key=key,
+                    dataset=name,
+                    method=method,
+                    target_epsilon=eps,
+                    seed=seed,
+                    unit=unit,
+                    protocol=protocol,
+                    preprocessing=datamodule_settings(dm),
+                    revision=revision,
+                )
+                run_measured(meta, partial(_fit_and_test, build, seed, dm, unit), args.out)
+
+
+def datamodule_settings(dm) -> dict:
+    """The preprocessing options of a ``NodeDataModule`` that a result row records."""
+    keys = (
+        "target",
+        "split",
+        "split_by",
+        "classes",
+        "min_class_size",
+        "remove_isolated",
+        "max_degree",
+        "feature_range",
+        "feature_bounds",
+        "dataset_kwargs",
+    )
+    return {k: getattr(dm, k, None) for k in keys}
 
 
 def quiet_trainer(**kwargs):
@@ -156,8 +285,11 @@ def quiet_trainer(**kwargs):
     )
 
 
-def _fit_and_test(build, seed: int, dm) -> dict:
+def _fit_and_test(build, seed: int, dm, unit: str | None = None) -> dict:
     model = build(seed)
+    # "none" rows include MLP, which reports edge-level epsilon 0 (it reads no edges)
+    if unit not in (None, "none") and model_unit(model) != unit:
+        raise RuntimeError(f"config says {unit!r}, the model protects {model_unit(model)!r}")
     trainer = quiet_trainer(max_epochs=100)  # staged models set their own total
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
@@ -169,6 +301,11 @@ def _fit_and_test(build, seed: int, dm) -> dict:
         epsilon=report.epsilon if report.level != "none" else None,
         delta=report.delta,
         level=report.level,
+        # node level: D, the promised bound on every in-/out-degree (no edge is dropped)
+        degree_bound=model.hparams.get("max_degree") if report.level == "node" else None,
+        report_unit=getattr(report, "unit", None),
+        secure_randomness=getattr(report, "secure_randomness", None),
+        reproducible_noise=getattr(report, "reproducible_noise", None),
     )
 
 

@@ -1,7 +1,8 @@
 """LPGNN benchmark (thesis Tables 3.2-3.4): test accuracy with 95% bootstrap CIs over seeds.
 
-Settings (GraphSAGE backbone, 50/25/25 random split, features in [0, 1], Adam, up to 500
-epochs, the epoch picked by Drop's rule / the lowest validation loss):
+Settings (GraphSAGE backbone, 50/25/25 identity-keyed random split, features in [0, 1] from the
+public bounds ``feature_bounds=(0, 1)`` (Cora and Facebook features are 0/1), isolated nodes
+kept, Adam, up to 500 epochs, the epoch picked by Drop's rule / the lowest validation loss):
 
 * ``3.2``: feature mechanisms 1B / LP / AG / MB at ``eps_x`` in {0.01, 0.1, 1, 2}, ``eps_y = inf``,
   plus ``MB+std`` (LPGNN's default ``standardize=True``; every other row uses the thesis'
@@ -19,9 +20,11 @@ the lowest selected validation loss (noisy labels only); a setting uses the valu
 pair with every finite budget replaced by 1. ``--search-steps`` adds step 2: ``K_x, K_y`` in
 {0, 2, 4, 8, 16} per setting. The choices go to ``results/lpgnn_hparams.json``.
 
-One JSON line per (dataset, table, method, eps_x, eps_y, seed) is appended to
+One JSON line per (dataset, table, method, eps_x, eps_y, protocol, seed) is appended to
 ``results/lpgnn_accuracy.jsonl`` (re-running skips what is done), with test accuracy, the
-epsilon the model reports, the selected epoch, wall time and peak RSS. Summarize with
+epsilon the model reports, the protected unit (``"ldp"``), the preprocessing protocol
+(``common.PROTOCOL``; rows without one are ``paper-v0``: data-derived min-max scaling,
+positional split), the selected epoch, wall time and peak RSS. Summarize with
 ``python benchmarks/lpgnn_summarize.py``.
 
     DPGNN_DATA=../shared/datasets python benchmarks/lpgnn_accuracy.py --seeds 10
@@ -37,10 +40,25 @@ import math
 from functools import partial
 from pathlib import Path
 
-from common import RESULTS, done_keys, quiet, quiet_trainer, run_measured
+from common import (
+    PROTOCOL,
+    RESULTS,
+    datamodule_settings,
+    done_keys,
+    quiet,
+    quiet_trainer,
+    run_measured,
+)
 
 INF = math.inf
-DATASETS = {"cora": dict(split="lpgnn"), "musae-facebook": dict(split="lpgnn")}
+# 0/1 features: the public bounds (0, 1) replace per-column min-max (which reads the features);
+# labels are private (randomized response), so the classes are declared: Cora's 7 topics,
+# Facebook's 4 page types (all of them: nothing is filtered)
+SCALE = dict(feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))
+DATASETS = {
+    "cora": dict(split="lpgnn", classes=list(range(7)), **SCALE),
+    "musae-facebook": dict(split="lpgnn", classes=list(range(4)), **SCALE),
+}
 STEPS = {"cora": (16, 8), "musae-facebook": (4, 2)}  # (K_x, K_y), thesis §3.5.2
 DEFAULT_HPARAMS = dict(lr=0.01, weight_decay=1e-3, dropout=1e-3)
 GRID = dict(lr=[1e-4, 1e-3, 1e-2], weight_decay=[1e-4, 1e-3, 1e-2], dropout=[1e-4, 1e-3, 1e-2])
@@ -90,7 +108,8 @@ def fit_lpgnn(dm, kwargs: dict, seed: int, max_epochs: int, patience: int | None
 
     torch.manual_seed(seed)
     kwargs = {"standardize": False, **kwargs}  # the thesis pipeline unless a row says otherwise
-    model = LPGNN(backbone="sage", hidden=16, seed=seed, **kwargs)
+    # ``seed`` seeds the weights (above); the LDP noise comes from OS entropy (no noise_seed)
+    model = LPGNN(backbone="sage", hidden=16, **kwargs)
     # CE / FC baselines select on the validation loss alone; Drop adds the Acc* rule
     rule = "auto" if kwargs.get("loss", "drop") == "drop" else None
     stopper = DropEarlyStopping(acc_star=rule, patience=patience)
@@ -108,6 +127,9 @@ def fit_lpgnn(dm, kwargs: dict, seed: int, max_epochs: int, patience: int | None
         epsilon_is_infinite=math.isinf(report.epsilon),
         delta=report.delta,
         selection=stopper.reason,
+        report_unit=report.unit,
+        secure_randomness=report.secure_randomness,
+        reproducible_noise=report.reproducible_noise,
     )
 
 
@@ -192,7 +214,7 @@ def main() -> None:
     done = done_keys(args.out)
     dms = {}
     for name in args.datasets:
-        dms[name] = NodeDataModule(name, seed=0, feature_range=(0.0, 1.0), **DATASETS[name])
+        dms[name] = NodeDataModule(name, seed=0, **DATASETS[name])
         if args.search:
             cells = [c for c in settings(args.tables) if selected(args.only, *c)]
 
@@ -213,13 +235,13 @@ def main() -> None:
             )
     for seed in range(args.seeds):  # seeds outermost: partial runs still cover every setting
         for name in args.datasets:
-            dm = NodeDataModule(name, seed=seed, feature_range=(0.0, 1.0), **DATASETS[name])
+            dm = NodeDataModule(name, seed=seed, **DATASETS[name])
             dm.setup()
             found = chosen.get(name, {})
             for table, method, kw in settings(args.tables):
                 if not selected(args.only, table, method, kw):
                     continue
-                key = f"{name}|{table}|{method}|{kw['x_eps']}|{kw['y_eps']}|{seed}"
+                key = f"{name}|{table}|{method}|{kw['x_eps']}|{kw['y_eps']}|{PROTOCOL}|{seed}"
                 if key in done:
                     continue
                 hp = found.get("hparams", {}).get(pair_key(kw["x_eps"], kw["y_eps"]))
@@ -235,6 +257,9 @@ def main() -> None:
                     x_eps=None if math.isinf(kw["x_eps"]) else kw["x_eps"],
                     y_eps=None if math.isinf(kw["y_eps"]) else kw["y_eps"],
                     seed=seed,
+                    unit="ldp",
+                    protocol=PROTOCOL,
+                    preprocessing=datamodule_settings(dm),
                     max_epochs=args.max_epochs,
                     patience=args.patience,
                     config={

@@ -24,6 +24,10 @@ RECIPES = Path(__file__).resolve().parents[1] / "zoo" / "recipes"
 SHORT = {"cora": "cora", "musae-facebook": "facebook"}
 
 
+#: the public class lists of the LPGNN datasets (Cora's 7 topics, page-page's 4 page types)
+PUBLIC_CLASSES = {"cora": list(range(7)), "musae-facebook": [0, 1, 2, 3]}
+
+
 def recipe(model_cls: str, init: dict, data: dict, trainer: dict) -> dict:
     return {
         "seed_everything": 0,
@@ -64,7 +68,8 @@ def recipes() -> dict[str, tuple[dict, str]]:
             recipe(
                 "lightning_dpgnn.LPGNN",
                 init,
-                {"name": data, "split": "lpgnn"},
+                # LPGNN protects labels: the number of classes is public metadata
+                {"name": data, "split": "lpgnn", "classes": PUBLIC_CLASSES[data]},
                 {"max_epochs": 500, "callbacks": [stopper()]},
             ),
             "lpgnn_accuracy.py (thesis Alg. 4, eps_x = eps_y = 1: 2-LDP per node)",
@@ -87,7 +92,10 @@ def recipes() -> dict[str, tuple[dict, str]]:
             name = "pgc-link-cora"
         out[name] = (
             recipe(
-                f"lightning_dpgnn.{cls}", init, {"name": "cora", **PGC_DATASETS["cora"]}, trainer
+                f"lightning_dpgnn.{cls}",
+                init,
+                {"name": "cora", "split": PGC_DATASETS["cora"]["split"]},
+                trainer,
             ),
             "pgc_accuracy.py (thesis Table 2.3, eps = 5 per feature: 5 d per node)",
         )

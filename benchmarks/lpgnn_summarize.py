@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from common import RESULTS, load_rows, seed_stats
+from common import LEGACY_PROTOCOL, PROTOCOL, RESULTS, load_rows, row_protocol, seed_stats
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "lpgnn.md"
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
@@ -59,12 +59,20 @@ for ds, vals in {
 def summarize(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
-        groups[(r["dataset"], r["table"], r["method"], r["x_eps"], r["y_eps"])].append(r)
+        key = (r["dataset"], r["table"], r["method"], r["x_eps"], r["y_eps"], row_protocol(r))
+        groups[key].append(r)
     out = []
     order = {"3.2": 0, "3.3": 1, "3.4": 2}
     for key, rs in sorted(
         groups.items(),
-        key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2], kv[0][3] or 1e9, kv[0][4] or 1e9),
+        key=lambda kv: (
+            kv[0][0],
+            order[kv[0][1]],
+            kv[0][2],
+            kv[0][3] or 1e9,
+            kv[0][4] or 1e9,
+            kv[0][5] != LEGACY_PROTOCOL,
+        ),
     ):
         eps = [r["epsilon"] for r in rs]
         out.append(
@@ -74,7 +82,9 @@ def summarize(rows: list[dict]) -> list[dict]:
                 method=key[2],
                 x_eps=key[3],
                 y_eps=key[4],
-                paper=PAPER.get(key),
+                unit="ldp",
+                protocol=key[5],
+                paper=PAPER.get(key[:5]),
                 epsilon_reported=None if any(e is None for e in eps) else max(eps),
                 **seed_stats(rs),
             )
@@ -87,6 +97,9 @@ def _eps(v) -> str:
 
 
 def table(summary: list[dict]) -> str:
+    protocols = sorted({s["protocol"] for s in summary})
+    if len(protocols) > 1:  # a protocol column only when the file mixes them
+        return _table_with_protocol(summary)
     lines = [
         "| dataset | table | method | eps_x | eps_y | test acc % (95% CI) | thesis | "
         "eps reported | seeds | wall s | peak MB |",
@@ -104,6 +117,34 @@ def table(summary: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _table_with_protocol(summary: list[dict]) -> str:
+    lines = [
+        "| dataset | table | method | eps_x | eps_y | protocol | test acc % (95% CI) | thesis | "
+        "eps reported | seeds | wall s | peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
+        paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
+        rep = "inf" if s["epsilon_reported"] is None else f"{s['epsilon_reported']:.4g}"
+        lines.append(
+            f"| {s['dataset']} | {s['table']} | {s['method']} | {_eps(s['x_eps'])} | "
+            f"{_eps(s['y_eps'])} | {s['protocol']} | {ci} | {paper} | {rep} | {s['seeds']} | "
+            f"{s['wall_s_median']} | {s['peak_rss_mb_max']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def footnote(summary: list[dict]) -> str:
+    protocols = sorted({s["protocol"] for s in summary})
+    return (
+        "Unit: `ldp` (each node's features and label perturbed on the node; edges public). "
+        f"Protocol: {', '.join(f'`{p}`' for p in protocols)} (`{LEGACY_PROTOCOL}`: features "
+        f"min-max scaled from the data, positional split; `{PROTOCOL}`: public feature bounds "
+        "(0, 1), identity-keyed split, isolated nodes kept, OS-entropy noise)."
+    )
+
+
 def plot(summary: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -119,7 +160,10 @@ def plot(summary: list[dict], path: Path) -> None:
             pts = [
                 s
                 for s in summary
-                if s["dataset"] == ds and s["table"] == "3.2" and s["method"] == method
+                if s["dataset"] == ds
+                and s["table"] == "3.2"
+                and s["method"] == method
+                and s["protocol"] == LEGACY_PROTOCOL
             ]
             if pts:
                 ax.plot(
@@ -148,7 +192,7 @@ def main() -> None:
     commands = sorted({r["command"] for r in rows})
     meta = {"commands": commands, "hardware": rows[0]["hardware"], "summary": summary}
     base.with_suffix(".json").write_text(json.dumps(meta, indent=1))
-    md = table(summary)
+    md = table(summary) + "\n\n" + footnote(summary)
     base.with_suffix(".md").write_text(md + "\n")
     plot(summary, base.with_suffix(".png"))
     if not args.no_doc:

@@ -1,10 +1,13 @@
 """PGC benchmark (thesis Table 2.3): node classification (micro-F1 = accuracy) and link
 prediction (ROC AUC) with LM / PM / PGC features at eps in {1, 5, 9} and the RAW baseline.
 
-Protocol (§2.6.3): features scaled to [0, 1] (alpha = 0, Delta = 1), each feature with budget
+Protocol (§2.6.3): features scaled to [0, 1] (alpha = 0, Delta = 1) from the public bounds
+``feature_bounds=(0, 1)`` (every dataset here has 0/1 features), each feature with budget
 eps (the accountant reports ``d * eps`` per node); node classification: two-layer GCN (hidden
 32, ReLU) on the public Planetoid splits for Cora / CiteSeer and 50/25/25 elsewhere, Adam up to
-500 epochs, at least 10, stop when the validation loss has not decreased for 20 epochs;
+500 epochs, at least 10, stop when the validation loss has not decreased for 20 epochs
+(random splits are identity-keyed, isolated nodes kept: protocol ``common.PROTOCOL``; rows
+without a ``protocol`` are ``paper-v0``: min-max scaling from the data, positional split);
 link prediction: VGAE with a two-layer GCN encoder (32, 16, batch norm after the first layer),
 85/5/10 edge split, at least 100 epochs, validation every 10 epochs, stop after 10 checks
 without improvement. The weights of the best validation epoch are restored before testing.
@@ -27,14 +30,23 @@ import math
 from functools import partial
 from pathlib import Path
 
-from common import RESULTS, done_keys, quiet, quiet_trainer, run_measured
+from common import (
+    PROTOCOL,
+    RESULTS,
+    datamodule_settings,
+    done_keys,
+    quiet,
+    quiet_trainer,
+    run_measured,
+)
 
 INF = math.inf
+SCALE = dict(feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))  # public: 0/1 features
 DATASETS = {
-    "cora": dict(split="public"),
-    "citeseer": dict(split="public"),
-    "musae-twitch-en": dict(split="lpgnn"),
-    "musae-facebook": dict(split="lpgnn"),
+    "cora": dict(split="public", **SCALE),
+    "citeseer": dict(split="public", **SCALE),
+    "musae-twitch-en": dict(split="lpgnn", **SCALE),
+    "musae-facebook": dict(split="lpgnn", **SCALE),
 }
 EPSILONS = [1.0, 5.0, 9.0]
 METHODS = {"LM": "laplace", "PM": "piecewise", "PGC": "onebit"}
@@ -69,7 +81,8 @@ def fit_pgc(dm, task: str, mechanism: str, eps: float, hp: dict, seed: int, max_
 
     torch.manual_seed(seed)
     cls = PGC if task == "node" else PGCLinkPrediction
-    model = cls(epsilon=eps, mechanism=mechanism, seed=seed, **hp)
+    # ``seed`` seeds the weights (above); the LDP noise comes from OS entropy (no noise_seed)
+    model = cls(epsilon=eps, mechanism=mechanism, **hp)
     if task == "node":
         stopper = DropEarlyStopping(acc_star=None, patience=20, min_epochs=10)
         every, metric = 1, "acc"
@@ -122,7 +135,7 @@ def main() -> None:
     done = done_keys(args.out)
     for seed in range(args.seeds):
         for name in args.datasets:
-            dm = NodeDataModule(name, seed=seed, feature_range=(0.0, 1.0), **DATASETS[name])
+            dm = NodeDataModule(name, seed=seed, **DATASETS[name])
             dm.setup()
             for task in args.tasks:
                 hkey = f"{name}|{task}"
@@ -138,7 +151,7 @@ def main() -> None:
                     if m in args.methods
                 ]
                 for method, mech, eps in runs:
-                    key = f"{name}|{task}|{method}|{eps}|{seed}"
+                    key = f"{name}|{task}|{method}|{eps}|{PROTOCOL}|{seed}"
                     if key in done:
                         continue
                     meta = dict(
@@ -148,6 +161,9 @@ def main() -> None:
                         method=method,
                         epsilon_per_feature=None if math.isinf(eps) else eps,
                         seed=seed,
+                        unit="none" if math.isinf(eps) else "ldp",
+                        protocol=PROTOCOL,
+                        preprocessing=datamodule_settings(dm),
                         metric="accuracy" if task == "node" else "auc",
                         hparams=hp,
                     )
@@ -165,6 +181,9 @@ def pgc_result(dm, task, mech, eps, hp, seed, max_epochs) -> dict:
         val_metric=val,
         selected_epoch=epoch,
         epsilon=None if math.isinf(report.epsilon) else report.epsilon,
+        report_unit=report.unit,
+        secure_randomness=report.secure_randomness,
+        reproducible_noise=report.reproducible_noise,
     )
 
 

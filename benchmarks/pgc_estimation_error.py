@@ -4,7 +4,8 @@ convolution estimated from LDP features, vs epsilon and vs node degree.
 For every node ``MAE(v) = 1/d sum_i |GC(v)_i - GC^(v)_i|`` (eq. 2.15), where ``GC`` is the GCN
 convolution of the raw features (eq. 2.1) and ``GC^`` the same convolution of the server's
 unbiased estimates (eq. 2.4) from the 1-bit mechanism (PGC), Laplace (LM) or Piecewise (PM),
-each feature with budget eps, features scaled to [0, 1]. Fig. 2.2: eps in {1, 3, 5, 7, 9},
+each feature with budget eps, features scaled to [0, 1] from the public bounds (0, 1) (0/1
+features; protocol ``common.PROTOCOL``). Fig. 2.2: eps in {1, 3, 5, 7, 9},
 MAE averaged over all nodes. Fig. 2.3: eps = 1, MAE averaged per degree for degrees up to the
 99% quantile. Results (mean over seeds) go to ``results/pgc_estimation_error.json`` and two
 plots; ``pgc_summarize.py`` puts the table into docs/pgc.md.
@@ -20,7 +21,7 @@ import json
 import time
 from pathlib import Path
 
-from common import RESULTS, PeakRSS, command_line, cpu_info, quiet
+from common import PROTOCOL, RESULTS, PeakRSS, command_line, cpu_info, quiet
 
 DATASETS = ["cora", "citeseer", "musae-twitch-en", "musae-facebook"]
 EPSILONS = [1.0, 3.0, 5.0, 7.0, 9.0]
@@ -52,9 +53,18 @@ def main() -> None:
 
     from lightning_dpgnn.data import NodeDataModule
 
-    result = {"command": command_line(), "hardware": cpu_info(), "vs_epsilon": [], "vs_degree": []}
+    result = {
+        "command": command_line(),
+        "hardware": cpu_info(),
+        "unit": "ldp",
+        "protocol": PROTOCOL,
+        "vs_epsilon": [],
+        "vs_degree": [],
+    }
     for name in args.datasets:
-        dm = NodeDataModule(name, seed=0, feature_range=(0.0, 1.0), split="lpgnn")
+        dm = NodeDataModule(
+            name, seed=0, feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0), split="lpgnn"
+        )
         data = dm.data
         deg = torch.bincount(data.edge_index[1], minlength=data.num_nodes)
         cutoff = int(torch.quantile(deg.float(), 0.99))

@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from common import RESULTS, load_rows, seed_stats
+from common import LEGACY_PROTOCOL, PROTOCOL, RESULTS, load_rows, row_protocol, seed_stats
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "pgc.md"
 MARKERS = {
@@ -54,10 +54,12 @@ for ds, rows in {
 def summarize(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
-        groups[(r["dataset"], r["task"], r["method"], r["epsilon_per_feature"])].append(r)
+        key = (r["dataset"], r["task"], r["method"], r["epsilon_per_feature"], row_protocol(r))
+        groups[key].append(r)
     out = []
     for key, rs in sorted(
-        groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3] or 1e9)
+        groups.items(),
+        key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3] or 1e9, kv[0][4] != LEGACY_PROTOCOL),
     ):
         eps = [r["epsilon"] for r in rs]
         out.append(
@@ -66,7 +68,9 @@ def summarize(rows: list[dict]) -> list[dict]:
                 task=key[1],
                 method=key[2],
                 epsilon_per_feature=key[3],
-                paper=PAPER.get(key),
+                unit="none" if key[2] == "RAW" else "ldp",
+                protocol=key[4],
+                paper=PAPER.get(key[:4]),
                 epsilon_per_node=None if any(e is None for e in eps) else max(eps),
                 **seed_stats(rs, "test_metric"),
             )
@@ -86,6 +90,8 @@ def accuracy_table(summary: list[dict]) -> str:
         paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
         node = "inf" if s["epsilon_per_node"] is None else f"{s['epsilon_per_node']:.6g}"
         task = "node cls. (acc)" if s["task"] == "node" else "link pred. (AUC)"
+        if len({x["protocol"] for x in summary}) > 1:  # mixed file: say which row is which
+            task += f", {s['protocol']}"
         lines.append(
             f"| {s['dataset']} | {task} | {s['method']} | {eps} | {ci} | {paper} | {node} | "
             f"{s['seeds']} | {s['wall_s_median']} | {s['peak_rss_mb_max']:.0f} |"
@@ -134,13 +140,30 @@ def main() -> None:
             "summary": summary,
         }
         base.with_suffix(".json").write_text(json.dumps(meta, indent=1))
-        md = accuracy_table(summary)
+        protocols = sorted({s["protocol"] for s in summary})
+        md = accuracy_table(summary) + (
+            "\n\nUnit: `ldp` (each node's features perturbed on the node; edges and labels "
+            "public), RAW `none`. Protocol: "
+            + ", ".join(f"`{p}`" for p in protocols)
+            + f" (`{LEGACY_PROTOCOL}`: features min-max scaled from the data, positional random "
+            f"split; `{PROTOCOL}`: public feature bounds (0, 1), identity-keyed split, isolated "
+            "nodes kept, OS-entropy noise)."
+        )
         base.with_suffix(".md").write_text(md + "\n")
         if not args.no_doc:
             write_doc("accuracy", md)
         print(md)
     if args.errors.exists():
-        md = error_table(json.loads(args.errors.read_text()))
+        errors = json.loads(args.errors.read_text())
+        md = error_table(errors) + (
+            f"\n\nUnit: `ldp`. Protocol: `{errors.get('protocol', LEGACY_PROTOCOL)}` "
+            "(features scaled to [0, 1]"
+            + (
+                " from the public bounds (0, 1))."
+                if errors.get("protocol")
+                else " by per-column min-max over the data)."
+            )
+        )
         args.errors.with_name(args.errors.stem + ".md").write_text(md + "\n")
         if not args.no_doc:
             write_doc("errors", md)

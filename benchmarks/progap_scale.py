@@ -1,10 +1,14 @@
 """ProGAP at scale (issue 5): all Facebook100 schools merged into one graph, edge epsilon 1.
 
 Loads ``facebook100/all`` (every school in ``$DPGNN_DATA/facebook100`` stacked into one graph,
-target ``year``, classes with >= 1% of the nodes, 75/10/15 split), then fits and tests ProGAP
-at edge-level epsilon 1 with the settings of ``progap_accuracy.py``. Appends one JSON row to
+target ``year``, classes with >= 1% of the nodes, isolated nodes kept, identity-keyed 75/10/15
+split: protocol ``common.PROTOCOL``, except that the class filter is the data-derived default,
+which reads only labels, public at edge level), then fits and tests ProGAP at edge-level epsilon
+1 with the settings of ``progap_accuracy.py`` and the thesis' unit (one directed edge) unless
+``--edge-unit undirected``. Appends one JSON row to
 ``results/progap_scale.jsonl`` with the graph size, load / fit / total wall time, CPU time and
-peak resident memory (the scale row of the performance table).
+peak resident memory (the scale row of the performance table), the protected unit and the
+protocol. Rows without a ``unit`` are ``edge-directed`` under protocol ``paper-v0``.
 
     DPGNN_DATA=../shared/datasets python benchmarks/progap_scale.py
 """
@@ -15,7 +19,16 @@ import argparse
 import time
 from pathlib import Path
 
-from common import RESULTS, PeakRSS, append, command_line, cpu_info, quiet
+from common import (
+    PROTOCOL,
+    RESULTS,
+    PeakRSS,
+    append,
+    command_line,
+    cpu_info,
+    datamodule_settings,
+    quiet,
+)
 from progap_accuracy import COMMON, EDGE
 
 
@@ -25,6 +38,7 @@ def main() -> None:
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--epochs-per-stage", type=int, default=EDGE["epochs_per_stage"])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--edge-unit", default="directed", choices=["directed", "undirected"])
     p.add_argument("--root", default=None, help="data root (default: $DPGNN_DATA)")
     p.add_argument("--out", type=Path, default=RESULTS / "progap_scale.jsonl")
     args = p.parse_args()
@@ -36,12 +50,19 @@ def main() -> None:
 
     t0, c0 = time.perf_counter(), time.process_time()
     with PeakRSS() as mem:
-        dm = NodeDataModule(args.dataset, root=args.root, target="year", seed=args.seed)
+        dm = NodeDataModule(
+            args.dataset, root=args.root, target="year", seed=args.seed, remove_isolated=False
+        )
         dm.setup()
         data = dm.data
         load_s = time.perf_counter() - t0
         print(f"loaded {data.num_nodes} nodes, {data.num_edges} edges in {load_s:.0f}s", flush=True)
-        settings = {**COMMON, **EDGE, "epochs_per_stage": args.epochs_per_stage}
+        settings = {
+            **COMMON,
+            **EDGE,
+            "epochs_per_stage": args.epochs_per_stage,
+            "edge_unit": args.edge_unit,
+        }
         model = ProGAP(privacy="edge", epsilon=args.epsilon, seed=args.seed, **settings)
         trainer = L.Trainer(
             logger=False,
@@ -59,6 +80,9 @@ def main() -> None:
         method="ProGAP-EDP",
         target_epsilon=args.epsilon,
         seed=args.seed,
+        unit=f"edge-{args.edge_unit}",
+        protocol=PROTOCOL,
+        preprocessing=datamodule_settings(dm),
         num_nodes=data.num_nodes,
         num_edges=data.num_edges,
         num_features=data.num_features,
@@ -67,6 +91,8 @@ def main() -> None:
         test_acc=float(acc),
         epsilon=report.epsilon,
         delta=report.delta,
+        secure_randomness=report.secure_randomness,
+        reproducible_noise=report.reproducible_noise,
         load_s=round(load_s, 1),
         fit_s=round(fit_s, 1),
         wall_s=round(time.perf_counter() - t0, 1),

@@ -166,10 +166,10 @@ def test_private_reads_per_level() -> None:
 def test_private_reads_public_metadata_and_defaults() -> None:
     declared = NodeDataModule(classes=[0, 1], feature_range=(0.0, 1.0), feature_bounds=(0, 1))
     assert declared.private_reads("node") == [] and declared.private_reads("ldp") == []
-    # a dataset's default class filter counts (Facebook100: classes with >= 1000 nodes)
+    # a dataset's default class filter counts (Facebook100: 1% of labeled nodes)
     fb = NodeDataModule("facebook100/Caltech36")
     reads = fb.private_reads("node")
-    assert len(reads) == 2 and "min_class_size=1000 (the dataset's default)" in reads[0]
+    assert len(reads) == 2 and "min_class_size=0.01 (the dataset's default)" in reads[0]
     assert "vocabulary='data'" in reads[1]  # one-hot columns of the values present
     assert fb.private_reads("edge") == []
     public = dict(min_class_size=0, dataset_kwargs={"vocabulary": "public"})

@@ -129,16 +129,16 @@ def test_facebook100_caltech_year(data_root: Path) -> None:
     years = np.unique(year[keep])
     assert int(raw.y.max()) + 1 == len(years)
     assert np.array_equal(years[raw.y.numpy()], year[keep])
-    # features: one-hot of status, gender, major, minor, housing, high school (not year)
+    # features: one-hot of status, gender, major, minor, housing (the papers' columns)
     blocks = []
-    for j in (0, 1, 2, 3, 4, 6):
+    for j in (0, 1, 2, 3, 4):
         col = info[keep, j]
         values = np.unique(col[col != 0])
         blocks.append((col[:, None] == values[None, :]).astype(np.float32))
     expected = np.concatenate(blocks, axis=1)
     assert raw.x.shape == expected.shape
     assert np.array_equal(raw.x.numpy(), expected)
-    assert raw.x.sum(1).max() <= 6
+    assert raw.x.sum(1).max() <= 5
     # edges: adjacency restricted to the kept nodes
     adj = mat["A"].tocsr()[keep][:, keep]
     assert raw.num_edges == adj.nnz

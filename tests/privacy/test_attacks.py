@@ -85,9 +85,8 @@ def test_a_graph_above_the_degree_promise_is_refused_before_any_mechanism(tmp_pa
         _quiet(tmp_path).fit(model, NodeDataModule("csbm"))
     assert model.accountant.total_count() == 0
     # inductive inference at node level holds the new graph to the same promise
-    ok = GAP(privacy="node", epsilon=4.0, max_degree=D_CSBM, encoder_epochs=1,
-             classifier_epochs=1, batch_size=500)
-    _quiet(tmp_path, max_epochs=2).fit(ok, NodeDataModule("csbm"))
+    ok = GAP(privacy="node", epsilon=None, noise_multiplier=1.0, max_degree=D_CSBM,
+             num_features=64, num_classes=5)  # as if loaded from a fitted checkpoint
     dense = NodeDataModule("csbm", dataset_kwargs={"avg_degree": 40.0}).data
     new = Data(x=dense.x, edge_index=dense.edge_index, num_nodes=dense.num_nodes)
     new.inductive = True
@@ -217,7 +216,7 @@ CASES = {
     "progap-edge": (lambda: ProGAP(privacy="edge", epsilon=1.0, epochs_per_stage=1), {}),
     "progap-node": (lambda: ProGAP(privacy="node", epsilon=8.0, max_degree=D_CSBM,
                                    batch_size=500, epochs_per_stage=1), {}),
-    "mlp": (lambda: MLP(), {}),
+    "mlp": (lambda: MLP(epochs=2), {}),
     "dpmlp": (lambda: DPMLP(epsilon=4.0, epochs=1, batch_size=500), {}),
     "lpgnn": (lambda: LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1), LDP_DM),
     "pgc": (lambda: PGC(epsilon=2.0), LDP_DM),
@@ -294,7 +293,7 @@ def test_removing_one_friendship_moves_two_rows_and_the_undirected_unit_accounts
     x = normalize_rows(data.x)
     full = sum_aggregate(x, data.edge_index, data.num_nodes)
     worst = 0.0
-    for e in range(0, data.num_edges, 97):
+    for e in range(0, data.num_edges, 397):
         u, w = (int(t) for t in data.edge_index[:, e])
         ei = data.edge_index
         keep = ~(((ei[0] == u) & (ei[1] == w)) | ((ei[0] == w) & (ei[1] == u)))
