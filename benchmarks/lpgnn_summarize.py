@@ -97,39 +97,22 @@ def _eps(v) -> str:
 
 
 def table(summary: list[dict]) -> str:
-    protocols = sorted({s["protocol"] for s in summary})
-    if len(protocols) > 1:  # a protocol column only when the file mixes them
-        return _table_with_protocol(summary)
+    # a protocol column only when the file mixes protocols
+    with_protocol = len({s["protocol"] for s in summary}) > 1
+    proto_head, proto_rule = ("protocol | ", "---|") if with_protocol else ("", "")
     lines = [
-        "| dataset | table | method | eps_x | eps_y | test acc % (95% CI) | thesis | "
+        f"| dataset | table | method | eps_x | eps_y | {proto_head}test acc % (95% CI) | thesis | "
         "eps reported | seeds | wall s | peak MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"|---|---|---|---|---|{proto_rule}---|---|---|---|---|---|",
     ]
     for s in summary:
         ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
         paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
         rep = "inf" if s["epsilon_reported"] is None else f"{s['epsilon_reported']:.4g}"
+        proto = f"{s['protocol']} | " if with_protocol else ""
         lines.append(
             f"| {s['dataset']} | {s['table']} | {s['method']} | {_eps(s['x_eps'])} | "
-            f"{_eps(s['y_eps'])} | {ci} | {paper} | {rep} | {s['seeds']} | "
-            f"{s['wall_s_median']} | {s['peak_rss_mb_max']:.0f} |"
-        )
-    return "\n".join(lines)
-
-
-def _table_with_protocol(summary: list[dict]) -> str:
-    lines = [
-        "| dataset | table | method | eps_x | eps_y | protocol | test acc % (95% CI) | thesis | "
-        "eps reported | seeds | wall s | peak MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for s in summary:
-        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
-        paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
-        rep = "inf" if s["epsilon_reported"] is None else f"{s['epsilon_reported']:.4g}"
-        lines.append(
-            f"| {s['dataset']} | {s['table']} | {s['method']} | {_eps(s['x_eps'])} | "
-            f"{_eps(s['y_eps'])} | {s['protocol']} | {ci} | {paper} | {rep} | {s['seeds']} | "
+            f"{_eps(s['y_eps'])} | {proto}{ci} | {paper} | {rep} | {s['seeds']} | "
             f"{s['wall_s_median']} | {s['peak_rss_mb_max']:.0f} |"
         )
     return "\n".join(lines)
