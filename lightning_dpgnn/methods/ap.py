@@ -36,8 +36,9 @@ from .base import PrivateModule
 
 __all__ = ["AggregationPerturbationModule", "DegreeBoundError"]
 
-#: generator streams of one fit (only used with an explicit ``noise_seed``)
-_AGGREGATION_STREAM, _BATCH_STREAM, _GRADIENT_STREAM = 0, 1_000, 2_000_000
+#: generator streams of one fit (only used with an explicit ``noise_seed``); aggregations use
+#: streams ``0..K`` (the stage index), Poisson batches and gradient noise these offsets
+_BATCH_STREAM, _GRADIENT_STREAM = 1_000, 2_000_000
 
 
 class DegreeBoundError(ValueError):
@@ -89,7 +90,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
                 "influence. Use 'layer', 'group' or 'none'."
             )
         self._staged_init()
-        self.noise_multiplier = noise_multiplier if noise_multiplier is not None else None
+        self.noise_multiplier = noise_multiplier
         self.aggregates: Any = None
         self.aggregation: GaussianAggregation | None = None
         self._phases: list[DPSGDPhase] = []

@@ -226,9 +226,10 @@ class PrivateModule(L.LightningModule):
         acc = self.accountant.copy()
         return acc if self.plan_mechanisms(acc, noise_multiplier) else None
 
-    def _fresh_plan(self, z: float) -> PrivacyAccountant:
-        acc = self.accountant.copy()  # what was spent (a resumed fit) plus the rest at z
-        self.plan_mechanisms(acc, z)
+    def _closed_plan(self, z: float) -> PrivacyAccountant:
+        acc = self.planned_accountant(z)
+        if acc is None:  # only a fit without a target can be open-ended
+            raise RuntimeError(f"{type(self).__name__}: an open-ended plan cannot be calibrated")
         return acc
 
     def calibrate(self) -> None:
@@ -239,11 +240,11 @@ class PrivateModule(L.LightningModule):
             if self.target_epsilon is None:
                 raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
             self.noise_multiplier = calibrate_noise_multiplier(
-                self._fresh_plan, self.target_epsilon, self.accountant.delta
+                self._closed_plan, self.target_epsilon, self.accountant.delta
             )
             self.hparams["noise_multiplier"] = self.noise_multiplier
         elif self.target_epsilon is not None:
-            spend = self._fresh_plan(self.noise_multiplier).epsilon()
+            spend = self._closed_plan(self.noise_multiplier).epsilon()
             if spend > self.target_epsilon * (1 + 1e-9):
                 raise ValueError(
                     f"noise_multiplier={self.noise_multiplier:g} would spend epsilon {spend:.4g}"
