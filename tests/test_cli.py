@@ -122,3 +122,29 @@ def test_every_private_recipe_passes_the_pre_fit_privacy_checks_on_its_dataset(n
         assert dm.public_num_classes, "labels are protected: the recipe must declare classes"
     if model.privacy == "node" and "max_degree" in model.hparams:
         check_degree_promise(dm.data, model.hparams.max_degree, name)
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["--data.init_args.name", "nosuchdata"], "unknown dataset 'nosuchdata'"),
+        (["--model.init_args.epsilon", "0"], "epsilon must be > 0"),
+        (["--model.init_args.epsilon", "-1"], "epsilon must be > 0"),
+        (["--model.init_args.hops", "0"], "hops must be an integer >= 1"),
+        (["--model.init_args.delta", "1.5"], "delta must be in the open interval"),
+        (["--model.privacy=graph"], "privacy"),
+    ],
+)
+def test_bad_input_ends_with_one_error_line_and_exit_2(argv, expected, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", *argv])
+    assert exit_info.value.code == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    first = next(line for line in err if not line.startswith("Seed set"))
+    assert first.startswith("error: ") and expected in first
+    assert len(err) <= 3 and "Traceback" not in "\n".join(err)
+
+
+def test_debug_shows_the_traceback():
+    with pytest.raises(ValueError, match="unknown dataset"):
+        main(["fit", "--data.init_args.name", "nosuchdata", "--debug"])
