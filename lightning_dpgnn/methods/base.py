@@ -355,12 +355,21 @@ class PrivateModule(L.LightningModule):
     def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
         """Restore what :meth:`mechanism_outputs` saved."""
 
+    def public_state(self) -> dict[str, Any]:
+        """Values computed only from data that is public at this privacy level (e.g. the edge
+        split of an LDP link predictor: the graph is public there), kept in checkpoints."""
+        return {}
+
+    def load_public_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`public_state` saved."""
+
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[CHECKPOINT_KEY] = {
             "accountant": self.accountant.state_dict(),
             "report": self.privacy_spent().to_dict(),
             "noise_multiplier": self.noise_multiplier,
             "outputs": self.mechanism_outputs(),
+            "public": self.public_state(),
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -373,6 +382,7 @@ class PrivateModule(L.LightningModule):
         self.accountant.load_state_dict(state["accountant"])
         self.noise_multiplier = state.get("noise_multiplier", self.noise_multiplier)
         self.load_mechanism_outputs(state.get("outputs", {}))
+        self.load_public_state(state.get("public", {}))
 
     # -- shared training / evaluation -------------------------------------------------------
     def _train_rows(

@@ -341,10 +341,9 @@ class PGCLinkPrediction(LocallyPrivateModule):
             self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
         )
 
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_save_checkpoint(checkpoint)
-        checkpoint["pgc_edge_split"] = self.edges
+    def public_state(self) -> dict[str, Any]:
+        """The edge split: a function of the graph, which is public in this threat model."""
+        return {"edge_split": self.edges}
 
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)
-        self.edges = checkpoint.get("pgc_edge_split")
+    def load_public_state(self, state: dict[str, Any]) -> None:
+        self.edges = state.get("edge_split")

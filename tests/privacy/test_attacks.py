@@ -15,7 +15,7 @@ import torch
 from lightning_dpgnn.callbacks import PrivacyBudget
 from torch_geometric.data import Data
 
-from lightning_dpgnn import GAP, LPGNN, PGC, ProGAP
+from lightning_dpgnn import GAP, GNN, LPGNN, PGC, PGCLinkPrediction, ProGAP
 from lightning_dpgnn.cli import DPGNNCLI
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP, MLP
@@ -198,6 +198,8 @@ def _allowed(path: tuple) -> bool:
         return True  # parameters/buffers, and optimizer moments of (noised) gradients
     if path[:2] == ("dpgnn_privacy", "outputs"):
         return True  # recorded mechanism outputs
+    if path[:2] == ("dpgnn_privacy", "public") and path[2:3] == ("edge_split",):
+        return True  # LDP: the graph is public, so is a split of its edges
     # per-stage best-epoch snapshots are parameter state dicts
     return len(path) > 3 and path[1:3] == ("staged", "best") and "state" in path
 
@@ -220,6 +222,8 @@ CASES = {
     "dpmlp": (lambda: DPMLP(epsilon=4.0, epochs=1, batch_size=500), {}),
     "lpgnn": (lambda: LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1), LDP_DM),
     "pgc": (lambda: PGC(epsilon=2.0), LDP_DM),
+    "pgc-link": (lambda: PGCLinkPrediction(epsilon=8.0), LDP_DM),
+    "gnn": (lambda: GNN(), {}),
 }
 
 
