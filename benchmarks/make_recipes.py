@@ -13,25 +13,15 @@ from pathlib import Path
 
 import progap_accuracy as progap
 import yaml
-from gap_accuracy import COMMON, EDGE, MAX_DEGREE
+from gap_accuracy import COMMON, EDGE, MAX_DEGREE, NODE
 
-# the recipes' data and node-level settings, frozen as they were generated (the benchmark now
-# declares classes on every dataset and takes D from each dataset's maximum degree, see
-# gap_accuracy.MAX_DEGREE): regenerating writes the same files
+# the recipes' data settings, frozen as they were generated (the benchmark declares classes on
+# every dataset); node-level model settings come from the benchmark, with D = MAX_DEGREE
 DATASETS = {
     "facebook100/Rutgers89": dict(target="year", min_class_size=1000),
     "facebook100/Wisconsin87": dict(target="year", min_class_size=1000),
     "musae-facebook": dict(),
 }
-NODE = dict(
-    hops=2,
-    encoder_epochs=10,
-    classifier_epochs=10,
-    batch_size=256,
-    max_degree=100,
-    max_grad_norm=1.0,
-)
-PROGAP_NODE = dict(epochs_per_stage=10, batch_size=256, max_degree=100, max_grad_norm=1.0)
 
 RECIPES = Path(__file__).resolve().parents[1] / "zoo" / "recipes"
 SHORT = {
@@ -116,7 +106,7 @@ def main() -> None:
             f"progap-node-{short}": recipe(
                 "lightning_dpgnn.ProGAP",
                 {
-                    "privacy": "node", "epsilon": 8.0, **progap.COMMON, **PROGAP_NODE,
+                    "privacy": "node", "epsilon": 8.0, **progap.COMMON, **progap.NODE,
                     **node_degree(data),
                 },
                 data,

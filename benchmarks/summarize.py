@@ -142,13 +142,18 @@ def table(summary: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def comparison(summary: list[dict], pairs) -> str:
-    """``A`` vs ``B`` at each (dataset, epsilon, unit, protocol) both have: difference of the
-    means."""
-    index = {
+def _by_setting(summary: list[dict]) -> dict[tuple, dict]:
+    """Summaries keyed by (dataset, method, epsilon, unit, protocol)."""
+    return {
         (s["dataset"], s["method"], s["target_epsilon"], s["unit"], s["protocol"]): s
         for s in summary
     }
+
+
+def comparison(summary: list[dict], pairs) -> str:
+    """``A`` vs ``B`` at each (dataset, epsilon, unit, protocol) both have: difference of the
+    means."""
+    index = _by_setting(summary)
     lines = [
         "| dataset | unit | protocol | epsilon | method | acc % | baseline | acc % | "
         "gain (points) | seeds |",
@@ -227,10 +232,7 @@ def depth_table(chosen: dict[str, dict[tuple, dict]]) -> str:
 def unit_cost(summary: list[dict]) -> str:
     """Accuracy of each edge-level setting run with both units under one protocol: the thesis'
     directed edge (sensitivity 1) vs one undirected edge (sensitivity sqrt(2))."""
-    index = {
-        (s["dataset"], s["method"], s["target_epsilon"], s["unit"], s["protocol"]): s
-        for s in summary
-    }
+    index = _by_setting(summary)
     lines = [
         "| dataset | method | epsilon | edge-directed (95% CI) | edge-undirected (95% CI) | "
         "cost (points) | seeds |",
