@@ -152,3 +152,24 @@ def test_multi_process_private_fits_are_refused_not_silently_wrong():
     nonprivate = GAP(privacy="none")
     nonprivate._trainer = SimpleNamespace(world_size=2)
     nonprivate.on_fit_start()  # nothing private to protect
+
+
+def test_classifier_ensemble_averages_members_at_no_extra_privacy_cost(csbm_dm, make_trainer):
+    """``ensemble=M``: M classification modules on the same cached aggregates; the ledger
+    equals one module's and predictions are the mean of the members' log-probabilities."""
+    model = GAP(privacy="edge", epsilon=2.0, ensemble=3, **FAST)
+    fit(model, csbm_dm, make_trainer)
+    single = GAP(privacy="edge", epsilon=2.0, **FAST)
+    fit(single, csbm_dm, make_trainer)
+    a, b = model.privacy_spent(), single.privacy_spent()
+    assert a.epsilon == pytest.approx(b.epsilon, rel=1e-9) and model.pma.calls == 2
+    model.eval()
+    h = model._with_hop0(csbm_dm.data.x, model.aggregates)
+    members = model.classifier.members
+    with torch.no_grad():
+        want = torch.stack([m(h).log_softmax(-1) for m in members]).mean(0)
+        assert torch.allclose(model.classifier(h), want)
+        assert not torch.allclose(members[0](h), members[1](h))  # independently initialised
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="ensemble"):
+            GAP(ensemble=bad)

@@ -112,7 +112,8 @@ def test_node_level_composes_k_naps_and_k_plus_1_dpsgd_runs(csbm_dm, make_traine
 def test_node_level_refuses_batchnorm_and_bad_arguments():
     with pytest.raises(ValueError, match="BatchNorm mixes"):
         ProGAP(privacy="node", epsilon=8.0, normalization="batch")
-    for bad in (dict(depth=0), dict(base_layers=0), dict(training="greedy"), dict(patience=-1)):
+    bad_args = (dict(depth=0), dict(base_layers=0), dict(training="greedy"), dict(patience=-1))
+    for bad in (*bad_args, dict(ensemble=0), dict(ensemble=1.5)):
         with pytest.raises(ValueError):
             ProGAP(privacy="edge", epsilon=1.0, **bad)
     with pytest.raises(ValueError, match="finite epsilon"):
@@ -261,3 +262,58 @@ def test_fits_with_a_logger_next_to_the_datamodule(csbm_dm, make_trainer, tmp_pa
     logged = (tmp_path / "lightning_logs" / "version_0" / "hparams.yaml").read_text()
     assert "epochs_per_stage: 1" in logged and "seed: 5" in logged
     assert (tmp_path / "lightning_logs" / "version_0" / "metrics.csv").read_text().count("stage")
+
+
+def test_warm_start_copies_the_previous_base_into_a_new_stage(csbm_dm, make_trainer):
+    model = ProGAP(
+        privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=2, warm_start=True,
+        training="layerwise",
+    )  # fmt: skip
+    spy = StageSpy()
+    fit(model, csbm_dm, make_trainer, callbacks=[spy])
+    start_of2 = spy.stages.index(2)
+    # layerwise: base 1 is frozen in stage 2, and base 2 started from base 1's final weights
+    assert spy.base_sums[start_of2 + 1][1] == checksums(model)[1]
+    net = model._net()
+    before = [p.detach().clone() for p in net.base[2].parameters()]
+    net.enter_stage(2, warm_start=True)
+    after = list(net.base[2].parameters())
+    assert all(torch.equal(a, b) for a, b in zip(after, net.base[1].parameters(), strict=True))
+    assert any(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
+
+
+@pytest.mark.parametrize("privacy", ["edge", "node"])
+def test_last_stage_ensemble_costs_nothing_extra_and_shares_the_naps(
+    privacy, csbm_dm, make_trainer
+):
+    """M networks in the last stage: the ledger equals the single network's; the NAPs read
+    member 0's bases; every member starts the last stage from member 0's earlier bases."""
+    kw = dict(privacy=privacy, epsilon=4.0 if privacy == "edge" else 8.0, depth=2)
+    if privacy == "node":
+        kw.update(max_degree=21, batch_size=500, epochs_per_stage=2)
+    else:
+        kw.update(epochs_per_stage=5)
+    spy = StageSpy()
+    model = ProGAP(ensemble=3, **kw)
+    fit(model, csbm_dm, make_trainer, callbacks=[spy])
+    single = ProGAP(**kw)
+    fit(single, csbm_dm, make_trainer)
+    a, b = model.privacy_spent(), single.privacy_spent()
+    assert a.epsilon == pytest.approx(b.epsilon, rel=1e-9)
+    assert [(e.name, e.count) for e in a.ledger] == [(e.name, e.count) for e in b.ledger]
+    net = model._net()
+    assert len(net.members) == 3 and net.base is net.members[0].base
+    # stage 0-1 optimizers hold member 0 only; the last stage holds every member
+    start_of = {s: spy.stages.index(s) for s in range(3)}
+    member = [{id(p) for p in m.parameters()} for m in net.members]
+    assert not member[1] & spy.optim_params[start_of[1] + 1]
+    last = spy.optim_params[start_of[2] + 1] if start_of[2] + 1 < len(spy.stages) else None
+    if last is not None:
+        assert member[1] & last and member[2] & last
+    # prediction = mean of the members' log-probabilities on the cached aggregates
+    model.eval()
+    inputs = (csbm_dm.data.x, *model.aggregates)
+    with torch.no_grad():
+        want = torch.stack([m(*inputs).log_softmax(-1) for m in net.members]).mean(0)
+        assert torch.allclose(net(*inputs), want)
+        assert not torch.allclose(net.members[1](*inputs), net.members[2](*inputs))

@@ -25,11 +25,13 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch_geometric.data import Data
 
 from ..loops import Stage
 from ..nn.combine import Combine
+from ..nn.ensemble import LogProbEnsemble
 from ..nn.mlp import MLP
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
@@ -66,9 +68,11 @@ class ClassificationModule(nn.Module):
         base_layers: int,
         head_layers: int,
         combine: str,
+        normalize_combine: bool = False,
         **mlp,
     ) -> None:
         super().__init__()
+        self.normalize_combine = normalize_combine
         self.base = nn.ModuleList(
             MLP(dim, hidden, hidden, base_layers, plain_last=False, **mlp) for _ in range(hops + 1)
         )
@@ -78,7 +82,10 @@ class ClassificationModule(nn.Module):
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         hs = torch.stack([mlp(h[:, k]) for k, mlp in enumerate(self.base)], dim=1)
-        return self.head(self.combine(hs))
+        combined = self.combine(hs)
+        if self.normalize_combine:
+            combined = F.normalize(combined, p=2, dim=-1)
+        return self.head(combined)
 
 
 class GAP(AggregationPerturbationModule):
@@ -93,6 +100,9 @@ class GAP(AggregationPerturbationModule):
         base_layers, head_layers: MLP layers of the classification module.
         hidden: width of every hidden layer and of the encoder output.
         combine: ``"cat"``, ``"sum"`` or ``"attn"``.
+        normalize_combine: L2-normalize each node's combined embedding before the head MLP.
+        ensemble: classification modules trained side by side on the cached aggregates, their
+            log-probabilities averaged (one model to the privacy analysis: no extra cost).
         max_degree: node level: D, a public upper bound on every in- and out-degree of the
             graph (checked; a graph above it is refused, see docs/privacy.md).
         dropout, normalization, activation: MLP settings (``normalization="batch"`` is refused
@@ -122,6 +132,8 @@ class GAP(AggregationPerturbationModule):
         head_layers: int = 1,
         hidden: int = 16,
         combine: Literal["cat", "sum", "attn"] = "cat",
+        normalize_combine: bool = False,
+        ensemble: int = 1,
         max_degree: int = 100,
         dropout: float = 0.0,
         normalization: str = "none",
@@ -145,6 +157,8 @@ class GAP(AggregationPerturbationModule):
             log_private_metrics=log_private_metrics,
         )
         self.save_hyperparameters()
+        if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
+            raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
         if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
             raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
         self._ap_init(noise_multiplier)
@@ -170,9 +184,14 @@ class GAP(AggregationPerturbationModule):
         mlp = self._mlp_kwargs()
         dim = hp.hidden if self._uses_encoder else num_features
         encoder = EncoderModule(num_features, hp.hidden, num_classes, hp.encoder_layers, **mlp)
-        classifier = ClassificationModule(
-            dim, hp.hidden, num_classes, hp.hops, hp.base_layers, hp.head_layers, hp.combine, **mlp
-        )
+        members = [
+            ClassificationModule(
+                dim, hp.hidden, num_classes, hp.hops, hp.base_layers, hp.head_layers, hp.combine,
+                hp.get("normalize_combine", False), **mlp,
+            )  # fmt: skip
+            for _ in range(hp.get("ensemble", 1))
+        ]
+        classifier = members[0] if len(members) == 1 else LogProbEnsemble(members)
         self.encoder_model = self._dp_wrap(encoder, "GAP encoder")
         self.classifier = self._dp_wrap(classifier, "GAP classification module")
 

@@ -39,7 +39,7 @@ from ..privacy.aggregation import GaussianAggregation, normalize_rows
 from ..privacy.dpsgd import unwrap
 from .ap import AggregationPerturbationModule
 
-__all__ = ["ProGAP", "ProGAPNetwork"]
+__all__ = ["ProGAP", "ProGAPEnsemble", "ProGAPNetwork"]
 
 TRAINING = ("progressive", "layerwise")
 
@@ -94,6 +94,61 @@ class ProGAPNetwork(nn.Module):
             combined = F.normalize(combined, p=2, dim=-1)
         return self.head[stage](combined)
 
+    def enter_stage(self, stage: int, warm_start: bool) -> None:
+        """Called once when stage ``stage`` starts: optionally warm-start its base MLP."""
+        if warm_start and stage >= 2:
+            self.base[stage].load_state_dict(self.base[stage - 1].state_dict())
+
+
+class ProGAPEnsemble(nn.Module):
+    """``M`` ProGAP networks that share every stage but the last.
+
+    Member 0 alone trains stages ``0..K-1`` and computes the embeddings the NAPs aggregate
+    (so the NAPs, and the privacy analysis, are those of one network). On entering the last
+    stage, which reads only the cached NAP outputs, every other member takes member 0's base
+    MLPs ``0..K-1``; all members then train the last stage side by side from their own fresh
+    last base MLP, JK and head, and predictions average their log-probabilities.
+    """
+
+    def __init__(self, members: list[ProGAPNetwork]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.depth = len(members[0].base) - 1
+
+    @property
+    def base(self) -> nn.ModuleList:
+        """Base MLPs of member 0 (the ones whose embeddings the NAPs aggregate)."""
+        return self.members[0].base
+
+    @property
+    def frozen(self) -> tuple[int, ...]:
+        return self.members[0].frozen
+
+    @frozen.setter
+    def frozen(self, value: tuple[int, ...]) -> None:
+        for m in self.members:
+            m.frozen = value
+
+    def _active(self, stage: int) -> list[ProGAPNetwork]:
+        return list(self.members) if stage == self.depth else [self.members[0]]
+
+    def stage_parameters(self, stage: int, layerwise: bool) -> list[nn.Parameter]:
+        return [p for m in self._active(stage) for p in m.stage_parameters(stage, layerwise)]
+
+    def enter_stage(self, stage: int, warm_start: bool) -> None:
+        lead = self.members[0]
+        lead.enter_stage(stage, warm_start)
+        if stage != self.depth:
+            return
+        for m in self.members[1:]:
+            for k in range(stage):
+                m.base[k].load_state_dict(lead.base[k].state_dict())
+            m.enter_stage(stage, warm_start)
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        logp = [F.log_softmax(m(*inputs), dim=-1) for m in self._active(len(inputs) - 1)]
+        return torch.stack(logp).mean(0)
+
 
 class ProGAP(AggregationPerturbationModule):
     """ProGAP node classifier, edge- or node-level private (or non-private with ``"none"``).
@@ -114,6 +169,11 @@ class ProGAP(AggregationPerturbationModule):
         epochs_per_stage: epochs each of the ``K + 1`` stages trains for.
         training: ``"progressive"`` (stage ``s`` trains base MLPs ``0..s``) or ``"layerwise"``
             (only base MLP ``s``; earlier ones frozen).
+        warm_start: start base MLP ``s >= 2`` from the weights base MLP ``s - 1`` ended with
+            (same shapes: both map a ``hidden``-wide aggregate), instead of a fresh init.
+        ensemble: networks trained side by side in the last stage (which reads only cached NAP
+            outputs), their log-probabilities averaged; earlier stages and the NAPs are those
+            of one network, so the privacy cost does not change.
         max_degree: node level: D, a public upper bound on every in- and out-degree of the
             graph (checked; a graph above it is refused, see docs/privacy.md).
         dropout, activation: MLP settings.
@@ -149,6 +209,8 @@ class ProGAP(AggregationPerturbationModule):
         hidden: int = 16,
         epochs_per_stage: int = 100,
         training: Literal["progressive", "layerwise"] = "progressive",
+        warm_start: bool = False,
+        ensemble: int = 1,
         max_degree: int = 100,
         dropout: float = 0.0,
         normalization: str = "auto",
@@ -179,6 +241,8 @@ class ProGAP(AggregationPerturbationModule):
             raise ValueError(f"training must be one of {TRAINING}, got {training!r}")
         if epochs_per_stage < 0:
             raise ValueError(f"epochs_per_stage must be >= 0, got {epochs_per_stage}")
+        if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
+            raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
         if patience is not None and patience < 0:
             raise ValueError(f"patience must be >= 0 or None, got {patience}")
         self._ap_init(noise_multiplier)
@@ -202,13 +266,17 @@ class ProGAP(AggregationPerturbationModule):
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
-        net = ProGAPNetwork(
-            num_features, hp.hidden, num_classes, hp.depth, hp.base_layers, hp.jk,
-            hp.get("normalize_jk", True), **self._mlp_kwargs(),
-        )  # fmt: skip
+        members = [
+            ProGAPNetwork(
+                num_features, hp.hidden, num_classes, hp.depth, hp.base_layers, hp.jk,
+                hp.get("normalize_jk", True), **self._mlp_kwargs(),
+            )  # fmt: skip
+            for _ in range(hp.get("ensemble", 1))
+        ]
+        net = members[0] if len(members) == 1 else ProGAPEnsemble(members)
         self.network = self._dp_wrap(net, "ProGAP network")
 
-    def _net(self) -> ProGAPNetwork:
+    def _net(self) -> ProGAPNetwork | ProGAPEnsemble:
         m = self.network
         return unwrap(m)
 
@@ -262,6 +330,7 @@ class ProGAP(AggregationPerturbationModule):
             gen = self.noise_generator(stage_index)
             inputs = [graph.x, *self.aggregates]
             self.aggregates.append(self._nap(inputs, graph, self.accountant, gen))
+            self._net().enter_stage(stage_index, self.hparams.get("warm_start", False))
 
     # -- inference -----------------------------------------------------------------------------
     def _final_stage(self) -> int:
