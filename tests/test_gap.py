@@ -173,3 +173,33 @@ def test_classifier_ensemble_averages_members_at_no_extra_privacy_cost(csbm_dm, 
     for bad in (0, 2.5, True):
         with pytest.raises(ValueError, match="ensemble"):
             GAP(ensemble=bad)
+
+
+def test_hop_budget_splits_the_noise_unevenly_at_the_same_epsilon(csbm_dm, make_trainer):
+    """``hop_budget=[3, 1]``: hop 0 gets 3/4 of the aggregation budget. The ledger records each
+    hop at the multiplier it ran with, the epsilon equals the uniform split's (Gaussian hops
+    compose through sum 1/sigma_k^2), and the noise actually drawn on hop 0 has the recorded
+    standard deviation."""
+    model = GAP(privacy="edge", epsilon=2.0, hop_budget=[3, 1], edge_unit="directed", **FAST)
+    fit(model, csbm_dm, make_trainer)
+    uniform = GAP(privacy="edge", epsilon=2.0, edge_unit="directed", **FAST)
+    fit(uniform, csbm_dm, make_trainer)
+    z = model.noise_multiplier
+    assert z == pytest.approx(uniform.noise_multiplier, rel=2e-3)
+    hops = [e for e in model.privacy_spent().ledger if e.name == "pma"]
+    assert [e.noise_multiplier for e in hops] == pytest.approx(
+        [z * math.sqrt(4 / (2 * 3)), z * math.sqrt(4 / (2 * 1))]
+    )
+    assert model.privacy_spent().epsilon == pytest.approx(uniform.privacy_spent().epsilon, 2e-3)
+    # the drawn noise of hop 0: aggregate of the (public) hop-0 rows vs the released hop
+    data = csbm_dm.data
+    from lightning_dpgnn.privacy.aggregation import hop_noise_scales, sum_aggregate
+
+    exact = sum_aggregate(model._hop0(data.x), data.edge_index, data.num_nodes)
+    acc = PrivacyAccountant("edge", 1e-6)
+    noisy = model._aggregate_once(model._hop0(data.x), data, acc, None, 0)
+    assert float((noisy - exact).std()) == pytest.approx(hops[0].noise_multiplier, rel=0.05)
+    assert hop_noise_scales(None, 3) == (1.0, 1.0, 1.0)
+    for bad in ([1.0], [1.0, 0.0], [1.0, -2.0], [1.0, math.inf]):
+        with pytest.raises(ValueError, match="hop_budget"):
+            GAP(privacy="edge", epsilon=1.0, hops=2, hop_budget=bad)

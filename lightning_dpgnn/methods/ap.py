@@ -30,7 +30,13 @@ from torch_geometric.data import Data
 
 from ..loops import StagedTrainingMixin
 from ..privacy import PrivacyAccountant, PrivacyReport
-from ..privacy.aggregation import GaussianAggregation, degrees, normalize_rows, sum_aggregate
+from ..privacy.aggregation import (
+    GaussianAggregation,
+    degrees,
+    hop_noise_scales,
+    normalize_rows,
+    sum_aggregate,
+)
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
 from .base import PrivateModule
 
@@ -89,6 +95,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
                 "samples of a batch, so per-sample clipping no longer bounds one node's "
                 "influence. Use 'layer', 'group' or 'none'."
             )
+        self._hop_scales = hop_noise_scales(hp.get("hop_budget"), self.total_aggregations())
         self._staged_init()
         self.noise_multiplier = noise_multiplier
         self.aggregates: Any = None
@@ -98,6 +105,10 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
 
     # -- to implement ------------------------------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
+        raise NotImplementedError
+
+    def total_aggregations(self) -> int:
+        """K, the number of private aggregation hops one fit (or one inference) runs."""
         raise NotImplementedError
 
     def pending_aggregations(self) -> int:
@@ -191,9 +202,10 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         if self.privacy == "none" or noise_multiplier is None:
             return True
         pending = self.pending_aggregations()
-        if pending:
+        total = self.total_aggregations()
+        for hop in range(total - pending, total):
             accountant.add_gaussian(
-                self.mechanism_name, noise_multiplier, count=pending,
+                self.mechanism_name, noise_multiplier * self._hop_scales[hop],
                 sensitivity=self._sensitivity(),
             )
         if self.privacy == "node":
@@ -224,12 +236,16 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         graph: Data,
         accountant: PrivacyAccountant,
         generator: torch.Generator | None,
+        hop: int,
     ) -> torch.Tensor:
-        """One hop on ``graph``: ``A^T normalize_rows(x)``, plus calibrated noise when private
-        (recorded on ``accountant``)."""
+        """Hop ``hop`` (0-based) on ``graph``: ``A^T normalize_rows(x)``, plus calibrated noise
+        when private, at this hop's share of the budget (recorded on ``accountant``)."""
         if self.privacy == "none":
             return sum_aggregate(normalize_rows(x), graph.edge_index, graph.num_nodes)
-        return self._mechanism()(x, graph.edge_index, graph.num_nodes, accountant, generator)
+        return self._mechanism()(
+            x, graph.edge_index, graph.num_nodes, accountant, generator,
+            scale=self._hop_scales[hop],
+        )  # fmt: skip
 
     # -- training ----------------------------------------------------------------------------
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:

@@ -101,6 +101,9 @@ class GAP(AggregationPerturbationModule):
         hidden: width of every hidden layer and of the encoder output.
         combine: ``"cat"``, ``"sum"`` or ``"attn"``.
         normalize_combine: L2-normalize each node's combined embedding before the head MLP.
+        hop_budget: each hop's share of the aggregation budget (K positive numbers,
+            normalized; ``None``: equal). Same epsilon; hop ``k`` gets noise multiplier
+            ``z * sqrt(1 / (K * share_k))`` (see ``hop_noise_scales``).
         ensemble: classification modules trained side by side on the cached aggregates, their
             log-probabilities averaged (one model to the privacy analysis: no extra cost).
         max_degree: node level: D, a public upper bound on every in- and out-degree of the
@@ -134,6 +137,7 @@ class GAP(AggregationPerturbationModule):
         combine: Literal["cat", "sum", "attn"] = "cat",
         normalize_combine: bool = False,
         ensemble: int = 1,
+        hop_budget: list[float] | None = None,
         max_degree: int = 100,
         dropout: float = 0.0,
         normalization: str = "none",
@@ -206,6 +210,9 @@ class GAP(AggregationPerturbationModule):
             Stage("classifier", self.hparams.classifier_epochs, ("classifier",)),
         ]
 
+    def total_aggregations(self) -> int:
+        return self.hparams.hops
+
     def pending_aggregations(self) -> int:
         return self.hparams.hops if self.aggregates is None else 0
 
@@ -241,8 +248,8 @@ class GAP(AggregationPerturbationModule):
         """``[N, K, d]``: the K normalized noisy hops of the normalized encoder output."""
         x = self._hop0(graph.x)
         hops = []
-        for _ in range(self.hparams.hops):
-            x = normalize_rows(self._aggregate_once(x, graph, accountant, generator))
+        for hop in range(self.hparams.hops):
+            x = normalize_rows(self._aggregate_once(x, graph, accountant, generator, hop))
             hops.append(x)
         return torch.stack(hops, dim=1)
 

@@ -171,6 +171,9 @@ class ProGAP(AggregationPerturbationModule):
             (only base MLP ``s``; earlier ones frozen).
         warm_start: start base MLP ``s >= 2`` from the weights base MLP ``s - 1`` ended with
             (same shapes: both map a ``hidden``-wide aggregate), instead of a fresh init.
+        hop_budget: each NAP's share of the aggregation budget (K positive numbers, normalized;
+            ``None``: equal). Same epsilon; NAP ``k`` gets noise multiplier
+            ``z * sqrt(1 / (K * share_k))`` (see ``hop_noise_scales``).
         ensemble: networks trained side by side in the last stage (which reads only cached NAP
             outputs), their log-probabilities averaged; earlier stages and the NAPs are those
             of one network, so the privacy cost does not change.
@@ -211,6 +214,7 @@ class ProGAP(AggregationPerturbationModule):
         training: Literal["progressive", "layerwise"] = "progressive",
         warm_start: bool = False,
         ensemble: int = 1,
+        hop_budget: list[float] | None = None,
         max_degree: int = 100,
         dropout: float = 0.0,
         normalization: str = "auto",
@@ -287,6 +291,9 @@ class ProGAP(AggregationPerturbationModule):
     def stage_patience(self) -> int | None:
         return self.hparams.patience
 
+    def total_aggregations(self) -> int:
+        return self.hparams.depth
+
     def pending_aggregations(self) -> int:
         return self.hparams.depth - len(self.aggregates or [])
 
@@ -319,7 +326,7 @@ class ProGAP(AggregationPerturbationModule):
         """``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` with ``s = len(inputs)``."""
         k = len(inputs) - 1
         embeddings = self._eval_forward(self._net().base[k], inputs[k])
-        out = self._aggregate_once(embeddings, graph, accountant, generator)
+        out = self._aggregate_once(embeddings, graph, accountant, generator, k)
         return normalize_rows(out) if self.hparams.get("normalize_nap", False) else out
 
     def on_enter_stage(self, stage_index: int) -> None:

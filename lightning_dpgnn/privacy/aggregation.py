@@ -19,6 +19,7 @@ Lightning imports.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -196,10 +197,14 @@ class GaussianAggregation:
         num_nodes: int,
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
+        scale: float = 1.0,
     ) -> torch.Tensor:
-        """Noisy aggregate ``A^T normalize_rows(x) + N(0, std^2)`` (not re-normalized).
+        """Noisy aggregate ``A^T normalize_rows(x) + N(0, (scale * std)^2)`` (not
+        re-normalized).
 
-        Records one Gaussian entry on ``accountant`` (required) per call.
+        ``scale`` multiplies the noise multiplier of this one call (a hop given a smaller or
+        larger share of the budget). Records one Gaussian entry on ``accountant`` (required)
+        per call, at the multiplier actually used.
         """
         if accountant is None or not callable(getattr(accountant, "add_gaussian", None)):
             raise TypeError(
@@ -217,15 +222,19 @@ class GaussianAggregation:
         _check_graph(x, edge_index, num_nodes)
         if not bool(torch.isfinite(x).all()):
             raise ValueError(f"{self.name}: x contains NaN or infinite values")
+        scale = float(scale)
+        if not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"{self.name}: scale must be finite and > 0, got {scale!r}")
         self.check_degrees(edge_index, num_nodes)
         agg = sum_aggregate(normalize_rows(x), edge_index, num_nodes)
+        std = self.std * scale
         noise = R.normal(
-            tuple(agg.shape), self.std, generator=generator, dtype=agg.dtype, device=agg.device
+            tuple(agg.shape), std, generator=generator, dtype=agg.dtype, device=agg.device
         )
         accountant.mark_reproducible(generator)
         accountant.add_gaussian(
             self.name,
-            self.noise_multiplier,
+            self.noise_multiplier * scale,
             sensitivity=self.sensitivity,
             note=(
                 f"edge-level sum aggregation, {self.edge_unit} unit, sensitivity "
@@ -243,3 +252,26 @@ class GaussianAggregation:
             f"GaussianAggregation(noise_multiplier={self.noise_multiplier}, level={self.level!r}, "
             f"max_degree={self.max_degree}, name={self.name!r}, edge_unit={self.edge_unit!r})"
         )
+
+
+def hop_noise_scales(budget: Sequence[float] | None, hops: int) -> tuple[float, ...]:
+    """Per-hop multipliers of the noise scale that split one budget unevenly over ``hops``.
+
+    ``budget`` gives each hop's share (any positive numbers, normalized to ``s_k``; ``None``:
+    equal shares). Hop ``k`` runs at noise multiplier ``z * sqrt(1 / (hops * s_k))``, so
+    ``sum_k 1 / (z * scale_k)^2 = hops / z^2``: the hops compose (exactly, as Gaussian
+    mechanisms, and in RDP) to the same guarantee as ``hops`` hops at ``z``. A larger share is
+    less noise on that hop and more on the others.
+    """
+    if budget is None:
+        return (1.0,) * hops
+    shares = tuple(budget)
+    if len(shares) != hops:
+        raise ValueError(f"hop_budget needs one share per hop ({hops}), got {len(shares)}")
+    for b in shares:
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not (
+            math.isfinite(b) and b > 0
+        ):
+            raise ValueError(f"hop_budget shares must be finite numbers > 0, got {shares!r}")
+    total = float(sum(shares))
+    return tuple(math.sqrt(total / (hops * b)) for b in shares)
