@@ -50,9 +50,9 @@ def make(method: str, eps: float | None, seed: int):
     private = dict(epsilon=eps, delta=1e-7, edge_unit="directed")
     level = dict(privacy="none") if eps is None else dict(privacy="edge", **private)
     if method == "MLP":
-        return MLP(privacy="none", layers=3, normalization="batch", seed=seed)
+        return MLP(privacy="none", seed=seed)
     if method == "GAP-K2":
-        return GAP(hops=2, normalization="batch", seed=seed, **level)
+        return GAP(hops=2, seed=seed, **level)
     depth = int(method[-1])
     return ProGAP(depth=depth, seed=seed, **level)
 

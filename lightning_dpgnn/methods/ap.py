@@ -137,9 +137,17 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         raise NotImplementedError
 
     # -- construction helpers --------------------------------------------------------------
+    #: what ``normalization="auto"`` means at node level (BatchNorm is refused there)
+    node_level_normalization = "none"
+
     def _mlp_kwargs(self) -> dict[str, Any]:
+        """MLP settings; ``normalization="auto"`` is BatchNorm at edge level and without
+        privacy, :attr:`node_level_normalization` at node level."""
         hp = self.hparams
-        return dict(dropout=hp.dropout, normalization=hp.normalization, activation=hp.activation)
+        norm = hp.normalization
+        if norm == "auto":
+            norm = self.node_level_normalization if self.privacy == "node" else "batch"
+        return dict(dropout=hp.dropout, normalization=norm, activation=hp.activation)
 
     def _dp_wrap(self, module: nn.Module, what: str) -> nn.Module:
         """Node level: check the module suits DP-SGD and add per-sample gradients."""

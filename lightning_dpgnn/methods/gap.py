@@ -100,7 +100,8 @@ class GAP(AggregationPerturbationModule):
         base_layers, head_layers: MLP layers of the classification module.
         hidden: width of every hidden layer and of the encoder output.
         combine: ``"cat"``, ``"sum"`` or ``"attn"``.
-        normalize_combine: L2-normalize each node's combined embedding before the head MLP.
+        normalize_combine: L2-normalize each node's combined embedding before the head MLP (as
+            the reference implementation does; ``False``: the head sees it as is).
         hop_budget: each hop's share of the aggregation budget (K positive numbers,
             normalized; ``None``: equal). Same epsilon; hop ``k`` gets noise multiplier
             ``z * sqrt(1 / (K * share_k))`` (see ``hop_noise_scales``).
@@ -108,8 +109,10 @@ class GAP(AggregationPerturbationModule):
             log-probabilities averaged (one model to the privacy analysis: no extra cost).
         max_degree: node level: D, a public upper bound on every in- and out-degree of the
             graph (checked; a graph above it is refused, see docs/privacy.md).
-        dropout, normalization, activation: MLP settings (``normalization="batch"`` is refused
-            at node level: BatchNorm mixes samples).
+        dropout, activation: MLP settings.
+        normalization: ``"auto"`` (BatchNorm at edge level and without privacy, none at node
+            level), ``"none"``, ``"layer"``, ``"group"`` or ``"batch"`` (refused at node level:
+            BatchNorm mixes samples).
         lr, weight_decay: Adam / DP-Adam settings, shared by both trained modules.
         encoder_epochs, classifier_epochs: epochs of the two training stages.
         batch_size, max_grad_norm: DP-SGD settings (node level only; other levels full-batch).
@@ -135,12 +138,12 @@ class GAP(AggregationPerturbationModule):
         head_layers: int = 1,
         hidden: int = 16,
         combine: Literal["cat", "sum", "attn"] = "cat",
-        normalize_combine: bool = False,
+        normalize_combine: bool = True,
         ensemble: int = 1,
         hop_budget: list[float] | None = None,
         max_degree: int = 100,
         dropout: float = 0.0,
-        normalization: str = "none",
+        normalization: str = "auto",
         activation: str = "selu",
         lr: float = 0.01,
         weight_decay: float = 0.0,
@@ -191,7 +194,7 @@ class GAP(AggregationPerturbationModule):
         members = [
             ClassificationModule(
                 dim, hp.hidden, num_classes, hp.hops, hp.base_layers, hp.head_layers, hp.combine,
-                hp.get("normalize_combine", False), **mlp,
+                hp.get("normalize_combine", False), **mlp,  # checkpoints before the option
             )  # fmt: skip
             for _ in range(hp.get("ensemble", 1))
         ]

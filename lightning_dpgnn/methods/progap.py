@@ -261,11 +261,10 @@ class ProGAP(AggregationPerturbationModule):
         return self.aggregation
 
     # -- construction ------------------------------------------------------------------------
+    node_level_normalization = "group"  # one group (thesis §5.5.3)
+
     def _mlp_kwargs(self) -> dict[str, Any]:
-        kw = super()._mlp_kwargs()
-        if kw["normalization"] == "auto":
-            kw["normalization"] = "group" if self.privacy == "node" else "batch"
-        return {**kw, "norm_groups": 1}
+        return {**super()._mlp_kwargs(), "norm_groups": 1}
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
