@@ -1,0 +1,5 @@
+"""Attacks and empirical audits: evidence about a guarantee beyond its accounted epsilon."""
+
+from .audit import AuditResult, audit_aggregation, clopper_pearson, epsilon_lower_bound
+
+__all__ = ["AuditResult", "audit_aggregation", "clopper_pearson", "epsilon_lower_bound"]
