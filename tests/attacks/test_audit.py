@@ -9,6 +9,7 @@ from lightning_dpgnn.attacks import audit_aggregation, clopper_pearson, epsilon_
 from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy.aggregation import GaussianAggregation
 
+
 def noise(seed: int = 0) -> torch.Generator:
     """Seeded mechanism noise: the audits below are deterministic (never flaky)."""
     return torch.Generator().manual_seed(1000 + seed)
