@@ -12,7 +12,7 @@ from torch_geometric.data import Data
 
 from lightning_dpgnn import LPGNN
 from lightning_dpgnn.data import NodeDataModule
-from lightning_dpgnn.data.local import LocalCollector
+from lightning_dpgnn.privacy.local import LocalCollector
 from lightning_dpgnn.nn.kprop import KProp
 from lightning_dpgnn.privacy import MultiBit, RandomizedResponse
 

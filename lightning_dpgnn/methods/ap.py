@@ -30,41 +30,20 @@ from torch_geometric.data import Data
 
 from ..loops import StagedTrainingMixin
 from ..privacy import PrivacyAccountant, PrivacyReport
-from ..privacy.aggregation import GaussianAggregation, degrees, normalize_rows, sum_aggregate
+from ..privacy.aggregation import (
+    GaussianAggregation,
+    check_degree_promise,
+    normalize_rows,
+    sum_aggregate,
+)
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
 from .base import PrivateModule
 
-__all__ = ["AggregationPerturbationModule", "DegreeBoundError"]
+__all__ = ["AggregationPerturbationModule"]
 
 #: generator streams of one fit (only used with an explicit ``noise_seed``); aggregations use
 #: streams ``0..K`` (the stage index), Poisson batches and gradient noise these offsets
 _BATCH_STREAM, _GRADIENT_STREAM = 1_000, 2_000_000
-
-
-class DegreeBoundError(ValueError):
-    """Node level: the graph breaks the promise that every in- and out-degree is <= D."""
-
-
-def check_degree_promise(graph: Data, max_degree: int, what: str = "the graph") -> None:
-    """Raise :class:`DegreeBoundError` unless every in- and out-degree of ``graph`` is <= D.
-
-    The node-level sensitivity ``sqrt(D)`` of the sum aggregation (thesis Lemma 8) holds on the
-    class of graphs whose degrees are at most ``D`` — a class closed under removing a node, so
-    both neighbouring graphs are in it. Sampling edges down to ``D`` is not a substitute: every
-    projection we know of lets one removed node change edges far from it (docs/privacy.md)."""
-    in_deg, out_deg = degrees(graph.edge_index, graph.num_nodes)
-    top_in = int(in_deg.max()) if in_deg.numel() else 0
-    top_out = int(out_deg.max()) if out_deg.numel() else 0
-    if max(top_in, top_out) > max_degree:
-        over = int(((in_deg > max_degree) | (out_deg > max_degree)).sum())
-        raise DegreeBoundError(
-            f"node-level privacy needs every in- and out-degree <= max_degree={max_degree}, "
-            f"but {what} has {over} nodes above it (largest in-degree {top_in}, out-degree "
-            f"{top_out}). The guarantee is proven only for graphs within the bound: pass a "
-            "max_degree that is a public upper bound on every degree (e.g. a platform's friend "
-            "limit), or use privacy='edge'. Dropping edges down to D does not keep the "
-            "guarantee (docs/privacy.md, 'Node level: the degree bound')."
-        )
 
 
 class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
@@ -166,7 +145,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     def _private_graph(self, data: Data) -> Data:
         """Node level: check the degree promise (invariant 6). Other levels: as given."""
         if self.privacy == "node":
-            check_degree_promise(data, self.hparams.max_degree)
+            check_degree_promise(data.edge_index, data.num_nodes, self.hparams.max_degree)
         return data
 
     def calibrates_noise(self) -> bool:

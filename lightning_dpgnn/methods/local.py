@@ -1,6 +1,6 @@
 """Shared plumbing of the local-DP methods (LPGNN, PGC): the one-time collection, cached.
 
-The nodes perturb their data once (:class:`~lightning_dpgnn.data.local.LocalCollector`); the
+The nodes perturb their data once (:class:`~lightning_dpgnn.privacy.local.LocalCollector`); the
 server trains on what it received. This base class runs that collection at the start of the
 first fit (after a checkpoint restore, so a resumed fit never re-queries the nodes), records it
 on the model's accountant (level ``"ldp"``), keeps the received messages in the checkpoint, and
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
-from ..data.local import LocalCollection, LocalCollector
+from ..privacy.local import LocalCollection, LocalCollector
 from ..privacy import PrivacyAccountant
 from .base import PrivateModule
 

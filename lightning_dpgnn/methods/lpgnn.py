@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
-from ..data.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
+from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, check_steps
 from .local import LocallyPrivateModule

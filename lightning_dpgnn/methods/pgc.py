@@ -30,7 +30,7 @@ from torch import nn
 from torch_geometric.data import Data
 from torch_geometric.nn import VGAE, GCNConv
 
-from ..data.local import LocalCollector
+from ..privacy.local import LocalCollector
 from ..nn.backbone import GNNBackbone
 from ..nn.kprop import normalized_adjacency
 from .local import LocallyPrivateModule

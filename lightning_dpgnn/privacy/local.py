@@ -22,7 +22,8 @@ Ad-hoc features that cost no budget (thesis Table 3.3): ``features="ones"`` (all
 ``"degree"`` (one-hot node degree, the graph is public to the server) and ``"random"`` (uniform
 in [0, 1]); all keep the private feature dimension ``d``.
 
-No Lightning imports: this module is usable on its own, e.g. by the estimation-error benchmark.
+Part of the privacy layer (no Lightning imports): usable on its own, e.g. by the estimation-error
+benchmark; the LDP methods (:mod:`lightning_dpgnn.methods.local`) run it once per fit.
 """
 
 from __future__ import annotations
@@ -34,19 +35,9 @@ from typing import Any, Literal
 import torch
 from torch_geometric.data import Data
 
-from ..privacy import (
-    AnalyticGaussian,
-    Duchi,
-    FeatureRandomizer,
-    Laplace,
-    MultiBit,
-    OneBit,
-    Piecewise,
-    PrivacyAccountant,
-    RandomizedResponse,
-    check_delta,
-    check_epsilon,
-)
+from .accountant import PrivacyAccountant, check_delta, check_epsilon
+from .labels import RandomizedResponse
+from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
 
 __all__ = [
     "LocalCollector",
