@@ -56,18 +56,47 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     mechanism_name = "aggregation"
     checkpoint_key = "ap"
 
-    def _ap_init(self, noise_multiplier: float | None) -> None:
-        hp = self.hparams
-        if hp.max_degree < 1:
-            raise ValueError(f"max_degree must be >= 1, got {hp.max_degree}")
-        if self.privacy != "none" and hp.epsilon is None and noise_multiplier is None:
+    def __init__(
+        self,
+        privacy: str,
+        epsilon: float | None,
+        delta: float | str,
+        *,
+        max_degree: int,
+        dropout: float,
+        normalization: str,
+        activation: str,
+        lr: float,
+        weight_decay: float,
+        batch_size: int,
+        max_grad_norm: float,
+        noise_multiplier: float | None,
+        seed: int | None,
+        noise_seed: int | None,
+        edge_unit: str,
+        log_private_metrics: bool,
+    ) -> None:
+        """The settings GAP and ProGAP share (each documented on :class:`GAP`); the
+        method-specific ones stay in the subclass's signature."""
+        super().__init__(
+            privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
+            log_private_metrics=log_private_metrics,
+        )
+        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
+            raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
+        if privacy != "none" and epsilon is None and noise_multiplier is None:
             raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
-        if self.privacy == "node" and hp.normalization == "batch":
+        if privacy == "node" and normalization == "batch":
             raise ValueError(
                 "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
                 "samples of a batch, so per-sample clipping no longer bounds one node's "
                 "influence. Use 'layer', 'group' or 'none'."
             )
+        self.max_degree = max_degree
+        self.dropout, self.normalization, self.activation = dropout, normalization, activation
+        self.lr, self.weight_decay = lr, weight_decay
+        self.batch_size, self.max_grad_norm = batch_size, max_grad_norm
+        self.seed = seed
         self._staged_init()
         self.noise_multiplier = noise_multiplier
         self.aggregates: Any = None
@@ -105,15 +134,17 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         raise NotImplementedError
 
     # -- construction helpers --------------------------------------------------------------
-    def _mlp_kwargs(self) -> dict[str, Any]:
-        hp = self.hparams
-        return dict(dropout=hp.dropout, normalization=hp.normalization, activation=hp.activation)
+    def mlp_options(self) -> dict[str, Any]:
+        """Keyword arguments of every :class:`~lightning_dpgnn.nn.mlp.MLP` of the model."""
+        return dict(
+            dropout=self.dropout, normalization=self.normalization, activation=self.activation
+        )
 
     def _dp_wrap(self, module: nn.Module, what: str) -> nn.Module:
         """Node level: check the module suits DP-SGD and add per-sample gradients."""
         if self.privacy != "node":
             return module
-        return grad_sample_module(module, self.hparams.max_grad_norm, where=what)
+        return grad_sample_module(module, self.max_grad_norm, where=what)
 
     def select_on_validation(self) -> bool:
         """Node level: validation labels are private and no mechanism covers them, so model
@@ -124,14 +155,15 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if not self._is_built():
-            with self.seeded(self.hparams.seed):
+            with self.seeded(self.seed):
                 self._build(data.num_features, self._num_classes(data))
         self._graph = self._private_graph(data)
         self.resolve_delta(self._graph)
         n_train = int(data.train_mask.sum())
-        hp = self.hparams
         self._phases = [
-            DPSGDPhase(f"{s.name}/dpsgd", s.epochs, hp.batch_size, hp.max_grad_norm).bind(n_train)
+            DPSGDPhase(f"{s.name}/dpsgd", s.epochs, self.batch_size, self.max_grad_norm).bind(
+                n_train
+            )
             for s in self.stages
         ]
         if stage == "fit":
@@ -145,7 +177,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     def _private_graph(self, data: Data) -> Data:
         """Node level: check the degree promise (invariant 6). Other levels: as given."""
         if self.privacy == "node":
-            check_degree_promise(data.edge_index, data.num_nodes, self.hparams.max_degree)
+            check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
         return data
 
     def calibrates_noise(self) -> bool:
@@ -185,7 +217,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         return GaussianAggregation(
             noise_multiplier,
             level=self.privacy,
-            max_degree=self.hparams.max_degree if self.privacy == "node" else None,
+            max_degree=self.max_degree if self.privacy == "node" else None,
             name=self.mechanism_name,
             edge_unit=self.edge_unit,
         )
@@ -225,7 +257,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
 
     def stage_optimizer(self, stage_index: int):
         params = self.stage_parameters(stage_index)
-        opt = torch.optim.Adam(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        opt = torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
         if self.privacy != "node":
             self.dp_training = None
             return opt

@@ -27,6 +27,7 @@ class _NodeMLP(PrivateModule):
         privacy: str,
         epsilon: float | None,
         delta: float | str,
+        *,
         levels: tuple[str, ...],
         num_features: int | None,
         num_classes: int | None,
@@ -36,29 +37,33 @@ class _NodeMLP(PrivateModule):
         normalization: str,
         lr: float,
         weight_decay: float,
+        seed: int | None,
         **privacy_options,
     ) -> None:
         super().__init__(privacy, epsilon, delta, levels=levels, **privacy_options)
+        self.hidden, self.layers = hidden, layers
+        self.dropout, self.normalization = dropout, normalization
+        self.lr, self.weight_decay = lr, weight_decay
+        self.seed = seed
         self.mlp: torch.nn.Module | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
-        hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.mlp = MLPBlock(
             num_features,
             num_classes,
-            hp.hidden,
-            hp.layers,
-            dropout=hp.dropout,
-            normalization=hp.normalization,
+            self.hidden,
+            self.layers,
+            dropout=self.dropout,
+            normalization=self.normalization,
         )
 
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if self.mlp is None:
-            with self.seeded(self.hparams.get("seed")):
+            with self.seeded(self.seed):
                 self._build(data.num_features, self._num_classes(data))
         self.resolve_delta(data)
 
@@ -85,7 +90,7 @@ class _NodeMLP(PrivateModule):
 
     def configure_optimizers(self):
         return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
+            self.parameters(), lr=self.lr, weight_decay=self.weight_decay
         )
 
 
@@ -122,18 +127,9 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
         super().__init__(
-            privacy,
-            None,
-            "auto",
-            ("none", "edge"),
-            num_features,
-            num_classes,
-            hidden,
-            layers,
-            dropout,
-            normalization,
-            lr,
-            weight_decay,
+            privacy, None, "auto", levels=("none", "edge"), num_features=num_features,
+            num_classes=num_classes, hidden=hidden, layers=layers, dropout=dropout,
+            normalization=normalization, lr=lr, weight_decay=weight_decay, seed=seed,
         )
         self._staged_init()
 
@@ -196,27 +192,17 @@ class DPMLP(_NodeMLP):
             raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier}")
         self.phase = DPSGDPhase("mlp/dpsgd", epochs, batch_size, max_grad_norm)
         super().__init__(
-            "node",
-            epsilon,
-            delta,
-            ("node",),
-            num_features,
-            num_classes,
-            hidden,
-            layers,
-            dropout,
-            normalization,
-            lr,
-            weight_decay,
-            noise_seed=noise_seed,
-            log_private_metrics=log_private_metrics,
+            "node", epsilon, delta, levels=("node",), num_features=num_features,
+            num_classes=num_classes, hidden=hidden, layers=layers, dropout=dropout,
+            normalization=normalization, lr=lr, weight_decay=weight_decay, seed=seed,
+            noise_seed=noise_seed, log_private_metrics=log_private_metrics,
         )
         self.noise_multiplier = noise_multiplier
 
     def _build(self, num_features: int, num_classes: int) -> None:
         super()._build(num_features, num_classes)
         # wrapped at build time: stable checkpoint keys
-        self.mlp = grad_sample_module(self.mlp, self.hparams.max_grad_norm, where="DPMLP")
+        self.mlp = grad_sample_module(self.mlp, self.phase.max_grad_norm, where="DPMLP")
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
@@ -258,7 +244,7 @@ class DPMLP(_NodeMLP):
 
     def configure_optimizers(self):
         opt = torch.optim.Adam(
-            self.mlp.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
+            self.mlp.parameters(), lr=self.lr, weight_decay=self.weight_decay
         )
         gen = self.noise_generator(_GRADIENT_STREAM)
         self.dp_training = self.phase.wrap(

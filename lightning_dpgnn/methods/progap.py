@@ -167,8 +167,11 @@ class ProGAP(AggregationPerturbationModule):
         num_classes: int | None = None,
     ) -> None:
         super().__init__(
-            privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
-            log_private_metrics=log_private_metrics,
+            privacy, epsilon, delta, max_degree=max_degree, dropout=dropout,
+            normalization=normalization, activation=activation, lr=lr,
+            weight_decay=weight_decay, batch_size=batch_size, max_grad_norm=max_grad_norm,
+            noise_multiplier=noise_multiplier, seed=seed, noise_seed=noise_seed,
+            edge_unit=edge_unit, log_private_metrics=log_private_metrics,
         )
         self.save_hyperparameters()
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
@@ -181,7 +184,6 @@ class ProGAP(AggregationPerturbationModule):
             raise ValueError(f"epochs_per_stage must be >= 0, got {epochs_per_stage}")
         if patience is not None and patience < 0:
             raise ValueError(f"patience must be >= 0 or None, got {patience}")
-        self._ap_init(noise_multiplier)
         self.aggregates: list[torch.Tensor] | None = None  # X~^(1..s), cached NAP outputs
         self.network: nn.Module | None = None
         if num_features is not None and num_classes is not None:
@@ -193,8 +195,8 @@ class ProGAP(AggregationPerturbationModule):
         return self.aggregation
 
     # -- construction ------------------------------------------------------------------------
-    def _mlp_kwargs(self) -> dict[str, Any]:
-        kw = super()._mlp_kwargs()
+    def mlp_options(self) -> dict[str, Any]:
+        kw = super().mlp_options()
         if kw["normalization"] == "auto":
             kw["normalization"] = "group" if self.privacy == "node" else "batch"
         return {**kw, "norm_groups": 1}
@@ -204,7 +206,7 @@ class ProGAP(AggregationPerturbationModule):
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         net = ProGAPNetwork(
             num_features, hp.hidden, num_classes, hp.depth, hp.base_layers, hp.jk,
-            hp.get("normalize_jk", True), **self._mlp_kwargs(),
+            hp.get("normalize_jk", True), **self.mlp_options(),
         )  # fmt: skip
         self.network = self._dp_wrap(net, "ProGAP network")
 
