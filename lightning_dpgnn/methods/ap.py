@@ -36,17 +36,13 @@ from ..privacy.aggregation import (
     normalize_rows,
     sum_aggregate,
 )
-from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
+from .rows import RowTrainingMixin
 
 __all__ = ["AggregationPerturbationModule"]
 
-#: generator streams of one fit (only used with an explicit ``noise_seed``); aggregations use
-#: streams ``0..K`` (the stage index), Poisson batches and gradient noise these offsets
-_BATCH_STREAM, _GRADIENT_STREAM = 1_000, 2_000_000
-
-
-class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
+class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, PrivateModule):
     """Base of GAP and ProGAP. Subclasses set ``mechanism_name`` and ``checkpoint_key``.
 
     ``self.aggregates`` holds the cached private output of the mechanism (its type is the
@@ -80,7 +76,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         method-specific ones stay in the subclass's signature."""
         super().__init__(
             privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
-            log_private_metrics=log_private_metrics,
+            log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
         )
         if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
             raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
@@ -94,7 +90,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             )
         self.max_degree = max_degree
         self.dropout, self.normalization, self.activation = dropout, normalization, activation
-        self.lr, self.weight_decay = lr, weight_decay
         self.batch_size, self.max_grad_norm = batch_size, max_grad_norm
         self.seed = seed
         self._staged_init()
@@ -250,21 +245,16 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             lambda: self.stage_inputs(stage_index, data),
             compact=self.privacy != "node",  # DP-SGD needs dense rows (per-sample gradients)
         )
-        if self.privacy == "node":
-            gen = self.noise_generator(_BATCH_STREAM + self.trainer.current_epoch)
-            return self._phases[stage_index].loader(*rows, generator=gen)
-        return row_loader(*rows)
+        return self.rows_loader(rows, self._phase(stage_index))
+
+    def _phase(self, stage_index: int) -> DPSGDPhase | None:
+        """The DP-SGD phase of stage ``stage_index`` (node level), else ``None``."""
+        return self._phases[stage_index] if self.privacy == "node" else None
 
     def stage_optimizer(self, stage_index: int):
-        params = self.stage_parameters(stage_index)
-        opt = torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
-        if self.privacy != "node":
-            self.dp_training = None
-            return opt
-        phase, model = self._phases[stage_index], self.stage_model(stage_index)
-        gen = self.noise_generator(_GRADIENT_STREAM + stage_index)
-        self.dp_training = phase.wrap(model, opt, self.noise_multiplier, self.accountant, gen)
-        return self.dp_training[1]
+        opt = self.adam(self.stage_parameters(stage_index))
+        model = self.stage_model(stage_index)
+        return self.dp_optimizer(self._phase(stage_index), model, opt, run=stage_index)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self._rows_step(self.stage_model(self.current_stage), batch)

@@ -27,7 +27,7 @@ data (invariant 9).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,11 +36,10 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
-from ..nn.mlp import compact_features
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 from ..privacy.aggregation import EDGE_UNITS
 from ..privacy.calibration import calibrate_noise_multiplier
-from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward
+from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
 
 __all__ = ["PrivateModule", "PRIVACY_LEVELS", "AccountingError"]
@@ -79,6 +78,8 @@ class PrivateModule(L.LightningModule):
             friendship, both stored directions) or ``"directed"`` (the thesis' unit).
         log_private_metrics: node level only: log ``val/*`` metrics computed on private labels
             during the fit (not covered by epsilon; off by default).
+        lr, weight_decay: settings of the Adam optimizer every method trains with
+            (:meth:`adam`; DP-SGD methods wrap it into DP-Adam).
     """
 
     def __init__(
@@ -91,6 +92,8 @@ class PrivateModule(L.LightningModule):
         noise_seed: int | None = None,
         edge_unit: str = "undirected",
         log_private_metrics: bool = False,
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
     ) -> None:
         super().__init__()
         if privacy not in levels:
@@ -121,15 +124,12 @@ class PrivateModule(L.LightningModule):
         self.noise_seed = noise_seed
         self.edge_unit = edge_unit
         self.log_private_metrics = bool(log_private_metrics)
+        self.lr, self.weight_decay = float(lr), float(weight_decay)
         self.accountant = PrivacyAccountant(level=privacy if privacy != "none" else "none")
         self.accountant.unit = UNITS.get((privacy, edge_unit if privacy == "edge" else None), "")
         #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
         self.noise_multiplier: float | None = None
         self._privacy_halt = False
-        #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none);
-        #: with ghost clipping, :meth:`backward` clips through it
-        self.dp_training: tuple[Any, Any] | None = None
-        self._loss_per_sample: torch.Tensor | None = None
 
     def _datamodule(self) -> Any:
         dm = self.trainer.datamodule if self._trainer is not None else None
@@ -290,10 +290,6 @@ class PrivateModule(L.LightningModule):
         """Skip the rest of the fit before the next optimizer step (used by PrivacyBudget)."""
         self._privacy_halt = True
 
-    def uses_dpsgd(self) -> bool:
-        """Whether any training step of this fit is a DP-SGD step (Poisson batches)."""
-        return False
-
     def check_trainer(self) -> None:
         """Refuse trainer settings that break the accounting, before any step (invariant 7)."""
         trainer = self.trainer
@@ -303,30 +299,6 @@ class PrivateModule(L.LightningModule):
                 f"private training on {world} processes is not supported yet: each rank would "
                 "draw its own aggregation/gradient noise and the accounting would not hold "
                 "(design invariant 5). Train private models on a single device for now."
-            )
-        if not self.uses_dpsgd():
-            return
-        bad = []
-        if getattr(trainer, "accumulate_grad_batches", 1) != 1:
-            bad.append(
-                f"accumulate_grad_batches={trainer.accumulate_grad_batches}: several Poisson "
-                "batches would go into one noised step accounted as one batch"
-            )
-        if getattr(trainer, "overfit_batches", 0):
-            bad.append(
-                f"overfit_batches={trainer.overfit_batches}: the same batches would be replayed "
-                "instead of fresh Poisson samples"
-            )
-        limit = getattr(trainer, "limit_train_batches", 1.0)
-        if limit is not None and not (isinstance(limit, float) and limit == 1.0):
-            bad.append(
-                f"limit_train_batches={limit}: epochs would be cut short of the calibrated plan "
-                "of Poisson-sampled steps"
-            )
-        if bad:
-            raise AccountingError(
-                f"{type(self).__name__} trains with DP-SGD; these Trainer settings break its "
-                "privacy accounting:\n  - " + "\n  - ".join(bad)
             )
 
     def on_fit_start(self) -> None:
@@ -345,6 +317,15 @@ class PrivateModule(L.LightningModule):
             self.trainer.should_stop = True
             return -1
         return None
+
+    # -- optimization ------------------------------------------------------------------------
+    def adam(self, params: Iterable[torch.nn.Parameter]) -> torch.optim.Adam:
+        """Adam over ``params`` with the model's ``lr`` and ``weight_decay``."""
+        return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        """Default: Adam over every trainable parameter."""
+        return self.adam(p for p in self.parameters() if p.requires_grad)
 
     # -- checkpoints -------------------------------------------------------------------------
     def mechanism_outputs(self) -> dict[str, Any]:
@@ -385,62 +366,6 @@ class PrivateModule(L.LightningModule):
         self.load_public_state(state.get("public", {}))
 
     # -- shared training / evaluation -------------------------------------------------------
-    def _train_rows(
-        self,
-        key: Any,
-        data: Data,
-        tensors: Callable[[], tuple[torch.Tensor, ...]],
-        *,
-        compact: bool = False,
-    ) -> tuple[torch.Tensor, ...]:
-        """Training-node rows of ``tensors()`` plus the labels, gathered once per ``key`` and
-        graph (loaders are rebuilt every epoch; re-indexing wide features each time is slow).
-
-        ``compact=True`` (full-batch training only, never DP-SGD) stores wide one-hot rows as
-        sparse CSR (:func:`~lightning_dpgnn.nn.mlp.compact_features`)."""
-        cache_key = (key, id(data), data.num_nodes, compact)
-        cached = getattr(self, "_rows_cache", None)
-        if cached is None or cached[0] != cache_key:
-            m = data.train_mask
-            rows = tuple(t[m] for t in tensors())
-            if compact:
-                rows = tuple(compact_features(r) for r in rows)
-            self._rows_cache = (cache_key, (*rows, data.y[m]))
-        return self._rows_cache[1]
-
-    def _input_features(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` for a full-graph forward pass: a cached CSR copy when it is wide one-hot."""
-        cached = getattr(self, "_features_cache", None)
-        if cached is None or cached[0] is not x:
-            self._features_cache = (x, compact_features(x))
-        return self._features_cache[1]
-
-    def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, ...]):
-        """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""
-        *inputs, y = batch
-        logits = net(*inputs)
-        self._loss_per_sample = F.cross_entropy(logits, y, reduction="none")  # ghost clipping
-        if len(y) == 0:  # still a forward pass through the GradSampleModule, loss 0
-            return logits.sum() * 0.0
-        loss = self._loss_per_sample.mean()
-        if not self._logs_metrics("train"):
-            return loss  # node level: batch loss/accuracy on private labels are not released
-        self.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
-        acc = (logits.argmax(-1) == y).float().mean()
-        self.log("train/acc", acc, batch_size=len(y), on_step=False, on_epoch=True)
-        return loss
-
-    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """Plain backward, or ghost clipping when a ghost-clipped DP-SGD run is training."""
-        dp = self.dp_training
-        if dp is not None and isinstance(dp[1], GhostDPOptimizer):
-            if self._loss_per_sample is None:
-                raise RuntimeError("ghost clipping needs the per-sample losses of the batch")
-            ghost_backward(dp[0], dp[1], self._loss_per_sample)
-            self._loss_per_sample = None
-            return
-        super().backward(loss, *args, **kwargs)
-
     def _logs_metrics(self, stage: str) -> bool:
         """Node level: no metric on private labels (training batches, validation) during the
         fit unless asked for; such metrics are not covered by epsilon."""

@@ -34,7 +34,9 @@ class GNN(PrivateModule):
         lr: float = 0.01,
         weight_decay: float = 5e-4,
     ) -> None:
-        super().__init__("none", None, "auto", levels=("none",))
+        super().__init__(
+            "none", None, "auto", levels=("none",), lr=lr, weight_decay=weight_decay
+        )
         self.save_hyperparameters()
         if conv not in _CONVS:
             raise ValueError(f"conv must be one of {sorted(_CONVS)}, got {conv!r}")
@@ -74,8 +76,3 @@ class GNN(PrivateModule):
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self(data.x, data.edge_index).softmax(-1)
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )

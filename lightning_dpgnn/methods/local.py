@@ -34,8 +34,18 @@ class LocallyPrivateModule(PrivateModule):
     server-side views of the collection (they must be pure post-processing).
     """
 
-    def __init__(self, collector: LocalCollector, noise_seed: int | None = None) -> None:
-        super().__init__("ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed)
+    def __init__(
+        self,
+        collector: LocalCollector,
+        noise_seed: int | None = None,
+        *,
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            "ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed, lr=lr,
+            weight_decay=weight_decay,
+        )
         self.collector = collector
         self.accountant.delta = collector.delta if collector.needs_delta else None
         self._collection: LocalCollection | None = None

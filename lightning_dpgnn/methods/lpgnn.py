@@ -114,7 +114,7 @@ class LPGNN(LocallyPrivateModule):
         collector = LocalCollector(
             x_eps, y_eps, mechanism, m=m, alpha=alpha, beta=beta, delta=delta, features=features
         )
-        super().__init__(collector, noise_seed)
+        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.x_prop = KProp(x_steps)
         self.y_prop = KProp(y_steps)
@@ -266,8 +266,3 @@ class LPGNN(LocallyPrivateModule):
         """Class probabilities of every node (post-processing of the collection)."""
         view = self.server_view(data)
         return self(view["h"], view["adj"]).softmax(-1)
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )

@@ -11,15 +11,14 @@ from torch_geometric.data import Data
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import MLP as MLPBlock
 from ..privacy import PrivacyAccountant
-from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
-
-_BATCH_STREAM, _GRADIENT_STREAM = 1_000, 2_000_000
+from .rows import RowTrainingMixin
 
 __all__ = ["MLP", "DPMLP"]
 
 
-class _NodeMLP(PrivateModule):
+class _NodeMLP(RowTrainingMixin, PrivateModule):
     """An MLP on node features trained on the training rows; evaluation on the full graph."""
 
     def __init__(
@@ -40,10 +39,12 @@ class _NodeMLP(PrivateModule):
         seed: int | None,
         **privacy_options,
     ) -> None:
-        super().__init__(privacy, epsilon, delta, levels=levels, **privacy_options)
+        super().__init__(
+            privacy, epsilon, delta, levels=levels, lr=lr, weight_decay=weight_decay,
+            **privacy_options,
+        )
         self.hidden, self.layers = hidden, layers
         self.dropout, self.normalization = dropout, normalization
-        self.lr, self.weight_decay = lr, weight_decay
         self.seed = seed
         self.mlp: torch.nn.Module | None = None
         if num_features is not None and num_classes is not None:
@@ -71,7 +72,7 @@ class _NodeMLP(PrivateModule):
         return self.mlp(x)
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
-        return row_loader(*self._train_rows("mlp", data, lambda: (data.x,), compact=True))
+        return self.rows_loader(self._train_rows("mlp", data, lambda: (data.x,), compact=True))
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self._rows_step(self.mlp, batch)
@@ -87,11 +88,6 @@ class _NodeMLP(PrivateModule):
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self(self._input_features(data.x)).softmax(-1)
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.lr, weight_decay=self.weight_decay
-        )
 
 
 class MLP(StagedTrainingMixin, _NodeMLP):
@@ -141,7 +137,7 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         StagedTrainingMixin.setup(self, stage)
 
     def stage_optimizer(self, stage_index: int):
-        return _NodeMLP.configure_optimizers(self)
+        return self.adam(self.parameters())
 
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
         return _NodeMLP.train_dataloader_from(self, data)
@@ -239,15 +235,7 @@ class DPMLP(_NodeMLP):
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         m = data.train_mask
-        gen = self.noise_generator(_BATCH_STREAM + self.current_epoch)
-        return self.phase.loader(data.x[m], data.y[m], generator=gen)
+        return self.rows_loader((data.x[m], data.y[m]), self.phase)
 
     def configure_optimizers(self):
-        opt = torch.optim.Adam(
-            self.mlp.parameters(), lr=self.lr, weight_decay=self.weight_decay
-        )
-        gen = self.noise_generator(_GRADIENT_STREAM)
-        self.dp_training = self.phase.wrap(
-            self.mlp, opt, self.noise_multiplier, self.accountant, gen
-        )
-        return self.dp_training[1]
+        return self.dp_optimizer(self.phase, self.mlp, self.adam(self.mlp.parameters()))

@@ -106,7 +106,7 @@ class PGC(LocallyPrivateModule):
         num_classes: int | None = None,
     ) -> None:
         collector = _pgc_collector(epsilon, mechanism, per_coordinate, alpha, beta, True)
-        super().__init__(collector, noise_seed)
+        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.gcn: GNNBackbone | None = None
         if num_features is not None and num_classes is not None:
@@ -148,11 +148,6 @@ class PGC(LocallyPrivateModule):
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._logits(data).softmax(-1)
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )
 
 
 # -- link prediction ----------------------------------------------------------------------------
@@ -275,7 +270,7 @@ class PGCLinkPrediction(LocallyPrivateModule):
         num_features: int | None = None,
     ) -> None:
         collector = _pgc_collector(epsilon, mechanism, per_coordinate, alpha, beta, False)
-        super().__init__(collector, noise_seed)
+        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.vgae: VGAE | None = None
         self.edges: dict[str, torch.Tensor] | None = None
@@ -335,11 +330,6 @@ class PGCLinkPrediction(LocallyPrivateModule):
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         """Node embeddings (``mu`` in eval mode)."""
         return self.embed()
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )
 
     def public_state(self) -> dict[str, Any]:
         """The edge split: a function of the graph, which is public in this threat model."""
