@@ -19,13 +19,23 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
 import torch
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 
-__all__ = ["DropEarlyStopping", "EpochRecord", "select_epoch"]
+__all__ = ["DropEarlyStopping", "EpochRecord", "NoisyLabelModel", "select_epoch"]
+
+
+@runtime_checkable
+class NoisyLabelModel(Protocol):
+    """A model trained on noisy labels that knows Drop's accuracy bound (LPGNN)."""
+
+    @property
+    def acc_star(self) -> float:
+        """``Acc*``: the expected accuracy of a perfect clean classifier on the noisy labels."""
+        ...
 
 
 @dataclass
@@ -108,7 +118,7 @@ class DropEarlyStopping(L.Callback):
     def resolve_acc_star(self, pl_module: L.LightningModule) -> float | None:
         setting = self.acc_star_setting
         if setting == "auto":
-            return float(getattr(pl_module, "acc_star", 1.0))
+            return float(pl_module.acc_star) if isinstance(pl_module, NoisyLabelModel) else 1.0
         return None if setting is None else float(setting)
 
     # -- per epoch --------------------------------------------------------------------------------

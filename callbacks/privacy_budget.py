@@ -9,6 +9,7 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_info
 
+from lightning_dpgnn.methods import require_private_model
 from lightning_dpgnn.privacy import (
     PrivacyReport,
     check_delta,
@@ -24,15 +25,6 @@ _TOL = 1e-9  # relative slack for float noise in epsilon comparisons
 
 class BudgetExceededError(RuntimeError):
     """The model's planned privacy spend exceeds the budget."""
-
-
-def _require_private_module(pl_module: L.LightningModule) -> None:
-    for name in ("privacy_spent", "privacy_planned", "privacy_if_next_step", "halt_privately"):
-        if not hasattr(pl_module, name):
-            raise TypeError(
-                f"PrivacyBudget needs a lightning-dpgnn private model; {type(pl_module).__name__} "
-                f"has no {name}()"
-            )
 
 
 class PrivacyBudget(L.Callback):
@@ -86,7 +78,7 @@ class PrivacyBudget(L.Callback):
             self._previous_secure = None
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        _require_private_module(pl_module)
+        require_private_model(pl_module, "PrivacyBudget")
         self.stopped_early = False
         planned = pl_module.privacy_planned()
         if planned is None:

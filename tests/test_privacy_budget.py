@@ -6,6 +6,7 @@ import pytest
 import torch
 from lightning_dpgnn.callbacks import BudgetExceededError, PrivacyBudget
 
+from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP, GNN
 from lightning_dpgnn.privacy import random as dprandom
 
@@ -83,3 +84,29 @@ def test_budget_validates_its_arguments():
     with pytest.raises(ValueError, match="delta"):
         PrivacyBudget(1.0, delta=1.5)
     assert math.isfinite(PrivacyBudget(2.0).epsilon)
+
+
+def test_a_model_outside_the_private_model_contract_is_refused_by_name(make_trainer):
+    import lightning as L
+
+    from lightning_dpgnn.methods import PrivateModel
+
+    class Plain(L.LightningModule):
+        def privacy_spent(self):  # one member of the contract is not enough
+            return None
+
+    assert isinstance(GNN(), PrivateModel) and not isinstance(Plain(), PrivateModel)
+    budget = PrivacyBudget(epsilon=1.0)
+    with pytest.raises(TypeError, match=r"PrivacyBudget needs .* has no privacy_planned\(\)"):
+        budget.on_fit_start(make_trainer(), Plain())
+
+
+def test_a_data_module_outside_the_node_data_contract_is_refused_by_name(make_trainer):
+    import lightning as L
+
+    class GraphOnly(L.LightningDataModule):  # no private_reads: its reads would go unchecked
+        data = NodeDataModule("csbm").data
+        public_num_classes = None
+
+    with pytest.raises(TypeError, match="NodeDataSource.*GraphOnly has no private_reads"):
+        make_trainer(max_epochs=1).fit(DPMLP(epsilon=1.0, epochs=1), GraphOnly())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
 import torch
@@ -27,12 +27,42 @@ from .transforms import (
     parse_split,
 )
 
-__all__ = ["NodeDataModule", "GraphDataModule", "node_stats", "PRIVACY_LEVELS"]
+__all__ = [
+    "NodeDataModule",
+    "GraphDataModule",
+    "NodeDataSource",
+    "TrainsFromGraph",
+    "node_stats",
+    "PRIVACY_LEVELS",
+]
 
 PRIVACY_LEVELS: tuple[str, ...] = ("none", "edge", "node", "ldp")
 """What a privacy level protects: ``"edge"`` the edges; ``"node"`` everything of a node (its
 edges, features and label); ``"ldp"`` (local DP, LPGNN/PGC) features and labels, the graph
 structure being public; ``"none"`` nothing. See :meth:`NodeDataModule.private_reads`."""
+
+
+@runtime_checkable
+class NodeDataSource(Protocol):
+    """What a private node-level method needs from its data module (:class:`NodeDataModule`
+    is one): the preprocessed graph, the number of classes known as public metadata, and the
+    list of private reads its preprocessing made at a privacy level (empty: none)."""
+
+    @property
+    def data(self) -> Data: ...
+
+    @property
+    def public_num_classes(self) -> int | None: ...
+
+    def private_reads(self, level: str) -> list[str]: ...
+
+
+@runtime_checkable
+class TrainsFromGraph(Protocol):
+    """A model that batches its own training rows (Poisson batches for DP-SGD, the stages of
+    GAP/ProGAP): :meth:`NodeDataModule.train_dataloader` hands it the graph."""
+
+    def train_dataloader_from(self, data: Data) -> DataLoader: ...
 
 
 def _first(batch: list[Data]) -> Data:
@@ -438,13 +468,12 @@ class NodeDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         """Yields the full graph once per epoch (use ``batch.train_mask``).
 
-        A model that batches its own training rows (Poisson batches for DP-SGD, the stages of
-        GAP/ProGAP) defines ``train_dataloader_from(data)``; it then gets the graph and returns
-        the loader itself.
+        A model that batches its own training rows (:class:`TrainsFromGraph`: Poisson batches
+        for DP-SGD, the stages of GAP/ProGAP) gets the graph and returns the loader itself.
         """
         trainer = getattr(self, "trainer", None)
         model = trainer.lightning_module if trainer is not None else None
-        if model is not None and hasattr(model, "train_dataloader_from"):
+        if isinstance(model, TrainsFromGraph):
             return model.train_dataloader_from(self.data)
         return self._loader()
 

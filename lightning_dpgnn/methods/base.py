@@ -29,12 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
 import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
+
+from ..data.datamodules import NodeDataSource
 
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 from ..privacy.aggregation import EDGE_UNITS
@@ -42,7 +44,13 @@ from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
 
-__all__ = ["PrivateModule", "PRIVACY_LEVELS", "AccountingError"]
+__all__ = [
+    "PrivateModule",
+    "PrivateModel",
+    "require_private_model",
+    "PRIVACY_LEVELS",
+    "AccountingError",
+]
 
 PRIVACY_LEVELS = ("none", "edge", "node")
 CHECKPOINT_KEY = "dpgnn_privacy"
@@ -57,6 +65,41 @@ UNITS = {
 
 class AccountingError(ValueError):
     """A setting would make the accounted epsilon wrong; the fit is refused before any step."""
+
+
+@runtime_checkable
+class PrivateModel(Protocol):
+    """The contract between a private model and what enforces or reports its guarantee
+    (``PrivacyBudget``, ``DropEarlyStopping``, the ``dpgnn`` CLI). :class:`PrivateModule`
+    implements it; a model of one's own that implements it works with them too."""
+
+    def privacy_spent(self) -> PrivacyReport:
+        """The guarantee of what has run so far."""
+        ...
+
+    def privacy_planned(self) -> PrivacyReport | None:
+        """The spend of the whole fit (``None``: not known in advance)."""
+        ...
+
+    def privacy_if_next_step(self) -> PrivacyReport | None:
+        """The spend if one more optimizer step ran (``None``: steps read no private data)."""
+        ...
+
+    def halt_privately(self) -> None:
+        """End the fit before the next optimizer step."""
+        ...
+
+
+def require_private_model(module: Any, who: str) -> PrivateModel:
+    """``module`` if it is a :class:`PrivateModel`, else a ``TypeError`` naming what it lacks."""
+    if isinstance(module, PrivateModel):
+        return module
+    members = [n for n in vars(PrivateModel) if not n.startswith("_")]
+    missing = ", ".join(f"{n}()" for n in members if not callable(getattr(module, n, None)))
+    raise TypeError(
+        f"{who} needs a lightning-dpgnn private model (lightning_dpgnn.methods.PrivateModel: a "
+        f"PrivateModule such as GAP or LPGNN); {type(module).__name__} has no {missing}"
+    )
 
 
 class PrivateModule(L.LightningModule):
@@ -131,11 +174,19 @@ class PrivateModule(L.LightningModule):
         self.noise_multiplier: float | None = None
         self._privacy_halt = False
 
-    def _datamodule(self) -> Any:
+    def _datamodule(self) -> NodeDataSource:
         dm = self.trainer.datamodule if self._trainer is not None else None
-        if dm is None or not hasattr(dm, "data"):
+        if dm is None:
             raise RuntimeError(
                 f"{type(self).__name__} needs a NodeDataModule: trainer.fit(model, datamodule=dm)"
+            )
+        if not isinstance(dm, NodeDataSource):
+            missing = [n for n in ("data", "public_num_classes", "private_reads")
+                       if not hasattr(dm, n)]
+            raise TypeError(
+                f"{type(self).__name__} needs a data module of one graph (NodeDataModule, or "
+                "one implementing lightning_dpgnn.data.NodeDataSource); "
+                f"{type(dm).__name__} has no {', '.join(missing)}"
             )
         return dm
 
@@ -145,7 +196,7 @@ class PrivateModule(L.LightningModule):
         Preprocessing is a read of private data too: a data module that read data protected at
         this level outside a mechanism (``private_reads``) is refused here, before any step."""
         dm = self._datamodule()
-        reads = dm.private_reads(self.privacy) if hasattr(dm, "private_reads") else []
+        reads = dm.private_reads(self.privacy)
         if reads:
             raise AccountingError(
                 f"{type(self).__name__}(privacy={self.privacy!r}): the data module's "
@@ -162,7 +213,7 @@ class PrivateModule(L.LightningModule):
         if given is not None:
             return int(given)
         dm = self.trainer.datamodule if self._trainer is not None else None
-        declared = getattr(dm, "public_num_classes", None)
+        declared = dm.public_num_classes if isinstance(dm, NodeDataSource) else None
         return int(declared) if declared else None
 
     def _num_classes(self, data: Data) -> int:
