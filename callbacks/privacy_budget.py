@@ -7,7 +7,6 @@ import warnings
 from typing import Any
 
 import lightning as L
-from lightning.pytorch.utilities import rank_zero_info
 
 from lightning_dpgnn.methods import require_private_model
 from lightning_dpgnn.privacy import (
@@ -100,11 +99,10 @@ class PrivacyBudget(L.Callback):
         nxt = pl_module.privacy_if_next_step()
         if nxt is not None and self._over(nxt):
             self.stopped_early = True
-            rank_zero_info(
-                "PrivacyBudget: stopping before a step that would spend epsilon "
-                f"{nxt.epsilon:.4g} > {self.epsilon:g}"
+            pl_module.halt_privately(
+                "PrivacyBudget: the next step would spend epsilon "
+                f"{nxt.epsilon:.4g} > budget {self.epsilon:g}"
             )
-            pl_module.halt_privately()
             trainer.should_stop = True
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -43,6 +43,18 @@ def test_open_ended_fit_is_stopped_before_the_step_that_would_exceed(csbm_dm, ma
     assert model.privacy_if_next_step().epsilon > 1.5  # one more step would have exceeded
     assert budget.stopped_early
     assert trainer.global_step == model.accountant.total_count("mlp/dpsgd") > 5
+    assert model.fit_end_reason.startswith("PrivacyBudget: the next step would spend epsilon")
+
+
+def test_the_reason_a_fit_ended_is_recorded(csbm_dm, make_trainer):
+    model = DPMLP(epsilon=2.0, epochs=2)
+    trainer = make_trainer(max_epochs=5)  # the calibrated plan ends the fit first
+    trainer.fit(model, csbm_dm)
+    assert trainer.current_epoch < 5
+    assert model.fit_end_reason.startswith("DP-SGD phase 'mlp/dpsgd' used all")
+    gnn = GNN()
+    make_trainer(max_epochs=2).fit(gnn, csbm_dm)
+    assert gnn.fit_end_reason == "max_epochs=2 reached"
 
 
 def test_non_private_model_is_refused_and_delta_is_checked(csbm_dm, make_trainer):

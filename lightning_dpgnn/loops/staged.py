@@ -166,10 +166,11 @@ class StagedTrainingMixin:
         best = self._best.get(self.current_stage)
         return best is not None and self.trainer.current_epoch - best["epoch"] > patience
 
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+    def skip_epoch_reason(self) -> str | None:
+        """A stage out of patience skips the rest of its epochs: no step, no privacy spend."""
         if self.stage_stopped_early():
-            return -1  # Lightning skips the rest of this epoch: no step, no privacy spend
-        return super().on_train_batch_start(batch, batch_idx)
+            return f"stage {self.stages[self.current_stage].name!r} ran out of patience"
+        return super().skip_epoch_reason()
 
     def on_validation_epoch_end(self) -> None:
         if self.trainer.sanity_checking or self._trainer is None or self.trainer.state.fn != "fit":
@@ -202,6 +203,7 @@ class StagedTrainingMixin:
     def on_train_end(self) -> None:
         if self._active_stage is not None:
             self._restore_best(self._active_stage)
+        super().on_train_end()
 
     def staged_state(self) -> dict[str, Any]:
         return {"best": self._best, "active_stage": self._active_stage}

@@ -13,7 +13,8 @@
 * *enforce*: before any step the trainer is checked for settings that break accounting
   (:meth:`PrivateModule.check_trainer`); a DP-SGD phase whose calibrated steps are used up
   halts the fit; ``PrivacyBudget`` refuses or stops over-budget fits through
-  :meth:`privacy_planned` / :meth:`privacy_if_next_step` / :meth:`halt_privately`.
+  :meth:`privacy_planned` / :meth:`privacy_if_next_step` / :meth:`halt_privately`. Every
+  reason a fit ends is gathered in :meth:`stop_reason` and logged (``fit_end_reason``).
 * *report*: :meth:`privacy_spent` snapshots the accountant into a :class:`PrivacyReport` with
   the protected unit and the provenance of the noise.
 
@@ -32,6 +33,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
+from lightning.pytorch.utilities import rank_zero_info
 import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
@@ -85,8 +87,8 @@ class PrivateModel(Protocol):
         """The spend if one more optimizer step ran (``None``: steps read no private data)."""
         ...
 
-    def halt_privately(self) -> None:
-        """End the fit before the next optimizer step."""
+    def halt_privately(self, reason: str) -> None:
+        """End the fit before the next optimizer step, for ``reason``."""
         ...
 
 
@@ -172,7 +174,9 @@ class PrivateModule(L.LightningModule):
         self.accountant.unit = UNITS.get((privacy, edge_unit if privacy == "edge" else None), "")
         #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
         self.noise_multiplier: float | None = None
-        self._privacy_halt = False
+        self._halt_reason: str | None = None
+        #: why the last fit ended (logged at its end; see :meth:`stop_reason`)
+        self.fit_end_reason: str | None = None
 
     def _datamodule(self) -> NodeDataSource:
         dm = self.trainer.datamodule if self._trainer is not None else None
@@ -337,9 +341,10 @@ class PrivateModule(L.LightningModule):
         return PrivacyReport.from_accountant(acc)
 
     # -- enforce -----------------------------------------------------------------------------
-    def halt_privately(self) -> None:
-        """Skip the rest of the fit before the next optimizer step (used by PrivacyBudget)."""
-        self._privacy_halt = True
+    def halt_privately(self, reason: str = "halted by a privacy callback") -> None:
+        """End the fit before the next optimizer step (used by PrivacyBudget)."""
+        if self._halt_reason is None:
+            self._halt_reason = reason
 
     def check_trainer(self) -> None:
         """Refuse trainer settings that break the accounting, before any step (invariant 7)."""
@@ -353,21 +358,58 @@ class PrivateModule(L.LightningModule):
             )
 
     def on_fit_start(self) -> None:
-        self._privacy_halt = False
+        self._halt_reason = None
+        self.fit_end_reason = None
         self.check_trainer()
 
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+    # -- why a fit ends: every reason in one place (like Lightning's ``_FitLoop.done``) --------
+    def stop_reason(self) -> str | None:
+        """Why the fit must end before the next optimizer step (``None``: it goes on).
+
+        The reasons, in order: a privacy callback halted it (:meth:`halt_privately`, e.g.
+        ``PrivacyBudget`` before a step over the budget); the DP-SGD phase of the next step
+        used every step its noise was calibrated for (one more would exceed the target)."""
+        if self._halt_reason is not None:
+            return self._halt_reason
         phase = self.dpsgd_phase()
         if (
             phase is not None
             and self.target_epsilon is not None
             and self.accountant.total_count(phase.name) >= phase.total_steps
         ):
-            self.halt_privately()  # the calibrated plan is used up: never exceed it
-        if self._privacy_halt:
+            return (
+                f"DP-SGD phase {phase.name!r} used all {phase.total_steps} steps its noise was "
+                f"calibrated for (target epsilon {self.target_epsilon:g})"
+            )
+        return None
+
+    def skip_epoch_reason(self) -> str | None:
+        """Why the rest of this epoch is skipped while the fit goes on (``None``: it is not);
+        e.g. a stage out of patience in the staged loop."""
+        return None
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        reason = self.stop_reason()
+        if reason is not None:
+            self._halt_reason = reason  # stays halted: the next batches are skipped too
             self.trainer.should_stop = True
             return -1
-        return None
+        return -1 if self.skip_epoch_reason() is not None else None
+
+    def on_train_end(self) -> None:
+        """Record and log why the fit ended: a reason of :meth:`stop_reason`, a callback's
+        stop (``trainer.should_stop``, e.g. early stopping), or the trainer's limits."""
+        trainer = self.trainer
+        if self._halt_reason is not None:
+            reason = self._halt_reason
+        elif trainer.should_stop:
+            reason = "a callback stopped it (trainer.should_stop, e.g. early stopping)"
+        elif trainer.max_steps != -1 and trainer.global_step >= trainer.max_steps:
+            reason = f"max_steps={trainer.max_steps} reached"
+        else:
+            reason = f"max_epochs={trainer.fit_loop.max_epochs} reached"
+        self.fit_end_reason = reason
+        rank_zero_info(f"{type(self).__name__}: fit ended: {reason}")
 
     # -- optimization ------------------------------------------------------------------------
     def adam(self, params: Iterable[torch.nn.Parameter]) -> torch.optim.Adam:
