@@ -6,7 +6,8 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
 * the active stage is a pure function of ``trainer.current_epoch`` (stage ``s`` owns epochs
   ``[sum(epochs[:s]), sum(epochs[:s+1]))``), so resuming from any checkpoint lands in the right
   stage with no extra state;
-* ``setup`` sets ``trainer.fit_loop.max_epochs`` to the total and
+* ``setup`` sets ``trainer.fit_loop.max_epochs`` to the total (warning when the Trainer was
+  given another ``max_epochs``) and
   ``trainer.reload_dataloaders_every_n_epochs = 1``, so each epoch asks the module for its
   stage's training rows (``train_dataloader_from``);
 * entering a stage (``enter_stage``) restores the previous stage's best weights, runs the
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from lightning.pytorch.utilities import rank_zero_warn
 from torch import nn
 
 __all__ = ["Stage", "StagedTrainingMixin"]
@@ -125,7 +127,16 @@ class StagedTrainingMixin:
     def setup(self, stage: str) -> None:
         if stage == "fit":
             trainer = self.trainer
-            trainer.fit_loop.max_epochs = self.total_epochs()
+            total = self.total_epochs()
+            asked = trainer.fit_loop.max_epochs
+            if asked not in (None, -1, total):
+                epochs = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
+                rank_zero_warn(
+                    f"{type(self).__name__}: the stages' epochs set the length of a staged fit "
+                    f"({epochs} = {total}), not Trainer(max_epochs={asked}); set the model's "
+                    "epoch arguments instead"
+                )
+            trainer.fit_loop.max_epochs = total
             trainer.reload_dataloaders_every_n_epochs = 1
 
     def configure_optimizers(self):
