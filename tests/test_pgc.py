@@ -98,8 +98,7 @@ def test_pgc_collects_once_and_learns(pgc_dm, make_trainer, monkeypatch):
 
 def test_edge_split_is_disjoint_complete_and_seeded():
     data = NodeDataModule("csbm", seed=0).data
-    gen = torch.Generator().manual_seed(3)
-    s = split_edges(data.edge_index, data.num_nodes, (0.85, 0.05, 0.10), gen)
+    s = split_edges(data.edge_index, data.num_nodes, (0.85, 0.05, 0.10), seed=3)
     m = data.edge_index.size(1) // 2
     sizes = [s[k].size(1) for k in ("train_pos", "val_pos", "test_pos")]
     assert sum(sizes) == m and abs(sizes[1] - 0.05 * m) <= 1 and abs(sizes[2] - 0.1 * m) <= 1
@@ -112,7 +111,7 @@ def test_edge_split_is_disjoint_complete_and_seeded():
     held_out = sets[1] | sets[2]
     train_graph = set(map(tuple, s["train_edge_index"].t().tolist()))
     assert not any((i, j) in train_graph or (j, i) in train_graph for i, j in held_out)
-    again = split_edges(data.edge_index, data.num_nodes, generator=torch.Generator().manual_seed(3))
+    again = split_edges(data.edge_index, data.num_nodes, seed=3)
     assert torch.equal(again["test_pos"], s["test_pos"])
     with pytest.raises(ValueError, match="sum"):
         split_edges(data.edge_index, data.num_nodes, (0.8, 0.1, 0.2))

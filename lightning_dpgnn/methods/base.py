@@ -37,6 +37,7 @@ from lightning.pytorch.utilities import rank_zero_info
 import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
+from torchmetrics.functional.classification import multiclass_accuracy
 
 from ..data.datamodules import NodeDataSource
 
@@ -63,6 +64,11 @@ UNITS = {
     ("node", None): "one node with all its edges, features and label",
     ("ldp", None): "each node's features and label, perturbed on the node (edges are public)",
 }
+
+
+def accuracy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Share of rows whose highest logit is the label (torchmetrics' micro accuracy)."""
+    return multiclass_accuracy(logits, y, num_classes=logits.size(-1), average="micro")
 
 
 class AccountingError(ValueError):
@@ -472,7 +478,7 @@ class PrivateModule(L.LightningModule):
         mask = getattr(data, f"{stage}_mask")
         y = data.y[mask]
         loss = F.cross_entropy(logits[mask], y)
-        acc = (logits[mask].argmax(-1) == y).float().mean()
+        acc = accuracy(logits[mask], y)
         n = int(mask.sum())
         self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False)
         self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True)

@@ -36,6 +36,7 @@ from torch_geometric.data import Data
 from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, check_steps
+from .base import accuracy
 from .local import LocallyPrivateModule
 
 __all__ = ["LPGNN", "LOSSES"]
@@ -245,12 +246,11 @@ class LPGNN(LocallyPrivateModule):
         view = self.server_view()
         logits = self(view["h"], view["adj"])
         y = view["y_noisy"]
-        pred = logits.argmax(-1)
         out = None
         for stage in ("train", "val"):
             mask = getattr(data, f"{stage}_mask").to(self.device) & view["labelled"]
             n = int(mask.sum())
-            acc = (pred[mask] == y[mask]).float().mean()
+            acc = accuracy(logits[mask], y[mask])
             self.log(f"{stage}/noisy_acc", acc, batch_size=n, on_step=False, on_epoch=True)
             if stage == "val":
                 out = self.validation_loss(logits, mask, y)

@@ -22,6 +22,9 @@ layer, 85/5/10 random edge split, ROC AUC).
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -29,6 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.data import Data
 from torch_geometric.nn import VGAE, GCNConv
+from torch_geometric.transforms import RandomLinkSplit
+from torch_geometric.utils import remove_self_loops, to_undirected
+from torchmetrics.functional.classification import binary_auroc
 
 from ..privacy.local import LocalCollector
 from ..nn.backbone import GNNBackbone
@@ -151,31 +157,28 @@ class PGC(LocallyPrivateModule):
 
 
 # -- link prediction ----------------------------------------------------------------------------
-def _sample_negatives(
-    num_nodes: int, count: int, existing: set[tuple[int, int]], generator: torch.Generator
-) -> torch.Tensor:
-    """``count`` distinct node pairs ``i < j`` that are not edges (``[2, count]``)."""
-    found: list[tuple[int, int]] = []
-    seen = set(existing)
-    while len(found) < count:
-        pairs = torch.randint(0, num_nodes, (2, 2 * (count - len(found)) + 16), generator=generator)
-        for i, j in pairs.t().tolist():
-            a, b = min(i, j), max(i, j)
-            if a != b and (a, b) not in seen:
-                seen.add((a, b))
-                found.append((a, b))
-                if len(found) == count:
-                    break
-    return torch.tensor(found, dtype=torch.long).t().reshape(2, count)
+@contextmanager
+def _seeded_global_rngs(seed: int) -> Iterator[None]:
+    """PyG's link split draws from torch's and Python's global generators: seed both for the
+    body and leave the caller's states as they were."""
+    state = random.getstate()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(state)
 
 
 def split_edges(
     edge_index: torch.Tensor,
     num_nodes: int,
     fractions: tuple[float, float, float] = (0.85, 0.05, 0.10),
-    generator: torch.Generator | None = None,
+    seed: int = 0,
 ) -> dict[str, torch.Tensor]:
-    """Random train/val/test split of an undirected graph's edges (thesis §2.6.3: 85/5/10).
+    """Random train/val/test split of an undirected graph's edges (thesis §2.6.3: 85/5/10),
+    with PyG's :class:`~torch_geometric.transforms.RandomLinkSplit` under ``seed``.
 
     Returns ``train_edge_index`` (both directions, the encoder's graph), ``train_pos`` and the
     positive/negative pairs ``val_pos``, ``val_neg``, ``test_pos``, ``test_neg`` (one direction,
@@ -183,42 +186,28 @@ def split_edges(
     """
     if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-6 or min(fractions) < 0:
         raise ValueError(f"edge split fractions must be 3 numbers summing to 1, got {fractions}")
-    gen = generator if generator is not None else torch.Generator().manual_seed(0)
-    src, dst = edge_index
-    und = torch.stack([torch.minimum(src, dst), torch.maximum(src, dst)])
-    und = und[:, und[0] != und[1]].unique(dim=1)
-    m = und.size(1)
-    perm = torch.randperm(m, generator=gen)
-    n_val, n_test = int(round(fractions[1] * m)), int(round(fractions[2] * m))
-    val, test, train = perm[:n_val], perm[n_val : n_val + n_test], perm[n_val + n_test :]
-    existing = set(map(tuple, und.t().tolist()))
-    negatives = _sample_negatives(num_nodes, n_val + n_test, existing, gen)
-    train_pos = und[:, train]
+    graph = Data(edge_index=remove_self_loops(to_undirected(edge_index))[0], num_nodes=num_nodes)
+    split = RandomLinkSplit(
+        num_val=fractions[1], num_test=fractions[2], is_undirected=True, split_labels=True,
+        add_negative_train_samples=False,
+    )
+    with _seeded_global_rngs(int(seed)):
+        train, val, test = split(graph)
     return {
-        "train_pos": train_pos,
-        "train_edge_index": torch.cat([train_pos, train_pos.flip(0)], dim=1),
-        "val_pos": und[:, val],
-        "val_neg": negatives[:, :n_val],
-        "test_pos": und[:, test],
-        "test_neg": negatives[:, n_val:],
+        "train_pos": train.pos_edge_label_index,
+        "train_edge_index": train.edge_index,
+        "val_pos": val.pos_edge_label_index,
+        "val_neg": val.neg_edge_label_index,
+        "test_pos": test.pos_edge_label_index,
+        "test_neg": test.neg_edge_label_index,
     }
 
 
 def roc_auc(pos_scores: torch.Tensor, neg_scores: torch.Tensor) -> float:
-    """Area under the ROC curve: P(score of a positive > score of a negative), ties count 1/2."""
-    scores = torch.cat([pos_scores, neg_scores]).double()
-    order = scores.argsort()
-    ranks = torch.empty_like(scores)
-    sorted_scores = scores[order]
-    # average ranks over ties
-    _, inverse, counts = torch.unique_consecutive(
-        sorted_scores, return_inverse=True, return_counts=True
-    )
-    ends = counts.cumsum(0).double()
-    avg = ends - (counts.double() - 1) / 2
-    ranks[order] = avg[inverse]
-    n_pos, n_neg = len(pos_scores), len(neg_scores)
-    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    """Area under the ROC curve of positives against negatives (torchmetrics' AUROC)."""
+    scores = torch.cat([pos_scores, neg_scores]).float()
+    target = torch.cat([torch.ones_like(pos_scores), torch.zeros_like(neg_scores)]).long()
+    return float(binary_auroc(scores, target))
 
 
 class VGAEEncoder(nn.Module):
@@ -292,9 +281,10 @@ class PGCLinkPrediction(LocallyPrivateModule):
     def setup(self, stage: str) -> None:
         super().setup(stage)
         if self.edges is None:
-            gen = torch.Generator().manual_seed(int(self.hparams.split_seed))
             g = self._graph
-            self.edges = split_edges(g.edge_index, g.num_nodes, self.hparams.edge_split, gen)
+            self.edges = split_edges(
+                g.edge_index, g.num_nodes, self.hparams.edge_split, self.hparams.split_seed
+            )
 
     def _edges(self, key: str) -> torch.Tensor:
         return self.edges[key].to(self.device)

@@ -19,7 +19,7 @@ from torch_geometric.data import Data
 
 from ..nn.mlp import compact_features
 from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward, row_loader
-from .base import AccountingError
+from .base import AccountingError, accuracy
 
 __all__ = ["RowTrainingMixin"]
 
@@ -117,7 +117,7 @@ class RowTrainingMixin:
         if not self._logs_metrics("train"):
             return loss  # node level: batch loss/accuracy on private labels are not released
         self.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
-        acc = (logits.argmax(-1) == y).float().mean()
+        acc = accuracy(logits, y)
         self.log("train/acc", acc, batch_size=len(y), on_step=False, on_epoch=True)
         return loss
 
