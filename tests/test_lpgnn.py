@@ -12,9 +12,9 @@ from torch_geometric.data import Data
 
 from lightning_dpgnn import LPGNN
 from lightning_dpgnn.data import NodeDataModule
-from lightning_dpgnn.privacy.local import LocalCollector
 from lightning_dpgnn.nn.kprop import KProp
 from lightning_dpgnn.privacy import MultiBit, RandomizedResponse
+from lightning_dpgnn.privacy.local import LocalCollector
 
 
 @pytest.fixture(autouse=True)

@@ -23,9 +23,9 @@ import math
 from collections.abc import Callable, Sequence
 
 import torch
+import torch_geometric.transforms as T
 from torch import Tensor
 from torch_geometric.data import Data
-import torch_geometric.transforms as T
 from torch_geometric.transforms import BaseTransform
 
 from .errors import DataError, EmptyDatasetError, InvalidFeaturesError, InvalidSplitError

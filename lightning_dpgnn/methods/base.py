@@ -33,14 +33,13 @@ from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
-from lightning.pytorch.utilities import rank_zero_info
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.utilities import rank_zero_info
 from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
 
 from ..data.datamodules import NodeDataSource
-
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 from ..privacy.aggregation import EDGE_UNITS
 from ..privacy.calibration import calibrate_noise_multiplier

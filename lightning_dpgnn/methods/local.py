@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
-from ..privacy.local import LocalCollection, LocalCollector
 from ..privacy import PrivacyAccountant
+from ..privacy.local import LocalCollection, LocalCollector
 from .base import PrivateModule
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]

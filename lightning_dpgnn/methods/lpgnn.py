@@ -33,9 +33,9 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
-from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, check_steps
+from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
 from .base import accuracy
 from .local import LocallyPrivateModule
 

@@ -36,9 +36,9 @@ from torch_geometric.transforms import RandomLinkSplit
 from torch_geometric.utils import remove_self_loops, to_undirected
 from torchmetrics.functional.classification import binary_auroc
 
-from ..privacy.local import LocalCollector
 from ..nn.backbone import GNNBackbone
 from ..nn.kprop import normalized_adjacency
+from ..privacy.local import LocalCollector
 from .local import LocallyPrivateModule
 
 __all__ = [

@@ -5,7 +5,7 @@ of GAP and ProGAP — share this mixin; the methods that train on the whole grap
 LPGNN) do not carry it. It holds the DP-SGD *training* plumbing: the training-row cache, Poisson
 loaders, the DP optimizer of the run now training, ghost-clipping ``backward`` and the trainer
 settings DP-SGD accounting cannot live with. What a DP-SGD step *costs* is declared to the
-privacy lifecycle by :meth:`PrivateModule.dpsgd_phase <lightning_dpgnn.methods.base.PrivateModule.dpsgd_phase>`.
+privacy lifecycle by ``PrivateModule.dpsgd_phase``.
 """
 
 from __future__ import annotations
@@ -102,7 +102,9 @@ class RowTrainingMixin:
             self.dp_training = None
             return optimizer
         gen = self.noise_generator(GRADIENT_STREAM + run)
-        self.dp_training = phase.wrap(module, optimizer, self.noise_multiplier, self.accountant, gen)
+        self.dp_training = phase.wrap(
+            module, optimizer, self.noise_multiplier, self.accountant, gen
+        )
         return self.dp_training[1]
 
     # -- steps ---------------------------------------------------------------------------------

@@ -18,14 +18,14 @@
 * :func:`assert_dp_compatible` rejects modules that mix samples (BatchNorm) with a clear message.
 
 Why not opacus' public ``PrivacyEngine.make_private(..., grad_sample_mode="ghost")`` with its
-``DPLossFastGradientClipping`` criterion (checked against opacus 1.5/1.6); each point is a test
-of the suite that the public path fails:
+``DPLossFastGradientClipping`` criterion (opacus 1.5/1.6); what the suite and the lifecycle
+require that the public path does not give:
 
 1. *Noise source* (invariant 8; ``tests/privacy/test_random.py`` and
-   ``tests/test_privacy_budget.py::test_secure_mode_covers_dpsgd_noise_and_batches``): opacus draws gradient noise from ``torch.normal`` with
-   an optional ``torch.Generator``, and its secure mode needs ``torchcsprng``. Our secure mode
-   draws from the OS CSPRNG through :mod:`lightning_dpgnn.privacy.random`, so ``add_noise`` is
-   overridden; it keeps opacus' processed-flag guard (``_check_processed_flag`` /
+   ``tests/test_privacy_budget.py::test_secure_mode_covers_dpsgd_noise_and_batches``): opacus
+   draws gradient noise from ``torch.normal`` with an optional ``torch.Generator``, and its
+   secure mode needs ``torchcsprng``. Our secure mode draws from the OS CSPRNG through
+   :mod:`lightning_dpgnn.privacy.random`, so ``add_noise`` is overridden; it keeps opacus' processed-flag guard (``_check_processed_flag`` /
    ``_mark_as_processed``, private helpers) so that noise is never added twice to one gradient.
 2. *Loaders*: ``make_private`` wraps one ``DataLoader`` given up front into its Poisson
    ``DPDataLoader``; under Lightning the loaders are rebuilt every epoch (per stage, from the
