@@ -25,8 +25,9 @@ require that the public path does not give:
    ``tests/test_privacy_budget.py::test_secure_mode_covers_dpsgd_noise_and_batches``): opacus
    draws gradient noise from ``torch.normal`` with an optional ``torch.Generator``, and its
    secure mode needs ``torchcsprng``. Our secure mode draws from the OS CSPRNG through
-   :mod:`lightning_dpgnn.privacy.random`, so ``add_noise`` is overridden; it keeps opacus' processed-flag guard (``_check_processed_flag`` /
-   ``_mark_as_processed``, private helpers) so that noise is never added twice to one gradient.
+   :mod:`lightning_dpgnn.privacy.random`, so ``add_noise`` is overridden; it keeps opacus'
+   processed-flag guard (``_check_processed_flag`` / ``_mark_as_processed``, private helpers)
+   so that noise is never added twice to one gradient.
 2. *Loaders*: ``make_private`` wraps one ``DataLoader`` given up front into its Poisson
    ``DPDataLoader``; under Lightning the loaders are rebuilt every epoch (per stage, from the
    model's ``train_dataloader_from``), so :class:`PoissonBatchSampler` draws them instead.
