@@ -47,7 +47,7 @@ class LocallyPrivateModule(PrivateModule):
             weight_decay=weight_decay,
         )
         self.collector = collector
-        self.accountant.delta = collector.delta if collector.needs_delta else None
+        self.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
         self._collection: LocalCollection | None = None
         self._features: torch.Tensor | None = None  # decoded collection (post-processing)
         self._graph: Data | None = None
