@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -112,7 +113,7 @@ class NodeDataModule(L.LightningDataModule):
     stage. Preprocessing: remove self-loops; keep the declared ``classes`` (other nodes become
     unlabeled) or else drop classes smaller than ``min_class_size`` (and unlabeled nodes);
     optionally remove isolated nodes; a 75/10/15 split keyed on node identity. Then, optionally:
-    bound in-degrees to ``max_degree``, scale features to ``feature_range``, and apply
+    subsample in-edges to ``subsample_in_degree``, scale features to ``feature_range``, and apply
     ``transform``.
 
     Every graph carries ``node_id``, each node's index in the raw dataset (before any node was
@@ -149,7 +150,10 @@ class NodeDataModule(L.LightningDataModule):
             count, a float in (0, 1) a fraction of labeled nodes, ``0`` disables it; ``None``
             uses the dataset's default (Reddit 10,000 and Amazon 100,000 as in GAP;
             Facebook100 0.01; else off). Reads the labels; ignored when ``classes`` is given.
-        max_degree: if set, keep at most this many random in-edges per node (reads the edges).
+        subsample_in_degree: if set, keep at most this many random in-edges per node
+            (:class:`BoundDegree`; reads the edges, so non-private runs only). No guarantee
+            relies on it: node-level models take a checked public bound, their ``max_degree``.
+        max_degree: former name of ``subsample_in_degree`` (deprecated).
         remove_self_loops: remove self-loops.
         remove_isolated: remove nodes without edges (default ``False``: which nodes are isolated
             depends on the edges, so under edge- or node-level DP it is a private read; the
@@ -185,7 +189,7 @@ class NodeDataModule(L.LightningDataModule):
         seed: int = 0,
         cache_dir: str | None = None,
         min_class_size: int | float | None = None,
-        max_degree: int | None = None,
+        subsample_in_degree: int | None = None,
         remove_self_loops: bool = True,
         remove_isolated: bool = False,
         feature_range: tuple[float, float] | None = None,
@@ -195,11 +199,20 @@ class NodeDataModule(L.LightningDataModule):
         classes: list[int] | None = None,
         feature_bounds: tuple[float, float] | None = None,
         split_by: str = "identity",
+        max_degree: int | None = None,
     ) -> None:
         super().__init__()
+        if max_degree is not None:
+            warnings.warn(
+                "NodeDataModule(max_degree=...) is renamed subsample_in_degree (max_degree names "
+                "the models' public degree bound); max_degree will be removed",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            subsample_in_degree = max_degree
         # kept for checkpoints but not sent to loggers: Lightning refuses to log a model and a
-        # datamodule whose hparams share a key with different values (``seed``, ``max_degree``)
-        self.save_hyperparameters(ignore=["transform"], logger=False)
+        # datamodule whose hparams share a key with different values (``seed``)
+        self.save_hyperparameters(ignore=["transform", "max_degree"], logger=False)
         self.spec: DatasetSpec | None = get_spec(name)
         if self.spec.kind != "node":
             raise DatasetKindError(
@@ -213,7 +226,7 @@ class NodeDataModule(L.LightningDataModule):
         self.seed = int(seed)
         self.cache_dir = cache_dir
         self.min_class_size = min_class_size
-        self.max_degree = max_degree
+        self.subsample_in_degree = subsample_in_degree
         self.remove_self_loops = remove_self_loops
         self.remove_isolated = remove_isolated
         if feature_range is not None and not float(feature_range[0]) < float(feature_range[1]):
@@ -255,7 +268,7 @@ class NodeDataModule(L.LightningDataModule):
         """Wrap an in-memory ``Data`` (``x``, ``edge_index``, ``y``) with the same preprocessing.
 
         ``kwargs`` are the other ``__init__`` options (``min_class_size``, ``classes``,
-        ``max_degree``, ...); :meth:`private_reads` applies unchanged. The graph counts as raw:
+        ``subsample_in_degree``, ...); :meth:`private_reads` applies unchanged. The graph counts as raw:
         its ``node_id`` is kept when present, else set to ``arange(num_nodes)``.
         """
         dm = cls("csbm", split=split, seed=seed, **kwargs)
@@ -317,8 +330,8 @@ class NodeDataModule(L.LightningDataModule):
                 data = copy.copy(data)
                 for key in ("train_mask", "val_mask", "test_mask"):
                     data[key] = data[key] & labeled
-        if self.max_degree is not None:
-            data = BoundDegree(self.max_degree, seed=self.seed)(data)
+        if self.subsample_in_degree is not None:
+            data = BoundDegree(self.subsample_in_degree, seed=self.seed)(data)
         if self.feature_bounds is not None:
             alpha, beta = self.feature_range or self.feature_bounds
             data = ScaleFeatures(alpha, beta, bounds=self.feature_bounds)(data)
@@ -339,7 +352,7 @@ class NodeDataModule(L.LightningDataModule):
         invariant 1); nothing is loaded to answer. What is protected (see
         :data:`PRIVACY_LEVELS`):
 
-        * ``"edge"``: edges. Isolated-node removal and degree bounding (``max_degree``) read
+        * ``"edge"``: edges. Isolated-node removal and in-edge subsampling (``subsample_in_degree``) read
           them.
         * ``"node"``: edges, features and labels. Also the data-derived class filter
           (``min_class_size``, unless ``classes`` is declared), data-derived feature scaling
@@ -368,11 +381,12 @@ class NodeDataModule(L.LightningDataModule):
                 "remove_isolated=True reads the edges (which nodes are isolated, and so removed, "
                 "depends on them); set remove_isolated=False"
             )
-        if edges and self.max_degree is not None:
+        if edges and self.subsample_in_degree is not None:
             reads.append(
-                f"max_degree={self.max_degree} reads the edges (BoundDegree samples each node's "
-                "in-edges, so one edge changes which others are kept); set max_degree=None and "
-                "use a node-level model's max_degree, a checked public degree bound, instead"
+                f"subsample_in_degree={self.subsample_in_degree} reads the edges (BoundDegree "
+                "samples each node's in-edges, so one edge changes which others are kept); set "
+                "subsample_in_degree=None and use a node-level model's max_degree, a checked "
+                "public degree bound, instead"
             )
         min_size = self._min_class_size()
         if labels and min_size:
