@@ -67,16 +67,17 @@ def test_one_bit_estimate_of_the_convolution_is_unbiased_with_the_lemma_4_varian
 
 
 def test_accounting_is_per_feature_as_in_chapter_2_and_labels_are_public(pgc_dm, make_trainer):
-    model = PGC(epsilon=2.0, noise_seed=0)
+    model = PGC(x_eps=2.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, pgc_dm)
     report = model.privacy_spent()
     d = pgc_dm.num_features
     assert report.level == "ldp" and report.epsilon == pytest.approx(2.0 * d)
     assert report.count("onebit") == 1 and report.count("randomized_response") == 0
-    per_node = PGC(epsilon=2.0, per_coordinate=False, mechanism="piecewise", noise_seed=0)
+    assert f"epsilon 2 per feature x {d} features = {2 * d:g} per node" in str(report)
+    per_node = PGC(x_eps=2.0, per_coordinate=False, mechanism="piecewise", noise_seed=0)
     make_trainer(max_epochs=1).fit(per_node, pgc_dm)
     assert per_node.privacy_spent().epsilon == pytest.approx(2.0)
-    raw = PGC(epsilon=math.inf, noise_seed=0)
+    raw = PGC(x_eps=math.inf, noise_seed=0)
     make_trainer(max_epochs=1).fit(raw, pgc_dm)
     assert math.isinf(raw.privacy_spent().epsilon)  # the RAW baseline is reported as such
 
@@ -87,7 +88,7 @@ def test_pgc_collects_once_and_learns(pgc_dm, make_trainer, monkeypatch):
     monkeypatch.setattr(
         OneBit, "encode", lambda self, x, g=None: calls.append(x.shape[0]) or encode(self, x, g)
     )
-    model = PGC(epsilon=8.0, noise_seed=0, dropout=0.0)
+    model = PGC(x_eps=8.0, noise_seed=0, dropout=0.0)
     trainer = make_trainer(max_epochs=30)
     trainer.fit(model, pgc_dm)
     trainer.test(model, pgc_dm, verbose=False)
@@ -126,7 +127,7 @@ def test_roc_auc_by_hand():
 
 def test_link_prediction_on_cora_trains_on_training_edges_only(make_trainer):
     cora = NodeDataModule("cora", split="lpgnn", seed=0)  # binary features: already in [0, 1]
-    model = PGCLinkPrediction(epsilon=8.0, noise_seed=0)
+    model = PGCLinkPrediction(x_eps=8.0, noise_seed=0)
     trainer = make_trainer(max_epochs=50)
     trainer.fit(model, cora)
     auc = trainer.test(model, cora, verbose=False)[0]["test/auc"]
@@ -142,13 +143,13 @@ def test_invalid_pgc_settings_are_clear_errors():
     with pytest.raises(ValueError, match="PGC mechanism must be one of"):
         PGC(mechanism="multibit")
     with pytest.raises(ValueError, match="x_eps must be > 0"):
-        PGC(epsilon=0.0)
+        PGC(x_eps=0.0)
     with pytest.raises(ValueError, match="PGC mechanism"):
         PGCLinkPrediction(mechanism="gaussian")
 
 
 def test_model_reads_no_raw_features_after_collection(pgc_dm, make_trainer):
-    model = PGC(epsilon=4.0, noise_seed=0)
+    model = PGC(x_eps=4.0, noise_seed=0)
     trainer = make_trainer(max_epochs=2)
     trainer.fit(model, pgc_dm)
     probs = trainer.predict(model, pgc_dm)[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -14,6 +13,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.loader import DataLoader as PyGDataLoader
 from torch_geometric.transforms import BaseTransform
 
+from .._deprecation import renamed
 from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
 from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
 from .transforms import (
@@ -202,14 +202,10 @@ class NodeDataModule(L.LightningDataModule):
         max_degree: int | None = None,
     ) -> None:
         super().__init__()
-        if max_degree is not None:
-            warnings.warn(
-                "NodeDataModule(max_degree=...) is renamed subsample_in_degree (max_degree names "
-                "the models' public degree bound); max_degree will be removed",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            subsample_in_degree = max_degree
+        subsample_in_degree = renamed(
+            "NodeDataModule", "max_degree", "subsample_in_degree", max_degree,
+            subsample_in_degree, "max_degree names the models' public degree bound",
+        )
         # kept for checkpoints but not sent to loggers: Lightning refuses to log a model and a
         # datamodule whose hparams share a key with different values (``seed``)
         self.save_hyperparameters(ignore=["transform", "max_degree"], logger=False)

@@ -27,13 +27,13 @@ labels, which are never collected (thesis §3.5.2: evaluation only).
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
+from .._deprecation import renamed
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, check_steps
 from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
@@ -102,14 +102,10 @@ class LPGNN(LocallyPrivateModule):
         num_classes: int | None = None,
         delta: float | None = None,
     ) -> None:
-        if delta is not None:
-            warnings.warn(
-                "LPGNN(delta=...) is renamed gaussian_delta (delta names the accountant's target "
-                "elsewhere); delta will be removed",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            gaussian_delta = delta
+        gaussian_delta = renamed(
+            "LPGNN", "delta", "gaussian_delta", delta, gaussian_delta,
+            "delta names the accountant's target elsewhere",
+        )
         check_backbone(backbone)
         check_steps(x_steps, "x_steps")
         check_steps(y_steps, "y_steps")

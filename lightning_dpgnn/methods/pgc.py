@@ -9,9 +9,9 @@ Server side: the unbiased estimate ``y* = ((e^eps+1) y - 1)/(e^eps-1) * Delta + 
 then an unbiased estimate of the true one (eq. 2.4, Lemma 2); the later layers are ordinary.
 The Laplace (LM), Duchi (DM) and Piecewise (PM) mechanisms of §2.9 plug in the same way.
 
-Privacy: as in thesis ch. 2 each *feature* gets budget ``epsilon`` (``per_coordinate=True``),
-so the accountant records the true per-node total ``d * epsilon`` (§2.8); pass
-``per_coordinate=False`` to spend ``epsilon`` per node instead. Only features are private in this
+Privacy: as in thesis ch. 2 each *feature* gets budget ``x_eps`` (``per_coordinate=True``), so
+the accountant records the true per-node total ``d * x_eps`` (§2.8) and the report shows both;
+pass ``per_coordinate=False`` to spend ``x_eps`` per node instead. Only features are private in this
 threat model (§2.3.1): the graph and — for node classification — the labels are known to the
 server, so they are not accounted.
 
@@ -65,12 +65,12 @@ def graph_convolution(x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor
 
 
 def _pgc_collector(
-    epsilon: float, mechanism: str, per_coordinate: bool, alpha: float, beta: float, labels: bool
+    x_eps: float, mechanism: str, per_coordinate: bool, alpha: float, beta: float, labels: bool
 ) -> LocalCollector:
     if mechanism not in PGC_MECHANISMS:
         raise ValueError(f"PGC mechanism must be one of {PGC_MECHANISMS}, got {mechanism!r}")
     return LocalCollector(
-        epsilon,
+        x_eps,
         None,  # labels (if any) are public in PGC's threat model
         mechanism,
         alpha=alpha,
@@ -84,8 +84,11 @@ class PGC(LocallyPrivateModule):
     """Node classification with private features: GCN over the 1-bit estimates (Alg. 1).
 
     Args:
-        epsilon: feature budget (per feature with ``per_coordinate=True``, as in the thesis);
+        x_eps: the features' budget: per feature with ``per_coordinate=True`` (the thesis';
+            each node spends ``d * x_eps``, which the report shows), else per node.
             ``math.inf`` is the RAW baseline (features read in the clear, reported as such).
+            Formerly ``epsilon``: that name is gone rather than deprecated, because the CLI
+            carries the default model's ``epsilon`` (GAP's target) over to it.
         mechanism: ``"onebit"`` (PGC), ``"laplace"`` (LM), ``"duchi"`` (DM), ``"piecewise"`` (PM).
         per_coordinate: budget per feature (``True``, thesis ch. 2) or per node.
         hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3).
@@ -97,7 +100,7 @@ class PGC(LocallyPrivateModule):
 
     def __init__(
         self,
-        epsilon: float = 1.0,
+        x_eps: float = 1.0,
         mechanism: str = "onebit",
         per_coordinate: bool = True,
         hidden: int = 32,
@@ -111,7 +114,7 @@ class PGC(LocallyPrivateModule):
         num_features: int | None = None,
         num_classes: int | None = None,
     ) -> None:
-        collector = _pgc_collector(epsilon, mechanism, per_coordinate, alpha, beta, True)
+        collector = _pgc_collector(x_eps, mechanism, per_coordinate, alpha, beta, labels=True)
         super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.gcn: GNNBackbone | None = None
@@ -232,7 +235,7 @@ class PGCLinkPrediction(LocallyPrivateModule):
     """Link prediction with private features: a VGAE over the 1-bit estimates.
 
     Args:
-        epsilon, mechanism, per_coordinate, alpha, beta, noise_seed: as in :class:`PGC`.
+        x_eps, mechanism, per_coordinate, alpha, beta, noise_seed: as in :class:`PGC`.
         hidden, out_dim: encoder widths (32 and 16, §2.6.3).
         dropout, lr, weight_decay: training (Table 2.2: Cora 0.01 / 0.01 / 0).
         edge_split: train/val/test fractions of the edges (85/5/10).
@@ -243,7 +246,7 @@ class PGCLinkPrediction(LocallyPrivateModule):
 
     def __init__(
         self,
-        epsilon: float = 1.0,
+        x_eps: float = 1.0,
         mechanism: str = "onebit",
         per_coordinate: bool = True,
         hidden: int = 32,
@@ -258,7 +261,7 @@ class PGCLinkPrediction(LocallyPrivateModule):
         noise_seed: int | None = None,
         num_features: int | None = None,
     ) -> None:
-        collector = _pgc_collector(epsilon, mechanism, per_coordinate, alpha, beta, False)
+        collector = _pgc_collector(x_eps, mechanism, per_coordinate, alpha, beta, labels=False)
         super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.vgae: VGAE | None = None

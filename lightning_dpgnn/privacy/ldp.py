@@ -259,9 +259,10 @@ class FeatureRandomizer(ABC):
         One invocation = perturbing every node's row once (LDP: each node spends the budget on
         its own data, so ``count`` is the number of collections, not the number of nodes).
         """
-        return accountant.add_pure(self.name, self.total_epsilon(d), count=count, note=self._note())
+        total = self.total_epsilon(d)
+        return accountant.add_pure(self.name, total, count=count, note=self._note(d))
 
-    def _note(self) -> str:
+    def _note(self, d: int | None = None) -> str:
         return f"{type(self).__name__} feature LDP"
 
     def _resolve_d(self, d: int | None) -> int:
@@ -315,13 +316,14 @@ class _CoordinateRandomizer(FeatureRandomizer):
             return self.epsilon
         return self.epsilon * self._resolve_d(d)
 
-    def _note(self) -> str:
-        split = (
-            "epsilon per feature (d * epsilon per node)"
-            if self.per_coordinate
-            else ("epsilon/d per feature")
+    def _note(self, d: int | None = None) -> str:
+        if not self.per_coordinate:
+            return f"{type(self).__name__} feature LDP, epsilon {self.epsilon:g} per node"
+        d = self._resolve_d(d)
+        return (
+            f"{type(self).__name__} feature LDP, epsilon {self.epsilon:g} per feature x {d} "
+            f"features = {self.epsilon * d:g} per node"
         )
-        return f"{type(self).__name__} feature LDP, {split}"
 
     def _std_input(self, x: torch.Tensor) -> torch.Tensor:
         """``t = 2 (x - alpha) / Delta - 1 in [-1, 1]`` (thesis eq. 2.21)."""

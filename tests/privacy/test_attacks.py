@@ -228,8 +228,8 @@ CASES = {
     "mlp": (lambda: MLP(epochs=2), {}),
     "dpmlp": (lambda: DPMLP(epsilon=4.0, epochs=1, batch_size=500), {}),
     "lpgnn": (lambda: LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1), LDP_DM),
-    "pgc": (lambda: PGC(epsilon=2.0), LDP_DM),
-    "pgc-link": (lambda: PGCLinkPrediction(epsilon=8.0), LDP_DM),
+    "pgc": (lambda: PGC(x_eps=2.0), LDP_DM),
+    "pgc-link": (lambda: PGCLinkPrediction(x_eps=8.0), LDP_DM),
     "gnn": (lambda: GNN(), {}),
 }
 
