@@ -264,8 +264,8 @@ class NodeDataModule(L.LightningDataModule):
         """Wrap an in-memory ``Data`` (``x``, ``edge_index``, ``y``) with the same preprocessing.
 
         ``kwargs`` are the other ``__init__`` options (``min_class_size``, ``classes``,
-        ``subsample_in_degree``, ...); :meth:`private_reads` applies unchanged. The graph counts as raw:
-        its ``node_id`` is kept when present, else set to ``arange(num_nodes)``.
+        ``subsample_in_degree``, ...); :meth:`private_reads` applies unchanged. The graph counts
+        as raw: its ``node_id`` is kept when present, else set to ``arange(num_nodes)``.
         """
         dm = cls("csbm", split=split, seed=seed, **kwargs)
         dm.spec = None
@@ -348,8 +348,8 @@ class NodeDataModule(L.LightningDataModule):
         invariant 1); nothing is loaded to answer. What is protected (see
         :data:`PRIVACY_LEVELS`):
 
-        * ``"edge"``: edges. Isolated-node removal and in-edge subsampling (``subsample_in_degree``) read
-          them.
+        * ``"edge"``: edges. Isolated-node removal and in-edge subsampling
+          (``subsample_in_degree``) read them.
         * ``"node"``: edges, features and labels. Also the data-derived class filter
           (``min_class_size``, unless ``classes`` is declared), data-derived feature scaling
           (``feature_range`` without ``feature_bounds``) and the positional split.
