@@ -243,6 +243,14 @@ class FeatureRandomizer(ABC):
     ) -> torch.Tensor:
         """Unbiased estimate for a float64 chunk of rows (already clipped)."""
 
+    @staticmethod
+    def _add_noise(
+        x: torch.Tensor, draw, scale: float | torch.Tensor, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        """``x`` plus additive noise ``draw(shape, scale)`` in float64 (Laplace, Gaussian)."""
+        shape = tuple(x.shape)
+        return x + draw(shape, scale, generator=generator, dtype=torch.float64, device=x.device)
+
     @abstractmethod
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """Closed-form variance of each entry of :meth:`perturb`'s output (shape of ``x``)."""
@@ -444,14 +452,7 @@ class Laplace(_CoordinateRandomizer):
         return (b - a) / self.coordinate_epsilon(x.shape[-1])
 
     def _perturb_rows(self, x, d, generator):
-        noise = R.laplace(
-            tuple(x.shape),
-            self._lambda(x),
-            generator=generator,
-            dtype=torch.float64,
-            device=x.device,
-        )
-        return x + noise
+        return self._add_noise(x, R.laplace, self._lambda(x), generator)
 
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = 2 (Delta / eps_c)^2`` (eq. 2.17), independent of x."""
@@ -721,14 +722,7 @@ class AnalyticGaussian(FeatureRandomizer):
         return self._sigma_cache[d]
 
     def _perturb_rows(self, x, d, generator):
-        noise = R.normal(
-            tuple(x.shape),
-            self.sigma(d),
-            generator=generator,
-            dtype=torch.float64,
-            device=x.device,
-        )
-        return x + noise
+        return self._add_noise(x, R.normal, self.sigma(d), generator)
 
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = sigma(d)^2`` for every entry."""
