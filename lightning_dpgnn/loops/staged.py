@@ -35,6 +35,8 @@ from torch import nn
 
 __all__ = ["Stage", "StagedTrainingMixin"]
 
+_LIGHTNING_DEFAULT_EPOCHS = 1000
+
 
 @dataclass
 class Stage:
@@ -129,7 +131,10 @@ class StagedTrainingMixin:
             trainer = self.trainer
             total = self.total_epochs()
             asked = trainer.fit_loop.max_epochs
-            if asked not in (None, -1, total):
+            # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
+            # nothing was asked for then, so there is nothing to warn about
+            default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
+            if asked not in (None, -1, total) and not default:
                 epochs = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
                 rank_zero_warn(
                     f"{type(self).__name__}: the stages' epochs set the length of a staged fit "
