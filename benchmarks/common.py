@@ -264,7 +264,7 @@ def datamodule_settings(dm) -> dict:
         "classes",
         "min_class_size",
         "remove_isolated",
-        "max_degree",
+        "subsample_in_degree",
         "feature_range",
         "feature_bounds",
         "dataset_kwargs",

@@ -76,7 +76,7 @@ def recipes() -> dict[str, tuple[dict, str]]:
         )
     for task, cls in (("node", "PGC"), ("link", "PGCLinkPrediction")):
         hp = default_hparams(task, "cora")
-        init = dict(epsilon=5.0, mechanism="onebit", per_coordinate=True, **hp)
+        init = dict(x_eps=5.0, mechanism="onebit", per_coordinate=True, **hp)
         if task == "node":
             trainer = {
                 "max_epochs": 500,

@@ -32,8 +32,8 @@ def node_errors(data, mechanism: str, eps: float, seed: int):
     """``MAE(v)`` for every node (eq. 2.15) and the true convolution's degree per node."""
     import torch
 
-    from lightning_dpgnn.data.local import FEATURE_MECHANISMS
     from lightning_dpgnn.methods.pgc import graph_convolution
+    from lightning_dpgnn.privacy.local import FEATURE_MECHANISMS
 
     mech = FEATURE_MECHANISMS[mechanism](eps, 0.0, 1.0, per_coordinate=True)
     truth = graph_convolution(data.x.float(), data.edge_index)

@@ -16,16 +16,25 @@ and forward-correction baselines of thesis Table 3.4, and PGC).
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
 import torch
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 
-__all__ = ["DropEarlyStopping", "EpochRecord", "select_epoch"]
+__all__ = ["DropEarlyStopping", "EpochRecord", "NoisyLabelModel", "select_epoch"]
+
+
+@runtime_checkable
+class NoisyLabelModel(Protocol):
+    """A model trained on noisy labels that knows Drop's accuracy bound (LPGNN)."""
+
+    @property
+    def acc_star(self) -> float:
+        """``Acc*``: the expected accuracy of a perfect clean classifier on the noisy labels."""
+        ...
 
 
 @dataclass
@@ -95,6 +104,15 @@ class DropEarlyStopping(L.Callback):
         self.restore = bool(restore)
         self._reset()
 
+    @property
+    def state_key(self) -> str:
+        """Key of this callback's state in checkpoints: two instances with other settings (e.g.
+        one per monitored loss) keep separate states, as Lightning's own callbacks do."""
+        return self._generate_state_key(
+            monitor=self.monitor, acc_star=self.acc_star_setting, patience=self.patience,
+            min_epochs=self.min_epochs,
+        )
+
     def _reset(self) -> None:
         self.records: list[EpochRecord] = []
         self.best: EpochRecord | None = None
@@ -108,7 +126,7 @@ class DropEarlyStopping(L.Callback):
     def resolve_acc_star(self, pl_module: L.LightningModule) -> float | None:
         setting = self.acc_star_setting
         if setting == "auto":
-            return float(getattr(pl_module, "acc_star", 1.0))
+            return float(pl_module.acc_star) if isinstance(pl_module, NoisyLabelModel) else 1.0
         return None if setting is None else float(setting)
 
     # -- per epoch --------------------------------------------------------------------------------
@@ -156,9 +174,10 @@ class DropEarlyStopping(L.Callback):
         if select_epoch([*previous, rec]) is rec:
             self.best, self.wait = rec, 0
             if pl_module is not None and self.restore:
-                self.best_state = copy.deepcopy(
-                    {k: v.detach().cpu() for k, v in pl_module.state_dict().items()}
-                )
+                # a CPU copy of the state dict, as a checkpoint holds it (never the module)
+                self.best_state = {
+                    k: v.detach().to("cpu", copy=True) for k, v in pl_module.state_dict().items()
+                }
         else:
             self.wait += 1
         return rec

@@ -7,8 +7,8 @@ import warnings
 from typing import Any
 
 import lightning as L
-from lightning.pytorch.utilities import rank_zero_info
 
+from lightning_dpgnn.methods import require_private_model
 from lightning_dpgnn.privacy import (
     PrivacyReport,
     check_delta,
@@ -24,15 +24,6 @@ _TOL = 1e-9  # relative slack for float noise in epsilon comparisons
 
 class BudgetExceededError(RuntimeError):
     """The model's planned privacy spend exceeds the budget."""
-
-
-def _require_private_module(pl_module: L.LightningModule) -> None:
-    for name in ("privacy_spent", "privacy_planned", "privacy_if_next_step", "halt_privately"):
-        if not hasattr(pl_module, name):
-            raise TypeError(
-                f"PrivacyBudget needs a lightning-dpgnn private model; {type(pl_module).__name__} "
-                f"has no {name}()"
-            )
 
 
 class PrivacyBudget(L.Callback):
@@ -86,7 +77,7 @@ class PrivacyBudget(L.Callback):
             self._previous_secure = None
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        _require_private_module(pl_module)
+        require_private_model(pl_module, "PrivacyBudget")
         self.stopped_early = False
         planned = pl_module.privacy_planned()
         if planned is None:
@@ -108,11 +99,10 @@ class PrivacyBudget(L.Callback):
         nxt = pl_module.privacy_if_next_step()
         if nxt is not None and self._over(nxt):
             self.stopped_early = True
-            rank_zero_info(
-                "PrivacyBudget: stopping before a step that would spend epsilon "
-                f"{nxt.epsilon:.4g} > {self.epsilon:g}"
+            pl_module.halt_privately(
+                "PrivacyBudget: the next step would spend epsilon "
+                f"{nxt.epsilon:.4g} > budget {self.epsilon:g}"
             )
-            pl_module.halt_privately()
             trainer.should_stop = True
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -15,6 +15,8 @@ from argparse import ArgumentError
 import lightning as L
 from lightning.pytorch.cli import LightningCLI
 
+from .methods import PrivateModel
+
 DEFAULT_MODEL = "lightning_dpgnn.GAP"
 DEFAULT_DATA = "lightning_dpgnn.data.NodeDataModule"
 
@@ -37,7 +39,7 @@ class DPGNNCLI(LightningCLI):
     def after_fit(self) -> None:
         results = self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
         acc = results[0].get("test/acc") if results else None
-        report = self.model.privacy_spent() if hasattr(self.model, "privacy_spent") else None
+        report = self.model.privacy_spent() if isinstance(self.model, PrivateModel) else None
         lines = []
         if acc is not None:
             lines.append(f"test accuracy: {acc:.4f}")

@@ -109,7 +109,7 @@ def test_every_private_recipe_passes_the_pre_fit_privacy_checks_on_its_dataset(n
     """What a user runs must not be refused: no private read in preprocessing, classes public
     where labels are protected, and at node level a degree bound the real graph keeps."""
     from lightning_dpgnn.cli import DPGNNCLI
-    from lightning_dpgnn.methods.ap import check_degree_promise
+    from lightning_dpgnn.privacy import check_degree_promise
 
     cli = DPGNNCLI(
         L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
@@ -121,7 +121,7 @@ def test_every_private_recipe_passes_the_pre_fit_privacy_checks_on_its_dataset(n
     if model.labels_private():
         assert dm.public_num_classes, "labels are protected: the recipe must declare classes"
     if model.privacy == "node" and "max_degree" in model.hparams:
-        check_degree_promise(dm.data, model.hparams.max_degree, name)
+        check_degree_promise(dm.data.edge_index, dm.data.num_nodes, model.hparams.max_degree, name)
 
 
 @pytest.mark.parametrize(

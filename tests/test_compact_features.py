@@ -2,7 +2,7 @@
 
 import torch
 
-from lightning_dpgnn.methods.base import PrivateModule
+from lightning_dpgnn.methods import MLP as NodeMLP
 from lightning_dpgnn.nn.mlp import MLP, compact_features
 
 
@@ -48,7 +48,7 @@ def test_training_rows_are_compacted_only_when_asked():
 
     x = one_hot_rows()
     data = Data(x=x, y=torch.zeros(300, dtype=torch.long), train_mask=torch.arange(300) < 200)
-    module = PrivateModule("none")
+    module = NodeMLP("none")  # a row-trained method
     dense = module._train_rows("a", data, lambda: (data.x,))
     sparse = module._train_rows("a", data, lambda: (data.x,), compact=True)
     assert dense[0].layout == torch.strided and sparse[0].layout == torch.sparse_csr

@@ -131,6 +131,19 @@ def test_state_survives_a_checkpoint_round_trip():
     assert [r.epoch for r in again.records][:4] == [0, 1, 2, 3]
 
 
+def test_snapshot_is_a_copy_of_the_state_dict_and_state_keys_tell_instances_apart():
+    module = TinyModule()
+    cb = DropEarlyStopping(acc_star=ACC_STAR)
+    cb.on_fit_start(None, module)
+    run_script(cb, SCRIPT[:3], module, None)
+    assert set(cb.best_state) == set(module.state_dict())  # parameters only, no module
+    module.w.data.fill_(99.0)  # later training never changes the snapshot
+    assert cb.best_state["w"].item() == 2.0
+    other = DropEarlyStopping(monitor="val/ce", acc_star=None)
+    assert cb.state_key != other.state_key
+    assert cb.state_key == DropEarlyStopping(acc_star=ACC_STAR).state_key
+
+
 def test_missing_metric_and_bad_settings_are_clear_errors():
     cb = DropEarlyStopping(acc_star=ACC_STAR)
     cb.acc_star = ACC_STAR

@@ -8,9 +8,8 @@ from torch_geometric.data import Data
 
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP, MLP
-from lightning_dpgnn.methods.ap import DegreeBoundError
 from lightning_dpgnn.methods.gap import GAP
-from lightning_dpgnn.privacy import PrivacyAccountant
+from lightning_dpgnn.privacy import DegreeBoundError, PrivacyAccountant
 from lightning_dpgnn.privacy.aggregation import degrees
 from lightning_dpgnn.privacy.dpsgd import NotDPCompatibleError
 

@@ -12,9 +12,9 @@ from torch_geometric.data import Data
 
 from lightning_dpgnn import LPGNN
 from lightning_dpgnn.data import NodeDataModule
-from lightning_dpgnn.data.local import LocalCollector
 from lightning_dpgnn.nn.kprop import KProp
 from lightning_dpgnn.privacy import MultiBit, RandomizedResponse
+from lightning_dpgnn.privacy.local import LocalCollector
 
 
 @pytest.fixture(autouse=True)
@@ -177,11 +177,14 @@ def test_adhoc_features_spend_only_the_label_budget(lp_dm, make_trainer):
 
 
 def test_analytic_gaussian_features_are_accounted_with_their_delta(lp_dm, make_trainer):
-    model = LPGNN(mechanism="gaussian", x_eps=1.0, y_eps=1.0, delta=1e-10, noise_seed=0)
+    model = LPGNN(mechanism="gaussian", x_eps=1.0, y_eps=1.0, gaussian_delta=1e-9, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, lp_dm)
     report = model.privacy_spent()
-    assert report.delta == 1e-10 and report.count("analytic_gaussian") == 1
+    assert report.delta == 1e-9 and report.count("analytic_gaussian") == 1
     assert report.epsilon > 2.0  # RDP composition of AG + RR is valid but looser than 1 + 1
+    with pytest.warns(DeprecationWarning, match="renamed gaussian_delta"):
+        old = LPGNN(mechanism="gaussian", delta=1e-9)
+    assert old.collector.gaussian_delta == 1e-9 and "delta" not in old.hparams
 
 
 def test_privacy_budget_refuses_a_collection_over_budget(lp_dm, make_trainer, spies):

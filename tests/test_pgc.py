@@ -67,16 +67,17 @@ def test_one_bit_estimate_of_the_convolution_is_unbiased_with_the_lemma_4_varian
 
 
 def test_accounting_is_per_feature_as_in_chapter_2_and_labels_are_public(pgc_dm, make_trainer):
-    model = PGC(epsilon=2.0, noise_seed=0)
+    model = PGC(x_eps=2.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, pgc_dm)
     report = model.privacy_spent()
     d = pgc_dm.num_features
     assert report.level == "ldp" and report.epsilon == pytest.approx(2.0 * d)
     assert report.count("onebit") == 1 and report.count("randomized_response") == 0
-    per_node = PGC(epsilon=2.0, per_coordinate=False, mechanism="piecewise", noise_seed=0)
+    assert f"epsilon 2 per feature x {d} features = {2 * d:g} per node" in str(report)
+    per_node = PGC(x_eps=2.0, per_coordinate=False, mechanism="piecewise", noise_seed=0)
     make_trainer(max_epochs=1).fit(per_node, pgc_dm)
     assert per_node.privacy_spent().epsilon == pytest.approx(2.0)
-    raw = PGC(epsilon=math.inf, noise_seed=0)
+    raw = PGC(x_eps=math.inf, noise_seed=0)
     make_trainer(max_epochs=1).fit(raw, pgc_dm)
     assert math.isinf(raw.privacy_spent().epsilon)  # the RAW baseline is reported as such
 
@@ -87,7 +88,7 @@ def test_pgc_collects_once_and_learns(pgc_dm, make_trainer, monkeypatch):
     monkeypatch.setattr(
         OneBit, "encode", lambda self, x, g=None: calls.append(x.shape[0]) or encode(self, x, g)
     )
-    model = PGC(epsilon=8.0, noise_seed=0, dropout=0.0)
+    model = PGC(x_eps=8.0, noise_seed=0, dropout=0.0)
     trainer = make_trainer(max_epochs=30)
     trainer.fit(model, pgc_dm)
     trainer.test(model, pgc_dm, verbose=False)
@@ -98,8 +99,7 @@ def test_pgc_collects_once_and_learns(pgc_dm, make_trainer, monkeypatch):
 
 def test_edge_split_is_disjoint_complete_and_seeded():
     data = NodeDataModule("csbm", seed=0).data
-    gen = torch.Generator().manual_seed(3)
-    s = split_edges(data.edge_index, data.num_nodes, (0.85, 0.05, 0.10), gen)
+    s = split_edges(data.edge_index, data.num_nodes, (0.85, 0.05, 0.10), seed=3)
     m = data.edge_index.size(1) // 2
     sizes = [s[k].size(1) for k in ("train_pos", "val_pos", "test_pos")]
     assert sum(sizes) == m and abs(sizes[1] - 0.05 * m) <= 1 and abs(sizes[2] - 0.1 * m) <= 1
@@ -112,7 +112,7 @@ def test_edge_split_is_disjoint_complete_and_seeded():
     held_out = sets[1] | sets[2]
     train_graph = set(map(tuple, s["train_edge_index"].t().tolist()))
     assert not any((i, j) in train_graph or (j, i) in train_graph for i, j in held_out)
-    again = split_edges(data.edge_index, data.num_nodes, generator=torch.Generator().manual_seed(3))
+    again = split_edges(data.edge_index, data.num_nodes, seed=3)
     assert torch.equal(again["test_pos"], s["test_pos"])
     with pytest.raises(ValueError, match="sum"):
         split_edges(data.edge_index, data.num_nodes, (0.8, 0.1, 0.2))
@@ -127,7 +127,7 @@ def test_roc_auc_by_hand():
 
 def test_link_prediction_on_cora_trains_on_training_edges_only(make_trainer):
     cora = NodeDataModule("cora", split="lpgnn", seed=0)  # binary features: already in [0, 1]
-    model = PGCLinkPrediction(epsilon=8.0, noise_seed=0)
+    model = PGCLinkPrediction(x_eps=8.0, noise_seed=0)
     trainer = make_trainer(max_epochs=50)
     trainer.fit(model, cora)
     auc = trainer.test(model, cora, verbose=False)[0]["test/auc"]
@@ -143,13 +143,13 @@ def test_invalid_pgc_settings_are_clear_errors():
     with pytest.raises(ValueError, match="PGC mechanism must be one of"):
         PGC(mechanism="multibit")
     with pytest.raises(ValueError, match="x_eps must be > 0"):
-        PGC(epsilon=0.0)
+        PGC(x_eps=0.0)
     with pytest.raises(ValueError, match="PGC mechanism"):
         PGCLinkPrediction(mechanism="gaussian")
 
 
 def test_model_reads_no_raw_features_after_collection(pgc_dm, make_trainer):
-    model = PGC(epsilon=4.0, noise_seed=0)
+    model = PGC(x_eps=4.0, noise_seed=0)
     trainer = make_trainer(max_epochs=2)
     trainer.fit(model, pgc_dm)
     probs = trainer.predict(model, pgc_dm)[0]

@@ -6,6 +6,7 @@ import pytest
 import torch
 from lightning_dpgnn.callbacks import BudgetExceededError, PrivacyBudget
 
+from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP, GNN
 from lightning_dpgnn.privacy import random as dprandom
 
@@ -42,6 +43,18 @@ def test_open_ended_fit_is_stopped_before_the_step_that_would_exceed(csbm_dm, ma
     assert model.privacy_if_next_step().epsilon > 1.5  # one more step would have exceeded
     assert budget.stopped_early
     assert trainer.global_step == model.accountant.total_count("mlp/dpsgd") > 5
+    assert model.fit_end_reason.startswith("PrivacyBudget: the next step would spend epsilon")
+
+
+def test_the_reason_a_fit_ended_is_recorded(csbm_dm, make_trainer):
+    model = DPMLP(epsilon=2.0, epochs=2)
+    trainer = make_trainer(max_epochs=5)  # the calibrated plan ends the fit first
+    trainer.fit(model, csbm_dm)
+    assert trainer.current_epoch < 5
+    assert model.fit_end_reason.startswith("DP-SGD phase 'mlp/dpsgd' used all")
+    gnn = GNN()
+    make_trainer(max_epochs=2).fit(gnn, csbm_dm)
+    assert gnn.fit_end_reason == "max_epochs=2 reached"
 
 
 def test_non_private_model_is_refused_and_delta_is_checked(csbm_dm, make_trainer):
@@ -83,3 +96,29 @@ def test_budget_validates_its_arguments():
     with pytest.raises(ValueError, match="delta"):
         PrivacyBudget(1.0, delta=1.5)
     assert math.isfinite(PrivacyBudget(2.0).epsilon)
+
+
+def test_a_model_outside_the_private_model_contract_is_refused_by_name(make_trainer):
+    import lightning as L
+
+    from lightning_dpgnn.methods import PrivateModel
+
+    class Plain(L.LightningModule):
+        def privacy_spent(self):  # one member of the contract is not enough
+            return None
+
+    assert isinstance(GNN(), PrivateModel) and not isinstance(Plain(), PrivateModel)
+    budget = PrivacyBudget(epsilon=1.0)
+    with pytest.raises(TypeError, match=r"PrivacyBudget needs .* has no privacy_planned\(\)"):
+        budget.on_fit_start(make_trainer(), Plain())
+
+
+def test_a_data_module_outside_the_node_data_contract_is_refused_by_name(make_trainer):
+    import lightning as L
+
+    class GraphOnly(L.LightningDataModule):  # no private_reads: its reads would go unchecked
+        data = NodeDataModule("csbm").data
+        public_num_classes = None
+
+    with pytest.raises(TypeError, match="NodeDataSource.*GraphOnly has no private_reads"):
+        make_trainer(max_epochs=1).fit(DPMLP(epsilon=1.0, epochs=1), GraphOnly())

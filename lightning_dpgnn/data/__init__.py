@@ -9,7 +9,14 @@ Quick start::
 See ``docs/data.md`` for the datasets, the preprocessing and the cache layout.
 """
 
-from .datamodules import PRIVACY_LEVELS, GraphDataModule, NodeDataModule, node_stats
+from .datamodules import (
+    PRIVACY_LEVELS,
+    GraphDataModule,
+    NodeDataModule,
+    NodeDataSource,
+    TrainsFromGraph,
+    node_stats,
+)
 from .errors import (
     DataError,
     DatasetKindError,
@@ -47,6 +54,8 @@ from .transforms import (
 
 __all__ = [
     "NodeDataModule",
+    "NodeDataSource",
+    "TrainsFromGraph",
     "GraphDataModule",
     "node_stats",
     "PRIVACY_LEVELS",

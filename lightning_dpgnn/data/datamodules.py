@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
 import torch
@@ -13,6 +13,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.loader import DataLoader as PyGDataLoader
 from torch_geometric.transforms import BaseTransform
 
+from .._deprecation import renamed
 from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
 from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
 from .transforms import (
@@ -27,12 +28,42 @@ from .transforms import (
     parse_split,
 )
 
-__all__ = ["NodeDataModule", "GraphDataModule", "node_stats", "PRIVACY_LEVELS"]
+__all__ = [
+    "NodeDataModule",
+    "GraphDataModule",
+    "NodeDataSource",
+    "TrainsFromGraph",
+    "node_stats",
+    "PRIVACY_LEVELS",
+]
 
 PRIVACY_LEVELS: tuple[str, ...] = ("none", "edge", "node", "ldp")
 """What a privacy level protects: ``"edge"`` the edges; ``"node"`` everything of a node (its
 edges, features and label); ``"ldp"`` (local DP, LPGNN/PGC) features and labels, the graph
 structure being public; ``"none"`` nothing. See :meth:`NodeDataModule.private_reads`."""
+
+
+@runtime_checkable
+class NodeDataSource(Protocol):
+    """What a private node-level method needs from its data module (:class:`NodeDataModule`
+    is one): the preprocessed graph, the number of classes known as public metadata, and the
+    list of private reads its preprocessing made at a privacy level (empty: none)."""
+
+    @property
+    def data(self) -> Data: ...
+
+    @property
+    def public_num_classes(self) -> int | None: ...
+
+    def private_reads(self, level: str) -> list[str]: ...
+
+
+@runtime_checkable
+class TrainsFromGraph(Protocol):
+    """A model that batches its own training rows (Poisson batches for DP-SGD, the stages of
+    GAP/ProGAP): :meth:`NodeDataModule.train_dataloader` hands it the graph."""
+
+    def train_dataloader_from(self, data: Data) -> DataLoader: ...
 
 
 def _first(batch: list[Data]) -> Data:
@@ -82,7 +113,7 @@ class NodeDataModule(L.LightningDataModule):
     stage. Preprocessing: remove self-loops; keep the declared ``classes`` (other nodes become
     unlabeled) or else drop classes smaller than ``min_class_size`` (and unlabeled nodes);
     optionally remove isolated nodes; a 75/10/15 split keyed on node identity. Then, optionally:
-    bound in-degrees to ``max_degree``, scale features to ``feature_range``, and apply
+    subsample in-edges to ``subsample_in_degree``, scale features to ``feature_range``, and apply
     ``transform``.
 
     Every graph carries ``node_id``, each node's index in the raw dataset (before any node was
@@ -119,7 +150,10 @@ class NodeDataModule(L.LightningDataModule):
             count, a float in (0, 1) a fraction of labeled nodes, ``0`` disables it; ``None``
             uses the dataset's default (Reddit 10,000 and Amazon 100,000 as in GAP;
             Facebook100 0.01; else off). Reads the labels; ignored when ``classes`` is given.
-        max_degree: if set, keep at most this many random in-edges per node (reads the edges).
+        subsample_in_degree: if set, keep at most this many random in-edges per node
+            (:class:`BoundDegree`; reads the edges, so non-private runs only). No guarantee
+            relies on it: node-level models take a checked public bound, their ``max_degree``.
+        max_degree: former name of ``subsample_in_degree`` (deprecated).
         remove_self_loops: remove self-loops.
         remove_isolated: remove nodes without edges (default ``False``: which nodes are isolated
             depends on the edges, so under edge- or node-level DP it is a private read; the
@@ -155,7 +189,7 @@ class NodeDataModule(L.LightningDataModule):
         seed: int = 0,
         cache_dir: str | None = None,
         min_class_size: int | float | None = None,
-        max_degree: int | None = None,
+        subsample_in_degree: int | None = None,
         remove_self_loops: bool = True,
         remove_isolated: bool = False,
         feature_range: tuple[float, float] | None = None,
@@ -165,11 +199,16 @@ class NodeDataModule(L.LightningDataModule):
         classes: list[int] | None = None,
         feature_bounds: tuple[float, float] | None = None,
         split_by: str = "identity",
+        max_degree: int | None = None,
     ) -> None:
         super().__init__()
+        subsample_in_degree = renamed(
+            "NodeDataModule", "max_degree", "subsample_in_degree", max_degree,
+            subsample_in_degree, "max_degree names the models' public degree bound",
+        )
         # kept for checkpoints but not sent to loggers: Lightning refuses to log a model and a
-        # datamodule whose hparams share a key with different values (``seed``, ``max_degree``)
-        self.save_hyperparameters(ignore=["transform"], logger=False)
+        # datamodule whose hparams share a key with different values (``seed``)
+        self.save_hyperparameters(ignore=["transform", "max_degree"], logger=False)
         self.spec: DatasetSpec | None = get_spec(name)
         if self.spec.kind != "node":
             raise DatasetKindError(
@@ -183,7 +222,7 @@ class NodeDataModule(L.LightningDataModule):
         self.seed = int(seed)
         self.cache_dir = cache_dir
         self.min_class_size = min_class_size
-        self.max_degree = max_degree
+        self.subsample_in_degree = subsample_in_degree
         self.remove_self_loops = remove_self_loops
         self.remove_isolated = remove_isolated
         if feature_range is not None and not float(feature_range[0]) < float(feature_range[1]):
@@ -225,8 +264,8 @@ class NodeDataModule(L.LightningDataModule):
         """Wrap an in-memory ``Data`` (``x``, ``edge_index``, ``y``) with the same preprocessing.
 
         ``kwargs`` are the other ``__init__`` options (``min_class_size``, ``classes``,
-        ``max_degree``, ...); :meth:`private_reads` applies unchanged. The graph counts as raw:
-        its ``node_id`` is kept when present, else set to ``arange(num_nodes)``.
+        ``subsample_in_degree``, ...); :meth:`private_reads` applies unchanged. The graph counts
+        as raw: its ``node_id`` is kept when present, else set to ``arange(num_nodes)``.
         """
         dm = cls("csbm", split=split, seed=seed, **kwargs)
         dm.spec = None
@@ -287,8 +326,8 @@ class NodeDataModule(L.LightningDataModule):
                 data = copy.copy(data)
                 for key in ("train_mask", "val_mask", "test_mask"):
                     data[key] = data[key] & labeled
-        if self.max_degree is not None:
-            data = BoundDegree(self.max_degree, seed=self.seed)(data)
+        if self.subsample_in_degree is not None:
+            data = BoundDegree(self.subsample_in_degree, seed=self.seed)(data)
         if self.feature_bounds is not None:
             alpha, beta = self.feature_range or self.feature_bounds
             data = ScaleFeatures(alpha, beta, bounds=self.feature_bounds)(data)
@@ -309,8 +348,8 @@ class NodeDataModule(L.LightningDataModule):
         invariant 1); nothing is loaded to answer. What is protected (see
         :data:`PRIVACY_LEVELS`):
 
-        * ``"edge"``: edges. Isolated-node removal and degree bounding (``max_degree``) read
-          them.
+        * ``"edge"``: edges. Isolated-node removal and in-edge subsampling
+          (``subsample_in_degree``) read them.
         * ``"node"``: edges, features and labels. Also the data-derived class filter
           (``min_class_size``, unless ``classes`` is declared), data-derived feature scaling
           (``feature_range`` without ``feature_bounds``) and the positional split.
@@ -338,11 +377,12 @@ class NodeDataModule(L.LightningDataModule):
                 "remove_isolated=True reads the edges (which nodes are isolated, and so removed, "
                 "depends on them); set remove_isolated=False"
             )
-        if edges and self.max_degree is not None:
+        if edges and self.subsample_in_degree is not None:
             reads.append(
-                f"max_degree={self.max_degree} reads the edges (BoundDegree samples each node's "
-                "in-edges, so one edge changes which others are kept); set max_degree=None and "
-                "use a node-level model's max_degree, a checked public degree bound, instead"
+                f"subsample_in_degree={self.subsample_in_degree} reads the edges (BoundDegree "
+                "samples each node's in-edges, so one edge changes which others are kept); set "
+                "subsample_in_degree=None and use a node-level model's max_degree, a checked "
+                "public degree bound, instead"
             )
         min_size = self._min_class_size()
         if labels and min_size:
@@ -438,13 +478,12 @@ class NodeDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         """Yields the full graph once per epoch (use ``batch.train_mask``).
 
-        A model that batches its own training rows (Poisson batches for DP-SGD, the stages of
-        GAP/ProGAP) defines ``train_dataloader_from(data)``; it then gets the graph and returns
-        the loader itself.
+        A model that batches its own training rows (:class:`TrainsFromGraph`: Poisson batches
+        for DP-SGD, the stages of GAP/ProGAP) gets the graph and returns the loader itself.
         """
         trainer = getattr(self, "trainer", None)
         model = trainer.lightning_module if trainer is not None else None
-        if model is not None and hasattr(model, "train_dataloader_from"):
+        if isinstance(model, TrainsFromGraph):
             return model.train_dataloader_from(self.data)
         return self._loader()
 

@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import torch
+import torch_geometric.transforms as T
 from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
@@ -165,7 +166,9 @@ def check_features(data: Data, name: str = "dataset") -> None:
 
 
 class RemoveSelfLoops(BaseTransform):
-    """Remove edges ``(i, i)`` (and their edge attributes)."""
+    """Remove edges ``(i, i)`` with *every* edge attribute (PyG's ``RemoveSelfLoops`` subsets
+    only the one attribute it is given, ``edge_weight`` by default, and would leave
+    ``edge_attr`` out of step with the edges)."""
 
     def forward(self, data: Data) -> Data:
         ei = data.edge_index
@@ -175,8 +178,10 @@ class RemoveSelfLoops(BaseTransform):
         return _without_label_values(data, lambda d: d.edge_subgraph(keep))
 
 
-class RemoveIsolatedNodes(BaseTransform):
-    """Remove nodes with neither incoming nor outgoing edges; relabel the rest.
+class RemoveIsolatedNodes(T.RemoveIsolatedNodes):
+    """PyG's :class:`~torch_geometric.transforms.RemoveIsolatedNodes`: nodes with neither
+    incoming nor outgoing edges go, the rest are relabelled, with the graph-level
+    ``label_values`` set aside.
 
     Node-level attributes (``x``, ``y``, ``node_id``, masks, ...) are subset accordingly. Run it
     after :class:`RemoveSelfLoops` to also drop nodes whose only edge is a self-loop. Which nodes
@@ -184,12 +189,7 @@ class RemoveIsolatedNodes(BaseTransform):
     """
 
     def forward(self, data: Data) -> Data:
-        n = data.num_nodes
-        keep = torch.zeros(n, dtype=torch.bool)
-        keep[data.edge_index.reshape(-1)] = True
-        if bool(keep.all()):
-            return data
-        return _without_label_values(data, lambda d: d.subgraph(keep))
+        return _without_label_values(data, super().forward)
 
 
 class FilterClassByCount(BaseTransform):

@@ -6,7 +6,8 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
 * the active stage is a pure function of ``trainer.current_epoch`` (stage ``s`` owns epochs
   ``[sum(epochs[:s]), sum(epochs[:s+1]))``), so resuming from any checkpoint lands in the right
   stage with no extra state;
-* ``setup`` sets ``trainer.fit_loop.max_epochs`` to the total and
+* ``setup`` sets ``trainer.fit_loop.max_epochs`` to the total (warning when the Trainer was
+  given another ``max_epochs``) and
   ``trainer.reload_dataloaders_every_n_epochs = 1``, so each epoch asks the module for its
   stage's training rows (``train_dataloader_from``);
 * entering a stage (``enter_stage``) restores the previous stage's best weights, runs the
@@ -29,9 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from lightning.pytorch.utilities import rank_zero_warn
 from torch import nn
 
 __all__ = ["Stage", "StagedTrainingMixin"]
+
+_LIGHTNING_DEFAULT_EPOCHS = 1000
 
 
 @dataclass
@@ -125,7 +129,19 @@ class StagedTrainingMixin:
     def setup(self, stage: str) -> None:
         if stage == "fit":
             trainer = self.trainer
-            trainer.fit_loop.max_epochs = self.total_epochs()
+            total = self.total_epochs()
+            asked = trainer.fit_loop.max_epochs
+            # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
+            # nothing was asked for then, so there is nothing to warn about
+            default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
+            if asked not in (None, -1, total) and not default:
+                epochs = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
+                rank_zero_warn(
+                    f"{type(self).__name__}: the stages' epochs set the length of a staged fit "
+                    f"({epochs} = {total}), not Trainer(max_epochs={asked}); set the model's "
+                    "epoch arguments instead"
+                )
+            trainer.fit_loop.max_epochs = total
             trainer.reload_dataloaders_every_n_epochs = 1
 
     def configure_optimizers(self):
@@ -166,10 +182,11 @@ class StagedTrainingMixin:
         best = self._best.get(self.current_stage)
         return best is not None and self.trainer.current_epoch - best["epoch"] > patience
 
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+    def skip_epoch_reason(self) -> str | None:
+        """A stage out of patience skips the rest of its epochs: no step, no privacy spend."""
         if self.stage_stopped_early():
-            return -1  # Lightning skips the rest of this epoch: no step, no privacy spend
-        return super().on_train_batch_start(batch, batch_idx)
+            return f"stage {self.stages[self.current_stage].name!r} ran out of patience"
+        return super().skip_epoch_reason()
 
     def on_validation_epoch_end(self) -> None:
         if self.trainer.sanity_checking or self._trainer is None or self.trainer.state.fn != "fit":
@@ -202,6 +219,7 @@ class StagedTrainingMixin:
     def on_train_end(self) -> None:
         if self._active_stage is not None:
             self._restore_best(self._active_stage)
+        super().on_train_end()
 
     def staged_state(self) -> dict[str, Any]:
         return {"best": self._best, "active_stage": self._active_stage}

@@ -1,6 +1,6 @@
 """One LightningModule per method, thin over ``privacy/`` and ``nn/``."""
 
-from .base import PrivateModule
+from .base import PrivateModel, PrivateModule, require_private_model
 from .gap import GAP
 from .gnn import GNN
 from .lpgnn import LPGNN
@@ -9,7 +9,9 @@ from .pgc import PGC, PGCLinkPrediction
 from .progap import ProGAP
 
 __all__ = [
+    "PrivateModel",
     "PrivateModule",
+    "require_private_model",
     "GAP",
     "GNN",
     "MLP",

@@ -22,6 +22,7 @@ Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -32,48 +33,18 @@ from ..loops import StagedTrainingMixin
 from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.aggregation import (
     GaussianAggregation,
-    degrees,
+    check_degree_promise,
     hop_noise_scales,
     normalize_rows,
     sum_aggregate,
 )
-from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
+from .rows import RowTrainingMixin
 
-__all__ = ["AggregationPerturbationModule", "DegreeBoundError"]
+__all__ = ["AggregationPerturbationModule"]
 
-#: generator streams of one fit (only used with an explicit ``noise_seed``); aggregations use
-#: streams ``0..K`` (the stage index), Poisson batches and gradient noise these offsets
-_BATCH_STREAM, _GRADIENT_STREAM = 1_000, 2_000_000
-
-
-class DegreeBoundError(ValueError):
-    """Node level: the graph breaks the promise that every in- and out-degree is <= D."""
-
-
-def check_degree_promise(graph: Data, max_degree: int, what: str = "the graph") -> None:
-    """Raise :class:`DegreeBoundError` unless every in- and out-degree of ``graph`` is <= D.
-
-    The node-level sensitivity ``sqrt(D)`` of the sum aggregation (thesis Lemma 8) holds on the
-    class of graphs whose degrees are at most ``D`` — a class closed under removing a node, so
-    both neighbouring graphs are in it. Sampling edges down to ``D`` is not a substitute: every
-    projection we know of lets one removed node change edges far from it (docs/privacy.md)."""
-    in_deg, out_deg = degrees(graph.edge_index, graph.num_nodes)
-    top_in = int(in_deg.max()) if in_deg.numel() else 0
-    top_out = int(out_deg.max()) if out_deg.numel() else 0
-    if max(top_in, top_out) > max_degree:
-        over = int(((in_deg > max_degree) | (out_deg > max_degree)).sum())
-        raise DegreeBoundError(
-            f"node-level privacy needs every in- and out-degree <= max_degree={max_degree}, "
-            f"but {what} has {over} nodes above it (largest in-degree {top_in}, out-degree "
-            f"{top_out}). The guarantee is proven only for graphs within the bound: pass a "
-            "max_degree that is a public upper bound on every degree (e.g. a platform's friend "
-            "limit), or use privacy='edge'. Dropping edges down to D does not keep the "
-            "guarantee (docs/privacy.md, 'Node level: the degree bound')."
-        )
-
-
-class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
+class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, PrivateModule):
     """Base of GAP and ProGAP. Subclasses set ``mechanism_name`` and ``checkpoint_key``.
 
     ``self.aggregates`` holds the cached private output of the mechanism (its type is the
@@ -83,19 +54,48 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     mechanism_name = "aggregation"
     checkpoint_key = "ap"
 
-    def _ap_init(self, noise_multiplier: float | None) -> None:
-        hp = self.hparams
-        if hp.max_degree < 1:
-            raise ValueError(f"max_degree must be >= 1, got {hp.max_degree}")
-        if self.privacy != "none" and hp.epsilon is None and noise_multiplier is None:
+    def __init__(
+        self,
+        privacy: str,
+        epsilon: float | None,
+        delta: float | str,
+        *,
+        max_degree: int,
+        dropout: float,
+        normalization: str,
+        activation: str,
+        lr: float,
+        weight_decay: float,
+        batch_size: int,
+        max_grad_norm: float,
+        noise_multiplier: float | None,
+        seed: int | None,
+        noise_seed: int | None,
+        edge_unit: str,
+        log_private_metrics: bool,
+        hop_budget: Sequence[float] | None = None,
+    ) -> None:
+        """The settings GAP and ProGAP share (each documented on :class:`GAP`); the
+        method-specific ones stay in the subclass's signature."""
+        super().__init__(
+            privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
+            log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
+        )
+        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
+            raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
+        if privacy != "none" and epsilon is None and noise_multiplier is None:
             raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
-        if self.privacy == "node" and hp.normalization == "batch":
+        if privacy == "node" and normalization == "batch":
             raise ValueError(
                 "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
                 "samples of a batch, so per-sample clipping no longer bounds one node's "
                 "influence. Use 'layer', 'group' or 'none'."
             )
-        self._hop_scales = hop_noise_scales(hp.get("hop_budget"), self.total_aggregations())
+        self.max_degree = max_degree
+        self.dropout, self.normalization, self.activation = dropout, normalization, activation
+        self.batch_size, self.max_grad_norm = batch_size, max_grad_norm
+        self.seed = seed
+        self.hop_budget = None if hop_budget is None else tuple(hop_budget)
         self._staged_init()
         self.noise_multiplier = noise_multiplier
         self.aggregates: Any = None
@@ -140,20 +140,24 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     #: what ``normalization="auto"`` means at node level (BatchNorm is refused there)
     node_level_normalization = "none"
 
-    def _mlp_kwargs(self) -> dict[str, Any]:
-        """MLP settings; ``normalization="auto"`` is BatchNorm at edge level and without
-        privacy, :attr:`node_level_normalization` at node level."""
-        hp = self.hparams
-        norm = hp.normalization
+    def mlp_options(self) -> dict[str, Any]:
+        """Keyword arguments of every :class:`~lightning_dpgnn.nn.mlp.MLP` of the model;
+        ``normalization="auto"`` is BatchNorm at edge level and without privacy,
+        :attr:`node_level_normalization` at node level."""
+        norm = self.normalization
         if norm == "auto":
             norm = self.node_level_normalization if self.privacy == "node" else "batch"
-        return dict(dropout=hp.dropout, normalization=norm, activation=hp.activation)
+        return dict(dropout=self.dropout, normalization=norm, activation=self.activation)
+
+    def hop_scales(self) -> tuple[float, ...]:
+        """Per-hop noise-scale multipliers from ``hop_budget`` (all 1 for equal shares)."""
+        return hop_noise_scales(self.hop_budget, self.total_aggregations())
 
     def _dp_wrap(self, module: nn.Module, what: str) -> nn.Module:
         """Node level: check the module suits DP-SGD and add per-sample gradients."""
         if self.privacy != "node":
             return module
-        return grad_sample_module(module, self.hparams.max_grad_norm, where=what)
+        return grad_sample_module(module, self.max_grad_norm, where=what)
 
     def select_on_validation(self) -> bool:
         """Node level: validation labels are private and no mechanism covers them, so model
@@ -164,14 +168,15 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if not self._is_built():
-            with self.seeded(self.hparams.seed):
+            with self.seeded(self.seed):
                 self._build(data.num_features, self._num_classes(data))
         self._graph = self._private_graph(data)
         self.resolve_delta(self._graph)
         n_train = int(data.train_mask.sum())
-        hp = self.hparams
         self._phases = [
-            DPSGDPhase(f"{s.name}/dpsgd", s.epochs, hp.batch_size, hp.max_grad_norm).bind(n_train)
+            DPSGDPhase(f"{s.name}/dpsgd", s.epochs, self.batch_size, self.max_grad_norm).bind(
+                n_train
+            )
             for s in self.stages
         ]
         if stage == "fit":
@@ -185,7 +190,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
     def _private_graph(self, data: Data) -> Data:
         """Node level: check the degree promise (invariant 6). Other levels: as given."""
         if self.privacy == "node":
-            check_degree_promise(data, self.hparams.max_degree)
+            check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
         return data
 
     def calibrates_noise(self) -> bool:
@@ -210,10 +215,10 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         if self.privacy == "none" or noise_multiplier is None:
             return True
         pending = self.pending_aggregations()
-        total = self.total_aggregations()
+        total, scales = self.total_aggregations(), self.hop_scales()
         for hop in range(total - pending, total):
             accountant.add_gaussian(
-                self.mechanism_name, noise_multiplier * self._hop_scales[hop],
+                self.mechanism_name, noise_multiplier * scales[hop],
                 sensitivity=self._sensitivity(),
             )
         if self.privacy == "node":
@@ -226,7 +231,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
         return GaussianAggregation(
             noise_multiplier,
             level=self.privacy,
-            max_degree=self.hparams.max_degree if self.privacy == "node" else None,
+            max_degree=self.max_degree if self.privacy == "node" else None,
             name=self.mechanism_name,
             edge_unit=self.edge_unit,
         )
@@ -252,7 +257,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             return sum_aggregate(normalize_rows(x), graph.edge_index, graph.num_nodes)
         return self._mechanism()(
             x, graph.edge_index, graph.num_nodes, accountant, generator,
-            scale=self._hop_scales[hop],
+            scale=self.hop_scales()[hop],
         )  # fmt: skip
 
     # -- training ----------------------------------------------------------------------------
@@ -263,21 +268,16 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             lambda: self.stage_inputs(stage_index, data),
             compact=self.privacy != "node",  # DP-SGD needs dense rows (per-sample gradients)
         )
-        if self.privacy == "node":
-            gen = self.noise_generator(_BATCH_STREAM + self.trainer.current_epoch)
-            return self._phases[stage_index].loader(*rows, generator=gen)
-        return row_loader(*rows)
+        return self.rows_loader(rows, self._phase(stage_index))
+
+    def _phase(self, stage_index: int) -> DPSGDPhase | None:
+        """The DP-SGD phase of stage ``stage_index`` (node level), else ``None``."""
+        return self._phases[stage_index] if self.privacy == "node" else None
 
     def stage_optimizer(self, stage_index: int):
-        params = self.stage_parameters(stage_index)
-        opt = torch.optim.Adam(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
-        if self.privacy != "node":
-            self.dp_training = None
-            return opt
-        phase, model = self._phases[stage_index], self.stage_model(stage_index)
-        gen = self.noise_generator(_GRADIENT_STREAM + stage_index)
-        self.dp_training = phase.wrap(model, opt, self.noise_multiplier, self.accountant, gen)
-        return self.dp_training[1]
+        opt = self.adam(self.stage_parameters(stage_index))
+        model = self.stage_model(stage_index)
+        return self.dp_optimizer(self._phase(stage_index), model, opt, run=stage_index)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self._rows_step(self.stage_model(self.current_stage), batch)

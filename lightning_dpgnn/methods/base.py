@@ -13,7 +13,8 @@
 * *enforce*: before any step the trainer is checked for settings that break accounting
   (:meth:`PrivateModule.check_trainer`); a DP-SGD phase whose calibrated steps are used up
   halts the fit; ``PrivacyBudget`` refuses or stops over-budget fits through
-  :meth:`privacy_planned` / :meth:`privacy_if_next_step` / :meth:`halt_privately`.
+  :meth:`privacy_planned` / :meth:`privacy_if_next_step` / :meth:`halt_privately`. Every
+  reason a fit ends is gathered in :meth:`stop_reason` and logged (``fit_end_reason``).
 * *report*: :meth:`privacy_spent` snapshots the accountant into a :class:`PrivacyReport` with
   the protected unit and the provenance of the noise.
 
@@ -27,23 +28,31 @@ data (invariant 9).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.utilities import rank_zero_info
 from torch_geometric.data import Data
+from torchmetrics.functional.classification import multiclass_accuracy
 
-from ..nn.mlp import compact_features
+from ..data.datamodules import NodeDataSource
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 from ..privacy.aggregation import EDGE_UNITS
 from ..privacy.calibration import calibrate_noise_multiplier
-from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward
+from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
 
-__all__ = ["PrivateModule", "PRIVACY_LEVELS", "AccountingError"]
+__all__ = [
+    "PrivateModule",
+    "PrivateModel",
+    "require_private_model",
+    "PRIVACY_LEVELS",
+    "AccountingError",
+]
 
 PRIVACY_LEVELS = ("none", "edge", "node")
 CHECKPOINT_KEY = "dpgnn_privacy"
@@ -56,8 +65,48 @@ UNITS = {
 }
 
 
+def accuracy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Share of rows whose highest logit is the label (torchmetrics' micro accuracy)."""
+    return multiclass_accuracy(logits, y, num_classes=logits.size(-1), average="micro")
+
+
 class AccountingError(ValueError):
     """A setting would make the accounted epsilon wrong; the fit is refused before any step."""
+
+
+@runtime_checkable
+class PrivateModel(Protocol):
+    """The contract between a private model and what enforces or reports its guarantee
+    (``PrivacyBudget``, ``DropEarlyStopping``, the ``dpgnn`` CLI). :class:`PrivateModule`
+    implements it; a model of one's own that implements it works with them too."""
+
+    def privacy_spent(self) -> PrivacyReport:
+        """The guarantee of what has run so far."""
+        ...
+
+    def privacy_planned(self) -> PrivacyReport | None:
+        """The spend of the whole fit (``None``: not known in advance)."""
+        ...
+
+    def privacy_if_next_step(self) -> PrivacyReport | None:
+        """The spend if one more optimizer step ran (``None``: steps read no private data)."""
+        ...
+
+    def halt_privately(self, reason: str) -> None:
+        """End the fit before the next optimizer step, for ``reason``."""
+        ...
+
+
+def require_private_model(module: Any, who: str) -> PrivateModel:
+    """``module`` if it is a :class:`PrivateModel`, else a ``TypeError`` naming what it lacks."""
+    if isinstance(module, PrivateModel):
+        return module
+    members = [n for n in vars(PrivateModel) if not n.startswith("_")]
+    missing = ", ".join(f"{n}()" for n in members if not callable(getattr(module, n, None)))
+    raise TypeError(
+        f"{who} needs a lightning-dpgnn private model (lightning_dpgnn.methods.PrivateModel: a "
+        f"PrivateModule such as GAP or LPGNN); {type(module).__name__} has no {missing}"
+    )
 
 
 class PrivateModule(L.LightningModule):
@@ -79,6 +128,8 @@ class PrivateModule(L.LightningModule):
             friendship, both stored directions) or ``"directed"`` (the thesis' unit).
         log_private_metrics: node level only: log ``val/*`` metrics computed on private labels
             during the fit (not covered by epsilon; off by default).
+        lr, weight_decay: settings of the Adam optimizer every method trains with
+            (:meth:`adam`; DP-SGD methods wrap it into DP-Adam).
     """
 
     def __init__(
@@ -91,6 +142,8 @@ class PrivateModule(L.LightningModule):
         noise_seed: int | None = None,
         edge_unit: str = "undirected",
         log_private_metrics: bool = False,
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
     ) -> None:
         super().__init__()
         if privacy not in levels:
@@ -121,21 +174,28 @@ class PrivateModule(L.LightningModule):
         self.noise_seed = noise_seed
         self.edge_unit = edge_unit
         self.log_private_metrics = bool(log_private_metrics)
+        self.lr, self.weight_decay = float(lr), float(weight_decay)
         self.accountant = PrivacyAccountant(level=privacy if privacy != "none" else "none")
         self.accountant.unit = UNITS.get((privacy, edge_unit if privacy == "edge" else None), "")
         #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
         self.noise_multiplier: float | None = None
-        self._privacy_halt = False
-        #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none);
-        #: with ghost clipping, :meth:`backward` clips through it
-        self.dp_training: tuple[Any, Any] | None = None
-        self._loss_per_sample: torch.Tensor | None = None
+        self._halt_reason: str | None = None
+        #: why the last fit ended (logged at its end; see :meth:`stop_reason`)
+        self.fit_end_reason: str | None = None
 
-    def _datamodule(self) -> Any:
+    def _datamodule(self) -> NodeDataSource:
         dm = self.trainer.datamodule if self._trainer is not None else None
-        if dm is None or not hasattr(dm, "data"):
+        if dm is None:
             raise RuntimeError(
                 f"{type(self).__name__} needs a NodeDataModule: trainer.fit(model, datamodule=dm)"
+            )
+        if not isinstance(dm, NodeDataSource):
+            missing = [n for n in ("data", "public_num_classes", "private_reads")
+                       if not hasattr(dm, n)]
+            raise TypeError(
+                f"{type(self).__name__} needs a data module of one graph (NodeDataModule, or "
+                "one implementing lightning_dpgnn.data.NodeDataSource); "
+                f"{type(dm).__name__} has no {', '.join(missing)}"
             )
         return dm
 
@@ -145,7 +205,7 @@ class PrivateModule(L.LightningModule):
         Preprocessing is a read of private data too: a data module that read data protected at
         this level outside a mechanism (``private_reads``) is refused here, before any step."""
         dm = self._datamodule()
-        reads = dm.private_reads(self.privacy) if hasattr(dm, "private_reads") else []
+        reads = dm.private_reads(self.privacy)
         if reads:
             raise AccountingError(
                 f"{type(self).__name__}(privacy={self.privacy!r}): the data module's "
@@ -162,7 +222,7 @@ class PrivateModule(L.LightningModule):
         if given is not None:
             return int(given)
         dm = self.trainer.datamodule if self._trainer is not None else None
-        declared = getattr(dm, "public_num_classes", None)
+        declared = dm.public_num_classes if isinstance(dm, NodeDataSource) else None
         return int(declared) if declared else None
 
     def _num_classes(self, data: Data) -> int:
@@ -286,13 +346,10 @@ class PrivateModule(L.LightningModule):
         return PrivacyReport.from_accountant(acc)
 
     # -- enforce -----------------------------------------------------------------------------
-    def halt_privately(self) -> None:
-        """Skip the rest of the fit before the next optimizer step (used by PrivacyBudget)."""
-        self._privacy_halt = True
-
-    def uses_dpsgd(self) -> bool:
-        """Whether any training step of this fit is a DP-SGD step (Poisson batches)."""
-        return False
+    def halt_privately(self, reason: str = "halted by a privacy callback") -> None:
+        """End the fit before the next optimizer step (used by PrivacyBudget)."""
+        if self._halt_reason is None:
+            self._halt_reason = reason
 
     def check_trainer(self) -> None:
         """Refuse trainer settings that break the accounting, before any step (invariant 7)."""
@@ -304,47 +361,69 @@ class PrivateModule(L.LightningModule):
                 "draw its own aggregation/gradient noise and the accounting would not hold "
                 "(design invariant 5). Train private models on a single device for now."
             )
-        if not self.uses_dpsgd():
-            return
-        bad = []
-        if getattr(trainer, "accumulate_grad_batches", 1) != 1:
-            bad.append(
-                f"accumulate_grad_batches={trainer.accumulate_grad_batches}: several Poisson "
-                "batches would go into one noised step accounted as one batch"
-            )
-        if getattr(trainer, "overfit_batches", 0):
-            bad.append(
-                f"overfit_batches={trainer.overfit_batches}: the same batches would be replayed "
-                "instead of fresh Poisson samples"
-            )
-        limit = getattr(trainer, "limit_train_batches", 1.0)
-        if limit is not None and not (isinstance(limit, float) and limit == 1.0):
-            bad.append(
-                f"limit_train_batches={limit}: epochs would be cut short of the calibrated plan "
-                "of Poisson-sampled steps"
-            )
-        if bad:
-            raise AccountingError(
-                f"{type(self).__name__} trains with DP-SGD; these Trainer settings break its "
-                "privacy accounting:\n  - " + "\n  - ".join(bad)
-            )
 
     def on_fit_start(self) -> None:
-        self._privacy_halt = False
+        self._halt_reason = None
+        self.fit_end_reason = None
         self.check_trainer()
 
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+    # -- why a fit ends: every reason in one place (like Lightning's ``_FitLoop.done``) --------
+    def stop_reason(self) -> str | None:
+        """Why the fit must end before the next optimizer step (``None``: it goes on).
+
+        The reasons, in order: a privacy callback halted it (:meth:`halt_privately`, e.g.
+        ``PrivacyBudget`` before a step over the budget); the DP-SGD phase of the next step
+        used every step its noise was calibrated for (one more would exceed the target)."""
+        if self._halt_reason is not None:
+            return self._halt_reason
         phase = self.dpsgd_phase()
         if (
             phase is not None
             and self.target_epsilon is not None
             and self.accountant.total_count(phase.name) >= phase.total_steps
         ):
-            self.halt_privately()  # the calibrated plan is used up: never exceed it
-        if self._privacy_halt:
+            return (
+                f"DP-SGD phase {phase.name!r} used all {phase.total_steps} steps its noise was "
+                f"calibrated for (target epsilon {self.target_epsilon:g})"
+            )
+        return None
+
+    def skip_epoch_reason(self) -> str | None:
+        """Why the rest of this epoch is skipped while the fit goes on (``None``: it is not);
+        e.g. a stage out of patience in the staged loop."""
+        return None
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        reason = self.stop_reason()
+        if reason is not None:
+            self._halt_reason = reason  # stays halted: the next batches are skipped too
             self.trainer.should_stop = True
             return -1
-        return None
+        return -1 if self.skip_epoch_reason() is not None else None
+
+    def on_train_end(self) -> None:
+        """Record and log why the fit ended: a reason of :meth:`stop_reason`, a callback's
+        stop (``trainer.should_stop``, e.g. early stopping), or the trainer's limits."""
+        trainer = self.trainer
+        if self._halt_reason is not None:
+            reason = self._halt_reason
+        elif trainer.should_stop:
+            reason = "a callback stopped it (trainer.should_stop, e.g. early stopping)"
+        elif trainer.max_steps != -1 and trainer.global_step >= trainer.max_steps:
+            reason = f"max_steps={trainer.max_steps} reached"
+        else:
+            reason = f"max_epochs={trainer.fit_loop.max_epochs} reached"
+        self.fit_end_reason = reason
+        rank_zero_info(f"{type(self).__name__}: fit ended: {reason}")
+
+    # -- optimization ------------------------------------------------------------------------
+    def adam(self, params: Iterable[torch.nn.Parameter]) -> torch.optim.Adam:
+        """Adam over ``params`` with the model's ``lr`` and ``weight_decay``."""
+        return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        """Default: Adam over every trainable parameter."""
+        return self.adam(p for p in self.parameters() if p.requires_grad)
 
     # -- checkpoints -------------------------------------------------------------------------
     def mechanism_outputs(self) -> dict[str, Any]:
@@ -385,62 +464,6 @@ class PrivateModule(L.LightningModule):
         self.load_public_state(state.get("public", {}))
 
     # -- shared training / evaluation -------------------------------------------------------
-    def _train_rows(
-        self,
-        key: Any,
-        data: Data,
-        tensors: Callable[[], tuple[torch.Tensor, ...]],
-        *,
-        compact: bool = False,
-    ) -> tuple[torch.Tensor, ...]:
-        """Training-node rows of ``tensors()`` plus the labels, gathered once per ``key`` and
-        graph (loaders are rebuilt every epoch; re-indexing wide features each time is slow).
-
-        ``compact=True`` (full-batch training only, never DP-SGD) stores wide one-hot rows as
-        sparse CSR (:func:`~lightning_dpgnn.nn.mlp.compact_features`)."""
-        cache_key = (key, id(data), data.num_nodes, compact)
-        cached = getattr(self, "_rows_cache", None)
-        if cached is None or cached[0] != cache_key:
-            m = data.train_mask
-            rows = tuple(t[m] for t in tensors())
-            if compact:
-                rows = tuple(compact_features(r) for r in rows)
-            self._rows_cache = (cache_key, (*rows, data.y[m]))
-        return self._rows_cache[1]
-
-    def _input_features(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` for a full-graph forward pass: a cached CSR copy when it is wide one-hot."""
-        cached = getattr(self, "_features_cache", None)
-        if cached is None or cached[0] is not x:
-            self._features_cache = (x, compact_features(x))
-        return self._features_cache[1]
-
-    def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, ...]):
-        """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""
-        *inputs, y = batch
-        logits = net(*inputs)
-        self._loss_per_sample = F.cross_entropy(logits, y, reduction="none")  # ghost clipping
-        if len(y) == 0:  # still a forward pass through the GradSampleModule, loss 0
-            return logits.sum() * 0.0
-        loss = self._loss_per_sample.mean()
-        if not self._logs_metrics("train"):
-            return loss  # node level: batch loss/accuracy on private labels are not released
-        self.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
-        acc = (logits.argmax(-1) == y).float().mean()
-        self.log("train/acc", acc, batch_size=len(y), on_step=False, on_epoch=True)
-        return loss
-
-    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """Plain backward, or ghost clipping when a ghost-clipped DP-SGD run is training."""
-        dp = self.dp_training
-        if dp is not None and isinstance(dp[1], GhostDPOptimizer):
-            if self._loss_per_sample is None:
-                raise RuntimeError("ghost clipping needs the per-sample losses of the batch")
-            ghost_backward(dp[0], dp[1], self._loss_per_sample)
-            self._loss_per_sample = None
-            return
-        super().backward(loss, *args, **kwargs)
-
     def _logs_metrics(self, stage: str) -> bool:
         """Node level: no metric on private labels (training batches, validation) during the
         fit unless asked for; such metrics are not covered by epsilon."""
@@ -454,7 +477,7 @@ class PrivateModule(L.LightningModule):
         mask = getattr(data, f"{stage}_mask")
         y = data.y[mask]
         loss = F.cross_entropy(logits[mask], y)
-        acc = (logits[mask].argmax(-1) == y).float().mean()
+        acc = accuracy(logits[mask], y)
         n = int(mask.sum())
         self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False)
         self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True)

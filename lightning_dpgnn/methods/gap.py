@@ -160,15 +160,18 @@ class GAP(AggregationPerturbationModule):
         num_classes: int | None = None,
     ) -> None:
         super().__init__(
-            privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
-            log_private_metrics=log_private_metrics,
+            privacy, epsilon, delta, max_degree=max_degree, dropout=dropout,
+            normalization=normalization, activation=activation, lr=lr,
+            weight_decay=weight_decay, batch_size=batch_size, max_grad_norm=max_grad_norm,
+            noise_multiplier=noise_multiplier, seed=seed, noise_seed=noise_seed,
+            edge_unit=edge_unit, log_private_metrics=log_private_metrics, hop_budget=hop_budget,
         )
         self.save_hyperparameters()
         if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
             raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
         if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
             raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
-        self._ap_init(noise_multiplier)
+        self.hop_scales()  # checks hop_budget against the number of hops
         self.aggregates: torch.Tensor | None = None  # [N, K, d], the cached private output
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
@@ -188,7 +191,7 @@ class GAP(AggregationPerturbationModule):
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
-        mlp = self._mlp_kwargs()
+        mlp = self.mlp_options()
         dim = hp.hidden if self._uses_encoder else num_features
         encoder = EncoderModule(num_features, hp.hidden, num_classes, hp.encoder_layers, **mlp)
         members = [

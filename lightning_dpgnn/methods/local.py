@@ -1,6 +1,6 @@
 """Shared plumbing of the local-DP methods (LPGNN, PGC): the one-time collection, cached.
 
-The nodes perturb their data once (:class:`~lightning_dpgnn.data.local.LocalCollector`); the
+The nodes perturb their data once (:class:`~lightning_dpgnn.privacy.local.LocalCollector`); the
 server trains on what it received. This base class runs that collection at the start of the
 first fit (after a checkpoint restore, so a resumed fit never re-queries the nodes), records it
 on the model's accountant (level ``"ldp"``), keeps the received messages in the checkpoint, and
@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
-from ..data.local import LocalCollection, LocalCollector
 from ..privacy import PrivacyAccountant
+from ..privacy.local import LocalCollection, LocalCollector
 from .base import PrivateModule
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
@@ -34,10 +34,20 @@ class LocallyPrivateModule(PrivateModule):
     server-side views of the collection (they must be pure post-processing).
     """
 
-    def __init__(self, collector: LocalCollector, noise_seed: int | None = None) -> None:
-        super().__init__("ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed)
+    def __init__(
+        self,
+        collector: LocalCollector,
+        noise_seed: int | None = None,
+        *,
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            "ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed, lr=lr,
+            weight_decay=weight_decay,
+        )
         self.collector = collector
-        self.accountant.delta = collector.delta if collector.needs_delta else None
+        self.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
         self._collection: LocalCollection | None = None
         self._features: torch.Tensor | None = None  # decoded collection (post-processing)
         self._graph: Data | None = None

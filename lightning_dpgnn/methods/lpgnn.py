@@ -33,9 +33,11 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
-from ..data.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
+from .._deprecation import renamed
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, check_steps
+from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
+from .base import accuracy
 from .local import LocallyPrivateModule
 
 __all__ = ["LPGNN", "LOSSES"]
@@ -53,7 +55,7 @@ class LPGNN(LocallyPrivateModule):
         x_steps: ``K_x``, feature KProp steps (>= 0).
         y_steps: ``K_y``, label KProp steps (>= 0).
         mechanism: feature mechanism: ``"multibit"`` (MB), ``"onebit"`` (1B), ``"laplace"``
-            (LP), ``"gaussian"`` (analytic Gaussian, AG, at ``delta``), ``"duchi"``,
+            (LP), ``"gaussian"`` (analytic Gaussian, AG, at ``gaussian_delta``), ``"duchi"``,
             ``"piecewise"`` (thesis Table 3.2).
         loss: ``"drop"`` (Alg. 4), ``"fc"`` (forward correction) or ``"ce"`` (cross-entropy on
             the noisy labels) — thesis Table 3.4.
@@ -62,8 +64,9 @@ class LPGNN(LocallyPrivateModule):
         hidden, layers, dropout, activation, heads: backbone (two layers of 16, SELU, dropout;
             GAT with four heads, thesis §3.5.2).
         lr, weight_decay: Adam.
-        m, alpha, beta, delta: multi-bit sampling parameter (``None``: ``m*``), feature range,
-            delta of the analytic Gaussian.
+        m, alpha, beta: multi-bit sampling parameter (``None``: ``m*``), feature range.
+        gaussian_delta: delta of the analytic Gaussian mechanism (the report's delta when
+            ``mechanism="gaussian"``). ``delta``: its former name, deprecated.
         standardize: z-score every column of ``h`` (computed once from the collection: pure
             post-processing). The rectifier scales features by about ``d / eps`` (eq. 3.10), so
             at small ``eps_x`` the raw ``h`` is huge; standardizing makes training invariant
@@ -92,12 +95,17 @@ class LPGNN(LocallyPrivateModule):
         m: int | None = None,
         alpha: float = 0.0,
         beta: float = 1.0,
-        delta: float = 1e-10,
+        gaussian_delta: float = 1e-10,
         standardize: bool = True,
         noise_seed: int | None = None,
         num_features: int | None = None,
         num_classes: int | None = None,
+        delta: float | None = None,
     ) -> None:
+        gaussian_delta = renamed(
+            "LPGNN", "delta", "gaussian_delta", delta, gaussian_delta,
+            "delta names the accountant's target elsewhere",
+        )
         check_backbone(backbone)
         check_steps(x_steps, "x_steps")
         check_steps(y_steps, "y_steps")
@@ -112,10 +120,11 @@ class LPGNN(LocallyPrivateModule):
         if y_eps is None:
             raise ValueError("LPGNN's labels are private: give y_eps > 0 (math.inf: clean labels)")
         collector = LocalCollector(
-            x_eps, y_eps, mechanism, m=m, alpha=alpha, beta=beta, delta=delta, features=features
+            x_eps, y_eps, mechanism, m=m, alpha=alpha, beta=beta, gaussian_delta=gaussian_delta,
+            features=features,
         )
-        super().__init__(collector, noise_seed)
-        self.save_hyperparameters()
+        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
+        self.save_hyperparameters(ignore=["delta"])
         self.x_prop = KProp(x_steps)
         self.y_prop = KProp(y_steps)
         self.net: GNNBackbone | None = None
@@ -245,12 +254,11 @@ class LPGNN(LocallyPrivateModule):
         view = self.server_view()
         logits = self(view["h"], view["adj"])
         y = view["y_noisy"]
-        pred = logits.argmax(-1)
         out = None
         for stage in ("train", "val"):
             mask = getattr(data, f"{stage}_mask").to(self.device) & view["labelled"]
             n = int(mask.sum())
-            acc = (pred[mask] == y[mask]).float().mean()
+            acc = accuracy(logits[mask], y[mask])
             self.log(f"{stage}/noisy_acc", acc, batch_size=n, on_step=False, on_epoch=True)
             if stage == "val":
                 out = self.validation_loss(logits, mask, y)
@@ -266,8 +274,3 @@ class LPGNN(LocallyPrivateModule):
         """Class probabilities of every node (post-processing of the collection)."""
         view = self.server_view(data)
         return self(view["h"], view["adj"]).softmax(-1)
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )

@@ -11,15 +11,14 @@ from torch_geometric.data import Data
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import MLP as MLPBlock
 from ..privacy import PrivacyAccountant
-from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, row_loader
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
-
-_BATCH_STREAM, _GRADIENT_STREAM = 1_000, 2_000_000
+from .rows import RowTrainingMixin
 
 __all__ = ["MLP", "DPMLP"]
 
 
-class _NodeMLP(PrivateModule):
+class _NodeMLP(RowTrainingMixin, PrivateModule):
     """An MLP on node features trained on the training rows; evaluation on the full graph."""
 
     def __init__(
@@ -27,6 +26,7 @@ class _NodeMLP(PrivateModule):
         privacy: str,
         epsilon: float | None,
         delta: float | str,
+        *,
         levels: tuple[str, ...],
         num_features: int | None,
         num_classes: int | None,
@@ -36,29 +36,35 @@ class _NodeMLP(PrivateModule):
         normalization: str,
         lr: float,
         weight_decay: float,
+        seed: int | None,
         **privacy_options,
     ) -> None:
-        super().__init__(privacy, epsilon, delta, levels=levels, **privacy_options)
+        super().__init__(
+            privacy, epsilon, delta, levels=levels, lr=lr, weight_decay=weight_decay,
+            **privacy_options,
+        )
+        self.hidden, self.layers = hidden, layers
+        self.dropout, self.normalization = dropout, normalization
+        self.seed = seed
         self.mlp: torch.nn.Module | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
-        hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.mlp = MLPBlock(
             num_features,
             num_classes,
-            hp.hidden,
-            hp.layers,
-            dropout=hp.dropout,
-            normalization=hp.normalization,
+            self.hidden,
+            self.layers,
+            dropout=self.dropout,
+            normalization=self.normalization,
         )
 
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if self.mlp is None:
-            with self.seeded(self.hparams.get("seed")):
+            with self.seeded(self.seed):
                 self._build(data.num_features, self._num_classes(data))
         self.resolve_delta(data)
 
@@ -66,7 +72,7 @@ class _NodeMLP(PrivateModule):
         return self.mlp(x)
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
-        return row_loader(*self._train_rows("mlp", data, lambda: (data.x,), compact=True))
+        return self.rows_loader(self._train_rows("mlp", data, lambda: (data.x,), compact=True))
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self._rows_step(self.mlp, batch)
@@ -82,11 +88,6 @@ class _NodeMLP(PrivateModule):
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self(self._input_features(data.x)).softmax(-1)
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )
 
 
 class MLP(StagedTrainingMixin, _NodeMLP):
@@ -122,18 +123,9 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
         super().__init__(
-            privacy,
-            None,
-            "auto",
-            ("none", "edge"),
-            num_features,
-            num_classes,
-            hidden,
-            layers,
-            dropout,
-            normalization,
-            lr,
-            weight_decay,
+            privacy, None, "auto", levels=("none", "edge"), num_features=num_features,
+            num_classes=num_classes, hidden=hidden, layers=layers, dropout=dropout,
+            normalization=normalization, lr=lr, weight_decay=weight_decay, seed=seed,
         )
         self._staged_init()
 
@@ -145,7 +137,7 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         StagedTrainingMixin.setup(self, stage)
 
     def stage_optimizer(self, stage_index: int):
-        return _NodeMLP.configure_optimizers(self)
+        return self.adam(self.parameters())
 
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
         return _NodeMLP.train_dataloader_from(self, data)
@@ -196,27 +188,17 @@ class DPMLP(_NodeMLP):
             raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier}")
         self.phase = DPSGDPhase("mlp/dpsgd", epochs, batch_size, max_grad_norm)
         super().__init__(
-            "node",
-            epsilon,
-            delta,
-            ("node",),
-            num_features,
-            num_classes,
-            hidden,
-            layers,
-            dropout,
-            normalization,
-            lr,
-            weight_decay,
-            noise_seed=noise_seed,
-            log_private_metrics=log_private_metrics,
+            "node", epsilon, delta, levels=("node",), num_features=num_features,
+            num_classes=num_classes, hidden=hidden, layers=layers, dropout=dropout,
+            normalization=normalization, lr=lr, weight_decay=weight_decay, seed=seed,
+            noise_seed=noise_seed, log_private_metrics=log_private_metrics,
         )
         self.noise_multiplier = noise_multiplier
 
     def _build(self, num_features: int, num_classes: int) -> None:
         super()._build(num_features, num_classes)
         # wrapped at build time: stable checkpoint keys
-        self.mlp = grad_sample_module(self.mlp, self.hparams.max_grad_norm, where="DPMLP")
+        self.mlp = grad_sample_module(self.mlp, self.phase.max_grad_norm, where="DPMLP")
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
@@ -253,15 +235,7 @@ class DPMLP(_NodeMLP):
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         m = data.train_mask
-        gen = self.noise_generator(_BATCH_STREAM + self.current_epoch)
-        return self.phase.loader(data.x[m], data.y[m], generator=gen)
+        return self.rows_loader((data.x[m], data.y[m]), self.phase)
 
     def configure_optimizers(self):
-        opt = torch.optim.Adam(
-            self.mlp.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )
-        gen = self.noise_generator(_GRADIENT_STREAM)
-        self.dp_training = self.phase.wrap(
-            self.mlp, opt, self.noise_multiplier, self.accountant, gen
-        )
-        return self.dp_training[1]
+        return self.dp_optimizer(self.phase, self.mlp, self.adam(self.mlp.parameters()))

@@ -9,9 +9,9 @@ Server side: the unbiased estimate ``y* = ((e^eps+1) y - 1)/(e^eps-1) * Delta + 
 then an unbiased estimate of the true one (eq. 2.4, Lemma 2); the later layers are ordinary.
 The Laplace (LM), Duchi (DM) and Piecewise (PM) mechanisms of §2.9 plug in the same way.
 
-Privacy: as in thesis ch. 2 each *feature* gets budget ``epsilon`` (``per_coordinate=True``),
-so the accountant records the true per-node total ``d * epsilon`` (§2.8); pass
-``per_coordinate=False`` to spend ``epsilon`` per node instead. Only features are private in this
+Privacy: as in thesis ch. 2 each *feature* gets budget ``x_eps`` (``per_coordinate=True``), so
+the accountant records the true per-node total ``d * x_eps`` (§2.8) and the report shows both;
+pass ``per_coordinate=False`` to spend ``x_eps`` per node instead. Only features are private in this
 threat model (§2.3.1): the graph and — for node classification — the labels are known to the
 server, so they are not accounted.
 
@@ -22,6 +22,9 @@ layer, 85/5/10 random edge split, ROC AUC).
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -29,10 +32,13 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.data import Data
 from torch_geometric.nn import VGAE, GCNConv
+from torch_geometric.transforms import RandomLinkSplit
+from torch_geometric.utils import remove_self_loops, to_undirected
+from torchmetrics.functional.classification import binary_auroc
 
-from ..data.local import LocalCollector
 from ..nn.backbone import GNNBackbone
 from ..nn.kprop import normalized_adjacency
+from ..privacy.local import LocalCollector
 from .local import LocallyPrivateModule
 
 __all__ = [
@@ -59,12 +65,12 @@ def graph_convolution(x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor
 
 
 def _pgc_collector(
-    epsilon: float, mechanism: str, per_coordinate: bool, alpha: float, beta: float, labels: bool
+    x_eps: float, mechanism: str, per_coordinate: bool, alpha: float, beta: float, labels: bool
 ) -> LocalCollector:
     if mechanism not in PGC_MECHANISMS:
         raise ValueError(f"PGC mechanism must be one of {PGC_MECHANISMS}, got {mechanism!r}")
     return LocalCollector(
-        epsilon,
+        x_eps,
         None,  # labels (if any) are public in PGC's threat model
         mechanism,
         alpha=alpha,
@@ -78,8 +84,11 @@ class PGC(LocallyPrivateModule):
     """Node classification with private features: GCN over the 1-bit estimates (Alg. 1).
 
     Args:
-        epsilon: feature budget (per feature with ``per_coordinate=True``, as in the thesis);
+        x_eps: the features' budget: per feature with ``per_coordinate=True`` (the thesis';
+            each node spends ``d * x_eps``, which the report shows), else per node.
             ``math.inf`` is the RAW baseline (features read in the clear, reported as such).
+            Formerly ``epsilon``: that name is gone rather than deprecated, because the CLI
+            carries the default model's ``epsilon`` (GAP's target) over to it.
         mechanism: ``"onebit"`` (PGC), ``"laplace"`` (LM), ``"duchi"`` (DM), ``"piecewise"`` (PM).
         per_coordinate: budget per feature (``True``, thesis ch. 2) or per node.
         hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3).
@@ -91,7 +100,7 @@ class PGC(LocallyPrivateModule):
 
     def __init__(
         self,
-        epsilon: float = 1.0,
+        x_eps: float = 1.0,
         mechanism: str = "onebit",
         per_coordinate: bool = True,
         hidden: int = 32,
@@ -105,8 +114,8 @@ class PGC(LocallyPrivateModule):
         num_features: int | None = None,
         num_classes: int | None = None,
     ) -> None:
-        collector = _pgc_collector(epsilon, mechanism, per_coordinate, alpha, beta, True)
-        super().__init__(collector, noise_seed)
+        collector = _pgc_collector(x_eps, mechanism, per_coordinate, alpha, beta, labels=True)
+        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.gcn: GNNBackbone | None = None
         if num_features is not None and num_classes is not None:
@@ -149,38 +158,30 @@ class PGC(LocallyPrivateModule):
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._logits(data).softmax(-1)
 
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )
-
 
 # -- link prediction ----------------------------------------------------------------------------
-def _sample_negatives(
-    num_nodes: int, count: int, existing: set[tuple[int, int]], generator: torch.Generator
-) -> torch.Tensor:
-    """``count`` distinct node pairs ``i < j`` that are not edges (``[2, count]``)."""
-    found: list[tuple[int, int]] = []
-    seen = set(existing)
-    while len(found) < count:
-        pairs = torch.randint(0, num_nodes, (2, 2 * (count - len(found)) + 16), generator=generator)
-        for i, j in pairs.t().tolist():
-            a, b = min(i, j), max(i, j)
-            if a != b and (a, b) not in seen:
-                seen.add((a, b))
-                found.append((a, b))
-                if len(found) == count:
-                    break
-    return torch.tensor(found, dtype=torch.long).t().reshape(2, count)
+@contextmanager
+def _seeded_global_rngs(seed: int) -> Iterator[None]:
+    """PyG's link split draws from torch's and Python's global generators: seed both for the
+    body and leave the caller's states as they were."""
+    state = random.getstate()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(state)
 
 
 def split_edges(
     edge_index: torch.Tensor,
     num_nodes: int,
     fractions: tuple[float, float, float] = (0.85, 0.05, 0.10),
-    generator: torch.Generator | None = None,
+    seed: int = 0,
 ) -> dict[str, torch.Tensor]:
-    """Random train/val/test split of an undirected graph's edges (thesis §2.6.3: 85/5/10).
+    """Random train/val/test split of an undirected graph's edges (thesis §2.6.3: 85/5/10),
+    with PyG's :class:`~torch_geometric.transforms.RandomLinkSplit` under ``seed``.
 
     Returns ``train_edge_index`` (both directions, the encoder's graph), ``train_pos`` and the
     positive/negative pairs ``val_pos``, ``val_neg``, ``test_pos``, ``test_neg`` (one direction,
@@ -188,42 +189,28 @@ def split_edges(
     """
     if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-6 or min(fractions) < 0:
         raise ValueError(f"edge split fractions must be 3 numbers summing to 1, got {fractions}")
-    gen = generator if generator is not None else torch.Generator().manual_seed(0)
-    src, dst = edge_index
-    und = torch.stack([torch.minimum(src, dst), torch.maximum(src, dst)])
-    und = und[:, und[0] != und[1]].unique(dim=1)
-    m = und.size(1)
-    perm = torch.randperm(m, generator=gen)
-    n_val, n_test = int(round(fractions[1] * m)), int(round(fractions[2] * m))
-    val, test, train = perm[:n_val], perm[n_val : n_val + n_test], perm[n_val + n_test :]
-    existing = set(map(tuple, und.t().tolist()))
-    negatives = _sample_negatives(num_nodes, n_val + n_test, existing, gen)
-    train_pos = und[:, train]
+    graph = Data(edge_index=remove_self_loops(to_undirected(edge_index))[0], num_nodes=num_nodes)
+    split = RandomLinkSplit(
+        num_val=fractions[1], num_test=fractions[2], is_undirected=True, split_labels=True,
+        add_negative_train_samples=False,
+    )
+    with _seeded_global_rngs(int(seed)):
+        train, val, test = split(graph)
     return {
-        "train_pos": train_pos,
-        "train_edge_index": torch.cat([train_pos, train_pos.flip(0)], dim=1),
-        "val_pos": und[:, val],
-        "val_neg": negatives[:, :n_val],
-        "test_pos": und[:, test],
-        "test_neg": negatives[:, n_val:],
+        "train_pos": train.pos_edge_label_index,
+        "train_edge_index": train.edge_index,
+        "val_pos": val.pos_edge_label_index,
+        "val_neg": val.neg_edge_label_index,
+        "test_pos": test.pos_edge_label_index,
+        "test_neg": test.neg_edge_label_index,
     }
 
 
 def roc_auc(pos_scores: torch.Tensor, neg_scores: torch.Tensor) -> float:
-    """Area under the ROC curve: P(score of a positive > score of a negative), ties count 1/2."""
-    scores = torch.cat([pos_scores, neg_scores]).double()
-    order = scores.argsort()
-    ranks = torch.empty_like(scores)
-    sorted_scores = scores[order]
-    # average ranks over ties
-    _, inverse, counts = torch.unique_consecutive(
-        sorted_scores, return_inverse=True, return_counts=True
-    )
-    ends = counts.cumsum(0).double()
-    avg = ends - (counts.double() - 1) / 2
-    ranks[order] = avg[inverse]
-    n_pos, n_neg = len(pos_scores), len(neg_scores)
-    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    """Area under the ROC curve of positives against negatives (torchmetrics' AUROC)."""
+    scores = torch.cat([pos_scores, neg_scores]).float()
+    target = torch.cat([torch.ones_like(pos_scores), torch.zeros_like(neg_scores)]).long()
+    return float(binary_auroc(scores, target))
 
 
 class VGAEEncoder(nn.Module):
@@ -248,7 +235,7 @@ class PGCLinkPrediction(LocallyPrivateModule):
     """Link prediction with private features: a VGAE over the 1-bit estimates.
 
     Args:
-        epsilon, mechanism, per_coordinate, alpha, beta, noise_seed: as in :class:`PGC`.
+        x_eps, mechanism, per_coordinate, alpha, beta, noise_seed: as in :class:`PGC`.
         hidden, out_dim: encoder widths (32 and 16, §2.6.3).
         dropout, lr, weight_decay: training (Table 2.2: Cora 0.01 / 0.01 / 0).
         edge_split: train/val/test fractions of the edges (85/5/10).
@@ -259,7 +246,7 @@ class PGCLinkPrediction(LocallyPrivateModule):
 
     def __init__(
         self,
-        epsilon: float = 1.0,
+        x_eps: float = 1.0,
         mechanism: str = "onebit",
         per_coordinate: bool = True,
         hidden: int = 32,
@@ -274,8 +261,8 @@ class PGCLinkPrediction(LocallyPrivateModule):
         noise_seed: int | None = None,
         num_features: int | None = None,
     ) -> None:
-        collector = _pgc_collector(epsilon, mechanism, per_coordinate, alpha, beta, False)
-        super().__init__(collector, noise_seed)
+        collector = _pgc_collector(x_eps, mechanism, per_coordinate, alpha, beta, labels=False)
+        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.vgae: VGAE | None = None
         self.edges: dict[str, torch.Tensor] | None = None
@@ -297,9 +284,10 @@ class PGCLinkPrediction(LocallyPrivateModule):
     def setup(self, stage: str) -> None:
         super().setup(stage)
         if self.edges is None:
-            gen = torch.Generator().manual_seed(int(self.hparams.split_seed))
             g = self._graph
-            self.edges = split_edges(g.edge_index, g.num_nodes, self.hparams.edge_split, gen)
+            self.edges = split_edges(
+                g.edge_index, g.num_nodes, self.hparams.edge_split, self.hparams.split_seed
+            )
 
     def _edges(self, key: str) -> torch.Tensor:
         return self.edges[key].to(self.device)
@@ -335,11 +323,6 @@ class PGCLinkPrediction(LocallyPrivateModule):
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         """Node embeddings (``mu`` in eval mode)."""
         return self.embed()
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )
 
     def public_state(self) -> dict[str, Any]:
         """The edge split: a function of the graph, which is public in this threat model."""

@@ -233,12 +233,16 @@ class ProGAP(AggregationPerturbationModule):
         num_classes: int | None = None,
     ) -> None:
         super().__init__(
-            privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
-            log_private_metrics=log_private_metrics,
+            privacy, epsilon, delta, max_degree=max_degree, dropout=dropout,
+            normalization=normalization, activation=activation, lr=lr,
+            weight_decay=weight_decay, batch_size=batch_size, max_grad_norm=max_grad_norm,
+            noise_multiplier=noise_multiplier, seed=seed, noise_seed=noise_seed,
+            edge_unit=edge_unit, log_private_metrics=log_private_metrics, hop_budget=hop_budget,
         )
         self.save_hyperparameters()
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be >= 1 (K NAP layers), got {depth}; use MLP for 0")
+        self.hop_scales()  # checks hop_budget against the number of hops
         if base_layers < 1:
             raise ValueError(f"base_layers must be >= 1, got {base_layers}")
         if training not in TRAINING:
@@ -249,7 +253,6 @@ class ProGAP(AggregationPerturbationModule):
             raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
         if patience is not None and patience < 0:
             raise ValueError(f"patience must be >= 0 or None, got {patience}")
-        self._ap_init(noise_multiplier)
         self.aggregates: list[torch.Tensor] | None = None  # X~^(1..s), cached NAP outputs
         self.network: nn.Module | None = None
         if num_features is not None and num_classes is not None:
@@ -263,8 +266,8 @@ class ProGAP(AggregationPerturbationModule):
     # -- construction ------------------------------------------------------------------------
     node_level_normalization = "group"  # one group (thesis §5.5.3)
 
-    def _mlp_kwargs(self) -> dict[str, Any]:
-        return {**super()._mlp_kwargs(), "norm_groups": 1}
+    def mlp_options(self) -> dict[str, Any]:
+        return {**super().mlp_options(), "norm_groups": 1}
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
@@ -272,7 +275,7 @@ class ProGAP(AggregationPerturbationModule):
         members = [
             ProGAPNetwork(
                 num_features, hp.hidden, num_classes, hp.depth, hp.base_layers, hp.jk,
-                hp.get("normalize_jk", True), **self._mlp_kwargs(),
+                hp.get("normalize_jk", True), **self.mlp_options(),
             )  # fmt: skip
             for _ in range(hp.get("ensemble", 1))
         ]

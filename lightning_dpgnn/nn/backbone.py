@@ -1,4 +1,4 @@
-"""Message-passing backbones (GraphSAGE, GCN, GAT) used by the local-DP methods.
+"""Message-passing backbones (GraphSAGE, GCN, GAT) of the local-DP methods and the GNN baseline.
 
 LPGNN (thesis §3.5.2) trains two graph-convolution layers, hidden size 16, SELU followed by
 dropout, GAT with four attention heads; PGC (§2.6.3) a two-layer GCN with ReLU.

@@ -8,7 +8,13 @@ from .accountant import (
     check_epsilon,
     resolve_delta,
 )
-from .aggregation import GaussianAggregation, normalize_rows, sum_aggregate
+from .aggregation import (
+    DegreeBoundError,
+    GaussianAggregation,
+    check_degree_promise,
+    normalize_rows,
+    sum_aggregate,
+)
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
 from .labels import RandomizedResponse
 from .ldp import (
@@ -21,6 +27,7 @@ from .ldp import (
     Piecewise,
     optimal_m,
 )
+from .local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollection, LocalCollector
 from .random import SecureModeError, is_secure_mode, secure_mode, set_secure_mode
 from .report import PrivacyReport
 
@@ -30,8 +37,14 @@ __all__ = [
     "PrivacyAccountant",
     "PrivacyReport",
     "CalibrationError",
+    "DegreeBoundError",
+    "FEATURE_MECHANISMS",
+    "FEATURE_SOURCES",
+    "LocalCollection",
+    "LocalCollector",
     "SecureModeError",
     "calibrate_noise_multiplier",
+    "check_degree_promise",
     "check_delta",
     "check_epsilon",
     "gaussian_plan",

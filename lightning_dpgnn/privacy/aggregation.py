@@ -29,7 +29,7 @@ from .accountant import PrivacyAccountant
 
 __all__ = [
     "normalize_rows", "sum_aggregate", "GaussianAggregation", "degrees", "edge_sensitivity",
-    "EDGE_UNITS",
+    "EDGE_UNITS", "DegreeBoundError", "check_degree_promise",
 ]
 
 EDGE_UNITS = ("undirected", "directed")
@@ -79,6 +79,36 @@ def degrees(edge_index: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, tor
     out_deg = torch.bincount(edge_index[0].long(), minlength=num_nodes)
     in_deg = torch.bincount(edge_index[1].long(), minlength=num_nodes)
     return in_deg, out_deg
+
+
+class DegreeBoundError(ValueError):
+    """Node level: the graph breaks the promise that every in- and out-degree is <= D."""
+
+
+def check_degree_promise(
+    edge_index: torch.Tensor, num_nodes: int, max_degree: int, what: str = "the graph"
+) -> None:
+    """Raise :class:`DegreeBoundError` unless every in- and out-degree is <= ``max_degree``.
+
+    The node-level sensitivity ``sqrt(D)`` of the sum aggregation (thesis Lemma 8) holds on the
+    class of graphs whose degrees are at most ``D`` — a class closed under removing a node, so
+    both neighbouring graphs are in it. The check lives here, next to the mechanism whose
+    sensitivity relies on it, so that every caller of a node-level aggregation checks the same
+    promise. Sampling edges down to ``D`` is not a substitute: every projection we know of lets
+    one removed node change edges far from it (docs/privacy.md)."""
+    in_deg, out_deg = degrees(edge_index, int(num_nodes))
+    top_in = int(in_deg.max()) if in_deg.numel() else 0
+    top_out = int(out_deg.max()) if out_deg.numel() else 0
+    if max(top_in, top_out) > max_degree:
+        over = int(((in_deg > max_degree) | (out_deg > max_degree)).sum())
+        raise DegreeBoundError(
+            f"node-level privacy needs every in- and out-degree <= max_degree={max_degree}, "
+            f"but {what} has {over} nodes above it (largest in-degree {top_in}, out-degree "
+            f"{top_out}). The guarantee is proven only for graphs within the bound: pass a "
+            "max_degree that is a public upper bound on every degree (e.g. a platform's friend "
+            "limit), or use privacy='edge'. Dropping edges down to D does not keep the "
+            "guarantee (docs/privacy.md, 'Node level: the degree bound')."
+        )
 
 
 def sum_aggregate(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:

@@ -17,6 +17,32 @@
   ``round(1 / sample_rate)`` batches.
 * :func:`assert_dp_compatible` rejects modules that mix samples (BatchNorm) with a clear message.
 
+Why not opacus' public ``PrivacyEngine.make_private(..., grad_sample_mode="ghost")`` with its
+``DPLossFastGradientClipping`` criterion (opacus 1.5/1.6); what the suite and the lifecycle
+require that the public path does not give:
+
+1. *Noise source* (invariant 8; ``tests/privacy/test_random.py`` and
+   ``tests/test_privacy_budget.py::test_secure_mode_covers_dpsgd_noise_and_batches``): opacus
+   draws gradient noise from ``torch.normal`` with an optional ``torch.Generator``, and its
+   secure mode needs ``torchcsprng``. Our secure mode draws from the OS CSPRNG through
+   :mod:`lightning_dpgnn.privacy.random`, so ``add_noise`` is overridden; it keeps opacus'
+   processed-flag guard (``_check_processed_flag`` / ``_mark_as_processed``, private helpers)
+   so that noise is never added twice to one gradient.
+2. *Loaders*: ``make_private`` wraps one ``DataLoader`` given up front into its Poisson
+   ``DPDataLoader``; under Lightning the loaders are rebuilt every epoch (per stage, from the
+   model's ``train_dataloader_from``), so :class:`PoissonBatchSampler` draws them instead.
+3. *Ledger*: steps are recorded on our accountant (one ledger for aggregations and DP-SGD,
+   planned and calibrated jointly), not on opacus' accountant: a step hook does it.
+4. *Lightning's backward*: the public criterion returns a ``DPTensorFastGradientClipping``,
+   not a ``torch.Tensor``, and Lightning's ``training_step`` must return a tensor; the model
+   therefore keeps the per-sample losses and :func:`ghost_backward` runs
+   ``DPTensorFastGradientClipping(...).backward()`` itself.
+5. *Empty Poisson batches and stages* (``tests/privacy/test_dpsgd_ghost.py``): an empty batch
+   must still be a noised, recorded step with a zero clipped sum, and the trainable
+   parameters change between stages; opacus' ghost clipping has no public call for either,
+   so :func:`ghost_backward` resets the hooks' captured ``activations`` / ``_forward_counter``
+   after an empty forward and sets ``trainable_parameters`` before each backward.
+
 Pure torch/opacus: no Lightning imports.
 """
 

@@ -243,6 +243,14 @@ class FeatureRandomizer(ABC):
     ) -> torch.Tensor:
         """Unbiased estimate for a float64 chunk of rows (already clipped)."""
 
+    @staticmethod
+    def _add_noise(
+        x: torch.Tensor, draw, scale: float | torch.Tensor, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        """``x`` plus additive noise ``draw(shape, scale)`` in float64 (Laplace, Gaussian)."""
+        shape = tuple(x.shape)
+        return x + draw(shape, scale, generator=generator, dtype=torch.float64, device=x.device)
+
     @abstractmethod
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """Closed-form variance of each entry of :meth:`perturb`'s output (shape of ``x``)."""
@@ -259,9 +267,10 @@ class FeatureRandomizer(ABC):
         One invocation = perturbing every node's row once (LDP: each node spends the budget on
         its own data, so ``count`` is the number of collections, not the number of nodes).
         """
-        return accountant.add_pure(self.name, self.total_epsilon(d), count=count, note=self._note())
+        total = self.total_epsilon(d)
+        return accountant.add_pure(self.name, total, count=count, note=self._note(d))
 
-    def _note(self) -> str:
+    def _note(self, d: int | None = None) -> str:
         return f"{type(self).__name__} feature LDP"
 
     def _resolve_d(self, d: int | None) -> int:
@@ -315,13 +324,14 @@ class _CoordinateRandomizer(FeatureRandomizer):
             return self.epsilon
         return self.epsilon * self._resolve_d(d)
 
-    def _note(self) -> str:
-        split = (
-            "epsilon per feature (d * epsilon per node)"
-            if self.per_coordinate
-            else ("epsilon/d per feature")
+    def _note(self, d: int | None = None) -> str:
+        if not self.per_coordinate:
+            return f"{type(self).__name__} feature LDP, epsilon {self.epsilon:g} per node"
+        d = self._resolve_d(d)
+        return (
+            f"{type(self).__name__} feature LDP, epsilon {self.epsilon:g} per feature x {d} "
+            f"features = {self.epsilon * d:g} per node"
         )
-        return f"{type(self).__name__} feature LDP, {split}"
 
     def _std_input(self, x: torch.Tensor) -> torch.Tensor:
         """``t = 2 (x - alpha) / Delta - 1 in [-1, 1]`` (thesis eq. 2.21)."""
@@ -442,14 +452,7 @@ class Laplace(_CoordinateRandomizer):
         return (b - a) / self.coordinate_epsilon(x.shape[-1])
 
     def _perturb_rows(self, x, d, generator):
-        noise = R.laplace(
-            tuple(x.shape),
-            self._lambda(x),
-            generator=generator,
-            dtype=torch.float64,
-            device=x.device,
-        )
-        return x + noise
+        return self._add_noise(x, R.laplace, self._lambda(x), generator)
 
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = 2 (Delta / eps_c)^2`` (eq. 2.17), independent of x."""
@@ -719,14 +722,7 @@ class AnalyticGaussian(FeatureRandomizer):
         return self._sigma_cache[d]
 
     def _perturb_rows(self, x, d, generator):
-        noise = R.normal(
-            tuple(x.shape),
-            self.sigma(d),
-            generator=generator,
-            dtype=torch.float64,
-            device=x.device,
-        )
-        return x + noise
+        return self._add_noise(x, R.normal, self.sigma(d), generator)
 
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = sigma(d)^2`` for every entry."""

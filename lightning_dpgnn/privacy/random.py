@@ -131,6 +131,8 @@ def _secure_uniform(shape: Sequence[int], dtype: torch.dtype, device) -> torch.T
 
 
 def _device_of(generator: torch.Generator | None, device) -> torch.device:
+    """The device of a draw (checking first that ``generator`` is allowed in this mode)."""
+    _check_generator(generator)
     if device is not None:
         return torch.device(device)
     if generator is not None:
@@ -146,7 +148,6 @@ def uniform(
     device=None,
 ) -> torch.Tensor:
     """Uniform(0, 1) variates of ``shape``."""
-    _check_generator(generator)
     device = _device_of(generator, device)
     if _SECURE:
         return _secure_uniform(shape, dtype, device)
@@ -163,7 +164,6 @@ def normal(
     device=None,
 ) -> torch.Tensor:
     """Centred Gaussian noise N(0, std^2) of ``shape``."""
-    _check_generator(generator)
     device = _device_of(generator, device)
     if _SECURE:
         # two independent Box–Muller draws, each of variance 1/2 (opacus-style mitigation)

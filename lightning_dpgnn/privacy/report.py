@@ -132,5 +132,6 @@ class PrivacyReport:
                 else f"noise_multiplier={e.noise_multiplier:.4g}, sensitivity={e.sensitivity:g}"
             )
             rate = f", sample_rate={e.sample_rate:.4g}" if e.sample_rate else ""
-            lines.append(f"  - {e.name}: {e.kind} x{e.count} ({what}{rate})")
+            note = f"; {e.note}" if e.note else ""
+            lines.append(f"  - {e.name}: {e.kind} x{e.count} ({what}{rate}{note})")
         return "\n".join(lines)

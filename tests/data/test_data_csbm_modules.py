@@ -115,7 +115,10 @@ def test_default_module_needs_no_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_module_options_and_determinism() -> None:
     kw = {"num_nodes": 600, "num_classes": 3}
-    opts = {"split": "lpgnn", "dataset_kwargs": kw, "max_degree": 4, "feature_range": (0.0, 1.0)}
+    opts = {
+        "split": "lpgnn", "dataset_kwargs": kw, "subsample_in_degree": 4,
+        "feature_range": (0.0, 1.0),
+    }
     a = NodeDataModule(seed=3, **opts)
     b = NodeDataModule(seed=3, **opts)
     c = NodeDataModule(split="lpgnn", seed=4, dataset_kwargs=kw)

@@ -139,7 +139,7 @@ def test_private_reads_per_level() -> None:
         assert strict.private_reads(level) == []
     dm = NodeDataModule(
         remove_isolated=True,
-        max_degree=10,
+        subsample_in_degree=10,
         min_class_size=5,
         feature_range=(0.0, 1.0),
         split_by="position",
@@ -147,18 +147,21 @@ def test_private_reads_per_level() -> None:
     assert dm.private_reads("none") == []
     edge = " ".join(dm.private_reads("edge"))
     assert len(dm.private_reads("edge")) == 2
-    assert "remove_isolated=True" in edge and "max_degree=10" in edge and "edges" in edge
+    assert "remove_isolated=True" in edge and "subsample_in_degree=10" in edge and "edges" in edge
     node = dm.private_reads("node")
     text = " ".join(node)
     assert len(node) == 5
-    for option in ("remove_isolated", "max_degree", "min_class_size", "feature_range"):
+    for option in ("remove_isolated", "subsample_in_degree", "min_class_size", "feature_range"):
         assert option in text
     assert "split_by='position'" in text and "classes=[...]" in text
     assert "feature_bounds" in text
     ldp = " ".join(dm.private_reads("LDP"))
     assert len(dm.private_reads("ldp")) == 2
     assert "min_class_size" in ldp and "feature_range" in ldp
-    assert "remove_isolated" not in ldp and "max_degree" not in ldp  # structure is public
+    assert "remove_isolated" not in ldp and "subsample_in_degree" not in ldp  # structure is public
+    with pytest.warns(DeprecationWarning, match="renamed subsample_in_degree"):
+        old = NodeDataModule(max_degree=10)
+    assert old.subsample_in_degree == 10 and "max_degree" not in old.hparams
     with pytest.raises(ValueError, match="privacy level"):
         dm.private_reads("user")
 

@@ -168,7 +168,7 @@ def test_facebook100_largest_school_loads_fast(data_root: Path) -> None:
     import time
 
     start = time.perf_counter()
-    dm = NodeDataModule("facebook100/Wisconsin87", root=str(data_root), max_degree=50)
+    dm = NodeDataModule("facebook100/Wisconsin87", root=str(data_root), subsample_in_degree=50)
     dm.setup()
     elapsed = time.perf_counter() - start
     assert dm.data.num_edges > 500_000

@@ -22,7 +22,8 @@ Ad-hoc features that cost no budget (thesis Table 3.3): ``features="ones"`` (all
 ``"degree"`` (one-hot node degree, the graph is public to the server) and ``"random"`` (uniform
 in [0, 1]); all keep the private feature dimension ``d``.
 
-No Lightning imports: this module is usable on its own, e.g. by the estimation-error benchmark.
+Part of the privacy layer (no Lightning imports): usable on its own, e.g. by the estimation-error
+benchmark; the LDP methods (:mod:`lightning_dpgnn.methods.local`) run it once per fit.
 """
 
 from __future__ import annotations
@@ -34,19 +35,9 @@ from typing import Any, Literal
 import torch
 from torch_geometric.data import Data
 
-from ..privacy import (
-    AnalyticGaussian,
-    Duchi,
-    FeatureRandomizer,
-    Laplace,
-    MultiBit,
-    OneBit,
-    Piecewise,
-    PrivacyAccountant,
-    RandomizedResponse,
-    check_delta,
-    check_epsilon,
-)
+from .accountant import PrivacyAccountant, check_delta, check_epsilon
+from .labels import RandomizedResponse
+from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
 
 __all__ = [
     "LocalCollector",
@@ -139,13 +130,14 @@ class LocalCollector:
         y_eps: label budget per labelled node (``math.inf``: labels read in the clear;
             ``None``: labels are public in this threat model and are not accounted).
         mechanism: ``"multibit"`` (default), ``"onebit"``, ``"laplace"``, ``"duchi"``,
-            ``"piecewise"`` or ``"gaussian"`` (analytic Gaussian, needs ``delta``).
+            ``"piecewise"`` or ``"gaussian"`` (analytic Gaussian, at ``gaussian_delta``).
         m: multi-bit sampling parameter (``None``: the optimal ``m*`` of eq. 3.19).
         alpha, beta: feature range known to the server (features are clipped into it).
         per_coordinate: for the coordinate-wise mechanisms, give *every feature* budget
             ``x_eps`` as in thesis ch. 2 (the per-node spend is then ``d * x_eps``); default:
             ``x_eps`` per node, split over the ``d`` features.
-        delta: delta of the analytic Gaussian mechanism (thesis Table 3.2 uses 1e-10).
+        gaussian_delta: delta of the analytic Gaussian mechanism, (eps, delta)-LDP per node
+            (thesis Table 3.2 uses 1e-10); it becomes the accountant's delta of the fit.
         features: ``"private"`` (collect with the mechanism) or an ad-hoc, budget-free source:
             ``"ones"``, ``"degree"``, ``"random"``.
         collect_labels: ``False`` for tasks without node labels (link prediction).
@@ -161,7 +153,7 @@ class LocalCollector:
         alpha: float = 0.0,
         beta: float = 1.0,
         per_coordinate: bool = False,
-        delta: float = 1e-10,
+        gaussian_delta: float = 1e-10,
         features: FeatureSource = "private",
         collect_labels: bool = True,
     ) -> None:
@@ -184,7 +176,7 @@ class LocalCollector:
         self.m = m
         self.alpha, self.beta = float(alpha), float(beta)
         self.per_coordinate = bool(per_coordinate)
-        self.delta = check_delta(delta)
+        self.gaussian_delta = check_delta(gaussian_delta, "gaussian_delta")
         self.features_source = features
         self.collect_labels = bool(collect_labels)
         self._randomizer = self._make_randomizer()  # validates eps, m, alpha < beta early
@@ -206,7 +198,7 @@ class LocalCollector:
         if self.mechanism == "multibit":
             return MultiBit(self.x_eps, self.alpha, self.beta, m=self.m)
         if self.mechanism == "gaussian":
-            return AnalyticGaussian(self.x_eps, self.delta, self.alpha, self.beta)
+            return AnalyticGaussian(self.x_eps, self.gaussian_delta, self.alpha, self.beta)
         return cls(self.x_eps, self.alpha, self.beta, per_coordinate=self.per_coordinate)
 
     @property
