@@ -11,6 +11,7 @@ See ``docs/data.md`` for the datasets, the preprocessing and the cache layout.
 
 from .datamodules import PRIVACY_LEVELS, GraphDataModule, NodeDataModule, node_stats
 from .errors import (
+    CorruptDataError,
     DataError,
     DatasetKindError,
     EmptyDatasetError,
@@ -78,6 +79,7 @@ __all__ = [
     "InvalidFeaturesError",
     "DatasetKindError",
     "EmptyDatasetError",
+    "CorruptDataError",
     "DATA_ENV",
     "CACHE_ENV",
     "resolve_root",
