@@ -259,9 +259,11 @@ class FeatureRandomizer(ABC):
         One invocation = perturbing every node's row once (LDP: each node spends the budget on
         its own data, so ``count`` is the number of collections, not the number of nodes).
         """
-        return accountant.add_pure(self.name, self.total_epsilon(d), count=count, note=self._note())
+        return accountant.add_pure(
+            self.name, self.total_epsilon(d), count=count, note=self._note(d)
+        )
 
-    def _note(self) -> str:
+    def _note(self, d: int | None = None) -> str:
         return f"{type(self).__name__} feature LDP"
 
     def _resolve_d(self, d: int | None) -> int:
@@ -315,11 +317,12 @@ class _CoordinateRandomizer(FeatureRandomizer):
             return self.epsilon
         return self.epsilon * self._resolve_d(d)
 
-    def _note(self) -> str:
+    def _note(self, d: int | None = None) -> str:
+        d = self._resolve_d(d)
         split = (
-            "epsilon per feature (d * epsilon per node)"
+            f"{self.epsilon:g} per feature x {d:,} features"
             if self.per_coordinate
-            else ("epsilon/d per feature")
+            else f"{self.epsilon:g} per node split over {d:,} features"
         )
         return f"{type(self).__name__} feature LDP, {split}"
 
