@@ -211,7 +211,7 @@ def test_checkpointing_can_be_turned_off(tmp_path):
     "model,args,epsilon,level",
     [
         ("GAP", ["--model.encoder_epochs=1", "--model.classifier_epochs=1"], 1.0, "edge"),
-        ("ProGAP", ["--model.epochs_per_stage=1", "--model.stages=2"], 1.0, "edge"),
+        ("ProGAP", ["--model.epochs_per_stage=1", "--model.depth=1"], 1.0, "edge"),
         ("DPMLP", ["--model.epochs=1"], None, "node"),
         ("MLP", ["--model.epochs=1"], "inf (non-private)", "none"),
         ("GNN", ["--trainer.max_epochs=1"], "inf (non-private)", "none"),

@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar
+from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.utilities.rank_zero import rank_zero_info
 from torch import nn
 
@@ -66,6 +67,16 @@ def show_stage(trainer: Any, description: str) -> None:
             bar.progress.update(bar.train_progress_bar_id, description=description)
     elif isinstance(bar, TQDMProgressBar):
         bar.train_progress_bar.set_description(description)
+
+
+def _allow_unused_parameters(strategy: Any) -> None:
+    """Each stage trains only its own modules, so under DDP the others get no gradient: let
+    DDP look for unused parameters (the model is wrapped after the ``setup`` hook). Only
+    non-private fits reach this: private fits refuse more than one process."""
+    if isinstance(strategy, DDPStrategy):
+        # no public setter: the constructor's ``find_unused_parameters`` lands in _ddp_kwargs
+        # (tests/test_ddp.py fails if a Lightning upgrade changes that)
+        strategy._ddp_kwargs["find_unused_parameters"] = True
 
 
 @dataclass
@@ -161,6 +172,7 @@ class StagedTrainingMixin:
             trainer = self.trainer
             trainer.fit_loop.max_epochs = self.total_epochs()
             trainer.reload_dataloaders_every_n_epochs = 1
+            _allow_unused_parameters(trainer.strategy)
             plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
             rank_zero_info(
                 f"{type(self).__name__} trains in stages: {plan}; {self.total_epochs()} epochs "
