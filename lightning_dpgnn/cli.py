@@ -2,7 +2,8 @@
 
 ``dpgnn fit`` with no arguments trains the default model on the embedded synthetic graph
 (``NodeDataModule("csbm")``, generated in code) and prints test accuracy and the privacy spent.
-``dpgnn fit --config zoo/recipes/<name>.yaml`` runs a recipe.
+``dpgnn fit --config zoo/recipes/<name>.yaml`` runs a recipe. ``dpgnn plot <folder>`` draws
+accuracy vs epsilon from the runs below a folder (:func:`lightning_dpgnn.plot`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import json
 import math
 import os
 import sys
-from argparse import ArgumentError
+from argparse import ArgumentError, ArgumentParser
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -230,12 +232,15 @@ def main(args: list[str] | None = None) -> None:
     shows the full traceback instead."""
     given = list(sys.argv[1:] if args is None else args)
     debug = "--debug" in given or os.environ.get("DPGNN_DEBUG", "") not in ("", "0")
+    if given[:1] == ["plot"]:
+        _run_guarded(lambda: _plot_command([a for a in given[1:] if a != "--debug"]), debug)
+        return
     if args is None:  # from the command line: LightningCLI reads sys.argv itself
         sys.argv = [sys.argv[0], *(a for a in given if a != "--debug")]
     else:
         args = [a for a in given if a != "--debug"]
-    try:
-        DPGNNCLI(
+    _run_guarded(
+        lambda: DPGNNCLI(
             L.LightningModule,
             L.LightningDataModule,
             subclass_mode_model=True,
@@ -245,13 +250,41 @@ def main(args: list[str] | None = None) -> None:
             args=args,
             auto_configure_optimizers=False,
             parser_kwargs={"exit_on_error": False},
-        )
-    except (ValueError, TypeError, KeyError, ArgumentError) as err:
+        ),
+        debug,
+    )
+
+
+def _run_guarded(run: Callable[[], Any], debug: bool) -> None:
+    """Run a command; bad input ends with one ``error:`` line and exit status 2."""
+    try:
+        run()
+    except (ValueError, TypeError, KeyError, ImportError, ArgumentError) as err:
         if debug:
             raise
         print(f"error: {_user_message(err)}", file=sys.stderr)
         print("(run with --debug or DPGNN_DEBUG=1 for the traceback)", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _plot_command(argv: list[str]) -> None:
+    """``dpgnn plot FOLDER [--output PNG] [--metric test/acc]``."""
+    from .plotting import DEFAULT_OUTPUT, plot
+
+    parser = ArgumentParser(
+        prog="dpgnn plot",
+        description="Accuracy vs epsilon per method, from the dpgnn-run.json files of your runs "
+        "(95%% CI over repeated runs).",
+        exit_on_error=False,
+    )
+    parser.add_argument("folder", help="folder searched (recursively) for run files")
+    parser.add_argument(
+        "--output", default=None, help=f"image path (default: FOLDER/{DEFAULT_OUTPUT})"
+    )
+    parser.add_argument("--metric", default="test/acc", help="metric on the y axis")
+    ns = parser.parse_args(argv)
+    path = plot(ns.folder, ns.output, ns.metric)
+    print(f"plot: {path}", flush=True)
 
 
 if __name__ == "__main__":  # pragma: no cover
