@@ -194,7 +194,9 @@ def _check_entry(folder: Path) -> dict[str, Any]:
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError) as err:
-        raise CorruptCacheError(f"{folder}: no readable {MANIFEST} ({err})") from err
+        raise CorruptCacheError(
+            f"{folder}: no readable {MANIFEST} (incomplete, or written by an older version)"
+        ) from err
     if manifest.get("format") != _FORMAT:
         raise CorruptCacheError(f"{folder}: cache format {manifest.get('format')!r}")
     if _cache_files(folder) != manifest["files"]:
