@@ -318,11 +318,12 @@ class _CoordinateRandomizer(FeatureRandomizer):
         return self.epsilon * self._resolve_d(d)
 
     def _note(self, d: int | None = None) -> str:
-        d = self._resolve_d(d)
+        d = self._last_d if d is None else int(d)  # known once a row was perturbed
+        features = "d features" if d is None else f"{d:,} features"
         split = (
-            f"{self.epsilon:g} per feature x {d:,} features"
+            f"{self.epsilon:g} per feature x {features}"
             if self.per_coordinate
-            else f"{self.epsilon:g} per node split over {d:,} features"
+            else f"{self.epsilon:g} per node split over {features}"
         )
         return f"{type(self).__name__} feature LDP, {split}"
 
