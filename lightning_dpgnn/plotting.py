@@ -4,8 +4,9 @@ Every ``dpgnn fit`` (and ``dpgnn test``) writes ``dpgnn-run.json`` into its
 ``default_root_dir`` (method, dataset, seed, test metrics, privacy report). :func:`plot` reads all
 of them below a folder, groups the runs by dataset, method (with its privacy level) and epsilon,
 and draws the mean test metric against epsilon with a 95% confidence interval (Student t over
-the repeated runs) where a point has more than one run. Non-private runs (epsilon = inf) are
-drawn as horizontal reference lines.
+the repeated runs) where a point has more than one run. Non-private runs (epsilon = inf) and
+runs that spend nothing at their level (an MLP at edge level: epsilon 0) are drawn as
+horizontal reference lines.
 
     dpgnn plot runs/                 # writes runs/privacy_utility.png
     lightning_dpgnn.plot("runs/", output="fig.png")   # this module: lightning_dpgnn.plotting
@@ -110,6 +111,11 @@ def _pyplot():
     return plt
 
 
+def _on_axis(epsilon: float) -> bool:
+    """Whether a point goes on the (log) epsilon axis; inf and 0 are drawn as lines."""
+    return math.isfinite(epsilon) and epsilon > 0
+
+
 def plot(
     folder: str | os.PathLike[str],
     output: str | os.PathLike[str] | None = None,
@@ -133,20 +139,21 @@ def plot(
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 3.8), squeeze=False)
     for ax, dataset in zip(axes[0], datasets, strict=True):
         mine = [p for p in points if p.dataset == dataset]
-        finite = [p.epsilon for p in mine if math.isfinite(p.epsilon)]
+        finite = [p.epsilon for p in mine if _on_axis(p.epsilon)]
         for i, method in enumerate(sorted({p.method for p in mine})):
             color = f"C{i}"
             pts = sorted((p for p in mine if p.method == method), key=lambda p: p.epsilon)
-            curve = [p for p in pts if math.isfinite(p.epsilon)]
+            curve = [p for p in pts if _on_axis(p.epsilon)]
             if curve:
                 x = [p.epsilon for p in curve]
                 ax.errorbar(x, [p.mean for p in curve], yerr=[p.ci for p in curve],
                             marker="o", capsize=3, color=color, label=method)
             for p in pts:
-                if math.isinf(p.epsilon):  # non-private: a reference line with its CI band
-                    ax.axhline(p.mean, ls="--", color=color, label=f"{method} (non-private)")
+                if not _on_axis(p.epsilon):  # epsilon inf or 0: a reference line and CI band
+                    what = "non-private" if math.isinf(p.epsilon) else "epsilon 0"
+                    ax.axhline(p.mean, ls="--", color=color, label=f"{method}, {what}")
                     if p.ci and finite:
-                        ax.axhspan(p.mean - p.ci, p.mean + p.ci, color=color, alpha=0.12)
+                        ax.axhspan(p.mean - p.ci, p.mean + p.ci, color=color, alpha=0.08)
         if finite:
             ax.set_xscale("log", base=2)
         ax.set_xlabel("epsilon")

@@ -37,16 +37,17 @@ def runs(tmp_path):
     for seed, acc in enumerate([0.80, 0.82]):
         _write(tmp_path, f"inf-{seed}", "GAP", "none", None, acc)
     _write(tmp_path, "mlp", "MLP", "none", None, 0.55)
+    _write(tmp_path, "mlp-edge", "MLP", "edge", 0.0, 0.56)  # reads no edge: epsilon 0
     (tmp_path / "notes.json").write_text("[1, 2]")  # other JSON files are ignored
     return tmp_path, accs
 
 
 def test_points_are_means_with_a_t_interval_over_seeds(runs):
     folder, accs = runs
-    assert len(load_runs(folder)) == 9
+    assert len(load_runs(folder)) == 10
     points = {(p.method, p.epsilon): p for p in summarize_runs(load_runs(folder))}
     assert set(points) == {("GAP (edge)", 1.0), ("GAP (edge)", 4.0), ("GAP", math.inf),
-                           ("MLP", math.inf)}
+                           ("MLP", math.inf), ("MLP (edge)", 0.0)}
     for eps, values in accs.items():
         p = points[("GAP (edge)", eps)]
         half = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / math.sqrt(3)
