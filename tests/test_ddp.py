@@ -39,7 +39,8 @@ try:
     out["private"] = "ran"
 except NotImplementedError as err:
     out["private"] = str(err)
-print("RESULT", t.global_rank, json.dumps(out), flush=True)
+with open(f"{sys.argv[1]}/result-{t.global_rank}.json", "w") as fh:  # ranks share stdout
+    json.dump(out, fh)
 '''
 
 
@@ -52,8 +53,8 @@ def test_non_private_staged_fits_run_on_two_cpu_processes(tmp_path):
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     results = {
-        int(line.split()[1]): json.loads(line.split(" ", 2)[2])
-        for line in run.stdout.splitlines() if line.startswith("RESULT ")
+        rank: json.loads((tmp_path / f"result-{rank}.json").read_text())
+        for rank in (0, 1) if (tmp_path / f"result-{rank}.json").is_file()
     }
     assert set(results) == {0, 1}, run.stdout[-2000:] + run.stderr[-4000:]
     for name, epochs in (("GAP", 4), ("ProGAP", 4), ("MLP", 2)):
