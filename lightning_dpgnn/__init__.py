@@ -16,6 +16,7 @@ from .methods import (
     PrivateModule,
     ProGAP,
 )
+from .plotting import plot
 from .privacy import PrivacyReport
 
 __version__ = "0.1.0"
@@ -31,5 +32,6 @@ __all__ = [
     "PGCLinkPrediction",
     "PrivateModule",
     "PrivacyReport",
+    "plot",
     "__version__",
 ]

@@ -2,27 +2,50 @@
 
 ``dpgnn fit`` with no arguments trains the default model on the embedded synthetic graph
 (``NodeDataModule("csbm")``, generated in code) and prints test accuracy and the privacy spent.
-``dpgnn fit --config zoo/recipes/<name>.yaml`` runs a recipe.
+``dpgnn fit --config zoo/recipes/<name>.yaml`` runs a recipe. ``dpgnn plot <folder>`` draws
+accuracy vs epsilon from the runs below a folder (:func:`lightning_dpgnn.plot`).
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import math
 import os
 import sys
-from argparse import ArgumentError
+from argparse import ArgumentError, ArgumentParser
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import lightning as L
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
 from .methods import PrivateModel
+from .privacy.report import PrivacyReport
 
 DEFAULT_MODEL = "lightning_dpgnn.GAP"
 DEFAULT_DATA = "lightning_dpgnn.data.NodeDataModule"
 
 
+RUN_FILE = "dpgnn-run.json"
+"""Written into ``trainer.default_root_dir`` after ``fit`` and ``test``: the method, dataset,
+seed, test metrics and privacy report of the run (what ``dpgnn plot`` reads)."""
+
+PREDICTIONS_FILE = "predictions.csv"
+"""Written into ``trainer.default_root_dir`` by ``dpgnn predict``."""
+
+
 class DPGNNCLI(LightningCLI):
-    """LightningCLI that evaluates on the test split after ``fit`` and prints the guarantee."""
+    """LightningCLI that evaluates on the test split after ``fit`` and prints the guarantee.
+
+    ``fit`` keeps the last checkpoint (``<default_root_dir>/checkpoints/last.ckpt``, with the
+    privacy report under ``checkpoint["dpgnn_privacy"]``); ``test``/``predict --ckpt_path`` read
+    it back. ``fit`` and ``test`` end with :func:`fit_summary` and write :data:`RUN_FILE`;
+    ``predict`` writes :data:`PREDICTIONS_FILE`.
+    """
 
     def add_arguments_to_parser(self, parser) -> None:
         parser.set_defaults(
@@ -32,27 +55,153 @@ class DPGNNCLI(LightningCLI):
                 "trainer.max_epochs": 100,
                 "trainer.enable_model_summary": False,
                 "trainer.logger": False,
-                "trainer.enable_checkpointing": False,
             }
         )
 
+    def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
+        """The configured Trainer plus a ``ModelCheckpoint(save_last=True)`` unless checkpointing
+        is off or the config brings its own checkpoint callback."""
+        config = self._get(self.config_init, "trainer", default={})
+        given = config.get("callbacks") or []
+        given = given if isinstance(given, list) else [given]
+        if config.get("enable_checkpointing") is not False and not any(
+            isinstance(c, ModelCheckpoint) for c in given
+        ):
+            kwargs.setdefault("callbacks", [*given, ModelCheckpoint(save_last=True, save_top_k=0)])
+        return super().instantiate_trainer(**kwargs)
+
     def after_fit(self) -> None:
-        results = self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
-        acc = results[0].get("test/acc") if results else None
+        self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
+        self._report()
+
+    def after_test(self) -> None:
+        self._report()
+
+    def after_predict(self) -> None:
+        predictions = self.trainer.predict_loop.predictions
+        if not self.trainer.is_global_zero or not predictions:
+            return
+        path = Path(self.trainer.default_root_dir) / PREDICTIONS_FILE
+        rows = write_predictions(path, predictions, self.datamodule)
+        print(f"predictions ({rows} rows): {path}", flush=True)
+
+    def _report(self) -> None:
+        """Print the summary and write the run file (rank 0 only)."""
+        metrics = {
+            k: float(v)
+            for k, v in self.trainer.callback_metrics.items()
+            if k.startswith("test/") and not k.endswith("loss")
+        }
         report = self.model.privacy_spent() if isinstance(self.model, PrivateModel) else None
-        lines = []
-        if acc is not None:
-            lines.append(f"test accuracy: {acc:.4f}")
-        if report is not None:
-            eps = "inf (non-private)" if math.isinf(report.epsilon) else f"{report.epsilon:.4g}"
-            lines.append(f"epsilon spent: {eps}" + (f" (delta={report.delta:.3g}, {report.level}"
-                                                    "-level)" if report.delta else ""))
-            if report.unit:
-                lines.append(f"protects: {report.unit}")
-            if report.reproducible_noise:
-                lines.append("reproducible noise: not private against anyone who knows the seed")
-        if self.trainer.is_global_zero:
-            print("\n".join(lines), flush=True)
+        if not self.trainer.is_global_zero:
+            return
+        path = Path(self.trainer.default_root_dir) / RUN_FILE
+        write_run(path, self.model, self.datamodule, metrics, report, self._checkpoint_path())
+        print(fit_summary(metrics, report), flush=True)
+        print(f"run summary: {path}", flush=True)
+
+    def _checkpoint_path(self) -> str | None:
+        ckpt = self.trainer.checkpoint_callback
+        if ckpt is None:
+            return None
+        return ckpt.last_model_path or ckpt.best_model_path or None
+
+
+_LEVELS = {
+    "edge": "edge-level DP",
+    "node": "node-level DP",
+    "ldp": "local DP, each node perturbs its own data",
+    "none": "non-private",
+}
+
+
+def fit_summary(metrics: dict[str, float], report: PrivacyReport | None) -> str:
+    """The summary every ``dpgnn fit``/``test`` ends with, the same for every method:
+    test metrics, epsilon (with how it composes when that is a plain sum), delta, level and the
+    protected unit."""
+    lines = []
+    for key, value in sorted(metrics.items()):
+        name = {"acc": "accuracy", "auc": "AUC"}.get(key.split("/", 1)[1], key.split("/", 1)[1])
+        lines.append(f"test {name}: {value:.4f}")
+    if report is None:
+        return "\n".join(lines)
+    if report.level == "none" or math.isinf(report.epsilon):
+        lines.append("epsilon spent: inf (non-private)")
+        lines.append("delta: n/a")
+    else:
+        lines.append(f"epsilon spent: {report.epsilon:.4g}{_composition(report)}")
+        lines.append(f"delta: {report.delta:.3g}" + (" (pure epsilon)" if not report.delta else ""))
+    lines.append(f"level: {report.level} ({_LEVELS.get(report.level, report.level)})")
+    if report.unit:
+        lines.append(f"protects: {report.unit}")
+    if report.reproducible_noise:
+        lines.append("reproducible noise: not private against anyone who knows the seed")
+    return "\n".join(lines)
+
+
+def _composition(report: PrivacyReport) -> str:
+    """How a pure-epsilon total adds up, e.g. `` per node = onebit 64 (OneBit feature LDP, 0.5
+    per feature x 128 features)``; empty for Gaussian ledgers (composed by the accountant)."""
+    if not report.ledger or any(e.kind != "pure" or e.epsilon is None for e in report.ledger):
+        return ""
+    per = "per node" if report.level == "ldp" else "in all"
+    parts = [
+        f"{e.name} {e.epsilon * e.count:g}"
+        + (f" ({e.count} x {e.epsilon:g})" if e.count > 1 else "")
+        + (f" ({e.note})" if e.note else "")
+        for e in report.ledger
+    ]
+    return f" {per} = " + " + ".join(parts)
+
+
+def write_run(
+    path: Path,
+    model: L.LightningModule,
+    datamodule: L.LightningDataModule | None,
+    metrics: dict[str, float],
+    report: PrivacyReport | None,
+    checkpoint: str | None,
+) -> None:
+    """Write one run's record (see :data:`RUN_FILE`)."""
+    hparams = getattr(datamodule, "hparams", {}) if datamodule is not None else {}
+    record = {
+        "method": type(model).__name__,
+        "dataset": hparams.get("name"),
+        "seed": hparams.get("seed"),
+        "metrics": metrics,
+        "privacy": report.to_dict() if report is not None else None,
+        "checkpoint": checkpoint,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+
+
+def write_predictions(
+    path: Path, predictions: list[Any], datamodule: L.LightningDataModule | None
+) -> int:
+    """Write ``trainer.predict`` outputs as CSV: ``node_id`` (``graph`` for graph datasets),
+    then ``class`` and ``prob_<k>`` for class probabilities, or ``dim_<k>`` for embeddings.
+    Returns the number of rows."""
+    out = torch.cat([p.detach().cpu().float() for p in predictions]).reshape(
+        sum(len(p) for p in predictions), -1
+    )
+    data = getattr(datamodule, "_data", None)
+    node_id = getattr(data, "node_id", None)
+    if node_id is not None and len(node_id) == len(out):
+        ids, id_name = node_id.tolist(), "node_id"
+    else:
+        ids, id_name = list(range(len(out))), "node_id" if data is not None else "graph"
+    probs = bool((out >= 0).all()) and torch.allclose(out.sum(-1), torch.ones(len(out)), atol=1e-4)
+    header = [id_name] + (["class"] if probs else [])
+    header += [f"{'prob' if probs else 'dim'}_{k}" for k in range(out.size(1))]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        classes = out.argmax(-1).tolist()
+        for i, row in enumerate(out.tolist()):
+            writer.writerow([ids[i], *([classes[i]] if probs else []), *(f"{v:.6g}" for v in row)])
+    return len(out)
 
 
 def _user_message(err: BaseException) -> str:
@@ -84,12 +233,15 @@ def main(args: list[str] | None = None) -> None:
     shows the full traceback instead."""
     given = list(sys.argv[1:] if args is None else args)
     debug = "--debug" in given or os.environ.get("DPGNN_DEBUG", "") not in ("", "0")
+    if given[:1] == ["plot"]:
+        _run_guarded(lambda: _plot_command([a for a in given[1:] if a != "--debug"]), debug)
+        return
     if args is None:  # from the command line: LightningCLI reads sys.argv itself
         sys.argv = [sys.argv[0], *(a for a in given if a != "--debug")]
     else:
         args = [a for a in given if a != "--debug"]
-    try:
-        DPGNNCLI(
+    _run_guarded(
+        lambda: DPGNNCLI(
             L.LightningModule,
             L.LightningDataModule,
             subclass_mode_model=True,
@@ -99,13 +251,41 @@ def main(args: list[str] | None = None) -> None:
             args=args,
             auto_configure_optimizers=False,
             parser_kwargs={"exit_on_error": False},
-        )
-    except (ValueError, TypeError, KeyError, ArgumentError) as err:
+        ),
+        debug,
+    )
+
+
+def _run_guarded(run: Callable[[], Any], debug: bool) -> None:
+    """Run a command; bad input ends with one ``error:`` line and exit status 2."""
+    try:
+        run()
+    except (ValueError, TypeError, KeyError, ImportError, ArgumentError) as err:
         if debug:
             raise
         print(f"error: {_user_message(err)}", file=sys.stderr)
         print("(run with --debug or DPGNN_DEBUG=1 for the traceback)", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _plot_command(argv: list[str]) -> None:
+    """``dpgnn plot FOLDER [--output PNG] [--metric test/acc]``."""
+    from .plotting import DEFAULT_OUTPUT, plot
+
+    parser = ArgumentParser(
+        prog="dpgnn plot",
+        description="Accuracy vs epsilon per method, from the dpgnn-run.json files of your runs "
+        "(95%% CI over repeated runs).",
+        exit_on_error=False,
+    )
+    parser.add_argument("folder", help="folder searched (recursively) for run files")
+    parser.add_argument(
+        "--output", default=None, help=f"image path (default: FOLDER/{DEFAULT_OUTPUT})"
+    )
+    parser.add_argument("--metric", default="test/acc", help="metric on the y axis")
+    ns = parser.parse_args(argv)
+    path = plot(ns.folder, ns.output, ns.metric)
+    print(f"plot: {path}", flush=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

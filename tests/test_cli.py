@@ -1,14 +1,25 @@
 """The ``dpgnn`` LightningCLI and the zoo recipes."""
 
+import csv
+import json
 import subprocess
 import sys
 
 import lightning as L
 import pytest
+import torch
 import yaml
 
 from lightning_dpgnn import zoo
-from lightning_dpgnn.cli import main
+from lightning_dpgnn.cli import PREDICTIONS_FILE, RUN_FILE, main
+
+QUIET = ["--trainer.enable_progress_bar=false"]
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_dir(tmp_path, monkeypatch):
+    """The CLI writes checkpoints and run files under the working directory by default."""
+    monkeypatch.chdir(tmp_path)
 
 
 def test_help_lists_the_subcommands():
@@ -148,3 +159,85 @@ def test_bad_input_ends_with_one_error_line_and_exit_2(argv, expected, capsys):
 def test_debug_shows_the_traceback():
     with pytest.raises(ValueError, match="unknown dataset"):
         main(["fit", "--data.init_args.name", "nosuchdata", "--debug"])
+
+
+def _summary(out: str) -> dict[str, str]:
+    """The ``key: value`` lines of the fit summary."""
+    keys = ("test accuracy", "test AUC", "epsilon spent", "delta", "level", "protects")
+    return {
+        k: line.split(": ", 1)[1] for line in out.splitlines() for k in keys
+        if line.startswith(k + ": ")
+    }
+
+
+def test_fit_keeps_a_checkpoint_that_test_and_predict_read_back(tmp_path, capsys):
+    main(["fit", *QUIET, "--model.epsilon=4", "--model.hops=3", "--model.encoder_epochs=2",
+          "--model.classifier_epochs=2", "--trainer.default_root_dir=run"])
+    fitted = _summary(capsys.readouterr().out)
+    ckpt = tmp_path / "run/checkpoints/last.ckpt"
+    assert ckpt.is_file()
+    state = torch.load(ckpt, weights_only=True)
+    assert state["dpgnn_privacy"]["report"]["epsilon"] == pytest.approx(4, rel=1e-3)
+    assert json.loads((tmp_path / "run" / RUN_FILE).read_text())["checkpoint"] == str(
+        ckpt.relative_to(tmp_path)
+    )
+
+    # hyper-parameters (epsilon 4, hops 3) come back from the checkpoint itself
+    main(["test", *QUIET, f"--ckpt_path={ckpt}", "--trainer.default_root_dir=again"])
+    tested = _summary(capsys.readouterr().out)
+    assert tested == fitted and tested["epsilon spent"] == "4"
+
+    main(["predict", *QUIET, f"--ckpt_path={ckpt}", "--trainer.default_root_dir=again"])
+    out = capsys.readouterr().out
+    path = tmp_path / "again" / PREDICTIONS_FILE
+    assert f"predictions (2000 rows): {path.relative_to(tmp_path)}" in out
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == 2000 and rows[0].keys() == {"node_id", "class", *(
+        f"prob_{k}" for k in range(5))}
+    assert sorted(int(r["node_id"]) for r in rows) == list(range(2000))
+    for r in rows[:50]:
+        probs = [float(r[f"prob_{k}"]) for k in range(5)]
+        assert sum(probs) == pytest.approx(1, abs=1e-4)
+        assert int(r["class"]) == probs.index(max(probs))
+
+
+def test_checkpointing_can_be_turned_off(tmp_path):
+    main(["fit", *QUIET, "--model.encoder_epochs=1", "--model.classifier_epochs=1",
+          "--trainer.enable_checkpointing=false"])
+    assert not (tmp_path / "checkpoints").exists() and (tmp_path / RUN_FILE).is_file()
+
+
+@pytest.mark.parametrize(
+    "model,args,epsilon,level",
+    [
+        ("GAP", ["--model.encoder_epochs=1", "--model.classifier_epochs=1"], 1.0, "edge"),
+        ("ProGAP", ["--model.epochs_per_stage=1", "--model.depth=1"], 1.0, "edge"),
+        ("DPMLP", ["--model.epochs=1"], None, "node"),
+        ("MLP", ["--model.epochs=1"], "0", "edge"),  # reads no edge: epsilon 0 at edge level
+        ("MLP", ["--model.epochs=1", "--model.privacy=none"], "inf (non-private)", "none"),
+        ("GNN", ["--trainer.max_epochs=1"], "inf (non-private)", "none"),
+        ("LPGNN", ["--trainer.max_epochs=1"],
+         "2 per node = multibit 1 (MultiBit feature LDP) + randomized_response 1", "ldp"),
+        ("PGC", ["--trainer.max_epochs=1", "--model.x_eps=0.5"],
+         "32 per node = onebit 32 (OneBit feature LDP, epsilon 0.5 per feature x 64 features = "
+         "32 per node)", "ldp"),
+    ],
+)
+def test_every_method_ends_with_the_same_summary(model, args, epsilon, level, tmp_path, capsys):
+    main(["fit", *QUIET, f"--model=lightning_dpgnn.{model}", *args])
+    summary = _summary(capsys.readouterr().out)
+    assert set(summary) >= {"test accuracy", "epsilon spent", "delta", "level"}
+    assert 0 <= float(summary["test accuracy"]) <= 1
+    assert summary["level"].split()[0] == level
+    if isinstance(epsilon, float):  # calibrated: within 0.1% below the target
+        assert float(summary["epsilon spent"]) == pytest.approx(epsilon, rel=1e-3)
+    elif epsilon is not None:
+        assert summary["epsilon spent"].startswith(epsilon)
+    record = json.loads((tmp_path / RUN_FILE).read_text())
+    assert record["method"] == model and record["dataset"] == "csbm"
+    assert record["metrics"]["test/acc"] == pytest.approx(float(summary["test accuracy"]), 1e-3)
+    if level == "none":
+        assert summary["delta"] == "n/a" and "protects" not in summary
+    else:
+        assert summary["protects"] and float(summary["delta"].split()[0]) >= 0
+        assert record["privacy"]["level"] == level

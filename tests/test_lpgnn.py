@@ -294,10 +294,11 @@ def test_collector_works_on_a_hand_built_graph_without_lightning():
 
 # -- recipes ------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["lpgnn-cora", "pgc-cora", "pgc-link-cora"])
-def test_local_dp_recipes_run_end_to_end_on_the_embedded_graph(name, capsys):
+def test_local_dp_recipes_run_end_to_end_on_the_embedded_graph(name, capsys, tmp_path, monkeypatch):
     from lightning_dpgnn import zoo
     from lightning_dpgnn.cli import main
 
+    monkeypatch.chdir(tmp_path)  # the CLI writes its checkpoint and run file there
     main(
         [
             "fit",

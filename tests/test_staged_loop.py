@@ -1,10 +1,12 @@
 """The staged fit loop on public Lightning API. Fails loudly if an upgrade breaks stage
 switching, per-epoch dataloader reloading, optimizer swapping or checkpoint resume."""
 
+import logging
+
 import lightning as L
 import pytest
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar, TQDMProgressBar
 
 from lightning_dpgnn.methods.gap import GAP
 
@@ -98,3 +100,44 @@ def test_node_level_never_selects_weights_on_private_validation_labels(csbm_dm, 
     )
     make_trainer().fit(model, csbm_dm)
     assert model._best == {}  # no snapshot chosen by val/acc: the last epoch is kept
+
+
+class BarSpy(L.Callback):
+    """Reads the training bar's description at the end of every epoch."""
+
+    def __init__(self):
+        self.descriptions = []
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        bar = trainer.progress_bar_callback
+        if isinstance(bar, RichProgressBar):
+            self.descriptions.append(bar.progress.tasks[bar.train_progress_bar_id].description)
+        else:
+            self.descriptions.append(bar.train_progress_bar.desc)
+
+
+@pytest.mark.parametrize("bar", [RichProgressBar, TQDMProgressBar])
+def test_progress_bar_shows_the_stage_and_no_contradictory_epoch_lines(
+    bar, csbm_dm, make_trainer, caplog
+):
+    model = GAP(privacy="edge", epsilon=1.0, encoder_epochs=2, classifier_epochs=1, hops=1)
+    spy = BarSpy()
+    trainer = make_trainer(
+        max_epochs=None, enable_progress_bar=True, callbacks=[bar(), spy]
+    )
+    loggers = [logging.getLogger(n) for n in ("lightning.fabric", "lightning.pytorch")]
+    for log in loggers:  # Lightning's loggers do not propagate to the root logger
+        log.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO):
+            trainer.fit(model, csbm_dm)
+    finally:
+        for log in loggers:
+            log.removeHandler(caplog.handler)
+    assert isinstance(trainer.progress_bar_callback, bar)
+    assert spy.descriptions[0].startswith("Stage 1/2 (encoder) epoch 0")
+    assert spy.descriptions[-1].startswith("Stage 2/2 (classifier) epoch 2")
+    assert "trains in stages: encoder (2 epochs) -> classifier (1 epochs)" in caplog.text
+    assert "reached" not in caplog.text
+    # the filter only applies during a staged fit
+    assert not logging.getLogger("lightning.pytorch.utilities.rank_zero").filters

@@ -1,4 +1,4 @@
-"""Recipes (YAML configs for ``dpgnn fit --config``) and the model registry."""
+"""Recipes: YAML configs for ``dpgnn fit --config`` (``zoo/recipes/<name>.yaml``)."""
 
 from pathlib import Path
 

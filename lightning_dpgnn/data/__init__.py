@@ -18,6 +18,7 @@ from .datamodules import (
     node_stats,
 )
 from .errors import (
+    CorruptDataError,
     DataError,
     DatasetKindError,
     EmptyDatasetError,
@@ -87,6 +88,7 @@ __all__ = [
     "InvalidFeaturesError",
     "DatasetKindError",
     "EmptyDatasetError",
+    "CorruptDataError",
     "DATA_ENV",
     "CACHE_ENV",
     "resolve_root",

@@ -15,6 +15,8 @@ __all__ = [
     "InvalidFeaturesError",
     "DatasetKindError",
     "EmptyDatasetError",
+    "CorruptDataError",
+    "CorruptCacheError",
 ]
 
 
@@ -48,3 +50,13 @@ class DatasetKindError(DataError, ValueError):
 
 class EmptyDatasetError(DataError, ValueError):
     """Preprocessing (e.g. the class-size filter) removed every class or every node."""
+
+
+class CorruptDataError(DataError, ValueError):
+    """A raw data file cannot be parsed, or the graph read from it is not the known dataset
+    (wrong node/edge/feature counts): the message names the file, the line when known, and what
+    to do. Nothing is written to the processed cache."""
+
+
+class CorruptCacheError(DataError, RuntimeError):
+    """A processed-cache entry is unreadable or does not match its manifest (it is rebuilt)."""

@@ -27,7 +27,8 @@ from torch_geometric.data import Data
 from torch_geometric.datasets import LastFMAsia, Planetoid, Reddit, TUDataset
 from torch_geometric.utils import coalesce, to_undirected
 
-from .errors import DataError, UnknownTargetError
+from .errors import CorruptCacheError, DataError, UnknownTargetError
+from .validation import corrupt_file, reading
 
 __all__ = [
     "read_planetoid",
@@ -191,12 +192,47 @@ def _save_atomic(obj: dict[str, Any], path: Path) -> None:
 
 
 def _load_cache(path: Path) -> dict[str, Any] | None:
+    """The cached tensors, ``None`` when not built yet (a damaged file raises: the registry
+    then rebuilds the whole cache entry)."""
     if not path.exists():
         return None
     try:
         return torch.load(path, weights_only=True)
-    except Exception:  # corrupt or incompatible cache: rebuild it
-        return None
+    except Exception as err:
+        raise CorruptCacheError(f"{path}: {err}") from err
+
+
+def _read_csv(path: Path, **kwargs: Any) -> pd.DataFrame:
+    with reading(path):
+        return pd.read_csv(path, **kwargs)
+
+
+def load_mat(path: Path, names: list[str]) -> dict[str, Any]:
+    """``scipy.io.loadmat`` of ``names``, with an error naming the file when it is damaged."""
+    with reading(path):
+        mat = scipy.io.loadmat(str(path), variable_names=names)
+    missing = [n for n in names if n not in mat]
+    if missing:
+        raise corrupt_file(path, f"no variable {', '.join(missing)}")
+    return mat
+
+
+def _int_rows(frame: pd.DataFrame, path: Path, low: int, high: int) -> np.ndarray:
+    """The integer table ``frame`` read from ``path`` (header on line 1), every value in
+    ``[low, high)``; else an error naming the first bad line."""
+    numbers = frame.apply(pd.to_numeric, errors="coerce")  # not a number: NaN
+    values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        ok = (values == np.round(values)) & (values >= low) & (values < high)  # NaN: False
+    bad = ~ok.all(axis=1)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        shown = ",".join(
+            "" if pd.isna(v) else str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+            for v in frame.iloc[row].tolist()
+        )
+        raise corrupt_file(path, f"expected integers in [{low}, {high}), got {shown!r}", row + 2)
+    return values.astype(np.int64)
 
 
 def _categorical(values: pd.Series) -> tuple[np.ndarray, list[str]]:
@@ -235,31 +271,37 @@ def read_musae(
     cache_file = processed_dir / f"musae-{target}.pt"
     cached = _load_cache(cache_file)
     if cached is None:
-        frame = pd.read_csv(raw_dir / "target.csv")
-        if target not in frame.columns:
+        frame = _read_csv(raw_dir / "target.csv")
+        if target not in frame.columns or id_column not in frame.columns:
             raise UnknownTargetError(
                 f"target {target!r} not found in {raw_dir / 'target.csv'}; "
                 f"columns there: {list(frame.columns)}"
             )
         num_nodes = len(frame)
-        ids = frame[id_column].to_numpy(dtype=np.int64)
+        ids = _int_rows(frame[[id_column]], raw_dir / "target.csv", 0, num_nodes)[:, 0]
         if not np.array_equal(np.sort(ids), np.arange(num_nodes)):
             raise DataError(f"{raw_dir / 'target.csv'}: column {id_column!r} is not 0..N-1")
         codes, _ = _categorical(frame[target])
         y = np.empty(num_nodes, dtype=np.int64)
         y[ids] = codes
 
-        edges = pd.read_csv(raw_dir / "edges.csv").to_numpy(dtype=np.int64)
+        edges_csv = raw_dir / "edges.csv"
+        edges = _int_rows(_read_csv(edges_csv), edges_csv, 0, num_nodes)
+        if edges.shape[1] != 2:
+            raise corrupt_file(edges_csv, f"expected 2 columns, got {edges.shape[1]}")
         edge_index = torch.from_numpy(edges.T.copy())
         edge_index = to_undirected(edge_index, num_nodes=num_nodes)
 
-        with open(raw_dir / "features.json") as fh:
+        features_json = raw_dir / "features.json"
+        with reading(features_json), open(features_json) as fh:
             feats: dict[str, list[int]] = json.load(fh)
-        lengths = np.fromiter((len(v) for v in feats.values()), dtype=np.int64, count=len(feats))
-        rows = np.repeat(np.fromiter(map(int, feats.keys()), np.int64, len(feats)), lengths)
-        cols = np.fromiter(
-            (c for v in feats.values() for c in v), dtype=np.int64, count=int(lengths.sum())
-        )
+            lengths = np.fromiter((len(v) for v in feats.values()), np.int64, len(feats))
+            rows = np.repeat(np.fromiter(map(int, feats.keys()), np.int64, len(feats)), lengths)
+            cols = np.fromiter(
+                (c for v in feats.values() for c in v), dtype=np.int64, count=int(lengths.sum())
+            )
+        if rows.size and (rows.min() < 0 or rows.max() >= num_nodes or cols.min() < 0):
+            raise corrupt_file(features_json, f"a node id outside 0..{num_nodes - 1}")
         num_features = int(cols.max()) + 1 if cols.size else 0
         cached = {
             "edge_index": edge_index,
@@ -356,7 +398,7 @@ def read_facebook100(
     ``"public"`` uses the public code book :data:`FACEBOOK100_CODEBOOK` instead.
     """
     columns = _check_facebook100_columns(target, features, vocabulary)
-    mat = scipy.io.loadmat(str(path), variable_names=["A", "local_info"])
+    mat = load_mat(path, ["A", "local_info"])
     info = np.asarray(mat["local_info"], dtype=np.int64)
     t = FACEBOOK100_COLUMNS.index(target)
     keep = info[:, t] != 0
@@ -406,7 +448,7 @@ def read_facebook100_merged(folder: Path, processed_dir: Path | None, target: st
         ]
         infos, edges, offset = [], [], 0
         for f in files:
-            mat = scipy.io.loadmat(str(f), variable_names=["A", "local_info"])
+            mat = load_mat(f, ["A", "local_info"])
             info = np.asarray(mat["local_info"], dtype=np.int64)
             keep = info[:, t] != 0
             adj = sp.csr_matrix(mat["A"])[keep][:, keep].tocoo()
@@ -463,7 +505,9 @@ def read_ogbn_products(raw_dir: Path, processed_dir: Path) -> Data:
     if cached is None:
 
         def csv(name: str, dtype: Any) -> np.ndarray:
-            return pd.read_csv(raw_dir / name, header=None, dtype=dtype).to_numpy(copy=True)
+            with reading(raw_dir / name):
+                frame = pd.read_csv(raw_dir / name, header=None, dtype=dtype)
+            return frame.to_numpy(copy=True)
 
         x = torch.from_numpy(csv("raw/node-feat.csv.gz", np.float32))
         y = torch.from_numpy(csv("raw/node-label.csv.gz", np.int64)).view(-1)

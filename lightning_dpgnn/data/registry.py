@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import scipy.io
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
-from . import readers
+from . import readers, validation
 from .errors import (
     DatasetKindError,
     RawFilesNotFoundError,
@@ -137,9 +136,7 @@ def _facebook100_identity(files: list[Path], target: str) -> tuple[Tensor, Tenso
     t = readers.FACEBOOK100_COLUMNS.index(target)
     ids, values, offset = [], [], 0
     for f in files:
-        info = np.asarray(
-            scipy.io.loadmat(str(f), variable_names=["local_info"])["local_info"], dtype=np.int64
-        )
+        info = np.asarray(readers.load_mat(f, ["local_info"])["local_info"], dtype=np.int64)
         keep = info[:, t] != 0
         ids.append(np.flatnonzero(keep) + offset)
         values.append(info[keep, t])
@@ -635,6 +632,8 @@ def load_dataset(
 
     Raises:
         UnknownDatasetError, UnknownTargetError, RawFilesNotFoundError.
+        CorruptDataError: a raw file cannot be parsed (the message names it) or the graph read
+            does not match the known dataset's counts; nothing is then written to the cache.
     """
     spec = get_spec(name)
     if spec.kind != "node":
@@ -650,8 +649,45 @@ def load_dataset(
     else:
         raw = locate_raw(spec, root, cache_dir, download)
         processed = _processed_dir(spec, raw, resolve_cache_dir(cache_dir), tgt)
-        data = spec.loader(spec, raw, processed, tgt, **kwargs)  # type: ignore[misc]
+        data = _load_checked(
+            spec,
+            raw,
+            processed,
+            lambda folder: spec.loader(spec, raw, folder, tgt, **kwargs),  # type: ignore[misc]
+            default=tgt == spec.default_target and not kwargs,
+        )
     return _with_node_id(data)
+
+
+def _raw_file_keys(spec: DatasetSpec, raw: Path) -> dict[str, Path]:
+    """The raw files of ``spec`` by their path under the data root (keys of the known digests)."""
+    if spec.extra.get("mat_folder"):
+        return {f"{spec.subpath}/{f.name}": f for f in sorted(raw.glob("*.mat"))}
+    if not spec.raw_files:
+        return {spec.subpath: raw}
+    return {f"{spec.subpath}/{f}": raw / f for f in spec.raw_files}
+
+
+def _load_checked(
+    spec: DatasetSpec, raw: Path, processed: Path, load: Callable[[Path], Any], default: bool
+) -> Any:
+    """Run ``load(cache folder)`` through the validated processed cache.
+
+    A fresh read is compared with the known dataset (counts only with the default target and
+    options; raw-file digests always) before anything reaches the cache; see
+    :mod:`lightning_dpgnn.data.validation`.
+    """
+    files = _raw_file_keys(spec, raw)
+
+    def validate(data: Any) -> None:
+        validation.check_known(spec.name, files, validation.graph_counts(data) if default else None)
+
+    return validation.cached_build(
+        processed,
+        load,
+        validate,
+        lambda err: validation.corrupt_dataset(spec.name, raw, files, err),
+    )
 
 
 def _with_node_id(data: Data) -> Data:
@@ -694,6 +730,12 @@ def load_graph_dataset(
     processed = _processed_dir(
         spec, raw, resolve_cache_dir(cache_dir), use_node_attr, use_edge_attr
     )
-    return spec.loader(  # type: ignore[misc]
-        spec, raw, processed, "label", use_node_attr=use_node_attr, use_edge_attr=use_edge_attr
+    return _load_checked(
+        spec,
+        raw,
+        processed,
+        lambda folder: spec.loader(  # type: ignore[misc]
+            spec, raw, folder, "label", use_node_attr=use_node_attr, use_edge_attr=use_edge_attr
+        ),
+        default=not (use_node_attr or use_edge_attr),
     )

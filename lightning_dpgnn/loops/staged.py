@@ -17,7 +17,9 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
   are kept if ``val/acc`` improved; they are restored when the stage ends and at fit end
   (skipped when ``select_on_validation()`` is False, e.g. node-level DP); with a
   ``stage_patience()`` the rest of a stage is skipped once ``val/acc`` stops improving;
-* the progress bar shows the stage name, and ``stage`` is logged.
+* the progress bar (Rich, Lightning's default, or TQDM) shows the stage name, and ``stage`` is
+  logged; the fit announces its stages once (the model owns its epochs, so Lightning's
+  "``max_epochs=N`` reached" line, which would contradict ``Trainer(max_epochs)``, is left out).
 
 ``tests/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks stage switching,
 dataloader reloading or checkpoint resume.
@@ -26,16 +28,58 @@ dataloader reloading or checkpoint resume.
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar
+from lightning.pytorch.strategies import DDPStrategy
+from lightning.pytorch.utilities.rank_zero import rank_zero_info, rank_zero_warn
 from torch import nn
 
 __all__ = ["Stage", "StagedTrainingMixin"]
 
 _LIGHTNING_DEFAULT_EPOCHS = 1000
+
+
+class _HideMaxEpochsReached(logging.Filter):
+    """Drops Lightning's "``max_epochs=N`` reached" line: in a staged fit ``N`` is the model's
+    total, not the Trainer's ``max_epochs``, and the stages were announced at setup."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("`Trainer.fit` stopped: `max_epochs=")
+
+
+def _rank_zero_log() -> logging.Logger:
+    """The logger Lightning's ``rank_zero_info`` writes to (``lightning.pytorch`` names it after
+    its ``utilities.rank_zero`` module when imported)."""
+    return logging.getLogger("lightning.pytorch.utilities.rank_zero")
+
+
+_HIDE_MAX_EPOCHS = _HideMaxEpochsReached()
+
+
+def show_stage(trainer: Any, description: str) -> None:
+    """Put ``description`` on the training progress bar (no-op without one, e.g. on rank > 0)."""
+    bar = getattr(trainer, "progress_bar_callback", None)
+    if bar is None or not bar.is_enabled:
+        return
+    if isinstance(bar, RichProgressBar):
+        if bar.progress is not None and bar.train_progress_bar_id is not None:
+            bar.progress.update(bar.train_progress_bar_id, description=description)
+    elif isinstance(bar, TQDMProgressBar):
+        bar.train_progress_bar.set_description(description)
+
+
+def _allow_unused_parameters(strategy: Any) -> None:
+    """Each stage trains only its own modules, so under DDP the others get no gradient: let
+    DDP look for unused parameters (the model is wrapped after the ``setup`` hook). Only
+    non-private fits reach this: private fits refuse more than one process."""
+    if isinstance(strategy, DDPStrategy):
+        # no public setter: the constructor's ``find_unused_parameters`` lands in _ddp_kwargs
+        # (tests/test_ddp.py fails if a Lightning upgrade changes that)
+        strategy._ddp_kwargs["find_unused_parameters"] = True
 
 
 @dataclass
@@ -143,6 +187,17 @@ class StagedTrainingMixin:
                 )
             trainer.fit_loop.max_epochs = total
             trainer.reload_dataloaders_every_n_epochs = 1
+            _allow_unused_parameters(trainer.strategy)
+            plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
+            rank_zero_info(
+                f"{type(self).__name__} trains in stages: {plan}; {self.total_epochs()} epochs "
+                "in all, set by the model (Trainer(max_epochs) does not apply)"
+            )
+            _rank_zero_log().addFilter(_HIDE_MAX_EPOCHS)
+
+    def teardown(self, stage: str) -> None:
+        if stage == "fit":
+            _rank_zero_log().removeFilter(_HIDE_MAX_EPOCHS)
 
     def configure_optimizers(self):
         # on resume, Lightning restores the optimizer state after this call: build the
@@ -166,13 +221,11 @@ class StagedTrainingMixin:
             self.trainer.strategy.setup_optimizers(self.trainer)
         stage = self.stages[index]
         self.log("stage", float(index), prog_bar=False, on_epoch=True, on_step=False)
-        bar = getattr(self.trainer, "progress_bar_callback", None)
-        train_bar = getattr(bar, "train_progress_bar", None)
-        if train_bar is not None and hasattr(train_bar, "set_description"):
-            train_bar.set_description(
-                f"Stage {index + 1}/{len(self.stages)} ({stage.name}) "
-                f"epoch {self.trainer.current_epoch}"
-            )
+        show_stage(
+            self.trainer,
+            f"Stage {index + 1}/{len(self.stages)} ({stage.name}) "
+            f"epoch {self.trainer.current_epoch}",
+        )
 
     def stage_stopped_early(self) -> bool:
         """Whether the current stage has run out of patience (its best epoch is kept)."""

@@ -30,6 +30,7 @@ from torch import nn
 from torch_geometric.data import Data
 
 from ..loops import StagedTrainingMixin
+from ..nn.mlp import resolve_normalization
 from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.aggregation import (
     GaussianAggregation,
@@ -144,9 +145,9 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         """Keyword arguments of every :class:`~lightning_dpgnn.nn.mlp.MLP` of the model;
         ``normalization="auto"`` is BatchNorm at edge level and without privacy,
         :attr:`node_level_normalization` at node level."""
-        norm = self.normalization
-        if norm == "auto":
-            norm = self.node_level_normalization if self.privacy == "node" else "batch"
+        norm = resolve_normalization(
+            self.normalization, self.privacy, self.node_level_normalization
+        )
         return dict(dropout=self.dropout, normalization=norm, activation=self.activation)
 
     def hop_scales(self) -> tuple[float, ...]:

@@ -10,6 +10,7 @@ from torch_geometric.data import Data
 
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import MLP as MLPBlock
+from ..nn.mlp import resolve_normalization
 from ..privacy import PrivacyAccountant
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
@@ -58,7 +59,7 @@ class _NodeMLP(RowTrainingMixin, PrivateModule):
             self.hidden,
             self.layers,
             dropout=self.dropout,
-            normalization=self.normalization,
+            normalization=resolve_normalization(self.normalization, self.privacy),
         )
 
     def setup(self, stage: str) -> None:
@@ -99,7 +100,8 @@ class MLP(StagedTrainingMixin, _NodeMLP):
 
     Args:
         privacy: ``"edge"`` (default: reports edge-level epsilon 0) or ``"none"``.
-        hidden, layers, dropout, normalization: MLP shape.
+        hidden, layers, dropout, normalization: MLP shape (``normalization="auto"``:
+            BatchNorm, as GAP's).
         lr, weight_decay: Adam settings.
         epochs: training epochs (the best validation epoch is kept).
         seed: seed of the weight initialisation.
@@ -154,7 +156,8 @@ class DPMLP(_NodeMLP):
             fit runs as long as the trainer says and the spend is reported, not capped).
         epochs: DP-SGD epochs the calibration plans for; the model stops itself there.
         batch_size: expected Poisson batch size; max_grad_norm: clipping norm C.
-        normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm is rejected).
+        normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm is rejected;
+            ``"auto"``, as GAP's at node level, is none).
         seed: seed of the weight initialisation (never of privacy noise).
         noise_seed: reproducible gradient noise and Poisson batches, for research only (the
             report says the guarantee does not hold against anyone who knows it).

@@ -7,10 +7,21 @@ import warnings
 import torch
 from torch import nn
 
-__all__ = ["MLP", "make_norm", "compact_features", "NORMALIZATIONS", "ORDERS"]
+__all__ = [
+    "MLP", "make_norm", "resolve_normalization", "compact_features", "NORMALIZATIONS", "ORDERS",
+]
 
 NORMALIZATIONS = ("none", "batch", "layer", "group")
 ORDERS = ("act_norm", "norm_act")
+
+
+def resolve_normalization(kind: str, privacy: str, node_level: str = "none") -> str:
+    """``"auto"`` is BatchNorm at edge level and without privacy, ``node_level`` at node level
+    (BatchNorm mixes the samples of a batch, which per-sample clipping cannot bound); any other
+    name is returned as given."""
+    if kind != "auto":
+        return kind
+    return node_level if privacy == "node" else "batch"
 
 
 def make_norm(kind: str, dim: int, groups: int = 4) -> nn.Module:

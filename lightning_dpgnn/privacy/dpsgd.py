@@ -361,11 +361,14 @@ def row_loader(
     steps: int | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.utils.data.DataLoader:
-    """A loader over rows: Poisson batches when ``sample_rate`` is set, else one full batch."""
+    """A loader over rows: Poisson batches when ``sample_rate`` is set, else one full batch.
+
+    The full batch is a plain ``batch_size=len(rows)`` loader, so that under a distributed
+    strategy (non-private fits only) Lightning can swap in a ``DistributedSampler`` and each
+    process gets its shard of the rows as one batch."""
     ds = _Rows(*tensors)
     if sample_rate is None:
-        full = [list(range(len(ds)))]
-        return torch.utils.data.DataLoader(ds, batch_sampler=full, collate_fn=_identity)
+        return torch.utils.data.DataLoader(ds, batch_size=max(len(ds), 1), collate_fn=_identity)
     sampler = PoissonBatchSampler(len(ds), sample_rate, steps=steps, generator=generator)
     return torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=_identity)
 

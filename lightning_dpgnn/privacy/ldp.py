@@ -325,12 +325,15 @@ class _CoordinateRandomizer(FeatureRandomizer):
         return self.epsilon * self._resolve_d(d)
 
     def _note(self, d: int | None = None) -> str:
+        d = self._last_d if d is None else int(d)  # known once a row was perturbed
+        name = f"{type(self).__name__} feature LDP"
         if not self.per_coordinate:
-            return f"{type(self).__name__} feature LDP, epsilon {self.epsilon:g} per node"
-        d = self._resolve_d(d)
+            return f"{name}, epsilon {self.epsilon:g} per node"
+        if d is None:
+            return f"{name}, epsilon {self.epsilon:g} per feature x d features"
         return (
-            f"{type(self).__name__} feature LDP, epsilon {self.epsilon:g} per feature x {d} "
-            f"features = {self.epsilon * d:g} per node"
+            f"{name}, epsilon {self.epsilon:g} per feature x {d} features = "
+            f"{self.epsilon * d:g} per node"
         )
 
     def _std_input(self, x: torch.Tensor) -> torch.Tensor:

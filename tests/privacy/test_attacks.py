@@ -8,6 +8,7 @@ preprocessing that reads private data, and the smaller lifecycle faults.
 from __future__ import annotations
 
 import math
+import tempfile
 
 import lightning as L
 import pytest
@@ -103,11 +104,14 @@ def test_a_graph_above_the_degree_promise_is_refused_before_any_mechanism(tmp_pa
 
 # -- 2. noise nobody can replay ---------------------------------------------------------------
 def _cli_fit(args: list[str]) -> GAP:
+    """A CLI fit as a user runs it (checkpoint and run file go to a temporary folder)."""
+    root = tempfile.mkdtemp(prefix="dpgnn-cli-")
     cli = DPGNNCLI(
         L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
         subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
         auto_configure_optimizers=False,
-        args=["fit", "--trainer.enable_progress_bar=false", "--model.encoder_epochs=2",
+        args=["fit", "--trainer.enable_progress_bar=false", f"--trainer.default_root_dir={root}",
+              "--model.encoder_epochs=2",
               "--model.classifier_epochs=1", *args],
     )
     return cli.model

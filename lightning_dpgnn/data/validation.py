@@ -1,0 +1,268 @@
+"""Checks that keep corrupted or partial data out of the processed cache.
+
+* **Raw files.** A parse error is re-raised as :class:`~.errors.CorruptDataError`
+  naming the file (and the line when the parser knows it). Datasets the package knows carry the
+  counts of their loaded graph (nodes, directed edges, features, classes; graphs for graph
+  datasets) and the size and SHA-256 of each raw file, measured from the shared copy
+  (``known_datasets.json``, written by ``benchmarks/measure_datasets.py``). A freshly read graph
+  whose counts differ is refused with an error that says which counts and which files differ; a
+  raw file that differs from the known copy while the counts agree only warns (another faithful
+  copy of the same data may differ in bytes).
+* **Processed cache.** An entry is built in a temporary folder and renamed into place only after
+  these checks passed, with a ``manifest.json`` holding the counts and the size of every cache
+  file. Loading an entry checks the manifest first and the loaded counts after; an entry without
+  a manifest, with a file of the wrong size, or whose graph does not match is rebuilt, never
+  loaded silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from torch_geometric.data import Data, InMemoryDataset
+
+from .errors import CorruptCacheError, CorruptDataError, DataError
+
+__all__ = [
+    "KNOWN_FILE",
+    "MANIFEST",
+    "known_datasets",
+    "file_digest",
+    "graph_counts",
+    "reading",
+    "corrupt_file",
+    "check_known",
+    "corrupt_dataset",
+    "cached_build",
+]
+
+log = logging.getLogger(__name__)
+
+KNOWN_FILE = Path(__file__).with_name("known_datasets.json")
+"""Expected counts (by dataset name) and raw-file digests (by path under the data root)."""
+
+MANIFEST = "manifest.json"
+"""Written last into a cache entry; an entry without it is incomplete and gets rebuilt."""
+
+_FORMAT = 1
+_REPLACE = "replace it with a fresh copy of the dataset and run again"
+
+T = TypeVar("T")
+
+
+@functools.cache
+def known_datasets() -> dict[str, dict[str, Any]]:
+    """``{"counts": {name: counts}, "files": {path under the root: {"size", "sha256"}}}``."""
+    if not KNOWN_FILE.is_file():
+        return {"counts": {}, "files": {}}
+    return json.loads(KNOWN_FILE.read_text())
+
+
+def file_digest(path: Path) -> dict[str, Any]:
+    """Size and SHA-256 of a file."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return {"size": path.stat().st_size, "sha256": h.hexdigest()}
+
+
+def graph_counts(data: Data | InMemoryDataset) -> dict[str, int]:
+    """Counts that identify a loaded dataset: nodes, directed edges, features and classes of a
+    graph; number of graphs, features and classes of a graph-classification dataset."""
+    if isinstance(data, InMemoryDataset):
+        return {
+            "graphs": len(data),
+            "features": int(data.num_features),
+            "classes": int(data.num_classes),
+        }
+    counts = {"nodes": int(data.num_nodes), "edges": int(data.edge_index.size(1))}
+    if getattr(data, "x", None) is not None:
+        counts["features"] = int(data.x.size(1))
+    if getattr(data, "y", None) is not None and data.y.numel():
+        counts["classes"] = int(data.y.max()) + 1
+    return counts
+
+
+def corrupt_file(path: Path, problem: object, line: int | None = None) -> CorruptDataError:
+    """The error for a raw file that cannot be parsed."""
+    where = f"{path}, line {line}" if line else str(path)
+    return CorruptDataError(
+        f"{where}: cannot read this file ({problem}). It is truncated or damaged: {_REPLACE} "
+        "(nothing was written to the processed cache)."
+    )
+
+
+def _line_of(err: BaseException) -> int | None:
+    line = getattr(err, "lineno", None)
+    if isinstance(line, int):
+        return line
+    match = re.search(r"\bline (\d+)", str(err))
+    return int(match.group(1)) if match else None
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Re-raise any parse error inside the block as :class:`CorruptDataError` naming ``path``."""
+    try:
+        yield
+    except DataError:
+        raise
+    except Exception as err:
+        raise corrupt_file(path, f"{type(err).__name__}: {err}", _line_of(err)) from err
+
+
+def _differing(files: Mapping[str, Path]) -> list[str]:
+    """Descriptions of the raw files that differ from their known digest."""
+    known = known_datasets()["files"]
+    out = []
+    for key, path in files.items():
+        want = known.get(key)
+        if want is None or not path.is_file():
+            continue
+        size = path.stat().st_size
+        if size != want["size"]:
+            out.append(f"{path} ({size:,} bytes, the known copy has {want['size']:,})")
+        elif file_digest(path)["sha256"] != want["sha256"]:
+            out.append(f"{path} (same size, different SHA-256)")
+    return out
+
+
+def check_known(
+    name: str, files: Mapping[str, Path], counts: Mapping[str, int] | None
+) -> None:
+    """Compare a freshly read dataset with what the package knows about it.
+
+    Args:
+        name: canonical dataset name.
+        files: raw files by their path under the data root (the keys of the known digests).
+        counts: :func:`graph_counts` of the loaded data, or ``None`` when it was loaded with
+            non-default options (then only the files are compared).
+
+    Raises:
+        CorruptDataError: the counts differ from the known dataset's.
+    """
+    expected = known_datasets()["counts"].get(name) if counts is not None else None
+    wrong = [
+        f"{key} {counts.get(key, 0):,} (expected {value:,})"
+        for key, value in (expected or {}).items()
+        if counts is not None and counts.get(key) != value
+    ]
+    differ = _differing(files)
+    if wrong:
+        hint = f" Files that differ from the known copy: {'; '.join(differ)}." if differ else ""
+        raise CorruptDataError(
+            f"dataset {name!r} does not match the known dataset: {', '.join(wrong)}.{hint} A raw "
+            f"file is incomplete or altered: {_REPLACE} (nothing was written to the processed "
+            "cache)."
+        )
+    if differ:
+        warnings.warn(
+            f"dataset {name!r}: {'; '.join(differ)} differs from the copy the package was "
+            "measured on (the loaded counts agree); results may not match the documented ones",
+            stacklevel=3,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Cache entries
+# --------------------------------------------------------------------------------------------
+
+
+def _cache_files(folder: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(folder)): p.stat().st_size
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
+def _check_entry(folder: Path) -> dict[str, Any]:
+    """The manifest of a complete cache entry (raises :class:`CorruptCacheError` otherwise)."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError) as err:
+        raise CorruptCacheError(
+            f"{folder}: no readable {MANIFEST} (incomplete, or written by an older version)"
+        ) from err
+    if manifest.get("format") != _FORMAT:
+        raise CorruptCacheError(f"{folder}: cache format {manifest.get('format')!r}")
+    if _cache_files(folder) != manifest["files"]:
+        raise CorruptCacheError(f"{folder}: files differ from the manifest")
+    return manifest
+
+
+def corrupt_dataset(name: str, raw: Path, files: Mapping[str, Path], err: Exception):
+    """The error for a dataset whose reader failed on a file it did not name."""
+    differ = _differing(files)
+    hint = (
+        f" Files that differ from the known copy: {'; '.join(differ)}."
+        if differ
+        else f" Check the files in {raw}."
+    )
+    return CorruptDataError(
+        f"cannot read dataset {name!r} from {raw} ({type(err).__name__}: {err}).{hint} A raw "
+        f"file is truncated or damaged: {_REPLACE} (nothing was written to the processed cache)."
+    )
+
+
+def cached_build(
+    entry: Path,
+    load: Callable[[Path], T],
+    validate: Callable[[T], None],
+    on_error: Callable[[Exception], Exception],
+) -> T:
+    """Load ``entry`` (a processed-cache folder) or build it, never keeping unchecked data.
+
+    ``load(folder)`` reads the raw files and reads/writes its processed files in ``folder``.
+    A complete entry (manifest present, file sizes as recorded) is loaded and its counts compared
+    with the manifest; a damaged one is removed and rebuilt. A build runs in a temporary folder
+    next to ``entry``; ``validate(data)`` raises on bad data; only then the manifest is written
+    and the folder renamed to ``entry``. On any error the temporary folder is removed; a build
+    error that is not a :class:`DataError` is re-raised as ``on_error(err)``.
+    """
+    if entry.exists():
+        try:
+            manifest = _check_entry(entry)
+            data = load(entry)
+            if graph_counts(data) != manifest["counts"]:
+                raise CorruptCacheError(f"{entry}: loaded counts differ from the manifest")
+            return data
+        except CorruptCacheError as err:
+            log.warning("processed cache is damaged (%s); rebuilding it", err)
+        except DataError:
+            raise
+        except Exception as err:  # unreadable cache files
+            log.warning("processed cache %s is unreadable (%s); rebuilding it", entry, err)
+        shutil.rmtree(entry, ignore_errors=True)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{entry.name}.tmp-"))
+    try:
+        try:
+            data = load(tmp)
+        except DataError:
+            raise
+        except Exception as err:
+            raise on_error(err) from err
+        validate(data)
+        manifest = {"format": _FORMAT, "counts": graph_counts(data), "files": _cache_files(tmp)}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        try:
+            os.rename(tmp, entry)
+        except OSError:  # another process built the same entry first; keep theirs
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return data
