@@ -59,3 +59,14 @@ def test_adjacency_falls_back_to_edge_index_with_repeated_edges():
     assert net.adjacency(ei, 2) is ei
     ei, n = graph()
     assert GNNBackbone("gcn", 4, 2, 2).adjacency(ei, n) is ei
+
+
+def test_a_body_without_a_plain_last_layer_ends_in_norm_activation():
+    x, ei = torch.randn(30, 6), torch.randint(0, 30, (2, 90))
+    body = GNNBackbone("gcn", 6, 8, 8, layers=1, activation="relu", batch_norm=True,
+                       plain_last=False)
+    body.eval()
+    assert isinstance(body.norms[0], torch.nn.BatchNorm1d)
+    assert bool((body(x, ei) >= 0).all())  # ReLU after the last convolution
+    head = GNNBackbone("gcn", 6, 8, 8, layers=1, activation="relu")
+    assert len(head.norms) == 0 and bool((head(x, ei) < 0).any())  # logits as they are

@@ -219,15 +219,15 @@ class VGAEEncoder(nn.Module):
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float) -> None:
         super().__init__()
         # the encoder always sees the training edges: cache their normalisation
-        self.conv = GCNConv(in_dim, hidden, cached=True)
-        self.norm = nn.BatchNorm1d(hidden)
+        self.body = GNNBackbone(
+            "gcn", in_dim, hidden, hidden, layers=1, dropout=dropout, activation="relu",
+            batch_norm=True, cached=True, plain_last=False,
+        )
         self.mu = GCNConv(hidden, out_dim, cached=True)
         self.logstd = GCNConv(hidden, out_dim, cached=True)
-        self.dropout = dropout
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor):
-        h = F.relu(self.norm(self.conv(x, edge_index)))
-        h = F.dropout(h, self.dropout, self.training)
+        h = self.body(x, edge_index)
         return self.mu(h, edge_index), self.logstd(h, edge_index)
 
 

@@ -42,6 +42,8 @@ class GNNBackbone(nn.Module):
         heads: attention heads of GAT's hidden layers (the last layer uses one head).
         batch_norm: BatchNorm after the first convolution (PGC's VGAE encoder, §2.6.3).
         cached: GCN caches its normalised graph (transductive training on one fixed graph).
+        plain_last: the last convolution's output is returned as is (logits); ``False``
+            follows it with [norm ->] activation -> dropout too (a body under other heads).
     """
 
     def __init__(
@@ -57,6 +59,7 @@ class GNNBackbone(nn.Module):
         heads: int = 4,
         batch_norm: bool = False,
         cached: bool = False,
+        plain_last: bool = True,
     ) -> None:
         super().__init__()
         check_backbone(backbone)
@@ -68,6 +71,7 @@ class GNNBackbone(nn.Module):
             raise ValueError(f"heads must be >= 1, got {heads}")
         self.backbone = backbone
         self.dropout = dropout
+        self.plain_last = plain_last
         self.convs = nn.ModuleList()
         self.norms = nn.ModuleList()
         dim = in_dim
@@ -85,7 +89,7 @@ class GNNBackbone(nn.Module):
                 conv = GATConv(dim, width, heads=h)
                 dim = width * h
             self.convs.append(conv)
-            if not last:
+            if not (last and plain_last):
                 norm = nn.BatchNorm1d(dim) if batch_norm and i == 0 else nn.Identity()
                 self.norms.append(norm)
         self.act = make_activation(activation)
@@ -108,7 +112,7 @@ class GNNBackbone(nn.Module):
         """Logits; ``edge_index`` is ``[2, E]`` or what :meth:`adjacency` returned."""
         for i, conv in enumerate(self.convs):
             x = _conv(conv, x, edge_index)
-            if i < len(self.convs) - 1:
+            if i < len(self.norms):
                 x = self.act(self.norms[i](x))
                 x = nn.functional.dropout(x, self.dropout, self.training)
         return x
