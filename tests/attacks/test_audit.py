@@ -89,3 +89,18 @@ def test_epsilon_lower_bound_separates_shifted_gaussians_and_checks_input():
         epsilon_lower_bound(out[:2], shifted[:2], 1e-5)
     with pytest.raises(ValueError):
         epsilon_lower_bound(out, shifted, 1e-5, confidence=1.0)
+
+
+def test_a_hop_with_a_larger_budget_share_records_the_noise_it_draws():
+    """``hop_budget`` runs a hop at ``scale * z``: the ledger must charge that hop for the
+    smaller noise it actually draws (audited), not for ``z``."""
+    agg = GaussianAggregation(4.0, edge_unit="directed")
+
+    def hop(x, edge_index, num_nodes, accountant, generator):
+        return agg(x, edge_index, num_nodes, accountant, generator, scale=0.5)
+
+    result = audit_aggregation(hop, "edge-directed", trials=300_000, noise_generator=noise())
+    assert result.consistent, str(result)
+    full = audit_aggregation(agg, "edge-directed", trials=1000, noise_generator=noise())
+    assert result.epsilon_accounted > 1.8 * full.epsilon_accounted  # charged at z = 2, not 4
+    assert result.epsilon_lower > full.epsilon_accounted  # so charging z = 4 would be caught
