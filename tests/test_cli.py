@@ -241,3 +241,23 @@ def test_every_method_ends_with_the_same_summary(model, args, epsilon, level, tm
     else:
         assert summary["protects"] and float(summary["delta"].split()[0]) >= 0
         assert record["privacy"]["level"] == level
+
+
+def _printed_model(args, capsys) -> dict:
+    with pytest.raises(SystemExit) as exit_:
+        main(["fit", *args, "--print_config"])
+    assert exit_.value.code in (0, None)
+    return yaml.safe_load(capsys.readouterr().out)["model"]
+
+
+def test_a_named_model_gets_its_own_defaults_not_the_default_models(capsys):
+    """jsonargparse carries a default class's arguments over to the class a recipe names: the
+    CLI names GAP only when the command names no model, so PGC keeps its hidden=32 and
+    DP-MLP its normalization."""
+    recipe = str(zoo.recipe_path("pgc-cora"))
+    pgc = _printed_model(["--config", recipe], capsys)
+    assert pgc["class_path"].endswith("PGC") and pgc["init_args"]["hidden"] == 32
+    dpmlp = _printed_model(["--model=lightning_dpgnn.DPMLP"], capsys)
+    assert dpmlp["init_args"]["normalization"] == "none"
+    gap = _printed_model(["--model.hops=3"], capsys)  # no model named: GAP, and hops applies
+    assert gap["class_path"].endswith("GAP") and gap["init_args"]["hops"] == 3
