@@ -50,8 +50,8 @@ class DPGNNCLI(LightningCLI):
 
     def add_arguments_to_parser(self, parser) -> None:
         # no default model/data class here: jsonargparse carries a default class's init_args
-        # over to the class a user or recipe names (PGC would get GAP's hidden=16); main()
-        # names DEFAULT_MODEL / DEFAULT_DATA only when the command names none
+        # over to the class a user or recipe names (PGC would get GAP's hidden=16);
+        # parse_arguments names DEFAULT_MODEL / DEFAULT_DATA only when the command names none
         parser.set_defaults(
             {
                 "trainer.max_epochs": 100,
@@ -59,6 +59,14 @@ class DPGNNCLI(LightningCLI):
                 "trainer.logger": False,
             }
         )
+
+    def parse_arguments(self, parser: Any, args: Any) -> None:
+        """Name :data:`DEFAULT_MODEL` / :data:`DEFAULT_DATA` when the command names none."""
+        if args is None:  # the command line (LightningCLI warns if both are given)
+            sys.argv = [sys.argv[0], *_with_default_classes(sys.argv[1:])]
+        elif isinstance(args, (list, tuple)):
+            args = _with_default_classes(list(args))
+        super().parse_arguments(parser, args)
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         """The configured Trainer plus a ``ModelCheckpoint(save_last=True)`` unless checkpointing
@@ -238,7 +246,7 @@ def main(args: list[str] | None = None) -> None:
     if given[:1] == ["plot"]:
         _run_guarded(lambda: _plot_command([a for a in given[1:] if a != "--debug"]), debug)
         return
-    cleaned = _with_default_classes([a for a in given if a != "--debug"])
+    cleaned = [a for a in given if a != "--debug"]
     if args is None:  # from the command line: LightningCLI reads sys.argv itself
         sys.argv = [sys.argv[0], *cleaned]
     else:

@@ -54,7 +54,7 @@ def test_the_reason_a_fit_ended_is_recorded(csbm_dm, make_trainer):
     assert model.fit_end_reason.startswith("DP-SGD phase 'mlp/dpsgd' used all")
     gnn = GNN()
     make_trainer(max_epochs=2).fit(gnn, csbm_dm)
-    assert gnn.fit_end_reason == "max_epochs=2 reached"
+    assert gnn.fit_end_reason == "all 2 epochs of the plan ran"
 
 
 def test_non_private_model_is_refused_and_delta_is_checked(csbm_dm, make_trainer):

@@ -410,9 +410,9 @@ class PrivateModule(L.LightningModule):
         elif trainer.should_stop:
             reason = "a callback stopped it (trainer.should_stop, e.g. early stopping)"
         elif trainer.max_steps != -1 and trainer.global_step >= trainer.max_steps:
-            reason = f"max_steps={trainer.max_steps} reached"
+            reason = f"all {trainer.max_steps} steps of the plan ran (max_steps)"
         else:
-            reason = f"max_epochs={trainer.fit_loop.max_epochs} reached"
+            reason = f"all {trainer.fit_loop.max_epochs} epochs of the plan ran"
         self.fit_end_reason = reason
         rank_zero_info(f"{type(self).__name__}: fit ended: {reason}")
 
