@@ -29,11 +29,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
 import torch.nn.functional as F
+from huggingface_hub import ModelCard, ModelHubMixin
 from torch_geometric.data import Data
 
 from ..nn.mlp import compact_features
@@ -60,8 +62,18 @@ class AccountingError(ValueError):
     """A setting would make the accounted epsilon wrong; the fit is refused before any step."""
 
 
-class PrivateModule(L.LightningModule):
+class PrivateModule(
+    L.LightningModule,
+    ModelHubMixin,
+    library_name="lightning-dpgnn",
+    tags=["differential-privacy", "graph-neural-network", "lightning-dpgnn"],
+):
     """The privacy lifecycle shared by every method.
+
+    Every method is also a :class:`huggingface_hub.ModelHubMixin`: ``save_pretrained(dir)``,
+    ``push_to_hub(repo_id)`` and ``Method.from_pretrained(repo_id_or_dir)`` write, publish and
+    load the model with its privacy report and model card (:mod:`lightning_dpgnn.zoo.hub`);
+    publishing refuses models whose guarantee would not hold.
 
     Args:
         privacy: ``"none"``, ``"edge"`` or ``"node"`` (LDP methods use ``"ldp"``).
@@ -363,14 +375,27 @@ class PrivateModule(L.LightningModule):
     def load_public_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`public_state` saved."""
 
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint[CHECKPOINT_KEY] = {
+    def privacy_state(self) -> dict[str, Any]:
+        """Everything a checkpoint (and a published model) holds besides the parameters and
+        hyper-parameters: the accountant, the report, the noise multiplier, the recorded
+        mechanisms' outputs and the state public at this level (invariant 9)."""
+        return {
             "accountant": self.accountant.state_dict(),
             "report": self.privacy_spent().to_dict(),
             "noise_multiplier": self.noise_multiplier,
             "outputs": self.mechanism_outputs(),
             "public": self.public_state(),
         }
+
+    def load_privacy_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`privacy_state` returned (never re-running a mechanism)."""
+        self.accountant.load_state_dict(state["accountant"])
+        self.noise_multiplier = state.get("noise_multiplier", self.noise_multiplier)
+        self.load_mechanism_outputs(state.get("outputs", {}))
+        self.load_public_state(state.get("public", {}))
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint[CHECKPOINT_KEY] = self.privacy_state()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint.get(CHECKPOINT_KEY)
@@ -379,10 +404,93 @@ class PrivateModule(L.LightningModule):
                 f"checkpoint has no '{CHECKPOINT_KEY}' entry: it was not written by a "
                 "lightning-dpgnn model, so its privacy spend is unknown"
             )
-        self.accountant.load_state_dict(state["accountant"])
-        self.noise_multiplier = state.get("noise_multiplier", self.noise_multiplier)
-        self.load_mechanism_outputs(state.get("outputs", {}))
-        self.load_public_state(state.get("public", {}))
+        self.load_privacy_state(state)
+
+    # -- the hub (huggingface_hub.ModelHubMixin; the format lives in lightning_dpgnn.zoo.hub) ---
+    def save_pretrained(  # type: ignore[override]
+        self,
+        save_directory: str | Path,
+        *,
+        repo_id: str | None = None,
+        push_to_hub: bool = False,
+        model_card_kwargs: dict[str, Any] | None = None,
+        **push_to_hub_kwargs: Any,
+    ) -> str | None:
+        """Write the model to ``save_directory`` in the hub layout (safetensors weights,
+        ``config.json``, cached mechanism outputs, ``privacy_report.json``, ``README.md``).
+
+        Refuses (:class:`~lightning_dpgnn.zoo.hub.PublishError`) models whose noise was
+        reproducible, whose report is missing, or whose fit was halted or over budget.
+        ``model_card_kwargs`` go to :func:`lightning_dpgnn.zoo.card.model_card` (dataset,
+        split, accuracy, command, ...)."""
+        from lightning_dpgnn.zoo import hub
+
+        hub.check_publishable(self)  # before anything is written
+        folder = Path(save_directory)
+        (folder / hub.CARD).unlink(missing_ok=True)  # the card describes these weights only
+        return super().save_pretrained(
+            folder, config=hub.model_config(self), repo_id=repo_id, push_to_hub=push_to_hub,
+            model_card_kwargs=model_card_kwargs, **push_to_hub_kwargs,
+        )
+
+    def _save_pretrained(self, save_directory: Path) -> None:
+        from lightning_dpgnn.zoo import hub
+
+        hub.write_folder(self, save_directory)
+
+    def generate_model_card(self, *args: Any, **kwargs: Any) -> ModelCard:
+        from lightning_dpgnn.zoo.card import model_card
+
+        return model_card(self, **kwargs)
+
+    def push_to_hub(  # type: ignore[override]
+        self,
+        repo_id: str,
+        *,
+        token: str | None = None,
+        private: bool | None = None,
+        branch: str | None = None,
+        commit_message: str = "Upload private model (lightning-dpgnn)",
+        model_card_kwargs: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> str:
+        """Publish the model to ``repo_id`` on the hub (``HF_ENDPOINT`` is honoured); the same
+        refusals as :meth:`save_pretrained`. Returns the commit URL."""
+        import tempfile
+
+        from lightning_dpgnn.zoo import hub
+
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "model"
+            self.save_pretrained(folder, model_card_kwargs=model_card_kwargs)
+            return hub.push_folder(
+                folder, repo_id, token=token, private=private, branch=branch,
+                commit_message=commit_message,
+            )
+
+    @classmethod
+    def from_pretrained(  # type: ignore[override]
+        cls,
+        pretrained_model_name_or_path: str | Path,
+        *,
+        force_download: bool = False,
+        token: str | bool | None = None,
+        cache_dir: str | Path | None = None,
+        local_files_only: bool = False,
+        revision: str | None = None,
+        **model_kwargs: Any,
+    ) -> PrivateModule:
+        """Load a published model from a local folder or a hub repository (cached; offline
+        with ``HF_HUB_OFFLINE=1``). The folder's report must verify against its config,
+        weights and cached outputs (:class:`~lightning_dpgnn.zoo.hub.VerificationError`).
+        ``PrivateModule.from_pretrained`` builds whichever method the folder holds."""
+        from lightning_dpgnn.zoo import hub
+
+        folder = hub.resolve_folder(
+            pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
+            force_download=force_download, token=token, local_files_only=local_files_only,
+        )
+        return hub.read_folder(cls, folder, **model_kwargs)
 
     # -- shared training / evaluation -------------------------------------------------------
     def _train_rows(
