@@ -118,7 +118,9 @@ def publication_refusals(model: PrivateModule) -> list[str]:
         planned = model.planned_accountant(model.noise_multiplier)
     except RuntimeError:
         planned = None
-    if planned is not None and planned.total_count() > model.accountant.total_count():
+    if model.privacy_halted or (
+        planned is not None and planned.total_count() > model.accountant.total_count()
+    ):
         reasons.append(
             "its fit was halted before the end of its plan (PrivacyBudget stop or an "
             "interrupted fit): retrain it to completion"

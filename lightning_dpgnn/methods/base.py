@@ -138,6 +138,9 @@ class PrivateModule(
         #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
         self.noise_multiplier: float | None = None
         self._privacy_halt = False
+        #: the fit was stopped before its plan by :meth:`halt_privately` (``PrivacyBudget``);
+        #: kept in checkpoints, and the zoo refuses to publish such a model
+        self.privacy_halted = False
         #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none);
         #: with ghost clipping, :meth:`backward` clips through it
         self.dp_training: tuple[Any, Any] | None = None
@@ -301,6 +304,7 @@ class PrivateModule(
     def halt_privately(self) -> None:
         """Skip the rest of the fit before the next optimizer step (used by PrivacyBudget)."""
         self._privacy_halt = True
+        self.privacy_halted = True
 
     def uses_dpsgd(self) -> bool:
         """Whether any training step of this fit is a DP-SGD step (Poisson batches)."""
@@ -343,6 +347,7 @@ class PrivateModule(
 
     def on_fit_start(self) -> None:
         self._privacy_halt = False
+        self.privacy_halted = False
         self.check_trainer()
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
@@ -352,7 +357,7 @@ class PrivateModule(
             and self.target_epsilon is not None
             and self.accountant.total_count(phase.name) >= phase.total_steps
         ):
-            self.halt_privately()  # the calibrated plan is used up: never exceed it
+            self._privacy_halt = True  # the calibrated plan is used up: never exceed it
         if self._privacy_halt:
             self.trainer.should_stop = True
             return -1
@@ -385,6 +390,7 @@ class PrivateModule(
             "noise_multiplier": self.noise_multiplier,
             "outputs": self.mechanism_outputs(),
             "public": self.public_state(),
+            "halted": self.privacy_halted,
         }
 
     def load_privacy_state(self, state: dict[str, Any]) -> None:
@@ -393,6 +399,7 @@ class PrivateModule(
         self.noise_multiplier = state.get("noise_multiplier", self.noise_multiplier)
         self.load_mechanism_outputs(state.get("outputs", {}))
         self.load_public_state(state.get("public", {}))
+        self.privacy_halted = bool(state.get("halted", False))
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[CHECKPOINT_KEY] = self.privacy_state()
