@@ -266,17 +266,22 @@ class PrivateModule(
                     f" > target {self.target_epsilon:g}; leave it unset to calibrate"
                 )
 
+    def private_units(self, data: Data) -> int:
+        """Number of protected units of ``data``: undirected or directed edges at edge level,
+        nodes at node level (``delta="auto"`` stays below one over it)."""
+        if self.privacy == "edge":
+            units = data.num_edges // 2 if self.edge_unit == "undirected" else data.num_edges
+        else:
+            units = data.num_nodes
+        return max(int(units), 1)
+
     def resolve_delta(self, data: Data) -> float | None:
         """Fix delta once the private units are known (edges or nodes)."""
         if self.privacy == "none":
             return None
         if self.accountant.delta is not None and self.target_delta == "auto":
             return self.accountant.delta  # already resolved (e.g. restored from a checkpoint)
-        if self.privacy == "edge":
-            units = data.num_edges // 2 if self.edge_unit == "undirected" else data.num_edges
-        else:
-            units = data.num_nodes
-        self.accountant.delta = resolve_delta(self.target_delta, max(int(units), 1))
+        self.accountant.delta = resolve_delta(self.target_delta, self.private_units(data))
         return self.accountant.delta
 
     # -- report ------------------------------------------------------------------------------
