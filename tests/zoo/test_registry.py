@@ -118,3 +118,15 @@ def test_a_pulled_model_predicts_with_the_gap_api(gap_edge, csbm, tmp_path):
     model.save_pretrained(tmp_path / "m")
     loaded = GAP.from_pretrained(tmp_path / "m")
     assert torch.equal(loaded.predict_step(csbm.data, 0), before)
+
+
+def test_the_docs_table_lists_every_entry_with_its_guarantee_and_accuracy():
+    doc = (ROOT / "docs" / "zoo.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in doc.splitlines()
+            if line.startswith("| ") and line.count("|") == 8}
+    for name, e in ENTRIES.items():
+        assert name in rows, name
+        cells = [c.strip() for c in rows[name].split("|")[1:-1]]
+        assert (cells[3], float(cells[4])) == (e.level, e.epsilon)
+        if e.accuracy:
+            assert cells[6] == f"{e.accuracy['mean']} ({e.accuracy['low']}–{e.accuracy['high']})"
