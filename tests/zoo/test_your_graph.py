@@ -64,3 +64,42 @@ def test_the_example_runs(tmp_path, capsys):
     out = example.main(tmp_path / "published", epochs=3)
     assert out["yours"].count("pma") == 2 and out["model"].count("pma") == 2
     assert "your graph's own cost" in capsys.readouterr().out
+
+
+LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("lightning_dpgnn").LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1),
+    lambda: __import__("lightning_dpgnn").PGC(epsilon=2.0),
+], ids=["lpgnn", "pgc"])
+def test_a_loaded_ldp_model_predicts_from_your_nodes_private_features(make, tmp_path):
+    from conftest import quiet_trainer
+
+    dm = NodeDataModule("csbm", **LDP_DM)
+    model = make()
+    trainer = quiet_trainer(tmp_path, max_epochs=2)
+    trainer.fit(model, dm)
+    model.save_pretrained(tmp_path / "ldp")
+    published = type(model).from_pretrained(tmp_path / "ldp")
+    on_training_graph = quiet_trainer(tmp_path).predict(published, dm)[0]
+    before = published.privacy_spent()
+
+    yours = NodeDataModule("csbm", dataset_kwargs={"seed": 7, "num_nodes": 300}, **LDP_DM).data
+    yours.y = None  # your labels stay with you: only features are perturbed and sent
+    sent = published.collect_from(yours)  # on your nodes' devices in a deployment
+    report = published.last_inference_report
+    assert report.level == "ldp" and len(report.ledger) == 1  # features only, no label
+    assert report.epsilon == pytest.approx(before.epsilon - _label_eps(published), rel=1e-9)
+    probs = published.predict_inductive(yours, sent)
+    assert probs.shape == (300, 5) and torch.allclose(probs.sum(-1), torch.ones(300))
+    yours.inductive = True  # or let predict_step collect with fresh noise
+    assert not torch.equal(published.predict_step(yours, 0), probs)
+    # the training graph's cached collection, report and GCN normalisation are untouched
+    assert published.privacy_spent() == before
+    assert torch.equal(quiet_trainer(tmp_path).predict(published, dm)[0], on_training_graph)
+
+
+def _label_eps(model) -> float:
+    eps = model.collector.y_eps
+    return 0.0 if eps is None else float(eps)
