@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import lightning as L
 import pytest
-from huggingface_hub import constants
 from hubserver import HubServer
+from huggingface_hub import constants
 
 from lightning_dpgnn import GAP
 from lightning_dpgnn.data import NodeDataModule

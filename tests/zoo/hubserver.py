@@ -3,7 +3,8 @@
 It answers only the calls huggingface_hub makes to create a repository, upload a folder
 (preupload in "regular" mode, so no LFS/Xet, then an ndjson commit) and download files
 (``HEAD``/``GET /{repo}/resolve/{revision}/{path}`` with ``X-Repo-Commit``, ``ETag`` and
-``Content-Length``), plus ``model_info`` and the README metadata check (``validate-yaml``). Requests are logged in ``server.calls``.
+``Content-Length``), plus ``model_info`` and the README metadata check (``validate-yaml``).
+Requests are logged in ``server.calls``.
 """
 
 from __future__ import annotations

@@ -11,13 +11,20 @@ import pytest
 import torch
 from conftest import quiet_trainer
 from huggingface_hub import ModelCard, constants
+from lightning_dpgnn.callbacks import PrivacyBudget
+from lightning_dpgnn.zoo.hub import (
+    CONFIG,
+    OUTPUTS,
+    REPORT,
+    WEIGHTS,
+    PublishError,
+    VerificationError,
+)
 from safetensors.torch import load_file, save_file
 
 from lightning_dpgnn import GAP, GNN, LPGNN, PGC, PGCLinkPrediction, PrivateModule, ProGAP
-from lightning_dpgnn.callbacks import PrivacyBudget
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP, MLP
-from lightning_dpgnn.zoo.hub import CONFIG, OUTPUTS, REPORT, WEIGHTS, PublishError, VerificationError
 
 LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0))
 

@@ -11,11 +11,11 @@ import torch
 import yaml
 from conftest import quiet_trainer
 from huggingface_hub import ModelCard
+from lightning_dpgnn.zoo import hub, registry
 
 import lightning_dpgnn
 from lightning_dpgnn import GAP, zoo
 from lightning_dpgnn.cli import main
-from lightning_dpgnn.zoo import hub, registry
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = registry.entries()
