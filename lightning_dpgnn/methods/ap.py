@@ -298,13 +298,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, PrivateModule):
             raise RuntimeError(
                 f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
             )
-        expected = self.hparams.get("num_features")
-        if expected is not None and data.num_features != expected:
-            raise ValueError(
-                f"{type(self).__name__} was trained on {expected} features per node; this graph "
-                f"has {data.num_features}: encode its features like the training graph's (same "
-                "columns, same public code book)"
-            )
+        self.check_feature_width(data, "same columns, same public code book")
         graph = self._private_graph(data)
         delta = None
         if self.privacy != "none":

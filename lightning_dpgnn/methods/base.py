@@ -195,6 +195,17 @@ class PrivateModule(
         y = data.y
         return int(y[y >= 0].max()) + 1
 
+    def check_feature_width(self, data: Data, encoding: str) -> None:
+        """Refuse a new graph whose nodes have another number of features than the training
+        graph's (``encoding``: how to make them match)."""
+        expected = self.hparams.get("num_features")
+        if expected is not None and data.num_features != expected:
+            raise ValueError(
+                f"{type(self).__name__} was trained on {expected} features per node; this graph "
+                f"has {data.num_features}: encode its features like the training graph's "
+                f"({encoding})"
+            )
+
     def labels_private(self) -> bool:
         """Whether this fit protects the labels (node level; LDP methods that perturb them)."""
         return self.privacy == "node"

@@ -103,13 +103,7 @@ class LocallyPrivateModule(PrivateModule):
         """What the nodes of a new graph send to this trained model: their features perturbed
         with the model's mechanism and fresh noise (no label). In a deployment each node runs
         this on its own device; the per-node cost is in ``last_inference_report``."""
-        expected = self.hparams.get("num_features")
-        if expected is not None and data.num_features != expected:
-            raise ValueError(
-                f"{type(self).__name__} was trained on {expected} features per node; this graph "
-                f"has {data.num_features}: encode its features like the training graph's (same "
-                "columns, same feature range)"
-            )
+        self.check_feature_width(data, "same columns, same feature range")
         delta = self.collector.delta if self.collector.needs_delta else None
         acc = PrivacyAccountant("ldp", delta, unit=self.accountant.unit)
         collection = self.collector.collect(data, acc, None, labels=False)
