@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import lightning as L
 import pytest
-from hubserver import HubServer
 from huggingface_hub import constants
+from zoo_testing import HubServer, quiet_trainer
 
 from lightning_dpgnn import GAP
 from lightning_dpgnn.data import NodeDataModule
-
-
-def quiet_trainer(root, **kw) -> L.Trainer:
-    defaults = dict(max_epochs=4, logger=False, enable_checkpointing=False,
-                    enable_progress_bar=False, enable_model_summary=False,
-                    default_root_dir=root)
-    defaults.update(kw)
-    return L.Trainer(**defaults)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """save_pretrained / push_to_hub / from_pretrained: the guarantee travels with the weights.
 
-Every round trip runs against a folder or the hub server of ``hubserver.py`` on 127.0.0.1;
+Every round trip runs against a folder or the hub server of ``zoo_testing.py`` on 127.0.0.1;
 nothing touches the network. Every method's round trip, with the audit of what its published
 folder holds, is in tests/privacy/test_attacks.py (beside the checkpoint audit)."""
 
@@ -10,7 +10,6 @@ import json
 
 import pytest
 import torch
-from conftest import quiet_trainer
 from huggingface_hub import ModelCard, constants
 from lightning_dpgnn.callbacks import PrivacyBudget
 from lightning_dpgnn.zoo.hub import (
@@ -22,6 +21,7 @@ from lightning_dpgnn.zoo.hub import (
     VerificationError,
 )
 from safetensors.torch import load_file, save_file
+from zoo_testing import quiet_trainer
 
 from lightning_dpgnn import GAP, LPGNN
 from lightning_dpgnn.methods import DPMLP

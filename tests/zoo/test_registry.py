@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import quiet_trainer
 from huggingface_hub import ModelCard
 from lightning_dpgnn.zoo import hub, registry
+from zoo_testing import quiet_trainer
 
 import lightning_dpgnn
 from lightning_dpgnn import GAP, zoo

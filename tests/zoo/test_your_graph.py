@@ -46,7 +46,7 @@ def test_a_graph_with_other_features_is_refused_clearly(gap_edge, tmp_path):
 
 
 def test_a_loaded_progap_predicts_on_your_graph(csbm, tmp_path):
-    from conftest import quiet_trainer
+    from zoo_testing import quiet_trainer
 
     model = ProGAP(privacy="edge", epsilon=1.0, epochs_per_stage=1)
     quiet_trainer(tmp_path, max_epochs=3).fit(model, csbm)
@@ -74,7 +74,7 @@ LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0
     lambda: __import__("lightning_dpgnn").PGC(epsilon=2.0),
 ], ids=["lpgnn", "pgc"])
 def test_a_loaded_ldp_model_predicts_from_your_nodes_private_features(make, tmp_path):
-    from conftest import quiet_trainer
+    from zoo_testing import quiet_trainer
 
     dm = NodeDataModule("csbm", **LDP_DM)
     model = make()

@@ -1,10 +1,10 @@
-"""A hub-compatible HTTP server for the tests (127.0.0.1, in memory, never the network).
+"""Test helpers of the zoo: a hub-compatible HTTP server (127.0.0.1, in memory, never the network).
 
 It answers only the calls huggingface_hub makes to create a repository, upload a folder
 (preupload in "regular" mode, so no LFS/Xet, then an ndjson commit) and download files
 (``HEAD``/``GET /{repo}/resolve/{revision}/{path}`` with ``X-Repo-Commit``, ``ETag`` and
 ``Content-Length``), plus ``model_info`` and the README metadata check (``validate-yaml``).
-Requests are logged in ``server.calls``.
+Requests are logged in ``server.calls``. And a quiet ``Trainer`` factory.
 """
 
 from __future__ import annotations
@@ -161,3 +161,14 @@ class HubServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def quiet_trainer(root, **kw):
+    """A Trainer without logger, checkpoints, progress bar or summary, writing under ``root``."""
+    import lightning as L
+
+    defaults = dict(max_epochs=4, logger=False, enable_checkpointing=False,
+                    enable_progress_bar=False, enable_model_summary=False,
+                    default_root_dir=root)
+    defaults.update(kw)
+    return L.Trainer(**defaults)
