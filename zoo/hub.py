@@ -278,7 +278,30 @@ def read_report(folder: Path) -> dict[str, Any]:
             f"{path}: the report (epsilon {report.epsilon}) disagrees with the accountant it "
             f"carries (epsilon {recomputed.epsilon})"
         )
+    _check_card(folder, report)
     return content
+
+
+def _check_card(folder: Path, report: PrivacyReport) -> None:
+    """The card's ``privacy`` metadata, when there is a card, must state the report's
+    guarantee: its prose may be edited, the numbers people read may not."""
+    from huggingface_hub import ModelCard
+
+    path = folder / CARD
+    if not path.is_file():
+        return
+    stated = ModelCard.load(path).data.to_dict().get("privacy") or {}
+    eps = None if math.isinf(report.epsilon) else report.epsilon
+    claims = {"level": report.level, "unit": report.unit or stated.get("unit"),
+              "delta": report.delta, "epsilon": eps}
+    wrong = [k for k, v in claims.items()
+             if not (stated.get(k) == v or (isinstance(v, float) and isinstance(
+                 stated.get(k), (int, float)) and math.isclose(stated[k], v, rel_tol=1e-5)))]
+    if wrong:
+        raise VerificationError(
+            f"{path} states a guarantee other than {REPORT}'s ({', '.join(wrong)}: "
+            f"{ {k: stated.get(k) for k in wrong} } vs {({k: claims[k] for k in wrong})})"
+        )
 
 
 def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path) -> None:
@@ -357,6 +380,9 @@ def resolve_folder(
     path = Path(repo_or_dir)
     if path.is_dir():
         return path
+    text = str(repo_or_dir)
+    if path.is_absolute() or text.startswith((".", "~")) or text.count("/") > 1:
+        raise FileNotFoundError(f"no published model folder at {text}")
     offline = local_files_only or hub_offline()
     kw = dict(
         repo_id=str(repo_or_dir), revision=revision, cache_dir=cache_dir, token=token,

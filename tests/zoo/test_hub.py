@@ -181,3 +181,20 @@ def test_the_card_parses_and_states_the_guarantee(gap_edge, tmp_path):
     text = card.text
     assert "does not protect" in text and "not covered by epsilon" in text
     assert "No empirical audit yet" in text
+
+
+def test_a_card_that_states_another_guarantee_is_refused(gap_edge, tmp_path):
+    folder = _saved(gap_edge[0], tmp_path)
+    card = ModelCard.load(folder / "README.md")
+    card.text = card.text + "\nEdited prose is fine.\n"
+    card.save(folder / "README.md")
+    GAP.from_pretrained(folder)
+    card.data.privacy = {**card.data.privacy, "epsilon": 0.1}
+    card.save(folder / "README.md")
+    with pytest.raises(VerificationError, match="states a guarantee other than"):
+        GAP.from_pretrained(folder)
+
+
+def test_a_missing_folder_is_named_as_such(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no published model folder"):
+        GAP.from_pretrained(tmp_path / "nothing-here")
