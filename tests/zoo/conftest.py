@@ -1,4 +1,4 @@
-"""Fixtures of the zoo tests: a hub on 127.0.0.1 and small fitted models (shared per module)."""
+"""Fixtures of the zoo tests: a hub on 127.0.0.1 and a small fitted model (shared)."""
 
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ def hub(monkeypatch, tmp_path):
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def csbm():
     return NodeDataModule("csbm")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def gap_edge(csbm, tmp_path_factory):
     """A fitted edge-level GAP on the embedded csbm graph and its predictions."""
     model = GAP(privacy="edge", epsilon=1.0, encoder_epochs=2, classifier_epochs=2)

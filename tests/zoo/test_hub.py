@@ -94,8 +94,8 @@ def test_a_model_without_a_report_is_refused(tmp_path):
 
 
 def test_a_halted_fit_is_refused(csbm, tmp_path):
-    # the trainer stops after 1 of the 3 DP-SGD epochs the noise was calibrated for
-    model = DPMLP(epsilon=4.0, epochs=3, batch_size=500)
+    # the trainer stops after 1 of the 2 DP-SGD epochs the noise was calibrated for
+    model = DPMLP(epsilon=4.0, epochs=2, batch_size=500)
     quiet_trainer(tmp_path, max_epochs=1).fit(model, csbm)
     with pytest.raises(PublishError, match="halted"):
         model.save_pretrained(tmp_path / "halted")
