@@ -10,7 +10,7 @@ are honoured).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,6 @@ class ZooEntry:
     published: bool = False
     accuracy: dict[str, Any] | None = None
     note: str | None = None
-    overrides: tuple[str, ...] = field(default=())
 
     @property
     def recipe_path(self) -> Path:
@@ -119,11 +118,10 @@ def build(
     from lightning_dpgnn.cli import DPGNNCLI
 
     e = entry(name, registry)
-    extra = [*e.overrides, *(overrides or [])]
     cli = DPGNNCLI(
         L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
         subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
-        args=["--config", str(e.recipe_path), *extra], run=False,
+        args=["--config", str(e.recipe_path), *(overrides or [])], run=False,
         auto_configure_optimizers=False,
     )
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
