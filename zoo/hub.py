@@ -335,6 +335,12 @@ def read_folder(cls: type[PrivateModule], folder: Path, **overrides: Any) -> Pri
         if cls is not PrivateModule:
             raise VerificationError(f"{folder} holds a {method}, not a {cls.__name__}")
         cls = _import(method)
+    fixed = sorted(k for k, v in overrides.items() if k in config and config[k] != v)
+    if fixed:
+        raise ValueError(
+            f"{', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed by the published "
+            f"{CONFIG} (covered by its report); load the model as published"
+        )
     model = cls(**{**config, **overrides})
     missing, unexpected = model.load_state_dict(load_file(folder / WEIGHTS), strict=False)
     if missing or unexpected:

@@ -58,6 +58,9 @@ def test_push_then_pull_gives_identical_predictions_and_report(gap_edge, csbm, h
     model.save_pretrained(tmp_path / "local")
     report = json.loads((tmp_path / "local" / REPORT).read_text())
     assert json.loads(hub.state.repos["org/gap-edge-csbm"].files[REPORT]) == report
+    # the ModelHubMixin spelling: save and push in one call
+    model.save_pretrained(tmp_path / "both", push_to_hub=True, repo_id="org/both")
+    assert torch.equal(_predict(GAP.from_pretrained("org/both"), csbm, tmp_path), before)
 
 
 def test_offline_load_from_the_hub_cache_and_from_a_folder(gap_edge, csbm, hub, monkeypatch,
@@ -160,6 +163,11 @@ def test_a_report_that_disagrees_with_its_accountant_is_refused(gap_edge, tmp_pa
     (folder / REPORT).write_text(json.dumps(content))
     with pytest.raises(VerificationError, match="disagrees with the accountant"):
         GAP.from_pretrained(folder)
+
+
+def test_published_hyper_parameters_cannot_be_overridden_on_load(gap_edge, tmp_path):
+    with pytest.raises(ValueError, match="privacy is fixed by the published config.json"):
+        GAP.from_pretrained(_saved(gap_edge[0], tmp_path), privacy="none")
 
 
 def test_loading_a_folder_as_another_method_is_refused(gap_edge, tmp_path):
