@@ -105,7 +105,8 @@ class LocallyPrivateModule(PrivateModule):
         this on its own device; the per-node cost is in ``last_inference_report``."""
         self.check_feature_width(data, "same columns, same feature range")
         delta = self.collector.delta if self.collector.needs_delta else None
-        acc = PrivacyAccountant("ldp", delta, unit=self.accountant.unit)
+        unit = "each node's features, perturbed on the node (edges are public)"
+        acc = PrivacyAccountant("ldp", delta, unit=unit)
         collection = self.collector.collect(data, acc, None, labels=False)
         self.last_inference_report = PrivacyReport.from_accountant(acc)
         return collection
