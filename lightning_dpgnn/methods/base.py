@@ -55,6 +55,8 @@ UNITS = {
     ("edge", "directed"): "one directed edge (the thesis' unit; a friendship is two of them)",
     ("node", None): "one node with all its edges, features and label",
     ("ldp", None): "each node's features and label, perturbed on the node (edges are public)",
+    ("ldp", "features"): "each node's features, perturbed on the node (edges and labels are "
+    "public)",
 }
 
 

@@ -19,7 +19,7 @@ from torch_geometric.data import Data
 
 from ..data.local import LocalCollection, LocalCollector
 from ..privacy import PrivacyAccountant, PrivacyReport
-from .base import PrivateModule
+from .base import UNITS, PrivateModule
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
 
@@ -37,6 +37,8 @@ class LocallyPrivateModule(PrivateModule):
     def __init__(self, collector: LocalCollector, noise_seed: int | None = None) -> None:
         super().__init__("ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed)
         self.collector = collector
+        if not self.labels_private():  # e.g. PGC: labels are public in its threat model
+            self.accountant.unit = UNITS[("ldp", "features")]
         self.accountant.delta = collector.delta if collector.needs_delta else None
         self._collection: LocalCollection | None = None
         self._features: torch.Tensor | None = None  # decoded collection (post-processing)
@@ -105,7 +107,7 @@ class LocallyPrivateModule(PrivateModule):
         this on its own device; the per-node cost is in ``last_inference_report``."""
         self.check_feature_width(data, "same columns, same feature range")
         delta = self.collector.delta if self.collector.needs_delta else None
-        unit = "each node's features, perturbed on the node (edges are public)"
+        unit = "each node's features, perturbed on the node (edges are public; no label is sent)"
         acc = PrivacyAccountant("ldp", delta, unit=unit)
         collection = self.collector.collect(data, acc, None, labels=False)
         self.last_inference_report = PrivacyReport.from_accountant(acc)
