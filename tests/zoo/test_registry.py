@@ -130,3 +130,13 @@ def test_the_docs_table_lists_every_entry_with_its_guarantee_and_accuracy():
         assert (cells[3], float(cells[4])) == (e.level, e.epsilon)
         if e.accuracy:
             assert cells[6] == f"{e.accuracy['mean']} ({e.accuracy['low']}–{e.accuracy['high']})"
+
+
+def test_dpgnn_zoo_list_prints_every_entry_and_build_needs_a_name(capsys):
+    main(["zoo", "list"])
+    out = capsys.readouterr().out
+    assert all(name in out for name in ENTRIES) and "71.2 (70.7–71.6)" in out
+    with pytest.raises(SystemExit) as err:
+        main(["zoo", "build"])
+    assert err.value.code == 2
+    assert capsys.readouterr().err.startswith("error: give one entry name or --all")
