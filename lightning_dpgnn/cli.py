@@ -242,6 +242,10 @@ def main(args: list[str] | None = None) -> None:
     ``error: ...`` message on stderr and exit status 2; ``--debug`` (or ``DPGNN_DEBUG=1``)
     shows the full traceback instead."""
     given = list(sys.argv[1:] if args is None else args)
+    if given[:1] == ["zoo"]:  # the model zoo's own subcommands (lightning_dpgnn.zoo.cli)
+        from lightning_dpgnn.zoo.cli import main as zoo_main
+
+        return zoo_main(given[1:])
     debug = "--debug" in given or os.environ.get("DPGNN_DEBUG", "") not in ("", "0")
     if given[:1] == ["plot"]:
         _run_guarded(lambda: _plot_command([a for a in given[1:] if a != "--debug"]), debug)

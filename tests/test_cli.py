@@ -56,9 +56,9 @@ def test_bad_argument_is_a_clear_error(capsys):
     assert "privacy" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", zoo.list())
+@pytest.mark.parametrize("name", zoo.recipes())
 def test_every_recipe_parses_into_the_model_and_data_it_names(name, capsys):
-    assert len(zoo.list()) >= 15
+    assert len(zoo.recipes()) >= 15
     with pytest.raises(SystemExit) as exit_info:
         main(["fit", "--config", str(zoo.recipe_path(name)), "--print_config"])
     assert exit_info.value.code in (0, None)
@@ -112,7 +112,7 @@ def test_a_progap_recipe_runs_all_stages_in_one_fit(capsys):
 
 
 def _private_recipes() -> list[str]:
-    return [n for n in zoo.list() if "-inf-" not in n and not n.startswith("mlp-")]
+    return [n for n in zoo.recipes() if "-inf-" not in n and not n.startswith("mlp-")]
 
 
 @pytest.mark.parametrize("name", _private_recipes())

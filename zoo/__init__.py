@@ -1,11 +1,27 @@
-"""Recipes: YAML configs for ``dpgnn fit --config`` (``zoo/recipes/<name>.yaml``)."""
+"""The model zoo: recipes (YAML configs for ``dpgnn fit --config``), the registry of published
+private models, the hub format and the model cards.
+
+>>> from lightning_dpgnn import zoo
+>>> zoo.list()                        # the registry as a table
+>>> model = zoo.load("gap-edge-csbm-eps1")   # a local build, or the hub (cached)
+"""
 
 from pathlib import Path
 
+from .registry import ZooEntry, build, entries, entry, load, push, table
+
 RECIPES = Path(__file__).parent / "recipes"
 
+__all__ = ["list", "recipes", "recipe_path", "entries", "entry", "load", "build", "push",
+           "ZooEntry"]
 
-def list() -> list[str]:  # noqa: A001 - public name fixed by the design (zoo.list())
+
+def list():  # noqa: A001 - public name fixed by the design (zoo.list())
+    """The published models of the registry as a table (a :class:`pandas.DataFrame`)."""
+    return table()
+
+
+def recipes() -> "list[str]":
     """Names of the bundled recipes (``zoo/recipes/<name>.yaml``)."""
     return sorted(p.stem for p in RECIPES.glob("*.yaml"))
 
@@ -14,5 +30,5 @@ def recipe_path(name: str) -> Path:
     """Path of a bundled recipe, with a clear error listing the known ones."""
     path = RECIPES / f"{name}.yaml"
     if not path.exists():
-        raise ValueError(f"unknown recipe {name!r}; known: {', '.join(list()) or '(none yet)'}")
+        raise ValueError(f"unknown recipe {name!r}; known: {', '.join(recipes()) or '(none yet)'}")
     return path

@@ -31,7 +31,7 @@ from torch_geometric.data import Data
 
 from ..loops import StagedTrainingMixin
 from ..nn.mlp import resolve_normalization
-from ..privacy import PrivacyAccountant, PrivacyReport
+from ..privacy import PrivacyAccountant, PrivacyReport, resolve_delta
 from ..privacy.aggregation import (
     GaussianAggregation,
     check_degree_promise,
@@ -316,14 +316,19 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         """Class probabilities on a new graph, running the mechanism on it with fresh noise.
 
         The new graph's spend is recorded in a separate accountant (its data is disjoint from
-        the training graph: parallel composition), available as ``last_inference_report``.
+        the training graph: parallel composition), available as ``last_inference_report``;
+        with ``delta="auto"`` its delta is resolved from the new graph's own units.
         """
         if self.privacy != "none" and self.noise_multiplier is None:
             raise RuntimeError(
                 f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
             )
+        self.check_feature_width(data, "same columns, same public code book")
         graph = self._private_graph(data)
-        acc = PrivacyAccountant(self.privacy, self.accountant.delta, unit=self.accountant.unit)
+        delta = None
+        if self.privacy != "none":
+            delta = resolve_delta(self.target_delta, self.private_units(graph))
+        acc = PrivacyAccountant(self.privacy, delta, unit=self.accountant.unit)
         logits = self._forward_graph(graph, acc, None)
         self.last_inference_report = PrivacyReport.from_accountant(
             acc, private=self.privacy != "none"

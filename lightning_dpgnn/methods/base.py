@@ -30,11 +30,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
 import torch
 import torch.nn.functional as F
+from huggingface_hub import ModelCard, ModelHubMixin
 from lightning.pytorch.utilities import rank_zero_info
 from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
@@ -62,6 +64,8 @@ UNITS = {
     ("edge", "directed"): "one directed edge (the thesis' unit; a friendship is two of them)",
     ("node", None): "one node with all its edges, features and label",
     ("ldp", None): "each node's features and label, perturbed on the node (edges are public)",
+    ("ldp", "features"): "each node's features, perturbed on the node (edges and labels are "
+    "public)",
 }
 
 
@@ -109,8 +113,18 @@ def require_private_model(module: Any, who: str) -> PrivateModel:
     )
 
 
-class PrivateModule(L.LightningModule):
+class PrivateModule(
+    L.LightningModule,
+    ModelHubMixin,
+    library_name="lightning-dpgnn",
+    tags=["differential-privacy", "graph-neural-network", "lightning-dpgnn"],
+):
     """The privacy lifecycle shared by every method.
+
+    Every method is also a :class:`huggingface_hub.ModelHubMixin`: ``save_pretrained(dir)``,
+    ``push_to_hub(repo_id)`` and ``Method.from_pretrained(repo_id_or_dir)`` write, publish and
+    load the model with its privacy report and model card (:mod:`lightning_dpgnn.zoo.hub`);
+    publishing refuses models whose guarantee would not hold.
 
     Args:
         privacy: ``"none"``, ``"edge"`` or ``"node"`` (LDP methods use ``"ldp"``).
@@ -182,6 +196,9 @@ class PrivateModule(L.LightningModule):
         self._halt_reason: str | None = None
         #: why the last fit ended (logged at its end; see :meth:`stop_reason`)
         self.fit_end_reason: str | None = None
+        #: the fit was stopped before its plan by :meth:`halt_privately` (``PrivacyBudget``);
+        #: kept in checkpoints, and the zoo refuses to publish such a model
+        self.privacy_halted = False
 
     def _datamodule(self) -> NodeDataSource:
         dm = self.trainer.datamodule if self._trainer is not None else None
@@ -239,6 +256,17 @@ class PrivateModule(L.LightningModule):
             )
         y = data.y
         return int(y[y >= 0].max()) + 1
+
+    def check_feature_width(self, data: Data, encoding: str) -> None:
+        """Refuse a new graph whose nodes have another number of features than the training
+        graph's (``encoding``: how to make them match)."""
+        expected = self.hparams.get("num_features")
+        if expected is not None and data.num_features != expected:
+            raise ValueError(
+                f"{type(self).__name__} was trained on {expected} features per node; this graph "
+                f"has {data.num_features}: encode its features like the training graph's "
+                f"({encoding})"
+            )
 
     def labels_private(self) -> bool:
         """Whether this fit protects the labels (node level; LDP methods that perturb them)."""
@@ -311,17 +339,22 @@ class PrivateModule(L.LightningModule):
                     f" > target {self.target_epsilon:g}; leave it unset to calibrate"
                 )
 
+    def private_units(self, data: Data) -> int:
+        """Number of protected units of ``data``: undirected or directed edges at edge level,
+        nodes at node level (``delta="auto"`` stays below one over it)."""
+        if self.privacy == "edge":
+            units = data.num_edges // 2 if self.edge_unit == "undirected" else data.num_edges
+        else:
+            units = data.num_nodes
+        return max(int(units), 1)
+
     def resolve_delta(self, data: Data) -> float | None:
         """Fix delta once the private units are known (edges or nodes)."""
         if self.privacy == "none":
             return None
         if self.accountant.delta is not None and self.target_delta == "auto":
             return self.accountant.delta  # already resolved (e.g. restored from a checkpoint)
-        if self.privacy == "edge":
-            units = data.num_edges // 2 if self.edge_unit == "undirected" else data.num_edges
-        else:
-            units = data.num_nodes
-        self.accountant.delta = resolve_delta(self.target_delta, max(int(units), 1))
+        self.accountant.delta = resolve_delta(self.target_delta, self.private_units(data))
         return self.accountant.delta
 
     # -- report ------------------------------------------------------------------------------
@@ -347,9 +380,11 @@ class PrivateModule(L.LightningModule):
 
     # -- enforce -----------------------------------------------------------------------------
     def halt_privately(self, reason: str = "halted by a privacy callback") -> None:
-        """End the fit before the next optimizer step (used by PrivacyBudget)."""
+        """End the fit before the next optimizer step (used by PrivacyBudget); the model is
+        marked :attr:`privacy_halted` (kept in checkpoints; the zoo refuses to publish it)."""
         if self._halt_reason is None:
             self._halt_reason = reason
+        self.privacy_halted = True
 
     def check_trainer(self) -> None:
         """Refuse trainer settings that break the accounting, before any step (invariant 7)."""
@@ -365,6 +400,7 @@ class PrivateModule(L.LightningModule):
     def on_fit_start(self) -> None:
         self._halt_reason = None
         self.fit_end_reason = None
+        self.privacy_halted = False
         self.check_trainer()
 
     # -- why a fit ends: every reason in one place (like Lightning's ``_FitLoop.done``) --------
@@ -442,14 +478,29 @@ class PrivateModule(L.LightningModule):
     def load_public_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`public_state` saved."""
 
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint[CHECKPOINT_KEY] = {
+    def privacy_state(self) -> dict[str, Any]:
+        """Everything a checkpoint (and a published model) holds besides the parameters and
+        hyper-parameters: the accountant, the report, the noise multiplier, the recorded
+        mechanisms' outputs and the state public at this level (invariant 9)."""
+        return {
             "accountant": self.accountant.state_dict(),
             "report": self.privacy_spent().to_dict(),
             "noise_multiplier": self.noise_multiplier,
             "outputs": self.mechanism_outputs(),
             "public": self.public_state(),
+            "halted": self.privacy_halted,
         }
+
+    def load_privacy_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`privacy_state` returned (never re-running a mechanism)."""
+        self.accountant.load_state_dict(state["accountant"])
+        self.noise_multiplier = state.get("noise_multiplier", self.noise_multiplier)
+        self.load_mechanism_outputs(state.get("outputs", {}))
+        self.load_public_state(state.get("public", {}))
+        self.privacy_halted = bool(state.get("halted", False))
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint[CHECKPOINT_KEY] = self.privacy_state()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint.get(CHECKPOINT_KEY)
@@ -458,10 +509,93 @@ class PrivateModule(L.LightningModule):
                 f"checkpoint has no '{CHECKPOINT_KEY}' entry: it was not written by a "
                 "lightning-dpgnn model, so its privacy spend is unknown"
             )
-        self.accountant.load_state_dict(state["accountant"])
-        self.noise_multiplier = state.get("noise_multiplier", self.noise_multiplier)
-        self.load_mechanism_outputs(state.get("outputs", {}))
-        self.load_public_state(state.get("public", {}))
+        self.load_privacy_state(state)
+
+    # -- the hub (huggingface_hub.ModelHubMixin; the format lives in lightning_dpgnn.zoo.hub) ---
+    def save_pretrained(  # type: ignore[override]
+        self,
+        save_directory: str | Path,
+        *,
+        repo_id: str | None = None,
+        push_to_hub: bool = False,
+        model_card_kwargs: dict[str, Any] | None = None,
+        **push_to_hub_kwargs: Any,
+    ) -> str | None:
+        """Write the model to ``save_directory`` in the hub layout (safetensors weights,
+        ``config.json``, cached mechanism outputs, ``privacy_report.json``, ``README.md``).
+
+        Refuses (:class:`~lightning_dpgnn.zoo.hub.PublishError`) models whose noise was
+        reproducible, whose report is missing, or whose fit was halted or over budget.
+        ``model_card_kwargs`` go to :func:`lightning_dpgnn.zoo.card.model_card` (dataset,
+        split, accuracy, command, ...)."""
+        from lightning_dpgnn.zoo import hub
+
+        hub.check_publishable(self)  # before anything is written
+        folder = Path(save_directory)
+        (folder / hub.CARD).unlink(missing_ok=True)  # the card describes these weights only
+        return super().save_pretrained(
+            folder, config=hub.model_config(self), repo_id=repo_id, push_to_hub=push_to_hub,
+            model_card_kwargs=model_card_kwargs, **push_to_hub_kwargs,
+        )
+
+    def _save_pretrained(self, save_directory: Path) -> None:
+        from lightning_dpgnn.zoo import hub
+
+        hub.write_folder(self, save_directory)
+
+    def generate_model_card(self, *args: Any, **kwargs: Any) -> ModelCard:
+        from lightning_dpgnn.zoo.card import model_card
+
+        return model_card(self, **kwargs)
+
+    def push_to_hub(  # type: ignore[override]
+        self,
+        repo_id: str,
+        *,
+        token: str | None = None,
+        private: bool | None = None,
+        branch: str | None = None,
+        commit_message: str = "Upload private model (lightning-dpgnn)",
+        model_card_kwargs: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> str:
+        """Publish the model to ``repo_id`` on the hub (``HF_ENDPOINT`` is honoured); the same
+        refusals as :meth:`save_pretrained`. Returns the commit URL."""
+        import tempfile
+
+        from lightning_dpgnn.zoo import hub
+
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "model"
+            self.save_pretrained(folder, model_card_kwargs=model_card_kwargs)
+            return hub.push_folder(
+                folder, repo_id, token=token, private=private, branch=branch,
+                commit_message=commit_message,
+            )
+
+    @classmethod
+    def from_pretrained(  # type: ignore[override]
+        cls,
+        pretrained_model_name_or_path: str | Path,
+        *,
+        force_download: bool = False,
+        token: str | bool | None = None,
+        cache_dir: str | Path | None = None,
+        local_files_only: bool = False,
+        revision: str | None = None,
+        **model_kwargs: Any,
+    ) -> PrivateModule:
+        """Load a published model from a local folder or a hub repository (cached; offline
+        with ``HF_HUB_OFFLINE=1``). The folder's report must verify against its config,
+        weights and cached outputs (:class:`~lightning_dpgnn.zoo.hub.VerificationError`).
+        ``PrivateModule.from_pretrained`` builds whichever method the folder holds."""
+        from lightning_dpgnn.zoo import hub
+
+        folder = hub.resolve_folder(
+            pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
+            force_download=force_download, token=token, local_files_only=local_files_only,
+        )
+        return hub.read_folder(cls, folder, **model_kwargs)
 
     # -- shared training / evaluation -------------------------------------------------------
     def _logs_metrics(self, stage: str) -> bool:

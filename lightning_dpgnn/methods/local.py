@@ -17,9 +17,9 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
-from ..privacy import PrivacyAccountant
+from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.local import LocalCollection, LocalCollector
-from .base import PrivateModule
+from .base import UNITS, PrivateModule
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
 
@@ -47,6 +47,8 @@ class LocallyPrivateModule(PrivateModule):
             weight_decay=weight_decay,
         )
         self.collector = collector
+        if not self.labels_private():  # e.g. PGC: labels are public in its threat model
+            self.accountant.unit = UNITS[("ldp", "features")]
         self.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
         self._collection: LocalCollection | None = None
         self._features: torch.Tensor | None = None  # decoded collection (post-processing)
@@ -107,6 +109,41 @@ class LocallyPrivateModule(PrivateModule):
         if self._features is None or self._features.device != self.device:
             self._features = self.collector.features(self.collection()).to(self.device)
         return self._features
+
+    # -- a new graph: its nodes' own locally private features ----------------------------------
+    def collect_from(self, data: Data) -> LocalCollection:
+        """What the nodes of a new graph send to this trained model: their features perturbed
+        with the model's mechanism and fresh noise (no label). In a deployment each node runs
+        this on its own device; the per-node cost is in ``last_inference_report``."""
+        self.check_feature_width(data, "same columns, same feature range")
+        delta = self.collector.delta if self.collector.needs_delta else None
+        unit = "each node's features, perturbed on the node (edges are public; no label is sent)"
+        acc = PrivacyAccountant("ldp", delta, unit=unit)
+        collection = self.collector.collect(data, acc, None, labels=False)
+        self.last_inference_report = PrivacyReport.from_accountant(acc)
+        return collection
+
+    def logits_from(self, features: torch.Tensor, graph: Data) -> torch.Tensor:
+        """Logits of every node of ``graph`` from the server's ``features`` (post-processing
+        of what the nodes sent)."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def predict_inductive(
+        self, data: Data, collection: LocalCollection | None = None
+    ) -> torch.Tensor:
+        """Class probabilities on a new graph from what its nodes sent: ``collection`` (their
+        locally private features, e.g. from :meth:`collect_from` on their devices) or, when
+        ``None``, collected now with fresh noise. The training collection is not touched."""
+        if collection is None:
+            collection = self.collect_from(data)
+        features = self.collector.features(collection).to(self.device)
+        was_training = self.training
+        self.eval()
+        try:
+            return self.logits_from(features, data.to(self.device)).softmax(-1)
+        finally:
+            self.train(was_training)
 
     # -- the plan: the collection, if it has not run yet (training costs nothing) ----------------
     def plan_mechanisms(

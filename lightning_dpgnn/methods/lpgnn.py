@@ -178,9 +178,7 @@ class LPGNN(LocallyPrivateModule):
             graph = self._graph_or_error(data)
             c = self.collection()
             ei = graph.edge_index.to(self.device)
-            h = self.x_prop(self.received_features(), ei)  # line 14
-            if self.hparams.standardize:  # column z-scores: post-processing, no budget
-                h = (h - h.mean(0)) / h.std(0).clamp_min(1e-12)
+            h = self._propagated(self.received_features(), ei)  # line 14
             noisy = c.labels.to(self.device)
             y_one_hot = self._labelled_one_hot(noisy, c.label_mask.to(self.device))
             y_prop = self.y_prop(y_one_hot, ei)  # line 15
@@ -195,6 +193,20 @@ class LPGNN(LocallyPrivateModule):
                 "has_y_tilde": y_prop.sum(-1) > 0,
             }
         return self._view
+
+    def _propagated(self, features: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """``h``: KProp of the rectified features, column z-scored when ``standardize``
+        (post-processing, no budget)."""
+        h = self.x_prop(features, edge_index)
+        if self.hparams.standardize:
+            h = (h - h.mean(0)) / h.std(0).clamp_min(1e-12)
+        return h
+
+    def logits_from(self, features: torch.Tensor, graph: Data) -> torch.Tensor:
+        ei = graph.edge_index
+        h = self._propagated(features, ei)
+        with self.net.on_new_graph():
+            return self(h, self.net.adjacency(ei, graph.num_nodes))
 
     def _labelled_one_hot(self, labels: torch.Tensor, labelled: torch.Tensor) -> torch.Tensor:
         """One-hot ``y'`` for labelled nodes, the zero vector elsewhere (Alg. 4 line 9)."""
@@ -271,6 +283,9 @@ class LPGNN(LocallyPrivateModule):
         return self._log_accuracy(self(view["h"], view["adj"]), data, "test")
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        """Class probabilities of every node (post-processing of the collection)."""
+        """Class probabilities of every node (post-processing of the collection); a graph
+        marked ``data.inductive = True`` is a new graph (:meth:`predict_inductive`)."""
+        if getattr(data, "inductive", False):
+            return self.predict_inductive(data)
         view = self.server_view(data)
         return self(view["h"], view["adj"]).softmax(-1)

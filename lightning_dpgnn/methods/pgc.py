@@ -146,6 +146,10 @@ class PGC(LocallyPrivateModule):
     def _logits(self, data: Data) -> torch.Tensor:
         return self(self.received_features(), data.edge_index)
 
+    def logits_from(self, features: torch.Tensor, graph: Data) -> torch.Tensor:
+        with self.gcn.on_new_graph():
+            return self(features, graph.edge_index)
+
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._log_accuracy(self._logits(data), data, "train")
 
@@ -156,6 +160,10 @@ class PGC(LocallyPrivateModule):
         return self._log_accuracy(self._logits(data), data, "test")
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        """Probabilities on the training graph; on a graph marked ``data.inductive = True``,
+        from its own nodes' locally private features (:meth:`predict_inductive`)."""
+        if getattr(data, "inductive", False):
+            return self.predict_inductive(data)
         return self._logits(data).softmax(-1)
 
 

@@ -6,6 +6,9 @@ dropout, GAT with four attention heads; PGC (§2.6.3) a two-layer GCN with ReLU.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
@@ -93,6 +96,21 @@ class GNNBackbone(nn.Module):
                 norm = nn.BatchNorm1d(dim) if batch_norm and i == 0 else nn.Identity()
                 self.norms.append(norm)
         self.act = make_activation(activation)
+
+    @contextmanager
+    def on_new_graph(self) -> Iterator[None]:
+        """Run the body on another graph than the cached one: GCN layers normalise it afresh
+        and the training graph's cached normalisation is kept for later."""
+        saved = []
+        for conv in self.convs:
+            if isinstance(conv, GCNConv) and conv.cached:
+                saved.append((conv, conv._cached_edge_index, conv._cached_adj_t))
+                conv.cached, conv._cached_edge_index, conv._cached_adj_t = False, None, None
+        try:
+            yield
+        finally:
+            for conv, edge_index, adj_t in saved:
+                conv.cached, conv._cached_edge_index, conv._cached_adj_t = True, edge_index, adj_t
 
     def adjacency(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
         """The graph in the fastest form :meth:`forward` takes, computed once per graph.

@@ -218,8 +218,11 @@ class LocalCollector:
         return self.perturbs_features and self.mechanism == "gaussian"
 
     # -- accounting -------------------------------------------------------------------------------
-    def account(self, accountant: PrivacyAccountant, d: int, num_classes: int) -> None:
-        """Record one collection: ``x_eps`` (features) + ``y_eps`` (labels) per node."""
+    def account(
+        self, accountant: PrivacyAccountant, d: int, num_classes: int, labels: bool = True
+    ) -> None:
+        """Record one collection: ``x_eps`` (features) + ``y_eps`` (labels, unless
+        ``labels=False``) per node."""
         if self.collects_features:
             if self._randomizer is not None:
                 self._randomizer.account(accountant, d=d)
@@ -227,7 +230,7 @@ class LocalCollector:
                 accountant.add_pure(
                     CLEAR_FEATURES, math.inf, note="private features read without a mechanism"
                 )
-        rr = self.label_randomizer(num_classes)
+        rr = self.label_randomizer(num_classes) if labels else None
         if rr is not None:
             if math.isfinite(rr.epsilon):
                 rr.account(accountant)
@@ -249,26 +252,29 @@ class LocalCollector:
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
         num_classes: int | None = None,
+        labels: bool = True,
     ) -> LocalCollection:
         """Every node perturbs its features; every labelled node its label. Recorded once.
 
         ``data`` needs ``x``, ``y``, ``edge_index``, ``train_mask`` and ``val_mask``; the
         labelled nodes are ``train_mask | val_mask``. The spend is recorded on ``accountant``.
+        ``labels=False``: features only (a new graph sent to a trained model for prediction;
+        it needs only ``x`` and ``edge_index``).
         """
         if data.x is None or data.x.dim() != 2 or data.x.size(1) == 0:
             raise ValueError("local collection needs node features data.x of shape [N, d>=1]")
         d = int(data.x.size(1))
         accountant.mark_reproducible(generator)
         payload, encoding = self._collect_features(data, generator)
-        if self.collect_labels:
+        if self.collect_labels and labels:
             c = int(num_classes) if num_classes is not None else int(data.y.max()) + 1
-            labels, label_mask = self._collect_labels(data, c, generator)
+            node_labels, label_mask = self._collect_labels(data, c, generator)
         else:
             c = 0
-            labels = torch.full((int(data.num_nodes),), -1, dtype=torch.long)
+            node_labels = torch.full((int(data.num_nodes),), -1, dtype=torch.long)
             label_mask = torch.zeros(int(data.num_nodes), dtype=torch.bool)
-        self.account(accountant, d, c)
-        return LocalCollection(payload, encoding, labels, label_mask, d)
+        self.account(accountant, d, c, labels=labels)
+        return LocalCollection(payload, encoding, node_labels, label_mask, d)
 
     def _collect_features(
         self, data: Data, generator: torch.Generator | None

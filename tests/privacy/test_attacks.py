@@ -261,6 +261,26 @@ def test_every_tensor_in_a_checkpoint_is_a_parameter_or_a_recorded_output(case, 
                     assert not torch.allclose(rows[:, k], clear, atol=1e-4), p
     # the checkpoint restores what a user needs: the report and the outputs
     assert ckpt["dpgnn_privacy"]["report"]["level"] == model.privacy_spent().level
+    _audit_published(model, dm, tmp_path)
+
+
+def _audit_published(model, dm, tmp_path) -> None:
+    """A published model (save_pretrained) holds the parameters and the recorded outputs, and
+    the class it loads as predicts the same with the same report (zoo, invariant 9)."""
+    from safetensors.torch import load_file
+
+    from lightning_dpgnn import PrivateModule
+
+    before = _quiet(tmp_path).predict(model, dm)[0]
+    model.save_pretrained(tmp_path / "published")
+    params = set(model.state_dict())
+    assert set(load_file(tmp_path / "published" / "model.safetensors")) == params
+    outputs = load_file(tmp_path / "published" / "mechanism_outputs.safetensors")
+    assert all(k.startswith(("s.outputs.", "s.public.edge_split.")) for k in outputs)
+    loaded = PrivateModule.from_pretrained(tmp_path / "published")  # the folder names the class
+    assert type(loaded) is type(model)
+    assert torch.allclose(_quiet(tmp_path).predict(loaded, dm)[0], before, atol=1e-6)
+    assert loaded.privacy_spent() == model.privacy_spent()
 
 
 def test_a_restored_gap_predicts_from_the_callers_features_and_the_cached_hops(tmp_path):

@@ -1,0 +1,208 @@
+"""save_pretrained / push_to_hub / from_pretrained: the guarantee travels with the weights.
+
+Every round trip runs against a folder or the hub server of ``zoo_testing.py`` on 127.0.0.1;
+nothing touches the network. Every method's round trip, with the audit of what its published
+folder holds, is in tests/privacy/test_attacks.py (beside the checkpoint audit)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from huggingface_hub import ModelCard, constants
+from lightning_dpgnn.callbacks import PrivacyBudget
+from lightning_dpgnn.zoo.hub import (
+    CONFIG,
+    OUTPUTS,
+    REPORT,
+    WEIGHTS,
+    PublishError,
+    VerificationError,
+)
+from safetensors.torch import load_file, save_file
+from zoo_testing import quiet_trainer
+
+from lightning_dpgnn import GAP, LPGNN
+from lightning_dpgnn.methods import DPMLP
+
+
+def _predict(model, dm, tmp_path):
+    return quiet_trainer(tmp_path).predict(model, dm)[0]
+
+
+# -- round trips ---------------------------------------------------------------------------------
+def test_a_folder_round_trip_predicts_the_same_and_reports_the_same(gap_edge, csbm, tmp_path):
+    model, before = gap_edge
+    model.save_pretrained(tmp_path / "gap")
+    assert {p.name for p in (tmp_path / "gap").iterdir()} == {
+        WEIGHTS, OUTPUTS, CONFIG, REPORT, "README.md"}
+    loaded = GAP.from_pretrained(tmp_path / "gap")
+    assert torch.equal(_predict(loaded, csbm, tmp_path), before)
+    assert loaded.privacy_spent() == model.privacy_spent()
+    assert loaded.accountant.total_count("pma") == 2 and loaded.pma is None  # nothing re-ran
+    # the published folder holds exactly the checkpoint's private-data-derived values
+    assert torch.equal(load_file(tmp_path / "gap" / OUTPUTS)["s.outputs.pma"], model.aggregates)
+
+
+def test_push_then_pull_gives_identical_predictions_and_report(gap_edge, csbm, hub, tmp_path):
+    model, before = gap_edge
+    url = model.push_to_hub("org/gap-edge-csbm")
+    assert hub.endpoint in url
+    assert ("POST", "/api/models/org/gap-edge-csbm/preupload/main") in hub.state.calls
+    assert set(hub.state.repos["org/gap-edge-csbm"].files) >= {WEIGHTS, OUTPUTS, CONFIG, REPORT}
+    pulled = GAP.from_pretrained("org/gap-edge-csbm")
+    assert torch.equal(_predict(pulled, csbm, tmp_path), before)
+    assert pulled.privacy_spent() == model.privacy_spent()
+    # the pulled files are byte-identical to a local save
+    model.save_pretrained(tmp_path / "local")
+    report = json.loads((tmp_path / "local" / REPORT).read_text())
+    assert json.loads(hub.state.repos["org/gap-edge-csbm"].files[REPORT]) == report
+    # the ModelHubMixin spelling: save and push in one call
+    model.save_pretrained(tmp_path / "both", push_to_hub=True, repo_id="org/both")
+    assert torch.equal(_predict(GAP.from_pretrained("org/both"), csbm, tmp_path), before)
+
+
+def test_offline_load_from_the_hub_cache_and_from_a_folder(gap_edge, csbm, hub, monkeypatch,
+                                                           tmp_path):
+    model, before = gap_edge
+    model.push_to_hub("org/offline")
+    GAP.from_pretrained("org/offline")  # fills the cache
+    hub.httpd.shutdown()  # the hub is gone
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # set after import: honoured at call time
+    cached = GAP.from_pretrained("org/offline")
+    assert torch.equal(_predict(cached, csbm, tmp_path), before)
+    model.save_pretrained(tmp_path / "folder")
+    assert torch.equal(_predict(GAP.from_pretrained(tmp_path / "folder"), csbm, tmp_path), before)
+    with pytest.raises(Exception, match="offline|cache|local"):
+        GAP.from_pretrained("org/never-pushed")
+    assert constants.HF_HUB_OFFLINE is False  # we did not flip the library's global
+
+
+# -- refusals to publish -------------------------------------------------------------------------
+def test_reproducible_noise_is_refused(csbm, tmp_path):
+    model = GAP(privacy="edge", epsilon=1.0, encoder_epochs=1, classifier_epochs=1, noise_seed=3)
+    quiet_trainer(tmp_path, max_epochs=2).fit(model, csbm)
+    with pytest.raises(PublishError, match="reproducible"):
+        model.save_pretrained(tmp_path / "seeded")
+    assert not (tmp_path / "seeded").exists()  # nothing written
+
+
+def test_a_model_without_a_report_is_refused(tmp_path):
+    unfitted = GAP(privacy="edge", epsilon=1.0, num_features=8, num_classes=3)
+    with pytest.raises(PublishError, match="report is missing"):
+        unfitted.save_pretrained(tmp_path / "unfitted")
+    with pytest.raises(PublishError, match="no parameters"):
+        GAP(privacy="edge", epsilon=1.0).save_pretrained(tmp_path / "empty")
+
+
+def test_a_halted_fit_is_refused(csbm, tmp_path):
+    # the trainer stops after 1 of the 2 DP-SGD epochs the noise was calibrated for
+    model = DPMLP(epsilon=4.0, epochs=2, batch_size=500)
+    quiet_trainer(tmp_path, max_epochs=1).fit(model, csbm)
+    with pytest.raises(PublishError, match="halted"):
+        model.save_pretrained(tmp_path / "halted")
+
+
+def test_a_fit_stopped_by_privacy_budget_is_refused(csbm, tmp_path):
+    # open-ended DP-SGD (no target): PrivacyBudget stops it before the step over the budget
+    model = DPMLP(epsilon=None, noise_multiplier=2.0, batch_size=500)
+    budget = PrivacyBudget(epsilon=1.0)
+    trainer = quiet_trainer(tmp_path, max_epochs=-1, max_steps=10_000, callbacks=[budget])
+    with pytest.warns(UserWarning, match="cannot plan"):
+        trainer.fit(model, csbm)
+    assert budget.stopped_early
+    with pytest.raises(PublishError, match="halted"):
+        model.save_pretrained(tmp_path / "stopped")
+
+
+def test_an_over_budget_model_is_refused(gap_edge, tmp_path):
+    model, _ = gap_edge
+    over = GAP.from_pretrained(_saved(model, tmp_path))
+    # one more query of the training graph recorded on the model (e.g. re-running PMA)
+    over.accountant.add_gaussian("pma", over.noise_multiplier, sensitivity=2 ** 0.5)
+    with pytest.raises(PublishError, match="over its target"):
+        over.save_pretrained(tmp_path / "over")
+
+
+def _saved(model, tmp_path):
+    folder = tmp_path / "saved"
+    if not folder.exists():
+        model.save_pretrained(folder)
+    return folder
+
+
+# -- refusals to load ------------------------------------------------------------------------------
+def test_a_folder_without_its_report_is_refused(gap_edge, tmp_path):
+    folder = _saved(gap_edge[0], tmp_path)
+    (folder / REPORT).unlink()
+    with pytest.raises(VerificationError, match="no privacy_report.json"):
+        GAP.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("name", [WEIGHTS, OUTPUTS, CONFIG])
+def test_a_changed_file_is_refused(gap_edge, tmp_path, name):
+    folder = _saved(gap_edge[0], tmp_path)
+    if name == CONFIG:
+        config = json.loads((folder / CONFIG).read_text())
+        config["epsilon"] = 0.1  # claim a smaller budget
+        (folder / CONFIG).write_text(json.dumps(config))
+    else:
+        tensors = load_file(folder / name)
+        key = next(iter(tensors))
+        tensors[key] = torch.zeros_like(tensors[key])  # e.g. denoised aggregates
+        save_file(tensors, folder / name)
+    with pytest.raises(VerificationError, match="SHA-256"):
+        GAP.from_pretrained(folder)
+
+
+def test_a_report_that_disagrees_with_its_accountant_is_refused(gap_edge, tmp_path):
+    folder = _saved(gap_edge[0], tmp_path)
+    content = json.loads((folder / REPORT).read_text())
+    content["report"]["epsilon"] = 0.01
+    (folder / REPORT).write_text(json.dumps(content))
+    with pytest.raises(VerificationError, match="disagrees with the accountant"):
+        GAP.from_pretrained(folder)
+
+
+def test_published_hyper_parameters_cannot_be_overridden_on_load(gap_edge, tmp_path):
+    with pytest.raises(ValueError, match="privacy is fixed by the published config.json"):
+        GAP.from_pretrained(_saved(gap_edge[0], tmp_path), privacy="none")
+
+
+def test_loading_a_folder_as_another_method_is_refused(gap_edge, tmp_path):
+    with pytest.raises(VerificationError, match="not a LPGNN"):
+        LPGNN.from_pretrained(_saved(gap_edge[0], tmp_path))
+
+
+# -- the card ------------------------------------------------------------------------------------
+def test_the_card_parses_and_states_the_guarantee(gap_edge, tmp_path):
+    model, _ = gap_edge
+    folder = _saved(model, tmp_path)
+    card = ModelCard.load(folder / "README.md")
+    report = model.privacy_spent()
+    privacy = card.data.privacy
+    assert privacy["level"] == "edge" and privacy["unit"] == report.unit
+    assert privacy["epsilon"] == pytest.approx(report.epsilon, rel=1e-6)
+    assert privacy["delta"] == report.delta
+    assert card.data.library_name == "lightning-dpgnn"
+    text = card.text
+    assert "does not protect" in text and "not covered by epsilon" in text
+    assert "No empirical audit yet" in text
+
+
+def test_a_card_that_states_another_guarantee_is_refused(gap_edge, tmp_path):
+    folder = _saved(gap_edge[0], tmp_path)
+    card = ModelCard.load(folder / "README.md")
+    card.text = card.text + "\nEdited prose is fine.\n"
+    card.save(folder / "README.md")
+    GAP.from_pretrained(folder)
+    card.data.privacy = {**card.data.privacy, "epsilon": 0.1}
+    card.save(folder / "README.md")
+    with pytest.raises(VerificationError, match="states a guarantee other than"):
+        GAP.from_pretrained(folder)
+
+
+def test_a_missing_folder_is_named_as_such(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no published model folder"):
+        GAP.from_pretrained(tmp_path / "nothing-here")

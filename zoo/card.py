@@ -1,0 +1,252 @@
+"""Model cards of published private models (``README.md`` with YAML metadata), written with
+:class:`huggingface_hub.ModelCard`.
+
+The card states the guarantee as the privacy report computed it — level, protected unit,
+epsilon, delta, accountant and conversion, noise source — and, in words, what it does *not*
+cover: edge level leaves features and labels unprotected, local DP leaves the graph public, and
+any accuracy computed on private labels is not covered by epsilon. It adds the dataset, split,
+accuracy (with its confidence interval when it comes from a benchmark), the command that rebuilds
+the model and the library version. There is no empirical audit module yet and the card says so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lightning_dpgnn.methods.base import PrivateModule
+
+__all__ = ["METHODS", "model_card", "card_privacy"]
+
+#: method -> (what it is, paper)
+METHODS: dict[str, tuple[str, str]] = {
+    "GAP": (
+        "GAP: encoder, private multi-hop aggregation (PMA), classification module",
+        "Sajadmanesh, Shamsabadi, Bellet, Gatica-Perez. GAP: Differentially Private Graph "
+        "Neural Networks with Aggregation Perturbation. USENIX Security 2023",
+    ),
+    "ProGAP": (
+        "ProGAP: progressive stages over normalize-aggregate-perturb (NAP)",
+        "Sajadmanesh, Gatica-Perez. ProGAP: Progressive Graph Neural Networks with "
+        "Differential Privacy Guarantees. WSDM 2024",
+    ),
+    "LPGNN": (
+        "LPGNN: multi-bit feature encoder and rectifier, KProp, randomized-response labels, Drop",
+        "Sajadmanesh, Gatica-Perez. Locally Private Graph Neural Networks. ACM CCS 2021",
+    ),
+    "PGC": (
+        "PGC: 1-bit locally private features and a GCN (node classification)",
+        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2",
+    ),
+    "PGCLinkPrediction": (
+        "PGC: 1-bit locally private features and a VGAE (link prediction)",
+        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2",
+    ),
+    "MLP": (
+        "MLP on node features (reads no edge)",
+        "baseline of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
+    ),
+    "DPMLP": (
+        "DP-MLP: MLP on node features trained with DP-Adam (node-level DP)",
+        "baseline of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
+    ),
+    "GNN": (
+        "GraphSAGE / GCN without privacy protection",
+        "Hamilton, Ying, Leskovec. Inductive Representation Learning on Large Graphs. NeurIPS "
+        "2017",
+    ),
+}
+
+_TEMPLATE = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
+
+
+def _protects(model: PrivateModule, level: str) -> tuple[str, str]:
+    """(what is protected, what is not) in words."""
+    if level == "edge":
+        return (
+            "the presence of any single edge of the training graph (removing or adding one "
+            "edge changes what is released by at most the stated epsilon, delta)",
+            "node features, labels and the set of nodes are used in the clear: edge-level DP "
+            "does not protect them",
+        )
+    if level == "node":
+        d = model.hparams.get("max_degree")
+        promise = (
+            f" on graphs whose every in- and out-degree is at most D = {d} (a public bound; "
+            "the fit refuses graphs above it)" if d is not None and type(model).__name__ != "DPMLP"
+            else ""
+        )
+        return (
+            f"any single node with all its edges, features and label{promise}",
+            "public metadata declared to the model (the class list, the degree bound, the "
+            "number of features) is not protected",
+        )
+    if level == "ldp":
+        labels = model.labels_private()
+        what = "its features and its label" if labels else "its features"
+        return (
+            f"each node's data is perturbed on the node before it is sent: {what} (local "
+            "DP, epsilon per node)",
+            "the graph structure (edges) is public in this threat model and not protected"
+            + ("" if labels else "; labels are not perturbed"),
+        )
+    return ("nothing: this model is not private (epsilon = infinity)", "everything")
+
+
+def card_privacy(model: PrivateModule) -> dict[str, Any]:
+    """The guarantee as YAML metadata (from the privacy report only)."""
+    r = model.privacy_spent()
+    return {
+        "level": r.level,
+        "unit": r.unit or ("none" if r.level == "none" else ""),
+        "epsilon": None if math.isinf(r.epsilon) else round(float(r.epsilon), 6),
+        "epsilon_is_infinite": math.isinf(r.epsilon),
+        "delta": float(r.delta),
+        "accountant": r.accountant,
+        "secure_randomness": r.secure_randomness,
+        "reproducible_noise": r.reproducible_noise,
+        "noise_multiplier": model.noise_multiplier,
+    }
+
+
+def _accuracy_lines(accuracy: dict[str, Any] | None, measured: float | None) -> list[str]:
+    lines = []
+    if accuracy:
+        ci = ""
+        if accuracy.get("low") is not None and accuracy.get("high") is not None:
+            ci = f" (95% CI {accuracy['low']}–{accuracy['high']})"
+        seeds = f" over {accuracy['seeds']} seeds" if accuracy.get("seeds") else ""
+        lines.append(
+            f"- Expected test accuracy (benchmark): **{accuracy['mean']}%**{ci}{seeds}, "
+            f"from `{accuracy.get('source', 'benchmarks/results')}`."
+        )
+        if accuracy.get("command"):
+            lines.append(f"  Measured with: `{accuracy['command']}`")
+    if measured is not None:
+        lines.append(f"- This model's test accuracy (one run): {100 * measured:.1f}%.")
+    if not lines:
+        lines.append("- No accuracy recorded for this model.")
+    lines.append(
+        "- Accuracies are computed on the private test labels and are **not covered by "
+        "epsilon**: they are released outside the guarantee."
+    )
+    return lines
+
+
+def model_card(
+    model: PrivateModule,
+    *,
+    name: str | None = None,
+    dataset: str | None = None,
+    split: str | None = None,
+    accuracy: dict[str, Any] | None = None,
+    measured_accuracy: float | None = None,
+    command: str | None = None,
+    recipe: str | None = None,
+    **_: Any,
+) -> ModelCard:
+    """The model card of ``model``.
+
+    Args:
+        name: model name (zoo entry).
+        dataset, split: what it was trained on.
+        accuracy: benchmark accuracy in percent: ``mean``, ``low``, ``high`` (95% CI),
+            ``seeds``, ``source``, ``command``.
+        measured_accuracy: this model's own test accuracy (fraction).
+        command: the command that rebuilds the model.
+        recipe: the recipe file it was trained from.
+    """
+    import lightning_dpgnn
+
+    method = type(model).__name__
+    what, paper = METHODS.get(method, (method, "see the lightning-dpgnn documentation"))
+    privacy = card_privacy(model)
+    report = model.privacy_spent()
+    protected, unprotected = _protects(model, report.level)
+    eps = "∞ (not private)" if privacy["epsilon_is_infinite"] else f"{report.epsilon:.4g}"
+    noise = (
+        "reproducible (explicit noise seed): NOT private against anyone who knows the seed"
+        if report.reproducible_noise
+        else "OS CSPRNG (secure mode)" if report.secure_randomness
+        else "entropy-seeded generator (not replayable)" if report.secure_randomness is False
+        else "no noise was drawn"
+    )
+    data = ModelCardData(
+        library_name="lightning-dpgnn",
+        license="apache-2.0",
+        tags=sorted({"differential-privacy", "graph-neural-network", "lightning-dpgnn",
+                     method.lower(), f"{report.level}-level-privacy"}),
+        datasets=[dataset] if dataset else None,
+        metrics=["accuracy"],
+        model_name=name or method,
+        eval_results=[
+            EvalResult(
+                task_type="node-classification", dataset_type=dataset, dataset_name=dataset,
+                metric_type="accuracy", metric_value=float(accuracy["mean"]),
+                dataset_split=split or "test",
+            )
+        ] if accuracy and dataset else None,
+        privacy=privacy,
+        method=method,
+        paper=paper,
+        library_version=lightning_dpgnn.__version__,
+        rebuild_command=command,
+        empirical_audit=None,
+    )
+    ledger = "\n".join(f"  - `{line.strip()[2:]}`" for line in str(report).splitlines()
+                       if line.strip().startswith("- ")) or "  - (none)"
+    rebuild = command or (f"dpgnn fit --config zoo/recipes/{recipe}.yaml" if recipe else None)
+    body = "\n".join([
+        f"# {name or method}",
+        "",
+        f"**Method:** {what}.  ",
+        f"**Paper:** {paper}.  ",
+        f"**Library:** lightning-dpgnn {lightning_dpgnn.__version__}.",
+        "",
+        "## Privacy guarantee",
+        "",
+        f"- Level: **{report.level}**; protected unit: {privacy['unit'] or '—'}.",
+        f"- epsilon = **{eps}**, delta = **{report.delta:.3g}**.",
+        f"- Accountant and conversion: {report.accountant}.",
+        f"- Noise: {noise}.",
+        "- Mechanisms (ledger):",
+        ledger,
+        "",
+        f"**Protected:** {protected}.  ",
+        f"**Not protected:** {unprotected}.",
+        "",
+        "Everything released here (weights, cached noisy aggregates or locally private "
+        "messages, this card's epsilon) is covered by the guarantee above; the accuracy below "
+        "is not. The full report, with SHA-256 of the weights and cached outputs, is "
+        "`privacy_report.json`.",
+        "",
+        "## Data",
+        "",
+        f"- Dataset: {dataset or 'not recorded'}.",
+        f"- Split: {split or 'not recorded'}.",
+        "",
+        "## Accuracy",
+        "",
+        *_accuracy_lines(accuracy, measured_accuracy),
+        "",
+        "## Use",
+        "",
+        "```python",
+        f"from lightning_dpgnn import {method}",
+        f"model = {method}.from_pretrained(\"<repo id or folder>\")",
+        "probs = model.predict_step(data, 0)   # transductive on the training graph; "
+        "data.inductive = True for a new graph",
+        "```",
+        "",
+        "## Rebuild",
+        "",
+        f"`{rebuild}`" if rebuild else "No rebuild command recorded.",
+        "",
+        "## Empirical audit",
+        "",
+        "No empirical audit yet (membership-inference and link-stealing audits are planned).",
+    ])
+    return ModelCard.from_template(data, template_str=_TEMPLATE, body=body)

@@ -1,0 +1,112 @@
+"""``dpgnn zoo``: list, inspect, build, publish and fetch the zoo's private models.
+
+    dpgnn zoo list
+    dpgnn zoo info NAME
+    dpgnn zoo build NAME [--out DIR] [--override ARG ...]     # or: dpgnn zoo build --all
+    dpgnn zoo push NAME --repo-id ORG/NAME [--dir DIR]
+    dpgnn zoo pull NAME [--repo-id ORG/NAME] [--revision REV]
+
+Hub calls honour ``HF_ENDPOINT``, ``HF_TOKEN`` and ``HF_HUB_OFFLINE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from . import hub, registry
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dpgnn zoo", description=__doc__.split("\n\n")[0],
+                                exit_on_error=False)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the registry as a table")
+    info = sub.add_parser("info", help="one entry, and its built model's report if built")
+    info.add_argument("name")
+    b = sub.add_parser("build", help="train an entry's recipe and write a hub-ready folder")
+    b.add_argument("name", nargs="?")
+    b.add_argument("--all", action="store_true", help="build every entry")
+    b.add_argument("--out", default=None, help="root folder (default $DPGNN_ZOO_DIR or zoo-build)")
+    b.add_argument("--override", nargs=argparse.REMAINDER, default=[],
+                   help="extra `dpgnn fit` arguments (recorded in the card); must come last")
+    push = sub.add_parser("push", help="publish a built entry to the hub")
+    push.add_argument("name")
+    push.add_argument("--repo-id", required=True)
+    push.add_argument("--dir", default=None, help="built folder (default: the build folder)")
+    pull = sub.add_parser("pull", help="download an entry from the hub and verify its report")
+    pull.add_argument("name")
+    pull.add_argument("--repo-id", default=None)
+    pull.add_argument("--revision", default=None)
+    return p
+
+
+def _info(name: str) -> str:
+    e = registry.entry(name)
+    lines = [f"{e.name}: {e.method} on {e.dataset} ({e.split})",
+             f"  guarantee: {e.level}-level, epsilon {e.epsilon:g}; protects {e.unit}",
+             f"  recipe: {e.recipe_path}",
+             f"  hub: {e.repo_id} ({'published' if e.published else 'not published yet'})"]
+    if e.accuracy:
+        a = e.accuracy
+        lines.append(f"  expected test accuracy: {a['mean']}% (95% CI {a['low']}–{a['high']}, "
+                     f"{a.get('seeds', '?')} seeds; {a.get('source', '')})")
+    if e.note:
+        lines.append(f"  note: {e.note}")
+    folder = registry.build_dir(name)
+    if folder.is_dir():
+        content = hub.read_report(folder)
+        r = content["report"]
+        eps = "inf" if r["epsilon_is_infinite"] else f"{r['epsilon']:.4g}"
+        lines.append(f"  built: {folder} (epsilon {eps}, delta {r['delta']:.3g}, verified)")
+    else:
+        lines.append(f"  built: no (dpgnn zoo build {name})")
+    return "\n".join(lines)
+
+
+def _report_line(model) -> str:
+    r = model.privacy_spent()
+    eps = "inf" if math.isinf(r.epsilon) else f"{r.epsilon:.4g}"
+    return f"{r.level}-level DP, epsilon {eps}, delta {r.delta:.3g}; protects {r.unit}"
+
+
+def run(args: list[str]) -> None:
+    ns = _parser().parse_args(args)
+    if ns.command == "list":
+        import pandas as pd
+
+        with pd.option_context("display.width", 200, "display.max_colwidth", 40):
+            print(registry.table().drop(columns=["unit"]).to_string())
+    elif ns.command == "info":
+        print(_info(ns.name))
+    elif ns.command == "build":
+        if ns.all == bool(ns.name):
+            raise ValueError("give one entry name or --all")
+        names = list(registry.entries()) if ns.all else [ns.name]
+        for name in names:
+            out = registry.build_dir(name, ns.out)
+            folder = registry.build(name, out, overrides=ns.override)
+            report = json.loads((folder / hub.REPORT).read_text())["report"]
+            print(f"{name}: built {folder} (epsilon {report['epsilon']}, delta "
+                  f"{report['delta']:.3g}, {report['level']}-level)", flush=True)
+    elif ns.command == "push":
+        url = registry.push(ns.name, ns.repo_id, local_dir=ns.dir)
+        print(f"{ns.name}: pushed to {ns.repo_id} ({url})")
+    elif ns.command == "pull":
+        model = registry.load(ns.name, repo_id=ns.repo_id, revision=ns.revision,
+                              prefer_local=False)
+        print(f"{ns.name}: {type(model).__name__}, verified; {_report_line(model)}")
+
+
+def main(args: list[str] | None = None) -> None:
+    """``dpgnn zoo ...``; errors end with one ``error:`` line and exit status 2."""
+    given = list(sys.argv[1:] if args is None else args)
+    try:
+        run(given)
+    except (ValueError, KeyError, FileNotFoundError, argparse.ArgumentError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

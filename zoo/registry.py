@@ -1,0 +1,192 @@
+"""The zoo registry (``zoo/registry.yaml``): list, inspect, build, load and publish entries.
+
+``build`` trains an entry's recipe exactly as ``dpgnn fit --config zoo/recipes/<recipe>.yaml``
+does, tests it, and writes a hub-ready folder (:mod:`lightning_dpgnn.zoo.hub`) whose card
+carries the entry's dataset, split, benchmark accuracy and rebuild command. ``load`` returns a
+ready model from a local build, or from the hub (cached; ``HF_HUB_OFFLINE`` and ``HF_ENDPOINT``
+are honoured).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import hub
+
+__all__ = ["ZooEntry", "entries", "entry", "table", "build_dir", "build", "load", "push"]
+
+REGISTRY = Path(__file__).parent / "registry.yaml"
+RECIPES = Path(__file__).parent / "recipes"
+#: where ``build`` writes (``$DPGNN_ZOO_DIR/<name>``; default ``./zoo-build/<name>``)
+BUILD_ENV = "DPGNN_ZOO_DIR"
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One published model of the zoo (see ``zoo/registry.yaml``)."""
+
+    name: str
+    recipe: str
+    method: str
+    dataset: str
+    split: str
+    level: str
+    unit: str
+    epsilon: float
+    repo_id: str
+    published: bool = False
+    accuracy: dict[str, Any] | None = None
+    note: str | None = None
+
+    @property
+    def recipe_path(self) -> Path:
+        return RECIPES / f"{self.recipe}.yaml"
+
+    @property
+    def command(self) -> str:
+        """The command that rebuilds this entry."""
+        return f"dpgnn zoo build {self.name}"
+
+    def card_kwargs(self) -> dict[str, Any]:
+        return dict(
+            name=self.name, dataset=self.dataset, split=self.split, accuracy=self.accuracy,
+            command=f"{self.command}   # = dpgnn fit --config zoo/recipes/{self.recipe}.yaml",
+            recipe=self.recipe,
+        )
+
+
+def entries(registry: Path | None = None) -> dict[str, ZooEntry]:
+    """Every entry of the registry, by name."""
+    raw = yaml.safe_load((registry or REGISTRY).read_text())["models"]
+    return {name: ZooEntry(name=name, **fields) for name, fields in raw.items()}
+
+
+def entry(name: str, registry: Path | None = None) -> ZooEntry:
+    """The entry ``name``, with a clear error listing the known ones."""
+    known = entries(registry)
+    if name not in known:
+        raise ValueError(f"unknown zoo model {name!r}; known: {', '.join(sorted(known))}")
+    return known[name]
+
+
+def _acc(a: dict[str, Any] | None) -> str:
+    if not a:
+        return "–"
+    return f"{a['mean']} ({a['low']}–{a['high']})"
+
+
+def table(registry: Path | None = None):
+    """The registry as a :class:`pandas.DataFrame` (one row per model)."""
+    import pandas as pd
+
+    rows = [
+        {
+            "name": e.name, "method": e.method, "dataset": e.dataset, "level": e.level,
+            "epsilon": e.epsilon, "unit": e.unit, "test acc % (95% CI)": _acc(e.accuracy),
+            "repo_id": e.repo_id, "published": e.published,
+        }
+        for e in entries(registry).values()
+    ]
+    return pd.DataFrame(rows).set_index("name")
+
+
+def build_dir(name: str, root: str | Path | None = None) -> Path:
+    """The folder ``build`` writes entry ``name`` to."""
+    base = Path(root) if root is not None else Path(os.environ.get(BUILD_ENV, "zoo-build"))
+    return base / name
+
+
+def build(
+    name: str,
+    out: str | Path | None = None,
+    *,
+    overrides: list[str] | None = None,
+    registry: Path | None = None,
+) -> Path:
+    """Train entry ``name`` from its recipe, test it, and write a hub-ready folder with its
+    card (refused, before anything is written, if the model may not be published).
+
+    ``overrides`` are extra ``dpgnn fit`` arguments (e.g. ``["--trainer.max_epochs", "2"]``);
+    they make a different model than the entry's, so the card records them."""
+    import lightning as L
+
+    from lightning_dpgnn.cli import DPGNNCLI
+
+    e = entry(name, registry)
+    cli = DPGNNCLI(
+        L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
+        subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
+        args=["--config", str(e.recipe_path), *(overrides or [])], run=False,
+        auto_configure_optimizers=False,
+    )
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    results = cli.trainer.test(cli.model, datamodule=cli.datamodule, verbose=False)
+    measured = results[0].get("test/acc") if results else None
+    kwargs = e.card_kwargs()
+    if overrides:
+        kwargs["command"] = f"{e.command} --override {' '.join(overrides)}"
+        kwargs["accuracy"] = None  # the benchmark measured the entry's settings, not these
+    folder = Path(out) if out is not None else build_dir(name)
+    cli.model.save_pretrained(
+        folder, model_card_kwargs={**kwargs, "measured_accuracy": measured}
+    )
+    return folder
+
+
+def _method_class(e: ZooEntry):
+    import lightning_dpgnn
+
+    return getattr(lightning_dpgnn, e.method)
+
+
+def load(
+    name: str,
+    *,
+    local_dir: str | Path | None = None,
+    repo_id: str | None = None,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+    prefer_local: bool = True,
+    registry: Path | None = None,
+):
+    """A ready model for entry ``name``: from ``local_dir`` (default: its build folder, when
+    it exists and ``prefer_local``), else from the hub repository (``repo_id``, default the
+    entry's) through the hub cache. The folder's report is verified before the model is
+    built."""
+    e = entry(name, registry)
+    cls = _method_class(e)
+    folder = Path(local_dir) if local_dir is not None else build_dir(name)
+    if prefer_local and folder.is_dir():
+        return cls.from_pretrained(folder)
+    try:
+        return cls.from_pretrained(repo_id or e.repo_id, revision=revision, cache_dir=cache_dir)
+    except hub.VerificationError:
+        raise
+    except Exception as err:  # noqa: BLE001 - hub errors vary; say what to do instead
+        raise FileNotFoundError(
+            f"zoo model {name!r} is neither built locally ({folder}) nor available from the hub "
+            f"({repo_id or e.repo_id} at {hub.hub_endpoint()}"
+            f"{', offline' if hub.hub_offline() else ''}): {type(err).__name__}: {err}. Build "
+            f"it with `dpgnn zoo build {name}`."
+        ) from err
+
+
+def push(
+    name: str,
+    repo_id: str | None = None,
+    *,
+    local_dir: str | Path | None = None,
+    token: str | None = None,
+    registry: Path | None = None,
+) -> str:
+    """Publish the built folder of entry ``name`` to ``repo_id`` (default: the entry's)."""
+    e = entry(name, registry)
+    folder = Path(local_dir) if local_dir is not None else build_dir(name)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} does not exist: run `dpgnn zoo build {name}` first")
+    return hub.push_folder(folder, repo_id or e.repo_id, token=token)
