@@ -71,7 +71,7 @@ LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0
 
 @pytest.mark.parametrize("make", [
     lambda: __import__("lightning_dpgnn").LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1),
-    lambda: __import__("lightning_dpgnn").PGC(epsilon=2.0),
+    lambda: __import__("lightning_dpgnn").PGC(x_eps=2.0),
 ], ids=["lpgnn", "pgc"])
 def test_a_loaded_ldp_model_predicts_from_your_nodes_private_features(make, tmp_path):
     from zoo_testing import quiet_trainer
