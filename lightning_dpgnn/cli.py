@@ -81,6 +81,7 @@ class DPGNNCLI(LightningCLI):
         return super().instantiate_trainer(**kwargs)
 
     def after_fit(self) -> None:
+        self._save_final_checkpoint()
         self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
         self._report()
 
@@ -109,6 +110,14 @@ class DPGNNCLI(LightningCLI):
         write_run(path, self.model, self.datamodule, metrics, report, self._checkpoint_path())
         print(fit_summary(metrics, report), flush=True)
         print(f"run summary: {path}", flush=True)
+
+    def _save_final_checkpoint(self) -> None:
+        """Rewrite ``last.ckpt`` with the model as the fit left it: a staged fit restores each
+        stage's best validation epoch after Lightning saved the last epoch's weights, and
+        ``test``/``predict --ckpt_path`` must read back the model the summary describes."""
+        ckpt = self.trainer.checkpoint_callback
+        if ckpt is not None and getattr(ckpt, "last_model_path", ""):
+            self.trainer.save_checkpoint(ckpt.last_model_path)
 
     def _checkpoint_path(self) -> str | None:
         ckpt = self.trainer.checkpoint_callback
