@@ -103,7 +103,9 @@ def test_a_graph_above_the_degree_promise_is_refused_before_any_mechanism(tmp_pa
 
 
 # -- 2. noise nobody can replay ---------------------------------------------------------------
-def _cli_fit(args: list[str]) -> GAP:
+def _cli_fit(args: list[str], model_args: tuple[str, ...] = (
+    "--model.encoder_epochs=2", "--model.classifier_epochs=1",
+)) -> GAP:
     """A CLI fit as a user runs it (checkpoint and run file go to a temporary folder)."""
     root = tempfile.mkdtemp(prefix="dpgnn-cli-")
     cli = DPGNNCLI(
@@ -111,10 +113,23 @@ def _cli_fit(args: list[str]) -> GAP:
         subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
         auto_configure_optimizers=False,
         args=["fit", "--trainer.enable_progress_bar=false", f"--trainer.default_root_dir={root}",
-              "--model.encoder_epochs=2",
-              "--model.classifier_epochs=1", *args],
+              *model_args, *args],
     )
     return cli.model
+
+
+def test_a_recipes_public_global_seed_does_not_replay_dpsgd_noise(capsys):
+    """The DP-MLP recipes fix ``seed_everything: 0``: it fixes the initial weights, but two
+    fits still end with different weights (gradient noise and Poisson batches come from OS
+    entropy), so replaying the recipe reproduces neither release."""
+    dpmlp = ("--model=lightning_dpgnn.DPMLP", "--model.epsilon=4", "--model.epochs=1",
+             "--model.batch_size=500")
+    a, b = _cli_fit([], dpmlp), _cli_fit([], dpmlp)
+    pa, pb = list(a.mlp.parameters()), list(b.mlp.parameters())
+    assert len(pa) == len(pb) and all(x.shape == y.shape for x, y in zip(pa, pb, strict=True))
+    assert all(not torch.equal(x, y) for x, y in zip(pa, pb, strict=True))
+    for m in (a, b):
+        assert not m.privacy_spent().reproducible_noise
 
 
 def test_two_fits_with_the_cli_defaults_never_release_equal_aggregates(capsys):
