@@ -16,9 +16,9 @@ warnings.filterwarnings("ignore", ".*LitLogger.*")
 
 def pytest_configure(config):
     # real-data tests find the datasets here; CI sets DPGNN_DATA=../shared/datasets
-    os.environ.setdefault(
-        "DPGNN_DATA", str(Path(__file__).resolve().parents[2] / "shared/datasets")
-    )
+    data = os.environ.get("DPGNN_DATA") or str(Path(__file__).resolve().parents[2] / "shared/datasets")
+    # made absolute now: tests that chdir into a temporary folder must still find it
+    os.environ["DPGNN_DATA"] = str(Path(data).resolve())
     # processed caches go to a temporary folder, never to the user's home cache
     if "DPGNN_CACHE" not in os.environ:
         os.environ["DPGNN_CACHE"] = tempfile.mkdtemp(prefix="dpgnn-test-cache-")
