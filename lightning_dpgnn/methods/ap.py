@@ -61,29 +61,60 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         epsilon: float | None,
         delta: float | str,
         *,
-        max_degree: int,
-        dropout: float,
-        normalization: str,
-        activation: str,
-        lr: float,
-        weight_decay: float,
-        batch_size: int,
-        max_grad_norm: float,
-        noise_multiplier: float | None,
-        seed: int | None,
-        noise_seed: int | None,
-        edge_unit: str,
-        log_private_metrics: bool,
+        max_degree: int = 100,
+        ensemble: int = 1,
         hop_budget: Sequence[float] | None = None,
+        dropout: float = 0.0,
+        normalization: str = "auto",
+        activation: str = "selu",
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+        batch_size: int = 256,
+        max_grad_norm: float = 1.0,
+        noise_multiplier: float | None = None,
+        seed: int | None = None,
+        noise_seed: int | None = None,
+        edge_unit: str = "undirected",
+        log_private_metrics: bool = False,
     ) -> None:
-        """The settings GAP and ProGAP share (each documented on :class:`GAP`); the
-        method-specific ones stay in the subclass's signature."""
+        """The settings GAP and ProGAP share; each subclass takes its own in its signature
+        and forwards these (PyG's style), so they are documented once, here.
+
+        Args:
+            max_degree: node level: D, a public upper bound on every in- and out-degree of
+                the graph (checked; a graph above it is refused, see docs/privacy.md).
+            ensemble: classification modules trained side by side on the cached aggregates,
+                their log-probabilities averaged (one model to the privacy analysis: no extra
+                cost).
+            hop_budget: each hop's share of the aggregation budget (K positive numbers,
+                normalized; ``None``: equal). Same epsilon; hop ``k`` gets noise multiplier
+                ``z * sqrt(1 / (K * share_k))`` (see ``hop_noise_scales``).
+            dropout, activation: MLP settings.
+            normalization: ``"auto"`` (BatchNorm at edge level and without privacy,
+                :attr:`node_level_normalization` at node level), ``"none"``, ``"layer"``,
+                ``"group"`` or ``"batch"`` (refused at node level: BatchNorm mixes samples).
+            lr, weight_decay: Adam (DP-Adam at node level) settings of every stage.
+            batch_size, max_grad_norm: DP-SGD settings (node level only; other levels
+                full-batch).
+            noise_multiplier: skip calibration and use this noise scale (checked against
+                epsilon).
+            seed: seed of the weight initialisation (never of privacy noise).
+            noise_seed: reproducible aggregation noise and Poisson batches, for research only
+                (the report says the guarantee does not hold against anyone who knows it).
+            edge_unit: ``"undirected"`` (default: one friendship) or ``"directed"`` (the
+                thesis').
+            log_private_metrics: node level: log ``val/*`` on private labels during the fit.
+        """
         super().__init__(
             privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
             log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
         )
+        # the hyper-parameters of the whole model: these and the subclass's own arguments
+        self.save_hyperparameters()
         if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
             raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
+        if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
+            raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
         if privacy != "none" and epsilon is None and noise_multiplier is None:
             raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
         if privacy == "node" and normalization == "batch":
@@ -92,7 +123,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 "samples of a batch, so per-sample clipping no longer bounds one node's "
                 "influence. Use 'layer', 'group' or 'none'."
             )
-        self.max_degree = max_degree
+        self.max_degree, self.ensemble = max_degree, ensemble
         self.dropout, self.normalization, self.activation = dropout, normalization, activation
         self.batch_size, self.max_grad_norm = batch_size, max_grad_norm
         self.seed = seed

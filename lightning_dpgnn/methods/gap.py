@@ -22,7 +22,7 @@ aggregates; inductive predictions run encoder + PMA (fresh noise) on the new gra
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -102,26 +102,17 @@ class GAP(AggregationPerturbationModule):
         combine: ``"cat"``, ``"sum"`` or ``"attn"``.
         normalize_combine: L2-normalize each node's combined embedding before the head MLP (as
             the reference implementation does; ``False``: the head sees it as is).
-        hop_budget: each hop's share of the aggregation budget (K positive numbers,
-            normalized; ``None``: equal). Same epsilon; hop ``k`` gets noise multiplier
-            ``z * sqrt(1 / (K * share_k))`` (see ``hop_noise_scales``).
-        ensemble: classification modules trained side by side on the cached aggregates, their
-            log-probabilities averaged (one model to the privacy analysis: no extra cost).
-        max_degree: node level: D, a public upper bound on every in- and out-degree of the
-            graph (checked; a graph above it is refused, see docs/privacy.md).
-        dropout, activation: MLP settings.
-        normalization: ``"auto"`` (BatchNorm at edge level and without privacy, none at node
-            level), ``"none"``, ``"layer"``, ``"group"`` or ``"batch"`` (refused at node level:
-            BatchNorm mixes samples).
-        lr, weight_decay: Adam / DP-Adam settings, shared by both trained modules.
         encoder_epochs, classifier_epochs: epochs of the two training stages.
-        batch_size, max_grad_norm: DP-SGD settings (node level only; other levels full-batch).
-        noise_multiplier: skip calibration and use this noise scale (checked against epsilon).
-        seed: seed of the weight initialisation (never of privacy noise).
-        noise_seed: reproducible privacy noise and Poisson batches, for research only (the
-            report says the guarantee does not hold against anyone who knows it).
-        edge_unit: ``"undirected"`` (default: one friendship) or ``"directed"`` (the thesis').
-        log_private_metrics: node level: log ``val/*`` on private labels during the fit.
+        num_features, num_classes: build the modules now (a model restored from its
+            hyper-parameters); otherwise they are built from the data at ``setup``.
+        **kwargs: the settings GAP shares with ProGAP, documented on
+            :class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`: ``max_degree``
+            (node level: the public degree bound D), ``ensemble``, ``hop_budget``,
+            ``dropout``, ``normalization`` (``"auto"``: BatchNorm at edge level and without
+            privacy, none at node level), ``activation``, ``lr``, ``weight_decay``,
+            ``batch_size``, ``max_grad_norm`` (DP-SGD, node level), ``noise_multiplier``,
+            ``seed`` (weights only), ``noise_seed`` (research only), ``edge_unit``
+            (``"undirected"`` or ``"directed"``), ``log_private_metrics``.
     """
 
     mechanism_name = "pma"
@@ -139,38 +130,16 @@ class GAP(AggregationPerturbationModule):
         hidden: int = 16,
         combine: Literal["cat", "sum", "attn"] = "cat",
         normalize_combine: bool = True,
-        ensemble: int = 1,
-        hop_budget: list[float] | None = None,
-        max_degree: int = 100,
-        dropout: float = 0.0,
-        normalization: str = "auto",
-        activation: str = "selu",
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
         encoder_epochs: int = 100,
         classifier_epochs: int = 100,
-        batch_size: int = 256,
-        max_grad_norm: float = 1.0,
-        noise_multiplier: float | None = None,
-        seed: int | None = None,
-        noise_seed: int | None = None,
-        edge_unit: Literal["undirected", "directed"] = "undirected",
-        log_private_metrics: bool = False,
         num_features: int | None = None,
         num_classes: int | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(
-            privacy, epsilon, delta, max_degree=max_degree, dropout=dropout,
-            normalization=normalization, activation=activation, lr=lr,
-            weight_decay=weight_decay, batch_size=batch_size, max_grad_norm=max_grad_norm,
-            noise_multiplier=noise_multiplier, seed=seed, noise_seed=noise_seed,
-            edge_unit=edge_unit, log_private_metrics=log_private_metrics, hop_budget=hop_budget,
-        )
-        self.save_hyperparameters()
-        if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
-            raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
+        super().__init__(privacy, epsilon, delta, **kwargs)
         if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
             raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
+        self.normalize_combine = normalize_combine
         self.hop_scales()  # checks hop_budget against the number of hops
         self.aggregates: torch.Tensor | None = None  # [N, K, d], the cached private output
         self.encoder_model: nn.Module | None = None
@@ -197,9 +166,9 @@ class GAP(AggregationPerturbationModule):
         members = [
             ClassificationModule(
                 dim, hp.hidden, num_classes, hp.hops, hp.base_layers, hp.head_layers, hp.combine,
-                hp.get("normalize_combine", False), **mlp,  # checkpoints before the option
+                self.normalize_combine, **mlp,
             )  # fmt: skip
-            for _ in range(hp.get("ensemble", 1))
+            for _ in range(self.ensemble)
         ]
         classifier = members[0] if len(members) == 1 else LogProbEnsemble(members)
         self.encoder_model = self._dp_wrap(encoder, "GAP encoder")

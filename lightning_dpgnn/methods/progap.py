@@ -171,29 +171,22 @@ class ProGAP(AggregationPerturbationModule):
             (only base MLP ``s``; earlier ones frozen).
         warm_start: start base MLP ``s >= 2`` from the weights base MLP ``s - 1`` ended with
             (same shapes: both map a ``hidden``-wide aggregate), instead of a fresh init.
-        hop_budget: each NAP's share of the aggregation budget (K positive numbers, normalized;
-            ``None``: equal). Same epsilon; NAP ``k`` gets noise multiplier
-            ``z * sqrt(1 / (K * share_k))`` (see ``hop_noise_scales``).
-        ensemble: networks trained side by side in the last stage (which reads only cached NAP
-            outputs), their log-probabilities averaged; earlier stages and the NAPs are those
-            of one network, so the privacy cost does not change.
-        max_degree: node level: D, a public upper bound on every in- and out-degree of the
-            graph (checked; a graph above it is refused, see docs/privacy.md).
-        dropout, activation: MLP settings.
-        normalization: ``"auto"`` (BatchNorm, or GroupNorm with one group at node level, as in
-            the thesis), ``"none"``, ``"layer"``, ``"group"`` or ``"batch"`` (refused at node
-            level: BatchNorm mixes samples).
-        lr, weight_decay: Adam (DP-Adam at node level) settings of every stage.
-        batch_size, max_grad_norm: DP-SGD settings (node level only; other levels full-batch).
         patience: per-stage early stopping: stop training a stage after this many epochs with
             no ``val/acc`` gain (``None``: train every epoch; the best epoch is kept either way).
             Ignored at node level, where validation labels are private.
-        noise_multiplier: skip calibration and use this noise scale (checked against epsilon).
-        seed: seed of the weight initialisation (never of privacy noise).
-        noise_seed: reproducible NAP noise and Poisson batches, for research only (the report
-            says the guarantee does not hold against anyone who knows it).
-        edge_unit: ``"undirected"`` (default: one friendship) or ``"directed"`` (the thesis').
-        log_private_metrics: node level: log ``val/*`` on private labels during the fit.
+        num_features, num_classes: build the network now (a model restored from its
+            hyper-parameters); otherwise it is built from the data at ``setup``.
+        **kwargs: the settings ProGAP shares with GAP, documented on
+            :class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`: ``max_degree``
+            (node level: the public degree bound D), ``ensemble`` (networks trained side by
+            side in the last stage, which reads only cached NAP outputs; earlier stages and
+            the NAPs are those of one network, so the privacy cost does not change),
+            ``hop_budget`` (each NAP's share), ``dropout``, ``normalization`` (``"auto"``:
+            BatchNorm, or GroupNorm with one group at node level, as in the thesis),
+            ``activation``, ``lr``, ``weight_decay``, ``batch_size``, ``max_grad_norm``
+            (DP-SGD, node level), ``noise_multiplier``, ``seed`` (weights only),
+            ``noise_seed`` (research only), ``edge_unit`` (``"undirected"`` or
+            ``"directed"``), ``log_private_metrics``.
     """
 
     mechanism_name = "nap"
@@ -213,33 +206,12 @@ class ProGAP(AggregationPerturbationModule):
         epochs_per_stage: int = 100,
         training: Literal["progressive", "layerwise"] = "progressive",
         warm_start: bool = False,
-        ensemble: int = 1,
-        hop_budget: list[float] | None = None,
-        max_degree: int = 100,
-        dropout: float = 0.0,
-        normalization: str = "auto",
-        activation: str = "selu",
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
-        batch_size: int = 256,
-        max_grad_norm: float = 1.0,
         patience: int | None = None,
-        noise_multiplier: float | None = None,
-        seed: int | None = None,
-        noise_seed: int | None = None,
-        edge_unit: Literal["undirected", "directed"] = "undirected",
-        log_private_metrics: bool = False,
         num_features: int | None = None,
         num_classes: int | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(
-            privacy, epsilon, delta, max_degree=max_degree, dropout=dropout,
-            normalization=normalization, activation=activation, lr=lr,
-            weight_decay=weight_decay, batch_size=batch_size, max_grad_norm=max_grad_norm,
-            noise_multiplier=noise_multiplier, seed=seed, noise_seed=noise_seed,
-            edge_unit=edge_unit, log_private_metrics=log_private_metrics, hop_budget=hop_budget,
-        )
-        self.save_hyperparameters()
+        super().__init__(privacy, epsilon, delta, **kwargs)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be >= 1 (K NAP layers), got {depth}; use MLP for 0")
         self.hop_scales()  # checks hop_budget against the number of hops
@@ -249,10 +221,10 @@ class ProGAP(AggregationPerturbationModule):
             raise ValueError(f"training must be one of {TRAINING}, got {training!r}")
         if epochs_per_stage < 0:
             raise ValueError(f"epochs_per_stage must be >= 0, got {epochs_per_stage}")
-        if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
-            raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
         if patience is not None and patience < 0:
             raise ValueError(f"patience must be >= 0 or None, got {patience}")
+        self.normalize_jk, self.normalize_nap = normalize_jk, normalize_nap
+        self.warm_start = warm_start
         self.aggregates: list[torch.Tensor] | None = None  # X~^(1..s), cached NAP outputs
         self.network: nn.Module | None = None
         if num_features is not None and num_classes is not None:
@@ -275,9 +247,9 @@ class ProGAP(AggregationPerturbationModule):
         members = [
             ProGAPNetwork(
                 num_features, hp.hidden, num_classes, hp.depth, hp.base_layers, hp.jk,
-                hp.get("normalize_jk", True), **self.mlp_options(),
+                self.normalize_jk, **self.mlp_options(),
             )  # fmt: skip
-            for _ in range(hp.get("ensemble", 1))
+            for _ in range(self.ensemble)
         ]
         net = members[0] if len(members) == 1 else ProGAPEnsemble(members)
         self.network = self._dp_wrap(net, "ProGAP network")
@@ -329,7 +301,7 @@ class ProGAP(AggregationPerturbationModule):
         k = len(inputs) - 1
         embeddings = self._eval_forward(self._net().base[k], inputs[k])
         out = self._aggregate_once(embeddings, graph, accountant, generator, k)
-        return normalize_rows(out) if self.hparams.get("normalize_nap", False) else out
+        return normalize_rows(out) if self.normalize_nap else out
 
     def on_enter_stage(self, stage_index: int) -> None:
         if self.aggregates is None:
@@ -339,7 +311,7 @@ class ProGAP(AggregationPerturbationModule):
             gen = self.noise_generator(stage_index)
             inputs = [graph.x, *self.aggregates]
             self.aggregates.append(self._nap(inputs, graph, self.accountant, gen))
-            self._net().enter_stage(stage_index, self.hparams.get("warm_start", False))
+            self._net().enter_stage(stage_index, self.warm_start)
 
     # -- inference -----------------------------------------------------------------------------
     def _final_stage(self) -> int:

@@ -346,6 +346,12 @@ class _CoordinateRandomizer(FeatureRandomizer):
         a, b = self._bounds(t_star)
         return (b - a) / 2.0 * (t_star + 1.0) + a
 
+    def _two_point_log_prob(self, x: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
+        """Exact log-probability of a row of two-point outputs (``high``: which of the two
+        values each coordinate took), from :meth:`output_probabilities` ``[low, high]``."""
+        probs = self.output_probabilities(x)
+        return torch.log(torch.where(high, probs[..., 1], probs[..., 0])).sum(dim=-1)
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(epsilon={self.epsilon}, alpha={self.alpha}, "
@@ -424,9 +430,7 @@ class OneBit(_CoordinateRandomizer):
 
     def log_prob(self, x: torch.Tensor, bits: torch.Tensor) -> torch.Tensor:
         """Exact log-probability of the bit vector ``bits`` for each row of ``x`` (sum over d)."""
-        probs = self.output_probabilities(x)
-        p = torch.where(bits.to(torch.bool), probs[..., 1], probs[..., 0])
-        return torch.log(p).sum(dim=-1)
+        return self._two_point_log_prob(x, bits.to(torch.bool))
 
 
 # --------------------------------------------------------------------------------------------
@@ -529,10 +533,7 @@ class Duchi(_CoordinateRandomizer):
         """Exact log-probability of an output row ``y`` (values from :meth:`output_values`)."""
         xd = self._prepare(x)
         a, b = self._bounds(xd)
-        high = y.to(torch.float64) > (a + b) / 2.0
-        probs = self.output_probabilities(xd)
-        p = torch.where(high, probs[..., 1], probs[..., 0])
-        return torch.log(p).sum(dim=-1)
+        return self._two_point_log_prob(xd, y.to(torch.float64) > (a + b) / 2.0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,108 @@
+"""Old defaults beside new ones (issue 13): the GAP and ProGAP benchmark settings re-run with the
+library's current defaults, next to the rows the published tables were made with.
+
+The re-runs use the same grid scripts and protocol (``public-v2``, directed edge unit, 10 seeds)
+with ``--out results/<benchmark>_defaults_v2.jsonl``; only the library changed. The GAP rows
+moved from ``normalization="none"`` to ``"auto"`` (BatchNorm at edge level and without
+privacy) and to ``normalize_combine=True``; the ProGAP rows (all written before 5c618de) from
+linear -> norm -> activation blocks and an unnormalized JK output to the current
+linear -> activation -> norm blocks and ``normalize_jk=True``.
+
+    python benchmarks/gap_accuracy.py --seeds 10 --methods GAP-inf \\
+        --out benchmarks/results/gap_accuracy_defaults_v2.jsonl
+    python benchmarks/gap_accuracy.py --seeds 10 --methods GAP-EDP --epsilons 1 4 \\
+        --out benchmarks/results/gap_accuracy_defaults_v2.jsonl
+    python benchmarks/progap_accuracy.py --seeds 10 --methods ProGAP-inf \\
+        --out benchmarks/results/progap_accuracy_defaults_v2.jsonl
+    python benchmarks/progap_accuracy.py --seeds 10 --methods ProGAP-EDP --epsilons 1 4 \\
+        --out benchmarks/results/progap_accuracy_defaults_v2.jsonl
+    python benchmarks/defaults_change.py   # -> results/defaults_change.md
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from common import RESULTS, bootstrap_ci, is_valid, load_rows, row_protocol, row_unit
+
+PAIRS = {
+    "gap": ("gap_accuracy.jsonl", "gap_accuracy_defaults_v2.jsonl"),
+    "progap": ("progap_accuracy.jsonl", "progap_accuracy_defaults_v2.jsonl"),
+}
+#: what moved the rows of each benchmark
+CHANGE = {
+    "gap": "normalization auto (BatchNorm), normalize_combine",
+    "progap": "act -> norm blocks, normalize_jk",
+}
+OUT = RESULTS / "defaults_change.md"
+
+
+def _settings(path) -> dict[tuple, list[float]]:
+    acc = defaultdict(list)
+    if not path.exists():
+        return acc
+    for r in load_rows(path):
+        if not is_valid(r):
+            continue
+        key = (r["dataset"], r["method"], r["target_epsilon"], row_unit(r))
+        acc[key, row_protocol(r)].append(100 * r["test_acc"])
+    return acc
+
+
+def _old_rows(old: dict, key: tuple, protocol: str) -> tuple[list[float], str]:
+    """The old rows of a setting: same protocol when there are any, else the published ones
+    (``paper-v0`` edge-level rows: the tables in the docs were made from those)."""
+    if old.get((key, protocol)):
+        return old[key, protocol], protocol
+    for (k, p), values in old.items():
+        if k == key:
+            return values, p
+    return [], "–"
+
+
+def _cell(values: list[float]) -> str:
+    if not values:
+        return "–"
+    mean, lo, hi = bootstrap_ci(values)
+    return f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(values)})"
+
+
+def table() -> str:
+    lines = [
+        "# Benchmark rows before and after the default changes (issue 13)",
+        "",
+        "Test accuracy %, mean and 95% bootstrap CI over seeds; same grid script, protocol and",
+        "seeds, only the library's defaults differ. Edge level: the directed unit.",
+        "",
+        "| benchmark | dataset | method | eps | old (protocol) | new (public-v2) | diff | change |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for bench, (old_name, new_name) in PAIRS.items():
+        old, new = _settings(RESULTS / old_name), _settings(RESULTS / new_name)
+        for key, protocol in sorted(
+            new, key=lambda k: (k[0][0], k[0][1], k[0][2] if k[0][2] is not None else 1e9)
+        ):
+            values = new[key, protocol]
+            if len(values) < 5:
+                continue  # partial settings are not reported
+            before, old_protocol = _old_rows(old, key, protocol)
+            mean = sum(values) / len(values)
+            diff = f"{mean - sum(before) / len(before):+.2f}" if before else "–"
+            change = CHANGE[bench] + ("" if old_protocol == protocol else f"; {old_protocol} -> {protocol}")
+            dataset, method, eps = key[:3]
+            eps_s = "inf" if eps is None else f"{eps:g}"
+            lines.append(
+                f"| {bench} | {dataset} | {method} | {eps_s} | {_cell(before)} ({old_protocol}) "
+                f"| {_cell(values)} | {diff} | {change} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    text = table()
+    OUT.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
