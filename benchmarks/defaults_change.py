@@ -88,7 +88,9 @@ def table() -> str:
             before, old_protocol = _old_rows(old, key, protocol)
             mean = sum(values) / len(values)
             diff = f"{mean - sum(before) / len(before):+.2f}" if before else "–"
-            change = CHANGE[bench] + ("" if old_protocol == protocol else f"; {old_protocol} -> {protocol}")
+            change = CHANGE[bench]
+            if old_protocol != protocol:
+                change += f"; {old_protocol} -> {protocol}"
             dataset, method, eps = key[:3]
             eps_s = "inf" if eps is None else f"{eps:g}"
             lines.append(

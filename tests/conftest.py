@@ -16,7 +16,8 @@ warnings.filterwarnings("ignore", ".*LitLogger.*")
 
 def pytest_configure(config):
     # real-data tests find the datasets here; CI sets DPGNN_DATA=../shared/datasets
-    data = os.environ.get("DPGNN_DATA") or str(Path(__file__).resolve().parents[2] / "shared/datasets")
+    shared = Path(__file__).resolve().parents[2] / "shared/datasets"
+    data = os.environ.get("DPGNN_DATA") or str(shared)
     # made absolute now: tests that chdir into a temporary folder must still find it
     os.environ["DPGNN_DATA"] = str(Path(data).resolve())
     # processed caches go to a temporary folder, never to the user's home cache
