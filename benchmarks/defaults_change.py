@@ -35,7 +35,21 @@ CHANGE = {
     "gap": "normalization auto (BatchNorm), normalize_combine",
     "progap": "act -> norm blocks, normalize_jk",
 }
+#: the commit that made each change: old rows of a revision that contains it had it already
+SINCE = {"gap": "1326a07", "progap": "5c618de"}
 OUT = RESULTS / "defaults_change.md"
+
+
+def _contains(revision: str | None, commit: str) -> bool:
+    """Whether library ``revision`` (``"<sha>[+dirty]"``) includes ``commit``."""
+    import subprocess
+
+    if not revision:
+        return False
+    rev = revision.split("+")[0]
+    root = Path(__file__).resolve().parents[1]
+    cmd = ["git", "-C", str(root), "merge-base", "--is-ancestor", commit, rev]
+    return subprocess.run(cmd, capture_output=True).returncode == 0
 
 
 def _settings(path) -> dict[tuple, list[float]]:
@@ -46,11 +60,11 @@ def _settings(path) -> dict[tuple, list[float]]:
         if not is_valid(r):
             continue
         key = (r["dataset"], r["method"], r["target_epsilon"], row_unit(r))
-        acc[key, row_protocol(r)].append(100 * r["test_acc"])
+        acc[key, row_protocol(r)].append((100 * r["test_acc"], r.get("revision")))
     return acc
 
 
-def _old_rows(old: dict, key: tuple, protocol: str) -> tuple[list[float], str]:
+def _old_rows(old: dict, key: tuple, protocol: str) -> tuple[list[tuple], str]:
     """The old rows of a setting: same protocol when there are any, else the published ones
     (``paper-v0`` edge-level rows: the tables in the docs were made from those)."""
     if old.get((key, protocol)):
@@ -80,13 +94,15 @@ def table(benches=tuple(PAIRS)) -> str:
         for key, protocol in sorted(
             new, key=lambda k: (k[0][0], k[0][1], k[0][2] if k[0][2] is not None else 1e9)
         ):
-            values = new[key, protocol]
+            values = [v for v, _ in new[key, protocol]]
             if len(values) < 5:
                 continue  # partial settings are not reported
-            before, old_protocol = _old_rows(old, key, protocol)
+            old_rows, old_protocol = _old_rows(old, key, protocol)
+            before = [v for v, _ in old_rows]
             mean = sum(values) / len(values)
             diff = f"{mean - sum(before) / len(before):+.2f}" if before else "–"
-            change = CHANGE[bench]
+            had_it = old_rows and all(_contains(rev, SINCE[bench]) for _, rev in old_rows)
+            change = "none (the old rows had today's defaults)" if had_it else CHANGE[bench]
             if old_protocol != protocol:
                 change += f"; {old_protocol} -> {protocol}"
             dataset, method, eps = key[:3]
