@@ -11,8 +11,9 @@ from pathlib import Path
 
 import lightning as L
 import pytest
+import torch
 
-from lightning_dpgnn import GAP, DPMLP, ProGAP
+from lightning_dpgnn import DPMLP, GAP, ProGAP, zoo
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods.base import AccountingError
 
@@ -103,3 +104,21 @@ def test_private_fits_refuse_strategies_that_lose_the_ledger(strategy):
     plain = GAP(privacy="none")  # nothing to account: any strategy
     plain.trainer = model.trainer
     plain.check_trainer()
+
+
+@pytest.mark.slow
+def test_cli_fits_a_private_recipe_on_two_processes(tmp_path):
+    dpgnn = Path(sys.executable).with_name("dpgnn")
+    run = subprocess.run(
+        [str(dpgnn), "fit", "--config", str(zoo.recipe_path("gap-edge-csbm")),
+         "--trainer.devices=2", "--trainer.strategy=ddp", "--trainer.accelerator=cpu",
+         "--model.encoder_epochs=2", "--model.classifier_epochs=2",
+         "--trainer.enable_progress_bar=false"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    assert run.stdout.count("epsilon spent:") == 1  # one report, from rank 0
+    assert float(run.stdout.split("epsilon spent:")[1].split()[0]) <= 1.0
+    state = torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=True)
+    assert state["dpgnn_privacy"]["report"]["epsilon"] <= 1.0
+    assert state["dpgnn_privacy"]["outputs"]["pma"].shape[:2] == (2000, 2)  # the cache

@@ -673,6 +673,7 @@ class PrivateModule(
         loss = F.cross_entropy(logits[mask], y)
         acc = accuracy(logits[mask], y)
         n = int(mask.sum())
-        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False)
-        self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True)
+        # under DDP every rank evaluates the whole graph: the average is each rank's value
+        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False, sync_dist=True)
+        self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True, sync_dist=True)
         return loss
