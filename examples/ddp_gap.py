@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 
 import lightning as L
+from lightning_dpgnn.callbacks import PrivacyBudget
 
 from lightning_dpgnn import GAP
-from lightning_dpgnn.callbacks import PrivacyBudget
 from lightning_dpgnn.data import NodeDataModule
 
 

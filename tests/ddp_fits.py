@@ -17,7 +17,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from lightning_dpgnn import GAP, LPGNN, MLP, DPMLP, ProGAP  # noqa: E402
+from lightning_dpgnn import DPMLP, GAP, LPGNN, MLP, ProGAP  # noqa: E402
 from lightning_dpgnn.data import NodeDataModule  # noqa: E402
 from lightning_dpgnn.privacy import PrivacyAccountant  # noqa: E402
 from lightning_dpgnn.privacy.dpsgd import (  # noqa: E402
@@ -119,9 +119,9 @@ def updates(ghost: bool, distributed: bool) -> torch.Tensor:
             loss.mean().backward()
         opt.step()
         steps.append(torch.cat([(p.detach() - s).flatten()
-                                for p, s in zip(net.parameters(), start)]))
+                                for p, s in zip(net.parameters(), start, strict=True)]))
         with torch.no_grad():
-            for p, s in zip(net.parameters(), start):
+            for p, s in zip(net.parameters(), start, strict=True):
                 p.copy_(s)
     return torch.stack(steps).double(), acc.total_count("dpsgd")
 

@@ -122,3 +122,21 @@ def test_cli_fits_a_private_recipe_on_two_processes(tmp_path):
     state = torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=True)
     assert state["dpgnn_privacy"]["report"]["epsilon"] <= 1.0
     assert state["dpgnn_privacy"]["outputs"]["pma"].shape[:2] == (2000, 2)  # the cache
+
+
+def test_a_rank_takes_its_shard_of_wide_sparse_rows():
+    """Under DDP a full batch is sharded by Lightning's DistributedSampler; wide one-hot rows
+    are stored sparse (CSR), which has no row indexing of its own."""
+    from lightning_dpgnn.privacy.dpsgd import row_loader
+
+    x = (torch.rand(10, 300) < 0.01).float()
+    y = torch.arange(10)
+    loader = row_loader(x.to_sparse_csr(), y)
+    sharded = torch.utils.data.DataLoader(
+        loader.dataset, batch_size=5, collate_fn=loader.collate_fn,
+        sampler=torch.utils.data.DistributedSampler(loader.dataset, num_replicas=2, rank=1,
+                                                    shuffle=False),
+    )
+    (rows, labels), = list(sharded)
+    assert torch.equal(labels, torch.tensor([1, 3, 5, 7, 9]))
+    assert torch.equal(rows.to_dense(), x[1::2])

@@ -5,7 +5,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 from lightning.pytorch.strategies import SingleDeviceStrategy
-
 from lightning_dpgnn.callbacks import DropEarlyStopping
 from lightning_dpgnn.callbacks.drop_early_stopping import select_epoch
 

@@ -40,6 +40,7 @@ from huggingface_hub import ModelCard, ModelHubMixin
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers import _SubprocessScriptLauncher
+from lightning.pytorch.trainer.states import TrainerStatus
 from lightning.pytorch.utilities import rank_zero_info
 from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
@@ -297,17 +298,26 @@ class PrivateModule(
 
     # -- one draw for the whole process group (invariant 5) ------------------------------------
     def run_once(self, mechanism: Callable[[], T]) -> T:
-        """Run a one-time mechanism (an aggregation, an LDP collection, a noisy graph) once for
-        the whole fit, whatever the number of processes.
+        """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
+        graph) once, whatever the number of processes.
 
-        On one process this is ``mechanism()``. Under DDP rank 0 alone runs it, drawing from its
-        entropy-seeded generator (or the explicit ``noise_seed``), and broadcasts its output and
-        its ledger over the process group: every rank then holds bit-identical noisy outputs and
-        the single-process ledger, and no rank draws noise of its own. Tensors travel through
-        the CPU and land on this rank's device. An error on rank 0 is raised on every rank.
+        On one process, or outside a running fit (e.g. called on rank 0 after it), this is
+        ``mechanism()``. Under DDP rank 0 alone runs it, drawing from its entropy-seeded
+        generator (or the explicit ``noise_seed``), and broadcasts its output and the model's
+        ledger over the process group: every rank then holds bit-identical noisy outputs and the
+        single-process ledger, and no rank draws noise of its own. Tensors travel through the
+        CPU and land on this rank's device. An error on rank 0 is raised on every rank. Every
+        rank must call it at the same point (a collective).
+
+        Inference on new graphs does not go through it: under ``trainer.predict`` each graph is
+        given to one rank only, and its mechanism runs there once.
         """
         trainer = self._trainer
-        if trainer is None or trainer.world_size == 1:
+        if (
+            trainer is None
+            or trainer.world_size == 1
+            or trainer.state.status != TrainerStatus.RUNNING
+        ):
             return mechanism()
         strategy = trainer.strategy
         payload: tuple[Any, dict[str, Any] | None, BaseException | None] = (None, None, None)

@@ -422,7 +422,15 @@ class _Rows(torch.utils.data.Dataset):
         if len(idx) == len(self) and (not idx or (idx[0] == 0 and idx[-1] == len(self) - 1)):
             return self.tensors  # the full batch: no copy
         index = torch.as_tensor(idx, dtype=torch.long)
-        return tuple(t[index] for t in self.tensors)
+        return tuple(_take_rows(t, index) for t in self.tensors)
+
+
+def _take_rows(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Rows ``index`` of ``t``; sparse CSR rows (wide one-hot features, e.g. one rank's shard
+    of a full batch under DDP) through COO, which supports row selection."""
+    if t.layout == torch.sparse_csr:
+        return t.to_sparse_coo().index_select(0, index).to_sparse_csr()
+    return t[index]
 
 
 def _identity(batch):
