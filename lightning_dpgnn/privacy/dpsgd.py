@@ -16,6 +16,12 @@
   subsampled Gaussians assumes (thesis Theorem 5). Batches may be empty; an epoch is
   ``round(1 / sample_rate)`` batches.
 * :func:`assert_dp_compatible` rejects modules that mix samples (BatchNorm) with a clear message.
+* Under DDP (a ``torch.distributed`` group of several processes), :func:`make_private` returns
+  :class:`DistributedDPOptimizer` / :class:`DistributedGhostDPOptimizer` (opacus' distributed
+  optimizers: each rank clips its rows, rank 0 alone adds the noise, the noisy sums are
+  all-reduced) and :class:`PoissonBatchSampler` samples the global rows once (rank 0 draws,
+  broadcasts) and gives each rank its shard: the update, the sampling rate and the ledger are
+  those of one process.
 
 Why not opacus' public ``PrivacyEngine.make_private(..., grad_sample_mode="ghost")`` with its
 ``DPLossFastGradientClipping`` criterion (opacus 1.5/1.6); what the suite and the lifecycle
