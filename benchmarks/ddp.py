@@ -30,6 +30,12 @@ import numpy as np
 
 RESULTS = Path(__file__).parent / "results"
 DPGNN = Path(sys.executable).with_name("dpgnn")
+NOTE = (
+    "On a machine shared with other jobs, N processes also get N shares of the contended "
+    "cores, so a speed-up above N measures the scheduler, not DDP; compare processes on an "
+    "idle machine for DDP's own scaling. Accuracy and epsilon are what the comparison is for: "
+    "the same epsilon, accuracy within the run-to-run noise."
+)
 
 
 def fit_command(recipe: str, devices: int, accelerator: str, seed: int) -> list[str]:
@@ -107,7 +113,8 @@ def main() -> None:
         f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), shared with other jobs: "
         f"1-minute load average during the runs {min(r['load_avg_1m'] for r in rows):.1f}-"
         f"{max(r['load_avg_1m'] for r in rows):.1f}. Wall time is the whole `dpgnn fit` "
-        "command (process launch, data loading, calibration, fit, test).\n\n"
+        "command (process launch, data loading, calibration, fit, test). "
+        f"{NOTE}\n\n"
         f"{table(rows)}\n"
     )
 
