@@ -134,6 +134,8 @@ class DropEarlyStopping(L.Callback):
         self.acc_star = self.resolve_acc_star(pl_module)
 
     def _metric(self, trainer: L.Trainer, key: str, required: bool) -> float | None:
+        """The logged ``key``, averaged over the processes (every rank selects the same
+        epoch under DDP)."""
         value = trainer.callback_metrics.get(key)
         if value is None:
             if required:
@@ -142,7 +144,8 @@ class DropEarlyStopping(L.Callback):
                     f"{sorted(trainer.callback_metrics)}"
                 )
             return None
-        return float(value)
+        value = torch.as_tensor(value, dtype=torch.float32, device=trainer.strategy.root_device)
+        return float(trainer.strategy.reduce(value, reduce_op="mean"))
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or trainer.state.fn != "fit":
@@ -154,7 +157,9 @@ class DropEarlyStopping(L.Callback):
             self._metric(trainer, self.val_acc, self.acc_star is not None),
             pl_module,
         )
-        if self._should_stop(trainer.current_epoch):
+        if trainer.strategy.reduce_boolean_decision(
+            self._should_stop(trainer.current_epoch), all=False
+        ):
             self.stopped_epoch = trainer.current_epoch
             trainer.should_stop = True
 

@@ -97,11 +97,13 @@ class PrivacyBudget(L.Callback):
         self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int
     ) -> None:
         nxt = pl_module.privacy_if_next_step()
-        if nxt is not None and self._over(nxt):
+        over = nxt is not None and self._over(nxt)
+        # every process stops before the same step (reduced as Lightning's EarlyStopping does)
+        if trainer.strategy.reduce_boolean_decision(over, all=False):
             self.stopped_early = True
+            spend = f"epsilon {nxt.epsilon:.4g}" if over else "more than the budget on a rank"
             pl_module.halt_privately(
-                "PrivacyBudget: the next step would spend epsilon "
-                f"{nxt.epsilon:.4g} > budget {self.epsilon:g}"
+                f"PrivacyBudget: the next step would spend {spend} > budget {self.epsilon:g}"
             )
             trainer.should_stop = True
 

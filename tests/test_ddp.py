@@ -1,67 +1,142 @@
-"""Non-private staged fits run under DDP on CPU (2 processes, gloo); private fits refuse it.
+"""Fits under DDP on CPU (2 processes, gloo), private and non-private (docs/distributed.md).
 
-The script runs in a subprocess: Lightning's DDP launcher starts rank 1 by re-running it."""
+``tests/ddp_fits.py`` runs every fit in one launch (Lightning's DDP launcher starts rank 1 by
+re-running it) and each rank writes what it holds; the test compares the ranks with each other
+and with the same fits on one process."""
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-import pytest
-
-SCRIPT = r'''
-import json, sys, warnings
-warnings.filterwarnings("ignore")
 import lightning as L
+import pytest
 import torch
-from lightning_dpgnn import GAP, MLP, ProGAP
+
+from lightning_dpgnn import DPMLP, GAP, ProGAP, zoo
 from lightning_dpgnn.data import NodeDataModule
+from lightning_dpgnn.methods.base import AccountingError
 
-def trainer():
-    return L.Trainer(strategy="ddp", devices=2, accelerator="cpu", logger=False,
-                     enable_checkpointing=False, enable_model_summary=False,
-                     enable_progress_bar=True, default_root_dir=sys.argv[1])
+SCRIPT = Path(__file__).with_name("ddp_fits.py")
 
-out = {}
-models = {
-    "GAP": GAP(privacy="none", encoder_epochs=2, classifier_epochs=2, hops=1),
-    "ProGAP": ProGAP(privacy="none", depth=1, epochs_per_stage=2),
-    "MLP": MLP(privacy="none", epochs=2),
-}
-for name, model in models.items():
-    t = trainer()
-    t.fit(model, NodeDataModule("csbm", seed=0))
-    acc = t.test(model, NodeDataModule("csbm", seed=0), verbose=False)[0]["test/acc"]
-    params = float(sum(p.double().sum() for p in model.parameters()))
-    out[name] = {"epochs": t.current_epoch, "acc": acc, "params": params}
-try:
-    trainer().fit(GAP(privacy="edge", epsilon=1.0, encoder_epochs=1, classifier_epochs=1),
-                  NodeDataModule("csbm", seed=0))
-    out["private"] = "ran"
-except NotImplementedError as err:
-    out["private"] = str(err)
-with open(f"{sys.argv[1]}/result-{t.global_rank}.json", "w") as fh:  # ranks share stdout
-    json.dump(out, fh)
-'''
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ddp")
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), str(out)], capture_output=True, text=True, timeout=400,
+        cwd=out,
+    )
+    results = {
+        rank: json.loads((out / f"result-{rank}.json").read_text())
+        for rank in (0, 1) if (out / f"result-{rank}.json").is_file()
+    }
+    assert set(results) == {0, 1}, run.stdout[-2000:] + run.stderr[-4000:]
+    assert "Traceback" not in run.stderr, run.stderr[-4000:]
+    return results
+
+
+def single_process(model, make_trainer, **trainer_args):
+    """The same fit on one process: (test accuracy, epsilon, ledger)."""
+    trainer = make_trainer(**trainer_args)
+    dm = NodeDataModule("csbm", seed=0)
+    trainer.fit(model, dm)
+    acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+    return acc, model.privacy_spent().epsilon, model.accountant.state_dict()["ledger"]
+
+
+RUNS = ("GAP", "GAP-again", "ProGAP", "ProGAP-none", "MLP", "LPGNN", "DPMLP", "GAP-node")
 
 
 @pytest.mark.slow
-def test_non_private_staged_fits_run_on_two_cpu_processes(tmp_path):
-    script = tmp_path / "fit_ddp.py"
-    script.write_text(SCRIPT)
+def test_every_rank_holds_the_same_model_noise_and_ledger(ranks):
+    for name in RUNS:
+        r0, r1 = ranks[0][name], ranks[1][name]
+        assert r0 == r1, name  # cache digests, parameters, ledger, epsilon, accuracy
+    # one-time mechanisms drawn once: bit-identical caches on both ranks (above), and two
+    # separate fits from the same weights never share their noise
+    assert ranks[0]["GAP"]["cache"] != ranks[0]["GAP-again"]["cache"]
+    for name, epochs in (("ProGAP-none", 4), ("MLP", 2)):  # non-private staged fits
+        assert ranks[0][name]["epochs"] == epochs and ranks[0][name]["epsilon"] == float("inf")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, build",
+    [
+        ("GAP", lambda: GAP(privacy="edge", epsilon=4.0, hops=2, encoder_epochs=3,
+                            classifier_epochs=10, seed=0)),
+        ("ProGAP", lambda: ProGAP(privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=5)),
+        ("DPMLP", lambda: DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=128)),
+    ],
+)
+def test_two_processes_spend_and_learn_as_one(ranks, make_trainer, name, build):
+    acc, epsilon, ledger = single_process(build(), make_trainer, max_epochs={"DPMLP": 1}.get(name))
+    ddp = ranks[0][name]
+    assert ddp["epsilon"] == epsilon
+    assert epsilon <= 4.0 if name != "DPMLP" else 0 < epsilon < float("inf")
+    assert ddp["ledger"] == ledger  # same mechanisms, noise multipliers, counts, sample rates
+    if name != "DPMLP":  # accuracy within the run-to-run noise of the private fit
+        assert abs(ddp["acc"] - acc) < 0.1, (ddp["acc"], acc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flavour", ["ghost", "classic"])
+def test_dpsgd_noise_is_added_once_for_the_global_batch(ranks, flavour):
+    """Fixed global batch of 16 rows split over 2 ranks, 300 noisy steps: the update's std is
+    the single-process one (z C / B), not sqrt(2) times it (noise per rank), and its mean is
+    the single-process clipped mean gradient."""
+    r0, r1 = ranks[0][f"dpsgd-{flavour}"], ranks[1][f"dpsgd-{flavour}"]
+    assert r0["digest"] == r1["digest"]  # both ranks took the same (all-reduced) step
+    assert r0["steps_recorded"] == 300
+    expected = ranks[0]["expected_std"]
+    assert abs(r0["std"] / expected - 1) < 0.06 and abs(r0["ref_std"] / expected - 1) < 0.06
+    tolerance = 5 * 2**0.5 * r0["std_err"]
+    assert max(abs(a - b) for a, b in zip(r0["mean"], r0["ref_mean"], strict=True)) < tolerance
+
+
+@pytest.mark.parametrize("strategy", ["ddp_spawn", "ddp_fork"])
+def test_private_fits_refuse_strategies_that_lose_the_ledger(strategy):
+    model = GAP(privacy="edge", epsilon=1.0)
+    model.trainer = L.Trainer(strategy=strategy, devices=2, accelerator="cpu", logger=False)
+    with pytest.raises(AccountingError, match="strategy='ddp'"):
+        model.check_trainer()
+    plain = GAP(privacy="none")  # nothing to account: any strategy
+    plain.trainer = model.trainer
+    plain.check_trainer()
+
+
+@pytest.mark.slow
+def test_cli_fits_a_private_recipe_on_two_processes(tmp_path):
+    dpgnn = Path(sys.executable).with_name("dpgnn")
     run = subprocess.run(
-        [sys.executable, str(script), str(tmp_path)],
+        [str(dpgnn), "fit", "--config", str(zoo.recipe_path("gap-edge-csbm")),
+         "--trainer.devices=2", "--trainer.strategy=ddp", "--trainer.accelerator=cpu",
+         "--model.encoder_epochs=2", "--model.classifier_epochs=2",
+         "--trainer.enable_progress_bar=false"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
-    results = {
-        rank: json.loads((tmp_path / f"result-{rank}.json").read_text())
-        for rank in (0, 1) if (tmp_path / f"result-{rank}.json").is_file()
-    }
-    assert set(results) == {0, 1}, run.stdout[-2000:] + run.stderr[-4000:]
-    for name, epochs in (("GAP", 4), ("ProGAP", 4), ("MLP", 2)):
-        r0, r1 = results[0][name], results[1][name]
-        assert r0["epochs"] == r1["epochs"] == epochs
-        assert r0["params"] == r1["params"]  # DDP kept the replicas in sync
-        assert r0["acc"] == r1["acc"] and 0 < r0["acc"] <= 1
-    for rank in (0, 1):
-        assert "private training on 2 processes is not supported" in results[rank]["private"]
-    assert "Traceback" not in run.stderr
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    assert run.stdout.count("epsilon spent:") == 1  # one report, from rank 0
+    assert float(run.stdout.split("epsilon spent:")[1].split()[0]) <= 1.0
+    state = torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=True)
+    assert state["dpgnn_privacy"]["report"]["epsilon"] <= 1.0
+    assert state["dpgnn_privacy"]["outputs"]["pma"].shape[:2] == (2000, 2)  # the cache
+
+
+def test_a_rank_takes_its_shard_of_wide_sparse_rows():
+    """Under DDP a full batch is sharded by Lightning's DistributedSampler; wide one-hot rows
+    are stored sparse (CSR), which has no row indexing of its own."""
+    from lightning_dpgnn.privacy.dpsgd import row_loader
+
+    x = (torch.rand(10, 300) < 0.01).float()
+    y = torch.arange(10)
+    loader = row_loader(x.to_sparse_csr(), y)
+    sharded = torch.utils.data.DataLoader(
+        loader.dataset, batch_size=5, collate_fn=loader.collate_fn,
+        sampler=torch.utils.data.DistributedSampler(loader.dataset, num_replicas=2, rank=1,
+                                                    shuffle=False),
+    )
+    (rows, labels), = list(sharded)
+    assert torch.equal(labels, torch.tensor([1, 3, 5, 7, 9]))
+    assert torch.equal(rows.to_dense(), x[1::2])

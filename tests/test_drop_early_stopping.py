@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from lightning.pytorch.strategies import SingleDeviceStrategy
 from lightning_dpgnn.callbacks import DropEarlyStopping
 from lightning_dpgnn.callbacks.drop_early_stopping import select_epoch
 
@@ -53,6 +54,7 @@ def fake_trainer():
         current_epoch=0,
         callback_metrics={},
         should_stop=False,
+        strategy=SingleDeviceStrategy(torch.device("cpu")),
     )
 
 

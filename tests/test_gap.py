@@ -139,20 +139,6 @@ def test_nonprivate_gap_is_accurate_and_edge_gap_beats_mlp(csbm_dm, make_trainer
     assert acc_edge > acc_mlp + 0.1
 
 
-def test_multi_process_private_fits_are_refused_not_silently_wrong():
-    from types import SimpleNamespace
-
-    model = GAP(privacy="edge", epsilon=1.0)
-    model._trainer = SimpleNamespace(world_size=2)
-    with pytest.raises(NotImplementedError, match="invariant 5"):
-        model.on_fit_start()
-    model._trainer = SimpleNamespace(world_size=1)
-    model.on_fit_start()  # single process is fine
-    nonprivate = GAP(privacy="none")
-    nonprivate._trainer = SimpleNamespace(world_size=2)
-    nonprivate.on_fit_start()  # nothing private to protect
-
-
 def test_classifier_ensemble_averages_members_at_no_extra_privacy_cost(csbm_dm, make_trainer):
     """``ensemble=M``: M classification modules on the same cached aggregates; the ledger
     equals one module's and predictions are the mean of the members' log-probabilities."""

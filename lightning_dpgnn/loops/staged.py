@@ -74,8 +74,7 @@ def show_stage(trainer: Any, description: str) -> None:
 
 def _allow_unused_parameters(strategy: Any) -> None:
     """Each stage trains only its own modules, so under DDP the others get no gradient: let
-    DDP look for unused parameters (the model is wrapped after the ``setup`` hook). Only
-    non-private fits reach this: private fits refuse more than one process."""
+    DDP look for unused parameters (the model is wrapped after the ``setup`` hook)."""
     if isinstance(strategy, DDPStrategy):
         # no public setter: the constructor's ``find_unused_parameters`` lands in _ddp_kwargs
         # (tests/test_ddp.py fails if a Lightning upgrade changes that)
@@ -249,6 +248,12 @@ class StagedTrainingMixin:
         acc = self.trainer.callback_metrics.get("val/acc")
         if acc is None:
             return
+        # averaged over the processes: under DDP every rank keeps the same epoch's weights
+        strategy = self.trainer.strategy
+        acc = strategy.reduce(
+            torch.as_tensor(acc, dtype=torch.float32, device=strategy.root_device),
+            reduce_op="mean",
+        )
         index = self.current_stage
         best = self._best.get(index)
         if best is None or float(acc) > best["acc"]:

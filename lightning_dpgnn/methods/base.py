@@ -28,15 +28,19 @@ data (invariant 9).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import lightning as L
 import torch
 import torch.nn.functional as F
 from huggingface_hub import ModelCard, ModelHubMixin
+from lightning.fabric.utilities.apply_func import apply_to_collection
+from lightning.pytorch.strategies import DDPStrategy
+from lightning.pytorch.strategies.launchers import _SubprocessScriptLauncher
+from lightning.pytorch.trainer.states import TrainerStatus
 from lightning.pytorch.utilities import rank_zero_info
 from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
@@ -58,6 +62,7 @@ __all__ = [
 
 PRIVACY_LEVELS = ("none", "edge", "node")
 CHECKPOINT_KEY = "dpgnn_privacy"
+T = TypeVar("T")
 
 UNITS = {
     ("edge", "undirected"): "one undirected edge (both of its directions)",
@@ -291,6 +296,55 @@ class PrivateModule(
             torch.manual_seed(int(seed))
             yield
 
+    # -- one draw for the whole process group (invariant 5) ------------------------------------
+    def run_once(self, mechanism: Callable[[], T]) -> T:
+        """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
+        graph) once, whatever the number of processes.
+
+        On one process, or outside a running fit (e.g. called on rank 0 after it), this is
+        ``mechanism()``. Under DDP rank 0 alone runs it, drawing from its entropy-seeded
+        generator (or the explicit ``noise_seed``), and broadcasts its output and the model's
+        ledger over the process group: every rank then holds bit-identical noisy outputs and the
+        single-process ledger, and no rank draws noise of its own. Tensors travel through the
+        CPU and land on this rank's device. An error on rank 0 is raised on every rank. Every
+        rank must call it at the same point (a collective).
+
+        Inference on new graphs does not go through it: under ``trainer.predict`` each graph is
+        given to one rank only, and its mechanism runs there once.
+        """
+        trainer = self._trainer
+        if (
+            trainer is None
+            or trainer.world_size == 1
+            or trainer.state.status != TrainerStatus.RUNNING
+        ):
+            return mechanism()
+        strategy = trainer.strategy
+        payload: tuple[Any, dict[str, Any] | None, BaseException | None] = (None, None, None)
+        if strategy.global_rank == 0:
+            try:
+                out = apply_to_collection(mechanism(), torch.Tensor, lambda t: t.cpu())
+                payload = (out, self.accountant.state_dict(), None)
+            except BaseException as err:  # noqa: BLE001 - re-raised below, on every rank
+                payload = (None, None, err)
+        out, ledger, err = strategy.broadcast(payload, src=0)
+        if err is not None:
+            if strategy.global_rank == 0:
+                raise err
+            raise RuntimeError(f"rank 0 failed to run a one-time mechanism: {err!r}") from err
+        self.accountant.load_state_dict(ledger)
+        return apply_to_collection(out, torch.Tensor, lambda t: t.to(strategy.root_device))
+
+    def agreed(self, *decisions: bool) -> tuple[bool, ...]:
+        """``decisions`` as the whole process group takes them: each true when any rank's is
+        (as Lightning's ``EarlyStopping`` reduces ``should_stop``), in one collective;
+        themselves on one process."""
+        if self._trainer is None or self.trainer.world_size == 1:
+            return tuple(bool(d) for d in decisions)
+        strategy = self.trainer.strategy
+        votes = torch.tensor([float(d) for d in decisions], device=strategy.root_device)
+        return tuple(bool(v > 0) for v in strategy.reduce(votes, reduce_op="sum"))
+
     # -- plan (the method declares) ----------------------------------------------------------
     def plan_mechanisms(
         self, accountant: PrivacyAccountant, noise_multiplier: float | None
@@ -387,14 +441,28 @@ class PrivateModule(
         self.privacy_halted = True
 
     def check_trainer(self) -> None:
-        """Refuse trainer settings that break the accounting, before any step (invariant 7)."""
+        """Refuse trainer settings that break the accounting, before any step (invariant 7).
+
+        Several processes: private fits run under DDP launched as one script per process
+        (``strategy="ddp"``, ``torchrun``, SLURM), where every rank holds the mechanisms'
+        outputs and the ledger (:meth:`run_once`). Spawned or forked workers
+        (``"ddp_spawn"``, ``"ddp_notebook"``) hand only the weights back to the launching
+        process, so its model would report a spend without its cached outputs; sharded
+        strategies (FSDP, DeepSpeed) split parameters across ranks, which per-sample clipping
+        cannot see. Both are refused."""
         trainer = self.trainer
         world = getattr(trainer, "world_size", 1)
-        if self.privacy != "none" and world > 1:
-            raise NotImplementedError(
-                f"private training on {world} processes is not supported yet: each rank would "
-                "draw its own aggregation/gradient noise and the accounting would not hold "
-                "(design invariant 5). Train private models on a single device for now."
+        if self.privacy == "none" or world == 1:
+            return
+        strategy = trainer.strategy
+        launcher = getattr(strategy, "launcher", None)
+        if not isinstance(strategy, DDPStrategy) or (
+            launcher is not None and not isinstance(launcher, _SubprocessScriptLauncher)
+        ):
+            raise AccountingError(
+                f"private training on {world} processes needs strategy='ddp' (one script per "
+                f"process: the ddp launcher, torchrun or SLURM); {type(strategy).__name__} with "
+                f"{type(launcher).__name__} is not supported (see docs/distributed.md)"
             )
 
     def on_fit_start(self) -> None:
@@ -431,11 +499,13 @@ class PrivateModule(
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
         reason = self.stop_reason()
-        if reason is not None:
-            self._halt_reason = reason  # stays halted: the next batches are skipped too
+        # every rank stops (or skips) before the same step
+        stop, skip = self.agreed(reason is not None, self.skip_epoch_reason() is not None)
+        if stop:
+            self._halt_reason = reason or "another process stopped the fit"
             self.trainer.should_stop = True
             return -1
-        return -1 if self.skip_epoch_reason() is not None else None
+        return -1 if skip else None
 
     def on_train_end(self) -> None:
         """Record and log why the fit ended: a reason of :meth:`stop_reason`, a callback's
@@ -613,6 +683,7 @@ class PrivateModule(
         loss = F.cross_entropy(logits[mask], y)
         acc = accuracy(logits[mask], y)
         n = int(mask.sum())
-        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False)
-        self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True)
+        # under DDP every rank evaluates the whole graph: the average is each rank's value
+        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False, sync_dist=True)
+        self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True, sync_dist=True)
         return loss

@@ -231,7 +231,9 @@ class GAP(AggregationPerturbationModule):
     def on_enter_stage(self, stage_index: int) -> None:
         if stage_index == 1 and self.aggregates is None:
             gen = self.noise_generator()
-            self.aggregates = self._aggregate(self._graph, self.accountant, gen)
+            self.aggregates = self.run_once(
+                lambda: self._aggregate(self._graph, self.accountant, gen)
+            )
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
     def _logits(self, data: Data) -> torch.Tensor:

@@ -80,9 +80,10 @@ class LocallyPrivateModule(PrivateModule):
     def on_fit_start(self) -> None:
         super().on_fit_start()
         if self._collection is None:  # a restored checkpoint already holds it
-            self._collection = self.collector.collect(
-                self._graph, self.accountant, self.noise_generator(), self._declared_classes()
-            )
+            gen = self.noise_generator()
+            self._collection = self.run_once(lambda: self.collector.collect(
+                self._graph, self.accountant, gen, self._declared_classes()
+            ))
             self._collected()
 
     def _declared_classes(self) -> int | None:

@@ -310,7 +310,9 @@ class ProGAP(AggregationPerturbationModule):
             graph = self._graph
             gen = self.noise_generator(stage_index)
             inputs = [graph.x, *self.aggregates]
-            self.aggregates.append(self._nap(inputs, graph, self.accountant, gen))
+            self.aggregates.append(
+                self.run_once(lambda: self._nap(inputs, graph, self.accountant, gen))
+            )
             self._net().enter_stage(stage_index, self.warm_start)
 
     # -- inference -----------------------------------------------------------------------------

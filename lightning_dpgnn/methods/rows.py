@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 
 from ..nn.mlp import compact_features
@@ -108,6 +109,15 @@ class RowTrainingMixin:
         return self.dp_training[1]
 
     # -- steps ---------------------------------------------------------------------------------
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        """Under DDP, a DP-SGD step's gradients are summed by the DP optimizer (clipped per
+        sample, noised once, then all-reduced); DDP's own averaging of the unclipped gradients
+        is switched off for it (and back on for full-batch steps)."""
+        model = self.trainer.strategy.model
+        if isinstance(model, DistributedDataParallel):
+            model.require_backward_grad_sync = self.dp_training is None
+        return super().on_train_batch_start(batch, batch_idx)
+
     def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, ...]):
         """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""
         *inputs, y = batch

@@ -16,6 +16,12 @@
   subsampled Gaussians assumes (thesis Theorem 5). Batches may be empty; an epoch is
   ``round(1 / sample_rate)`` batches.
 * :func:`assert_dp_compatible` rejects modules that mix samples (BatchNorm) with a clear message.
+* Under DDP (a ``torch.distributed`` group of several processes), :func:`make_private` returns
+  :class:`DistributedDPOptimizer` / :class:`DistributedGhostDPOptimizer` (opacus' distributed
+  optimizers: each rank clips its rows, rank 0 alone adds the noise, the noisy sums are
+  all-reduced) and :class:`PoissonBatchSampler` samples the global rows once (rank 0 draws,
+  broadcasts) and gives each rank its shard: the update, the sampling rate and the ledger are
+  those of one process.
 
 Why not opacus' public ``PrivacyEngine.make_private(..., grad_sample_mode="ghost")`` with its
 ``DPLossFastGradientClipping`` criterion (opacus 1.5/1.6); what the suite and the lifecycle
@@ -54,18 +60,25 @@ import torch
 from opacus import GradSampleModule
 from opacus.grad_sample import GradSampleModuleFastGradientClipping
 from opacus.grad_sample.gsm_base import AbstractGradSampleModule
+from opacus.optimizers import DistributedDPOptimizer as _OpacusDistributedDPOptimizer
 from opacus.optimizers import DPOptimizer as _OpacusDPOptimizer
 from opacus.optimizers import DPOptimizerFastGradientClipping
+from opacus.optimizers.ddpoptimizer_fast_gradient_clipping import (
+    DistributedDPOptimizerFastGradientClipping,
+)
 from opacus.optimizers.optimizer import _check_processed_flag, _mark_as_processed
 from opacus.utils.fast_gradient_clipping_utils import DPTensorFastGradientClipping
 from opacus.validators import ModuleValidator
 
 from . import random as dprandom
 from .accountant import PrivacyAccountant
+from .distributed import all_reduce_sum, broadcast_from_first, process_group
 
 __all__ = [
     "DPOptimizer",
     "GhostDPOptimizer",
+    "DistributedDPOptimizer",
+    "DistributedGhostDPOptimizer",
     "PoissonBatchSampler",
     "ghost_backward",
     "grad_sample_module",
@@ -121,12 +134,15 @@ class _LedgerNoise:
         accountant: PrivacyAccountant,
         name: str = "dpsgd",
         generator: torch.Generator | None = None,
+        world_size: int = 1,
     ) -> None:
+        # under DDP each rank scales its share of the sum by ``B / world_size`` and the ranks'
+        # shares are then averaged: ``(sum of clipped gradients + noise) / B`` either way
         super().__init__(
             optimizer,
             noise_multiplier=noise_multiplier,
             max_grad_norm=max_grad_norm,
-            expected_batch_size=max(1, int(expected_batch_size)),
+            expected_batch_size=max(1, int(expected_batch_size)) / world_size,
             loss_reduction="mean",
             generator=generator,
         )
@@ -150,9 +166,17 @@ class _LedgerNoise:
         )
 
     def add_noise(self) -> None:
+        """Noise of std ``noise_multiplier * max_grad_norm`` on the clipped sum — on rank 0
+        only under DDP, so the sum over ranks holds it exactly once (opacus' distributed
+        optimizers' rule)."""
         std = self.noise_multiplier * self.max_grad_norm
+        draws = getattr(self, "rank", 0) == 0
         for p in self.params:
             _check_processed_flag(p.summed_grad)
+            if not draws:
+                p.grad = p.summed_grad.view_as(p)
+                _mark_as_processed(p.summed_grad)
+                continue
             noise = dprandom.normal(
                 p.summed_grad.shape,
                 std,
@@ -202,6 +226,33 @@ class GhostDPOptimizer(_LedgerNoise, DPOptimizerFastGradientClipping):
             )
         self.clipped = False
         return super().pre_step(closure)
+
+
+class _OneAllReduce:
+    """opacus' distributed ``reduce_gradients`` (sum over ranks, divided by the world size),
+    as one all-reduce of the flattened gradients instead of one per parameter."""
+
+    def reduce_gradients(self) -> None:
+        grads = [p.grad for p in self.params if p.requires_grad]
+        if not grads:
+            return
+        flat = all_reduce_sum(torch.cat([g.reshape(-1) for g in grads]))
+        flat /= self.world_size
+        for g, part in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
+            g.copy_(part.view_as(g))
+
+
+class DistributedDPOptimizer(_OneAllReduce, DPOptimizer, _OpacusDistributedDPOptimizer):
+    """:class:`DPOptimizer` under DDP (opacus' ``DistributedDPOptimizer`` semantics): each rank
+    clips its own samples' gradients; rank 0 alone adds the noise; the noisy sums are all-reduced
+    so every rank steps on ``(sum of all clipped gradients + N(0, (z C)^2)) / B`` — the
+    single-process update. DDP's own gradient averaging must be off during these steps."""
+
+
+class DistributedGhostDPOptimizer(
+    _OneAllReduce, GhostDPOptimizer, DistributedDPOptimizerFastGradientClipping
+):
+    """:class:`GhostDPOptimizer` under DDP; the same rule as :class:`DistributedDPOptimizer`."""
 
 
 def grad_sample_module(
@@ -270,7 +321,10 @@ def make_private(
 
     A module already wrapped by :func:`grad_sample_module` keeps its flavour (ghost or not);
     otherwise ``ghost`` chooses. Ghost-clipped training must backpropagate with
-    :func:`ghost_backward`."""
+    :func:`ghost_backward`. In a process group of several ranks (DDP) the optimizer is the
+    distributed flavour: ``num_samples`` and ``sample_rate`` are those of the global dataset,
+    each rank trains on its shard of every global Poisson batch
+    (:class:`PoissonBatchSampler`), and the noise is added once per global step."""
     if max_grad_norm <= 0:
         raise ValueError(f"max_grad_norm must be > 0, got {max_grad_norm}")
     if not 0 < sample_rate <= 1:
@@ -283,7 +337,12 @@ def make_private(
     ghost_gsm = isinstance(gsm, GradSampleModuleFastGradientClipping)
     if ghost_gsm:
         gsm.max_grad_norm = max_grad_norm
-    dp_opt = (GhostDPOptimizer if ghost_gsm else DPOptimizer)(
+    world_size = process_group()[1]
+    if world_size > 1:
+        cls = DistributedGhostDPOptimizer if ghost_gsm else DistributedDPOptimizer
+    else:
+        cls = GhostDPOptimizer if ghost_gsm else DPOptimizer
+    dp_opt = cls(
         optimizer,
         noise_multiplier=noise_multiplier,
         max_grad_norm=max_grad_norm,
@@ -292,15 +351,25 @@ def make_private(
         accountant=accountant,
         name=name,
         generator=generator,
+        world_size=world_size,
     )
     return gsm, dp_opt
 
 
-class PoissonBatchSampler(torch.utils.data.Sampler[list[int]]):
+class PoissonBatchSampler(torch.utils.data.DistributedSampler):
     """Poisson-sampled batches over ``num_samples`` rows (each row in w.p. ``sample_rate``).
 
-    Yields ``steps`` batches (default ``round(1 / sample_rate)``, one "epoch"). Draws go through
-    :mod:`lightning_dpgnn.privacy.random`, so secure mode covers batch sampling too.
+    Yields ``steps`` batches (default ``round(1 / sample_rate)``, one "epoch") of row indices.
+    Draws go through :mod:`lightning_dpgnn.privacy.random`, so secure mode covers batch sampling
+    too.
+
+    Under DDP (``num_replicas > 1``) the batches are Poisson samples of the *global* rows, the
+    sampling the accountant records: rank 0 draws each batch's membership and broadcasts it
+    (:func:`~lightning_dpgnn.privacy.distributed.broadcast_from_first`), and rank ``r`` yields
+    its shard, every ``num_replicas``-th sampled row from the ``r``-th. It is a
+    ``DistributedSampler`` so that Lightning leaves it alone (it would otherwise shard the
+    *batches* across ranks). Use it as a loader's ``sampler`` with ``batch_size=None``
+    (:func:`row_loader`); every rank must iterate it in step (it holds a collective).
     """
 
     def __init__(
@@ -309,11 +378,14 @@ class PoissonBatchSampler(torch.utils.data.Sampler[list[int]]):
         sample_rate: float,
         steps: int | None = None,
         generator: torch.Generator | None = None,
+        num_replicas: int = 1,
+        rank: int = 0,
     ) -> None:
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
         if not 0 < sample_rate <= 1:
             raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
+        super().__init__(range(num_samples), num_replicas=num_replicas, rank=rank, shuffle=False)
         self.num_samples = int(num_samples)
         self.sample_rate = float(sample_rate)
         self.steps = int(steps) if steps is not None else max(1, round(1 / sample_rate))
@@ -325,8 +397,14 @@ class PoissonBatchSampler(torch.utils.data.Sampler[list[int]]):
     def __iter__(self) -> Iterator[list[int]]:
         p = torch.full((self.num_samples,), self.sample_rate, dtype=torch.float64)
         for _ in range(self.steps):
-            mask = dprandom.bernoulli(p, generator=self.generator)
-            yield mask.nonzero().flatten().tolist()
+            if self.rank == 0:
+                mask = dprandom.bernoulli(p, generator=self.generator)
+            else:
+                mask = torch.zeros(self.num_samples, dtype=torch.bool)
+            if self.num_replicas > 1:
+                mask = broadcast_from_first(mask.to(torch.uint8)).bool()
+            rows = mask.nonzero().flatten()
+            yield rows[self.rank :: self.num_replicas].tolist()
 
 
 class _Rows(torch.utils.data.Dataset):
@@ -341,14 +419,24 @@ class _Rows(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.tensors[0])
 
-    def __getitem__(self, i: int):
+    def __getitem__(self, i: int | list[int]):
+        if isinstance(i, list):  # a batch of a sampler that yields batches (Poisson)
+            return self.__getitems__(i)
         return tuple(t[i] for t in self.tensors)
 
     def __getitems__(self, idx: list[int]):
         if len(idx) == len(self) and (not idx or (idx[0] == 0 and idx[-1] == len(self) - 1)):
             return self.tensors  # the full batch: no copy
         index = torch.as_tensor(idx, dtype=torch.long)
-        return tuple(t[index] for t in self.tensors)
+        return tuple(_take_rows(t, index) for t in self.tensors)
+
+
+def _take_rows(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Rows ``index`` of ``t``; sparse CSR rows (wide one-hot features, e.g. one rank's shard
+    of a full batch under DDP) through COO, which supports row selection."""
+    if t.layout == torch.sparse_csr:
+        return t.to_sparse_coo().index_select(0, index).to_sparse_csr()
+    return t[index]
 
 
 def _identity(batch):
@@ -364,13 +452,19 @@ def row_loader(
     """A loader over rows: Poisson batches when ``sample_rate`` is set, else one full batch.
 
     The full batch is a plain ``batch_size=len(rows)`` loader, so that under a distributed
-    strategy (non-private fits only) Lightning can swap in a ``DistributedSampler`` and each
-    process gets its shard of the rows as one batch."""
+    strategy (full-batch training: no DP-SGD) Lightning can swap in a ``DistributedSampler`` and
+    each process gets its shard of the rows as one batch. Poisson batches sample the global
+    rows and give each rank of the default process group its shard of each
+    (:class:`PoissonBatchSampler`)."""
     ds = _Rows(*tensors)
     if sample_rate is None:
         return torch.utils.data.DataLoader(ds, batch_size=max(len(ds), 1), collate_fn=_identity)
-    sampler = PoissonBatchSampler(len(ds), sample_rate, steps=steps, generator=generator)
-    return torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=_identity)
+    rank, world_size = process_group()
+    sampler = PoissonBatchSampler(
+        len(ds), sample_rate, steps=steps, generator=generator, num_replicas=world_size,
+        rank=rank,
+    )
+    return torch.utils.data.DataLoader(ds, sampler=sampler, batch_size=None, collate_fn=_identity)
 
 
 class DPSGDPhase:

@@ -1,0 +1,140 @@
+"""What tests/test_ddp.py runs on 2 CPU processes (gloo): ``python ddp_fits.py OUT_DIR``.
+
+Lightning's DDP launcher starts rank 1 by re-running this script; each rank writes what it
+holds to ``OUT_DIR/result-<rank>.json`` and the test compares the two ranks with each other and
+with single-process fits. One launch covers every check (process launches are slow).
+"""
+
+import hashlib
+import json
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import lightning as L  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from lightning_dpgnn import DPMLP, GAP, LPGNN, MLP, ProGAP  # noqa: E402
+from lightning_dpgnn.data import NodeDataModule  # noqa: E402
+from lightning_dpgnn.privacy import PrivacyAccountant  # noqa: E402
+from lightning_dpgnn.privacy.dpsgd import (  # noqa: E402
+    DPOptimizer,
+    GhostDPOptimizer,
+    ghost_backward,
+    grad_sample_module,
+    make_private,
+)
+
+OUT = sys.argv[1]
+
+
+def trainer(**kwargs) -> L.Trainer:
+    return L.Trainer(strategy="ddp", devices=2, accelerator="cpu", logger=False, **kwargs,
+                     enable_checkpointing=False, enable_model_summary=False,
+                     enable_progress_bar=False, default_root_dir=OUT)
+
+
+def digest(tensors) -> str:
+    """Bit-level fingerprint of cached tensors (equal iff every bit is)."""
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def params(model) -> str:
+    return digest(p for p in model.parameters())
+
+
+def fit(model, **trainer_args):
+    t = trainer(**trainer_args)
+    t.fit(model, NodeDataModule("csbm", seed=0))
+    acc = t.test(model, NodeDataModule("csbm", seed=0), verbose=False)[0]["test/acc"]
+    report = model.privacy_spent()
+    return t, {"acc": acc, "epochs": t.current_epoch, "params": params(model),
+               "epsilon": report.epsilon, "ledger": model.accountant.state_dict()["ledger"]}
+
+
+out = {}
+# GAP twice from the same weights (seed=0; full-batch training is deterministic): the two
+# caches could only be equal if both fits drew the same noise
+for run, epochs in (("GAP", 10), ("GAP-again", 1)):
+    model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_epochs=3, classifier_epochs=epochs,
+                seed=0)
+    t, out[run] = fit(model)
+    out[run]["cache"] = digest([model.aggregates])
+model = ProGAP(privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=5)
+t, out["ProGAP"] = fit(model)
+out["ProGAP"]["cache"] = digest(model.aggregates)
+model = ProGAP(privacy="none", depth=1, epochs_per_stage=2)
+t, out["ProGAP-none"] = fit(model)
+model = MLP(privacy="none", epochs=2)
+t, out["MLP"] = fit(model)
+model = LPGNN(x_eps=1.0, y_eps=2.0)
+t = trainer(max_epochs=3)
+t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn"))
+c = model.collection()
+out["LPGNN"] = {"cache": digest([c.payload.to_dense(), c.labels]), "params": params(model),
+                "epsilon": model.privacy_spent().epsilon}
+# DP-SGD fits at a fixed noise multiplier (calibrating a subsampled Gaussian takes seconds)
+model = DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=128)
+t, out["DPMLP"] = fit(model, max_epochs=1)
+model = GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1, max_degree=100,
+            encoder_epochs=1, classifier_epochs=1, batch_size=256)
+t, out["GAP-node"] = fit(model)
+out["GAP-node"]["cache"] = digest([model.aggregates])
+
+# -- DP-SGD on a fixed global batch of 16 rows: rank r holds rows r, r+2, ...; the update's std
+# over repeated steps must be the single-process one, z C / B (noise added once, not per rank)
+rank, world = dist.get_rank(), dist.get_world_size()
+Z, C, B, N, STEPS = 1.0, 0.5, 16, 160, 300
+
+
+def updates(ghost: bool, distributed: bool) -> torch.Tensor:
+    torch.manual_seed(0)  # same weights and data on every rank
+    net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    x, y = torch.randn(B, 6) * 3, torch.randint(0, 3, (B,))
+    rows = slice(rank, None, world) if distributed else slice(None)
+    sgd = torch.optim.SGD(net.parameters(), lr=1.0)
+    acc = PrivacyAccountant("node", 1e-5)
+    if distributed:  # what every DP-SGD fit builds under DDP
+        gsm, opt = make_private(net, sgd, noise_multiplier=Z, max_grad_norm=C,
+                                sample_rate=B / N, num_samples=N, accountant=acc, ghost=ghost)
+    else:  # the single-process optimizer, built directly inside this process group
+        gsm = grad_sample_module(net, C, ghost=ghost)
+        opt = (GhostDPOptimizer if ghost else DPOptimizer)(
+            sgd, noise_multiplier=Z, max_grad_norm=C, expected_batch_size=B,
+            sample_rate=B / N, accountant=acc)
+    start = [p.detach().clone() for p in net.parameters()]
+    steps = []
+    for _ in range(STEPS):
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(gsm(x[rows]), y[rows], reduction="none")
+        if ghost:
+            ghost_backward(gsm, opt, loss)
+        else:
+            loss.mean().backward()
+        opt.step()
+        steps.append(torch.cat([(p.detach() - s).flatten()
+                                for p, s in zip(net.parameters(), start, strict=True)]))
+        with torch.no_grad():
+            for p, s in zip(net.parameters(), start, strict=True):
+                p.copy_(s)
+    return torch.stack(steps).double(), acc.total_count("dpsgd")
+
+
+for ghost in (True, False):
+    name = "ghost" if ghost else "classic"
+    upd, count = updates(ghost, distributed=True)
+    out[f"dpsgd-{name}"] = {"std": float(upd.std(0).mean()), "mean": upd.mean(0).tolist(),
+                            "digest": digest([upd]), "steps_recorded": count}
+    if rank == 0:
+        ref, _ = updates(ghost, distributed=False)
+        out[f"dpsgd-{name}"].update(ref_std=float(ref.std(0).mean()), ref_mean=ref.mean(0).tolist(),
+                                    std_err=float(ref.std(0).mean() / STEPS**0.5))
+out["expected_std"] = Z * C / B
+with open(f"{OUT}/result-{rank}.json", "w") as fh:  # ranks share stdout
+    json.dump(out, fh)
