@@ -8,6 +8,8 @@
 from .methods import (
     DPMLP,
     GAP,
+    SAGE,
+    EdgeRand,
     GNN,
     LPGNN,
     MLP,
@@ -27,6 +29,8 @@ __all__ = [
     "GNN",
     "MLP",
     "DPMLP",
+    "SAGE",
+    "EdgeRand",
     "LPGNN",
     "PGC",
     "PGCLinkPrediction",

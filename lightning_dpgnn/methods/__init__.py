@@ -7,6 +7,7 @@ from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
 from .pgc import PGC, PGCLinkPrediction
 from .progap import ProGAP
+from .sage import SAGE, EdgeRand
 
 __all__ = [
     "PrivateModel",
@@ -20,4 +21,6 @@ __all__ = [
     "PGC",
     "PGCLinkPrediction",
     "ProGAP",
+    "SAGE",
+    "EdgeRand",
 ]

@@ -14,9 +14,12 @@ from torch import nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 from torch_geometric.utils import coalesce, spmm, to_torch_csr_tensor
 
-__all__ = ["GNNBackbone", "BACKBONES", "make_activation"]
+from .mlp import make_norm
+
+__all__ = ["GNNBackbone", "BACKBONES", "SAGE_AGGREGATIONS", "make_activation"]
 
 BACKBONES = ("sage", "gcn", "gat")
+SAGE_AGGREGATIONS = ("mean", "sum")
 _ACTIVATIONS = {"relu": nn.ReLU, "selu": nn.SELU, "tanh": nn.Tanh, "gelu": nn.GELU}
 
 
@@ -47,6 +50,10 @@ class GNNBackbone(nn.Module):
         cached: GCN caches its normalised graph (transductive training on one fixed graph).
         plain_last: the last convolution's output is returned as is (logits); ``False``
             follows it with [norm ->] activation -> dropout too (a body under other heads).
+        aggr: GraphSAGE's neighbourhood aggregation, ``"mean"`` (default) or ``"sum"`` (the
+            GAP paper's SAGE baselines, thesis §4.7.3).
+        normalization: a norm after every hidden convolution (``"batch"``, ``"layer"``, ...,
+            :func:`~lightning_dpgnn.nn.mlp.make_norm`); ``None`` keeps ``batch_norm``'s rule.
     """
 
     def __init__(
@@ -63,6 +70,8 @@ class GNNBackbone(nn.Module):
         batch_norm: bool = False,
         cached: bool = False,
         plain_last: bool = True,
+        aggr: str = "mean",
+        normalization: str | None = None,
     ) -> None:
         super().__init__()
         check_backbone(backbone)
@@ -72,6 +81,8 @@ class GNNBackbone(nn.Module):
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         if heads < 1:
             raise ValueError(f"heads must be >= 1, got {heads}")
+        if aggr not in SAGE_AGGREGATIONS:
+            raise ValueError(f"aggr must be one of {SAGE_AGGREGATIONS}, got {aggr!r}")
         self.backbone = backbone
         self.dropout = dropout
         self.plain_last = plain_last
@@ -82,7 +93,7 @@ class GNNBackbone(nn.Module):
             last = i == layers - 1
             width = out_dim if last else hidden
             if backbone == "sage":
-                conv: nn.Module = SAGEConv(dim, width)
+                conv: nn.Module = SAGEConv(dim, width, aggr=aggr)
                 dim = width
             elif backbone == "gcn":
                 conv = GCNConv(dim, width, cached=cached)
@@ -93,7 +104,10 @@ class GNNBackbone(nn.Module):
                 dim = width * h
             self.convs.append(conv)
             if not (last and plain_last):
-                norm = nn.BatchNorm1d(dim) if batch_norm and i == 0 else nn.Identity()
+                if normalization is not None:
+                    norm = make_norm(normalization, dim)
+                else:
+                    norm = nn.BatchNorm1d(dim) if batch_norm and i == 0 else nn.Identity()
                 self.norms.append(norm)
         self.act = make_activation(activation)
 
@@ -126,21 +140,27 @@ class GNNBackbone(nn.Module):
             return edge_index
         return to_torch_csr_tensor(edge_index.flip(0), size=(num_nodes, num_nodes))
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        """Logits; ``edge_index`` is ``[2, E]`` or what :meth:`adjacency` returned."""
+    def layer_outputs(self, x: torch.Tensor, edge_index: torch.Tensor) -> list[torch.Tensor]:
+        """The output of every layer (for jumping knowledge); the last is :meth:`forward`'s."""
+        outs = []
         for i, conv in enumerate(self.convs):
             x = _conv(conv, x, edge_index)
             if i < len(self.norms):
                 x = self.act(self.norms[i](x))
                 x = nn.functional.dropout(x, self.dropout, self.training)
-        return x
+            outs.append(x)
+        return outs
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """Logits; ``edge_index`` is ``[2, E]`` or what :meth:`adjacency` returned."""
+        return self.layer_outputs(x, edge_index)[-1]
 
 
 def _conv(conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-    """``conv(x, edge_index)``; a narrowing mean GraphSAGE layer on a sparse adjacency projects
-    before it aggregates.
+    """``conv(x, edge_index)``; a narrowing mean or sum GraphSAGE layer on a sparse adjacency
+    projects before it aggregates.
 
-    The mean is linear, so ``lin_l(mean_j x_j) = mean_j (x_j W_l^T) + b_l`` exactly (an isolated
+    The mean (and the sum) is linear, so ``lin_l(mean_j x_j) = mean_j (x_j W_l^T) + b_l`` exactly (an isolated
     node aggregates zeros and gets ``b_l`` on both sides). Aggregating the ``out``-wide
     projection instead of the ``in``-wide input cuts the sparse product by ``in / out``, and
     both weights share one pass over ``x``: LPGNN on Facebook page-page (4714 KProp'd
@@ -148,7 +168,7 @@ def _conv(conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor) -> torch.T
     """
     if not (
         isinstance(conv, SAGEConv)
-        and conv.aggr == "mean"
+        and conv.aggr in SAGE_AGGREGATIONS
         and not conv.project
         and not conv.normalize
         and conv.root_weight
@@ -162,7 +182,7 @@ def _conv(conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor) -> torch.T
     left, right = nn.functional.linear(x, torch.cat([lin_l.weight, lin_r.weight])).split(
         conv.out_channels, dim=-1
     )
-    out = spmm(edge_index, left, reduce="mean") + right
+    out = spmm(edge_index, left, reduce=conv.aggr) + right
     for lin in (lin_l, lin_r):
         if lin.bias is not None:
             out = out + lin.bias
