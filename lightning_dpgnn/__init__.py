@@ -6,6 +6,7 @@
 """
 
 from .methods import (
+    DPGNN,
     DPMLP,
     GAP,
     SAGE,
@@ -31,6 +32,7 @@ __all__ = [
     "DPMLP",
     "SAGE",
     "EdgeRand",
+    "DPGNN",
     "LPGNN",
     "PGC",
     "PGCLinkPrediction",

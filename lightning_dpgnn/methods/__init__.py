@@ -1,6 +1,7 @@
 """One LightningModule per method, thin over ``privacy/`` and ``nn/``."""
 
 from .base import PrivateModel, PrivateModule, require_private_model
+from .dpgnn import DPGNN
 from .gap import GAP
 from .gnn import GNN
 from .lpgnn import LPGNN
@@ -23,4 +24,5 @@ __all__ = [
     "ProGAP",
     "SAGE",
     "EdgeRand",
+    "DPGNN",
 ]

@@ -74,6 +74,7 @@ __all__ = [
     "make_private",
     "NotDPCompatibleError",
     "DPSGDPhase",
+    "record_steps",
     "row_loader",
 ]
 
@@ -107,6 +108,29 @@ def assert_dp_compatible(module: torch.nn.Module, where: str = "model") -> None:
         )
 
 
+def record_steps(
+    accountant: PrivacyAccountant,
+    name: str,
+    noise_multiplier: float,
+    sample_rate: float,
+    max_grad_norm: float,
+    steps: int,
+    group_size: int | None = None,
+) -> None:
+    """Record ``steps`` DP-SGD steps: plain subsampled Gaussians, or (``group_size`` given: one
+    unit changes up to that many per-sample terms, DPGNN) graph subsampled Gaussians."""
+    if group_size is None:
+        accountant.add_subsampled_gaussian(
+            name, noise_multiplier, sample_rate, steps=steps, sensitivity=max_grad_norm
+        )
+    else:
+        accountant.add_graph_subsampled_gaussian(
+            name, noise_multiplier, sample_rate, group_size, steps=steps,
+            sensitivity=max_grad_norm,
+            note=f"one node changes up to {group_size} clipped terms (Daigavane et al. 2021)",
+        )
+
+
 class _LedgerNoise:
     """Our noise source and ledger hook, shared by both opacus optimizer flavours."""
 
@@ -121,6 +145,7 @@ class _LedgerNoise:
         accountant: PrivacyAccountant,
         name: str = "dpsgd",
         generator: torch.Generator | None = None,
+        group_size: int | None = None,
     ) -> None:
         super().__init__(
             optimizer,
@@ -133,6 +158,7 @@ class _LedgerNoise:
         self.sample_rate = float(sample_rate)
         self.accountant = accountant
         self.ledger_name = name
+        self.group_size = group_size
         self.steps_taken = 0
         self.clipped = False  # ghost clipping: set by ghost_backward, cleared by each step
         self.attach_step_hook(_LedgerNoise._record_step)
@@ -141,12 +167,9 @@ class _LedgerNoise:
     def _record_step(opt: _LedgerNoise) -> None:
         opt.steps_taken += 1
         opt.accountant.mark_reproducible(opt.generator)
-        opt.accountant.add_subsampled_gaussian(
-            opt.ledger_name,
-            opt.noise_multiplier,
-            opt.sample_rate,
-            steps=1,
-            sensitivity=opt.max_grad_norm,
+        record_steps(
+            opt.accountant, opt.ledger_name, opt.noise_multiplier, opt.sample_rate,
+            opt.max_grad_norm, 1, opt.group_size,
         )
 
     def add_noise(self) -> None:
@@ -265,12 +288,14 @@ def make_private(
     name: str = "dpsgd",
     generator: torch.Generator | None = None,
     ghost: bool = False,
+    group_size: int | None = None,
 ) -> tuple[AbstractGradSampleModule, DPOptimizer | GhostDPOptimizer]:
     """Wrap ``module``/``optimizer`` for DP-SGD whose steps are recorded in ``accountant``.
 
     A module already wrapped by :func:`grad_sample_module` keeps its flavour (ghost or not);
     otherwise ``ghost`` chooses. Ghost-clipped training must backpropagate with
-    :func:`ghost_backward`."""
+    :func:`ghost_backward`. ``group_size``: steps are recorded as graph subsampled Gaussians
+    (:func:`record_steps`)."""
     if max_grad_norm <= 0:
         raise ValueError(f"max_grad_norm must be > 0, got {max_grad_norm}")
     if not 0 < sample_rate <= 1:
@@ -292,6 +317,7 @@ def make_private(
         accountant=accountant,
         name=name,
         generator=generator,
+        group_size=group_size,
     )
     return gsm, dp_opt
 
@@ -381,9 +407,18 @@ class DPSGDPhase:
         epochs: passes over the data; each is ``round(N / batch_size)`` Poisson batches.
         batch_size: expected batch size B (sampling rate ``B / N``).
         max_grad_norm: per-sample clipping norm C.
+        group_size: per-sample terms one protected unit can change (``None``: one, plain
+            DP-SGD; DPGNN: ``D + 1``), see :func:`record_steps`.
     """
 
-    def __init__(self, name: str, epochs: int, batch_size: int, max_grad_norm: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        epochs: int,
+        batch_size: int,
+        max_grad_norm: float,
+        group_size: int | None = None,
+    ) -> None:
         if epochs < 0:
             raise ValueError(f"{name}: epochs must be >= 0, got {epochs}")
         if batch_size < 1:
@@ -392,6 +427,11 @@ class DPSGDPhase:
             raise ValueError(f"{name}: max_grad_norm must be > 0, got {max_grad_norm}")
         self.name, self.epochs, self.batch_size = name, int(epochs), int(batch_size)
         self.max_grad_norm = float(max_grad_norm)
+        if group_size is not None and (
+            isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1
+        ):
+            raise ValueError(f"{name}: group_size must be an integer >= 1, got {group_size!r}")
+        self.group_size = group_size
         self.num_samples = 0
 
     def bind(self, num_samples: int) -> DPSGDPhase:
@@ -421,9 +461,9 @@ class DPSGDPhase:
         """Record this phase's (remaining) steps in a planning accountant."""
         n = self.total_steps if steps is None else steps
         if n > 0:
-            accountant.add_subsampled_gaussian(
-                self.name, noise_multiplier, self.sample_rate, steps=n,
-                sensitivity=self.max_grad_norm,
+            record_steps(
+                accountant, self.name, noise_multiplier, self.sample_rate, self.max_grad_norm,
+                n, self.group_size,
             )
 
     def loader(self, *tensors: torch.Tensor, generator: torch.Generator | None = None):
@@ -443,5 +483,5 @@ class DPSGDPhase:
             module, optimizer, noise_multiplier=noise_multiplier,
             max_grad_norm=self.max_grad_norm, sample_rate=self.sample_rate,
             num_samples=self.num_samples, accountant=accountant, name=self.name,
-            generator=generator,
+            generator=generator, group_size=self.group_size,
         )
