@@ -1,7 +1,9 @@
 """The GraphSAGE of the GAP paper's baselines (SAGE-inf, EdgeRand; thesis §4.7.3).
 
 Pre-processing MLP -> ``layers`` GraphSAGE convolutions with SUM aggregation -> jumping
-knowledge over the convolutions' outputs (Xu et al. 2018) -> post-processing MLP. Built from
+knowledge (Xu et al. 2018) over the pre-MLP's output and every convolution's -> post-processing
+MLP. Jumping knowledge sees the pre-MLP's output too, so the network can fall back on the
+features alone when the graph carries little signal (EdgeRand at small epsilon). Built from
 the shared pieces: :class:`~lightning_dpgnn.nn.mlp.MLP`,
 :class:`~lightning_dpgnn.nn.backbone.GNNBackbone` and :class:`~lightning_dpgnn.nn.combine.Combine`.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .backbone import GNNBackbone
+from .backbone import GNNBackbone, SparseAdjacency
 from .combine import Combine
 from .mlp import MLP
 
@@ -25,7 +27,8 @@ class SAGENet(nn.Module):
         in_dim, hidden, out_dim: widths (every hidden layer is ``hidden`` wide).
         layers: GraphSAGE convolutions (>= 1).
         pre_layers, post_layers: MLP layers before and after the convolutions (thesis: 2, 1).
-        jk: how the convolutions' outputs are combined: ``"cat"``, ``"sum"`` or ``"attn"``.
+        jk: how the pre-MLP's and the convolutions' outputs are combined: ``"cat"``, ``"sum"``
+            or ``"attn"``.
         dropout, normalization, activation: as in :class:`~lightning_dpgnn.nn.mlp.MLP`.
     """
 
@@ -50,13 +53,16 @@ class SAGENet(nn.Module):
             "sage", self.pre.out_dim, hidden, hidden, layers, dropout=dropout,
             activation=activation, plain_last=False, aggr="sum", normalization=normalization,
         )
-        self.jk = Combine(jk, layers, hidden)
+        self.jk = Combine(jk, layers + 1, hidden)
         self.post = MLP(self.jk.out_dim, out_dim, hidden, post_layers, **mlp)
 
-    def adjacency(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    def adjacency(
+        self, edge_index: torch.Tensor, num_nodes: int
+    ) -> torch.Tensor | SparseAdjacency:
         """The graph in the fastest form :meth:`forward` takes (see GNNBackbone.adjacency)."""
-        return self.body.adjacency(edge_index, num_nodes)
+        return self.body.adjacency(edge_index, num_nodes, with_transpose=True)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        h = self.body.layer_outputs(self.pre(x), edge_index)
+        h0 = self.pre(x)
+        h = [h0, *self.body.layer_outputs(h0, edge_index)]
         return self.post(self.jk(torch.stack(h, dim=1)))
