@@ -11,6 +11,8 @@ separate table puts them, struck through, beside the new node-level rows.
     python benchmarks/summarize.py          # GAP: results/gap_accuracy.*, docs/gap.md
     python benchmarks/summarize.py progap   # ProGAP vs GAP: results/progap_accuracy.*,
                                             # docs/progap.md
+    python benchmarks/summarize.py baselines  # SAGE/EdgeRand/DPGNN beside GAP/ProGAP:
+                                              # results/baselines.*, docs/baselines.md
 """
 
 from __future__ import annotations
@@ -50,6 +52,17 @@ BENCHMARKS = {
         lines=(("ProGAP-inf", "--"), ("GAP-inf", ":")),
         compare=(("ProGAP-EDP", "GAP-EDP"), ("ProGAP-NDP", "GAP-NDP"), ("ProGAP-inf", "GAP-inf")),
         depth=(("ProGAP-EDP", "ProGAP-EDP-K"), ("GAP-EDP", "GAP-EDP-K")),
+    ),
+    "baselines": dict(
+        inputs=("baselines.jsonl", "gap_accuracy.jsonl", "progap_accuracy.jsonl"),
+        # exact method names, on the datasets and protocol of the first input only
+        methods=("SAGE-inf", "EdgeRand", "DPGNN", "GAP-inf", "GAP-EDP", "GAP-NDP",
+                 "ProGAP-inf", "ProGAP-EDP", "ProGAP-NDP", "MLP", "DP-MLP"),
+        doc="baselines.md",
+        curves=("GAP-EDP", "EdgeRand", "GAP-NDP", "ProGAP-NDP", "DPGNN", "DP-MLP"),
+        lines=(("SAGE-inf", "--"),),
+        compare=(("GAP-EDP", "EdgeRand"), ("ProGAP-EDP", "EdgeRand"), ("GAP-NDP", "DPGNN"),
+                 ("ProGAP-NDP", "DPGNN"), ("DP-MLP", "DPGNN")),
     ),
 }
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
@@ -294,6 +307,11 @@ def main(name: str = "gap") -> None:
     keep = bench.get("keep")
     if keep:
         rows = [r for r in rows if r["method"].startswith(keep)]
+    if bench.get("methods"):  # the settings of the first input, beside the others' same ones
+        first = load_rows(RESULTS / bench["inputs"][0])
+        scope = {(r["dataset"], row_protocol(r)) for r in first}
+        rows = [r for r in rows if r["method"] in bench["methods"]
+                and (r["dataset"], row_protocol(r)) in scope]
     excluded = Counter(invalid_reason(r) for r in rows if not is_valid(r))
     invalid = [r for r in rows if invalid_reason(r) == INVALID_NODE_UNIT]
     rows = [r for r in rows if is_valid(r)]

@@ -37,12 +37,12 @@ from ..privacy.aggregation import (
 )
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
-from .rows import RowTrainingMixin
+from .rows import OnePhaseDPSGDMixin, RowTrainingMixin
 
 __all__ = ["DPGNN"]
 
 
-class DPGNN(RowTrainingMixin, PrivateModule):
+class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
     """Node-level private one-layer GraphSAGE trained with DP-SGD (SAGE-NDP).
 
     Args:
@@ -93,10 +93,7 @@ class DPGNN(RowTrainingMixin, PrivateModule):
             "node", epsilon, delta, levels=("node",), noise_seed=noise_seed,
             log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
         )
-        if epsilon is None and noise_multiplier is None:
-            raise ValueError("give epsilon (to calibrate the noise) or a fixed noise_multiplier")
-        if noise_multiplier is not None and not noise_multiplier > 0:
-            raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier}")
+        self.check_noise_arguments(epsilon, noise_multiplier)
         if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
             raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
         if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
@@ -141,15 +138,6 @@ class DPGNN(RowTrainingMixin, PrivateModule):
         self.phase.bind(int(data.train_mask.sum()))
         self.calibrate()
 
-    def calibrates_noise(self) -> bool:
-        return True
-
-    def uses_dpsgd(self) -> bool:
-        return True
-
-    def dpsgd_phase(self) -> DPSGDPhase:
-        return self.phase
-
     def _aggregation(self) -> GaussianAggregation:
         return GaussianAggregation(
             self.noise_multiplier, level="node", max_degree=self.max_degree,
@@ -159,26 +147,16 @@ class DPGNN(RowTrainingMixin, PrivateModule):
     def plan_mechanisms(
         self, accountant: PrivacyAccountant, noise_multiplier: float | None
     ) -> bool:
-        """The remaining DP-SGD steps (``epochs`` epochs when calibrated to a target, else as
-        many as the trainer runs) and, until it has run, the inference aggregation."""
+        """The remaining DP-SGD steps and, until it has run, the inference aggregation."""
         if noise_multiplier is None:
             return True
-        steps = self.phase.total_steps if self.target_epsilon is not None else self._trainer_steps()
-        if steps is None:
+        if not self.plan_phase(accountant, noise_multiplier):
             return False
-        done = self.accountant.total_count(self.phase.name)
-        self.phase.plan(accountant, noise_multiplier, max(0, steps - done))
         if self.noisy_aggregate is None:
             accountant.add_gaussian(
                 self.mechanism_name, noise_multiplier, sensitivity=math.sqrt(self.max_degree)
             )
         return True
-
-    def _trainer_steps(self) -> int | None:
-        max_epochs = self.trainer.max_epochs if self._trainer is not None else None
-        if max_epochs is None or max_epochs < 0:
-            return None
-        return max_epochs * self.phase.steps_per_epoch
 
     # -- rows: [x_i, aggregate_i] --------------------------------------------------------------
     @staticmethod
@@ -199,9 +177,6 @@ class DPGNN(RowTrainingMixin, PrivateModule):
             return (self._rows(data.x, exact),)
 
         return self.rows_loader(self._train_rows("dpgnn", data, rows), self.phase)
-
-    def configure_optimizers(self):
-        return self.dp_optimizer(self.phase, self.mlp, self.adam(self.mlp.parameters()))
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self._rows_step(self.mlp, batch)
