@@ -2,7 +2,7 @@
 node-level GNN baseline of the GAP paper and thesis §4.7.2.
 
 The network is a one-layer GraphSAGE with SUM aggregation over row-normalized features,
-``MLP([x_i, sum_{j in N(i)} x_j])`` (the layer's root and neighbour weights are the MLP's first
+``MLP([x_i, normalize(sum_{j in N(i)} x_j)])`` (the layer's root and neighbour weights are the MLP's first
 linear layer), trained with DP-Adam on Poisson batches of training nodes. Each node's per-sample
 term reads its own features and those of its in-neighbours, so removing one node ``v`` changes
 its own term and the terms of the nodes ``v`` points to: at most ``D + 1`` terms on a graph
@@ -161,7 +161,10 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
     # -- rows: [x_i, aggregate_i] --------------------------------------------------------------
     @staticmethod
     def _rows(x: torch.Tensor, aggregate: torch.Tensor) -> torch.Tensor:
-        return torch.cat([normalize_rows(x), aggregate], dim=-1)
+        """``[x̂_i, normalize(aggregate_i)]``: the aggregate is row-normalized like GAP's hops
+        (post-processing of the release), so the inference rows' noisy aggregate has the
+        scale the network trained on."""
+        return torch.cat([normalize_rows(x), normalize_rows(aggregate)], dim=-1)
 
     def on_fit_start(self) -> None:
         super().on_fit_start()
