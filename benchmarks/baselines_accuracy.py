@@ -28,7 +28,7 @@ from common import RESULTS, grid_parser, run_grid
 from gap_accuracy import DATASETS, MAX_DEGREE
 
 EDGE_EPS = [1.0, 4.0]
-NODE_EPS = [8.0, 16.0]
+NODE_EPS = [8.0]
 SAGE = dict(hidden=16, layers=2, pre_layers=2, post_layers=1, jk="cat", lr=0.01, epochs=100)
 DPGNN = dict(hidden=16, layers=2, lr=0.01, epochs=10, batch_size=256, max_grad_norm=1.0)
 

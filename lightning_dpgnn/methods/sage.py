@@ -18,7 +18,6 @@ import torch
 from torch.utils.data import DataLoader
 from torch_geometric.data import Data
 
-from ..data.datamodules import _first
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import compact_features, resolve_normalization
 from ..nn.sage import SAGENet
@@ -27,6 +26,11 @@ from ..privacy.edgerand import AsymmetricRandomizedResponse
 from .base import PrivateModule
 
 __all__ = ["SAGE", "EdgeRand"]
+
+
+def _the_graph(batch: list[Data]) -> Data:
+    """Collate function of the full-batch training loader: the batch is the one graph."""
+    return batch[0]
 
 
 class _SAGEModule(StagedTrainingMixin, PrivateModule):
@@ -120,7 +124,7 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
         return self.adam(self.net.parameters())
 
     def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
-        return DataLoader([data], batch_size=1, collate_fn=_first)
+        return DataLoader([data], batch_size=1, collate_fn=_the_graph)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         return self.net(x, edge_index)
