@@ -63,6 +63,7 @@ BENCHMARKS = {
         lines=(("SAGE-inf", "--"),),
         compare=(("GAP-EDP", "EdgeRand"), ("ProGAP-EDP", "EdgeRand"), ("GAP-NDP", "DPGNN"),
                  ("ProGAP-NDP", "DPGNN"), ("DP-MLP", "DPGNN")),
+        sections=False,  # no superseded / unit-cost tables: the GAP pages have them
     ),
 }
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
@@ -316,8 +317,9 @@ def main(name: str = "gap") -> None:
     invalid = [r for r in rows if invalid_reason(r) == INVALID_NODE_UNIT]
     rows = [r for r in rows if is_valid(r)]
     summary = summarize(rows)
-    replaced_md = superseded(summary, invalid)
-    cost_md = unit_cost(summary)
+    sections = bench.get("sections", True)
+    replaced_md = superseded(summary, invalid) if sections else ""
+    cost_md = unit_cost(summary) if sections else ""
     depth_md, depth = "", []
     if bench.get("depth"):
         chosen = {name: depth_selection(rows, prefix) for name, prefix in bench["depth"]}
