@@ -64,6 +64,7 @@ BENCHMARKS = {
         compare=(("GAP-EDP", "EdgeRand"), ("ProGAP-EDP", "EdgeRand"), ("GAP-NDP", "DPGNN"),
                  ("ProGAP-NDP", "DPGNN"), ("DP-MLP", "DPGNN")),
         sections=False,  # no superseded / unit-cost tables: the GAP pages have them
+        show_commands=True,
     ),
 }
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
@@ -381,6 +382,8 @@ def main(name: str = "gap") -> None:
         + "; ".join(f"{n} rows {reason}" for reason, n in sorted(excluded.items()))
         + "."
     )
+    if bench.get("show_commands"):
+        md += "\n\nCommands of the rows: " + "; ".join(f"`{c}`" for c in commands) + "."
     (RESULTS / f"{stem}.md").write_text(md + "\n")
     plot(summary, RESULTS / f"{stem}.png", bench["curves"], bench["lines"])
     doc_path = DOCS / bench["doc"]
