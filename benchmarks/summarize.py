@@ -11,6 +11,8 @@ separate table puts them, struck through, beside the new node-level rows.
     python benchmarks/summarize.py          # GAP: results/gap_accuracy.*, docs/gap.md
     python benchmarks/summarize.py progap   # ProGAP vs GAP: results/progap_accuracy.*,
                                             # docs/progap.md
+    python benchmarks/summarize.py baselines  # SAGE/EdgeRand/DPGNN beside GAP/ProGAP:
+                                              # results/baselines.*, docs/baselines.md
 """
 
 from __future__ import annotations
@@ -50,6 +52,19 @@ BENCHMARKS = {
         lines=(("ProGAP-inf", "--"), ("GAP-inf", ":")),
         compare=(("ProGAP-EDP", "GAP-EDP"), ("ProGAP-NDP", "GAP-NDP"), ("ProGAP-inf", "GAP-inf")),
         depth=(("ProGAP-EDP", "ProGAP-EDP-K"), ("GAP-EDP", "GAP-EDP-K")),
+    ),
+    "baselines": dict(
+        inputs=("baselines.jsonl", "gap_accuracy.jsonl", "progap_accuracy.jsonl"),
+        # exact method names, on the datasets and protocol of the first input only
+        methods=("SAGE-inf", "EdgeRand", "DPGNN", "GAP-inf", "GAP-EDP", "GAP-NDP",
+                 "ProGAP-inf", "ProGAP-EDP", "ProGAP-NDP", "MLP", "DP-MLP"),
+        doc="baselines.md",
+        curves=("GAP-EDP", "EdgeRand", "GAP-NDP", "ProGAP-NDP", "DPGNN", "DP-MLP"),
+        lines=(("SAGE-inf", "--"),),
+        compare=(("GAP-EDP", "EdgeRand"), ("ProGAP-EDP", "EdgeRand"), ("GAP-NDP", "DPGNN"),
+                 ("ProGAP-NDP", "DPGNN"), ("DP-MLP", "DPGNN")),
+        sections=False,  # no superseded / unit-cost tables: the GAP pages have them
+        show_commands=True,
     ),
 }
 BEGIN, END = "<!-- BENCHMARK:BEGIN -->", "<!-- BENCHMARK:END -->"
@@ -294,12 +309,18 @@ def main(name: str = "gap") -> None:
     keep = bench.get("keep")
     if keep:
         rows = [r for r in rows if r["method"].startswith(keep)]
+    if bench.get("methods"):  # the settings of the first input, beside the others' same ones
+        first = load_rows(RESULTS / bench["inputs"][0])
+        scope = {(r["dataset"], row_protocol(r)) for r in first}
+        rows = [r for r in rows if r["method"] in bench["methods"]
+                and (r["dataset"], row_protocol(r)) in scope]
     excluded = Counter(invalid_reason(r) for r in rows if not is_valid(r))
     invalid = [r for r in rows if invalid_reason(r) == INVALID_NODE_UNIT]
     rows = [r for r in rows if is_valid(r)]
     summary = summarize(rows)
-    replaced_md = superseded(summary, invalid)
-    cost_md = unit_cost(summary)
+    sections = bench.get("sections", True)
+    replaced_md = superseded(summary, invalid) if sections else ""
+    cost_md = unit_cost(summary) if sections else ""
     depth_md, depth = "", []
     if bench.get("depth"):
         chosen = {name: depth_selection(rows, prefix) for name, prefix in bench["depth"]}
@@ -361,6 +382,8 @@ def main(name: str = "gap") -> None:
         + "; ".join(f"{n} rows {reason}" for reason, n in sorted(excluded.items()))
         + "."
     )
+    if bench.get("show_commands"):
+        md += "\n\nCommands of the rows: " + "; ".join(f"`{c}`" for c in commands) + "."
     (RESULTS / f"{stem}.md").write_text(md + "\n")
     plot(summary, RESULTS / f"{stem}.png", bench["curves"], bench["lines"])
     doc_path = DOCS / bench["doc"]

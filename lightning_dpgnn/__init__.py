@@ -6,12 +6,15 @@
 """
 
 from .methods import (
+    DPGNN,
     DPMLP,
     GAP,
     GNN,
     LPGNN,
     MLP,
     PGC,
+    SAGE,
+    EdgeRand,
     PGCLinkPrediction,
     PrivateModule,
     ProGAP,
@@ -27,6 +30,9 @@ __all__ = [
     "GNN",
     "MLP",
     "DPMLP",
+    "SAGE",
+    "EdgeRand",
+    "DPGNN",
     "LPGNN",
     "PGC",
     "PGCLinkPrediction",

@@ -216,6 +216,9 @@ def test_checkpointing_can_be_turned_off(tmp_path):
         ("MLP", ["--model.epochs=1"], "0", "edge"),  # reads no edge: epsilon 0 at edge level
         ("MLP", ["--model.epochs=1", "--model.privacy=none"], "inf (non-private)", "none"),
         ("GNN", ["--trainer.max_epochs=1"], "inf (non-private)", "none"),
+        ("SAGE", ["--model.epochs=1"], "inf (non-private)", "none"),
+        ("EdgeRand", ["--model.epochs=1"], "1 ", "edge"),
+        ("DPGNN", ["--model.epochs=1", "--model.max_degree=21"], 8.0, "node"),
         ("LPGNN", ["--trainer.max_epochs=1"],
          "2 per node = multibit 1 (MultiBit feature LDP) + randomized_response 1", "ldp"),
         ("PGC", ["--trainer.max_epochs=1", "--model.x_eps=0.5"],

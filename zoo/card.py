@@ -53,6 +53,20 @@ METHODS: dict[str, tuple[str, str]] = {
         "DP-MLP: MLP on node features trained with DP-Adam (node-level DP)",
         "baseline of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
     ),
+    "SAGE": (
+        "GraphSAGE with sum aggregation, pre/post MLPs and jumping knowledge (non-private)",
+        "baseline SAGE-inf of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
+    ),
+    "EdgeRand": (
+        "EdgeRand: GraphSAGE on a graph perturbed once by asymmetric randomized response",
+        "Wu et al. LinkTeller (IEEE S&P 2022); Imola et al. (USENIX Security 2022); baseline "
+        "SAGE-EDP of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
+    ),
+    "DPGNN": (
+        "DP-GNN: node-level DP-SGD for a one-layer GraphSAGE, noisy aggregation at inference",
+        "Daigavane et al. Node-Level Differentially Private Graph Neural Networks (2021); "
+        "baseline SAGE-NDP of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
+    ),
     "GNN": (
         "GraphSAGE / GCN without privacy protection",
         "Hamilton, Ying, Leskovec. Inductive Representation Learning on Large Graphs. NeurIPS "

@@ -1,12 +1,14 @@
 """One LightningModule per method, thin over ``privacy/`` and ``nn/``."""
 
 from .base import PrivateModel, PrivateModule, require_private_model
+from .dpgnn import DPGNN
 from .gap import GAP
 from .gnn import GNN
 from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
 from .pgc import PGC, PGCLinkPrediction
 from .progap import ProGAP
+from .sage import SAGE, EdgeRand
 
 __all__ = [
     "PrivateModel",
@@ -20,4 +22,7 @@ __all__ = [
     "PGC",
     "PGCLinkPrediction",
     "ProGAP",
+    "SAGE",
+    "EdgeRand",
+    "DPGNN",
 ]

@@ -11,10 +11,9 @@ from torch_geometric.data import Data
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import MLP as MLPBlock
 from ..nn.mlp import resolve_normalization
-from ..privacy import PrivacyAccountant
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
-from .rows import RowTrainingMixin
+from .rows import OnePhaseDPSGDMixin, RowTrainingMixin
 
 __all__ = ["MLP", "DPMLP"]
 
@@ -145,7 +144,7 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         return _NodeMLP.train_dataloader_from(self, data)
 
 
-class DPMLP(_NodeMLP):
+class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
     """Node-level private MLP trained with DP-Adam (Poisson batches, clipping, Gaussian noise).
 
     Args:
@@ -185,10 +184,7 @@ class DPMLP(_NodeMLP):
         log_private_metrics: bool = False,
     ) -> None:
         self.save_hyperparameters()
-        if epsilon is None and noise_multiplier is None:
-            raise ValueError("give epsilon (to calibrate the noise) or a fixed noise_multiplier")
-        if noise_multiplier is not None and not noise_multiplier > 0:
-            raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier}")
+        self.check_noise_arguments(epsilon, noise_multiplier)
         self.phase = DPSGDPhase("mlp/dpsgd", epochs, batch_size, max_grad_norm)
         super().__init__(
             "node", epsilon, delta, levels=("node",), num_features=num_features,
@@ -208,37 +204,6 @@ class DPMLP(_NodeMLP):
         self.phase.bind(int(self._datamodule_graph().train_mask.sum()))
         self.calibrate()
 
-    # -- the plan: one DP-SGD phase ---------------------------------------------------------
-    def calibrates_noise(self) -> bool:
-        return True
-
-    def uses_dpsgd(self) -> bool:
-        return True
-
-    def dpsgd_phase(self) -> DPSGDPhase:
-        return self.phase
-
-    def plan_mechanisms(
-        self, accountant: PrivacyAccountant, noise_multiplier: float | None
-    ) -> bool:
-        """The remaining DP-SGD steps: ``epochs`` epochs when calibrated to a target, else as
-        many as the trainer will run (open-ended without ``max_epochs``)."""
-        steps = self.phase.total_steps if self.target_epsilon is not None else self._trainer_steps()
-        if steps is None:
-            return False
-        done = self.accountant.total_count(self.phase.name)
-        self.phase.plan(accountant, noise_multiplier, max(0, steps - done))
-        return True
-
-    def _trainer_steps(self) -> int | None:
-        max_epochs = self.trainer.max_epochs if self._trainer is not None else None
-        if max_epochs is None or max_epochs < 0:
-            return None
-        return max_epochs * self.phase.steps_per_epoch
-
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         m = data.train_mask
         return self.rows_loader((data.x[m], data.y[m]), self.phase)
-
-    def configure_optimizers(self):
-        return self.dp_optimizer(self.phase, self.mlp, self.adam(self.mlp.parameters()))

@@ -22,7 +22,7 @@ from ..nn.mlp import compact_features
 from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward, row_loader
 from .base import AccountingError, accuracy
 
-__all__ = ["RowTrainingMixin"]
+__all__ = ["RowTrainingMixin", "OnePhaseDPSGDMixin"]
 
 #: generator streams of one fit (only used with an explicit ``noise_seed``): Poisson batches of
 #: epoch ``e`` use ``BATCH_STREAM + e``, the gradient noise of DP-SGD run ``i``
@@ -173,3 +173,50 @@ class RowTrainingMixin:
                 f"{type(self).__name__} trains with DP-SGD; these Trainer settings break its "
                 "privacy accounting:\n  - " + "\n  - ".join(bad)
             )
+
+
+class OnePhaseDPSGDMixin:
+    """For a :class:`RowTrainingMixin` model whose whole fit is one DP-SGD phase
+    (``self.phase``, e.g. DP-MLP, DPGNN): the lifecycle's plan of its steps, the optimizer, and
+    the argument check. Subclasses set ``self.phase`` and ``self.mlp`` (the trained module)."""
+
+    phase: DPSGDPhase
+
+    @staticmethod
+    def check_noise_arguments(epsilon: float | None, noise_multiplier: float | None) -> None:
+        """Refuse a fit with neither a target epsilon nor a fixed noise multiplier."""
+        if epsilon is None and noise_multiplier is None:
+            raise ValueError("give epsilon (to calibrate the noise) or a fixed noise_multiplier")
+        if noise_multiplier is not None and not noise_multiplier > 0:
+            raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier}")
+
+    def calibrates_noise(self) -> bool:
+        return True
+
+    def uses_dpsgd(self) -> bool:
+        return True
+
+    def dpsgd_phase(self) -> DPSGDPhase:
+        return self.phase
+
+    def plan_phase(self, accountant: Any, noise_multiplier: float | None) -> bool:
+        """The remaining DP-SGD steps: ``epochs`` epochs when calibrated to a target, else as
+        many as the trainer will run (``False``: open-ended, no ``max_epochs``)."""
+        steps = self.phase.total_steps if self.target_epsilon is not None else self._trainer_steps()
+        if steps is None:
+            return False
+        done = self.accountant.total_count(self.phase.name)
+        self.phase.plan(accountant, noise_multiplier, max(0, steps - done))
+        return True
+
+    def plan_mechanisms(self, accountant: Any, noise_multiplier: float | None) -> bool:
+        return self.plan_phase(accountant, noise_multiplier)
+
+    def _trainer_steps(self) -> int | None:
+        max_epochs = self.trainer.max_epochs if self._trainer is not None else None
+        if max_epochs is None or max_epochs < 0:
+            return None
+        return max_epochs * self.phase.steps_per_epoch
+
+    def configure_optimizers(self):
+        return self.dp_optimizer(self.phase, self.mlp, self.adam(self.mlp.parameters()))

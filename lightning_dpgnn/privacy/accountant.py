@@ -9,6 +9,15 @@ ledger into an (epsilon, delta) guarantee by summing Rényi-DP curves and conver
 * ``"subsampled_gaussian"`` entries (DP-SGD steps with Poisson sampling): RDP from opacus'
   ``compute_rdp`` (Mironov et al. 2019 / Zhu & Wang 2019), the same analysis opacus' own
   ``RDPAccountant`` uses.
+* ``"graph_subsampled_gaussian"`` entries (DP-SGD on a GNN, DPGNN; Daigavane et al. 2021):
+  a node-level step in which removing one node changes up to ``group_size`` per-sample terms
+  (its own and those of the nodes it is a neighbour of), each by at most twice the clipping
+  norm. With Poisson sampling the number of changed terms in the batch is
+  ``rho ~ Binomial(group_size, q)``; by joint convexity of ``exp((alpha-1) D_alpha)`` one step
+  is ``(1/(alpha-1)) log E_rho[exp(alpha (alpha-1) (2 rho)^2 / (2 z^2))]``-RDP (the bound of
+  Daigavane et al., Theorem 1, with Poisson instead of fixed-size batches; see
+  docs/baselines.md). At ``q = 1`` it is the Gaussian mechanism of sensitivity
+  ``2 group_size`` clipping norms.
 * ``"pure"`` entries (LDP randomizers, epsilon-DP): RDP from autodp's ``RDP_pureDP`` for mixing
   with other entries; if *every* entry is pure the accountant returns plain sequential
   composition, ``sum(count * epsilon)`` with delta 0 (thesis Corollary 2).
@@ -57,7 +66,9 @@ __all__ = [
 
 Level = Literal["none", "edge", "node", "ldp"]
 LEVELS: tuple[str, ...] = ("none", "edge", "node", "ldp")
-Kind = Literal["gaussian", "subsampled_gaussian", "pure"]
+Kind = Literal["gaussian", "subsampled_gaussian", "graph_subsampled_gaussian", "pure"]
+KINDS: tuple[str, ...] = ("gaussian", "subsampled_gaussian", "graph_subsampled_gaussian", "pure")
+_SAMPLED = ("subsampled_gaussian", "graph_subsampled_gaussian")
 Conversion = Literal["improved", "basic"]
 
 # Orders scanned before the continuous refinement (dense near 1, geometric above).
@@ -121,6 +132,8 @@ class LedgerEntry:
         sample_rate: Poisson sampling rate of a subsampled Gaussian (DP-SGD batch / N).
         level: the adjacency notion the entry is accounted at (``edge``/``node``/``ldp``).
         note: free text, e.g. the theorem the analysis comes from.
+        group_size: ``graph_subsampled_gaussian`` only: how many per-sample terms one
+            protected unit can change (DPGNN: ``D + 1``).
     """
 
     name: str
@@ -132,9 +145,10 @@ class LedgerEntry:
     sample_rate: float | None = None
     level: str = "edge"
     note: str = ""
+    group_size: int | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("gaussian", "subsampled_gaussian", "pure"):
+        if self.kind not in KINDS:
             raise ValueError(f"unknown mechanism kind {self.kind!r}")
         if self.count < 0:
             raise ValueError(f"count must be >= 0, got {self.count}")
@@ -145,7 +159,11 @@ class LedgerEntry:
             if nm is None or not (float(nm) > 0):
                 raise ValueError(f"{self.name}: noise_multiplier must be > 0, got {nm!r}")
             self.noise_multiplier = float(nm)
-        if self.kind == "subsampled_gaussian":
+        if self.kind == "graph_subsampled_gaussian":
+            g = self.group_size
+            if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+                raise ValueError(f"{self.name}: group_size must be an integer >= 1, got {g!r}")
+        if self.kind in _SAMPLED:
             q = self.sample_rate
             if q is None or not 0.0 < float(q) <= 1.0:
                 raise ValueError(f"{self.name}: sample_rate must be in (0, 1], got {q!r}")
@@ -161,6 +179,7 @@ class LedgerEntry:
             self.sensitivity,
             self.sample_rate,
             self.level,
+            self.group_size,
         )
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
@@ -175,14 +194,17 @@ class LedgerEntry:
         unit = np.array(
             [
                 _unit_rdp(self.kind, self.noise_multiplier, self.sample_rate, self.epsilon,
-                          float(a))
+                          float(a), self.group_size)
                 for a in orders
             ]
         )
         return self.count * unit
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["group_size"] is None:
+            del d["group_size"]  # only graph DP-SGD entries have one
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> LedgerEntry:
@@ -192,7 +214,7 @@ class LedgerEntry:
 @functools.lru_cache(maxsize=200_000)
 def _unit_rdp(
     kind: str, noise_multiplier: float | None, sample_rate: float | None,
-    epsilon: float | None, alpha: float,
+    epsilon: float | None, alpha: float, group_size: int | None = None,
 ) -> float:
     """RDP at order ``alpha`` of one invocation (nan -> inf, i.e. "no bound at this order")."""
     if kind == "gaussian":
@@ -204,10 +226,27 @@ def _unit_rdp(
             value = compute_rdp(
                 q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=[alpha]
             )[0]
+    elif kind == "graph_subsampled_gaussian":
+        value = graph_sgm_rdp(noise_multiplier, sample_rate, group_size, alpha)
     else:
         value = rdp_bank.RDP_pureDP({"eps": epsilon}, alpha)
     value = float(value)
     return value if math.isfinite(value) else math.inf
+
+
+def graph_sgm_rdp(
+    noise_multiplier: float, sample_rate: float, group_size: int, alpha: float
+) -> float:
+    """RDP at order ``alpha`` of one ``graph_subsampled_gaussian`` step (module doc):
+    ``(1/(alpha-1)) log sum_rho Binomial(rho; group_size, q) exp(2 alpha (alpha-1) rho^2 / z^2)``
+    (noise std ``z`` clipping norms; ``rho`` changed terms of at most 2 clipping norms each)."""
+    from scipy.special import logsumexp
+    from scipy.stats import binom
+
+    rho = np.arange(int(group_size) + 1, dtype=float)
+    log_pmf = binom.logpmf(rho, int(group_size), float(sample_rate))
+    exponent = 2.0 * alpha * (alpha - 1.0) * rho**2 / float(noise_multiplier) ** 2
+    return float(logsumexp(log_pmf + exponent)) / (alpha - 1.0)
 
 
 def _convert(rdp_fn: Callable[[float], float], delta: float, conversion: Conversion) -> float:
@@ -333,6 +372,27 @@ class PrivacyAccountant:
                 name=name, kind="subsampled_gaussian", noise_multiplier=noise_multiplier,
                 sample_rate=sample_rate, sensitivity=float(sensitivity), count=steps,
                 level=self.level, note=note,
+            )
+        )
+
+    def add_graph_subsampled_gaussian(
+        self,
+        name: str,
+        noise_multiplier: float,
+        sample_rate: float,
+        group_size: int,
+        *,
+        steps: int = 1,
+        sensitivity: float = 1.0,
+        note: str = "",
+    ) -> LedgerEntry:
+        """Record ``steps`` DP-SGD steps on a GNN where one unit changes up to ``group_size``
+        clipped per-sample terms (clip = ``sensitivity``; see the module doc)."""
+        return self.record(
+            LedgerEntry(
+                name=name, kind="graph_subsampled_gaussian", noise_multiplier=noise_multiplier,
+                sample_rate=sample_rate, sensitivity=float(sensitivity), count=steps,
+                level=self.level, note=note, group_size=int(group_size),
             )
         )
 

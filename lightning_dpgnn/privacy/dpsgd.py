@@ -87,6 +87,7 @@ __all__ = [
     "make_private",
     "NotDPCompatibleError",
     "DPSGDPhase",
+    "record_steps",
     "row_loader",
 ]
 
@@ -120,6 +121,29 @@ def assert_dp_compatible(module: torch.nn.Module, where: str = "model") -> None:
         )
 
 
+def record_steps(
+    accountant: PrivacyAccountant,
+    name: str,
+    noise_multiplier: float,
+    sample_rate: float,
+    max_grad_norm: float,
+    steps: int,
+    group_size: int | None = None,
+) -> None:
+    """Record ``steps`` DP-SGD steps: plain subsampled Gaussians, or (``group_size`` given: one
+    unit changes up to that many per-sample terms, DPGNN) graph subsampled Gaussians."""
+    if group_size is None:
+        accountant.add_subsampled_gaussian(
+            name, noise_multiplier, sample_rate, steps=steps, sensitivity=max_grad_norm
+        )
+    else:
+        accountant.add_graph_subsampled_gaussian(
+            name, noise_multiplier, sample_rate, group_size, steps=steps,
+            sensitivity=max_grad_norm,
+            note=f"one node changes up to {group_size} clipped terms (Daigavane et al. 2021)",
+        )
+
+
 class _LedgerNoise:
     """Our noise source and ledger hook, shared by both opacus optimizer flavours."""
 
@@ -135,6 +159,7 @@ class _LedgerNoise:
         name: str = "dpsgd",
         generator: torch.Generator | None = None,
         world_size: int = 1,
+        group_size: int | None = None,
     ) -> None:
         # under DDP each rank scales its share of the sum by ``B / world_size`` and the ranks'
         # shares are then averaged: ``(sum of clipped gradients + noise) / B`` either way
@@ -149,6 +174,7 @@ class _LedgerNoise:
         self.sample_rate = float(sample_rate)
         self.accountant = accountant
         self.ledger_name = name
+        self.group_size = group_size
         self.steps_taken = 0
         self.clipped = False  # ghost clipping: set by ghost_backward, cleared by each step
         self.attach_step_hook(_LedgerNoise._record_step)
@@ -157,12 +183,9 @@ class _LedgerNoise:
     def _record_step(opt: _LedgerNoise) -> None:
         opt.steps_taken += 1
         opt.accountant.mark_reproducible(opt.generator)
-        opt.accountant.add_subsampled_gaussian(
-            opt.ledger_name,
-            opt.noise_multiplier,
-            opt.sample_rate,
-            steps=1,
-            sensitivity=opt.max_grad_norm,
+        record_steps(
+            opt.accountant, opt.ledger_name, opt.noise_multiplier, opt.sample_rate,
+            opt.max_grad_norm, 1, opt.group_size,
         )
 
     def add_noise(self) -> None:
@@ -316,6 +339,7 @@ def make_private(
     name: str = "dpsgd",
     generator: torch.Generator | None = None,
     ghost: bool = False,
+    group_size: int | None = None,
 ) -> tuple[AbstractGradSampleModule, DPOptimizer | GhostDPOptimizer]:
     """Wrap ``module``/``optimizer`` for DP-SGD whose steps are recorded in ``accountant``.
 
@@ -324,7 +348,8 @@ def make_private(
     :func:`ghost_backward`. In a process group of several ranks (DDP) the optimizer is the
     distributed flavour: ``num_samples`` and ``sample_rate`` are those of the global dataset,
     each rank trains on its shard of every global Poisson batch
-    (:class:`PoissonBatchSampler`), and the noise is added once per global step."""
+    (:class:`PoissonBatchSampler`), and the noise is added once per global step.
+    ``group_size``: steps are recorded as graph subsampled Gaussians (:func:`record_steps`)."""
     if max_grad_norm <= 0:
         raise ValueError(f"max_grad_norm must be > 0, got {max_grad_norm}")
     if not 0 < sample_rate <= 1:
@@ -352,6 +377,7 @@ def make_private(
         name=name,
         generator=generator,
         world_size=world_size,
+        group_size=group_size,
     )
     return gsm, dp_opt
 
@@ -475,9 +501,18 @@ class DPSGDPhase:
         epochs: passes over the data; each is ``round(N / batch_size)`` Poisson batches.
         batch_size: expected batch size B (sampling rate ``B / N``).
         max_grad_norm: per-sample clipping norm C.
+        group_size: per-sample terms one protected unit can change (``None``: one, plain
+            DP-SGD; DPGNN: ``D + 1``), see :func:`record_steps`.
     """
 
-    def __init__(self, name: str, epochs: int, batch_size: int, max_grad_norm: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        epochs: int,
+        batch_size: int,
+        max_grad_norm: float,
+        group_size: int | None = None,
+    ) -> None:
         if epochs < 0:
             raise ValueError(f"{name}: epochs must be >= 0, got {epochs}")
         if batch_size < 1:
@@ -486,6 +521,11 @@ class DPSGDPhase:
             raise ValueError(f"{name}: max_grad_norm must be > 0, got {max_grad_norm}")
         self.name, self.epochs, self.batch_size = name, int(epochs), int(batch_size)
         self.max_grad_norm = float(max_grad_norm)
+        if group_size is not None and (
+            isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1
+        ):
+            raise ValueError(f"{name}: group_size must be an integer >= 1, got {group_size!r}")
+        self.group_size = group_size
         self.num_samples = 0
 
     def bind(self, num_samples: int) -> DPSGDPhase:
@@ -515,9 +555,9 @@ class DPSGDPhase:
         """Record this phase's (remaining) steps in a planning accountant."""
         n = self.total_steps if steps is None else steps
         if n > 0:
-            accountant.add_subsampled_gaussian(
-                self.name, noise_multiplier, self.sample_rate, steps=n,
-                sensitivity=self.max_grad_norm,
+            record_steps(
+                accountant, self.name, noise_multiplier, self.sample_rate, self.max_grad_norm,
+                n, self.group_size,
             )
 
     def loader(self, *tensors: torch.Tensor, generator: torch.Generator | None = None):
@@ -537,5 +577,5 @@ class DPSGDPhase:
             module, optimizer, noise_multiplier=noise_multiplier,
             max_grad_norm=self.max_grad_norm, sample_rate=self.sample_rate,
             num_samples=self.num_samples, accountant=accountant, name=self.name,
-            generator=generator,
+            generator=generator, group_size=self.group_size,
         )

@@ -300,9 +300,9 @@ def _recipe_level(model: dict) -> str:
     cls = model["class_path"].rsplit(".", 1)[-1]
     if cls in ("LPGNN", "PGC", "PGCLinkPrediction"):
         return "ldp"
-    if cls == "DPMLP":
+    if cls in ("DPMLP", "DPGNN"):
         return "node"
-    if cls == "MLP":
+    if cls in ("MLP", "SAGE"):
         return "none"
     return model["init_args"].get("privacy", "edge")
 

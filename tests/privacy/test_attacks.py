@@ -16,7 +16,17 @@ import torch
 from lightning_dpgnn.callbacks import PrivacyBudget
 from torch_geometric.data import Data
 
-from lightning_dpgnn import GAP, GNN, LPGNN, PGC, PGCLinkPrediction, ProGAP
+from lightning_dpgnn import (
+    DPGNN,
+    GAP,
+    GNN,
+    LPGNN,
+    PGC,
+    SAGE,
+    EdgeRand,
+    PGCLinkPrediction,
+    ProGAP,
+)
 from lightning_dpgnn.cli import DPGNNCLI
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP, MLP
@@ -250,6 +260,9 @@ CASES = {
     "pgc": (lambda: PGC(x_eps=2.0), LDP_DM),
     "pgc-link": (lambda: PGCLinkPrediction(x_eps=8.0), LDP_DM),
     "gnn": (lambda: GNN(), {}),
+    "sage": (lambda: SAGE(epochs=2), {}),
+    "edgerand": (lambda: EdgeRand(epsilon=1.0, epochs=2), {}),
+    "dpgnn": (lambda: DPGNN(epsilon=8.0, max_degree=D_CSBM, epochs=1, batch_size=500), {}),
 }
 
 

@@ -1,0 +1,230 @@
+"""DPGNN (SAGE-NDP): node-level DP-SGD for a one-layer GNN (Daigavane et al. 2021), the
+node-level GNN baseline of the GAP paper and thesis §4.7.2.
+
+The network is a one-layer GraphSAGE with SUM aggregation over row-normalized features,
+``MLP([x_i, normalize(sum_{j in N(i)} x_j)])`` (the layer's root and neighbour weights are the MLP's first
+linear layer), trained with DP-Adam on Poisson batches of training nodes. Each node's per-sample
+term reads its own features and those of its in-neighbours, so removing one node ``v`` changes
+its own term and the terms of the nodes ``v`` points to: at most ``D + 1`` terms on a graph
+whose in- and out-degrees are at most ``D`` (the library's degree promise, checked; see
+docs/privacy.md), each by at most ``2 C`` after clipping. The steps are accounted as graph
+subsampled Gaussians (:func:`~lightning_dpgnn.privacy.accountant.graph_sgm_rdp`, the bound of
+Daigavane et al. Theorem 1 with Poisson batches).
+
+Inference privacy (thesis §4.7.2: "we add noise to the aggregation function based on its
+node-level sensitivity at test time and account for the additional privacy cost"): evaluation
+and transductive prediction use the aggregate of the graph released ONCE by the node-level
+Gaussian aggregation (sensitivity ``sqrt(D)``, at the same noise multiplier as the gradients),
+cached and checkpointed; the plan calibrates both to the target epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch_geometric.data import Data
+
+from ..nn.mlp import MLP as MLPBlock
+from ..nn.mlp import resolve_normalization
+from ..privacy import PrivacyAccountant, PrivacyReport, resolve_delta
+from ..privacy.aggregation import (
+    GaussianAggregation,
+    check_degree_promise,
+    normalize_rows,
+    sum_aggregate,
+)
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
+from .base import PrivateModule
+from .rows import OnePhaseDPSGDMixin, RowTrainingMixin
+
+__all__ = ["DPGNN"]
+
+
+class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
+    """Node-level private one-layer GraphSAGE trained with DP-SGD (SAGE-NDP).
+
+    Args:
+        epsilon: target node-level epsilon of the whole fit (DP-SGD steps and the one noisy
+            aggregation used at inference); one noise multiplier is calibrated for both.
+        delta: ``"auto"`` (below 1 / #nodes) or a number.
+        max_degree: D, a public upper bound on every in- and out-degree (checked; a graph
+            above it is refused). One node changes up to ``D + 1`` per-sample terms.
+        hidden, layers, dropout, activation: the MLP on ``[x_i, aggregate_i]`` (``layers``
+            counts its first linear layer, the GraphSAGE layer's weights).
+        normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm mixes samples and is
+            refused; ``"auto"`` is none).
+        lr, weight_decay: DP-Adam settings.
+        epochs: DP-SGD epochs the calibration plans for; the model stops itself there.
+        batch_size, max_grad_norm: expected Poisson batch size and clipping norm C.
+        noise_multiplier: fix the noise instead of calibrating (checked against epsilon).
+        seed: seed of the weight initialisation (never of privacy noise).
+        noise_seed: reproducible noise and batches, for research only.
+        log_private_metrics: log ``val/*`` on private labels during the fit.
+    """
+
+    mechanism_name = "aggregation"
+
+    def __init__(
+        self,
+        epsilon: float | None = 8.0,
+        delta: float | str = "auto",
+        max_degree: int = 100,
+        hidden: int = 16,
+        layers: int = 2,
+        dropout: float = 0.0,
+        normalization: str = "none",
+        activation: str = "selu",
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+        epochs: int = 10,
+        batch_size: int = 256,
+        max_grad_norm: float = 1.0,
+        noise_multiplier: float | None = None,
+        seed: int | None = None,
+        noise_seed: int | None = None,
+        log_private_metrics: bool = False,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+    ) -> None:
+        self.save_hyperparameters()
+        super().__init__(
+            "node", epsilon, delta, levels=("node",), noise_seed=noise_seed,
+            log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
+        )
+        self.check_noise_arguments(epsilon, noise_multiplier)
+        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
+            raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
+        if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+            raise ValueError(f"layers must be an integer >= 1, got {layers!r}")
+        if normalization == "batch":
+            raise ValueError(
+                "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
+                "samples of a batch. Use 'layer', 'group' or 'none'."
+            )
+        self.max_degree = max_degree
+        self.seed = seed
+        self.phase = DPSGDPhase(
+            "sage/dpsgd", epochs, batch_size, max_grad_norm, group_size=max_degree + 1
+        )
+        self.noise_multiplier = noise_multiplier
+        self.mlp: torch.nn.Module | None = None
+        #: the cached mechanism output: the noisy aggregate of the training graph ``[N, F]``
+        self.noisy_aggregate: torch.Tensor | None = None
+        self._graph: Data | None = None
+        if num_features is not None and num_classes is not None:
+            self._build(num_features, num_classes)
+
+    def _build(self, num_features: int, num_classes: int) -> None:
+        hp = self.hparams
+        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        mlp = MLPBlock(
+            2 * num_features, num_classes, hp.hidden, hp.layers, dropout=hp.dropout,
+            normalization=resolve_normalization(hp.normalization, "node"),
+            activation=hp.activation,
+        )
+        self.mlp = grad_sample_module(mlp, self.phase.max_grad_norm, where="DPGNN")
+
+    # -- data and the plan -----------------------------------------------------------------------
+    def setup(self, stage: str) -> None:
+        data = self._datamodule_graph()
+        check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
+        if self.mlp is None:
+            with self.seeded(self.seed):
+                self._build(data.num_features, self._num_classes(data))
+        self._graph = data
+        self.resolve_delta(data)
+        self.phase.bind(int(data.train_mask.sum()))
+        self.calibrate()
+
+    def _aggregation(self) -> GaussianAggregation:
+        return GaussianAggregation(
+            self.noise_multiplier, level="node", max_degree=self.max_degree,
+            name=self.mechanism_name,
+        )
+
+    def plan_mechanisms(
+        self, accountant: PrivacyAccountant, noise_multiplier: float | None
+    ) -> bool:
+        """The remaining DP-SGD steps and, until it has run, the inference aggregation."""
+        if noise_multiplier is None:
+            return True
+        if not self.plan_phase(accountant, noise_multiplier):
+            return False
+        if self.noisy_aggregate is None:
+            accountant.add_gaussian(
+                self.mechanism_name, noise_multiplier, sensitivity=math.sqrt(self.max_degree)
+            )
+        return True
+
+    # -- rows: [x_i, aggregate_i] --------------------------------------------------------------
+    @staticmethod
+    def _rows(x: torch.Tensor, aggregate: torch.Tensor) -> torch.Tensor:
+        """``[x̂_i, normalize(aggregate_i)]``: the aggregate is row-normalized like GAP's hops
+        (post-processing of the release), so the inference rows' noisy aggregate has the
+        scale the network trained on."""
+        return torch.cat([normalize_rows(x), normalize_rows(aggregate)], dim=-1)
+
+    def on_fit_start(self) -> None:
+        super().on_fit_start()
+        if self.noisy_aggregate is None:  # the inference release, once per fit (cached)
+            g = self._graph
+            self.noisy_aggregate = self._aggregation()(
+                g.x, g.edge_index, g.num_nodes, self.accountant, self.noise_generator()
+            )
+
+    def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
+        def rows() -> tuple[torch.Tensor]:
+            exact = sum_aggregate(normalize_rows(data.x), data.edge_index, data.num_nodes)
+            return (self._rows(data.x, exact),)
+
+        return self.rows_loader(self._train_rows("dpgnn", data, rows), self.phase)
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        return self._rows_step(self.mlp, batch)
+
+    # -- evaluation: the cached noisy aggregate only ------------------------------------------
+    def _logits(self, data: Data) -> torch.Tensor:
+        if self.noisy_aggregate is None:
+            raise RuntimeError(
+                "DPGNN has no released aggregate yet: fit the model (or load a fitted "
+                "checkpoint) before test/predict on the training graph"
+            )
+        return self.mlp(self._rows(data.x, self.noisy_aggregate.to(data.x.device)))
+
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        if not self._logs_metrics("val"):
+            return None
+        return self._log_accuracy(self._logits(data), data, "val")
+
+    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        return self._log_accuracy(self._logits(data), data, "test")
+
+    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        """Transductive (the cached aggregate, no spend) unless ``data.inductive`` is set: the
+        aggregation then runs on the new graph with fresh noise (:meth:`predict_inductive`)."""
+        if getattr(data, "inductive", False):
+            return self.predict_inductive(data)
+        return self._logits(data).softmax(-1)
+
+    @torch.no_grad()
+    def predict_inductive(self, data: Data) -> torch.Tensor:
+        """Class probabilities on a new graph (degree promise checked), its aggregate released
+        with fresh noise; the spend is in ``last_inference_report`` (a disjoint graph)."""
+        if self.noise_multiplier is None:
+            raise RuntimeError("DPGNN must be fitted (or loaded) before inductive inference")
+        self.check_feature_width(data, "same columns, same public code book")
+        check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
+        delta = resolve_delta(self.target_delta, self.private_units(data))
+        acc = PrivacyAccountant("node", delta, unit=self.accountant.unit)
+        agg = self._aggregation()(data.x, data.edge_index, data.num_nodes, acc, None)
+        self.last_inference_report = PrivacyReport.from_accountant(acc)
+        return self.mlp(self._rows(data.x, agg)).softmax(-1)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def mechanism_outputs(self) -> dict[str, Any]:
+        return {self.mechanism_name: self.noisy_aggregate}
+
+    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
+        self.noisy_aggregate = outputs.get(self.mechanism_name)

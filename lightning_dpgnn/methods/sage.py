@@ -1,0 +1,308 @@
+"""GraphSAGE baselines of the GAP paper (thesis §4.7.2): ``SAGE`` (SAGE-inf, non-private) and
+``EdgeRand`` (SAGE-EDP: GraphSAGE on a graph perturbed once by asymmetric randomized response).
+
+Both train the same :class:`~lightning_dpgnn.nn.sage.SAGENet` (pre-MLP, GraphSAGE layers with
+SUM aggregation, jumping knowledge, post-MLP) full-batch for ``epochs`` epochs and keep the
+epoch with the best ``val/acc`` (labels are not protected at edge level), as a one-stage staged
+fit. EdgeRand never reads the true edges outside its mechanism: the noisy graph is computed
+once when the fit starts, recorded in the ledger, cached and checkpointed (a resumed fit or a
+loaded model reuses it; recomputing it would spend epsilon again), and training, validation,
+test and transductive prediction all run on it (post-processing).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from torch.utils.data import DataLoader
+from torch_geometric.data import Data
+
+from ..loops import Stage, StagedTrainingMixin
+from ..nn.mlp import compact_features, resolve_normalization
+from ..nn.sage import SAGENet
+from ..privacy import PrivacyAccountant, PrivacyReport
+from ..privacy.edgerand import AsymmetricRandomizedResponse
+from .base import PrivateModule
+
+__all__ = ["SAGE", "EdgeRand"]
+
+
+def _the_graph(batch: list[Data]) -> Data:
+    """Collate function of the full-batch training loader: the batch is the one graph."""
+    return batch[0]
+
+
+class _SAGEModule(StagedTrainingMixin, PrivateModule):
+    """Full-batch GraphSAGE (:class:`SAGENet`) on the graph :meth:`training_edges` returns."""
+
+    def __init__(
+        self,
+        privacy: str,
+        epsilon: float | None,
+        *,
+        levels: tuple[str, ...],
+        hidden: int,
+        layers: int,
+        pre_layers: int,
+        post_layers: int,
+        jk: str,
+        dropout: float,
+        normalization: str,
+        activation: str,
+        lr: float,
+        weight_decay: float,
+        epochs: int,
+        seed: int | None,
+        num_features: int | None,
+        num_classes: int | None,
+        **privacy_options: Any,
+    ) -> None:
+        super().__init__(
+            privacy, epsilon, "auto", levels=levels, lr=lr, weight_decay=weight_decay,
+            **privacy_options,
+        )
+        for name, value, least in (("layers", layers, 1), ("epochs", epochs, 1),
+                                   ("pre_layers", pre_layers, 1), ("post_layers", post_layers, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        self.seed = seed
+        self._staged_init()
+        self.net: SAGENet | None = None
+        self._adjacency: tuple[torch.Tensor, torch.Tensor] | None = None
+        if num_features is not None and num_classes is not None:
+            self._build(num_features, num_classes)
+
+    def _build(self, num_features: int, num_classes: int) -> None:
+        hp = self.hparams
+        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        self.net = SAGENet(
+            num_features, hp.hidden, num_classes, hp.layers, pre_layers=hp.pre_layers,
+            post_layers=hp.post_layers, jk=hp.jk, dropout=hp.dropout,
+            normalization=resolve_normalization(hp.normalization, self.privacy),
+            activation=hp.activation,
+        )
+
+    # -- the graph the network sees ------------------------------------------------------------
+    def training_edges(self, data: Data) -> torch.Tensor:
+        """The edges training and transductive inference read (SAGE: the true graph)."""
+        return data.edge_index
+
+    def _adj(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+        """``edge_index`` in the network's fast form, converted once per edge tensor."""
+        cached = self._adjacency
+        if cached is None or cached[0] is not edge_index:
+            self._adjacency = (edge_index, self.net.adjacency(edge_index, num_nodes))
+        return self._adjacency[1]
+
+    def _features(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` for the pre-MLP: a cached sparse CSR copy when it is wide one-hot
+        (:func:`~lightning_dpgnn.nn.mlp.compact_features`; same output, ~10x cheaper)."""
+        cached = getattr(self, "_features_cache", None)
+        if cached is None or cached[0] is not x:
+            self._features_cache = (x, compact_features(x))
+        return self._features_cache[1]
+
+    def _logits(self, data: Data) -> torch.Tensor:
+        adj = self._adj(self.training_edges(data), data.num_nodes)
+        return self.net(self._features(data.x), adj)
+
+    # -- the fit (one stage) -----------------------------------------------------------------------
+    def setup(self, stage: str) -> None:
+        data = self._datamodule_graph()
+        if self.net is None:
+            with self.seeded(self.seed):
+                self._build(data.num_features, self._num_classes(data))
+        self.resolve_delta(data)
+        if stage == "fit":
+            StagedTrainingMixin.setup(self, stage)
+
+    def configure_stages(self) -> list[Stage]:
+        return [Stage("sage", self.hparams.epochs, ("net",))]
+
+    def stage_optimizer(self, stage_index: int):
+        return self.adam(self.net.parameters())
+
+    def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
+        return DataLoader([data], batch_size=1, collate_fn=_the_graph)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        return self.net(x, edge_index)
+
+    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        return self._log_accuracy(self._logits(data), data, "train")
+
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        if self.trainer.sanity_checking and not self._has_graph():
+            return None  # EdgeRand randomizes the graph when the first epoch starts
+        return self._log_accuracy(self._logits(data), data, "val")
+
+    def _has_graph(self) -> bool:
+        return True
+
+    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        return self._log_accuracy(self._logits(data), data, "test")
+
+    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        return self._logits(data).softmax(-1)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)
+        checkpoint["sage"] = {"staged": self.staged_state()}
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
+        self.load_staged_state(checkpoint["sage"]["staged"], checkpoint.get("epoch", 0))
+
+
+class SAGE(_SAGEModule):
+    """Non-private GraphSAGE, the "SAGE-inf" rows of the GAP and ProGAP papers (epsilon = inf).
+
+    Args:
+        hidden: width of every hidden layer (thesis: 16).
+        layers: GraphSAGE convolutions with SUM aggregation (thesis: tuned in 1..5).
+        pre_layers, post_layers: MLP layers before / after the convolutions (thesis: 2, 1).
+        jk: jumping knowledge over the convolutions' outputs: ``"cat"``, ``"sum"``, ``"attn"``.
+        dropout, activation: settings of every layer (thesis: SELU).
+        normalization: ``"auto"`` (BatchNorm, as the thesis' non-node-level models), ``"none"``,
+            ``"layer"``, ``"group"`` or ``"batch"``.
+        lr, weight_decay: Adam settings.
+        epochs: full-batch epochs; the epoch with the best ``val/acc`` is kept.
+        seed: seed of the weight initialisation.
+    """
+
+    def __init__(
+        self,
+        hidden: int = 16,
+        layers: int = 2,
+        pre_layers: int = 2,
+        post_layers: int = 1,
+        jk: Literal["cat", "sum", "attn"] = "cat",
+        dropout: float = 0.0,
+        normalization: str = "auto",
+        activation: str = "selu",
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+        epochs: int = 100,
+        seed: int | None = None,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+    ) -> None:
+        self.save_hyperparameters()
+        super().__init__(
+            "none", None, levels=("none",), hidden=hidden, layers=layers,
+            pre_layers=pre_layers, post_layers=post_layers, jk=jk, dropout=dropout,
+            normalization=normalization, activation=activation, lr=lr,
+            weight_decay=weight_decay, epochs=epochs, seed=seed, num_features=num_features,
+            num_classes=num_classes,
+        )
+
+
+class EdgeRand(_SAGEModule):
+    """Edge-level private GraphSAGE on a randomized graph (EdgeRand / SAGE-EDP, thesis §4.7.2).
+
+    The adjacency is perturbed once by asymmetric randomized response
+    (:class:`~lightning_dpgnn.privacy.edgerand.AsymmetricRandomizedResponse`: a noisy edge
+    count, then randomized response sub-sampled to the input's density), an
+    ``epsilon``-edge-DP release (pure, delta 0); everything after it is post-processing.
+    Memory is linear in the number of edges (no ``N x N`` matrix).
+
+    Args:
+        epsilon: edge-level budget of the release.
+        edge_unit: ``"undirected"`` (default: one friendship; the unordered pairs are perturbed
+            and the output is symmetric) or ``"directed"`` (the thesis' unit: every ordered
+            pair is perturbed).
+        density_share: share of epsilon spent on the edge count (reference: 0.1).
+        noise_seed: reproducible randomization, for research only (the report says the
+            guarantee does not hold against anyone who knows it; the zoo refuses the model).
+        hidden, layers, pre_layers, post_layers, jk, dropout, normalization, activation, lr,
+        weight_decay, epochs, seed: the GraphSAGE of :class:`SAGE`.
+    """
+
+    mechanism_name = "arr"
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        edge_unit: Literal["undirected", "directed"] = "undirected",
+        density_share: float = 0.1,
+        hidden: int = 16,
+        layers: int = 2,
+        pre_layers: int = 2,
+        post_layers: int = 1,
+        jk: Literal["cat", "sum", "attn"] = "cat",
+        dropout: float = 0.0,
+        normalization: str = "auto",
+        activation: str = "selu",
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+        epochs: int = 100,
+        seed: int | None = None,
+        noise_seed: int | None = None,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+    ) -> None:
+        self.save_hyperparameters()
+        super().__init__(
+            "edge", epsilon, levels=("edge",), hidden=hidden, layers=layers,
+            pre_layers=pre_layers, post_layers=post_layers, jk=jk, dropout=dropout,
+            normalization=normalization, activation=activation, lr=lr,
+            weight_decay=weight_decay, epochs=epochs, seed=seed, num_features=num_features,
+            num_classes=num_classes, noise_seed=noise_seed, edge_unit=edge_unit,
+        )
+        self.arr = AsymmetricRandomizedResponse(
+            epsilon, edge_unit=edge_unit, density_share=density_share,
+            name=self.mechanism_name,
+        )
+        #: the cached mechanism output: the randomized graph's ``[2, E']`` edge index
+        self.noisy_edge_index: torch.Tensor | None = None
+
+    # -- the plan: one release, before the first epoch -------------------------------------------
+    def plan_mechanisms(
+        self, accountant: PrivacyAccountant, noise_multiplier: float | None
+    ) -> bool:
+        if self.noisy_edge_index is None:
+            self.arr.account(accountant)
+        return True
+
+    def on_enter_stage(self, stage_index: int) -> None:
+        if self.noisy_edge_index is None:
+            data = self._datamodule_graph()
+            self.noisy_edge_index = self.arr(
+                data.edge_index, data.num_nodes, self.accountant, self.noise_generator()
+            )
+
+    def _has_graph(self) -> bool:
+        return self.noisy_edge_index is not None
+
+    def training_edges(self, data: Data) -> torch.Tensor:
+        if self.noisy_edge_index is None:
+            raise RuntimeError(
+                "EdgeRand has no randomized graph yet: fit the model (or load a fitted "
+                "checkpoint) before test/predict on the training graph"
+            )
+        return self.noisy_edge_index.to(data.x.device)
+
+    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        """Transductive (the cached randomized graph, no spend) unless ``data.inductive`` is
+        set: a new graph is then randomized afresh (:meth:`predict_inductive`)."""
+        if getattr(data, "inductive", False):
+            return self.predict_inductive(data)
+        return super().predict_step(data, batch_idx)
+
+    @torch.no_grad()
+    def predict_inductive(self, data: Data) -> torch.Tensor:
+        """Class probabilities on a new graph, randomized with fresh noise; its spend is in
+        ``last_inference_report`` (a disjoint graph: parallel composition)."""
+        self.check_feature_width(data, "same columns, same public code book")
+        acc = PrivacyAccountant("edge", unit=self.accountant.unit)
+        edges = self.arr(data.edge_index, data.num_nodes, acc, None)
+        self.last_inference_report = PrivacyReport.from_accountant(acc)
+        return self.net(data.x, edges).softmax(-1)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def mechanism_outputs(self) -> dict[str, Any]:
+        return {self.mechanism_name: self.noisy_edge_index}
+
+    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
+        self.noisy_edge_index = outputs.get(self.mechanism_name)
