@@ -17,7 +17,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from lightning_dpgnn import DPMLP, GAP, LPGNN, MLP, ProGAP  # noqa: E402
+from lightning_dpgnn import DPGNN, DPMLP, GAP, LPGNN, MLP, EdgeRand, ProGAP  # noqa: E402
 from lightning_dpgnn.data import NodeDataModule  # noqa: E402
 from lightning_dpgnn.privacy import PrivacyAccountant  # noqa: E402
 from lightning_dpgnn.privacy.dpsgd import (  # noqa: E402
@@ -86,6 +86,13 @@ model = GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1, max_degr
             encoder_epochs=1, classifier_epochs=1, batch_size=256)
 t, out["GAP-node"] = fit(model)
 out["GAP-node"]["cache"] = digest([model.aggregates])
+# the baselines' one-time releases: EdgeRand's noisy graph, DPGNN's inference aggregate
+model = EdgeRand(epsilon=2.0, epochs=2)
+t, out["EdgeRand"] = fit(model)
+out["EdgeRand"]["cache"] = digest([model.noisy_edge_index])
+model = DPGNN(epsilon=None, noise_multiplier=2.0, max_degree=21, epochs=1, batch_size=128)
+t, out["DPGNN"] = fit(model)
+out["DPGNN"]["cache"] = digest([model.noisy_aggregate])
 
 # -- DP-SGD on a fixed global batch of 16 rows: rank r holds rows r, r+2, ...; the update's std
 # over repeated steps must be the single-process one, z C / B (noise added once, not per rank)

@@ -45,7 +45,10 @@ def single_process(model, make_trainer, **trainer_args):
     return acc, model.privacy_spent().epsilon, model.accountant.state_dict()["ledger"]
 
 
-RUNS = ("GAP", "GAP-again", "ProGAP", "ProGAP-none", "MLP", "LPGNN", "DPMLP", "GAP-node")
+RUNS = (
+    "GAP", "GAP-again", "ProGAP", "ProGAP-none", "MLP", "LPGNN", "DPMLP", "GAP-node", "EdgeRand",
+    "DPGNN",
+)
 
 
 @pytest.mark.slow

@@ -170,8 +170,11 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         super().on_fit_start()
         if self.noisy_aggregate is None:  # the inference release, once per fit (cached)
             g = self._graph
-            self.noisy_aggregate = self._aggregation()(
-                g.x, g.edge_index, g.num_nodes, self.accountant, self.noise_generator()
+            # drawn once: under DDP rank 0 releases it and broadcasts it with the ledger
+            self.noisy_aggregate = self.run_once(
+                lambda: self._aggregation()(
+                    g.x, g.edge_index, g.num_nodes, self.accountant, self.noise_generator()
+                )
             )
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:

@@ -268,8 +268,11 @@ class EdgeRand(_SAGEModule):
     def on_enter_stage(self, stage_index: int) -> None:
         if self.noisy_edge_index is None:
             data = self._datamodule_graph()
-            self.noisy_edge_index = self.arr(
-                data.edge_index, data.num_nodes, self.accountant, self.noise_generator()
+            # one noisy graph for the whole fit: under DDP rank 0 draws it and broadcasts it
+            self.noisy_edge_index = self.run_once(
+                lambda: self.arr(
+                    data.edge_index, data.num_nodes, self.accountant, self.noise_generator()
+                )
             )
 
     def _has_graph(self) -> bool:
