@@ -3,35 +3,60 @@
 >>> from lightning_dpgnn import GAP
 >>> from lightning_dpgnn.data import NodeDataModule
 >>> from lightning_dpgnn.callbacks import PrivacyBudget
+
+The names below are imported on first use (PEP 562): ``import lightning_dpgnn`` itself loads
+neither Lightning nor PyG, so tools that only need a submodule (the privacy layer, the zoo's
+registry) start fast; ``from lightning_dpgnn import GAP`` imports what GAP needs.
 """
 
-from .methods import (
-    DPMLP,
-    GAP,
-    GNN,
-    LPGNN,
-    MLP,
-    PGC,
-    PGCLinkPrediction,
-    PrivateModule,
-    ProGAP,
-)
-from .plotting import plot
-from .privacy import PrivacyReport
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "GAP",
-    "ProGAP",
-    "GNN",
-    "MLP",
-    "DPMLP",
-    "LPGNN",
-    "PGC",
-    "PGCLinkPrediction",
-    "PrivateModule",
-    "PrivacyReport",
-    "plot",
-    "__version__",
-]
+#: public name -> the submodule that defines it
+_EXPORTS = {
+    "GAP": "methods",
+    "ProGAP": "methods",
+    "GNN": "methods",
+    "MLP": "methods",
+    "DPMLP": "methods",
+    "LPGNN": "methods",
+    "PGC": "methods",
+    "PGCLinkPrediction": "methods",
+    "PrivateModule": "methods",
+    "PrivacyReport": "privacy",
+    "plot": "plotting",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
+    from .methods import (
+        DPMLP,
+        GAP,
+        GNN,
+        LPGNN,
+        MLP,
+        PGC,
+        PGCLinkPrediction,
+        PrivateModule,
+        ProGAP,
+    )
+    from .plotting import plot
+    from .privacy import PrivacyReport
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -265,8 +265,12 @@ class GAP(AggregationPerturbationModule):
             self.aggregates = self._aggregate(self._graph, self.accountant, gen)
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
+    def eval_stage(self) -> int:
+        in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
+        return 0 if in_fit and self.current_stage == 0 else 1
+
     def _logits(self, data: Data) -> torch.Tensor:
-        if self._trainer is not None and self.trainer.state.fn == "fit" and self.current_stage == 0:
+        if self.eval_stage() == 0:
             return self.encoder_model(self._input_features(data.x))
         self._require_cache()
         return self.classifier(self._with_hop0(data.x, self.aggregates))

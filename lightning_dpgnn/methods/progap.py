@@ -316,7 +316,7 @@ class ProGAP(AggregationPerturbationModule):
 
     # -- NAP (Alg. 9 lines 3–5), once per stage ------------------------------------------
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        return (data.x, *self.aggregates[:index])
+        return (data.x, *(self.aggregates or [])[:index])
 
     def _nap(
         self,
@@ -346,6 +346,11 @@ class ProGAP(AggregationPerturbationModule):
         if self._active_stage is not None:
             return self._active_stage
         return len(self.aggregates or [])
+
+    def eval_stage(self) -> int:
+        if self._trainer is not None and self.trainer.state.fn == "fit":
+            return self.current_stage
+        return self._final_stage()
 
     def _logits(self, data: Data) -> torch.Tensor:
         if self._trainer is not None and self.trainer.state.fn == "fit":
