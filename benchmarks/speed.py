@@ -384,9 +384,9 @@ def run_fb(args) -> None:
 
 
 def run_scale(args) -> None:
-    from lightning_dpgnn.data import FACEBOOK100_SCHOOLS
+    from lightning_dpgnn.data.paths import resolve_root
 
-    schools = sorted(FACEBOOK100_SCHOOLS)
+    schools = sorted(p.stem for p in (resolve_root(None) / "facebook100").glob("*.mat"))
     for size in args.scale_sets:
         chosen = ",".join(schools[:size])
         for method in ("GAP", "ProGAP"):
@@ -425,6 +425,43 @@ def summarize(path: Path = OUT) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot_scale(path: Path = OUT, out: Path = HERE.parents[1] / "docs" / "img" / "performance_scale.png") -> Path | None:
+    """Wall time and peak RSS against the number of edges (the ``scale`` rows), per method."""
+    rows = [r for r in load_rows(path) if r["target"].startswith("scale ")]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9, 3.5))
+    for method in ("GAP", "ProGAP"):
+        pts = sorted(
+            (r["runs"][0]["num_edges"], r["runs"][0]["process_s"], r["runs"][0]["rss_mib"])
+            for r in rows if r["target"].split()[1] == method
+        )  # fmt: skip
+        if not pts:
+            continue
+        edges, wall, rss = zip(*pts, strict=True)
+        label = "GAP K=2" if method == "GAP" else "ProGAP K=3"
+        ax_t.plot([e / 1e6 for e in edges], wall, "o-", label=label)
+        ax_m.plot([e / 1e6 for e in edges], [m / 1024 for m in rss], "o-", label=label)
+    ax_t.set(xlabel="directed edges (millions)", ylabel="whole process (s)", xscale="log",
+             yscale="log", title="wall time")
+    ax_m.set(xlabel="directed edges (millions)", ylabel="peak RSS (GiB)", xscale="log",
+             title="peak memory")
+    for ax in (ax_t, ax_m):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("Facebook100 schools merged in growing sets, edge epsilon 1, 1 CPU thread",
+                 fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])), flush=True)
@@ -444,6 +481,8 @@ def main() -> None:
     for target in args.targets:
         runners[target](args)
     OUT.with_suffix(".md").write_text(summarize())
+    if "scale" in args.targets:
+        plot_scale()
 
 
 if __name__ == "__main__":
