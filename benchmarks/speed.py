@@ -13,7 +13,8 @@ Targets (medians over ``--repeats`` runs on a 2-core machine, one torch thread):
   noise, :class:`~lightning_dpgnn.privacy.aggregation.GaussianAggregation`) on a graph's
   16-dimensional embeddings, against a bare ``torch.sparse.mm`` of the same CSR matrix, as
   achieved GB/s (bytes of the CSR matrix and the dense operands over the time);
-  ``--hop-dataset facebook100/all`` for the FB-scale target (< 0.5 s);
+  ``--hop-dataset facebook100/all`` for the FB-scale target (< 0.5 s), or
+  ``random:694125:51779806`` (a random graph of that size: no 10 GB feature matrix to load);
 * ``lpgnn``: the multi-bit collection of musae-facebook's 22,470 x 4,714 features (< 2 s)
   and one LPGNN fit at the ``lpgnn-facebook`` recipe's settings (< 30 s);
 * ``fb``: FB-scale GAP-EDP K=2 (< 2 min) and ProGAP-EDP K=3 (< 3 min) end to end on
@@ -25,7 +26,7 @@ Each row records the load averages before the run (other jobs share the cores), 
 and the environment. ``results/speed.md`` is rebuilt from ``results/speed.jsonl`` (the latest
 rows of each target) after every invocation.
 
-    OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/speed.py --targets import school
+    OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/speed.py --targets school
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ LIMITS = {
     "ProGAP K=3 peak RSS": (600.0, "MiB"),
     "GAP K=2 peak RSS": (600.0, "MiB"),
     "hop facebook100/all": (0.5, "s"),
+    "hop random:694125:51779806": (0.5, "s"),
     "LPGNN multi-bit collection": (2.0, "s"),
     "LPGNN fit": (30.0, "s"),
     "FB GAP-EDP K=2 end to end": (120.0, "s"),
@@ -197,25 +199,30 @@ def child_hop(dataset: str) -> dict:
     torch.set_num_threads(1)
     from lightning_dpgnn.data import NodeDataModule
     from lightning_dpgnn.privacy import PrivacyAccountant
-    from lightning_dpgnn.privacy.aggregation import GaussianAggregation
+    from lightning_dpgnn.privacy.aggregation import GaussianAggregation, in_adjacency
 
     start = time.perf_counter()
-    dm = NodeDataModule(dataset, target="year")
-    data = dm.data
+    if dataset.startswith("random:"):  # random:<nodes>:<edges>, e.g. the FB-scale sizes
+        from torch_geometric.data import Data
+
+        n, e = (int(v) for v in dataset.split(":")[1:])
+        data = Data(edge_index=torch.randint(0, n, (2, e)), num_nodes=n)
+    else:
+        data = NodeDataModule(dataset, target="year").data
     loaded = time.perf_counter() - start
     n, e = data.num_nodes, data.num_edges
     x = torch.randn(n, 16)
     mech = GaussianAggregation(1.0, level="edge", name="hop", edge_unit="directed")
     acc = PrivacyAccountant("edge", 1e-7)
-    mech(x, data.edge_index, n, acc, None)  # warm-up
+    t = time.perf_counter()
+    mech(x, data.edge_index, n, acc, None)  # the first hop also builds the CSR in-adjacency
+    first = time.perf_counter() - t
     times = []
     for _ in range(3):
         t = time.perf_counter()
         mech(x, data.edge_index, n, acc, None)
         times.append(time.perf_counter() - t)
-    adj = torch.sparse_csr_tensor(
-        *_csr(data.edge_index, n), size=(n, n)
-    )  # the same matrix, built outside the mechanism
+    adj = in_adjacency(data.edge_index, n, x.dtype)  # the matrix the mechanism multiplies by
     bare = []
     for _ in range(3):
         t = time.perf_counter()
@@ -225,21 +232,11 @@ def child_hop(dataset: str) -> dict:
     nbytes = e * (index_bytes + 4) + (n + 1) * index_bytes + 2 * n * 16 * 4
     hop, spmm = median(times), median(bare)
     return {
-        "num_nodes": n, "num_edges": e, "load_s": loaded, "hop_s": hop, "spmm_s": spmm,
+        "num_nodes": n, "num_edges": e, "load_s": loaded, "first_hop_s": first, "hop_s": hop,
+        "spmm_s": spmm,
         "hop_gbs": nbytes / hop / 1e9, "spmm_gbs": nbytes / spmm / 1e9,
         "rss_mib": _max_rss_mib(),
     }  # fmt: skip
-
-
-def _csr(edge_index, n: int):
-    """``(crow, col, values)`` of the in-neighbour sum ``A^T`` (row = target)."""
-    import torch
-
-    order = torch.argsort(edge_index[1] * n + edge_index[0])
-    col = edge_index[0][order]
-    crow = torch.zeros(n + 1, dtype=torch.long)
-    crow[1:] = torch.cumsum(torch.bincount(edge_index[1], minlength=n), 0)
-    return crow, col, torch.ones(col.numel())
 
 
 def child_lpgnn(what: str) -> dict:
@@ -333,7 +330,8 @@ CHILDREN = {
 
 # -- targets ------------------------------------------------------------------------------
 def run_import(args) -> None:
-    for what, name in (("package", "import lightning_dpgnn"), ("gap", "from lightning_dpgnn import GAP")):
+    names = (("package", "import lightning_dpgnn"), ("gap", "from lightning_dpgnn import GAP"))
+    for what, name in names:
         runs = []
         for _ in range(args.repeats):
             before = load()
@@ -355,6 +353,8 @@ def run_school(args) -> None:
         name = "ProGAP K=3" if method == "ProGAP" else "GAP K=2"
         extra = {"school": args.school}
         record(f"{name} fit+test", median([r["fit_test_s"] for r in rs]), "s", rs, **extra)
+        record(f"{name} fit+test CPU", median([r["fit_test_cpu_s"] for r in rs]), "s", rs,
+               **extra)
         record(f"{name} whole process", median([r["process_s"] for r in rs]), "s", rs, **extra)
         record(f"{name} peak RSS", median([r["rss_mib"] for r in rs]), "MiB", rs, **extra)
 
@@ -425,7 +425,10 @@ def summarize(path: Path = OUT) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_scale(path: Path = OUT, out: Path = HERE.parents[1] / "docs" / "img" / "performance_scale.png") -> Path | None:
+PLOT = HERE.parents[1] / "docs" / "img" / "performance_scale.png"
+
+
+def plot_scale(path: Path = OUT, out: Path = PLOT) -> Path | None:
     """Wall time and peak RSS against the number of edges (the ``scale`` rows), per method."""
     rows = [r for r in load_rows(path) if r["target"].startswith("scale ")]
     if not rows:

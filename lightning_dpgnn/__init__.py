@@ -31,7 +31,20 @@ _EXPORTS = {
     "plot": "plotting",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [
+    "GAP",
+    "ProGAP",
+    "GNN",
+    "MLP",
+    "DPMLP",
+    "LPGNN",
+    "PGC",
+    "PGCLinkPrediction",
+    "PrivateModule",
+    "PrivacyReport",
+    "plot",
+    "__version__",
+]
 
 if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .methods import (

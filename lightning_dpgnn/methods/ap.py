@@ -299,14 +299,16 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         afterwards the last stage fitted."""
         raise NotImplementedError
 
+    def _in_fit(self) -> bool:
+        return self._trainer is not None and self.trainer.state.fn == "fit"
+
     def _split_logits(self, data: Data, split: str) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and labels of the nodes of ``split`` only (``"val"``, ``"test"``): the
         submodels are row-wise in eval mode, so these equal the rows of :meth:`_logits`
         (tests/test_speed_paths.py), at a fraction of the cost. Inputs are gathered once per
         stage and cached aggregates."""
         index = self.eval_stage()
-        in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
-        if index > 0 or not in_fit:  # outside a fit only a fitted (cached) model predicts
+        if index > 0 or not self._in_fit():  # outside a fit only a fitted model predicts
             self._require_cache()
         *inputs, y = self._node_rows(
             ("eval", index, id(self.aggregates)), data,

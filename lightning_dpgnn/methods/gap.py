@@ -266,8 +266,7 @@ class GAP(AggregationPerturbationModule):
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
     def eval_stage(self) -> int:
-        in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
-        return 0 if in_fit and self.current_stage == 0 else 1
+        return 0 if self._in_fit() and self.current_stage == 0 else 1
 
     def _logits(self, data: Data) -> torch.Tensor:
         if self.eval_stage() == 0:

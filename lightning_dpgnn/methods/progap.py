@@ -348,16 +348,12 @@ class ProGAP(AggregationPerturbationModule):
         return len(self.aggregates or [])
 
     def eval_stage(self) -> int:
-        if self._trainer is not None and self.trainer.state.fn == "fit":
-            return self.current_stage
-        return self._final_stage()
+        return self.current_stage if self._in_fit() else self._final_stage()
 
     def _logits(self, data: Data) -> torch.Tensor:
-        if self._trainer is not None and self.trainer.state.fn == "fit":
-            stage = self.current_stage  # validation of the submodel being trained
-            return self.network(self._input_features(data.x), *(self.aggregates or [])[:stage])
-        self._require_cache()
-        x, *aggregates = self.stage_inputs(self._final_stage(), data)
+        if not self._in_fit():  # during a fit: validation of the submodel being trained
+            self._require_cache()
+        x, *aggregates = self.stage_inputs(self.eval_stage(), data)
         return self.network(self._input_features(x), *aggregates)
 
     def _forward_graph(

@@ -154,5 +154,5 @@ class MLP(nn.Module):
         if x.layout == torch.strided:
             return self.net(x)
         if not (self.net and isinstance(self.net[0], nn.Linear)):
-            return self.net(x.to_dense())  # sparse input (compact_features) only feeds a linear layer
+            return self.net(x.to_dense())  # sparse input only feeds a linear layer
         return self.net[1:](sparse_linear(x, self.net[0]))

@@ -29,8 +29,8 @@ from . import random as R
 from .accountant import PrivacyAccountant
 
 __all__ = [
-    "normalize_rows", "sum_aggregate", "in_adjacency", "GaussianAggregation", "degrees", "edge_sensitivity",
-    "EDGE_UNITS", "DegreeBoundError", "check_degree_promise",
+    "normalize_rows", "sum_aggregate", "in_adjacency", "GaussianAggregation", "degrees",
+    "edge_sensitivity", "EDGE_UNITS", "DegreeBoundError", "check_degree_promise",
 ]
 
 EDGE_UNITS = ("undirected", "directed")
