@@ -91,3 +91,16 @@ def test_cached_csr_aggregation_equals_the_dense_sum_and_follows_edits():
     dense[edge_index[1, 0], edge_index[0, 0]] += 1
     torch.testing.assert_close(sum_aggregate(x, edge_index, 30), dense @ x)
     torch.testing.assert_close(sum_aggregate(x.float(), edge_index, 30), (dense @ x).float())
+
+
+def test_the_edge_range_check_is_redone_after_an_in_place_edit():
+    from lightning_dpgnn.privacy.aggregation import sum_aggregate
+
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    x = torch.ones(3, 2)
+    sum_aggregate(x, edge_index, 3)  # checked once
+    edge_index[0, 0] = 7  # out of range: the cached check must not hide it
+    with pytest.raises(ValueError, match="outside"):
+        sum_aggregate(x, edge_index, 3)
+    with pytest.raises(ValueError, match="outside"):
+        sum_aggregate(torch.ones(2, 2), torch.tensor([[0], [1]]).clone().fill_(5), 2)

@@ -71,8 +71,14 @@ def _check_graph(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> N
         raise ValueError(f"x must be a [num_nodes, d] matrix, got shape {tuple(x.shape)}")
     if x.shape[0] != num_nodes:
         raise ValueError(f"x has {x.shape[0]} rows but num_nodes={num_nodes}")
+    # the range check reads every edge twice: done once per edge tensor and node count (kept
+    # on the tensor, keyed by its in-place version, like the CSR of :func:`in_adjacency`)
+    checked = (edge_index._version, num_nodes)
+    if getattr(edge_index, "_dpgnn_checked", None) == checked:
+        return
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise ValueError(f"edge_index holds node ids outside [0, {num_nodes})")
+    edge_index._dpgnn_checked = checked
 
 
 def degrees(edge_index: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
