@@ -54,3 +54,23 @@ def test_training_rows_are_compacted_only_when_asked():
     assert dense[0].layout == torch.strided and sparse[0].layout == torch.sparse_csr
     torch.testing.assert_close(sparse[0].to_dense(), x[:200])
     assert module._input_features(x) is module._input_features(x)  # cached per tensor
+
+
+def test_sparse_linear_matches_dense_linear_in_output_and_every_parameter_gradient():
+    from lightning_dpgnn.nn.mlp import sparse_linear
+
+    x = one_hot_rows(n=50, width=300)
+    xc = compact_features(x)
+    layer = torch.nn.Linear(300, 7)
+    g = torch.randn(50, 7, generator=torch.Generator().manual_seed(1))
+    results = []
+    for run in (lambda: torch.nn.functional.linear(x, layer.weight, layer.bias),
+                lambda: sparse_linear(xc, layer), lambda: sparse_linear(xc, layer)):
+        layer.zero_grad()
+        out = run()
+        (out * g).sum().backward()
+        results.append((out.detach(), layer.weight.grad.clone(), layer.bias.grad.clone()))
+    for got in results[1:]:  # the second call reuses the cached transpose
+        for a, b in zip(results[0], got, strict=True):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(xc._dpgnn_t.to_dense(), x.t())

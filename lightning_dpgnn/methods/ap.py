@@ -231,6 +231,10 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def uses_dpsgd(self) -> bool:
         return self.privacy == "node"
 
+    def loaders_change_within_stage(self) -> bool:
+        """Poisson batches (DP-SGD) come from a per-epoch generator; full-batch rows do not."""
+        return self.uses_dpsgd()
+
     def dpsgd_phase(self) -> DPSGDPhase | None:
         if self.privacy != "node" or not self._phases or self._trainer is None:
             return None
@@ -321,15 +325,39 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 "load a fitted checkpoint) before test/predict on the training graph"
             )
 
+    def eval_stage(self) -> int:
+        """The stage whose submodel gives the logits: during a fit the stage now training,
+        afterwards the last stage fitted."""
+        raise NotImplementedError
+
+    def _in_fit(self) -> bool:
+        return self._trainer is not None and self.trainer.state.fn == "fit"
+
+    def _split_logits(self, data: Data, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits and labels of the nodes of ``split`` only (``"val"``, ``"test"``): the
+        submodels are row-wise in eval mode, so these equal the rows of :meth:`_logits`
+        (tests/test_speed_paths.py), at a fraction of the cost. Inputs are gathered once per
+        stage and cached aggregates."""
+        index = self.eval_stage()
+        if index > 0 or not self._in_fit():  # outside a fit only a fitted model predicts
+            self._require_cache()
+        *inputs, y = self._node_rows(
+            ("eval", index, id(self.aggregates)), data,
+            lambda: self.stage_inputs(index, data), split, compact=True,
+        )  # fmt: skip
+        return self.stage_model(index)(*inputs), y
+
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         if not self._logs_metrics("val"):
             return None
         if self.trainer.sanity_checking and self.current_stage > 0 and self.aggregates is None:
             return None  # e.g. GAP without encoder: the first stage needs the aggregation first
-        return self._log_accuracy(self._logits(data), data, "val")
+        return self._log_rows(*self._split_logits(data, "val"), "val")
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._log_accuracy(self._logits(data), data, "test")
+        if not self._logs_metrics("test"):
+            return None
+        return self._log_rows(*self._split_logits(data, "test"), "test")
 
     # -- inference ---------------------------------------------------------------------------
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
@@ -382,6 +410,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
 
     def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
         self.aggregates = outputs.get(self.mechanism_name)
+        self._clear_rows_cache()  # rows gathered from the replaced aggregates
         self.aggregation = None  # a mechanism built before the restore used a stale multiplier
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

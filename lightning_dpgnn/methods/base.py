@@ -79,6 +79,18 @@ def accuracy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return multiclass_accuracy(logits, y, num_classes=logits.size(-1), average="micro")
 
 
+def cross_entropy(
+    logits: torch.Tensor, y: torch.Tensor, reduction: str = "mean"
+) -> torch.Tensor:
+    """``F.cross_entropy(logits, y, reduction=reduction)`` for ``[N, C]`` logits, computed on
+    the ``[1, C, N]`` view: the same values and gradients, but the log-softmax then runs along
+    the long node axis, which on CPU is ~5x faster for a handful of classes."""
+    if logits.dim() != 2 or y.dim() != 1:
+        return F.cross_entropy(logits, y, reduction=reduction)
+    loss = F.cross_entropy(logits.t().unsqueeze(0), y.unsqueeze(0), reduction=reduction)
+    return loss.squeeze(0) if reduction == "none" else loss
+
+
 class AccountingError(ValueError):
     """A setting would make the accounted epsilon wrong; the fit is refused before any step."""
 
@@ -679,11 +691,13 @@ class PrivateModule(
         if not self._logs_metrics(stage):
             return None
         mask = getattr(data, f"{stage}_mask")
-        y = data.y[mask]
-        loss = F.cross_entropy(logits[mask], y)
-        acc = accuracy(logits[mask], y)
-        n = int(mask.sum())
+        return self._log_rows(logits[mask], data.y[mask], stage)
+
+    def _log_rows(self, logits: torch.Tensor, y: torch.Tensor, stage: str) -> torch.Tensor:
+        """Log ``<stage>/loss`` and ``<stage>/acc`` of the logits of the stage's rows."""
+        loss = cross_entropy(logits, y)
+        n = len(y)
         # under DDP every rank evaluates the whole graph: the average is each rank's value
         self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False, sync_dist=True)
-        self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True, sync_dist=True)
+        self.log(f"{stage}/acc", accuracy(logits, y), batch_size=n, prog_bar=True, sync_dist=True)
         return loss

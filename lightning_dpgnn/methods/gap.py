@@ -236,8 +236,11 @@ class GAP(AggregationPerturbationModule):
             )
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
+    def eval_stage(self) -> int:
+        return 0 if self._in_fit() and self.current_stage == 0 else 1
+
     def _logits(self, data: Data) -> torch.Tensor:
-        if self._trainer is not None and self.trainer.state.fn == "fit" and self.current_stage == 0:
+        if self.eval_stage() == 0:
             return self.encoder_model(self._input_features(data.x))
         self._require_cache()
         return self.classifier(self._with_hop0(data.x, self.aggregates))

@@ -140,6 +140,9 @@ class MLP(StagedTrainingMixin, _NodeMLP):
     def stage_optimizer(self, stage_index: int):
         return self.adam(self.parameters())
 
+    def loaders_change_within_stage(self) -> bool:
+        return False  # one full batch of cached rows
+
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
         return _NodeMLP.train_dataloader_from(self, data)
 

@@ -288,7 +288,7 @@ class ProGAP(AggregationPerturbationModule):
 
     # -- NAP (Alg. 9 lines 3–5), once per stage ------------------------------------------
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        return (data.x, *self.aggregates[:index])
+        return (data.x, *(self.aggregates or [])[:index])
 
     def _nap(
         self,
@@ -321,12 +321,13 @@ class ProGAP(AggregationPerturbationModule):
             return self._active_stage
         return len(self.aggregates or [])
 
+    def eval_stage(self) -> int:
+        return self.current_stage if self._in_fit() else self._final_stage()
+
     def _logits(self, data: Data) -> torch.Tensor:
-        if self._trainer is not None and self.trainer.state.fn == "fit":
-            stage = self.current_stage  # validation of the submodel being trained
-            return self.network(self._input_features(data.x), *(self.aggregates or [])[:stage])
-        self._require_cache()
-        x, *aggregates = self.stage_inputs(self._final_stage(), data)
+        if not self._in_fit():  # during a fit: validation of the submodel being trained
+            self._require_cache()
+        x, *aggregates = self.stage_inputs(self.eval_stage(), data)
         return self.network(self._input_features(x), *aggregates)
 
     def _forward_graph(

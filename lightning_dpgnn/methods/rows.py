@@ -14,13 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 
 from ..nn.mlp import compact_features
 from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward, row_loader
-from .base import AccountingError, accuracy
+from .base import AccountingError, accuracy, cross_entropy
 
 __all__ = ["RowTrainingMixin", "OnePhaseDPSGDMixin"]
 
@@ -61,15 +60,36 @@ class RowTrainingMixin:
 
         ``compact=True`` (full-batch training only, never DP-SGD) stores wide one-hot rows as
         sparse CSR (:func:`~lightning_dpgnn.nn.mlp.compact_features`)."""
+        return self._node_rows(key, data, tensors, "train", compact=compact)
+
+    def _node_rows(
+        self,
+        key: Any,
+        data: Data,
+        tensors: Callable[[], tuple[torch.Tensor, ...]],
+        split: str,
+        *,
+        compact: bool = False,
+    ) -> tuple[torch.Tensor, ...]:
+        """Rows of ``tensors()`` at ``data.<split>_mask`` plus their labels, gathered once per
+        ``key``, split and graph. Row-wise models in eval mode (no dropout, running norm
+        statistics) give each node the same logits on its rows as on the whole graph, so
+        validation and test read only these rows."""
+        cache: dict[str, tuple[Any, tuple[torch.Tensor, ...]]]
+        cache = self.__dict__.setdefault("_rows_cache", {})
         cache_key = (key, id(data), data.num_nodes, compact)
-        cached = getattr(self, "_rows_cache", None)
+        cached = cache.get(split)
         if cached is None or cached[0] != cache_key:
-            m = data.train_mask
+            m = getattr(data, f"{split}_mask")
             rows = tuple(t[m] for t in tensors())
             if compact:
                 rows = tuple(compact_features(r) for r in rows)
-            self._rows_cache = (cache_key, (*rows, data.y[m]))
-        return self._rows_cache[1]
+            cache[split] = (cache_key, (*rows, data.y[m]))
+        return cache[split][1]
+
+    def _clear_rows_cache(self) -> None:
+        """Forget cached rows (the inputs they were gathered from were replaced)."""
+        self.__dict__.pop("_rows_cache", None)
 
     def _input_features(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` for a full-graph forward pass: a cached CSR copy when it is wide one-hot."""
@@ -122,7 +142,7 @@ class RowTrainingMixin:
         """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""
         *inputs, y = batch
         logits = net(*inputs)
-        self._loss_per_sample = F.cross_entropy(logits, y, reduction="none")  # ghost clipping
+        self._loss_per_sample = cross_entropy(logits, y, reduction="none")  # ghost clipping
         if len(y) == 0:  # still a forward pass through the GradSampleModule, loss 0
             return logits.sum() * 0.0
         loss = self._loss_per_sample.mean()

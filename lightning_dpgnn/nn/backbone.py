@@ -208,8 +208,8 @@ def _conv(
     The mean (and the sum) is linear, so ``lin_l(mean_j x_j) = mean_j (x_j W_l^T) + b_l``
     exactly (an isolated node aggregates zeros and gets ``b_l`` on both sides). Aggregating the
     ``out``-wide projection instead of the ``in``-wide input cuts the sparse product by
-    ``in / out``, and both weights share one pass over ``x``: LPGNN on Facebook page-page (4714 KProp'd
-    features, hidden 16) trains an epoch in about 0.4 s instead of 1.8 s on one core.
+    ``in / out``, and both weights share one pass over ``x``: LPGNN on Facebook page-page
+    (4714 KProp'd features, hidden 16) trains an epoch in about 0.4 s instead of 1.8 s on one core.
     """
     if isinstance(edge_index, SparseAdjacency):
         return _sage_on(conv, x, edge_index)

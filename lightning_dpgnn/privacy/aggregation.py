@@ -19,6 +19,7 @@ Lightning imports.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -28,8 +29,8 @@ from . import random as R
 from .accountant import PrivacyAccountant
 
 __all__ = [
-    "normalize_rows", "sum_aggregate", "GaussianAggregation", "degrees", "edge_sensitivity",
-    "EDGE_UNITS", "DegreeBoundError", "check_degree_promise",
+    "normalize_rows", "sum_aggregate", "in_adjacency", "GaussianAggregation", "degrees",
+    "edge_sensitivity", "EDGE_UNITS", "DegreeBoundError", "check_degree_promise",
 ]
 
 EDGE_UNITS = ("undirected", "directed")
@@ -70,8 +71,14 @@ def _check_graph(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> N
         raise ValueError(f"x must be a [num_nodes, d] matrix, got shape {tuple(x.shape)}")
     if x.shape[0] != num_nodes:
         raise ValueError(f"x has {x.shape[0]} rows but num_nodes={num_nodes}")
+    # the range check reads every edge twice: done once per edge tensor and node count (kept
+    # on the tensor, keyed by its in-place version, like the CSR of :func:`in_adjacency`)
+    checked = (edge_index._version, num_nodes)
+    if getattr(edge_index, "_dpgnn_checked", None) == checked:
+        return
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise ValueError(f"edge_index holds node ids outside [0, {num_nodes})")
+    edge_index._dpgnn_checked = checked
 
 
 def degrees(edge_index: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,24 +118,50 @@ def check_degree_promise(
         )
 
 
+def in_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype) -> torch.Tensor:
+    """``A^T`` as a sparse CSR ``[num_nodes, num_nodes]`` matrix of ones (row ``v`` lists the
+    sources of the edges into ``v``; repeated edges stay separate entries, so they count with
+    multiplicity), with int32 indices when they fit.
+
+    Built once per ``edge_index`` tensor and kept on it (``_dpgnn_adj``), keyed by its in-place
+    version, the node count, dtype and device, so the K hops of a fit (and the stages of
+    ProGAP) sort the edges once instead of coalescing a COO matrix at every hop.
+    """
+    key = (edge_index._version, int(num_nodes), dtype, edge_index.device)
+    cached = getattr(edge_index, "_dpgnn_adj", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    src, dst = edge_index[0].long(), edge_index[1].long()
+    small = num_nodes < 2**31 and src.numel() < 2**31
+    index_dtype = torch.int32 if small else torch.int64
+    order = torch.argsort(dst * num_nodes + src)  # rows by target, columns sorted within
+    col = src[order].to(index_dtype)
+    del order
+    crow = torch.zeros(num_nodes + 1, dtype=torch.int64, device=edge_index.device)
+    torch.cumsum(torch.bincount(dst, minlength=num_nodes), 0, out=crow[1:])
+    values = torch.ones(col.numel(), dtype=dtype, device=edge_index.device)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+        adj = torch.sparse_csr_tensor(
+            crow.to(index_dtype), col, values, (num_nodes, num_nodes), check_invariants=False
+        )
+    edge_index._dpgnn_adj = (key, adj)
+    return adj
+
+
 def sum_aggregate(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """``A^T X``: row ``v`` is the sum of ``x[u]`` over edges ``(u -> v)`` (thesis Lemma 6).
 
-    Uses a sparse ``[num_nodes, num_nodes]`` COO matrix times ``x`` (no ``[num_edges, d]``
-    intermediate), which keeps 1.6M edges x 64 dims well under a second on CPU. Repeated edges
-    count with multiplicity.
+    A sparse CSR ``A^T`` (:func:`in_adjacency`, built once per edge tensor) times ``x``: no
+    ``[num_edges, d]`` intermediate; on the 51.8M-edge merged Facebook100 graph one product
+    with 16 columns takes a fraction of a second on one CPU thread. Repeated edges count with
+    multiplicity.
     """
     num_nodes = int(num_nodes)
     _check_graph(x, edge_index, num_nodes)
-    src, dst = edge_index[0].long(), edge_index[1].long()
     if x.dtype in (torch.float32, torch.float64):
-        adj_t = torch.sparse_coo_tensor(
-            torch.stack([dst, src]),
-            torch.ones(src.numel(), dtype=x.dtype, device=x.device),
-            (num_nodes, num_nodes),
-            check_invariants=False,
-        )
-        return torch.sparse.mm(adj_t, x)
+        return in_adjacency(edge_index, num_nodes, x.dtype) @ x
+    src, dst = edge_index[0].long(), edge_index[1].long()
     out = torch.zeros((num_nodes, x.shape[1]), dtype=x.dtype, device=x.device)
     return out.index_add_(0, dst, x[src])
 

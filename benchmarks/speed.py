@@ -1,0 +1,492 @@
+"""Speed and scale targets (issue 18): every target measured, one JSON line per run.
+
+Targets (medians over ``--repeats`` runs on a 2-core machine, one torch thread):
+
+* ``import``: ``import lightning_dpgnn`` (< 2 s) and ``from lightning_dpgnn import GAP``
+  (what a fit needs: Lightning and PyG), each in a fresh interpreter;
+* ``school``: Facebook100 Rutgers89 (target ``year``, classes >= 1000 nodes, 75/10/15, edge
+  epsilon 1, delta 1e-7, the directed unit: the protocol of ``reference_parity.py``):
+  ProGAP K=3 fit + test in process (< 5 s) and whole process (< 9 s), GAP K=2 (< 2 s, < 5 s),
+  peak RSS (< 600 MiB). Each run is a fresh ``python`` process (whole-process wall time from
+  the parent); in-process times and ``ru_maxrss`` come back from the child;
+* ``hop``: one private aggregation hop (row normalisation + CSR sum aggregation + Gaussian
+  noise, :class:`~lightning_dpgnn.privacy.aggregation.GaussianAggregation`) on a graph's
+  16-dimensional embeddings, against a bare ``torch.sparse.mm`` of the same CSR matrix, as
+  achieved GB/s (bytes of the CSR matrix and the dense operands over the time);
+  ``--hop-dataset facebook100/all`` for the FB-scale target (< 0.5 s), or
+  ``random:694125:51779806`` (a random graph of that size: no 10 GB feature matrix to load);
+* ``lpgnn``: the multi-bit collection of musae-facebook's 22,470 x 4,714 features (< 2 s)
+  and one LPGNN fit at the ``lpgnn-facebook`` recipe's settings (< 30 s);
+* ``fb``: FB-scale GAP-EDP K=2 (< 2 min) and ProGAP-EDP K=3 (< 3 min) end to end on
+  ``facebook100/all``, peak RSS (< 6 GB). Heavy: only with ``--fb``;
+* ``scale``: wall time and peak RSS of GAP K=2 and ProGAP K=3 against the number of edges,
+  schools merged in growing sets (``--scale-sets``).
+
+Each row records the load averages before the run (other jobs share the cores), the command
+and the environment. ``results/speed.md`` is rebuilt from ``results/speed.jsonl`` (the latest
+rows of each target) after every invocation.
+
+    OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/speed.py --targets school
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import RESULTS, append, command_line, load_rows
+
+OUT = RESULTS / "speed.jsonl"
+HERE = Path(__file__).resolve()
+TARGETS = ("import", "school", "hop", "lpgnn", "fb", "scale")
+#: target name -> (limit, unit) of the issue
+LIMITS = {
+    "import lightning_dpgnn": (2.0, "s"),
+    "ProGAP K=3 fit+test": (5.0, "s"),
+    "ProGAP K=3 whole process": (9.0, "s"),
+    "GAP K=2 fit+test": (2.0, "s"),
+    "GAP K=2 whole process": (5.0, "s"),
+    "ProGAP K=3 peak RSS": (600.0, "MiB"),
+    "GAP K=2 peak RSS": (600.0, "MiB"),
+    "hop facebook100/all": (0.5, "s"),
+    "hop random:694125:51779806": (0.5, "s"),
+    "LPGNN multi-bit collection": (2.0, "s"),
+    "LPGNN fit": (30.0, "s"),
+    "FB GAP-EDP K=2 end to end": (120.0, "s"),
+    "FB ProGAP-EDP K=3 end to end": (180.0, "s"),
+    "FB GAP-EDP K=2 peak RSS": (6144.0, "MiB"),
+    "FB ProGAP-EDP K=3 peak RSS": (6144.0, "MiB"),
+}
+PRIVATE = dict(privacy="edge", epsilon=1.0, delta=1e-7, edge_unit="directed")
+
+
+def environment() -> dict:
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
+
+
+def load() -> list[float]:
+    return [round(v, 2) for v in os.getloadavg()]
+
+
+def child(args: list[str], timeout: float = 1800) -> tuple[dict, float]:
+    """Run ``speed.py --child ARGS`` in a fresh interpreter; its JSON result and wall time."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(HERE), "--child", *args],
+        capture_output=True, text=True, env=env, timeout=timeout,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"child {args} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return json.loads(lines[-1]), wall
+
+
+def record(target: str, value: float, unit: str, runs: list[dict], **extra) -> None:
+    limit = LIMITS.get(target, (None, unit))[0]
+    row = {
+        "target": target,
+        "value": round(value, 3),
+        "unit": unit,
+        "limit": limit,
+        "met": None if limit is None else value < limit,
+        "runs": runs,
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": command_line(),
+        "environment": environment(),
+        **extra,
+    }
+    append(OUT, row)
+    verdict = "" if limit is None else (" (met)" if row["met"] else f" (target < {limit})")
+    print(f"{target}: {value:.3f} {unit}{verdict}", flush=True)
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+# -- children (run in a fresh interpreter) ---------------------------------------------------
+def _quiet() -> None:
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
+
+
+def _max_rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _make(method: str, seed: int = 0, **kw):
+    from lightning_dpgnn import GAP, ProGAP
+
+    if method == "GAP":
+        return GAP(hops=2, seed=seed, **PRIVATE, **kw)
+    return ProGAP(depth=3, seed=seed, **PRIVATE, **kw)
+
+
+def _fit_test(model, dm, profile: str | None = None) -> dict:
+    """Fit and test ``model`` on ``dm`` like ``reference_parity.py`` (no logger, checkpoint,
+    progress bar or summary), timing the two calls."""
+    import lightning as L
+
+    trainer = L.Trainer(
+        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, profiler=profile,
+    )  # fmt: skip
+    start, cpu = time.perf_counter(), time.process_time()
+    trainer.fit(model, dm)
+    acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+    return {
+        "fit_test_s": time.perf_counter() - start,
+        "fit_test_cpu_s": time.process_time() - cpu,
+        "test_acc": float(acc),
+        "epsilon": model.privacy_spent().epsilon,
+    }
+
+
+def child_import(what: str) -> dict:
+    start = time.perf_counter()
+    if what == "package":
+        import lightning_dpgnn  # noqa: F401
+    else:
+        from lightning_dpgnn import GAP  # noqa: F401
+    return {"import_s": time.perf_counter() - start, "rss_mib": _max_rss_mib()}
+
+
+def child_school(method: str, school: str) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    import lightning as L
+
+    from lightning_dpgnn.data import NodeDataModule
+
+    imported = time.perf_counter() - start
+    _quiet()
+    L.seed_everything(0, verbose=False)
+    dm = NodeDataModule(f"facebook100/{school}", target="year", min_class_size=1000, seed=0)
+    out = _fit_test(_make(method), dm)
+    return {**out, "import_s": imported, "rss_mib": _max_rss_mib()}
+
+
+def child_hop(dataset: str) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    from lightning_dpgnn.data import NodeDataModule
+    from lightning_dpgnn.privacy import PrivacyAccountant
+    from lightning_dpgnn.privacy.aggregation import GaussianAggregation, in_adjacency
+
+    start = time.perf_counter()
+    if dataset.startswith("random:"):  # random:<nodes>:<edges>, e.g. the FB-scale sizes
+        from torch_geometric.data import Data
+
+        n, e = (int(v) for v in dataset.split(":")[1:])
+        data = Data(edge_index=torch.randint(0, n, (2, e)), num_nodes=n)
+    else:
+        data = NodeDataModule(dataset, target="year").data
+    loaded = time.perf_counter() - start
+    n, e = data.num_nodes, data.num_edges
+    x = torch.randn(n, 16)
+    mech = GaussianAggregation(1.0, level="edge", name="hop", edge_unit="directed")
+    acc = PrivacyAccountant("edge", 1e-7)
+    t = time.perf_counter()
+    mech(x, data.edge_index, n, acc, None)  # the first hop also builds the CSR in-adjacency
+    first = time.perf_counter() - t
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        mech(x, data.edge_index, n, acc, None)
+        times.append(time.perf_counter() - t)
+    adj = in_adjacency(data.edge_index, n, x.dtype)  # the matrix the mechanism multiplies by
+    bare = []
+    for _ in range(3):
+        t = time.perf_counter()
+        torch.sparse.mm(adj, x)
+        bare.append(time.perf_counter() - t)
+    index_bytes = adj.crow_indices().element_size()
+    nbytes = e * (index_bytes + 4) + (n + 1) * index_bytes + 2 * n * 16 * 4
+    hop, spmm = median(times), median(bare)
+    return {
+        "num_nodes": n, "num_edges": e, "load_s": loaded, "first_hop_s": first, "hop_s": hop,
+        "spmm_s": spmm,
+        "hop_gbs": nbytes / hop / 1e9, "spmm_gbs": nbytes / spmm / 1e9,
+        "rss_mib": _max_rss_mib(),
+    }  # fmt: skip
+
+
+def child_lpgnn(what: str) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    _quiet()
+    if what == "collect":
+        from lightning_dpgnn.data import NodeDataModule
+        from lightning_dpgnn.privacy import LocalCollector, PrivacyAccountant
+
+        dm = NodeDataModule("musae-facebook", split="lpgnn", classes=[0, 1, 2, 3],
+                            feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))
+        data = dm.data
+        collector = LocalCollector(x_eps=1.0, y_eps=1.0, mechanism="multibit")
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            collector.collect(data, PrivacyAccountant("ldp"), num_classes=4)
+            times.append(time.perf_counter() - t)
+        return {"collect_s": median(times), "shape": list(data.x.shape), "rss_mib": _max_rss_mib()}
+    import lightning as L
+
+    from lightning_dpgnn.cli import DPGNNCLI
+
+    recipe = HERE.parents[1] / "zoo" / "recipes" / "lpgnn-facebook.yaml"
+    cli = DPGNNCLI(
+        L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
+        subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
+        args=["--config", str(recipe), "--trainer.logger", "false",
+              "--trainer.enable_checkpointing", "false", "--trainer.enable_progress_bar",
+              "false"],
+        run=False, auto_configure_optimizers=False,
+    )  # the recipe's own settings, as `dpgnn fit --config` reads them
+    start = time.perf_counter()
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    return {"fit_s": time.perf_counter() - start, "epochs": cli.trainer.current_epoch,
+            "rss_mib": _max_rss_mib()}
+
+
+def child_fb(method: str, dataset: str) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    import lightning as L
+
+    from lightning_dpgnn.data import NodeDataModule
+
+    _quiet()
+    L.seed_everything(0, verbose=False)
+    dm = NodeDataModule(dataset, target="year")
+    t = time.perf_counter()
+    dm.setup()
+    loaded = time.perf_counter() - t
+    out = _fit_test(_make(method), dm)
+    return {**out, "load_s": loaded, "wall_s": time.perf_counter() - start,
+            "num_edges": dm.data.num_edges, "rss_mib": _max_rss_mib()}
+
+
+def child_scale(method: str, schools: str) -> dict:
+    """Fit + test on the listed schools merged into one graph (a temporary folder of links)."""
+    import torch
+
+    torch.set_num_threads(1)
+    import lightning as L
+
+    from lightning_dpgnn.data import NodeDataModule
+    from lightning_dpgnn.data.paths import resolve_root
+    from lightning_dpgnn.data.readers import read_facebook100_merged
+
+    _quiet()
+    start = time.perf_counter()
+    root = resolve_root(None) / "facebook100"
+    with tempfile.TemporaryDirectory() as tmp:
+        for s in schools.split(","):
+            (Path(tmp) / f"{s}.mat").symlink_to(root / f"{s}.mat")
+        graph = read_facebook100_merged(Path(tmp), None, "year")
+    dm = NodeDataModule.from_data(graph, name=f"fb-{len(schools.split(','))}")
+    L.seed_everything(0, verbose=False)
+    out = _fit_test(_make(method), dm)
+    return {**out, "wall_s": time.perf_counter() - start, "num_edges": int(graph.num_edges),
+            "num_nodes": int(graph.num_nodes), "rss_mib": _max_rss_mib()}
+
+
+CHILDREN = {
+    "import": child_import, "school": child_school, "hop": child_hop, "lpgnn": child_lpgnn,
+    "fb": child_fb, "scale": child_scale,
+}  # fmt: skip
+
+
+# -- targets ------------------------------------------------------------------------------
+def run_import(args) -> None:
+    names = (("package", "import lightning_dpgnn"), ("gap", "from lightning_dpgnn import GAP"))
+    for what, name in names:
+        runs = []
+        for _ in range(args.repeats):
+            before = load()
+            out, wall = child(["import", what])
+            runs.append({**out, "process_s": wall, "load": before})
+        record(name, median([r["import_s"] for r in runs]), "s", runs)
+
+
+def run_school(args) -> None:
+    runs: dict[str, list[dict]] = {"ProGAP": [], "GAP": []}
+    for _ in range(args.repeats):
+        for method in runs:  # interleaved, so both see the same load
+            before = load()
+            out, wall = child(["school", method, args.school])
+            runs[method].append({**out, "process_s": wall, "load": before})
+            print(f"  {method}: {out['fit_test_s']:.2f} s fit+test, {wall:.2f} s process, "
+                  f"{out['rss_mib']:.0f} MiB, load {before}", flush=True)
+    for method, rs in runs.items():
+        name = "ProGAP K=3" if method == "ProGAP" else "GAP K=2"
+        extra = {"school": args.school}
+        record(f"{name} fit+test", median([r["fit_test_s"] for r in rs]), "s", rs, **extra)
+        record(f"{name} fit+test CPU", median([r["fit_test_cpu_s"] for r in rs]), "s", rs,
+               **extra)
+        record(f"{name} whole process", median([r["process_s"] for r in rs]), "s", rs, **extra)
+        record(f"{name} peak RSS", median([r["rss_mib"] for r in rs]), "MiB", rs, **extra)
+
+
+def run_hop(args) -> None:
+    before = load()
+    out, _ = child(["hop", args.hop_dataset])
+    record(f"hop {args.hop_dataset}", out["hop_s"], "s", [{**out, "load": before}])
+
+
+def run_lpgnn(args) -> None:
+    before = load()
+    out, _ = child(["lpgnn", "collect"])
+    record("LPGNN multi-bit collection", out["collect_s"], "s", [{**out, "load": before}])
+    before = load()
+    out, _ = child(["lpgnn", "fit"])
+    record("LPGNN fit", out["fit_s"], "s", [{**out, "load": before}])
+
+
+def run_fb(args) -> None:
+    for method, name in (("GAP", "FB GAP-EDP K=2"), ("ProGAP", "FB ProGAP-EDP K=3")):
+        before = load()
+        out, wall = child(["fb", method, args.fb_dataset], timeout=3600)
+        runs = [{**out, "process_s": wall, "load": before}]
+        record(f"{name} end to end", wall, "s", runs)
+        record(f"{name} peak RSS", out["rss_mib"], "MiB", runs)
+
+
+def run_scale(args) -> None:
+    from lightning_dpgnn.data.paths import resolve_root
+
+    schools = sorted(p.stem for p in (resolve_root(None) / "facebook100").glob("*.mat"))
+    for size in args.scale_sets:
+        chosen = ",".join(schools[:size])
+        for method in ("GAP", "ProGAP"):
+            before = load()
+            out, wall = child(["scale", method, chosen], timeout=3600)
+            record(f"scale {method} {size} schools", wall, "s",
+                   [{**out, "process_s": wall, "load": before, "schools": size}])
+
+
+def summarize(path: Path = OUT) -> str:
+    rows = load_rows(path)
+    latest: dict[str, dict] = {}
+    for r in rows:
+        latest[r["target"]] = r
+    env = rows[-1]["environment"] if rows else {}
+    lines = [
+        "# Speed and scale (issue 18)",
+        "",
+        f"Environment: {env}",
+        "",
+        "Median of the runs of the latest measurement of each target; `load` is the 1-minute",
+        "load average before each run (2 cores shared with other jobs: above ~2 the machine is",
+        "oversubscribed and wall times stretch).",
+        "",
+        "| target | measured | target | met | runs | load (1 min) | command |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, r in latest.items():
+        limit = "" if r["limit"] is None else f"< {r['limit']:g} {r['unit']}"
+        met = "" if r["met"] is None else ("yes" if r["met"] else "no")
+        loads = ", ".join(f"{run['load'][0]:g}" for run in r["runs"] if "load" in run)
+        lines.append(
+            f"| {name} | {r['value']:.2f} {r['unit']} | {limit} | {met} | {len(r['runs'])} | "
+            f"{loads} | `{r['command']}` |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+PLOT = HERE.parents[1] / "docs" / "img" / "performance_scale.png"
+
+
+def plot_scale(path: Path = OUT, out: Path = PLOT) -> Path | None:
+    """Wall time and peak RSS against the number of edges (the ``scale`` rows), per method."""
+    rows = [r for r in load_rows(path) if r["target"].startswith("scale ")]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9, 3.5))
+    for method in ("GAP", "ProGAP"):
+        pts = sorted(
+            (r["runs"][0]["num_edges"], r["runs"][0]["process_s"], r["runs"][0]["rss_mib"])
+            for r in rows if r["target"].split()[1] == method
+        )  # fmt: skip
+        if not pts:
+            continue
+        edges, wall, rss = zip(*pts, strict=True)
+        label = "GAP K=2" if method == "GAP" else "ProGAP K=3"
+        ax_t.plot([e / 1e6 for e in edges], wall, "o-", label=label)
+        ax_m.plot([e / 1e6 for e in edges], [m / 1024 for m in rss], "o-", label=label)
+    ax_t.set(xlabel="directed edges (millions)", ylabel="whole process (s)", xscale="log",
+             yscale="log", title="wall time")
+    ax_m.set(xlabel="directed edges (millions)", ylabel="peak RSS (GiB)", xscale="log",
+             title="peak memory")
+    for ax in (ax_t, ax_m):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("Facebook100 schools merged in growing sets, edge epsilon 1, 1 CPU thread",
+                 fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])), flush=True)
+        return
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--targets", nargs="*", default=["import", "school", "hop", "lpgnn"],
+                   choices=TARGETS)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--school", default="Rutgers89")
+    p.add_argument("--hop-dataset", default="facebook100/Rutgers89")
+    p.add_argument("--fb-dataset", default="facebook100/all")
+    p.add_argument("--scale-sets", nargs="*", type=int, default=[1, 4, 16, 50])
+    args = p.parse_args()
+    os.environ["OMP_NUM_THREADS"] = "1"
+    runners = {"import": run_import, "school": run_school, "hop": run_hop, "lpgnn": run_lpgnn,
+               "fb": run_fb, "scale": run_scale}
+    for target in args.targets:
+        runners[target](args)
+    OUT.with_suffix(".md").write_text(summarize())
+    if "scale" in args.targets:
+        plot_scale()
+
+
+if __name__ == "__main__":
+    main()

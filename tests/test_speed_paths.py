@@ -1,0 +1,106 @@
+"""Fast paths give the results of the straightforward computation (same inputs, float
+tolerance): validation/test on the split's rows only, CSR features through the first layer."""
+
+import pytest
+import torch
+
+from lightning_dpgnn import GAP, ProGAP
+from lightning_dpgnn.data import NodeDataModule, make_csbm
+
+
+@pytest.fixture(scope="module")
+def one_hot_dm():
+    """A small csbm graph whose features are wide one-hot codes (they travel as CSR)."""
+    data = make_csbm(num_nodes=300, num_features=8, seed=0)
+    g = torch.Generator().manual_seed(0)
+    codes = torch.randint(0, 300, (data.num_nodes, 3), generator=g)
+    codes[:, 0] = data.y * 60 + torch.randint(0, 60, (data.num_nodes,), generator=g)
+    x = torch.zeros(data.num_nodes, 300)
+    x.scatter_(1, codes, 1.0)
+    data.x = x
+    return NodeDataModule.from_data(data, seed=0)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: GAP(privacy="edge", epsilon=1.0, hops=2, hidden=8, encoder_epochs=3,
+                    classifier_epochs=3, noise_seed=0),
+        lambda: ProGAP(privacy="edge", epsilon=1.0, depth=2, hidden=8, epochs_per_stage=3,
+                       noise_seed=0),
+    ],
+    ids=["gap", "progap"],
+)
+def test_split_rows_give_the_logits_of_the_whole_graph(one_hot_dm, make_trainer, make):
+    model = make()
+    trainer = make_trainer()
+    trainer.fit(model, one_hot_dm)
+    data = one_hot_dm.data
+    assert model._node_rows("probe", data, lambda: (data.x,), "val", compact=True)[0].layout == (
+        torch.sparse_csr
+    )
+    model.eval()
+    with torch.no_grad():
+        full = model._logits(data)  # every node, dense straightforward path
+        for split in ("val", "test"):
+            logits, y = model._split_logits(data, split)
+            mask = getattr(data, f"{split}_mask")
+            torch.testing.assert_close(logits, full[mask], atol=1e-5, rtol=1e-5)
+            assert torch.equal(y, data.y[mask])
+    # the logged test accuracy is the accuracy of those rows
+    acc = trainer.test(model, one_hot_dm, verbose=False)[0]["test/acc"]
+    mask = data.test_mask
+    expected = (full[mask].argmax(-1) == data.y[mask]).float().mean().item()
+    assert acc == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_cross_entropy_on_the_node_axis_equals_torch_in_value_and_gradient(reduction):
+    from lightning_dpgnn.methods.base import cross_entropy
+
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 5, (40,), generator=g)
+    weights = torch.rand(40, generator=g)  # a non-uniform upstream gradient for "none"
+    results = []
+    for fn in (torch.nn.functional.cross_entropy, cross_entropy):
+        logits = torch.randn(40, 5, generator=torch.Generator().manual_seed(1), requires_grad=True)
+        loss = fn(logits, y, reduction=reduction)
+        (loss * weights).sum().backward() if reduction == "none" else loss.backward()
+        results.append((loss.detach(), logits.grad))
+    assert results[0][0].shape == results[1][0].shape
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+
+def test_cached_csr_aggregation_equals_the_dense_sum_and_follows_edits():
+    from lightning_dpgnn.privacy.aggregation import in_adjacency, sum_aggregate
+
+    g = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(0, 30, (2, 200), generator=g)
+    edge_index[:, 1] = edge_index[:, 0]  # a repeated edge counts twice
+    x = torch.randn(30, 4, generator=g, dtype=torch.float64)
+    dense = torch.zeros(30, 30, dtype=torch.float64)
+    dense.index_put_((edge_index[1], edge_index[0]), torch.ones(200, dtype=torch.float64),
+                     accumulate=True)
+    torch.testing.assert_close(sum_aggregate(x, edge_index, 30), dense @ x)
+    adj = in_adjacency(edge_index, 30, torch.float64)
+    assert adj.col_indices().dtype == torch.int32
+    assert in_adjacency(edge_index, 30, torch.float64) is adj  # built once per edge tensor
+    edge_index[0, 0] = (edge_index[0, 0] + 1) % 30  # an in-place edit: rebuilt, never stale
+    dense[edge_index[1, 0], (edge_index[0, 0] - 1) % 30] -= 1
+    dense[edge_index[1, 0], edge_index[0, 0]] += 1
+    torch.testing.assert_close(sum_aggregate(x, edge_index, 30), dense @ x)
+    torch.testing.assert_close(sum_aggregate(x.float(), edge_index, 30), (dense @ x).float())
+
+
+def test_the_edge_range_check_is_redone_after_an_in_place_edit():
+    from lightning_dpgnn.privacy.aggregation import sum_aggregate
+
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    x = torch.ones(3, 2)
+    sum_aggregate(x, edge_index, 3)  # checked once
+    edge_index[0, 0] = 7  # out of range: the cached check must not hide it
+    with pytest.raises(ValueError, match="outside"):
+        sum_aggregate(x, edge_index, 3)
+    with pytest.raises(ValueError, match="outside"):
+        sum_aggregate(torch.ones(2, 2), torch.tensor([[0], [1]]).clone().fill_(5), 2)
