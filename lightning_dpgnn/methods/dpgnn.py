@@ -2,14 +2,14 @@
 node-level GNN baseline of the GAP paper and thesis §4.7.2.
 
 The network is a one-layer GraphSAGE with SUM aggregation over row-normalized features,
-``MLP([x_i, normalize(sum_{j in N(i)} x_j)])`` (the layer's root and neighbour weights are
-the MLP's first linear layer), trained with DP-Adam on Poisson batches of training nodes.
-Each node's per-sample term reads its own features and those of its in-neighbours, so
-removing one node ``v`` changes its own term and the terms of the nodes ``v`` points to: at
-most ``D + 1`` terms on a graph whose in- and out-degrees are at most ``D`` (the library's degree promise, checked; see
-docs/privacy.md), each by at most ``2 C`` after clipping. The steps are accounted as graph
-subsampled Gaussians (:func:`~lightning_dpgnn.privacy.accountant.graph_sgm_rdp`, the bound of
-Daigavane et al. Theorem 1 with Poisson batches).
+``MLP([x_i, normalize(sum_{j in N(i)} x_j)])`` (the layer's root and neighbour weights are the
+MLP's first linear layer), trained with DP-Adam on Poisson batches of training nodes. Each
+node's per-sample term reads its own features and those of its in-neighbours, so removing one
+node ``v`` changes its own term and the terms of the nodes ``v`` points to: at most ``D + 1``
+terms on a graph whose in- and out-degrees are at most ``D`` (the library's degree promise,
+checked; see docs/privacy.md), each by at most ``2 C`` after clipping. The steps are accounted
+as graph subsampled Gaussians (:func:`~lightning_dpgnn.privacy.accountant.graph_sgm_rdp`, the
+bound of Daigavane et al. Theorem 1 with Poisson batches).
 
 Inference privacy (thesis §4.7.2: "we add noise to the aggregation function based on its
 node-level sensitivity at test time and account for the additional privacy cost"): evaluation
