@@ -116,7 +116,8 @@ class PrivacyAudit(L.Callback):
         if repeats < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats}")
         self.membership, self.links, self.repeats = membership, links, int(repeats)
-        self.epsilon_trials, self.shadow_max_epochs, self.seed = epsilon_trials, shadow_max_epochs, seed
+        self.epsilon_trials, self.seed = epsilon_trials, seed
+        self.shadow_max_epochs = shadow_max_epochs
         self.results: dict[str, Any] | None = None
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -125,7 +126,9 @@ class PrivacyAudit(L.Callback):
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         dm = trainer.datamodule
         if dm is None or not hasattr(dm, "data"):
-            raise ValueError("PrivacyAudit needs a fit with a NodeDataModule (trainer.fit(model, dm))")
+            raise ValueError(
+                "PrivacyAudit needs a fit with a NodeDataModule (trainer.fit(model, dm))"
+            )
         if trainer.global_rank != 0:
             return
         epochs = self.shadow_max_epochs or trainer.max_epochs

@@ -40,12 +40,31 @@ from ..privacy import PrivacyAccountant
 from ..privacy.dpsgd import ghost_backward, make_private, row_loader
 from .audit import AuditResult, epsilon_lower_bound
 
-__all__ = ["audit_dpsgd", "Wrap"]
+__all__ = ["audit_dpsgd", "half_noise", "Wrap"]
 
 #: ``make_private``'s signature: ``(module, optimizer, **options) -> (module, dp_optimizer)``
 Wrap = Callable[..., tuple[torch.nn.Module, torch.optim.Optimizer]]
 
 _CANARY_NORM = 10.0  # the canary's raw gradient norm, in units of the clipping norm
+
+
+def half_noise(module: torch.nn.Module, optimizer: torch.optim.Optimizer, **options: Any):
+    """A deliberately broken :func:`~lightning_dpgnn.privacy.dpsgd.make_private`: its optimizer
+    draws gradient noise at ``z / 2`` but records ``z`` on the ledger. It exists to check that
+    :func:`audit_dpsgd` catches a mechanism that delivers less than it accounts (tests,
+    ``benchmarks/audit_dpsgd.py``); never train with it."""
+    gsm, opt = make_private(module, optimizer, **options)
+    z, draw = opt.noise_multiplier, opt.add_noise
+
+    def add_noise() -> None:
+        opt.noise_multiplier = z / 2
+        try:
+            draw()
+        finally:
+            opt.noise_multiplier = z
+
+    opt.add_noise = add_noise
+    return gsm, opt
 
 
 def _summed_updates(

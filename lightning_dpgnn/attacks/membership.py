@@ -42,7 +42,8 @@ __all__ = [
 def sorted_posteriors(posteriors: torch.Tensor) -> torch.Tensor:
     """Each row's class probabilities in decreasing order (the attack's features)."""
     if posteriors.dim() != 2:
-        raise ValueError(f"posteriors must be [nodes, classes], got shape {tuple(posteriors.shape)}")
+        shape = tuple(posteriors.shape)
+        raise ValueError(f"posteriors must be [nodes, classes], got shape {shape}")
     return posteriors.float().sort(dim=-1, descending=True).values
 
 
@@ -139,7 +140,8 @@ def mean_ci(values, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0)
         raise ValueError("no values")
     means = np.random.default_rng(seed).choice(v, size=(n_boot, v.size)).mean(axis=1)
     tail = 100 * (1 - confidence) / 2
-    return float(v.mean()), float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
+    lo, hi = np.percentile(means, [tail, 100 - tail])
+    return float(v.mean()), float(lo), float(hi)
 
 
 @dataclass(frozen=True)
@@ -172,4 +174,5 @@ class AttackAUC:
         }  # fmt: skip
 
     def __str__(self) -> str:
-        return f"{self.attack} AUC {self.mean:.2f} ± {self.half_width:.2f} ({len(self.aucs)} repeats)"
+        n = len(self.aucs)
+        return f"{self.attack} AUC {self.mean:.2f} ± {self.half_width:.2f} ({n} repeats)"

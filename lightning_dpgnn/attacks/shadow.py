@@ -63,7 +63,9 @@ def fresh_copy(model: L.LightningModule) -> L.LightningModule:
 def shadow_split(data: Data, generator: torch.Generator) -> Data:
     """``data`` with fresh random train/val/test masks of the sizes of its own."""
     sizes = [int(data[k].sum()) for k in ("train_mask", "val_mask", "test_mask")]
-    labeled = (data.y >= 0).nonzero().view(-1) if data.y.dim() == 1 else torch.arange(data.num_nodes)
+    labeled = (
+        (data.y >= 0).nonzero().view(-1) if data.y.dim() == 1 else torch.arange(data.num_nodes)
+    )
     if sum(sizes) > len(labeled):
         raise ValueError("the split masks overlap or cover unlabeled nodes")
     perm = labeled[torch.randperm(len(labeled), generator=generator)]
@@ -119,8 +121,14 @@ def node_membership_inference(
         shadow_post = predict_posteriors(net, split)
         aucs.append(
             membership_attack(
-                shadow_post, split.train_mask, split.test_mask, target_post, members,
-                nonmembers, seed=seed + r, **attack_options,
+                shadow_post,
+                split.train_mask,
+                split.test_mask,
+                target_post,
+                members,
+                nonmembers,
+                seed=seed + r,
+                **attack_options,
             )  # fmt: skip
         )
     return AttackAUC("membership inference (TSTF)", tuple(aucs))
@@ -141,7 +149,9 @@ def link_stealing(
     post = predict_posteriors(model, data)
     gen = torch.Generator().manual_seed(seed)
     aucs = [
-        posterior_similarity_attack(post, data.edge_index, pairs=pairs, metric=metric, generator=gen)
+        posterior_similarity_attack(
+            post, data.edge_index, pairs=pairs, metric=metric, generator=gen
+        )
         for _ in range(repeats)
     ]
     return AttackAUC(f"link stealing ({metric})", tuple(aucs))

@@ -6,12 +6,12 @@ import logging
 import lightning as L
 import pytest
 from lightning.pytorch.loggers import Logger
-
 from lightning_dpgnn.callbacks import PrivacyAudit
+from lightning_dpgnn.zoo.card import model_card
+
 from lightning_dpgnn.cli import RUN_FILE, main
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP, GAP
-from lightning_dpgnn.zoo.card import model_card
 
 logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
 
