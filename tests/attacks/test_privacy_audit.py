@@ -60,6 +60,9 @@ def test_privacy_audit_logs_attacks_and_the_dpsgd_bound_next_to_epsilon(tmp_path
     card = str(model_card(model))
     assert "measured MIA AUC" in card and "epsilon = 4" in card
     assert "empirical epsilon >=" in card
+    model.save_pretrained(tmp_path / "model")  # the published report carries the audit
+    saved = json.loads((tmp_path / "model" / "privacy_report.json").read_text())
+    assert saved["empirical_audit"]["mia_auc"] == pytest.approx(res["mia_auc"])
 
 
 def test_card_without_audit_says_so_and_audit_needs_a_private_model():
