@@ -2,7 +2,6 @@
 model leaks (an overfit MLP's members; a GNN's edges) and find nothing where nothing is there
 (nodes the model never saw; edges an MLP never read)."""
 
-import logging
 import warnings
 
 import pytest
@@ -20,7 +19,6 @@ from lightning_dpgnn.attacks.shadow import _trainer
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import GNN, MLP
 
-logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
 warnings.filterwarnings("ignore", ".*does not have many workers.*")
 
 

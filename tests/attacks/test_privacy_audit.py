@@ -1,7 +1,6 @@
 """``PrivacyAudit`` after a fit, ``dpgnn audit``, and the audit on the model card."""
 
 import json
-import logging
 
 import lightning as L
 import pytest
@@ -12,8 +11,6 @@ from lightning_dpgnn.zoo.card import model_card
 from lightning_dpgnn.cli import RUN_FILE, main
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP, GAP
-
-logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
 
 SMALL = dict(num_nodes=300, num_features=16)
 
