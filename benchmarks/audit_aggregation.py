@@ -8,9 +8,7 @@ it records; the directed unit recorded for a friendship). Writes
 
 from __future__ import annotations
 
-import argparse
-
-from common import RESULTS, command_line, quiet
+from common import RESULTS, audit_table
 
 from lightning_dpgnn.attacks import audit_aggregation
 from lightning_dpgnn.privacy import PrivacyAccountant
@@ -40,23 +38,10 @@ class HalfNoise:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=1_000_000)
-    parser.add_argument("--delta", type=float, default=1e-5)
-    args = parser.parse_args()
-    quiet()
-    lines = [
-        "# Empirical audit of the Gaussian aggregation",
-        "",
-        f"Command: `{command_line()}`",
-        "",
-        f"{args.trials} trials per hypothesis, 95% confidence (Clopper-Pearson), delta "
-        f"{args.delta:g}. A row is a violation when the measured lower bound exceeds the "
-        "accounted epsilon.",
-        "",
-        "| mechanism | audited unit | z | accounted eps | measured eps >= | verdict |",
-        "|---|---|---|---|---|---|",
-    ]
+    args, lines = audit_table(
+        __doc__, "Empirical audit of the Gaussian aggregation", "",
+        ["mechanism", "audited unit", "z"],
+    )  # fmt: skip
     cases = []
     for unit, kw in UNITS.items():
         for z in (1.0, 2.0):
@@ -67,11 +52,7 @@ def main() -> None:
         cases.append(("directed unit (sensitivity 1)", "edge-undirected", z, directed))
     for name, unit, z, mech in cases:
         r = audit_aggregation(mech, unit, trials=args.trials, delta=args.delta)
-        verdict = "consistent" if r.consistent else "**violation**"
-        lines.append(
-            f"| {name} | {unit} | {z:g} | {r.epsilon_accounted:.3f} | {r.epsilon_lower:.3f} | "
-            f"{verdict} |"
-        )
+        lines.append(f"| {name} | {unit} | {z:g} | {r.table_cells} |")
         print(lines[-1], flush=True)
     (RESULTS / "audit_aggregation.md").write_text("\n".join(lines) + "\n")
 

@@ -368,3 +368,29 @@ def _measured_child(meta: dict, fit, out: Path) -> None:
         if isinstance(v, (int, float, str)) and k != "selection"
     )
     print(f"{meta['key']}: {shown} {row['wall_s']}s {row['peak_rss_mb']}MB", flush=True)
+
+
+def audit_table(doc: str, title: str, note: str, columns: list[str]):
+    """Arguments (``--trials``, ``--delta``) and the header lines of a mechanism-audit table
+    (``audit_aggregation.py``, ``audit_dpsgd.py``); ``note`` describes the trials."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=1_000_000)
+    parser.add_argument("--delta", type=float, default=1e-5)
+    args = parser.parse_args()
+    quiet()
+    cols = [*columns, "accounted eps", "measured eps >=", "verdict"]
+    lines = [
+        f"# {title}",
+        "",
+        f"Command: `{command_line()}`",
+        "",
+        f"{args.trials} trials per hypothesis{note}, 95% confidence (Clopper-Pearson), delta "
+        f"{args.delta:g}. A row is a violation when the measured lower bound exceeds the "
+        "accounted epsilon.",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + "---|" * len(cols),
+    ]
+    return args, lines

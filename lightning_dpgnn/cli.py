@@ -3,7 +3,9 @@
 ``dpgnn fit`` with no arguments trains the default model on the embedded synthetic graph
 (``NodeDataModule("csbm")``, generated in code) and prints test accuracy and the privacy spent.
 ``dpgnn fit --config zoo/recipes/<name>.yaml`` runs a recipe. ``dpgnn plot <folder>`` draws
-accuracy vs epsilon from the runs below a folder (:func:`lightning_dpgnn.plot`).
+accuracy vs epsilon from the runs below a folder (:func:`lightning_dpgnn.plot`). ``dpgnn audit
+<fit arguments>`` is ``dpgnn fit`` with the ``PrivacyAudit`` callback: membership inference,
+link stealing and (DP-SGD models) an empirical epsilon bound after the fit.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class DPGNNCLI(LightningCLI):
     ``predict`` writes :data:`PREDICTIONS_FILE`.
     """
 
+    #: callbacks added to every Trainer this CLI builds (``dpgnn audit`` adds PrivacyAudit)
+    extra_callbacks: tuple[L.Callback, ...] = ()
+
     def add_arguments_to_parser(self, parser) -> None:
         # no default model/data class here: jsonargparse carries a default class's init_args
         # over to the class a user or recipe names (PGC would get GAP's hidden=16);
@@ -78,6 +83,8 @@ class DPGNNCLI(LightningCLI):
             isinstance(c, ModelCheckpoint) for c in given
         ):
             kwargs.setdefault("callbacks", [*given, ModelCheckpoint(save_last=True, save_top_k=0)])
+        if self.extra_callbacks:
+            kwargs["callbacks"] = [*kwargs.get("callbacks", given), *self.extra_callbacks]
         return super().instantiate_trainer(**kwargs)
 
     def after_fit(self) -> None:
@@ -191,6 +198,8 @@ def write_run(
         "privacy": report.to_dict() if report is not None else None,
         "checkpoint": checkpoint,
     }
+    if getattr(model, "empirical_audit", None):  # dpgnn audit / PrivacyAudit
+        record["empirical_audit"] = model.empirical_audit
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1, default=str) + "\n")
 
@@ -260,12 +269,16 @@ def main(args: list[str] | None = None) -> None:
         _run_guarded(lambda: _plot_command([a for a in given[1:] if a != "--debug"]), debug)
         return
     cleaned = [a for a in given if a != "--debug"]
+    cli_class: type[DPGNNCLI] = DPGNNCLI
+    if given[:1] == ["audit"]:
+        cli_class, rest = _audit_cli(cleaned[1:])
+        cleaned = ["fit", *rest]
     if args is None:  # from the command line: LightningCLI reads sys.argv itself
         sys.argv = [sys.argv[0], *cleaned]
     else:
         args = cleaned
     _run_guarded(
-        lambda: DPGNNCLI(
+        lambda: cli_class(
             L.LightningModule,
             L.LightningDataModule,
             subclass_mode_model=True,
@@ -278,6 +291,25 @@ def main(args: list[str] | None = None) -> None:
         ),
         debug,
     )
+
+
+def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
+    """``dpgnn audit [--audit_repeats N] [--audit_epsilon_trials N] [--audit_no_links]
+    [--audit_no_membership] <fit arguments>``: a :class:`DPGNNCLI` whose fit ends with
+    :class:`~lightning_dpgnn.callbacks.PrivacyAudit`, and the fit arguments."""
+    from lightning_dpgnn.callbacks import PrivacyAudit
+
+    parser = ArgumentParser(prog="dpgnn audit", add_help=False, exit_on_error=False)
+    parser.add_argument("--audit_repeats", type=int, default=3)
+    parser.add_argument("--audit_epsilon_trials", type=int, default=20_000)
+    parser.add_argument("--audit_no_links", action="store_true")
+    parser.add_argument("--audit_no_membership", action="store_true")
+    ns, rest = parser.parse_known_args(argv)
+    audit = PrivacyAudit(
+        membership=not ns.audit_no_membership, links=not ns.audit_no_links,
+        repeats=ns.audit_repeats, epsilon_trials=ns.audit_epsilon_trials,
+    )  # fmt: skip
+    return type("AuditCLI", (DPGNNCLI,), {"extra_callbacks": (audit,)}), rest
 
 
 def _named_in_configs(args: list[str], key: str) -> bool:

@@ -150,6 +150,40 @@ def _accuracy_lines(accuracy: dict[str, Any] | None, measured: float | None) -> 
     return lines
 
 
+def _audit_lines(audit: dict[str, Any] | None) -> list[str]:
+    """The card's audit section: what attacks achieved against this model."""
+    if not audit:
+        return [
+            "No empirical audit recorded (run `dpgnn audit` or the `PrivacyAudit` callback)."
+        ]
+    from lightning_dpgnn.callbacks.privacy_audit import describe
+
+    lines = [f"**{describe(audit)}**", ""]
+    if "mia_auc" in audit:
+        lines.append(
+            f"- Node membership inference (TSTF shadow-model attack, {audit['mia_repeats']} "
+            f"repeats): AUC {audit['mia_auc']:.3f} (95% CI {audit['mia_auc_low']:.3f}–"
+            f"{audit['mia_auc_high']:.3f}); 0.5 is chance."
+        )
+    if "link_auc" in audit:
+        lines.append(
+            f"- Link stealing (posterior similarity): AUC {audit['link_auc']:.3f} (95% CI "
+            f"{audit['link_auc_low']:.3f}–{audit['link_auc_high']:.3f}); 0.5 is chance."
+        )
+    if "epsilon_lower" in audit:
+        lines.append(
+            f"- DP-SGD audit ({audit['epsilon_mechanism']}, {audit['epsilon_trials']} gradient-"
+            f"canary trials per hypothesis): empirical epsilon >= {audit['epsilon_lower']:.3f} "
+            f"at 95% confidence, against {audit['epsilon_audited']:.3f} on its ledger."
+        )
+    lines.append(
+        "- Attacks give evidence, not a guarantee: a low AUC bounds what these attacks "
+        "achieve, epsilon bounds every attack. Their results are computed on the private data "
+        "and are **not covered by epsilon**."
+    )
+    return lines
+
+
 def model_card(
     model: PrivateModule,
     *,
@@ -160,6 +194,7 @@ def model_card(
     measured_accuracy: float | None = None,
     command: str | None = None,
     recipe: str | None = None,
+    audit: dict[str, Any] | None = None,
     **_: Any,
 ) -> ModelCard:
     """The model card of ``model``.
@@ -172,6 +207,8 @@ def model_card(
         measured_accuracy: this model's own test accuracy (fraction).
         command: the command that rebuilds the model.
         recipe: the recipe file it was trained from.
+        audit: empirical audit results (:func:`lightning_dpgnn.callbacks.privacy_audit.
+            run_audit`); default: ``model.empirical_audit`` when a ``PrivacyAudit`` ran.
     """
     import lightning_dpgnn
 
@@ -179,6 +216,7 @@ def model_card(
     what, paper = METHODS.get(method, (method, "see the lightning-dpgnn documentation"))
     privacy = card_privacy(model)
     report = model.privacy_spent()
+    audit = audit if audit is not None else getattr(model, "empirical_audit", None)
     protected, unprotected = _protects(model, report.level)
     eps = "∞ (not private)" if privacy["epsilon_is_infinite"] else f"{report.epsilon:.4g}"
     noise = (
@@ -208,7 +246,7 @@ def model_card(
         paper=paper,
         library_version=lightning_dpgnn.__version__,
         rebuild_command=command,
-        empirical_audit=None,
+        empirical_audit=audit or None,
     )
     ledger = "\n".join(f"  - `{line.strip()[2:]}`" for line in str(report).splitlines()
                        if line.strip().startswith("- ")) or "  - (none)"
@@ -261,6 +299,6 @@ def model_card(
         "",
         "## Empirical audit",
         "",
-        "No empirical audit yet (membership-inference and link-stealing audits are planned).",
+        *_audit_lines(audit),
     ])
     return ModelCard.from_template(data, template_str=_TEMPLATE, body=body)

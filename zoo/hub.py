@@ -244,6 +244,9 @@ def write_folder(model: PrivateModule, folder: Path) -> dict[str, Any]:
         "noise_multiplier": state["noise_multiplier"],
         "sha256": {name: _sha256(folder / name) for name in HASHED},
     }
+    audit = getattr(model, "empirical_audit", None)
+    if audit:  # measured by attacks (PrivacyAudit), outside the guarantee
+        content["empirical_audit"] = audit
     (folder / REPORT).write_text(json.dumps(content, indent=2))
     return content
 

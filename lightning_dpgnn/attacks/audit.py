@@ -132,6 +132,12 @@ class AuditResult:
         """``True`` when the measured lower bound does not exceed the accounted epsilon."""
         return self.epsilon_lower <= self.epsilon_accounted
 
+    @property
+    def table_cells(self) -> str:
+        """``accounted | measured | verdict``: the last cells of a markdown results row."""
+        verdict = "consistent" if self.consistent else "**violation**"
+        return f"{self.epsilon_accounted:.3f} | {self.epsilon_lower:.3f} | {verdict}"
+
     def __str__(self) -> str:
         verdict = "consistent" if self.consistent else "VIOLATION"
         return (

@@ -188,7 +188,7 @@ def test_the_card_parses_and_states_the_guarantee(gap_edge, tmp_path):
     assert card.data.library_name == "lightning-dpgnn"
     text = card.text
     assert "does not protect" in text and "not covered by epsilon" in text
-    assert "No empirical audit yet" in text
+    assert "No empirical audit recorded" in text
 
 
 def test_a_card_that_states_another_guarantee_is_refused(gap_edge, tmp_path):

@@ -1,0 +1,220 @@
+"""Attacks against trained models: node membership inference (TSTF, thesis Table 4.3 analogue)
+and link stealing (posterior similarity), AUC with 95% bootstrap CIs over seeds.
+
+Each row fits a target model on the dataset (the benchmark's own preprocessing, as in
+``gap_accuracy.py``) and attacks it: ``mia`` fits one shadow model of the target's class and
+hyper-parameters per seed (:func:`lightning_dpgnn.attacks.node_membership_inference`, one
+repeat; the CI is over seeds, each with its own target, shadow split and attack model);
+``link`` scores 2000 edges against 2000 non-edges by the similarity of the endpoints'
+posteriors. One JSON line per (attack, dataset, method, epsilon, seed) is appended to
+``results/audit_attacks.jsonl`` (re-running skips what is done); ``--summarize`` writes
+``results/audit_attacks.md``.
+
+Methods are ``NAME`` of :data:`METHODS` or ``Class:level`` with any class exported by
+``lightning_dpgnn`` (``level`` in ``node``/``edge``), e.g. ``DPGNN:node`` once the baselines
+land; its keyword arguments come from :data:`SETTINGS` (by class name) or ``--model-args``.
+Epsilon ``inf`` fits the non-private counterpart (``privacy="none"``; DP-MLP -> MLP).
+
+    # Table 4.3 analogue (MIA, node level):
+    DPGNN_DATA=../shared/datasets python benchmarks/audit_attacks.py --attack mia \\
+        --methods GAP-NDP ProGAP-NDP DP-MLP --epsilons 1 2 4 8 16 inf --seeds 10
+    # link stealing, edge level vs the non-private GNN:
+    DPGNN_DATA=../shared/datasets python benchmarks/audit_attacks.py --attack link \\
+        --methods GAP-EDP ProGAP-EDP --epsilons 0.5 1 4 --seeds 10
+    DPGNN_DATA=../shared/datasets python benchmarks/audit_attacks.py --attack link \\
+        --methods SAGE-inf MLP-inf --epsilons inf --seeds 10
+    python benchmarks/audit_attacks.py --summarize
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from common import RESULTS, append, bootstrap_ci, command_line, done_keys, load_rows, quiet
+from gap_accuracy import COMMON as GAP_COMMON
+from gap_accuracy import DATASETS as GAP_DATASETS
+from gap_accuracy import EDGE as GAP_EDGE
+from gap_accuracy import NODE as GAP_NODE
+from gap_accuracy import YEARS
+from progap_accuracy import COMMON as PROGAP_COMMON
+from progap_accuracy import EDGE as PROGAP_EDGE
+from progap_accuracy import NODE as PROGAP_NODE
+
+OUT = RESULTS / "audit_attacks.jsonl"
+DATASETS = {
+    **GAP_DATASETS,
+    # small schools for reduced grids (the same protocol as the GAP benchmark's schools)
+    "facebook100/Swarthmore42": GAP_DATASETS["facebook100/Rutgers89"],
+    "facebook100/Caltech36": dict(target="year", classes=YEARS, remove_isolated=False,
+                                  dataset_kwargs={"vocabulary": "public"}),
+}  # fmt: skip
+#: named methods: (class exported by lightning_dpgnn, privacy level); ``*-inf`` is non-private
+METHODS = {
+    "GAP-NDP": ("GAP", "node"),
+    "ProGAP-NDP": ("ProGAP", "node"),
+    "DP-MLP": ("DPMLP", "node"),
+    "GAP-EDP": ("GAP", "edge"),
+    "ProGAP-EDP": ("ProGAP", "edge"),
+    "SAGE-inf": ("GNN", "none"),
+    # reads no edges: the link-stealing AUC that features and homophily alone give
+    "MLP-inf": ("MLP", "none"),
+}
+#: keyword arguments per class and level (the accuracy benchmarks' settings)
+SETTINGS = {
+    ("GAP", "node"): {**GAP_COMMON, **GAP_NODE},
+    ("GAP", "edge"): {**GAP_COMMON, **GAP_EDGE, "edge_unit": "directed"},
+    ("GAP", "none"): {**GAP_COMMON, **GAP_EDGE},
+    ("ProGAP", "node"): {**PROGAP_COMMON, **PROGAP_NODE},
+    ("ProGAP", "edge"): {**PROGAP_COMMON, **PROGAP_EDGE, "edge_unit": "directed"},
+    ("ProGAP", "none"): {**PROGAP_COMMON, **PROGAP_EDGE},
+    ("DPMLP", "node"): dict(hidden=16, layers=3, lr=0.01, epochs=10, batch_size=256),
+    ("MLP", "none"): dict(hidden=16, layers=3, lr=0.01),
+    ("GNN", "none"): dict(conv="sage", hidden=16, layers=2),
+}
+#: the non-private counterpart of a class that has no ``privacy="none"``
+NONPRIVATE = {"DPMLP": "MLP"}
+
+
+def resolve(method: str) -> tuple[str, str]:
+    """``(class name, level)`` of a named method or a ``Class:level`` spec."""
+    if method in METHODS:
+        return METHODS[method]
+    cls, _, level = method.partition(":")
+    return cls, level or "node"
+
+
+def build(method: str, eps: float, seed: int, max_degree: int, extra: dict):
+    """The model of ``method`` at ``eps`` (``inf``: non-private), resolved by class name."""
+    import lightning_dpgnn
+
+    cls_name, level = resolve(method)
+    if math.isinf(eps) or level == "none":
+        cls_name, level = NONPRIVATE.get(cls_name, cls_name), "none"
+    cls = getattr(lightning_dpgnn, cls_name)
+    params = inspect.signature(cls.__init__).parameters
+    kwargs = {**SETTINGS.get((cls_name, level), {}), **extra}
+    if level != "none":
+        kwargs["epsilon"] = eps
+    if "privacy" in params:
+        kwargs["privacy"] = level
+    if level == "node" and "max_degree" in params:
+        kwargs["max_degree"] = max_degree
+    if "seed" in params:
+        kwargs["seed"] = seed
+    return cls(**{k: v for k, v in kwargs.items() if k in params})
+
+
+def _max_degree(data) -> int:
+    """D for node level: the graph's largest in/out degree (a benchmark convenience, as in
+    ``gap_accuracy.py``; a deployment uses a public bound)."""
+    from lightning_dpgnn.privacy.aggregation import degrees
+
+    d_in, d_out = degrees(data.edge_index, data.num_nodes)
+    return int(max(d_in.max(), d_out.max()))
+
+
+def run(args) -> None:
+    quiet()
+    import torch
+    from common import quiet_trainer
+
+    from lightning_dpgnn.attacks import link_stealing, node_membership_inference
+    from lightning_dpgnn.data import NodeDataModule
+
+    torch.set_num_threads(args.threads)
+    done = done_keys(args.out)
+    extra = json.loads(args.model_args)
+    for seed in range(args.seeds):
+        for name in args.datasets:
+            dm = NodeDataModule(name, seed=seed, **DATASETS[name])
+            data = dm.data
+            d = _max_degree(data)
+            for method in args.methods:
+                for eps in args.epsilons:
+                    key = f"{args.attack}|{name}|{method}|{eps}|{seed}"
+                    if key in done:
+                        continue
+                    t0 = time.time()
+                    model = build(method, eps, seed, d, extra)
+                    trainer = quiet_trainer(max_epochs=100)
+                    trainer.fit(model, dm)
+                    if args.attack == "mia":
+                        res = node_membership_inference(
+                            model, data, repeats=1, seed=seed, trainer_kwargs={"max_epochs": 100}
+                        )
+                    else:
+                        res = link_stealing(model, data, repeats=1, seed=seed)
+                    report = model.privacy_spent()
+                    row = dict(
+                        key=key, attack=args.attack, dataset=name, method=method,
+                        target_epsilon=eps, seed=seed, auc=res.aucs[0], level=report.level,
+                        epsilon=None if math.isinf(report.epsilon) else report.epsilon,
+                        delta=report.delta, seconds=time.time() - t0, command=command_line(),
+                    )  # fmt: skip
+                    append(args.out, row)
+                    print(f"{key}: AUC {row['auc']:.3f} ({row['seconds']:.0f}s)", flush=True)
+
+
+def summarize(path: Path, out: Path) -> None:
+    rows = load_rows(path)
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        groups[(r["attack"], r["dataset"], r["method"], r["target_epsilon"])].append(r["auc"])
+    commands = sorted({r["command"] for r in rows})
+    lines = [
+        "# Attacks against trained models",
+        "",
+        "AUC of the attack (0.5: chance), mean and 95% bootstrap CI over seeds (each seed: its "
+        "own split, target fit, shadow fit and attack model). Commands:",
+        "",
+        *[f"- `{c}`" for c in commands],
+    ]
+    for attack, title in (("mia", "Node membership inference (TSTF)"),
+                          ("link", "Link stealing (posterior similarity)")):  # fmt: skip
+        keys = sorted({k[1:3] for k in groups if k[0] == attack})
+        if not keys:
+            continue
+        epss = sorted({k[3] for k in groups if k[0] == attack})
+        lines += ["", f"## {title}", "",
+                  "| dataset | method | " + " | ".join(f"eps={e:g}" for e in epss) + " |",
+                  "|---|---|" + "---|" * len(epss)]  # fmt: skip
+        for ds, method in keys:
+            cells = []
+            for e in epss:
+                v = groups.get((attack, ds, method, e))
+                if not v:
+                    cells.append("—")
+                    continue
+                mean, lo, hi = bootstrap_ci(v)
+                cells.append(f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] (n={len(v)})")
+            lines.append(f"| {ds} | {method} | " + " | ".join(cells) + " |")
+    out.write_text("\n".join(lines) + "\n")
+    print(out.read_text())
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--attack", choices=["mia", "link"], default="mia")
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--datasets", nargs="*", default=["facebook100/Swarthmore42", "musae-facebook"])
+    p.add_argument("--methods", nargs="*", default=["GAP-NDP", "ProGAP-NDP", "DP-MLP"])
+    p.add_argument("--epsilons", nargs="*", type=float, default=[1, 2, 4, 8, 16, math.inf])
+    p.add_argument("--model-args", default="{}", help="JSON keyword arguments for every model")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--summarize", action="store_true", help="write results/audit_attacks.md")
+    args = p.parse_args()
+    if args.summarize:
+        summarize(args.out, RESULTS / "audit_attacks.md")
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""``PrivacyAudit`` after a fit, ``dpgnn audit``, and the audit on the model card."""
+
+import json
+
+import lightning as L
+import pytest
+from lightning.pytorch.loggers import Logger
+from lightning_dpgnn.callbacks import PrivacyAudit
+from lightning_dpgnn.zoo.card import model_card
+
+from lightning_dpgnn.cli import RUN_FILE, main
+from lightning_dpgnn.data import NodeDataModule
+from lightning_dpgnn.methods import DPMLP, GAP
+
+SMALL = dict(num_nodes=300, num_features=16)
+
+
+class Recorder(Logger):
+    """Keeps what is logged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.metrics: dict[str, float] = {}
+
+    name, version = "recorder", 0
+
+    @property
+    def experiment(self):
+        return None
+
+    def log_hyperparams(self, params, *args, **kwargs) -> None:
+        pass
+
+    def log_metrics(self, metrics, step=None) -> None:
+        self.metrics.update(metrics)
+
+
+def test_privacy_audit_logs_attacks_and_the_dpsgd_bound_next_to_epsilon(tmp_path):
+    dm = NodeDataModule("csbm", seed=0, dataset_kwargs=SMALL)
+    model = DPMLP(epsilon=4.0, epochs=2, batch_size=64, seed=0)
+    audit, log = PrivacyAudit(repeats=2, epsilon_trials=4000), Recorder()
+    trainer = L.Trainer(
+        logger=log, callbacks=[audit], enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, default_root_dir=tmp_path,
+    )  # fmt: skip
+    trainer.fit(model, dm)
+    res = model.empirical_audit
+    assert res is audit.results
+    assert res["epsilon"] == pytest.approx(model.privacy_spent().epsilon)
+    assert res["mia_repeats"] == 2 and res["mia_auc_low"] <= res["mia_auc"] <= res["mia_auc_high"]
+    assert 0.3 < res["mia_auc"] < 0.7 and 0.3 < res["link_auc"] < 0.8
+    # the DP-SGD audit of this model's own configuration stays below its ledger
+    assert 0 <= res["epsilon_lower"] <= res["epsilon_audited"]
+    assert res["epsilon_audited"] == pytest.approx(res["epsilon"], rel=1e-6)  # one DP-SGD phase
+    for key in ("mia_auc", "link_auc", "epsilon_lower", "epsilon"):
+        assert log.metrics[f"audit/{key}"] == pytest.approx(res[key])
+    card = str(model_card(model))
+    assert "measured MIA AUC" in card and "epsilon = 4" in card
+    assert "empirical epsilon >=" in card
+    model.save_pretrained(tmp_path / "model")  # the published report carries the audit
+    saved = json.loads((tmp_path / "model" / "privacy_report.json").read_text())
+    assert saved["empirical_audit"]["mia_auc"] == pytest.approx(res["mia_auc"])
+
+
+def test_card_without_audit_says_so_and_audit_needs_a_private_model():
+    model = GAP(privacy="edge", epsilon=1.0, num_features=4, num_classes=2)
+    assert "No empirical audit recorded" in str(model_card(model))
+    trainer = L.Trainer(callbacks=[PrivacyAudit()], logger=False, enable_progress_bar=False)
+    with pytest.raises(TypeError, match="PrivacyAudit"):
+        PrivacyAudit().on_fit_start(trainer, L.LightningModule())
+    with pytest.raises(ValueError, match="repeats"):
+        PrivacyAudit(repeats=0)
+
+
+def test_dpgnn_audit_fits_then_attacks(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    main([
+        "audit", "--audit_repeats=1", "--audit_no_links", "--model=lightning_dpgnn.MLP",
+        "--model.epochs=5", "--data.dataset_kwargs={num_nodes: 300, num_features: 16}",
+        "--trainer.enable_progress_bar=false",
+    ])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "test accuracy:" in out
+    record = json.loads((tmp_path / RUN_FILE).read_text())
+    assert 0.0 <= record["empirical_audit"]["mia_auc"] <= 1.0
+    assert "link_auc" not in record["empirical_audit"]
