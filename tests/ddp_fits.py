@@ -90,8 +90,8 @@ out["GAP-node"]["cache"] = digest([model.aggregates])
 model = EdgeRand(epsilon=2.0, epochs=2)
 t, out["EdgeRand"] = fit(model)
 out["EdgeRand"]["cache"] = digest([model.noisy_edge_index])
-model = DPGNN(epsilon=None, noise_multiplier=2.0, max_degree=21, epochs=1, batch_size=128)
-t, out["DPGNN"] = fit(model)
+model = DPGNN(epsilon=None, noise_multiplier=2.0, max_degree=21, batch_size=128)
+t, out["DPGNN"] = fit(model, max_epochs=1)
 out["DPGNN"]["cache"] = digest([model.noisy_aggregate])
 
 # -- DP-SGD on a fixed global batch of 16 rows: rank r holds rows r, r+2, ...; the update's std
