@@ -36,32 +36,39 @@ def _the_graph(batch: list[Data]) -> Data:
 class _SAGEModule(StagedTrainingMixin, PrivateModule):
     """Full-batch GraphSAGE (:class:`SAGENet`) on the graph :meth:`training_edges` returns."""
 
+    #: arguments of this base that the subclass sets itself (not its hyper-parameters)
+    fixed_arguments: tuple[str, ...] = ("privacy", "epsilon")
+
     def __init__(
         self,
         privacy: str,
         epsilon: float | None,
         *,
         levels: tuple[str, ...],
-        hidden: int,
-        layers: int,
-        pre_layers: int,
-        post_layers: int,
-        jk: str,
-        dropout: float,
-        normalization: str,
-        activation: str,
-        lr: float,
-        weight_decay: float,
-        epochs: int,
-        seed: int | None,
-        num_features: int | None,
-        num_classes: int | None,
+        hidden: int = 16,
+        layers: int = 2,
+        pre_layers: int = 2,
+        post_layers: int = 1,
+        jk: str = "cat",
+        dropout: float = 0.0,
+        normalization: str = "auto",
+        activation: str = "selu",
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+        epochs: int = 100,
+        seed: int | None = None,
+        num_features: int | None = None,
+        num_classes: int | None = None,
         **privacy_options: Any,
     ) -> None:
+        """The GraphSAGE settings SAGE and EdgeRand share (documented on :class:`SAGE`)."""
         super().__init__(
             privacy, epsilon, "auto", levels=levels, lr=lr, weight_decay=weight_decay,
             **privacy_options,
         )
+        # the whole model's arguments (this frame's and the subclass's), less those the
+        # subclass fixes itself
+        self.save_hyperparameters(ignore=["levels", *self.fixed_arguments])
         for name, value, least in (("layers", layers, 1), ("epochs", epochs, 1),
                                    ("pre_layers", pre_layers, 1), ("post_layers", post_layers, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
@@ -171,31 +178,8 @@ class SAGE(_SAGEModule):
         seed: seed of the weight initialisation.
     """
 
-    def __init__(
-        self,
-        hidden: int = 16,
-        layers: int = 2,
-        pre_layers: int = 2,
-        post_layers: int = 1,
-        jk: Literal["cat", "sum", "attn"] = "cat",
-        dropout: float = 0.0,
-        normalization: str = "auto",
-        activation: str = "selu",
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
-        epochs: int = 100,
-        seed: int | None = None,
-        num_features: int | None = None,
-        num_classes: int | None = None,
-    ) -> None:
-        self.save_hyperparameters()
-        super().__init__(
-            "none", None, levels=("none",), hidden=hidden, layers=layers,
-            pre_layers=pre_layers, post_layers=post_layers, jk=jk, dropout=dropout,
-            normalization=normalization, activation=activation, lr=lr,
-            weight_decay=weight_decay, epochs=epochs, seed=seed, num_features=num_features,
-            num_classes=num_classes,
-        )
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("none", None, levels=("none",), **kwargs)
 
 
 class EdgeRand(_SAGEModule):
@@ -220,35 +204,19 @@ class EdgeRand(_SAGEModule):
     """
 
     mechanism_name = "arr"
+    fixed_arguments = ("privacy",)
 
     def __init__(
         self,
         epsilon: float = 1.0,
         edge_unit: Literal["undirected", "directed"] = "undirected",
         density_share: float = 0.1,
-        hidden: int = 16,
-        layers: int = 2,
-        pre_layers: int = 2,
-        post_layers: int = 1,
-        jk: Literal["cat", "sum", "attn"] = "cat",
-        dropout: float = 0.0,
-        normalization: str = "auto",
-        activation: str = "selu",
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
-        epochs: int = 100,
-        seed: int | None = None,
         noise_seed: int | None = None,
-        num_features: int | None = None,
-        num_classes: int | None = None,
+        **kwargs: Any,
     ) -> None:
-        self.save_hyperparameters()
         super().__init__(
-            "edge", epsilon, levels=("edge",), hidden=hidden, layers=layers,
-            pre_layers=pre_layers, post_layers=post_layers, jk=jk, dropout=dropout,
-            normalization=normalization, activation=activation, lr=lr,
-            weight_decay=weight_decay, epochs=epochs, seed=seed, num_features=num_features,
-            num_classes=num_classes, noise_seed=noise_seed, edge_unit=edge_unit,
+            "edge", epsilon, levels=("edge",), noise_seed=noise_seed, edge_unit=edge_unit,
+            **kwargs,
         )
         self.arr = AsymmetricRandomizedResponse(
             epsilon, edge_unit=edge_unit, density_share=density_share,
