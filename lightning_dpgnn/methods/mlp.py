@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch_geometric.data import Data
@@ -21,6 +21,9 @@ __all__ = ["MLP", "DPMLP"]
 class _NodeMLP(RowTrainingMixin, PrivateModule):
     """An MLP on node features trained on the training rows; evaluation on the full graph."""
 
+    #: arguments of this base that the subclass sets itself (not its hyper-parameters)
+    fixed_arguments: tuple[str, ...] = ()
+
     def __init__(
         self,
         privacy: str,
@@ -28,21 +31,25 @@ class _NodeMLP(RowTrainingMixin, PrivateModule):
         delta: float | str,
         *,
         levels: tuple[str, ...],
-        num_features: int | None,
-        num_classes: int | None,
-        hidden: int,
-        layers: int,
-        dropout: float,
-        normalization: str,
-        lr: float,
-        weight_decay: float,
-        seed: int | None,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+        hidden: int = 16,
+        layers: int = 2,
+        dropout: float = 0.0,
+        normalization: str = "none",
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+        seed: int | None = None,
         **privacy_options,
     ) -> None:
+        """The MLP settings MLP and DPMLP share (documented on each)."""
         super().__init__(
             privacy, epsilon, delta, levels=levels, lr=lr, weight_decay=weight_decay,
             **privacy_options,
         )
+        # the whole model's arguments (this frame's and the subclass's), less those the
+        # subclass fixes itself
+        self.save_hyperparameters(ignore=["levels", *self.fixed_arguments])
         self.hidden, self.layers = hidden, layers
         self.dropout, self.normalization = dropout, normalization
         self.seed = seed
@@ -106,28 +113,14 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         seed: seed of the weight initialisation.
     """
 
+    fixed_arguments = ("epsilon", "delta")
+
     def __init__(
-        self,
-        privacy: Literal["none", "edge"] = "edge",
-        num_features: int | None = None,
-        num_classes: int | None = None,
-        hidden: int = 16,
-        layers: int = 2,
-        dropout: float = 0.0,
-        normalization: str = "none",
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
-        epochs: int = 100,
-        seed: int | None = None,
+        self, privacy: Literal["none", "edge"] = "edge", epochs: int = 100, **kwargs: Any
     ) -> None:
-        self.save_hyperparameters()
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
-        super().__init__(
-            privacy, None, "auto", levels=("none", "edge"), num_features=num_features,
-            num_classes=num_classes, hidden=hidden, layers=layers, dropout=dropout,
-            normalization=normalization, lr=lr, weight_decay=weight_decay, seed=seed,
-        )
+        super().__init__(privacy, None, "auto", levels=("none", "edge"), **kwargs)
         self._staged_init()
 
     def configure_stages(self) -> list[Stage]:
@@ -158,6 +151,8 @@ class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
             fit runs as long as the trainer says and the spend is reported, not capped).
         epochs: DP-SGD epochs the calibration plans for; the model stops itself there.
         batch_size: expected Poisson batch size; max_grad_norm: clipping norm C.
+        hidden, layers, dropout, lr, weight_decay: MLP shape and DP-Adam settings, as
+            :class:`MLP`'s (keyword arguments).
         normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm is rejected;
             ``"auto"``, as GAP's at node level, is none).
         seed: seed of the weight initialisation (never of privacy noise).
@@ -166,34 +161,25 @@ class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
         log_private_metrics: log ``val/*`` on private labels during the fit.
     """
 
+    fixed_arguments = ("privacy",)
+
     def __init__(
         self,
         epsilon: float | None = 8.0,
         delta: float | str = "auto",
-        num_features: int | None = None,
-        num_classes: int | None = None,
-        hidden: int = 16,
-        layers: int = 2,
-        dropout: float = 0.0,
-        normalization: str = "none",
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
         epochs: int = 10,
         batch_size: int = 256,
         max_grad_norm: float = 1.0,
         noise_multiplier: float | None = None,
-        seed: int | None = None,
         noise_seed: int | None = None,
         log_private_metrics: bool = False,
+        **kwargs: Any,
     ) -> None:
-        self.save_hyperparameters()
         self.check_noise_arguments(epsilon, noise_multiplier)
         self.phase = DPSGDPhase("mlp/dpsgd", epochs, batch_size, max_grad_norm)
         super().__init__(
-            "node", epsilon, delta, levels=("node",), num_features=num_features,
-            num_classes=num_classes, hidden=hidden, layers=layers, dropout=dropout,
-            normalization=normalization, lr=lr, weight_decay=weight_decay, seed=seed,
-            noise_seed=noise_seed, log_private_metrics=log_private_metrics,
+            "node", epsilon, delta, levels=("node",), noise_seed=noise_seed,
+            log_private_metrics=log_private_metrics, **kwargs,
         )
         self.noise_multiplier = noise_multiplier
 

@@ -206,3 +206,32 @@ def test_a_card_that_states_another_guarantee_is_refused(gap_edge, tmp_path):
 def test_a_missing_folder_is_named_as_such(tmp_path):
     with pytest.raises(FileNotFoundError, match="no published model folder"):
         GAP.from_pretrained(tmp_path / "nothing-here")
+
+
+@pytest.mark.parametrize(
+    "build, expected",
+    [
+        (
+            lambda: GAP(privacy="edge", epsilon=2.0, lr=0.05, max_degree=7, edge_unit="directed"),
+            {"lr": 0.05, "max_degree": 7, "edge_unit": "directed", "hops": 2, "epsilon": 2.0},
+        ),
+        (
+            lambda: __import__("lightning_dpgnn").DPMLP(epsilon=4.0, hidden=8, batch_size=64),
+            {"hidden": 8, "batch_size": 64, "epsilon": 4.0},
+        ),
+        (
+            lambda: __import__("lightning_dpgnn").EdgeRand(epsilon=3.0, layers=3, lr=0.02),
+            {"layers": 3, "lr": 0.02, "epsilon": 3.0, "density_share": 0.1},
+        ),
+    ],
+)
+def test_config_keeps_the_settings_a_method_forwards_to_its_base(build, expected):
+    """GAP, DPMLP and EdgeRand take their shared settings as ``**kwargs`` (PyG style): the
+    published config must still hold them, or a loaded model rebuilds with the defaults."""
+    from lightning_dpgnn.zoo.hub import model_config
+
+    model = build()
+    config = model_config(model)
+    assert {k: config[k] for k in expected} == expected
+    rebuilt = type(model)(**config)
+    assert dict(rebuilt.hparams) == dict(model.hparams)
