@@ -95,7 +95,7 @@ def summarize(path: Path = OUT) -> str:
     lines = [
         "# Parity with the reference implementation (issue 13)",
         "",
-        f"Command: `{rows[0]['command'] if rows else ''}`",
+        "Commands: " + "; ".join(f"`{c}`" for c in sorted({r["command"] for r in rows})),
         "",
         "Test accuracy %, mean over seeds with 95% bootstrap CI; the reference is the mean of 5",
         "repeats of the authors' code with its defaults. Edge level: directed unit, delta 1e-7.",
