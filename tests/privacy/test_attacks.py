@@ -420,3 +420,24 @@ def test_predict_is_transductive_unless_the_graph_is_marked_inductive(tmp_path):
     same_size.inductive = True
     model.predict_step(same_size, 0)
     assert model.pma.calls == 4 and model.accountant.total_count("pma") == 2
+
+
+@pytest.mark.parametrize(
+    "model_args, output",
+    [
+        (("--model=lightning_dpgnn.DPGNN", "--model.epsilon=4", "--model.epochs=1",
+          "--model.max_degree=21", "--model.batch_size=500"), "noisy_aggregate"),
+        (("--model=lightning_dpgnn.EdgeRand", "--model.epsilon=2", "--model.epochs=1"),
+         "noisy_edge_index"),
+    ],
+)
+def test_the_baselines_releases_are_not_replayed_by_the_public_seed(capsys, model_args, output):
+    """The DPGNN and EdgeRand recipes fix ``seed_everything: 0`` too: two CLI fits under the
+    same public seed release different cached outputs (DPGNN's noisy inference aggregate,
+    EdgeRand's randomized graph), so replaying the recipe reproduces neither."""
+    a, b = _cli_fit([], model_args), _cli_fit([], model_args)
+    out_a, out_b = getattr(a, output), getattr(b, output)
+    assert out_a is not None and out_b is not None
+    assert out_a.shape != out_b.shape or not torch.equal(out_a, out_b)
+    for m in (a, b):
+        assert not m.privacy_spent().reproducible_noise
