@@ -203,28 +203,12 @@ def _class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def init_arguments(cls: type) -> set[str]:
-    """Names ``cls(...)`` accepts: its ``__init__``'s, and where that forwards ``**kwargs`` to
-    its bases (PyG style: GAP -> AggregationPerturbationModule), theirs too."""
-    import inspect
-
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        params = inspect.signature(init).parameters.values()
-        names |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
-            break
-    names.discard("self")
-    return names
-
-
 def model_config(model: PrivateModule) -> dict[str, Any]:
     """The hyper-parameters that rebuild ``model``: its ``__init__`` arguments as the fit left
     them (public sizes and the calibrated noise multiplier included), JSON-ready."""
     config = {}
+    from lightning_dpgnn._init_args import init_arguments
+
     accepted = init_arguments(type(model))
     for k, v in dict(model.hparams).items():
         if k not in accepted:

@@ -15,7 +15,6 @@ through Lightning (the attack math itself is in :mod:`~lightning_dpgnn.attacks.m
 from __future__ import annotations
 
 import copy
-import inspect
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ import lightning as L
 import torch
 from torch_geometric.data import Data
 
+from .._init_args import init_arguments
 from ..data import NodeDataModule
 from .link_stealing import posterior_similarity_attack
 from .membership import AttackAUC, membership_attack
@@ -55,7 +55,7 @@ def predict_posteriors(model: L.LightningModule, data: Data) -> torch.Tensor:
 
 def fresh_copy(model: L.LightningModule) -> L.LightningModule:
     """An untrained model of ``model``'s class with its hyper-parameters (the shadow)."""
-    params = inspect.signature(type(model).__init__).parameters
+    params = init_arguments(type(model))  # forwarded **kwargs included
     kwargs = {k: copy.deepcopy(v) for k, v in model.hparams.items() if k in params}
     return type(model)(**kwargs)
 
