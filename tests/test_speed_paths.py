@@ -104,3 +104,50 @@ def test_the_edge_range_check_is_redone_after_an_in_place_edit():
         sum_aggregate(x, edge_index, 3)
     with pytest.raises(ValueError, match="outside"):
         sum_aggregate(torch.ones(2, 2), torch.tensor([[0], [1]]).clone().fill_(5), 2)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: GAP(privacy="edge", epsilon=1.0, hops=2, hidden=8, encoder_epochs=3,
+                    classifier_epochs=3, noise_seed=0, seed=0),
+        lambda: ProGAP(privacy="edge", epsilon=1.0, depth=2, hidden=8, epochs_per_stage=3,
+                       noise_seed=0, seed=0),
+        lambda: GAP(privacy="node", epsilon=8.0, hops=1, hidden=8, encoder_epochs=2,
+                    classifier_epochs=2, batch_size=64, max_degree=50, noise_seed=0, seed=0),
+    ],
+    ids=["gap-edp", "progap-edp", "gap-ndp"],
+)
+def test_sparse_features_give_the_fit_of_the_dense_ones(one_hot_dm, make_trainer, make):
+    """The FB-scale readers keep one-hot features as sparse COO: filtered by class, split,
+    gathered per split (CSR, or dense Poisson batches under DP-SGD), they give the fit of the
+    same features dense."""
+    dense = one_hot_dm.data.clone()
+    for key in ("train_mask", "val_mask", "test_mask"):
+        del dense[key]
+    small = (dense.y == 4) & (torch.arange(dense.num_nodes) % 2 == 0)
+    dense.y = torch.where(small, 3, dense.y)  # class 4 now the smallest
+    counts = torch.bincount(dense.y)
+    sparse = dense.clone()
+    sparse.x = dense.x.to_sparse()
+    runs = []
+    # the smallest class is filtered out (node level: declared public classes instead)
+    kwargs = {"min_class_size": int(counts.min()) + 1}
+    if make().privacy == "node":
+        kwargs = {"classes": [0, 1, 2, 3], "min_class_size": 0}
+    for data in (dense, sparse):
+        dm = NodeDataModule.from_data(data, seed=0, **kwargs)
+        model = make()
+        trainer = make_trainer()
+        trainer.fit(model, dm)
+        acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+        model.eval()
+        with torch.no_grad():
+            logits = model._logits(dm.data)
+        runs.append((dm.data, logits, acc))
+    (d0, l0, a0), (d1, l1, a1) = runs
+    assert d1.x.layout == torch.sparse_coo and d0.num_nodes == d1.num_nodes
+    assert d1.num_nodes < dense.num_nodes or "classes" in kwargs  # sparse rows were filtered
+    assert torch.equal(d1.x.to_dense(), d0.x) and torch.equal(d1.train_mask, d0.train_mask)
+    torch.testing.assert_close(l1, l0, atol=1e-5, rtol=1e-5)
+    assert a1 == pytest.approx(a0, abs=1e-6)

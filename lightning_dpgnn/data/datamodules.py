@@ -424,9 +424,17 @@ class NodeDataModule(L.LightningDataModule):
             self._load_raw()
 
     def setup(self, stage: str | None = None) -> None:
-        """Load, preprocess and split the graph (once; later calls are no-ops)."""
+        """Load, preprocess and split the graph (once; later calls are no-ops). Sparse
+        features (FB-scale readers) are densified for a model that does not read them sparse
+        (no ``sparse_features = True``: GNN, SAGE, DPGNN, PGC, LPGNN)."""
         if self._data is None:
             self._data = self.preprocess(self._load_raw())
+        trainer = getattr(self, "trainer", None)
+        model = trainer.lightning_module if trainer is not None else None
+        x = getattr(self._data, "x", None)
+        sparse = x is not None and x.layout != torch.strided
+        if sparse and model is not None and not getattr(model, "sparse_features", False):
+            self._data.x = x.to_dense()
 
     # ---------------------------------------------------------------- properties
     @property

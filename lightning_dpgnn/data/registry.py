@@ -165,10 +165,7 @@ def _facebook100_merged_loader(
     spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any
 ):
     _no_kwargs(spec, kw)
-    data = readers.read_facebook100_merged(raw, processed, target)
-    files = sorted(Path(raw).glob("*.mat"))  # the reader's order
-    data.node_id, data.label_values = _facebook100_identity(files, target)
-    return data
+    return readers.read_facebook100_merged(raw, processed, target)  # with node_id, label_values
 
 
 def _reddit_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):

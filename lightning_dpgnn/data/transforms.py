@@ -28,6 +28,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
+from ..nn.mlp import dense_features, select_rows
 from .errors import DataError, EmptyDatasetError, InvalidFeaturesError, InvalidSplitError
 
 __all__ = [
@@ -104,16 +105,32 @@ def _node_ids(data: Data) -> Tensor:
     return node_id
 
 
+_ROW = "sparse_x_row"  # a node attribute that follows the nodes a sub-graph transform keeps
+
+
 def _without_label_values(data: Data, fn: Callable[[Data], Data]) -> Data:
     """Run a sub-graph transform with the graph-level ``label_values`` set aside (PyG would take a
-    ``[c]`` tensor for a node or edge attribute when ``c`` equals the node or edge count)."""
+    ``[c]`` tensor for a node or edge attribute when ``c`` equals the node or edge count), and
+    with sparse features ``x`` (which torch cannot index by node) set aside too: their kept rows
+    are selected afterwards, by the node positions the transform kept."""
     values = getattr(data, "label_values", None)
-    if values is None:
+    x = getattr(data, "x", None)
+    sparse = x is not None and x.layout != torch.strided
+    if values is None and not sparse:
         return fn(data)
     data = copy.copy(data)
-    del data.label_values
+    if values is not None:
+        del data.label_values
+    if sparse:
+        num_nodes = int(data.num_nodes)
+        del data.x
+        data[_ROW] = torch.arange(num_nodes)
     out = fn(data)
-    out.label_values = values
+    if values is not None:
+        out.label_values = values
+    if sparse:
+        out.x = select_rows(x, out[_ROW])
+        del out[_ROW]
     return out
 
 
@@ -154,6 +171,7 @@ def check_features(data: Data, name: str = "dataset") -> None:
         return
     if bool(torch.isfinite(x.sum())):  # one fast pass: NaN and inf propagate into the sum
         return
+    x = dense_features(x)
     bad = ~torch.isfinite(x)
     if bool(bad.any()):
         rows = bad.any(dim=1).nonzero().view(-1) if x.dim() == 2 else bad.nonzero().view(-1)
@@ -488,7 +506,7 @@ class ScaleFeatures(BaseTransform):
 
     def forward(self, data: Data) -> Data:
         check_features(data, "ScaleFeatures input")
-        x = data.x.float()
+        x = dense_features(data.x).float()
         if self.bounds is not None:
             lo_b, hi_b = self.bounds
             if (lo_b, hi_b) == (self.alpha, self.beta):  # the identity map: clamp only

@@ -65,6 +65,7 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
     """
 
     mechanism_name = "aggregation"
+    sparse_features = False  # concatenates x with its aggregate: dense features
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ from torch_geometric.data import Data
 
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import MLP as MLPBlock
-from ..nn.mlp import resolve_normalization
+from ..nn.mlp import resolve_normalization, select_rows
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
 from .rows import OnePhaseDPSGDMixin, RowTrainingMixin
@@ -195,4 +195,4 @@ class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         m = data.train_mask
-        return self.rows_loader((data.x[m], data.y[m]), self.phase)
+        return self.rows_loader((select_rows(data.x, m), data.y[m]), self.phase)

@@ -309,7 +309,7 @@ class ProGAP(AggregationPerturbationModule):
         if stage_index >= 1 and len(self.aggregates) < stage_index:
             graph = self._graph
             gen = self.noise_generator(stage_index)
-            inputs = [graph.x, *self.aggregates]
+            inputs = [self._sparse_as_csr(graph.x), *self.aggregates]
             self.aggregates.append(
                 self.run_once(lambda: self._nap(inputs, graph, self.accountant, gen))
             )

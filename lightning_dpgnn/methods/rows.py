@@ -17,7 +17,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 
-from ..nn.mlp import compact_features
+from ..nn.mlp import compact_features, select_rows
 from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward, row_loader
 from .base import AccountingError, accuracy, cross_entropy
 
@@ -36,6 +36,11 @@ class RowTrainingMixin:
     their loaders with :meth:`rows_loader` and their optimizers with :meth:`dp_optimizer`, and
     compute the loss of a batch with :meth:`_rows_step`.
     """
+
+    #: the model reads sparse COO features (``data.x`` kept sparse by the reader, FB-scale):
+    #: rows are gathered as COO, compacted to CSR for full-batch steps and densified per
+    #: Poisson batch for DP-SGD; a datamodule densifies ``x`` for a model that says ``False``
+    sparse_features: bool = True
 
     #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none); with
     #: ghost clipping, :meth:`backward` clips through it
@@ -81,7 +86,7 @@ class RowTrainingMixin:
         cached = cache.get(split)
         if cached is None or cached[0] != cache_key:
             m = getattr(data, f"{split}_mask")
-            rows = tuple(t[m] for t in tensors())
+            rows = tuple(select_rows(t, m) for t in tensors())  # sparse features too
             if compact:
                 rows = tuple(compact_features(r) for r in rows)
             cache[split] = (cache_key, (*rows, data.y[m]))
@@ -97,6 +102,11 @@ class RowTrainingMixin:
         if cached is None or cached[0] is not x:
             self._features_cache = (x, compact_features(x))
         return self._features_cache[1]
+
+    def _sparse_as_csr(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` for an eval-mode forward pass: sparse COO features as their cached CSR copy
+        (what the first linear layer takes), dense features as they are."""
+        return self._input_features(x) if x.layout == torch.sparse_coo else x
 
     def rows_loader(
         self, rows: tuple[torch.Tensor, ...], phase: DPSGDPhase | None = None

@@ -12,6 +12,8 @@ __all__ = [
     "make_norm",
     "resolve_normalization",
     "compact_features",
+    "select_rows",
+    "dense_features",
     "sparse_linear",
     "NORMALIZATIONS",
     "ORDERS",
@@ -54,6 +56,10 @@ def compact_features(
     columns, ~5 non-zeros per row) the CSR product is ~15x cheaper. Only full-batch, non-DP-SGD
     paths use it: Opacus computes per-sample gradients from dense activations.
     """
+    if x.layout == torch.sparse_coo:  # features kept sparse by the reader (FB-scale)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+            return x.coalesce().to_sparse_csr()
     if x.layout != torch.strided or x.dim() != 2 or not x.is_floating_point():
         return x
     if x.size(1) < min_width or int(torch.count_nonzero(x)) > max_density * x.numel():
@@ -61,6 +67,30 @@ def compact_features(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
         return x.to_sparse_csr()
+
+
+def select_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``x[rows]`` for a dense tensor or a sparse COO feature matrix (which torch cannot index
+    with a mask): ``rows`` is a boolean mask or an index; the result keeps ``x``'s layout, and
+    ``select_rows(x, m).to_dense() == x.to_dense()[m]``."""
+    if x.layout != torch.sparse_coo:
+        return x[rows]
+    if rows.dtype != torch.bool:
+        return x.index_select(0, rows.to(torch.long))
+    x = x.coalesce()
+    r, c = x.indices()
+    keep = rows[r]
+    new_row = torch.cumsum(rows, 0) - 1
+    indices = torch.stack([new_row[r[keep]], c[keep]])
+    size = (int(rows.sum()), *x.shape[1:])
+    return torch.sparse_coo_tensor(
+        indices, x.values()[keep], size, is_coalesced=True, check_invariants=False
+    )
+
+
+def dense_features(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as a dense tensor (sparse features densified; dense ones returned as they are)."""
+    return x.to_dense() if x.layout != torch.strided else x
 
 
 def _transposed(x: torch.Tensor) -> torch.Tensor:

@@ -452,14 +452,19 @@ class _Rows(torch.utils.data.Dataset):
 
     def __getitems__(self, idx: list[int]):
         if len(idx) == len(self) and (not idx or (idx[0] == 0 and idx[-1] == len(self) - 1)):
-            return self.tensors  # the full batch: no copy
+            return tuple(  # the full batch: no copy (sparse COO features: dense rows)
+                t.to_dense() if t.layout == torch.sparse_coo else t for t in self.tensors
+            )
         index = torch.as_tensor(idx, dtype=torch.long)
         return tuple(_take_rows(t, index) for t in self.tensors)
 
 
 def _take_rows(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Rows ``index`` of ``t``; sparse CSR rows (wide one-hot features, e.g. one rank's shard
-    of a full batch under DDP) through COO, which supports row selection."""
+    of a full batch under DDP) through COO, which supports row selection; sparse COO rows
+    (features kept sparse by the reader) come back dense, as per-sample gradients need."""
+    if t.layout == torch.sparse_coo:
+        return t.index_select(0, index).to_dense()
     if t.layout == torch.sparse_csr:
         return t.to_sparse_coo().index_select(0, index).to_sparse_csr()
     return t[index]

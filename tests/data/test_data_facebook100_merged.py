@@ -51,9 +51,50 @@ def test_schools_are_stacked_block_diagonally_without_high_school(two_schools, t
     assert pairs == {(0, 1), (1, 0), (1, 2), (2, 1), (4, 5), (5, 4), (3, 5), (5, 3)}
     # features: status {1, 2} + gender {1, 2} one-hots; no high-school block
     assert data.num_features == 4
-    assert torch.equal(data.x.sum(1), torch.tensor([2.0, 2.0, 2.0, 2.0, 1.0, 2.0]))
+    assert data.x.layout == torch.sparse_coo and data.x.dtype == torch.float32
+    x = data.x.to_dense()
+    assert torch.equal(x.sum(1), torch.tensor([2.0, 2.0, 2.0, 2.0, 1.0, 2.0]))
     again = load_dataset("fb-100", root=two_schools, target="year", cache_dir=tmp_path)
-    assert torch.equal(again.x, data.x) and torch.equal(again.edge_index, data.edge_index)
+    assert torch.equal(again.x.to_dense(), x) and torch.equal(again.edge_index, data.edge_index)
+    assert torch.equal(again.node_id, data.node_id) and torch.equal(again.y, data.y)
+
+
+def _dense_reference(folder: Path, target: str):
+    """The merged graph computed the straightforward way: dense one-hot features over the
+    codes pooled across schools, edges of every school's ``A`` restricted to the kept nodes."""
+    t = FACEBOOK100_COLUMNS.index(target)
+    infos, edges, offset = [], set(), 0
+    for f in sorted(folder.glob("*.mat")):
+        mat = scipy.io.loadmat(str(f))
+        info = np.asarray(mat["local_info"], dtype=np.int64)
+        keep = info[:, t] != 0
+        a = np.asarray(mat["A"].todense())[keep][:, keep]
+        edges |= {(int(u) + offset, int(v) + offset) for u, v in zip(*np.nonzero(a))}
+        infos.append(info[keep])
+        offset += int(keep.sum())
+    info = np.concatenate(infos)
+    blocks = []
+    for j, name in enumerate(FACEBOOK100_COLUMNS):
+        if j == t or name == "high_school":
+            continue
+        values = np.unique(info[:, j][info[:, j] != 0])
+        blocks.append((info[:, j][:, None] == values[None, :]).astype(np.float32))
+    y = np.unique(info[:, t], return_inverse=True)[1]
+    return torch.from_numpy(np.concatenate(blocks, axis=1)), edges, torch.from_numpy(y)
+
+
+@pytest.mark.parametrize("target", ["year", "gender"])
+def test_sparse_csr_cache_equals_the_dense_computation(two_schools, tmp_path, target):
+    x, edges, y = _dense_reference(two_schools / "facebook100", target)
+    for _ in range(2):  # the fresh build, then the memory-mapped cache
+        data = load_dataset("facebook100/all", root=two_schools, target=target, cache_dir=tmp_path)
+        assert torch.equal(data.x.to_dense(), x)
+        assert {tuple(e) for e in data.edge_index.t().tolist()} == edges
+        assert data.edge_index.size(1) == len(edges) and data.edge_index.dtype == torch.long
+        assert torch.equal(data.y, y)
+    cache = next((tmp_path / "processed").glob("facebook100-all-*"))
+    stored = torch.load(next(cache.glob("merged-*.pt")), weights_only=True)
+    assert stored["col"].dtype == torch.int32 and stored["feat_col"].dtype == torch.int32
 
 
 def test_missing_folder_is_a_clear_error(tmp_path):
