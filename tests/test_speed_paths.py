@@ -151,3 +151,25 @@ def test_sparse_features_give_the_fit_of_the_dense_ones(one_hot_dm, make_trainer
     assert torch.equal(d1.x.to_dense(), d0.x) and torch.equal(d1.train_mask, d0.train_mask)
     torch.testing.assert_close(l1, l0, atol=1e-5, rtol=1e-5)
     assert a1 == pytest.approx(a0, abs=1e-6)
+
+
+def test_node_subgraph_equals_pyg_subgraph():
+    from torch_geometric.data import Data
+
+    from lightning_dpgnn.data.transforms import node_subgraph
+
+    g = torch.Generator().manual_seed(0)
+    n, e = 50, 300
+    data = Data(
+        x=torch.randn(n, 4, generator=g), y=torch.randint(0, 3, (n,), generator=g),
+        edge_index=torch.randint(0, n, (2, e), generator=g),
+        edge_attr=torch.randn(e, 2, generator=g), node_id=torch.arange(n) * 7,
+    )  # fmt: skip
+    keep = torch.rand(n, generator=g) < 0.6
+    fast, ref = node_subgraph(data, keep), data.subgraph(keep)
+    assert set(fast.keys()) == set(ref.keys()) and fast.num_nodes == ref.num_nodes
+    for key in ref.keys():
+        assert torch.equal(fast[key], ref[key]), key
+    sparse = data.clone()
+    sparse.x = data.x.to_sparse()
+    assert torch.equal(node_subgraph(sparse, keep).x.to_dense(), ref.x)
