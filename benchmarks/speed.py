@@ -98,7 +98,10 @@ def load() -> list[float]:
 
 def child(args: list[str], timeout: float = 1800) -> tuple[dict, float]:
     """Run ``speed.py --child ARGS`` in a fresh interpreter; its JSON result and wall time."""
+    import resource
+
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, str(HERE), "--child", *args],
@@ -108,7 +111,10 @@ def child(args: list[str], timeout: float = 1800) -> tuple[dict, float]:
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"child {args} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    return json.loads(lines[-1]), wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
+    # the whole process's CPU time: on a loaded machine the steadier figure than its wall time
+    return {**json.loads(lines[-1]), "process_cpu_s": round(cpu, 3)}, wall
 
 
 def record(target: str, value: float, unit: str, runs: list[dict], **extra) -> None:
@@ -502,16 +508,22 @@ def summarize(path: Path = OUT) -> str:
         "load average before each run (2 cores shared with other jobs: above ~2 the machine is",
         "oversubscribed and wall times stretch).",
         "",
-        "| target | measured | target | met | runs | load (1 min) | command |",
-        "|---|---|---|---|---|---|---|",
+        "`CPU` is the median CPU time of the same runs (fit + test in process, or the whole",
+        "process): what the wall time would be on an idle core, one thread.",
+        "",
+        "| target | measured | CPU | target | met | runs | load (1 min) | command |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, r in latest.items():
         limit = "" if r["limit"] is None else f"< {r['limit']:g} {r['unit']}"
         met = "" if r["met"] is None else ("yes" if r["met"] else "no")
         loads = ", ".join(f"{run['load'][0]:g}" for run in r["runs"] if "load" in run)
+        key = "fit_test_cpu_s" if "fit+test" in name else "process_cpu_s"
+        cpus = [run[key] for run in r["runs"] if key in run]
+        cpu = f"{median(cpus):.2f} s" if cpus and r["unit"] == "s" else ""
         lines.append(
-            f"| {name} | {r['value']:.2f} {r['unit']} | {limit} | {met} | {len(r['runs'])} | "
-            f"{loads} | `{r['command']}` |"
+            f"| {name} | {r['value']:.2f} {r['unit']} | {cpu} | {limit} | {met} | "
+            f"{len(r['runs'])} | {loads} | `{r['command']}` |"
         )
     return "\n".join(lines) + "\n"
 

@@ -173,3 +173,29 @@ def test_node_subgraph_equals_pyg_subgraph():
     sparse = data.clone()
     sparse.x = data.x.to_sparse()
     assert torch.equal(node_subgraph(sparse, keep).x.to_dense(), ref.x)
+
+
+@pytest.mark.parametrize("bounds", [(0.0, 1.0), (0.1, 0.9)])
+def test_ldp_input_check_counts_what_float64_counts(bounds):
+    """The input check compares in x's dtype when the bounds are exact in it (no float64
+    copy): the clipped-value count of the warning is the float64 count, NaN still refused."""
+    import warnings
+
+    from lightning_dpgnn.privacy.ldp import MultiBit
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(300, 40, generator=g) * 1.2 - 0.1
+    lo, hi = bounds
+    expected = int(((x.double() < lo) | (x.double() > hi)).sum())
+    mech = MultiBit(1.0, alpha=lo, beta=hi)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mech.encode(x, torch.Generator().manual_seed(1))
+    assert any(f"{expected} of {x.numel()} input values" in str(w.message) for w in caught)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mech.encode(x.clamp(lo, hi), torch.Generator().manual_seed(1))
+    assert not any("outside the feature range" in str(w.message) for w in caught)
+    x[3, 5] = float("nan")
+    with pytest.raises(ValueError, match="1 NaN"):
+        mech.encode(x)

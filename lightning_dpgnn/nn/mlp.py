@@ -49,7 +49,8 @@ def make_norm(kind: str, dim: int, groups: int = 4) -> nn.Module:
 def compact_features(
     x: torch.Tensor, *, max_density: float = 0.05, min_width: int = 256
 ) -> torch.Tensor:
-    """A sparse CSR copy of a wide, mostly-zero feature matrix (one-hot codes), else ``x``.
+    """A sparse CSR copy of a wide, mostly-zero feature matrix (one-hot codes), else ``x``;
+    sparse COO features (kept sparse by the FB-scale reader) always become CSR.
 
     An :class:`MLP` whose first layer is linear gives the same output (to float rounding) on
     either form, and the same weight gradient; on Facebook100's one-hot features (2190-4714

@@ -175,11 +175,19 @@ class FeatureRandomizer(ABC):
             raise TypeError(f"{self.name}: x must be a real-valued tensor, got {x.dtype}")
         a, b = self._bounds(x)
         rows = x.reshape(-1, x.shape[-1])
+        dtype = torch.float64
+        if x.is_floating_point() and all(bool((v.to(x.dtype).double() == v).all()) for v in (a, b)):
+            dtype = x.dtype  # bounds exact in x's dtype: the same comparisons, no float64 copy
+        a, b = a.to(dtype), b.to(dtype)
         nan = outside = 0
         for sl in _row_chunks(rows.shape[0], rows.shape[1]):
-            xc = rows[sl].to(torch.float64)
-            nan += int(torch.isnan(xc).sum().item())
-            outside += int(((xc < a) | (xc > b)).sum().item())
+            xc = rows[sl].to(dtype)
+            if xc.numel():  # one pass when all is well (a NaN makes the comparisons False)
+                lo, hi = torch.aminmax(xc) if a.ndim == 0 else torch.aminmax(xc, dim=0)
+                if bool((lo >= a).all()) and bool((hi <= b).all()):
+                    continue
+            nan += int(torch.count_nonzero(torch.isnan(xc)))
+            outside += int(torch.count_nonzero((xc < a) | (xc > b)))
         if nan:
             raise ValueError(f"{self.name}: x contains {nan} NaN value(s)")
         if outside:

@@ -101,7 +101,7 @@ class LocalCollection:
 
 def _compact(codes: torch.Tensor) -> torch.Tensor:
     """Store sparse codes (multi-bit sends ``m << d`` non-zeros) as a sparse tensor."""
-    nnz = int((codes != 0).sum())
+    nnz = int(torch.count_nonzero(codes))
     if nnz * 17 < codes.numel():  # int64 index pair + int8 value per non-zero
         return codes.to_sparse()
     return codes
