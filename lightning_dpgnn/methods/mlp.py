@@ -71,8 +71,7 @@ class _NodeMLP(RowTrainingMixin, PrivateModule):
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if self.mlp is None:
-            with self.seeded(self.seed):
-                self._build(data.num_features, self._num_classes(data))
+            self.build_for(data, self.seed)
         self.resolve_delta(data)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -118,8 +118,7 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if self.net is None:
-            with self.seeded(self.seed):
-                self._build(data.num_features, self._num_classes(data))
+            self.build_for(data, self.seed)
         self.resolve_delta(data)
         if stage == "fit":
             StagedTrainingMixin.setup(self, stage)
