@@ -129,9 +129,6 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         _NodeMLP.setup(self, stage)
         StagedTrainingMixin.setup(self, stage)
 
-    def stage_optimizer(self, stage_index: int):
-        return self.adam(self.parameters())
-
     def loaders_change_within_stage(self) -> bool:
         return False  # one full batch of cached rows
 

@@ -126,9 +126,6 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
     def configure_stages(self) -> list[Stage]:
         return [Stage("sage", self.hparams.epochs, ("net",))]
 
-    def stage_optimizer(self, stage_index: int):
-        return self.adam(self.net.parameters())
-
     def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
         return DataLoader([data], batch_size=1, collate_fn=_the_graph)
 
