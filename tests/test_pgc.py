@@ -145,3 +145,18 @@ def test_model_reads_no_raw_features_after_collection(ldp_dm, make_trainer):
     saved, data.x = data.x, torch.full_like(data.x, float("nan"))
     assert torch.equal(trainer.predict(model, ldp_dm)[0], probs)
     data.x = saved
+
+
+@pytest.mark.parametrize("cls", [PGC, PGCLinkPrediction])
+def test_checkpoint_restores_the_collection_and_the_settings(cls, ldp_dm, make_trainer, tmp_path):
+    # the settings a PGC model forwards to its base (mechanism, lr, ...) come back, and the
+    # checkpoint's hyper-parameters are only arguments the model takes
+    model = cls(x_eps=4.0, mechanism="piecewise", lr=0.02, noise_seed=0)
+    trainer = make_trainer(max_epochs=1)
+    trainer.fit(model, ldp_dm)
+    trainer.save_checkpoint(tmp_path / "pgc.ckpt")
+    loaded = cls.load_from_checkpoint(tmp_path / "pgc.ckpt")
+    assert dict(loaded.hparams) == dict(model.hparams)
+    assert loaded.collector.mechanism == "piecewise" and loaded.lr == 0.02
+    assert torch.equal(loaded.received_features(), model.received_features())
+    assert loaded.privacy_spent() == model.privacy_spent()
