@@ -200,8 +200,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if not self._is_built():
-            with self.seeded(self.seed):
-                self._build(data.num_features, self._num_classes(data))
+            self.build_for(data, self.seed)
         self._graph = self._private_graph(data)
         self.resolve_delta(self._graph)
         n_train = int(data.train_mask.sum())

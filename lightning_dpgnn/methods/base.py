@@ -308,6 +308,17 @@ class PrivateModule(
             torch.manual_seed(int(seed))
             yield
 
+    # -- the networks, built from public sizes -------------------------------------------------
+    def _build(self, num_features: int, num_classes: int) -> None:
+        """Create the networks for ``num_features`` inputs and ``num_classes`` classes."""
+        raise NotImplementedError
+
+    def build_for(self, data: Data, seed: int | None = None) -> None:
+        """:meth:`_build` for ``data``'s feature width and public number of classes
+        (:meth:`_num_classes`), the weights initialised under ``seed`` (:meth:`seeded`)."""
+        with self.seeded(seed):
+            self._build(data.num_features, self._num_classes(data))
+
     # -- one draw for the whole process group (invariant 5) ------------------------------------
     def run_once(self, mechanism: Callable[[], T]) -> T:
         """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
