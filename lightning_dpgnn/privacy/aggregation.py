@@ -237,6 +237,18 @@ class GaussianAggregation:
         """Noise standard deviation ``noise_multiplier * sensitivity``."""
         return self.noise_multiplier * self.sensitivity
 
+    def _check_accountant(self, accountant: PrivacyAccountant) -> None:
+        if accountant is None or not callable(getattr(accountant, "add_gaussian", None)):
+            raise TypeError(
+                f"{self.name}: an accountant (PrivacyAccountant) is required: every private "
+                "aggregation must be recorded"
+            )
+        if getattr(accountant, "level", None) == "node" and self.level == "edge":
+            raise ValueError(
+                f"{self.name}: an edge-level aggregation cannot be recorded on a node-level "
+                "accountant (its sensitivity is only valid for edge-level adjacency)"
+            )
+
     def check_degrees(self, edge_index: torch.Tensor, num_nodes: int) -> None:
         """Node level: raise unless max in-degree and max out-degree are both <= D."""
         if self.level != "node":
@@ -252,6 +264,16 @@ class GaussianAggregation:
                 "degree (a node's features must enter at most D aggregates for the sqrt(D) "
                 "sensitivity to hold)"
             )
+
+    def check_input(self, x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> None:
+        """Refuse what the sensitivity does not cover: non-float or non-finite ``x``, a
+        malformed graph, and (node level) degrees above ``D``."""
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"{self.name}: x must be a floating-point tensor")
+        _check_graph(x, edge_index, int(num_nodes))
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{self.name}: x contains NaN or infinite values")
+        self.check_degrees(edge_index, int(num_nodes))
 
     def __call__(
         self,
@@ -269,27 +291,29 @@ class GaussianAggregation:
         larger share of the budget). Records one Gaussian entry on ``accountant`` (required)
         per call, at the multiplier actually used.
         """
-        if accountant is None or not callable(getattr(accountant, "add_gaussian", None)):
-            raise TypeError(
-                f"{self.name}: an accountant (PrivacyAccountant) is required: every private "
-                "aggregation must be recorded"
-            )
-        if getattr(accountant, "level", None) == "node" and self.level == "edge":
-            raise ValueError(
-                f"{self.name}: an edge-level aggregation cannot be recorded on a node-level "
-                "accountant (its sensitivity is only valid for edge-level adjacency)"
-            )
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            raise TypeError(f"{self.name}: x must be a floating-point tensor")
+        self._check_accountant(accountant)
         num_nodes = int(num_nodes)
-        _check_graph(x, edge_index, num_nodes)
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{self.name}: x contains NaN or infinite values")
+        self.check_input(x, edge_index, num_nodes)
+        return self.perturb(sum_aggregate(normalize_rows(x), edge_index, num_nodes), accountant,
+                            generator, scale)
+
+    def perturb(
+        self,
+        agg: torch.Tensor,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None = None,
+        scale: float = 1.0,
+    ) -> torch.Tensor:
+        """The noise of one call on an aggregate computed elsewhere: ``agg + N(0, (scale *
+        std)^2)``, recorded on ``accountant``. ``agg`` must be ``A^T normalize_rows(x)`` of the
+        graph whose degrees :meth:`check_degrees` accepted — e.g. assembled from the edge
+        partitions of a distributed aggregation
+        (:func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`); :meth:`__call__`
+        is the one-process path."""
+        self._check_accountant(accountant)
         scale = float(scale)
         if not (math.isfinite(scale) and scale > 0):
             raise ValueError(f"{self.name}: scale must be finite and > 0, got {scale!r}")
-        self.check_degrees(edge_index, num_nodes)
-        agg = sum_aggregate(normalize_rows(x), edge_index, num_nodes)
         std = self.std * scale
         noise = R.normal(
             tuple(agg.shape), std, generator=generator, dtype=agg.dtype, device=agg.device
