@@ -195,3 +195,21 @@ def test_a_rank_takes_its_shard_of_wide_sparse_rows():
     (rows, labels), = list(sharded)
     assert torch.equal(labels, torch.tensor([1, 3, 5, 7, 9]))
     assert torch.equal(rows.to_dense(), x[1::2])
+
+
+def test_poisson_batches_of_sharded_rows_are_the_global_draw():
+    """With sharded rows each rank yields the sampled global rows of its shard (numbered from
+    the shard's start): together, the same batches as one process's draw, at the same rate."""
+    from lightning_dpgnn.privacy.dpsgd import PoissonBatchSampler
+    from lightning_dpgnn.privacy.random import reproducible_generator
+
+    def batches(shard):
+        return list(PoissonBatchSampler(50, 0.2, steps=6, shard=shard,
+                                        generator=reproducible_generator(3, 0)))
+
+    whole = batches(None)
+    first, second = batches((0, 21)), batches((21, 50))
+    assert [a + [i + 21 for i in b] for a, b in zip(first, second, strict=True)] == whole
+    assert all(max(b, default=0) < 29 for b in second) and sum(map(len, whole)) > 0
+    with pytest.raises(ValueError, match="shard"):
+        PoissonBatchSampler(50, 0.2, shard=(10, 60))

@@ -369,7 +369,12 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             lo, hi = block
             view = Data(num_nodes=hi - lo)
             for key in ("x", "y", "train_mask", "val_mask", "test_mask"):
-                view[key] = data[key][lo:hi]
+                t = data[key]
+                if t.layout == torch.strided:
+                    view[key] = t[lo:hi]
+                else:  # sparse features: COO supports row selection
+                    index = torch.arange(lo, hi, device=t.device)
+                    view[key] = t.to_sparse_coo().index_select(0, index)
             cached = ((id(data), block), view)
             self._local_view = cached
         return cached[1]

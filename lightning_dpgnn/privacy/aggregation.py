@@ -118,32 +118,47 @@ def check_degree_promise(
         )
 
 
-def in_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype) -> torch.Tensor:
+def in_adjacency(
+    edge_index: torch.Tensor,
+    num_nodes: int,
+    dtype: torch.dtype,
+    rows: tuple[int, int] | None = None,
+) -> torch.Tensor:
     """``A^T`` as a sparse CSR ``[num_nodes, num_nodes]`` matrix of ones (row ``v`` lists the
     sources of the edges into ``v``; repeated edges stay separate entries, so they count with
     multiplicity), with int32 indices when they fit.
 
+    ``rows=(lo, hi)``: only the target rows ``lo..hi-1``, a ``[hi - lo, num_nodes]`` block
+    built from the edges into them alone (the edge partition of a distributed aggregation,
+    :func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`).
+
     Built once per ``edge_index`` tensor and kept on it (``_dpgnn_adj``), keyed by its in-place
-    version, the node count, dtype and device, so the K hops of a fit (and the stages of
+    version, the node count, rows, dtype and device, so the K hops of a fit (and the stages of
     ProGAP) sort the edges once instead of coalescing a COO matrix at every hop.
     """
-    key = (edge_index._version, int(num_nodes), dtype, edge_index.device)
+    key = (edge_index._version, int(num_nodes), rows, dtype, edge_index.device)
     cached = getattr(edge_index, "_dpgnn_adj", None)
     if cached is not None and cached[0] == key:
         return cached[1]
     src, dst = edge_index[0].long(), edge_index[1].long()
+    lo, hi = (0, int(num_nodes)) if rows is None else (int(rows[0]), int(rows[1]))
+    if rows is not None:
+        inside = (dst >= lo) & (dst < hi)
+        src, dst = src[inside], dst[inside] - lo
+        del inside
+    num_rows = hi - lo
     small = num_nodes < 2**31 and src.numel() < 2**31
     index_dtype = torch.int32 if small else torch.int64
     order = torch.argsort(dst * num_nodes + src)  # rows by target, columns sorted within
     col = src[order].to(index_dtype)
     del order
-    crow = torch.zeros(num_nodes + 1, dtype=torch.int64, device=edge_index.device)
-    torch.cumsum(torch.bincount(dst, minlength=num_nodes), 0, out=crow[1:])
+    crow = torch.zeros(num_rows + 1, dtype=torch.int64, device=edge_index.device)
+    torch.cumsum(torch.bincount(dst, minlength=num_rows), 0, out=crow[1:])
     values = torch.ones(col.numel(), dtype=dtype, device=edge_index.device)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
         adj = torch.sparse_csr_tensor(
-            crow.to(index_dtype), col, values, (num_nodes, num_nodes), check_invariants=False
+            crow.to(index_dtype), col, values, (num_rows, num_nodes), check_invariants=False
         )
     edge_index._dpgnn_adj = (key, adj)
     return adj

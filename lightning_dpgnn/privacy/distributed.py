@@ -19,10 +19,10 @@ back on the device they came from.
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 import torch.distributed as dist
+
+from .aggregation import in_adjacency
 
 __all__ = [
     "process_group", "broadcast_from_first", "all_reduce_sum", "row_blocks", "gather_rows",
@@ -105,20 +105,7 @@ def block_sum_aggregate(
     block of :func:`row_blocks`, so it holds ``E / world_size`` edges of the sparse ``A^T`` and
     does that share of the work, and the blocks together are ``A^T X`` (each row is summed by
     one rank, in the order one process sums it). Repeated edges count with multiplicity.
-    Pure torch; the sparse block is kept on ``edge_index`` for the next call (the K hops of a
-    fit), keyed like :func:`~lightning_dpgnn.privacy.aggregation.in_adjacency`."""
+    Pure torch; the sparse block (:func:`~lightning_dpgnn.privacy.aggregation.in_adjacency`
+    with ``rows``) is kept on ``edge_index`` for the next call (the K hops of a fit)."""
     lo, hi = int(rows[0]), int(rows[1])
-    key = (edge_index._version, lo, hi, x.shape[0], x.dtype, x.device)
-    cached = getattr(edge_index, "_dpgnn_block", None)
-    if cached is None or cached[0] != key:
-        src, dst = edge_index[0].long(), edge_index[1].long()
-        inside = (dst >= lo) & (dst < hi)
-        index = torch.stack([dst[inside] - lo, src[inside]])
-        del src, dst, inside
-        values = torch.ones(index.shape[1], dtype=x.dtype, device=x.device)
-        adj = torch.sparse_coo_tensor(index.to(x.device), values, (hi - lo, x.shape[0]))
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
-            cached = (key, adj.coalesce().to_sparse_csr())
-        edge_index._dpgnn_block = cached
-    return cached[1] @ x
+    return in_adjacency(edge_index, x.shape[0], x.dtype, rows=(lo, hi)) @ x
