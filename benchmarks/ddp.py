@@ -106,8 +106,10 @@ def run_measured(cmd: list[str], cwd: str) -> tuple[subprocess.CompletedProcess,
     """Run ``cmd``; its wall time and the peak resident memory (MiB) of each rank, polled
     every 0.2 s (a rank's high-water mark is kept by the kernel, so polling misses at most the
     last 0.2 s of a rank's life)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(Path(__file__).parent), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env=env)
     peaks: dict[int, int] = {}
     ranks: dict[int, int] = {}
 
@@ -150,7 +152,10 @@ def run_once(
     with tempfile.TemporaryDirectory() as tmp:
         cmd[3] = str(repo / cmd[3])
         if measure:
+            cmd.append("--trainer.callbacks+=fit_memory.FitMemory")
             run, wall, peaks = run_measured(cmd, tmp)
+            fit_memory = {p.stem.rsplit("-", 1)[1]: json.loads(p.read_text())
+                          for p in Path(tmp).glob("fit-memory-*.json")}
         else:
             start = time.perf_counter()
             run = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
@@ -166,6 +171,10 @@ def run_once(
            "command": shlex.join(["dpgnn", *cmd[1:]]).replace(str(repo) + "/", "")}
     if measure:
         row["peak_rss_mib"] = {str(r): round(v, 1) for r, v in sorted(peaks.items())}
+        row["fit_start_mib"] = {r: round(m["start_mib"], 1)
+                                for r, m in sorted(fit_memory.items())}
+        row["fit_peak_mib"] = {r: round(max(m["stage_peak_mib"].values()), 1)
+                               for r, m in sorted(fit_memory.items())}
     return row
 
 
@@ -187,22 +196,33 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _median_per_rank(rows: list[dict], field: str) -> dict[str, float]:
+    """Median of ``row[field][rank]`` over ``rows``, for each rank."""
+    ranks = sorted({k for r in rows for k in r.get(field, {})})
+    return {k: float(np.median([r[field][k] for r in rows if k in r.get(field, {})]))
+            for k in ranks}
+
+
+def _cell(values: dict[str, float]) -> str:
+    return ", ".join(f"{v:.0f}" for v in values.values()) or "-"
+
+
 def memory_table(rows: list[dict]) -> str:
     """Median peak resident memory per rank (MiB) over the repeats of each setting."""
     lines = ["| recipe | graph | processes | sharded rows | runs | peak RSS per rank, MiB "
-             "(median; rank 0, rank 1) | wall time (s, median) | test accuracy | epsilon |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "(rank 0, rank 1) | RSS at fit start | peak during the fit | fit peak above "
+             "start | wall time (s) | test accuracy | epsilon |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     keys = dict.fromkeys((r["recipe"], r["graph"], r["devices"], r["shard_rows"]) for r in rows)
     for recipe, graph, devices, shard in keys:
         sel = [r for r in rows if (r["recipe"], r["graph"], r["devices"], r["shard_rows"])
                == (recipe, graph, devices, shard)]
-        ranks = sorted({k for r in sel for k in r["peak_rss_mib"]})
-        peaks = ", ".join(
-            f"{np.median([r['peak_rss_mib'][k] for r in sel if k in r['peak_rss_mib']]):.0f}"
-            for k in ranks)
+        start, fit = _median_per_rank(sel, "fit_start_mib"), _median_per_rank(sel, "fit_peak_mib")
+        above = {k: fit[k] - start[k] for k in fit if k in start}
         lines.append(
             f"| {recipe} | {graph} | {devices} | {'yes' if shard and devices > 1 else 'no'} | "
-            f"{len(sel)} | {peaks} | {np.median([r['wall_s'] for r in sel]):.1f} | "
+            f"{len(sel)} | {_cell(_median_per_rank(sel, 'peak_rss_mib'))} | {_cell(start)} | "
+            f"{_cell(fit)} | {_cell(above)} | {np.median([r['wall_s'] for r in sel]):.1f} | "
             f"{np.median([r['test_acc'] for r in sel]):.4f} | "
             f"{max(r['epsilon'] for r in sel):g} |")
     return "\n".join(lines)
@@ -229,8 +249,11 @@ def write_report(rows: list[dict]) -> None:
             "Commands: " + ", ".join(f"`{c}`" for c in dict.fromkeys(
                 r["bench_command"] for r in memory)) + "\n\n"
             "Peak resident set size (`VmHWM`) of each rank's process over the whole `dpgnn fit` "
-            "command, short fits (2 epochs per stage: memory does not grow with epochs), "
-            f"median of the repeats; {memory[0]['cpus']} CPU cores, load average "
+            "command; its resident set when the fit starts (the graph loaded) and its peak "
+            "during the fit alone (the high-water mark reset at fit start, "
+            "`benchmarks/fit_memory.py`), all in MiB; short fits (2 epochs per stage: memory "
+            "does not grow with epochs), medians of the repeats; "
+            f"{memory[0]['cpus']} CPU cores, load average "
             f"{min(loads):.1f}-{max(loads):.1f}, `OMP_NUM_THREADS=1`, `nice -n 10`. It includes "
             "the Python and PyTorch runtime of each process (the `csbm` rows: a 2,000-node "
             "graph, nothing else). See docs/distributed.md, \"Memory per rank\", for the "

@@ -310,25 +310,12 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         Each rank sums the edges into its block of rows (sharded) or every edge, and the noise
         is drawn once, on rank 0, and broadcast with the ledger (:meth:`run_once`): every rank
         gets the same ``[N, d]`` noisy aggregate, the single-process one for the same noise."""
-        if fit:
-            return self._aggregate_in_group(x, graph, accountant, generator, hop)
-        if self.privacy == "none":
-            return sum_aggregate(normalize_rows(x), graph.edge_index, graph.num_nodes)
-        return self._mechanism()(
-            x, graph.edge_index, graph.num_nodes, accountant, generator,
-            scale=self.hop_scales()[hop],
-        )  # fmt: skip
-
-    def _aggregate_in_group(
-        self,
-        x: torch.Tensor,
-        graph: Data,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None,
-        hop: int,
-    ) -> torch.Tensor:
-        n = graph.num_nodes
+        n, scale = graph.num_nodes, self.hop_scales()[hop]
         mechanism = None if self.privacy == "none" else self._mechanism()
+        if not fit:
+            if mechanism is None:
+                return sum_aggregate(normalize_rows(x), graph.edge_index, n)
+            return mechanism(x, graph.edge_index, n, accountant, generator, scale=scale)
         if mechanism is not None:
             mechanism.check_input(x, graph.edge_index, n)
         x = normalize_rows(x)
@@ -339,7 +326,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             agg = gather_rows(block_sum_aggregate(x, graph.edge_index, block), n)
         if mechanism is None:
             return agg
-        scale = self.hop_scales()[hop]
         return self.run_once(lambda: mechanism.perturb(agg, accountant, generator, scale))
 
     # -- the rows of this rank (DDP with ``shard_rows``) ------------------------------------
