@@ -708,7 +708,15 @@ class PrivateModule(
         """Log ``<stage>/loss`` and ``<stage>/acc`` of the logits of the stage's rows."""
         loss = cross_entropy(logits, y)
         n = len(y)
-        # under DDP every rank evaluates the whole graph: the average is each rank's value
-        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False, sync_dist=True)
-        self.log(f"{stage}/acc", accuracy(logits, y), batch_size=n, prog_bar=True, sync_dist=True)
+        values = torch.stack([loss.detach(), accuracy(logits, y).to(loss.dtype)])
+        if self._trainer is not None and self.trainer.world_size > 1:
+            # under DDP a rank may hold a share of the rows (GAP/ProGAP's sharded rows): the
+            # logged values are over every rank's rows, from summed counts (Lightning's own
+            # mean over ranks floors an uneven total of batch sizes)
+            sums = torch.cat([values * n, values.new_tensor([n])])
+            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
+            values, n = sums[:2] / sums[2].clamp(min=1), int(sums[2])
+        # equal on every rank now; sync_dist keeps Lightning's epoch-level check quiet
+        self.log(f"{stage}/loss", values[0], batch_size=n, prog_bar=False, sync_dist=True)
+        self.log(f"{stage}/acc", values[1], batch_size=n, prog_bar=True, sync_dist=True)
         return loss
