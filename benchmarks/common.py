@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import sys
@@ -35,6 +36,8 @@ UNITS = ("edge-directed", "edge-undirected", "node", "ldp", "none")
 #: node, not a stable projection (removing one node changes many edges), so the printed epsilon
 #: was not delivered; excluded from the tables
 INVALID_NODE_UNIT = "node-sampled-D100 (invalid: unstable projection)"
+#: 0/1 features: the public bounds (0, 1) replace per-column min-max (which reads the features)
+BINARY_FEATURES = dict(feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))
 
 
 class PeakRSS:
@@ -285,6 +288,20 @@ def quiet_trainer(**kwargs):
     )
 
 
+def report_fields(report) -> dict:
+    """What a result row records of a privacy report: epsilon (``None`` when infinite, with
+    ``epsilon_is_infinite``), delta, the protected unit and where the noise came from."""
+    infinite = math.isinf(report.epsilon)
+    return dict(
+        epsilon=None if infinite else report.epsilon,
+        epsilon_is_infinite=infinite,
+        delta=report.delta,
+        report_unit=report.unit,
+        secure_randomness=report.secure_randomness,
+        reproducible_noise=report.reproducible_noise,
+    )
+
+
 def _fit_and_test(build, seed: int, dm, unit: str | None = None) -> dict:
     model = build(seed)
     # "none" rows include MLP, which reports edge-level epsilon 0 (it reads no edges)
@@ -295,18 +312,15 @@ def _fit_and_test(build, seed: int, dm, unit: str | None = None) -> dict:
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     val = trainer.validate(model, dm, verbose=False)[0]["val/acc"]  # for model selection
     report = model.privacy_spent()
-    return dict(
-        test_acc=float(acc),
-        val_acc=float(val),
-        epsilon=report.epsilon if report.level != "none" else None,
-        delta=report.delta,
-        level=report.level,
+    return {
+        "test_acc": float(acc),
+        "val_acc": float(val),
+        **report_fields(report),
+        "epsilon": report.epsilon if report.level != "none" else None,
+        "level": report.level,
         # node level: D, the promised bound on every in-/out-degree (no edge is dropped)
-        degree_bound=model.hparams.get("max_degree") if report.level == "node" else None,
-        report_unit=getattr(report, "unit", None),
-        secure_randomness=getattr(report, "secure_randomness", None),
-        reproducible_noise=getattr(report, "reproducible_noise", None),
-    )
+        "degree_bound": model.hparams.get("max_degree") if report.level == "node" else None,
+    }
 
 
 def release_memory() -> None:

@@ -10,6 +10,16 @@ default single-device trainer), once per seed, and writes every run to
         --devices 1 2 --seeds 2
 
 On a GPU machine add ``--accelerator gpu`` (the device is recorded).
+
+``--memory``: peak resident memory of every rank (``VmHWM`` of each process of the launch,
+polled from ``/proc``) for 1 process, and 2 processes with and without sharded rows
+(``--model.init_args.shard_rows``), on short fits (``--short``: 2 epochs per stage; memory
+does not grow with epochs), ``--repeats`` times each, median; ``--datasets`` swaps the
+recipe's graph (a second graph size checks the memory formula of docs/distributed.md). Both
+modes keep the other mode's rows in ``ddp.jsonl`` and write both tables to ``ddp.md``.
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/ddp.py --memory --repeats 3 \\
+        --datasets facebook100/Rutgers89 facebook100/Penn94
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -48,24 +59,123 @@ def fit_command(recipe: str, devices: int, accelerator: str, seed: int) -> list[
     return cmd
 
 
-def run_once(recipe: str, devices: int, accelerator: str, seed: int) -> dict:
-    """One fit in a fresh folder: wall time of the whole command (launch, data, fit, test)."""
-    cmd = fit_command(recipe, devices, accelerator, seed)
+#: short fits for the memory mode: 2 epochs per stage (memory does not grow with epochs)
+SHORT = {"gap": ["--model.init_args.encoder_epochs=2", "--model.init_args.classifier_epochs=2"],
+         "progap": ["--model.init_args.epochs_per_stage=2"]}
+
+
+def _rank_of(pid: int) -> int:
+    """The ``LOCAL_RANK`` Lightning's launcher gave process ``pid`` (0: the launching one)."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return -1
+    for item in env:
+        if item.startswith(b"LOCAL_RANK="):
+            return int(item.split(b"=", 1)[1])
+    return 0
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (from ``/proc/*/stat``)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    tree, frontier = [root], [root]
+    while frontier:
+        frontier = [p for p, pp in parents.items() if pp in frontier]
+        tree += frontier
+    return tree
+
+
+def _peak_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def run_measured(cmd: list[str], cwd: str) -> tuple[subprocess.CompletedProcess, float, dict]:
+    """Run ``cmd``; its wall time and the peak resident memory (MiB) of each rank, polled
+    every 0.2 s (a rank's high-water mark is kept by the kernel, so polling misses at most the
+    last 0.2 s of a rank's life)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(Path(__file__).parent), os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    peaks: dict[int, int] = {}
+    ranks: dict[int, int] = {}
+
+    def poll() -> None:
+        while proc.poll() is None:
+            for pid in _tree(proc.pid):
+                kib = _peak_kib(pid)
+                if kib is None:
+                    continue
+                ranks.setdefault(pid, _rank_of(pid))
+                peaks[pid] = max(peaks.get(pid, 0), kib)
+            time.sleep(0.2)
+
+    start = time.perf_counter()
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    watcher.join()
+    per_rank: dict[int, float] = {}
+    for pid, kib in peaks.items():  # the python ranks (a rank's helper processes: no rank)
+        if ranks.get(pid, -1) >= 0:
+            per_rank[ranks[pid]] = max(per_rank.get(ranks[pid], 0.0), kib / 1024)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), wall, per_rank
+
+
+def run_once(
+    recipe: str,
+    devices: int,
+    accelerator: str,
+    seed: int,
+    extra: list[str] | None = None,
+    measure: bool = False,
+) -> dict:
+    """One fit in a fresh folder: wall time of the whole command (launch, data, fit, test);
+    ``measure``: also the peak resident memory of each rank."""
+    cmd = fit_command(recipe, devices, accelerator, seed) + list(extra or [])
     repo = Path(__file__).resolve().parents[1]
+    peaks: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         cmd[3] = str(repo / cmd[3])
-        start = time.perf_counter()
-        run = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
-        wall = time.perf_counter() - start
+        if measure:
+            cmd.append("--trainer.callbacks+=fit_memory.FitMemory")
+            run, wall, peaks = run_measured(cmd, tmp)
+            fit_memory = {p.stem.rsplit("-", 1)[1]: json.loads(p.read_text())
+                          for p in Path(tmp).glob("fit-memory-*.json")}
+        else:
+            start = time.perf_counter()
+            run = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+            wall = time.perf_counter() - start
     if run.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)} failed:\n{run.stderr[-3000:]}")
     acc = float(re.search(r"test accuracy: ([0-9.]+)", run.stdout).group(1))
     eps = float(re.search(r"epsilon spent: ([0-9.]+)", run.stdout).group(1))
-    return {"recipe": recipe, "devices": devices, "accelerator": accelerator, "seed": seed,
-            "wall_s": round(wall, 2), "test_acc": acc, "epsilon": eps,
-            "load_avg_1m": os.getloadavg()[0], "cpus": os.cpu_count(),
-            "machine": platform.processor() or platform.machine(),
-            "command": shlex.join(["dpgnn", *cmd[1:]])}
+    row = {"recipe": recipe, "devices": devices, "accelerator": accelerator, "seed": seed,
+           "wall_s": round(wall, 2), "test_acc": acc, "epsilon": eps,
+           "load_avg_1m": os.getloadavg()[0], "cpus": os.cpu_count(),
+           "machine": platform.processor() or platform.machine(),
+           "command": shlex.join(["dpgnn", *cmd[1:]]).replace(str(repo) + "/", "")}
+    if measure:
+        row["peak_rss_mib"] = {str(r): round(v, 1) for r, v in sorted(peaks.items())}
+        row["fit_start_mib"] = {r: round(m["start_mib"], 1)
+                                for r, m in sorted(fit_memory.items())}
+        row["fit_peak_mib"] = {r: round(max(m["stage_peak_mib"].values()), 1)
+                               for r, m in sorted(fit_memory.items())}
+    return row
 
 
 def table(rows: list[dict]) -> str:
@@ -86,6 +196,102 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _median_per_rank(rows: list[dict], field: str) -> dict[str, float]:
+    """Median of ``row[field][rank]`` over ``rows``, for each rank."""
+    ranks = sorted({k for r in rows for k in r.get(field, {})})
+    return {k: float(np.median([r[field][k] for r in rows if k in r.get(field, {})]))
+            for k in ranks}
+
+
+def _cell(values: dict[str, float]) -> str:
+    return ", ".join(f"{v:.0f}" for v in values.values()) or "-"
+
+
+def memory_table(rows: list[dict]) -> str:
+    """Median peak resident memory per rank (MiB) over the repeats of each setting."""
+    lines = ["| recipe | graph | processes | sharded rows | runs | peak RSS per rank, MiB "
+             "(rank 0, rank 1) | RSS at fit start | peak during the fit | fit peak above "
+             "start | wall time (s) | test accuracy | epsilon |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = dict.fromkeys((r["recipe"], r["graph"], r["devices"], r["shard_rows"]) for r in rows)
+    for recipe, graph, devices, shard in keys:
+        sel = [r for r in rows if (r["recipe"], r["graph"], r["devices"], r["shard_rows"])
+               == (recipe, graph, devices, shard)]
+        start, fit = _median_per_rank(sel, "fit_start_mib"), _median_per_rank(sel, "fit_peak_mib")
+        above = {k: fit[k] - start[k] for k in fit if k in start}
+        lines.append(
+            f"| {recipe} | {graph} | {devices} | {'yes' if shard and devices > 1 else 'no'} | "
+            f"{len(sel)} | {_cell(_median_per_rank(sel, 'peak_rss_mib'))} | {_cell(start)} | "
+            f"{_cell(fit)} | {_cell(above)} | {np.median([r['wall_s'] for r in sel]):.1f} | "
+            f"{np.median([r['test_acc'] for r in sel]):.4f} | "
+            f"{max(r['epsilon'] for r in sel):g} |")
+    return "\n".join(lines)
+
+
+def write_report(rows: list[dict]) -> None:
+    """``ddp.md`` from every row of ``ddp.jsonl`` (both modes)."""
+    wall = [r for r in rows if r.get("mode", "wall") == "wall"]
+    memory = [r for r in rows if r.get("mode") == "memory"]
+    parts = []
+    if wall:
+        loads = [r["load_avg_1m"] for r in wall]
+        parts.append(
+            f"# 1 vs N processes (DDP, {wall[0]['accelerator']})\n\n"
+            f"Command: `{wall[0].get('bench_command', 'python benchmarks/ddp.py --seeds 1')}`\n\n"
+            f"Machine: {wall[0]['cpus']} CPU cores ({wall[0]['machine']}), shared with other "
+            f"jobs: 1-minute load average during the runs {min(loads):.1f}-{max(loads):.1f}. "
+            "Wall time is the whole `dpgnn fit` command (process launch, data loading, "
+            f"calibration, fit, test). {NOTE}\n\n{table(wall)}\n")
+    if memory:
+        loads = [r["load_avg_1m"] for r in memory]
+        parts.append(
+            "## Peak memory per rank\n\n"
+            "Commands: " + ", ".join(f"`{c}`" for c in dict.fromkeys(
+                r["bench_command"] for r in memory)) + "\n\n"
+            "Peak resident set size (`VmHWM`) of each rank's process over the whole `dpgnn fit` "
+            "command; its resident set when the fit starts (the graph loaded) and its peak "
+            "during the fit alone (the high-water mark reset at fit start, "
+            "`benchmarks/fit_memory.py`), all in MiB; short fits (2 epochs per stage: memory "
+            "does not grow with epochs), medians of the repeats; "
+            f"{memory[0]['cpus']} CPU cores, load average "
+            f"{min(loads):.1f}-{max(loads):.1f}, `OMP_NUM_THREADS=1`, `nice -n 10`. It includes "
+            "the Python and PyTorch runtime of each process (the `csbm` rows: a 2,000-node "
+            "graph, nothing else). See docs/distributed.md, \"Memory per rank\", for the "
+            f"formula these figures check.\n\n{memory_table(memory)}\n")
+    (RESULTS / "ddp.md").write_text("\n".join(parts))
+
+
+def measure_memory(args: argparse.Namespace, command: str) -> list[dict]:
+    """Peak memory per rank: 1 process, 2 with and without sharded rows, on each graph."""
+    rows = []
+    settings = [(1, True), (2, True), (2, False)]
+    for graph in args.datasets:
+        for recipe in args.recipes:
+            data: list[str] = []
+            if graph.startswith("csbm"):  # generated: "csbm" (2,000 nodes: the runtime
+                if recipe != args.recipes[0]:  # baseline) or "csbm:NODES:AVG_DEGREE"
+                    continue
+                recipe = "gap-edge-csbm"
+                if graph != "csbm":
+                    _, nodes, degree = graph.split(":")
+                    data.append("--data.init_args.dataset_kwargs="
+                                + json.dumps({"num_nodes": int(nodes),
+                                              "avg_degree": float(degree)}))
+            else:
+                data.append(f"--data.init_args.name={graph}")
+            extra = [*SHORT.get(recipe.split("-")[0], []), *data]
+            for repeat in range(args.repeats):
+                for devices, shard in settings:  # interleaved: load drifts hit all alike
+                    flag = f"--model.init_args.shard_rows={str(shard).lower()}"
+                    row = run_once(recipe, devices, args.accelerator, repeat,
+                                   [*extra, flag], measure=True)
+                    row.update(mode="memory", graph=graph, shard_rows=shard,
+                               repeat=repeat, bench_command=command)
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", nargs="+",
@@ -93,30 +299,34 @@ def main() -> None:
     parser.add_argument("--devices", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--accelerator", default="cpu")
-    parser.add_argument("--out", default="ddp")
+    parser.add_argument("--memory", action="store_true",
+                        help="peak memory per rank: 1 vs 2 processes, sharded rows or not")
+    parser.add_argument("--repeats", type=int, default=3, help="--memory: runs per setting")
+    parser.add_argument("--datasets", nargs="+", default=["facebook100/Rutgers89"],
+                        help="--memory: graphs: facebook100/SCHOOL, csbm (the runtime baseline), "
+                        "csbm:NODES:AVG_DEGREE (generated)")
+    parser.add_argument("--append", action="store_true",
+                        help="keep this mode's earlier rows (e.g. another graph)")
     args = parser.parse_args()
-    rows = []
-    jsonl = RESULTS / f"{args.out}.jsonl"
-    jsonl.write_text("")
-    for recipe in args.recipes:
-        for seed in range(args.seeds):
-            for devices in args.devices:  # interleaved: load drifts hit both settings alike
-                row = run_once(recipe, devices, args.accelerator, seed)
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-                with jsonl.open("a") as fh:
-                    fh.write(json.dumps(row) + "\n")
     command = shlex.join(["python", "benchmarks/ddp.py", *sys.argv[1:]])
-    (RESULTS / f"{args.out}.md").write_text(
-        f"# 1 vs N processes (DDP, {args.accelerator})\n\n"
-        f"Command: `{command}`\n\n"
-        f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), shared with other jobs: "
-        f"1-minute load average during the runs {min(r['load_avg_1m'] for r in rows):.1f}-"
-        f"{max(r['load_avg_1m'] for r in rows):.1f}. Wall time is the whole `dpgnn fit` "
-        "command (process launch, data loading, calibration, fit, test). "
-        f"{NOTE}\n\n"
-        f"{table(rows)}\n"
-    )
+    mode = "memory" if args.memory else "wall"
+    jsonl = RESULTS / "ddp.jsonl"
+    old = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
+    kept = [r for r in old if args.append or r.get("mode", "wall") != mode]
+    if args.memory:
+        rows = measure_memory(args, command)
+    else:
+        rows = []
+        for recipe in args.recipes:
+            for seed in range(args.seeds):
+                for devices in args.devices:  # interleaved: load drifts hit both alike
+                    row = run_once(recipe, devices, args.accelerator, seed)
+                    row.update(mode="wall", bench_command=command)
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+    everything = kept + rows
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in everything))
+    write_report(everything)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,10 @@ linear -> activation -> norm blocks and ``normalize_jk=True``.
         --out benchmarks/results/progap_accuracy_defaults_v2.jsonl
     python benchmarks/progap_accuracy.py --seeds 10 --methods ProGAP-EDP --epsilons 1 4 \\
         --out benchmarks/results/progap_accuracy_defaults_v2.jsonl
-    python benchmarks/defaults_change.py   # -> results/defaults_change.md
+    python benchmarks/defaults_change.py   # -> results/defaults_change.{md,png}
+
+The plot puts the old rows, the re-runs and the reference implementation's figures (the cells
+``reference_parity.py`` records: GAP K=2 and ProGAP K=2 on the two schools) side by side.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ CHANGE = {
 #: the commit that made each change: old rows of a revision that contains it had it already
 SINCE = {"gap": "1326a07", "progap": "5c618de"}
 OUT = RESULTS / "defaults_change.md"
+PLOT = RESULTS / "defaults_change.png"
+#: reference_parity.REFERENCE cells matching each benchmark's method at its default depth
+REFERENCE_CELLS = {"gap": "GAP-K2", "progap": "ProGAP-K2"}
 
 
 def _contains(revision: str | None, commit: str) -> bool:
@@ -135,7 +141,71 @@ def splice(page: Path, text: str) -> None:
     page.write_text(head + BEGIN + "\n" + text + rest[rest.index(END) :])
 
 
+def plot(out: Path = PLOT) -> Path:
+    """Old rows, re-runs and the reference, test accuracy against epsilon per dataset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reference_parity import REFERENCE, SCHOOLS
+
+    datasets = sorted({k[0] for b in PAIRS for k, _ in _settings(RESULTS / PAIRS[b][1])})
+    fig, axes = plt.subplots(
+        len(PAIRS), len(datasets), figsize=(4 * len(datasets), 3.2 * len(PAIRS)), squeeze=False
+    )
+    for row, bench in enumerate(PAIRS):
+        old = _settings(RESULTS / PAIRS[bench][0])
+        new = _settings(RESULTS / PAIRS[bench][1])
+        for col, dataset in enumerate(datasets):
+            ax = axes[row][col]
+            keys = sorted(
+                (k for k in new if k[0][0] == dataset and len(new[k]) >= 5),
+                key=lambda k: k[0][2] if k[0][2] is not None else 1e9,
+            )
+            xs = list(range(len(keys)))
+            labels = ["inf" if k[0][2] is None else f"{k[0][2]:g}" for k in keys]
+            for shift, source, name in ((-0.15, old, "old rows"), (0.15, new, "current defaults")):
+                pts = []
+                for x, (key, protocol) in zip(xs, keys):
+                    values = (
+                        [v for v, _ in new[key, protocol]]
+                        if source is new
+                        else [v for v, _ in _old_rows(old, key, protocol)[0]]
+                    )
+                    if values:
+                        mean, lo, hi = bootstrap_ci(values)
+                        pts.append((x + shift, mean, mean - lo, hi - mean))
+                if pts:
+                    px, py, lo, hi = zip(*pts)
+                    ax.errorbar(px, py, yerr=[lo, hi], fmt="o", capsize=3, label=name)
+            school = dataset.split("/")[-1]
+            if school in SCHOOLS:
+                ref = [
+                    (x, REFERENCE[REFERENCE_CELLS[bench], k[0][2]][SCHOOLS.index(school)])
+                    for x, k in zip(xs, keys)
+                    if (REFERENCE_CELLS[bench], k[0][2]) in REFERENCE
+                ]
+                if ref:
+                    rx, ry = zip(*ref)
+                    ax.plot(rx, ry, "k_", markersize=18, mew=2, label="reference code")
+            ax.set_xticks(xs, labels)
+            ax.set_title(f"{bench}: {dataset}", fontsize=9)
+            ax.set_xlabel("epsilon (edge, directed)")
+            ax.set_ylabel("test accuracy %")
+            ax.grid(alpha=0.3)
+            if row == 0 and col == 0:
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def main() -> None:
+    import shutil
+
+    shutil.copyfile(plot(), DOCS / "img" / PLOT.name)
     text = HEADER + table()
     OUT.write_text(text)
     print(text)

@@ -41,23 +41,23 @@ from functools import partial
 from pathlib import Path
 
 from common import (
+    BINARY_FEATURES,
     PROTOCOL,
     RESULTS,
     datamodule_settings,
     done_keys,
     quiet,
     quiet_trainer,
+    report_fields,
     run_measured,
 )
 
 INF = math.inf
-# 0/1 features: the public bounds (0, 1) replace per-column min-max (which reads the features);
 # labels are private (randomized response), so the classes are declared: Cora's 7 topics,
 # Facebook's 4 page types (all of them: nothing is filtered)
-SCALE = dict(feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))
 DATASETS = {
-    "cora": dict(split="lpgnn", classes=list(range(7)), **SCALE),
-    "musae-facebook": dict(split="lpgnn", classes=list(range(4)), **SCALE),
+    "cora": dict(split="lpgnn", classes=list(range(7)), **BINARY_FEATURES),
+    "musae-facebook": dict(split="lpgnn", classes=list(range(4)), **BINARY_FEATURES),
 }
 STEPS = {"cora": (16, 8), "musae-facebook": (4, 2)}  # (K_x, K_y), thesis §3.5.2
 DEFAULT_HPARAMS = dict(lr=0.01, weight_decay=1e-3, dropout=1e-3)
@@ -123,13 +123,8 @@ def fit_lpgnn(dm, kwargs: dict, seed: int, max_epochs: int, patience: int | None
         val_loss=None if best is None else best.loss,
         selected_epoch=None if best is None else best.epoch,
         epochs_run=len(stopper.records),
-        epsilon=None if math.isinf(report.epsilon) else report.epsilon,
-        epsilon_is_infinite=math.isinf(report.epsilon),
-        delta=report.delta,
         selection=stopper.reason,
-        report_unit=report.unit,
-        secure_randomness=report.secure_randomness,
-        reproducible_noise=report.reproducible_noise,
+        **report_fields(report),
     )
 
 

@@ -31,22 +31,23 @@ from functools import partial
 from pathlib import Path
 
 from common import (
+    BINARY_FEATURES,
     PROTOCOL,
     RESULTS,
     datamodule_settings,
     done_keys,
     quiet,
     quiet_trainer,
+    report_fields,
     run_measured,
 )
 
 INF = math.inf
-SCALE = dict(feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))  # public: 0/1 features
 DATASETS = {
-    "cora": dict(split="public", **SCALE),
-    "citeseer": dict(split="public", **SCALE),
-    "musae-twitch-en": dict(split="lpgnn", **SCALE),
-    "musae-facebook": dict(split="lpgnn", **SCALE),
+    "cora": dict(split="public", **BINARY_FEATURES),
+    "citeseer": dict(split="public", **BINARY_FEATURES),
+    "musae-twitch-en": dict(split="lpgnn", **BINARY_FEATURES),
+    "musae-facebook": dict(split="lpgnn", **BINARY_FEATURES),
 }
 EPSILONS = [1.0, 5.0, 9.0]
 METHODS = {"LM": "laplace", "PM": "piecewise", "PGC": "onebit"}
@@ -180,10 +181,7 @@ def pgc_result(dm, task, mech, eps, hp, seed, max_epochs) -> dict:
         test_metric=test,
         val_metric=val,
         selected_epoch=epoch,
-        epsilon=None if math.isinf(report.epsilon) else report.epsilon,
-        report_unit=report.unit,
-        secure_randomness=report.secure_randomness,
-        reproducible_noise=report.reproducible_noise,
+        **report_fields(report),
     )
 
 

@@ -28,6 +28,8 @@ from common import (
     cpu_info,
     datamodule_settings,
     quiet,
+    quiet_trainer,
+    report_fields,
 )
 from progap_accuracy import COMMON, EDGE
 
@@ -43,7 +45,6 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=RESULTS / "progap_scale.jsonl")
     args = p.parse_args()
     quiet()
-    import lightning as L
 
     from lightning_dpgnn import ProGAP
     from lightning_dpgnn.data import NodeDataModule
@@ -64,12 +65,7 @@ def main() -> None:
             "edge_unit": args.edge_unit,
         }
         model = ProGAP(privacy="edge", epsilon=args.epsilon, seed=args.seed, **settings)
-        trainer = L.Trainer(
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-        )
+        trainer = quiet_trainer()
         t1 = time.perf_counter()
         trainer.fit(model, dm)
         fit_s = time.perf_counter() - t1
@@ -89,10 +85,7 @@ def main() -> None:
         num_classes=dm.num_classes,
         settings=settings,
         test_acc=float(acc),
-        epsilon=report.epsilon,
-        delta=report.delta,
-        secure_randomness=report.secure_randomness,
-        reproducible_noise=report.reproducible_noise,
+        **report_fields(report),
         load_s=round(load_s, 1),
         fit_s=round(fit_s, 1),
         wall_s=round(time.perf_counter() - t0, 1),

@@ -25,7 +25,8 @@ import lightning as L
 from lightning.pytorch.utilities import rank_zero_info
 
 from lightning_dpgnn.attacks import audit_dpsgd, link_stealing, node_membership_inference
-from lightning_dpgnn.methods import require_private_model
+from lightning_dpgnn.data import NodeDataSource
+from lightning_dpgnn.methods import PrivateModule, require_private_model
 
 __all__ = ["PrivacyAudit", "run_audit"]
 
@@ -59,7 +60,7 @@ def run_audit(
         ls = link_stealing(model, data, repeats=repeats, seed=seed)
         lo, hi = ls.ci
         out.update(link_auc=ls.mean, link_auc_low=lo, link_auc_high=hi)
-    phase = model.dpsgd_phase() if hasattr(model, "dpsgd_phase") else None
+    phase = model.dpsgd_phase() if isinstance(model, PrivateModule) else None
     z = getattr(model, "noise_multiplier", None)
     if epsilon_trials and phase is not None and z and phase.num_samples:
         steps = max(1, phase.total_steps)
@@ -125,7 +126,7 @@ class PrivacyAudit(L.Callback):
 
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         dm = trainer.datamodule
-        if dm is None or not hasattr(dm, "data"):
+        if not isinstance(dm, NodeDataSource):
             raise ValueError(
                 "PrivacyAudit needs a fit with a NodeDataModule (trainer.fit(model, dm))"
             )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import lightning as L
 import pytest
+import torch
 
 from lightning_dpgnn.data import NodeDataModule
 
@@ -23,6 +24,24 @@ def pytest_configure(config):
     # processed caches go to a temporary folder, never to the user's home cache
     if "DPGNN_CACHE" not in os.environ:
         os.environ["DPGNN_CACHE"] = tempfile.mkdtemp(prefix="dpgnn-test-cache-")
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny graphs: one intra-op thread is faster and immune to oversubscribed cores (on a
+    shared 2-core machine thread hand-offs cost more than the arithmetic)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def ldp_dm():
+    """csbm scaled to [0, 1] (the range the LDP mechanisms assume), LPGNN's 50/25/25 split."""
+    return NodeDataModule(
+        "csbm", split="lpgnn", seed=0, feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0)
+    )
 
 
 @pytest.fixture

@@ -20,6 +20,12 @@ import torch.nn.functional as F  # noqa: E402
 from lightning_dpgnn import DPGNN, DPMLP, GAP, LPGNN, MLP, EdgeRand, ProGAP  # noqa: E402
 from lightning_dpgnn.data import NodeDataModule  # noqa: E402
 from lightning_dpgnn.privacy import PrivacyAccountant  # noqa: E402
+from lightning_dpgnn.privacy.aggregation import sum_aggregate  # noqa: E402
+from lightning_dpgnn.privacy.distributed import (  # noqa: E402
+    block_sum_aggregate,
+    gather_rows,
+    row_blocks,
+)
 from lightning_dpgnn.privacy.dpsgd import (  # noqa: E402
     DPOptimizer,
     GhostDPOptimizer,
@@ -58,6 +64,34 @@ def fit(model, **trainer_args):
                "epsilon": report.epsilon, "ledger": model.accountant.state_dict()["ledger"]}
 
 
+class RecordingGAP(GAP):
+    """GAP that records, on its rank, what the sharding tests look at: the block of rows and
+    the global training rows it held, every full noisy hop, and its share of the last
+    validation (correct predictions, rows)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seen = {"blocks": [], "train_shards": [], "hops": []}
+
+    def _aggregate_once(self, *args, **kwargs):
+        agg = super()._aggregate_once(*args, **kwargs)
+        if kwargs.get("fit"):
+            self.seen["hops"].append(digest([agg]))
+        return agg
+
+    def stage_rows(self, stage_index, data):
+        loader = super().stage_rows(stage_index, data)
+        self.seen["blocks"].append(self._row_block())
+        self.seen["train_shards"].append(self._train_shard(data))
+        return loader
+
+    def _split_logits(self, data, split):
+        logits, y = super()._split_logits(data, split)
+        if split == "val":
+            self.seen["val"] = [int((logits.argmax(-1) == y).sum()), len(y)]
+        return logits, y
+
+
 out = {}
 # GAP twice from the same weights (seed=0; full-batch training is deterministic): the two
 # caches could only be equal if both fits drew the same noise
@@ -66,6 +100,22 @@ for run, epochs in (("GAP", 10), ("GAP-again", 1)):
                 seed=0)
     t, out[run] = fit(model)
     out[run]["cache"] = digest([model.aggregates])
+# sharded rows (the default under DDP): blocks, noisy hops, validation shares
+model = RecordingGAP(privacy="edge", epsilon=4.0, hops=2, encoder_epochs=2, classifier_epochs=3,
+                     seed=0)
+t = trainer()
+t.fit(model, NodeDataModule("csbm", seed=0))
+out["GAP-sharded"] = dict(model.seen, val_acc=float(t.callback_metrics["val/acc"]),
+                          num_nodes=model._graph.num_nodes, cache=digest([model.aggregates]),
+                          ledger=model.accountant.state_dict()["ledger"])
+# aggregates of the raw features at a fixed noise seed (test-only): the single-process ones
+for shard in (True, False):
+    model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_layers=0, classifier_epochs=1,
+                noise_seed=7, shard_rows=shard)
+    t, out[f"GAP-seeded-{shard}"] = fit(model)
+    out[f"GAP-seeded-{shard}"]["cache"] = digest([model.aggregates])
+    if dist.get_rank() == 0:
+        torch.save(model.aggregates, f"{OUT}/gap-seeded-{shard}.pt")
 model = ProGAP(privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=5)
 t, out["ProGAP"] = fit(model)
 out["ProGAP"]["cache"] = digest(model.aggregates)
@@ -97,6 +147,18 @@ out["DPGNN"]["cache"] = digest([model.noisy_aggregate])
 # -- DP-SGD on a fixed global batch of 16 rows: rank r holds rows r, r+2, ...; the update's std
 # over repeated steps must be the single-process one, z C / B (noise added once, not per rank)
 rank, world = dist.get_rank(), dist.get_world_size()
+# the partitioned sum: each rank's block of A^T X from the edges into it, gathered, against the
+# one-process product (a multigraph: repeated edges count with multiplicity)
+torch.manual_seed(0)
+n_nodes = 101
+edges = torch.randint(0, n_nodes, (2, 900))
+x = torch.randn(n_nodes, 5)
+parted = gather_rows(block_sum_aggregate(x, edges, row_blocks(n_nodes, world)[rank]), n_nodes)
+out["partitioned-sum"] = {
+    "max_diff": float((parted - sum_aggregate(x, edges, n_nodes)).abs().max()),
+    "digest": digest([parted]),
+}
+
 Z, C, B, N, STEPS = 1.0, 0.5, 16, 160, 300
 
 

@@ -43,8 +43,7 @@ def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsil
         ]
     )
     out = capsys.readouterr().out
-    acc = float(out.split("test accuracy:")[1].split()[0])
-    eps = float(out.split("epsilon spent:")[1].split()[0])
+    acc, eps = (_number(out, key) for key in ("test accuracy", "epsilon spent"))
     assert acc > 0.3  # 5 balanced classes: chance is 0.2
     assert 0.99 <= eps <= 1.0  # GAP's default budget, edge level
     assert "edge-level" in out
@@ -70,45 +69,25 @@ def test_every_recipe_parses_into_the_model_and_data_it_names(name, capsys):
     assert printed["data"]["init_args"]["name"] == source["data"]["init_args"]["name"]
 
 
-def test_a_recipe_runs_end_to_end_on_the_embedded_graph(capsys):
-    main(
-        [
-            "fit",
-            "--config",
-            str(zoo.recipe_path("gap-node-facebook")),
-            "--data.name=csbm",
-            "--data.target=null",
-            "--data.min_class_size=null",
-            "--model.encoder_epochs=1",
-            "--model.classifier_epochs=1",
-            "--model.max_degree=21",
-            "--trainer.enable_progress_bar=false",
-        ]
-    )
+@pytest.mark.parametrize(
+    "recipe,short,level,budget",
+    [
+        ("gap-node-facebook", ["--model.encoder_epochs=1", "--model.classifier_epochs=1",
+                               "--model.max_degree=21"], "node", 8.0),
+        # ProGAP: all its stages in one fit
+        ("progap-edge-facebook", ["--model.epochs_per_stage=2"], "edge", 1.0),
+    ],
+)
+def test_a_recipe_runs_end_to_end_on_the_embedded_graph(recipe, short, level, budget, capsys):
+    on_csbm = ["--data.name=csbm", "--data.target=null", "--data.min_class_size=null"]
+    main(["fit", "--config", str(zoo.recipe_path(recipe)), *on_csbm, *short, *QUIET])
     out = capsys.readouterr().out
-    assert "node-level" in out and float(out.split("epsilon spent:")[1].split()[0]) <= 8.0
+    assert f"{level}-level" in out and _number(out, "epsilon spent") <= budget
 
 
 def test_unknown_recipe_lists_the_known_ones():
     with pytest.raises(ValueError, match="gap-edge-rutgers89"):
         zoo.recipe_path("nope")
-
-
-def test_a_progap_recipe_runs_all_stages_in_one_fit(capsys):
-    main(
-        [
-            "fit",
-            "--config",
-            str(zoo.recipe_path("progap-edge-facebook")),
-            "--data.name=csbm",
-            "--data.target=null",
-            "--data.min_class_size=null",
-            "--model.epochs_per_stage=2",
-            "--trainer.enable_progress_bar=false",
-        ]
-    )
-    out = capsys.readouterr().out
-    assert "edge-level" in out and float(out.split("epsilon spent:")[1].split()[0]) <= 1.0
 
 
 def _private_recipes() -> list[str]:
@@ -159,6 +138,11 @@ def test_bad_input_ends_with_one_error_line_and_exit_2(argv, expected, capsys):
 def test_debug_shows_the_traceback():
     with pytest.raises(ValueError, match="unknown dataset"):
         main(["fit", "--data.init_args.name", "nosuchdata", "--debug"])
+
+
+def _number(out: str, key: str) -> float:
+    """The number after ``key:`` in the CLI's output."""
+    return float(out.split(f"{key}:")[1].split()[0])
 
 
 def _summary(out: str) -> dict[str, str]:

@@ -33,6 +33,7 @@ def ranks(tmp_path_factory):
     }
     assert set(results) == {0, 1}, run.stdout[-2000:] + run.stderr[-4000:]
     assert "Traceback" not in run.stderr, run.stderr[-4000:]
+    results["out"] = str(out)
     return results
 
 
@@ -47,7 +48,7 @@ def single_process(model, make_trainer, **trainer_args):
 
 RUNS = (
     "GAP", "GAP-again", "ProGAP", "ProGAP-none", "MLP", "LPGNN", "DPMLP", "GAP-node", "EdgeRand",
-    "DPGNN",
+    "DPGNN", "GAP-seeded-True", "GAP-seeded-False", "partitioned-sum",
 )
 
 
@@ -71,16 +72,67 @@ def test_every_rank_holds_the_same_model_noise_and_ledger(ranks):
                             classifier_epochs=10, seed=0)),
         ("ProGAP", lambda: ProGAP(privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=5)),
         ("DPMLP", lambda: DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=128)),
+        # DP-SGD on sharded rows: Poisson batches over the global rows
+        ("GAP-node", lambda: GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1,
+                                 max_degree=100, encoder_epochs=1, classifier_epochs=1,
+                                 batch_size=256)),
     ],
 )
 def test_two_processes_spend_and_learn_as_one(ranks, make_trainer, name, build):
     acc, epsilon, ledger = single_process(build(), make_trainer, max_epochs={"DPMLP": 1}.get(name))
     ddp = ranks[0][name]
     assert ddp["epsilon"] == epsilon
-    assert epsilon <= 4.0 if name != "DPMLP" else 0 < epsilon < float("inf")
+    assert epsilon <= 4.0 if name not in ("DPMLP", "GAP-node") else 0 < epsilon < float("inf")
     assert ddp["ledger"] == ledger  # same mechanisms, noise multipliers, counts, sample rates
-    if name != "DPMLP":  # accuracy within the run-to-run noise of the private fit
+    if name not in ("DPMLP", "GAP-node"):  # accuracy within the run-to-run noise of the fit
         assert abs(ddp["acc"] - acc) < 0.1, (ddp["acc"], acc)
+
+
+@pytest.mark.slow
+def test_ranks_hold_disjoint_blocks_that_cover_the_graph(ranks):
+    """Sharded rows: rank 0 and rank 1 hold contiguous blocks of node rows that are disjoint
+    and cover every node, and the training rows of the blocks are the global training rows
+    split at one point, in every stage."""
+    r0, r1 = ranks[0]["GAP-sharded"], ranks[1]["GAP-sharded"]
+    n = r0["num_nodes"]
+    assert len(r0["blocks"]) == len(r1["blocks"]) == 2  # encoder and classifier stages
+    for (lo0, hi0), (lo1, hi1) in zip(r0["blocks"], r1["blocks"], strict=True):
+        assert (lo0, hi0, lo1, hi1) == (0, hi0, hi0, n) and 0 < hi0 < n
+        assert abs((hi0 - lo0) - (hi1 - lo1)) <= 1
+    for (s0, e0, t0), (s1, e1, t1) in zip(r0["train_shards"], r1["train_shards"], strict=True):
+        assert (s0, e1) == (0, t0) and e0 == s1 and t0 == t1 and 0 < e0 < t0
+
+
+@pytest.mark.slow
+def test_noisy_hops_are_bit_identical_and_metrics_are_reduced(ranks):
+    """Each full noisy hop (edge partitions summed, noise drawn once on rank 0) is bit-identical
+    on both ranks; the logged val/acc of the sharded fit is the accuracy over both ranks' rows
+    (the weighted mean of the two shares), not one rank's."""
+    r0, r1 = ranks[0]["GAP-sharded"], ranks[1]["GAP-sharded"]
+    assert len(r0["hops"]) == 2 and r0["hops"] == r1["hops"]
+    assert r0["cache"] == r1["cache"]  # gathered back at the end of the fit
+    (c0, n0), (c1, n1) = r0["val"], r1["val"]
+    assert n0 > 0 and n1 > 0
+    assert r0["val_acc"] == r1["val_acc"]
+    assert r0["val_acc"] == pytest.approx((c0 + c1) / (n0 + n1), abs=1e-6)
+    assert r0["ledger"] == r1["ledger"]
+
+
+@pytest.mark.slow
+def test_partitioned_aggregation_equals_one_process(ranks, make_trainer, tmp_path_factory):
+    """The edge-partitioned sum equals the one-process sum, and at a fixed (test-only) noise
+    seed the aggregates of a 2-process fit, sharded or not, are the single-process ones."""
+    for rank in (0, 1):
+        assert ranks[rank]["partitioned-sum"]["max_diff"] < 1e-5
+    assert ranks[0]["partitioned-sum"]["digest"] == ranks[1]["partitioned-sum"]["digest"]
+    model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_layers=0, classifier_epochs=1,
+                noise_seed=7)
+    single_process(model, make_trainer)
+    out = Path(ranks["out"])
+    for shard in (True, False):
+        ddp = torch.load(out / f"gap-seeded-{shard}.pt", weights_only=True)
+        assert ddp.shape == model.aggregates.shape
+        assert torch.allclose(ddp, model.aggregates, atol=1e-5)
 
 
 @pytest.mark.slow
@@ -143,3 +195,21 @@ def test_a_rank_takes_its_shard_of_wide_sparse_rows():
     (rows, labels), = list(sharded)
     assert torch.equal(labels, torch.tensor([1, 3, 5, 7, 9]))
     assert torch.equal(rows.to_dense(), x[1::2])
+
+
+def test_poisson_batches_of_sharded_rows_are_the_global_draw():
+    """With sharded rows each rank yields the sampled global rows of its shard (numbered from
+    the shard's start): together, the same batches as one process's draw, at the same rate."""
+    from lightning_dpgnn.privacy.dpsgd import PoissonBatchSampler
+    from lightning_dpgnn.privacy.random import reproducible_generator
+
+    def batches(shard):
+        return list(PoissonBatchSampler(50, 0.2, steps=6, shard=shard,
+                                        generator=reproducible_generator(3, 0)))
+
+    whole = batches(None)
+    first, second = batches((0, 21)), batches((21, 50))
+    assert [a + [i + 21 for i in b] for a, b in zip(first, second, strict=True)] == whole
+    assert all(max(b, default=0) < 29 for b in second) and sum(map(len, whole)) > 0
+    with pytest.raises(ValueError, match="shard"):
+        PoissonBatchSampler(50, 0.2, shard=(10, 60))

@@ -11,27 +11,12 @@ from lightning_dpgnn.callbacks.privacy_budget import BudgetExceededError
 from torch_geometric.data import Data
 
 from lightning_dpgnn import LPGNN
-from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.nn.kprop import KProp
 from lightning_dpgnn.privacy import MultiBit, RandomizedResponse
 from lightning_dpgnn.privacy.local import LocalCollector
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny graphs: one intra-op thread is faster and immune to oversubscribed cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture
-def lp_dm():
-    """csbm scaled to [0, 1] (the range the mechanisms assume), LPGNN's 50/25/25 split."""
-    return NodeDataModule(
-        "csbm", split="lpgnn", seed=0, feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0)
-    )
+# tiny graphs: one thread; ``ldp_dm`` (tests/conftest.py): csbm in [0, 1], LPGNN's split
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture
@@ -72,8 +57,8 @@ def test_kprop_equals_the_hand_computed_normalized_aggregation():
     assert torch.allclose(KProp(1, aggr="mean")(x, ei), mean)
 
 
-def test_kprop_is_the_matrix_power_and_differentiable(lp_dm):
-    data = lp_dm.data
+def test_kprop_is_the_matrix_power_and_differentiable(ldp_dm):
+    data = ldp_dm.data
     n = data.num_nodes
     dense = torch.zeros(n, n)
     dense[data.edge_index[1], data.edge_index[0]] = 1.0
@@ -87,14 +72,14 @@ def test_kprop_is_the_matrix_power_and_differentiable(lp_dm):
 
 
 # -- collection, accounting --------------------------------------------------------------------
-def test_collection_runs_once_per_node_and_reports_eps_x_plus_eps_y(lp_dm, make_trainer, spies):
+def test_collection_runs_once_per_node_and_reports_eps_x_plus_eps_y(ldp_dm, make_trainer, spies):
     model = LPGNN(x_eps=1.0, y_eps=2.0, x_steps=2, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=3)
-    trainer.fit(model, lp_dm)
-    trainer.validate(model, lp_dm, verbose=False)
-    trainer.test(model, lp_dm, verbose=False)
-    trainer.predict(model, lp_dm)
-    data = lp_dm.data
+    trainer.fit(model, ldp_dm)
+    trainer.validate(model, ldp_dm, verbose=False)
+    trainer.test(model, ldp_dm, verbose=False)
+    trainer.predict(model, ldp_dm)
+    data = ldp_dm.data
     labelled = int((data.train_mask | data.val_mask).sum())
     assert spies == {
         "encode_calls": 1,
@@ -112,22 +97,22 @@ def test_collection_runs_once_per_node_and_reports_eps_x_plus_eps_y(lp_dm, make_
     assert bool((c.labels[~c.label_mask] == -1).all())
 
 
-def test_the_server_reads_only_the_collection(lp_dm, make_trainer):
+def test_the_server_reads_only_the_collection(ldp_dm, make_trainer):
     model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=2)
-    trainer.fit(model, lp_dm)
-    before = trainer.validate(model, lp_dm, verbose=False)[0]
-    probs = trainer.predict(model, lp_dm)[0]
-    data = lp_dm.data
+    trainer.fit(model, ldp_dm)
+    before = trainer.validate(model, ldp_dm, verbose=False)[0]
+    probs = trainer.predict(model, ldp_dm)[0]
+    data = ldp_dm.data
     data.x = torch.full_like(data.x, float("nan"))  # raw features are gone
     y = data.y.clone()
     data.y[data.train_mask | data.val_mask] = 0  # and so are the clean train/val labels
-    assert trainer.validate(model, lp_dm, verbose=False)[0] == before
-    assert torch.equal(trainer.predict(model, lp_dm)[0], probs)
+    assert trainer.validate(model, ldp_dm, verbose=False)[0] == before
+    assert torch.equal(trainer.predict(model, ldp_dm)[0], probs)
     data.y = y
 
 
-def test_resume_reloads_the_collection_and_never_requeries(lp_dm, tmp_path, spies):
+def test_resume_reloads_the_collection_and_never_requeries(ldp_dm, tmp_path, spies):
     def trainer(epochs):
         return L.Trainer(
             max_epochs=epochs,
@@ -139,10 +124,10 @@ def test_resume_reloads_the_collection_and_never_requeries(lp_dm, tmp_path, spie
         )
 
     first = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=0)
-    trainer(2).fit(first, lp_dm)
+    trainer(2).fit(first, ldp_dm)
     assert spies["encode_calls"] == 1 and spies["rr_calls"] == 1
     resumed = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=1)  # a different seed
-    trainer(4).fit(resumed, lp_dm, ckpt_path=str(tmp_path / "last.ckpt"))
+    trainer(4).fit(resumed, ldp_dm, ckpt_path=str(tmp_path / "last.ckpt"))
     assert spies["encode_calls"] == 1 and spies["rr_calls"] == 1  # nodes not queried again
     a, b = first.collection(), resumed.collection()
     assert torch.equal(a.payload.to_dense(), b.payload.to_dense())
@@ -151,34 +136,34 @@ def test_resume_reloads_the_collection_and_never_requeries(lp_dm, tmp_path, spie
     assert resumed.privacy_spent().count("multibit") == 1
     # a fitted checkpoint evaluates without data-side collection either
     loaded = LPGNN.load_from_checkpoint(str(tmp_path / "last.ckpt"))
-    L.Trainer(logger=False, enable_progress_bar=False).test(loaded, lp_dm, verbose=False)
+    L.Trainer(logger=False, enable_progress_bar=False).test(loaded, ldp_dm, verbose=False)
     assert spies["encode_calls"] == 1 and loaded.privacy_spent().epsilon == pytest.approx(2.0)
 
 
-def test_clear_budgets_are_reported_as_infinite_not_hidden(lp_dm, make_trainer):
+def test_clear_budgets_are_reported_as_infinite_not_hidden(ldp_dm, make_trainer):
     model = LPGNN(x_eps=1.0, y_eps=math.inf, noise_seed=0)
-    make_trainer(max_epochs=1).fit(model, lp_dm)
+    make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
     assert math.isinf(report.epsilon) and report.count("labels/clear") == 1
     raw = LPGNN(x_eps=math.inf, y_eps=1.0, noise_seed=0)
-    make_trainer(max_epochs=1).fit(raw, lp_dm)
-    assert torch.equal(raw.received_features(), lp_dm.data.x)  # clear features, no mechanism
+    make_trainer(max_epochs=1).fit(raw, ldp_dm)
+    assert torch.equal(raw.received_features(), ldp_dm.data.x)  # clear features, no mechanism
     assert math.isinf(raw.privacy_spent().epsilon)
 
 
-def test_adhoc_features_spend_only_the_label_budget(lp_dm, make_trainer):
+def test_adhoc_features_spend_only_the_label_budget(ldp_dm, make_trainer):
     model = LPGNN(features="degree", y_eps=1.0, noise_seed=0)
-    make_trainer(max_epochs=1).fit(model, lp_dm)
+    make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
     assert report.epsilon == pytest.approx(1.0) and report.count("multibit") == 0
     x = model.received_features()
-    deg = torch.bincount(lp_dm.data.edge_index[1], minlength=lp_dm.data.num_nodes)
-    assert x.shape == lp_dm.data.x.shape and torch.equal(x.argmax(1), deg)
+    deg = torch.bincount(ldp_dm.data.edge_index[1], minlength=ldp_dm.data.num_nodes)
+    assert x.shape == ldp_dm.data.x.shape and torch.equal(x.argmax(1), deg)
 
 
-def test_analytic_gaussian_features_are_accounted_with_their_delta(lp_dm, make_trainer):
+def test_analytic_gaussian_features_are_accounted_with_their_delta(ldp_dm, make_trainer):
     model = LPGNN(mechanism="gaussian", x_eps=1.0, y_eps=1.0, gaussian_delta=1e-9, noise_seed=0)
-    make_trainer(max_epochs=1).fit(model, lp_dm)
+    make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
     assert report.delta == 1e-9 and report.count("analytic_gaussian") == 1
     assert report.epsilon > 2.0  # RDP composition of AG + RR is valid but looser than 1 + 1
@@ -187,35 +172,35 @@ def test_analytic_gaussian_features_are_accounted_with_their_delta(lp_dm, make_t
     assert old.collector.gaussian_delta == 1e-9 and "delta" not in old.hparams
 
 
-def test_privacy_budget_refuses_a_collection_over_budget(lp_dm, make_trainer, spies):
+def test_privacy_budget_refuses_a_collection_over_budget(ldp_dm, make_trainer, spies):
     model = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
     with pytest.raises(BudgetExceededError):
-        make_trainer(max_epochs=1, callbacks=[PrivacyBudget(epsilon=1.5)]).fit(model, lp_dm)
+        make_trainer(max_epochs=1, callbacks=[PrivacyBudget(epsilon=1.5)]).fit(model, ldp_dm)
     assert spies["encode_calls"] == 0 and spies["rr_calls"] == 0  # refused before collecting
     ok = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
-    make_trainer(max_epochs=1, callbacks=[PrivacyBudget(epsilon=2.0)]).fit(ok, lp_dm)
+    make_trainer(max_epochs=1, callbacks=[PrivacyBudget(epsilon=2.0)]).fit(ok, ldp_dm)
 
 
 # -- training -----------------------------------------------------------------------------------
-def test_drop_learns_the_clean_labels_from_noisy_ones(lp_dm, make_trainer):
+def test_drop_learns_the_clean_labels_from_noisy_ones(ldp_dm, make_trainer):
     torch.manual_seed(0)  # weight init: independent of the tests that ran before
     model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=4, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=40, callbacks=[DropEarlyStopping()])
-    trainer.fit(model, lp_dm)
-    view, data = model.server_view(), lp_dm.data
+    trainer.fit(model, ldp_dm)
+    view, data = model.server_view(), ldp_dm.data
     train = data.train_mask
     noisy_acc = (view["y_noisy"][train] == data.y[train]).float().mean()
     tilde_acc = (view["y_tilde"][train] == data.y[train]).float().mean()
     assert noisy_acc < 0.45 and tilde_acc > noisy_acc + 0.15  # label KProp denoises (line 15)
     # the test accuracy (clean labels) is far above what the noisy labels themselves reach
-    assert trainer.test(model, lp_dm, verbose=False)[0]["test/acc"] > 0.7
+    assert trainer.test(model, ldp_dm, verbose=False)[0]["test/acc"] > 0.7
 
 
-def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(lp_dm, make_trainer):
+def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(ldp_dm, make_trainer):
     models = {}
     for flag in (True, False):
         models[flag] = LPGNN(x_eps=0.5, y_eps=1.0, x_steps=2, standardize=flag, noise_seed=0)
-        make_trainer(max_epochs=1).fit(models[flag], lp_dm)
+        make_trainer(max_epochs=1).fit(models[flag], ldp_dm)
     h, raw = models[True].server_view()["h"], models[False].server_view()["h"]
     assert raw.abs().max() > 10  # the rectifier scales codes by ~ d coth(eps/2)/2 (eq. 3.10)
     assert torch.allclose(h.mean(0), torch.zeros(h.size(1)), atol=1e-4)
@@ -224,10 +209,10 @@ def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(lp_dm, make_t
     assert models[True].privacy_spent().epsilon == models[False].privacy_spent().epsilon
 
 
-def test_noisy_validation_metrics_and_acc_star(lp_dm, make_trainer):
+def test_noisy_validation_metrics_and_acc_star(ldp_dm, make_trainer):
     model = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
     trainer = make_trainer(max_epochs=1)
-    trainer.fit(model, lp_dm)
+    trainer.fit(model, ldp_dm)
     metrics = trainer.callback_metrics
     assert {"val/loss", "val/noisy_acc", "train/noisy_acc", "train/loss"} <= set(metrics)
     assert "val/acc" not in metrics  # no clean validation labels exist in this threat model
@@ -266,11 +251,11 @@ def test_invalid_settings_are_clear_errors(kwargs, match):
         LPGNN(**kwargs)
 
 
-def test_m_larger_than_d_and_evaluating_before_fit_are_clear_errors(lp_dm, make_trainer):
+def test_m_larger_than_d_and_evaluating_before_fit_are_clear_errors(ldp_dm, make_trainer):
     with pytest.raises(ValueError, match="m must be in"):
-        make_trainer(max_epochs=1).fit(LPGNN(m=65, noise_seed=0), lp_dm)  # csbm has d = 64
+        make_trainer(max_epochs=1).fit(LPGNN(m=65, noise_seed=0), ldp_dm)  # csbm has d = 64
     with pytest.raises(RuntimeError, match="has not collected"):
-        make_trainer().test(LPGNN(noise_seed=0), lp_dm, verbose=False)
+        make_trainer().test(LPGNN(noise_seed=0), ldp_dm, verbose=False)
     with pytest.raises(ValueError, match="per_coordinate"):
         LocalCollector(1.0, 1.0, "multibit", per_coordinate=True)
 

@@ -10,21 +10,8 @@ from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods.pgc import graph_convolution, roc_auc, split_edges
 from lightning_dpgnn.privacy import OneBit
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny graphs: one intra-op thread is faster and immune to oversubscribed cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture
-def pgc_dm():
-    return NodeDataModule(
-        "csbm", split="lpgnn", seed=0, feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0)
-    )
+# tiny graphs: one thread; ``ldp_dm`` (tests/conftest.py): csbm in [0, 1], LPGNN's split
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def small_graph():
@@ -66,33 +53,34 @@ def test_one_bit_estimate_of_the_convolution_is_unbiased_with_the_lemma_4_varian
     assert torch.allclose(gcs.var(0), var_gc, rtol=0.15)  # eq. 2.11 propagated
 
 
-def test_accounting_is_per_feature_as_in_chapter_2_and_labels_are_public(pgc_dm, make_trainer):
+def test_accounting_is_per_feature_as_in_chapter_2_and_labels_are_public(ldp_dm, make_trainer):
     model = PGC(x_eps=2.0, noise_seed=0)
-    make_trainer(max_epochs=1).fit(model, pgc_dm)
+    make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
-    d = pgc_dm.num_features
+    d = ldp_dm.num_features
     assert report.level == "ldp" and report.epsilon == pytest.approx(2.0 * d)
     assert report.count("onebit") == 1 and report.count("randomized_response") == 0
     assert f"epsilon 2 per feature x {d} features = {2 * d:g} per node" in str(report)
     per_node = PGC(x_eps=2.0, per_coordinate=False, mechanism="piecewise", noise_seed=0)
-    make_trainer(max_epochs=1).fit(per_node, pgc_dm)
+    make_trainer(max_epochs=1).fit(per_node, ldp_dm)
     assert per_node.privacy_spent().epsilon == pytest.approx(2.0)
     raw = PGC(x_eps=math.inf, noise_seed=0)
-    make_trainer(max_epochs=1).fit(raw, pgc_dm)
+    make_trainer(max_epochs=1).fit(raw, ldp_dm)
     assert math.isinf(raw.privacy_spent().epsilon)  # the RAW baseline is reported as such
 
 
-def test_pgc_collects_once_and_learns(pgc_dm, make_trainer, monkeypatch):
+def test_pgc_collects_once_and_learns(ldp_dm, make_trainer, monkeypatch):
     calls = []
     encode = OneBit.encode
     monkeypatch.setattr(
         OneBit, "encode", lambda self, x, g=None: calls.append(x.shape[0]) or encode(self, x, g)
     )
+    torch.manual_seed(0)  # the weights' initialisation (unseeded, the check was flaky)
     model = PGC(x_eps=8.0, noise_seed=0, dropout=0.0)
     trainer = make_trainer(max_epochs=30)
-    trainer.fit(model, pgc_dm)
-    trainer.test(model, pgc_dm, verbose=False)
-    assert calls == [pgc_dm.num_nodes]
+    trainer.fit(model, ldp_dm)
+    trainer.test(model, ldp_dm, verbose=False)
+    assert calls == [ldp_dm.num_nodes]
     assert model.collection().payload.dtype == torch.int8  # one bit per feature, compact
     assert trainer.callback_metrics["test/acc"] > 0.5  # 5 balanced classes: chance 0.2
 
@@ -148,12 +136,27 @@ def test_invalid_pgc_settings_are_clear_errors():
         PGCLinkPrediction(mechanism="gaussian")
 
 
-def test_model_reads_no_raw_features_after_collection(pgc_dm, make_trainer):
+def test_model_reads_no_raw_features_after_collection(ldp_dm, make_trainer):
     model = PGC(x_eps=4.0, noise_seed=0)
     trainer = make_trainer(max_epochs=2)
-    trainer.fit(model, pgc_dm)
-    probs = trainer.predict(model, pgc_dm)[0]
-    data = pgc_dm.data
+    trainer.fit(model, ldp_dm)
+    probs = trainer.predict(model, ldp_dm)[0]
+    data = ldp_dm.data
     saved, data.x = data.x, torch.full_like(data.x, float("nan"))
-    assert torch.equal(trainer.predict(model, pgc_dm)[0], probs)
+    assert torch.equal(trainer.predict(model, ldp_dm)[0], probs)
     data.x = saved
+
+
+@pytest.mark.parametrize("cls", [PGC, PGCLinkPrediction])
+def test_checkpoint_restores_the_collection_and_the_settings(cls, ldp_dm, make_trainer, tmp_path):
+    # the settings a PGC model forwards to its base (mechanism, lr, ...) come back, and the
+    # checkpoint's hyper-parameters are only arguments the model takes
+    model = cls(x_eps=4.0, mechanism="piecewise", lr=0.02, noise_seed=0)
+    trainer = make_trainer(max_epochs=1)
+    trainer.fit(model, ldp_dm)
+    trainer.save_checkpoint(tmp_path / "pgc.ckpt")
+    loaded = cls.load_from_checkpoint(tmp_path / "pgc.ckpt")
+    assert dict(loaded.hparams) == dict(model.hparams)
+    assert loaded.collector.mechanism == "piecewise" and loaded.lr == 0.02
+    assert torch.equal(loaded.received_features(), model.received_features())
+    assert loaded.privacy_spent() == model.privacy_spent()

@@ -79,10 +79,16 @@ FACEBOOK100_VOCABULARIES = ("data", "public")
 
 
 class _RedirectDirs:
-    """Mixin: read raw files from ``_raw_dir`` and write processed files to ``_processed_dir``."""
+    """Mixin for a PyG dataset: read raw files from ``raw_dir`` and write processed files to
+    ``processed_dir`` (a cache), never next to the raw files. The other arguments go to the
+    dataset, whose ``root`` is the cache's parent folder."""
 
     _raw_dir: str
     _processed_dir: str
+
+    def __init__(self, raw_dir: Path, processed_dir: Path, *args: Any, **kwargs: Any) -> None:
+        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
+        super().__init__(str(processed_dir.parent), *args, **kwargs)
 
     @property
     def raw_dir(self) -> str:  # noqa: D102
@@ -94,21 +100,15 @@ class _RedirectDirs:
 
 
 class _Planetoid(_RedirectDirs, Planetoid):
-    def __init__(self, raw_dir: Path, processed_dir: Path, name: str) -> None:
-        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
-        super().__init__(str(processed_dir.parent), name)
+    """:class:`~torch_geometric.datasets.Planetoid` (``name``) with redirected folders."""
 
 
 class _Reddit(_RedirectDirs, Reddit):
-    def __init__(self, raw_dir: Path, processed_dir: Path) -> None:
-        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
-        super().__init__(str(processed_dir.parent))
+    """:class:`~torch_geometric.datasets.Reddit` with redirected folders."""
 
 
 class _LastFMAsia(_RedirectDirs, LastFMAsia):
-    def __init__(self, raw_dir: Path, processed_dir: Path) -> None:
-        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
-        super().__init__(str(processed_dir.parent))
+    """:class:`~torch_geometric.datasets.LastFMAsia` with redirected folders."""
 
 
 class CachedTUDataset(_RedirectDirs, TUDataset):
@@ -116,22 +116,6 @@ class CachedTUDataset(_RedirectDirs, TUDataset):
 
     Processed tensors are written to ``processed_dir`` (a cache), never next to the raw files.
     """
-
-    def __init__(
-        self,
-        raw_dir: Path,
-        processed_dir: Path,
-        name: str,
-        use_node_attr: bool = False,
-        use_edge_attr: bool = False,
-    ) -> None:
-        self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
-        super().__init__(
-            str(processed_dir.parent),
-            name,
-            use_node_attr=use_node_attr,
-            use_edge_attr=use_edge_attr,
-        )
 
 
 def _strip(data: Data) -> Data:
@@ -170,7 +154,9 @@ def read_tudataset(
     use_edge_attr: bool = False,
 ) -> CachedTUDataset:
     """Read a TU graph-classification dataset (``<NAME>_A.txt``, ...) with PyG's reader."""
-    return CachedTUDataset(raw_dir, processed_dir, name, use_node_attr, use_edge_attr)
+    return CachedTUDataset(
+        raw_dir, processed_dir, name, use_node_attr=use_node_attr, use_edge_attr=use_edge_attr
+    )
 
 
 # --------------------------------------------------------------------------------------------

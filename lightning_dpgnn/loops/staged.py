@@ -111,9 +111,10 @@ class Stage:
 class StagedTrainingMixin:
     """Mixin for a ``LightningModule`` whose fit runs several stages.
 
-    Subclasses implement ``configure_stages()``, ``stage_optimizer(stage_index)``,
-    ``on_enter_stage(stage_index)`` (one-time work; must be idempotent across resumes) and
-    ``stage_rows(stage_index, data)`` (the training loader of a stage).
+    Subclasses implement ``configure_stages()``, ``on_enter_stage(stage_index)`` (one-time
+    work; must be idempotent across resumes) and ``stage_rows(stage_index, data)`` (the
+    training loader of a stage), and may override ``stage_optimizer(stage_index)`` (default:
+    the model's Adam over the stage's modules).
     """
 
     # -- to implement ------------------------------------------------------------------------
@@ -121,7 +122,10 @@ class StagedTrainingMixin:
         raise NotImplementedError
 
     def stage_optimizer(self, stage_index: int):
-        raise NotImplementedError
+        """The optimizer of stage ``stage_index``. Default: the model's Adam (``self.adam``)
+        over the trainable parameters of the stage's ``modules``."""
+        modules = [getattr(self, name) for name in self.stages[stage_index].modules]
+        return self.adam(p for m in modules for p in m.parameters() if p.requires_grad)
 
     def on_enter_stage(self, stage_index: int) -> None:
         """One-time work at the start of a stage (idempotent: skip what is already cached)."""

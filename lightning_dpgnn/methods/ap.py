@@ -14,7 +14,9 @@ stage with DP-SGD. What they share lives here, so each method file reads like it
   (thesis §4.7.5 for GAP, Theorem 5 for ProGAP);
 * the mechanism, built lazily (so a restored model provably never queried it);
 * checkpoints carrying the cached aggregates (mechanism outputs) and the staged state;
-* transductive inference from the cache, inductive inference with fresh noise on a new graph.
+* transductive inference from the cache, inductive inference with fresh noise on a new graph;
+* under DDP (``shard_rows=True``), the fit's aggregations on edge partitions and the cached
+  rows sharded across the ranks (docs/distributed.md, "Memory per rank").
 
 Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
 ``stage_model``, ``stage_inputs``, ``on_enter_stage``, ``_logits`` and ``_forward_graph``.
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from lightning.fabric.utilities.apply_func import apply_to_collection
 from torch import nn
 from torch_geometric.data import Data
 
@@ -39,6 +42,7 @@ from ..privacy.aggregation import (
     normalize_rows,
     sum_aggregate,
 )
+from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
 from .rows import RowTrainingMixin
@@ -76,6 +80,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         noise_seed: int | None = None,
         edge_unit: str = "undirected",
         log_private_metrics: bool = False,
+        shard_rows: bool = True,
     ) -> None:
         """The settings GAP and ProGAP share; each subclass takes its own in its signature
         and forwards these (PyG's style), so they are documented once, here.
@@ -104,6 +109,12 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             edge_unit: ``"undirected"`` (default: one friendship) or ``"directed"`` (the
                 thesis').
             log_private_metrics: node level: log ``val/*`` on private labels during the fit.
+            shard_rows: under DDP, split the graph's node rows into one contiguous block per
+                rank for the fit: each rank aggregates the edges into its block (the noise is
+                still drawn once, on rank 0) and keeps, trains and validates on its block of
+                the cached rows only, so memory per rank for the cache falls with the number of
+                ranks; the blocks are gathered back when the fit ends. ``False``: every rank
+                holds every row. No effect on one process, nor on the privacy accounting.
         """
         super().__init__(
             privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
@@ -127,6 +138,9 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         self.dropout, self.normalization, self.activation = dropout, normalization, activation
         self.batch_size, self.max_grad_norm = batch_size, max_grad_norm
         self.seed = seed
+        self.shard_rows = bool(shard_rows)
+        #: ``[lo, hi)``: the node rows ``self.aggregates`` holds when sharded (``None``: all)
+        self._cache_block: tuple[int, int] | None = None
         self.hop_budget = None if hop_budget is None else tuple(hop_budget)
         self._staged_init()
         self.noise_multiplier = noise_multiplier
@@ -200,8 +214,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if not self._is_built():
-            with self.seeded(self.seed):
-                self._build(data.num_features, self._num_classes(data))
+            self.build_for(data, self.seed)
         self._graph = self._private_graph(data)
         self.resolve_delta(self._graph)
         n_train = int(data.train_mask.sum())
@@ -286,25 +299,131 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         accountant: PrivacyAccountant,
         generator: torch.Generator | None,
         hop: int,
+        *,
+        fit: bool = False,
     ) -> torch.Tensor:
         """Hop ``hop`` (0-based) on ``graph``: ``A^T normalize_rows(x)``, plus calibrated noise
-        when private, at this hop's share of the budget (recorded on ``accountant``)."""
-        if self.privacy == "none":
-            return sum_aggregate(normalize_rows(x), graph.edge_index, graph.num_nodes)
-        return self._mechanism()(
-            x, graph.edge_index, graph.num_nodes, accountant, generator,
-            scale=self.hop_scales()[hop],
-        )  # fmt: skip
+        when private, at this hop's share of the budget (recorded on ``accountant``).
+
+        ``fit=True``: the fit's cached aggregation, which every rank calls together under DDP.
+        Each rank sums the edges into its block of rows (sharded) or every edge, and the noise
+        is drawn once, on rank 0, and broadcast with the ledger (:meth:`run_once`): every rank
+        gets the same ``[N, d]`` noisy aggregate, the single-process one for the same noise."""
+        n, scale = graph.num_nodes, self.hop_scales()[hop]
+        mechanism = None if self.privacy == "none" else self._mechanism()
+        if not fit:
+            if mechanism is None:
+                return sum_aggregate(normalize_rows(x), graph.edge_index, n)
+            return mechanism(x, graph.edge_index, n, accountant, generator, scale=scale)
+        if mechanism is not None:
+            mechanism.check_input(x, graph.edge_index, n)
+        x = normalize_rows(x)
+        block = self._row_block()
+        if block is None:
+            agg = sum_aggregate(x, graph.edge_index, n)
+        else:  # this rank's edge partition: the edges into its rows
+            agg = gather_rows(block_sum_aggregate(x, graph.edge_index, block), n)
+        if mechanism is None:
+            return agg
+        return self.run_once(lambda: mechanism.perturb(agg, accountant, generator, scale))
+
+    # -- the rows of this rank (DDP with ``shard_rows``) ------------------------------------
+    def _row_block(self) -> tuple[int, int] | None:
+        """``[lo, hi)``, the block of node rows this rank holds, during a fit on several
+        processes with ``shard_rows``; ``None`` otherwise (every row). Blocks are a function
+        of the node count and the number of ranks only (:func:`row_blocks`)."""
+        trainer = self._trainer
+        if (
+            not self.shard_rows
+            or trainer is None
+            or trainer.world_size == 1
+            or trainer.state.fn != "fit"
+            or self._graph is None
+        ):
+            return None
+        return row_blocks(self._graph.num_nodes, trainer.world_size)[trainer.global_rank]
+
+    def _local(self, data: Data) -> Data:
+        """``data`` restricted to this rank's block of rows (features, labels, split masks),
+        as views; ``data`` itself when rows are not sharded."""
+        block = self._row_block()
+        if block is None:
+            return data
+        cached = self.__dict__.get("_local_view")
+        if cached is None or cached[0] != (id(data), block):
+            lo, hi = block
+            view = Data(num_nodes=hi - lo)
+            for key in ("x", "y", "train_mask", "val_mask", "test_mask"):
+                t = data[key]
+                if t.layout == torch.strided:
+                    view[key] = t[lo:hi]
+                else:  # sparse features: COO supports row selection
+                    index = torch.arange(lo, hi, device=t.device)
+                    view[key] = t.to_sparse_coo().index_select(0, index)
+            cached = ((id(data), block), view)
+            self._local_view = cached
+        return cached[1]
+
+    def _gather(self, rows: torch.Tensor) -> torch.Tensor:
+        """All ``N`` rows from each rank's block (a collective); ``rows`` when not sharded."""
+        if self._row_block() is None:
+            return rows
+        return gather_rows(rows, self._graph.num_nodes)
+
+    def _keep_local(self, rows: torch.Tensor) -> torch.Tensor:
+        """This rank's block of ``rows`` (a copy, so the rest can be freed)."""
+        block = self._row_block()
+        return rows if block is None else rows[block[0] : block[1]].clone()
+
+    def _hold_local_rows(self) -> None:
+        """Keep only this rank's block of the cached aggregates (after the aggregation, or a
+        full cache restored from a checkpoint); a no-op when rows are not sharded."""
+        block = self._row_block()
+        if block is None or self.aggregates is None or self._cache_block == block:
+            return
+        lo, hi = block
+        self.aggregates = apply_to_collection(
+            self.aggregates, torch.Tensor, lambda t: t[lo:hi].clone()
+        )
+        self._cache_block = block
+        self._clear_rows_cache()
+
+    def _full_cache(self) -> Any:
+        """The cached aggregates of every node: gathered from the ranks' blocks (a collective)
+        while they are sharded."""
+        if self._cache_block is None:
+            return self.aggregates
+        n = self._graph.num_nodes
+        return apply_to_collection(self.aggregates, torch.Tensor, lambda t: gather_rows(t, n))
+
+    def on_fit_end(self) -> None:
+        """Every rank gets the whole cache back (test, predict, checkpoints, the hub)."""
+        self.aggregates = self._full_cache()
+        self._cache_block = None
+        self._clear_rows_cache()
+        super().on_fit_end()
+
+    def _train_shard(self, data: Data) -> tuple[int, int, int] | None:
+        """``(start, stop, total)``: the training rows of this rank's block are the global
+        training rows ``start..stop-1`` of ``total`` (blocks are contiguous, in rank order)."""
+        block = self._row_block()
+        if block is None:
+            return None
+        mask = data.train_mask
+        start = int(mask[: block[0]].sum())
+        return start, start + int(mask[block[0] : block[1]].sum()), int(mask.sum())
 
     # -- training ----------------------------------------------------------------------------
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
+        self._hold_local_rows()
+        local = self._local(data)
         rows = self._train_rows(
             stage_index,
-            data,
-            lambda: self.stage_inputs(stage_index, data),
+            local,
+            lambda: self.stage_inputs(stage_index, local),
             compact=self.privacy != "node",  # DP-SGD needs dense rows (per-sample gradients)
         )
-        return self.rows_loader(rows, self._phase(stage_index))
+        return self.rows_loader(rows, self._phase(stage_index), shard=self._train_shard(data))
 
     def _phase(self, stage_index: int) -> DPSGDPhase | None:
         """The DP-SGD phase of stage ``stage_index`` (node level), else ``None``."""
@@ -341,9 +460,11 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         index = self.eval_stage()
         if index > 0 or not self._in_fit():  # outside a fit only a fitted model predicts
             self._require_cache()
+        self._hold_local_rows()
+        local = self._local(data)  # sharded fit: this rank's rows (metrics reduced over ranks)
         *inputs, y = self._node_rows(
-            ("eval", index, id(self.aggregates)), data,
-            lambda: self.stage_inputs(index, data), split, compact=True,
+            ("eval", index, id(self.aggregates)), local,
+            lambda: self.stage_inputs(index, local), split, compact=True,
         )  # fmt: skip
         return self.stage_model(index)(*inputs), y
 
@@ -406,10 +527,11 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
 
     # -- checkpoints -----------------------------------------------------------------------
     def mechanism_outputs(self) -> dict[str, Any]:
-        return {self.mechanism_name: self.aggregates}
+        return {self.mechanism_name: self._full_cache()}
 
     def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
         self.aggregates = outputs.get(self.mechanism_name)
+        self._cache_block = None
         self._clear_rows_cache()  # rows gathered from the replaced aggregates
         self.aggregation = None  # a mechanism built before the restore used a stale multiplier
 

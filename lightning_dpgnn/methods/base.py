@@ -308,6 +308,17 @@ class PrivateModule(
             torch.manual_seed(int(seed))
             yield
 
+    # -- the networks, built from public sizes -------------------------------------------------
+    def _build(self, num_features: int, num_classes: int) -> None:
+        """Create the networks for ``num_features`` inputs and ``num_classes`` classes."""
+        raise NotImplementedError
+
+    def build_for(self, data: Data, seed: int | None = None) -> None:
+        """:meth:`_build` for ``data``'s feature width and public number of classes
+        (:meth:`_num_classes`), the weights initialised under ``seed`` (:meth:`seeded`)."""
+        with self.seeded(seed):
+            self._build(data.num_features, self._num_classes(data))
+
     # -- one draw for the whole process group (invariant 5) ------------------------------------
     def run_once(self, mechanism: Callable[[], T]) -> T:
         """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
@@ -697,7 +708,15 @@ class PrivateModule(
         """Log ``<stage>/loss`` and ``<stage>/acc`` of the logits of the stage's rows."""
         loss = cross_entropy(logits, y)
         n = len(y)
-        # under DDP every rank evaluates the whole graph: the average is each rank's value
-        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=False, sync_dist=True)
-        self.log(f"{stage}/acc", accuracy(logits, y), batch_size=n, prog_bar=True, sync_dist=True)
+        values = torch.stack([loss.detach(), accuracy(logits, y).to(loss.dtype)])
+        if self._trainer is not None and self.trainer.world_size > 1:
+            # under DDP a rank may hold a share of the rows (GAP/ProGAP's sharded rows): the
+            # logged values are over every rank's rows, from summed counts (Lightning's own
+            # mean over ranks floors an uneven total of batch sizes)
+            sums = torch.cat([values * n, values.new_tensor([n])])
+            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
+            values, n = sums[:2] / sums[2].clamp(min=1), int(sums[2])
+        # equal on every rank now; sync_dist keeps Lightning's epoch-level check quiet
+        self.log(f"{stage}/loss", values[0], batch_size=n, prog_bar=False, sync_dist=True)
+        self.log(f"{stage}/acc", values[1], batch_size=n, prog_bar=True, sync_dist=True)
         return loss

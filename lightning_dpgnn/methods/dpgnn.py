@@ -132,8 +132,7 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         data = self._datamodule_graph()
         check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
         if self.mlp is None:
-            with self.seeded(self.seed):
-                self._build(data.num_features, self._num_classes(data))
+            self.build_for(data, self.seed)
         self._graph = data
         self.resolve_delta(data)
         self.phase.bind(int(data.train_mask.sum()))

@@ -218,22 +218,28 @@ class GAP(AggregationPerturbationModule):
 
     @torch.no_grad()
     def _aggregate(
-        self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
+        self,
+        graph: Data,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None,
+        fit: bool = False,
     ) -> torch.Tensor:
-        """``[N, K, d]``: the K normalized noisy hops of the normalized encoder output."""
-        x = self._hop0(graph.x)
+        """``[N, K, d]``: the K normalized noisy hops of the normalized encoder output.
+
+        ``fit=True``: the fit's aggregation, on every rank together (each encodes its rows;
+        the noise of each hop is drawn once, see ``_aggregate_once``)."""
+        x = self._gather(self._hop0(self._local(graph).x)) if fit else self._hop0(graph.x)
         hops = []
         for hop in range(self.hparams.hops):
-            x = normalize_rows(self._aggregate_once(x, graph, accountant, generator, hop))
+            x = normalize_rows(self._aggregate_once(x, graph, accountant, generator, hop, fit=fit))
             hops.append(x)
         return torch.stack(hops, dim=1)
 
     def on_enter_stage(self, stage_index: int) -> None:
         if stage_index == 1 and self.aggregates is None:
             gen = self.noise_generator()
-            self.aggregates = self.run_once(
-                lambda: self._aggregate(self._graph, self.accountant, gen)
-            )
+            self.aggregates = self._aggregate(self._graph, self.accountant, gen, fit=True)
+        self._hold_local_rows()
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
     def eval_stage(self) -> int:

@@ -55,8 +55,7 @@ class GNN(PrivateModule):
 
     def setup(self, stage: str) -> None:
         if self.net is None:
-            data = self._datamodule_graph()
-            self._build(data.num_features, int(data.y.max()) + 1)
+            self.build_for(self._datamodule_graph())
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         return self.net(x, edge_index)

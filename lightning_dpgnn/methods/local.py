@@ -56,7 +56,8 @@ class LocallyPrivateModule(PrivateModule):
 
     # -- construction -----------------------------------------------------------------------------
     def build(self, num_features: int, num_classes: int) -> None:
-        """Create the networks (called once, from public sizes)."""
+        """Create the networks (called once, from public sizes) and record in ``hparams`` the
+        sizes the model's ``__init__`` takes."""
         raise NotImplementedError
 
     @property
@@ -68,9 +69,9 @@ class LocallyPrivateModule(PrivateModule):
         self._graph = data
         if not self.is_built:
             has_y = getattr(data, "y", None) is not None
-            num_classes = self._num_classes(data) if has_y else 0
-            self.hparams["num_classes"] = num_classes
-            self.build(int(data.num_features), num_classes)
+            # ``build`` records the sizes its model takes in ``hparams`` (PGCLinkPrediction
+            # takes no ``num_classes``: recording it would break load_from_checkpoint)
+            self.build(int(data.num_features), self._num_classes(data) if has_y else 0)
 
     def labels_private(self) -> bool:
         eps = self.collector.y_eps

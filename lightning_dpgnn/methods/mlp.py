@@ -71,8 +71,7 @@ class _NodeMLP(RowTrainingMixin, PrivateModule):
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if self.mlp is None:
-            with self.seeded(self.seed):
-                self._build(data.num_features, self._num_classes(data))
+            self.build_for(data, self.seed)
         self.resolve_delta(data)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -129,9 +128,6 @@ class MLP(StagedTrainingMixin, _NodeMLP):
     def setup(self, stage: str) -> None:
         _NodeMLP.setup(self, stage)
         StagedTrainingMixin.setup(self, stage)
-
-    def stage_optimizer(self, stage_index: int):
-        return self.adam(self.parameters())
 
     def loaders_change_within_stage(self) -> bool:
         return False  # one full batch of cached rows

@@ -80,43 +80,79 @@ def _pgc_collector(
     )
 
 
-class PGC(LocallyPrivateModule):
+class _PGCModule(LocallyPrivateModule):
+    """What :class:`PGC` and :class:`PGCLinkPrediction` share: the nodes' one-time collection
+    of their features (Alg. 1 lines 1-2) and Adam. Subclasses say whether the collection
+    carries the (public) labels and build their own network."""
+
+    #: whether the nodes send their labels too (in the clear: they are public here)
+    collect_labels: bool = True
+
+    def __init__(
+        self,
+        x_eps: float = 1.0,
+        *,
+        mechanism: str = "onebit",
+        per_coordinate: bool = True,
+        alpha: float = 0.0,
+        beta: float = 1.0,
+        noise_seed: int | None = None,
+        lr: float = 0.01,
+        weight_decay: float = 0.01,
+    ) -> None:
+        """The settings PGC and PGCLinkPrediction share; each takes its network's own in its
+        signature and forwards these (PyG's style), so they are documented once, here.
+
+        Args:
+            x_eps: the features' budget: per feature with ``per_coordinate=True`` (the
+                thesis'; each node spends ``d * x_eps``, which the report shows), else per
+                node. ``math.inf`` is the RAW baseline (features read in the clear, reported
+                as such). Formerly ``epsilon``: that name is gone rather than deprecated,
+                because the CLI carries the default model's ``epsilon`` (GAP's target) over
+                to it.
+            mechanism: ``"onebit"`` (PGC), ``"laplace"`` (LM), ``"duchi"`` (DM),
+                ``"piecewise"`` (PM).
+            per_coordinate: budget per feature (``True``, thesis ch. 2) or per node.
+            alpha, beta: feature range known to the server.
+            noise_seed: reproducible node-side randomness, for research only (``None``:
+                entropy; the report says the guarantee does not hold against anyone who knows
+                the seed).
+            lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01).
+        """
+        collector = _pgc_collector(
+            x_eps, mechanism, per_coordinate, alpha, beta, labels=self.collect_labels
+        )
+        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
+        # the hyper-parameters of the whole model: these and the subclass's own arguments
+        self.save_hyperparameters()
+
+
+class PGC(_PGCModule):
     """Node classification with private features: GCN over the 1-bit estimates (Alg. 1).
 
     Args:
-        x_eps: the features' budget: per feature with ``per_coordinate=True`` (the thesis';
-            each node spends ``d * x_eps``, which the report shows), else per node.
-            ``math.inf`` is the RAW baseline (features read in the clear, reported as such).
-            Formerly ``epsilon``: that name is gone rather than deprecated, because the CLI
-            carries the default model's ``epsilon`` (GAP's target) over to it.
-        mechanism: ``"onebit"`` (PGC), ``"laplace"`` (LM), ``"duchi"`` (DM), ``"piecewise"`` (PM).
-        per_coordinate: budget per feature (``True``, thesis ch. 2) or per node.
-        hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3).
-        lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01 / dropout 0.5).
-        alpha, beta: feature range known to the server.
-        noise_seed: reproducible node-side randomness, for research only (``None``: entropy;
-            the report says the guarantee does not hold against anyone who knows the seed).
+        x_eps: the features' budget, per feature by default (see ``per_coordinate``).
+        hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3; Table 2.2:
+            Cora dropout 0.5).
+        num_features, num_classes: build the network now (a model restored from its
+            hyper-parameters); otherwise it is built from the data at ``setup``.
+        **kwargs: the settings PGC shares with :class:`PGCLinkPrediction`, documented on
+            :class:`_PGCModule`: ``mechanism`` (``"onebit"``, ``"laplace"``, ``"duchi"``,
+            ``"piecewise"``), ``per_coordinate``, ``alpha``, ``beta`` (the feature range),
+            ``noise_seed`` (research only), ``lr``, ``weight_decay`` (Adam).
     """
 
     def __init__(
         self,
         x_eps: float = 1.0,
-        mechanism: str = "onebit",
-        per_coordinate: bool = True,
         hidden: int = 32,
         layers: int = 2,
         dropout: float = 0.5,
-        lr: float = 0.01,
-        weight_decay: float = 0.01,
-        alpha: float = 0.0,
-        beta: float = 1.0,
-        noise_seed: int | None = None,
         num_features: int | None = None,
         num_classes: int | None = None,
+        **kwargs: Any,
     ) -> None:
-        collector = _pgc_collector(x_eps, mechanism, per_coordinate, alpha, beta, labels=True)
-        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
-        self.save_hyperparameters()
+        super().__init__(x_eps, **kwargs)
         self.gcn: GNNBackbone | None = None
         if num_features is not None and num_classes is not None:
             self.build(num_features, num_classes)
@@ -239,39 +275,36 @@ class VGAEEncoder(nn.Module):
         return self.mu(h, edge_index), self.logstd(h, edge_index)
 
 
-class PGCLinkPrediction(LocallyPrivateModule):
+class PGCLinkPrediction(_PGCModule):
     """Link prediction with private features: a VGAE over the 1-bit estimates.
 
     Args:
-        x_eps, mechanism, per_coordinate, alpha, beta, noise_seed: as in :class:`PGC`.
+        x_eps: the features' budget, as in :class:`PGC`.
         hidden, out_dim: encoder widths (32 and 16, §2.6.3).
-        dropout, lr, weight_decay: training (Table 2.2: Cora 0.01 / 0.01 / 0).
+        dropout: the encoder's (Table 2.2: Cora 0).
         edge_split: train/val/test fractions of the edges (85/5/10).
         split_seed: seed of the edge split (the graph is public: the split costs nothing).
+        num_features: build the network now; otherwise it is built from the data at ``setup``.
+        **kwargs: ``mechanism``, ``per_coordinate``, ``alpha``, ``beta``, ``noise_seed``,
+            ``lr``, ``weight_decay``: as in :class:`PGC`.
 
     Logs ``train/loss``, ``val/loss``, ``val/auc`` and ``test/auc``.
     """
 
+    collect_labels = False
+
     def __init__(
         self,
         x_eps: float = 1.0,
-        mechanism: str = "onebit",
-        per_coordinate: bool = True,
         hidden: int = 32,
         out_dim: int = 16,
         dropout: float = 0.0,
-        lr: float = 0.01,
-        weight_decay: float = 0.01,
         edge_split: tuple[float, float, float] = (0.85, 0.05, 0.10),
         split_seed: int = 0,
-        alpha: float = 0.0,
-        beta: float = 1.0,
-        noise_seed: int | None = None,
         num_features: int | None = None,
+        **kwargs: Any,
     ) -> None:
-        collector = _pgc_collector(x_eps, mechanism, per_coordinate, alpha, beta, labels=False)
-        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
-        self.save_hyperparameters()
+        super().__init__(x_eps, **kwargs)
         self.vgae: VGAE | None = None
         self.edges: dict[str, torch.Tensor] | None = None
         if num_features is not None:

@@ -296,23 +296,29 @@ class ProGAP(AggregationPerturbationModule):
         graph: Data,
         accountant: PrivacyAccountant,
         generator: torch.Generator | None,
+        fit: bool = False,
     ) -> torch.Tensor:
-        """``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` with ``s = len(inputs)``."""
+        """``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` with ``s = len(inputs)``.
+
+        ``fit=True``: the fit's NAP, on every rank together (``inputs``: this rank's rows;
+        the noise is drawn once, see ``_aggregate_once``)."""
         k = len(inputs) - 1
         embeddings = self._eval_forward(self._net().base[k], inputs[k])
-        out = self._aggregate_once(embeddings, graph, accountant, generator, k)
+        if fit:
+            embeddings = self._gather(embeddings)
+        out = self._aggregate_once(embeddings, graph, accountant, generator, k, fit=fit)
         return normalize_rows(out) if self.normalize_nap else out
 
     def on_enter_stage(self, stage_index: int) -> None:
         if self.aggregates is None:
             self.aggregates = []
+        self._hold_local_rows()
         if stage_index >= 1 and len(self.aggregates) < stage_index:
             graph = self._graph
             gen = self.noise_generator(stage_index)
-            inputs = [self._sparse_as_csr(graph.x), *self.aggregates]
-            self.aggregates.append(
-                self.run_once(lambda: self._nap(inputs, graph, self.accountant, gen))
-            )
+            inputs = [self._sparse_as_csr(self._local(graph).x), *self.aggregates]
+            out = self._nap(inputs, graph, self.accountant, gen, fit=True)
+            self.aggregates.append(self._keep_local(out))
             self._net().enter_stage(stage_index, self.warm_start)
 
     # -- inference -----------------------------------------------------------------------------

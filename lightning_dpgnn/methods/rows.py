@@ -109,14 +109,19 @@ class RowTrainingMixin:
         return self._input_features(x) if x.layout == torch.sparse_coo else x
 
     def rows_loader(
-        self, rows: tuple[torch.Tensor, ...], phase: DPSGDPhase | None = None
+        self,
+        rows: tuple[torch.Tensor, ...],
+        phase: DPSGDPhase | None = None,
+        shard: tuple[int, int, int] | None = None,
     ) -> torch.utils.data.DataLoader:
         """One full batch of ``rows``, or (``phase`` given) one epoch of Poisson batches drawn
-        from the fit's noise generator."""
+        from the fit's noise generator. ``shard=(start, stop, total)``: ``rows`` are this
+        rank's global rows ``start..stop-1`` of ``total`` (see
+        :func:`~lightning_dpgnn.privacy.dpsgd.row_loader`)."""
         if phase is None:
-            return row_loader(*rows)
+            return row_loader(*rows, shard=shard)
         gen = self.noise_generator(BATCH_STREAM + self.trainer.current_epoch)
-        return phase.loader(*rows, generator=gen)
+        return phase.loader(*rows, generator=gen, shard=None if shard is None else shard[:2])
 
     # -- optimizers ----------------------------------------------------------------------------
     def dp_optimizer(

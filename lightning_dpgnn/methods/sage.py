@@ -118,17 +118,13 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
         if self.net is None:
-            with self.seeded(self.seed):
-                self._build(data.num_features, self._num_classes(data))
+            self.build_for(data, self.seed)
         self.resolve_delta(data)
         if stage == "fit":
             StagedTrainingMixin.setup(self, stage)
 
     def configure_stages(self) -> list[Stage]:
         return [Stage("sage", self.hparams.epochs, ("net",))]
-
-    def stage_optimizer(self, stage_index: int):
-        return self.adam(self.net.parameters())
 
     def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
         return DataLoader([data], batch_size=1, collate_fn=_the_graph)

@@ -123,7 +123,8 @@ class LedgerEntry:
 
     Attributes:
         name: what ran, e.g. ``"pma"``, ``"nap/stage2"``, ``"encoder/dpsgd"``, ``"multibit"``.
-        kind: ``"gaussian"``, ``"subsampled_gaussian"`` or ``"pure"``.
+        kind: ``"gaussian"``, ``"subsampled_gaussian"``, ``"graph_subsampled_gaussian"`` or
+            ``"pure"``.
         noise_multiplier: noise standard deviation divided by the L2 sensitivity
             (Gaussian kinds), ``None`` for pure-epsilon mechanisms.
         epsilon: per-invocation epsilon of a pure (LDP) mechanism, ``None`` otherwise.
@@ -339,6 +340,12 @@ class PrivacyAccountant:
         self.ledger.append(entry)
         return entry
 
+    def _add(self, kind: Kind, name: str, count: int, note: str, **params) -> LedgerEntry:
+        """Record ``count`` invocations of a ``kind`` mechanism at this accountant's level."""
+        return self.record(
+            LedgerEntry(name=name, kind=kind, count=count, level=self.level, note=note, **params)
+        )
+
     def add_gaussian(
         self,
         name: str,
@@ -349,11 +356,9 @@ class PrivacyAccountant:
         note: str = "",
     ) -> LedgerEntry:
         """Record ``count`` Gaussian mechanisms with noise std ``noise_multiplier*sensitivity``."""
-        return self.record(
-            LedgerEntry(
-                name=name, kind="gaussian", noise_multiplier=noise_multiplier,
-                sensitivity=float(sensitivity), count=count, level=self.level, note=note,
-            )
+        return self._add(
+            "gaussian", name, count, note, noise_multiplier=noise_multiplier,
+            sensitivity=float(sensitivity),
         )
 
     def add_subsampled_gaussian(
@@ -367,12 +372,9 @@ class PrivacyAccountant:
         note: str = "",
     ) -> LedgerEntry:
         """Record ``steps`` DP-SGD steps (Poisson rate ``sample_rate``, clip = sensitivity)."""
-        return self.record(
-            LedgerEntry(
-                name=name, kind="subsampled_gaussian", noise_multiplier=noise_multiplier,
-                sample_rate=sample_rate, sensitivity=float(sensitivity), count=steps,
-                level=self.level, note=note,
-            )
+        return self._add(
+            "subsampled_gaussian", name, steps, note, noise_multiplier=noise_multiplier,
+            sample_rate=sample_rate, sensitivity=float(sensitivity),
         )
 
     def add_graph_subsampled_gaussian(
@@ -388,20 +390,14 @@ class PrivacyAccountant:
     ) -> LedgerEntry:
         """Record ``steps`` DP-SGD steps on a GNN where one unit changes up to ``group_size``
         clipped per-sample terms (clip = ``sensitivity``; see the module doc)."""
-        return self.record(
-            LedgerEntry(
-                name=name, kind="graph_subsampled_gaussian", noise_multiplier=noise_multiplier,
-                sample_rate=sample_rate, sensitivity=float(sensitivity), count=steps,
-                level=self.level, note=note, group_size=int(group_size),
-            )
+        return self._add(
+            "graph_subsampled_gaussian", name, steps, note, noise_multiplier=noise_multiplier,
+            sample_rate=sample_rate, sensitivity=float(sensitivity), group_size=int(group_size),
         )
 
     def add_pure(self, name: str, epsilon: float, *, count: int = 1, note: str = "") -> LedgerEntry:
         """Record ``count`` invocations of a pure epsilon-DP (e.g. LDP) mechanism."""
-        return self.record(
-            LedgerEntry(name=name, kind="pure", epsilon=epsilon, count=count, level=self.level,
-                        note=note)
-        )
+        return self._add("pure", name, count, note, epsilon=epsilon)
 
     # -- composition -----------------------------------------------------------------------
     def rdp(self, orders: Iterable[float]) -> np.ndarray:

@@ -118,32 +118,47 @@ def check_degree_promise(
         )
 
 
-def in_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype) -> torch.Tensor:
+def in_adjacency(
+    edge_index: torch.Tensor,
+    num_nodes: int,
+    dtype: torch.dtype,
+    rows: tuple[int, int] | None = None,
+) -> torch.Tensor:
     """``A^T`` as a sparse CSR ``[num_nodes, num_nodes]`` matrix of ones (row ``v`` lists the
     sources of the edges into ``v``; repeated edges stay separate entries, so they count with
     multiplicity), with int32 indices when they fit.
 
+    ``rows=(lo, hi)``: only the target rows ``lo..hi-1``, a ``[hi - lo, num_nodes]`` block
+    built from the edges into them alone (the edge partition of a distributed aggregation,
+    :func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`).
+
     Built once per ``edge_index`` tensor and kept on it (``_dpgnn_adj``), keyed by its in-place
-    version, the node count, dtype and device, so the K hops of a fit (and the stages of
+    version, the node count, rows, dtype and device, so the K hops of a fit (and the stages of
     ProGAP) sort the edges once instead of coalescing a COO matrix at every hop.
     """
-    key = (edge_index._version, int(num_nodes), dtype, edge_index.device)
+    key = (edge_index._version, int(num_nodes), rows, dtype, edge_index.device)
     cached = getattr(edge_index, "_dpgnn_adj", None)
     if cached is not None and cached[0] == key:
         return cached[1]
     src, dst = edge_index[0].long(), edge_index[1].long()
+    lo, hi = (0, int(num_nodes)) if rows is None else (int(rows[0]), int(rows[1]))
+    if rows is not None:
+        inside = (dst >= lo) & (dst < hi)
+        src, dst = src[inside], dst[inside] - lo
+        del inside
+    num_rows = hi - lo
     small = num_nodes < 2**31 and src.numel() < 2**31
     index_dtype = torch.int32 if small else torch.int64
     order = torch.argsort(dst * num_nodes + src)  # rows by target, columns sorted within
     col = src[order].to(index_dtype)
     del order
-    crow = torch.zeros(num_nodes + 1, dtype=torch.int64, device=edge_index.device)
-    torch.cumsum(torch.bincount(dst, minlength=num_nodes), 0, out=crow[1:])
+    crow = torch.zeros(num_rows + 1, dtype=torch.int64, device=edge_index.device)
+    torch.cumsum(torch.bincount(dst, minlength=num_rows), 0, out=crow[1:])
     values = torch.ones(col.numel(), dtype=dtype, device=edge_index.device)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
         adj = torch.sparse_csr_tensor(
-            crow.to(index_dtype), col, values, (num_nodes, num_nodes), check_invariants=False
+            crow.to(index_dtype), col, values, (num_rows, num_nodes), check_invariants=False
         )
     edge_index._dpgnn_adj = (key, adj)
     return adj
@@ -237,6 +252,18 @@ class GaussianAggregation:
         """Noise standard deviation ``noise_multiplier * sensitivity``."""
         return self.noise_multiplier * self.sensitivity
 
+    def _check_accountant(self, accountant: PrivacyAccountant) -> None:
+        if accountant is None or not callable(getattr(accountant, "add_gaussian", None)):
+            raise TypeError(
+                f"{self.name}: an accountant (PrivacyAccountant) is required: every private "
+                "aggregation must be recorded"
+            )
+        if getattr(accountant, "level", None) == "node" and self.level == "edge":
+            raise ValueError(
+                f"{self.name}: an edge-level aggregation cannot be recorded on a node-level "
+                "accountant (its sensitivity is only valid for edge-level adjacency)"
+            )
+
     def check_degrees(self, edge_index: torch.Tensor, num_nodes: int) -> None:
         """Node level: raise unless max in-degree and max out-degree are both <= D."""
         if self.level != "node":
@@ -252,6 +279,16 @@ class GaussianAggregation:
                 "degree (a node's features must enter at most D aggregates for the sqrt(D) "
                 "sensitivity to hold)"
             )
+
+    def check_input(self, x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> None:
+        """Refuse what the sensitivity does not cover: non-float or non-finite ``x``, a
+        malformed graph, and (node level) degrees above ``D``."""
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"{self.name}: x must be a floating-point tensor")
+        _check_graph(x, edge_index, int(num_nodes))
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{self.name}: x contains NaN or infinite values")
+        self.check_degrees(edge_index, int(num_nodes))
 
     def __call__(
         self,
@@ -269,27 +306,29 @@ class GaussianAggregation:
         larger share of the budget). Records one Gaussian entry on ``accountant`` (required)
         per call, at the multiplier actually used.
         """
-        if accountant is None or not callable(getattr(accountant, "add_gaussian", None)):
-            raise TypeError(
-                f"{self.name}: an accountant (PrivacyAccountant) is required: every private "
-                "aggregation must be recorded"
-            )
-        if getattr(accountant, "level", None) == "node" and self.level == "edge":
-            raise ValueError(
-                f"{self.name}: an edge-level aggregation cannot be recorded on a node-level "
-                "accountant (its sensitivity is only valid for edge-level adjacency)"
-            )
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            raise TypeError(f"{self.name}: x must be a floating-point tensor")
+        self._check_accountant(accountant)
         num_nodes = int(num_nodes)
-        _check_graph(x, edge_index, num_nodes)
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{self.name}: x contains NaN or infinite values")
+        self.check_input(x, edge_index, num_nodes)
+        return self.perturb(sum_aggregate(normalize_rows(x), edge_index, num_nodes), accountant,
+                            generator, scale)
+
+    def perturb(
+        self,
+        agg: torch.Tensor,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None = None,
+        scale: float = 1.0,
+    ) -> torch.Tensor:
+        """The noise of one call on an aggregate computed elsewhere: ``agg + N(0, (scale *
+        std)^2)``, recorded on ``accountant``. ``agg`` must be ``A^T normalize_rows(x)`` of the
+        graph whose degrees :meth:`check_degrees` accepted — e.g. assembled from the edge
+        partitions of a distributed aggregation
+        (:func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`); :meth:`__call__`
+        is the one-process path."""
+        self._check_accountant(accountant)
         scale = float(scale)
         if not (math.isfinite(scale) and scale > 0):
             raise ValueError(f"{self.name}: scale must be finite and > 0, got {scale!r}")
-        self.check_degrees(edge_index, num_nodes)
-        agg = sum_aggregate(normalize_rows(x), edge_index, num_nodes)
         std = self.std * scale
         noise = R.normal(
             tuple(agg.shape), std, generator=generator, dtype=agg.dtype, device=agg.device

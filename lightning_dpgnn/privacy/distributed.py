@@ -8,6 +8,10 @@ one process is initialized; a single process never touches ``torch.distributed``
 * :func:`process_group` — ``(rank, world_size)`` of the default group (``(0, 1)`` without one).
 * :func:`broadcast_from_first` — rank 0's tensor on every rank (e.g. a Poisson batch mask).
 * :func:`all_reduce_sum` — the sum over ranks (DP-SGD's noisy clipped gradient sums).
+* :func:`row_blocks` / :func:`gather_rows` — the contiguous blocks of node rows the ranks hold
+  when a cache is sharded, and the whole matrix back from them.
+* :func:`block_sum_aggregate` — this rank's destination rows of ``A^T X`` from the edges that
+  end in them (an edge partition); :func:`gather_rows` assembles the whole aggregate.
 
 NCCL moves only CUDA tensors: with it, tensors travel through the current CUDA device and come
 back on the device they came from.
@@ -18,7 +22,12 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-__all__ = ["process_group", "broadcast_from_first", "all_reduce_sum"]
+from .aggregation import in_adjacency
+
+__all__ = [
+    "process_group", "broadcast_from_first", "all_reduce_sum", "row_blocks", "gather_rows",
+    "block_sum_aggregate",
+]
 
 
 def process_group() -> tuple[int, int]:
@@ -52,3 +61,51 @@ def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
     wire = tensor.to(_wire_device(tensor))
     dist.all_reduce(wire, op=dist.ReduceOp.SUM)
     return wire.to(tensor.device)
+
+
+def row_blocks(num_rows: int, world_size: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` of the rows each rank holds: ``world_size`` contiguous blocks covering
+    ``range(num_rows)``, sizes differing by at most one (as ``numpy.array_split``). A function of
+    the row count alone: no randomness, nothing read from the data."""
+    if num_rows < 0 or world_size < 1:
+        raise ValueError(f"need num_rows >= 0 and world_size >= 1, got {num_rows}, {world_size}")
+    size, extra = divmod(int(num_rows), int(world_size))
+    bounds = [r * size + min(r, extra) for r in range(world_size + 1)]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def gather_rows(block: torch.Tensor, num_rows: int) -> torch.Tensor:
+    """The ``[num_rows, ...]`` tensor whose :func:`row_blocks` block ``r`` is rank ``r``'s
+    ``block`` (every rank calls it, each with its own block; a collective). ``block`` itself
+    on one process."""
+    rank, world = process_group()
+    if world == 1:
+        return block
+    blocks = row_blocks(num_rows, world)
+    lo, hi = blocks[rank]
+    if block.shape[0] != hi - lo:
+        raise ValueError(f"rank {rank} holds rows [{lo}, {hi}) but gave {block.shape[0]} rows")
+    longest = max(h - lo_ for lo_, h in blocks)
+    device = _wire_device(block)
+    padded = block.new_zeros((longest, *block.shape[1:]), device=device)
+    padded[: hi - lo] = block.to(device)
+    parts = [torch.empty_like(padded) for _ in range(world)]
+    dist.all_gather(parts, padded)
+    full = torch.cat([p[: h - lo_] for p, (lo_, h) in zip(parts, blocks, strict=True)])
+    return full.to(block.device)
+
+
+def block_sum_aggregate(
+    x: torch.Tensor, edge_index: torch.Tensor, rows: tuple[int, int]
+) -> torch.Tensor:
+    """Rows ``[lo, hi)`` of ``A^T X`` (row ``v``: the sum of ``x[u]`` over edges ``u -> v``),
+    computed from the edges whose target lies in the block only.
+
+    The edge partition of a distributed aggregation: rank ``r`` aggregates the edges into its
+    block of :func:`row_blocks`, so it holds ``E / world_size`` edges of the sparse ``A^T`` and
+    does that share of the work, and the blocks together are ``A^T X`` (each row is summed by
+    one rank, in the order one process sums it). Repeated edges count with multiplicity.
+    Pure torch; the sparse block (:func:`~lightning_dpgnn.privacy.aggregation.in_adjacency`
+    with ``rows``) is kept on ``edge_index`` for the next call (the K hops of a fit)."""
+    lo, hi = int(rows[0]), int(rows[1])
+    return in_adjacency(edge_index, x.shape[0], x.dtype, rows=(lo, hi)) @ x

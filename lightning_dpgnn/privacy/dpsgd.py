@@ -396,6 +396,10 @@ class PoissonBatchSampler(torch.utils.data.DistributedSampler):
     ``DistributedSampler`` so that Lightning leaves it alone (it would otherwise shard the
     *batches* across ranks). Use it as a loader's ``sampler`` with ``batch_size=None``
     (:func:`row_loader`); every rank must iterate it in step (it holds a collective).
+
+    ``shard=(start, stop)``: this rank holds only the global rows ``start..stop-1`` (a sharded
+    row cache, rows of rank ``r`` before those of rank ``r + 1``); it yields the sampled rows
+    among them, numbered from ``start``. The global draw, and so the accounting, is unchanged.
     """
 
     def __init__(
@@ -406,6 +410,7 @@ class PoissonBatchSampler(torch.utils.data.DistributedSampler):
         generator: torch.Generator | None = None,
         num_replicas: int = 1,
         rank: int = 0,
+        shard: tuple[int, int] | None = None,
     ) -> None:
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
@@ -416,6 +421,9 @@ class PoissonBatchSampler(torch.utils.data.DistributedSampler):
         self.sample_rate = float(sample_rate)
         self.steps = int(steps) if steps is not None else max(1, round(1 / sample_rate))
         self.generator = generator
+        if shard is not None and not 0 <= shard[0] <= shard[1] <= num_samples:
+            raise ValueError(f"shard must be 0 <= start <= stop <= {num_samples}, got {shard}")
+        self.shard = shard
 
     def __len__(self) -> int:
         return self.steps
@@ -429,6 +437,10 @@ class PoissonBatchSampler(torch.utils.data.DistributedSampler):
                 mask = torch.zeros(self.num_samples, dtype=torch.bool)
             if self.num_replicas > 1:
                 mask = broadcast_from_first(mask.to(torch.uint8)).bool()
+            if self.shard is not None:
+                start, stop = self.shard
+                yield (mask[start:stop].nonzero().flatten()).tolist()
+                continue
             rows = mask.nonzero().flatten()
             yield rows[self.rank :: self.num_replicas].tolist()
 
@@ -479,6 +491,7 @@ def row_loader(
     sample_rate: float | None = None,
     steps: int | None = None,
     generator: torch.Generator | None = None,
+    shard: tuple[int, int, int] | None = None,
 ) -> torch.utils.data.DataLoader:
     """A loader over rows: Poisson batches when ``sample_rate`` is set, else one full batch.
 
@@ -486,14 +499,27 @@ def row_loader(
     strategy (full-batch training: no DP-SGD) Lightning can swap in a ``DistributedSampler`` and
     each process gets its shard of the rows as one batch. Poisson batches sample the global
     rows and give each rank of the default process group its shard of each
-    (:class:`PoissonBatchSampler`)."""
+    (:class:`PoissonBatchSampler`).
+
+    ``shard=(start, stop, total)``: ``tensors`` are already this rank's rows, global rows
+    ``start..stop-1`` of ``total`` (a sharded row cache): the full batch is all of them (a
+    one-replica ``DistributedSampler``, which Lightning leaves alone), and Poisson batches are
+    drawn over the ``total`` global rows, this rank training on the sampled ones it holds."""
     ds = _Rows(*tensors)
+    if shard is not None and shard[1] - shard[0] != len(ds):
+        raise ValueError(f"shard {shard[:2]} does not match the {len(ds)} rows given")
     if sample_rate is None:
-        return torch.utils.data.DataLoader(ds, batch_size=max(len(ds), 1), collate_fn=_identity)
+        sampler = None
+        if shard is not None:
+            sampler = torch.utils.data.DistributedSampler(ds, num_replicas=1, rank=0,
+                                                          shuffle=False)
+        return torch.utils.data.DataLoader(ds, batch_size=max(len(ds), 1), sampler=sampler,
+                                           collate_fn=_identity)
     rank, world_size = process_group()
+    total = len(ds) if shard is None else shard[2]
     sampler = PoissonBatchSampler(
-        len(ds), sample_rate, steps=steps, generator=generator, num_replicas=world_size,
-        rank=rank,
+        total, sample_rate, steps=steps, generator=generator, num_replicas=world_size,
+        rank=rank, shard=None if shard is None else shard[:2],
     )
     return torch.utils.data.DataLoader(ds, sampler=sampler, batch_size=None, collate_fn=_identity)
 
@@ -565,9 +591,17 @@ class DPSGDPhase:
                 n, self.group_size,
             )
 
-    def loader(self, *tensors: torch.Tensor, generator: torch.Generator | None = None):
+    def loader(
+        self,
+        *tensors: torch.Tensor,
+        generator: torch.Generator | None = None,
+        shard: tuple[int, int] | None = None,
+    ):
+        """One epoch of Poisson batches over the phase's ``num_samples`` rows (``shard``: the
+        global rows ``tensors`` hold, see :func:`row_loader`)."""
         return row_loader(
-            *tensors, sample_rate=self.sample_rate, steps=self.steps_per_epoch, generator=generator
+            *tensors, sample_rate=self.sample_rate, steps=self.steps_per_epoch, generator=generator,
+            shard=None if shard is None else (*shard, self.num_samples),
         )
 
     def wrap(

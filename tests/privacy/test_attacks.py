@@ -397,15 +397,30 @@ def test_node_level_needs_public_classes_instead_of_reading_labels(tmp_path):
 
 
 # -- 7. smaller lifecycle faults ---------------------------------------------------------------
-def test_node_level_fits_log_no_metric_on_private_labels_unless_asked(tmp_path):
-    quiet = DPMLP(epsilon=2.0, epochs=2, batch_size=500)
+NODE_LEVEL_FITS = {
+    "DPMLP": lambda **kw: DPMLP(epsilon=2.0, epochs=2, batch_size=500, **kw),
+    "GAP": lambda **kw: GAP(
+        privacy="node", epsilon=8.0, max_degree=21, encoder_epochs=1, classifier_epochs=1,
+        batch_size=500, **kw,
+    ),
+    "ProGAP": lambda **kw: ProGAP(
+        privacy="node", epsilon=8.0, max_degree=21, depth=1, epochs_per_stage=1,
+        batch_size=500, **kw,
+    ),
+    "DPGNN": lambda **kw: DPGNN(epsilon=8.0, max_degree=21, epochs=1, batch_size=500, **kw),
+}
+
+
+@pytest.mark.parametrize("method", sorted(NODE_LEVEL_FITS))
+def test_node_level_fits_log_no_metric_on_private_labels_unless_asked(tmp_path, method):
+    """Neither the DP-SGD batches' loss and accuracy nor validation metrics (all computed on
+    private labels without noise) reach the logs of a node-level fit, unless asked for."""
     trainer = _quiet(tmp_path, max_epochs=2)
-    trainer.fit(quiet, NodeDataModule("csbm"))
+    trainer.fit(NODE_LEVEL_FITS[method](), NodeDataModule("csbm"))
     assert not any(k.startswith(("val/", "train/")) for k in trainer.callback_metrics)
-    asked = DPMLP(epsilon=2.0, epochs=2, batch_size=500, log_private_metrics=True)
     trainer = _quiet(tmp_path, max_epochs=2)
-    trainer.fit(asked, NodeDataModule("csbm"))
-    assert "val/acc" in trainer.callback_metrics
+    trainer.fit(NODE_LEVEL_FITS[method](log_private_metrics=True), NodeDataModule("csbm"))
+    assert "val/acc" in trainer.callback_metrics and "train/loss" in trainer.callback_metrics
 
 
 def test_predict_is_transductive_unless_the_graph_is_marked_inductive(tmp_path):
