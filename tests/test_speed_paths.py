@@ -153,28 +153,6 @@ def test_sparse_features_give_the_fit_of_the_dense_ones(one_hot_dm, make_trainer
     assert a1 == pytest.approx(a0, abs=1e-6)
 
 
-def test_node_subgraph_equals_pyg_subgraph():
-    from torch_geometric.data import Data
-
-    from lightning_dpgnn.data.transforms import node_subgraph
-
-    g = torch.Generator().manual_seed(0)
-    n, e = 50, 300
-    data = Data(
-        x=torch.randn(n, 4, generator=g), y=torch.randint(0, 3, (n,), generator=g),
-        edge_index=torch.randint(0, n, (2, e), generator=g),
-        edge_attr=torch.randn(e, 2, generator=g), node_id=torch.arange(n) * 7,
-    )  # fmt: skip
-    keep = torch.rand(n, generator=g) < 0.6
-    fast, ref = node_subgraph(data, keep), data.subgraph(keep)
-    assert set(fast.keys()) == set(ref.keys()) and fast.num_nodes == ref.num_nodes
-    for key in ref.keys():
-        assert torch.equal(fast[key], ref[key]), key
-    sparse = data.clone()
-    sparse.x = data.x.to_sparse()
-    assert torch.equal(node_subgraph(sparse, keep).x.to_dense(), ref.x)
-
-
 @pytest.mark.parametrize("bounds", [(0.0, 1.0), (0.1, 0.9)])
 def test_ldp_input_check_counts_what_float64_counts(bounds):
     """The input check compares in x's dtype when the bounds are exact in it (no float64

@@ -69,7 +69,7 @@ def _dense_reference(folder: Path, target: str):
         info = np.asarray(mat["local_info"], dtype=np.int64)
         keep = info[:, t] != 0
         a = np.asarray(mat["A"].todense())[keep][:, keep]
-        edges |= {(int(u) + offset, int(v) + offset) for u, v in zip(*np.nonzero(a))}
+        edges |= {(int(u) + offset, int(v) + offset) for u, v in zip(*np.nonzero(a), strict=True)}
         infos.append(info[keep])
         offset += int(keep.sum())
     info = np.concatenate(infos)
