@@ -147,7 +147,6 @@ def plot(out: Path = PLOT) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from reference_parity import REFERENCE, SCHOOLS
 
     datasets = sorted({k[0] for b in PAIRS for k, _ in _settings(RESULTS / PAIRS[b][1])})
@@ -167,7 +166,7 @@ def plot(out: Path = PLOT) -> Path:
             labels = ["inf" if k[0][2] is None else f"{k[0][2]:g}" for k in keys]
             for shift, source, name in ((-0.15, old, "old rows"), (0.15, new, "current defaults")):
                 pts = []
-                for x, (key, protocol) in zip(xs, keys):
+                for x, (key, protocol) in zip(xs, keys, strict=True):
                     values = (
                         [v for v, _ in new[key, protocol]]
                         if source is new
@@ -177,17 +176,17 @@ def plot(out: Path = PLOT) -> Path:
                         mean, lo, hi = bootstrap_ci(values)
                         pts.append((x + shift, mean, mean - lo, hi - mean))
                 if pts:
-                    px, py, lo, hi = zip(*pts)
+                    px, py, lo, hi = zip(*pts, strict=True)
                     ax.errorbar(px, py, yerr=[lo, hi], fmt="o", capsize=3, label=name)
             school = dataset.split("/")[-1]
             if school in SCHOOLS:
                 ref = [
                     (x, REFERENCE[REFERENCE_CELLS[bench], k[0][2]][SCHOOLS.index(school)])
-                    for x, k in zip(xs, keys)
+                    for x, k in zip(xs, keys, strict=True)
                     if (REFERENCE_CELLS[bench], k[0][2]) in REFERENCE
                 ]
                 if ref:
-                    rx, ry = zip(*ref)
+                    rx, ry = zip(*ref, strict=True)
                     ax.plot(rx, ry, "k_", markersize=18, mew=2, label="reference code")
             ax.set_xticks(xs, labels)
             ax.set_title(f"{bench}: {dataset}", fontsize=9)
