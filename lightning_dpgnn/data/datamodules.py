@@ -400,8 +400,15 @@ class NodeDataModule(L.LightningDataModule):
                 "feature_range=None"
             )
         vocab = self.dataset_kwargs.get("vocabulary", "data")
-        facebook = self.name.startswith("facebook100/") or self.name == "facebook100-all"
-        if features and facebook and vocab == "data":
+        facebook = self.name.startswith("facebook100/")
+        if features and self.name == "facebook100-all":
+            reads.append(
+                "facebook100-all pools its one-hot codes from the data (one column per value "
+                "present across the schools, so the feature layout depends on who is in the "
+                "graph) and has no public code book yet: use one school with "
+                "dataset_kwargs={'vocabulary': 'public'} at this level"
+            )
+        elif features and facebook and vocab == "data":
             reads.append(
                 "the Facebook100 one-hot features use vocabulary='data' (one column per value "
                 "present, so the feature layout depends on who is in the graph); pass "

@@ -177,6 +177,10 @@ def test_private_reads_public_metadata_and_defaults() -> None:
     assert fb.private_reads("edge") == []
     public = dict(min_class_size=0, dataset_kwargs={"vocabulary": "public"})
     assert NodeDataModule("facebook100/Caltech36", **public).private_reads("node") == []
+    # the merged graph has no public code book: flagged whatever its arguments say
+    merged = NodeDataModule("facebook100/all", **public)
+    assert [r for r in merged.private_reads("ldp") if "no public code book" in r]
+    assert merged.private_reads("edge") == []
     # the public split is not a read; a positional split is one only at node level
     assert NodeDataModule("cora", split="public", split_by="position").private_reads("node") == []
     assert NodeDataModule(split_by="position").private_reads("edge") == []
