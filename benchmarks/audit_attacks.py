@@ -36,12 +36,22 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from common import RESULTS, append, bootstrap_ci, command_line, done_keys, load_rows, quiet
+from baselines_accuracy import DPGNN as BASE_DPGNN
+from baselines_accuracy import SAGE as BASE_SAGE
+from common import (
+    RESULTS,
+    append,
+    bootstrap_ci,
+    code_revision,
+    command_line,
+    done_keys,
+    load_rows,
+    quiet,
+)
 from gap_accuracy import COMMON as GAP_COMMON
 from gap_accuracy import DATASETS as GAP_DATASETS
 from gap_accuracy import EDGE as GAP_EDGE
 from gap_accuracy import NODE as GAP_NODE
-from gap_accuracy import YEARS
 from progap_accuracy import COMMON as PROGAP_COMMON
 from progap_accuracy import EDGE as PROGAP_EDGE
 from progap_accuracy import NODE as PROGAP_NODE
@@ -51,9 +61,8 @@ DATASETS = {
     **GAP_DATASETS,
     # small schools for reduced grids (the same protocol as the GAP benchmark's schools)
     "facebook100/Swarthmore42": GAP_DATASETS["facebook100/Rutgers89"],
-    "facebook100/Caltech36": dict(target="year", classes=YEARS, remove_isolated=False,
-                                  dataset_kwargs={"vocabulary": "public"}),
-}  # fmt: skip
+    "facebook100/Caltech36": GAP_DATASETS["facebook100/Rutgers89"],
+}
 #: named methods: (class exported by lightning_dpgnn, privacy level); ``*-inf`` is non-private
 METHODS = {
     "GAP-NDP": ("GAP", "node"),
@@ -61,7 +70,9 @@ METHODS = {
     "DP-MLP": ("DPMLP", "node"),
     "GAP-EDP": ("GAP", "edge"),
     "ProGAP-EDP": ("ProGAP", "edge"),
-    "SAGE-inf": ("GNN", "none"),
+    "SAGE-inf": ("SAGE", "none"),
+    "EdgeRand": ("EdgeRand", "edge"),
+    "DPGNN": ("DPGNN", "node"),
     # reads no edges: the link-stealing AUC that features and homophily alone give
     "MLP-inf": ("MLP", "none"),
 }
@@ -75,10 +86,13 @@ SETTINGS = {
     ("ProGAP", "none"): {**PROGAP_COMMON, **PROGAP_EDGE},
     ("DPMLP", "node"): dict(hidden=16, layers=3, lr=0.01, epochs=10, batch_size=256),
     ("MLP", "none"): dict(hidden=16, layers=3, lr=0.01),
-    ("GNN", "none"): dict(conv="sage", hidden=16, layers=2),
+    # the baselines benchmark's settings (GraphSAGE with sum aggregation, pre/post MLPs, JK)
+    ("SAGE", "none"): dict(BASE_SAGE),
+    ("EdgeRand", "edge"): {**BASE_SAGE, "edge_unit": "directed"},  # as GAP/ProGAP-EDP here
+    ("DPGNN", "node"): dict(BASE_DPGNN),
 }
 #: the non-private counterpart of a class that has no ``privacy="none"``
-NONPRIVATE = {"DPMLP": "MLP"}
+NONPRIVATE = {"DPMLP": "MLP", "DPGNN": "SAGE", "EdgeRand": "SAGE"}
 
 
 def resolve(method: str) -> tuple[str, str]:
@@ -98,16 +112,21 @@ def build(method: str, eps: float, seed: int, max_degree: int, extra: dict):
         cls_name, level = NONPRIVATE.get(cls_name, cls_name), "none"
     cls = getattr(lightning_dpgnn, cls_name)
     params = inspect.signature(cls.__init__).parameters
+    # a class that forwards ``**kwargs`` to its base (GAP, SAGE, ...) takes every setting
+    forwards = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     kwargs = {**SETTINGS.get((cls_name, level), {}), **extra}
     if level != "none":
         kwargs["epsilon"] = eps
     if "privacy" in params:
         kwargs["privacy"] = level
-    if level == "node" and "max_degree" in params:
+    from lightning_dpgnn.methods.ap import AggregationPerturbationModule
+
+    takes_degree = "max_degree" in params or issubclass(cls, AggregationPerturbationModule)
+    if level == "node" and takes_degree:
         kwargs["max_degree"] = max_degree
-    if "seed" in params:
+    if forwards or "seed" in params:
         kwargs["seed"] = seed
-    return cls(**{k: v for k, v in kwargs.items() if k in params})
+    return cls(**{k: v for k, v in kwargs.items() if forwards or k in params})
 
 
 def _max_degree(data) -> int:
@@ -130,6 +149,7 @@ def run(args) -> None:
     torch.set_num_threads(args.threads)
     done = done_keys(args.out)
     extra = json.loads(args.model_args)
+    revision = code_revision()
     for seed in range(args.seeds):
         for name in args.datasets:
             dm = NodeDataModule(name, seed=seed, **DATASETS[name])
@@ -155,7 +175,8 @@ def run(args) -> None:
                         key=key, attack=args.attack, dataset=name, method=method,
                         target_epsilon=eps, seed=seed, auc=res.aucs[0], level=report.level,
                         epsilon=None if math.isinf(report.epsilon) else report.epsilon,
-                        delta=report.delta, seconds=time.time() - t0, command=command_line(),
+                        delta=report.delta, seconds=time.time() - t0, revision=revision,
+                        command=command_line(),
                     )  # fmt: skip
                     append(args.out, row)
                     print(f"{key}: AUC {row['auc']:.3f} ({row['seconds']:.0f}s)", flush=True)
