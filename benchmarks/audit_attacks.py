@@ -47,6 +47,7 @@ from common import (
     done_keys,
     load_rows,
     quiet,
+    splice,
 )
 from gap_accuracy import COMMON as GAP_COMMON
 from gap_accuracy import DATASETS as GAP_DATASETS
@@ -57,6 +58,7 @@ from progap_accuracy import EDGE as PROGAP_EDGE
 from progap_accuracy import NODE as PROGAP_NODE
 
 OUT = RESULTS / "audit_attacks.jsonl"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 DATASETS = {
     **GAP_DATASETS,
     # small schools for reduced grids (the same protocol as the GAP benchmark's schools)
@@ -184,40 +186,84 @@ def run(args) -> None:
                     print(f"{key}: AUC {row['auc']:.3f} ({row['seconds']:.0f}s)", flush=True)
 
 
-def summarize(path: Path, out: Path) -> None:
-    rows = load_rows(path)
+#: what a method's ``inf`` column fits (its non-private counterpart), for the table's notes
+def _inf_model(method: str) -> str:
+    cls, level = resolve(method)
+    return NONPRIVATE.get(cls, cls) if level != "none" else cls
+
+
+def _verdict(cells: dict[float, tuple[float, float, float]]) -> str:
+    """The papers' finding, checked on one row: private cells whose CI covers 0.5, and
+    whether the non-private cell's CI is above 0.5."""
+    private = [c for e, c in cells.items() if not math.isinf(e)]
+    at_chance = sum(lo <= 0.5 <= hi for _, lo, hi in private)
+    parts = [f"{at_chance}/{len(private)} private at chance"] if private else []
+    if math.inf in cells:
+        above = cells[math.inf][1] > 0.5
+        parts.append("non-private above chance" if above else "non-private not above chance")
+    return "; ".join(parts)
+
+
+def tables(rows: list[dict]) -> str:
+    """The markdown tables of ``rows`` (one per attack), with the papers' finding per row."""
     groups: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         groups[(r["attack"], r["dataset"], r["method"], r["target_epsilon"])].append(r["auc"])
-    commands = sorted({r["command"] for r in rows})
-    lines = [
-        "# Attacks against trained models",
-        "",
-        "AUC of the attack (0.5: chance), mean and 95% bootstrap CI over seeds (each seed: its "
-        "own split, target fit, shadow fit and attack model). Commands:",
-        "",
-        *[f"- `{c}`" for c in commands],
-    ]
+    lines: list[str] = []
     for attack, title in (("mia", "Node membership inference (TSTF)"),
                           ("link", "Link stealing (posterior similarity)")):  # fmt: skip
         keys = sorted({k[1:3] for k in groups if k[0] == attack})
         if not keys:
             continue
         epss = sorted({k[3] for k in groups if k[0] == attack})
-        lines += ["", f"## {title}", "",
-                  "| dataset | method | " + " | ".join(f"eps={e:g}" for e in epss) + " |",
-                  "|---|---|" + "---|" * len(epss)]  # fmt: skip
+        check = attack == "mia"
+        lines += ["", f"#### {title}", "",
+                  "| dataset | method | " + " | ".join(f"eps={e:g}" for e in epss)
+                  + (" | finding |" if check else " |"),
+                  "|---|---|" + "---|" * (len(epss) + check)]  # fmt: skip
         for ds, method in keys:
-            cells = []
+            cells, stats = [], {}
             for e in epss:
                 v = groups.get((attack, ds, method, e))
                 if not v:
                     cells.append("—")
                     continue
-                mean, lo, hi = bootstrap_ci(v)
+                stats[e] = bootstrap_ci(v)
+                mean, lo, hi = stats[e]
                 cells.append(f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] (n={len(v)})")
-            lines.append(f"| {ds} | {method} | " + " | ".join(cells) + " |")
+            verdict = [_verdict(stats)] if check else []
+            lines.append(f"| {ds} | {method} | " + " | ".join(cells + verdict) + " |")
+        counterparts = sorted(
+            {f"{m}: {_inf_model(m)}" for d, m in keys
+             if (attack, d, m, math.inf) in groups and _inf_model(m) != resolve(m)[0]}
+        )  # fmt: skip
+        if counterparts:
+            lines += ["", "eps=inf fits the non-private counterpart (" + "; ".join(counterparts)
+                      + ")."]  # fmt: skip
+    return "\n".join(lines).strip("\n")
+
+
+def summarize(path: Path, out: Path) -> None:
+    rows = load_rows(path)
+    commands = sorted({r["command"] for r in rows})
+    md = tables(rows)
+    lines = [
+        "# Attacks against trained models",
+        "",
+        "AUC of the attack in % (50: chance), mean and 95% bootstrap CI over seeds (each seed: "
+        "its own split, target fit, shadow fit and attack model); n: seeds. *finding*: how "
+        "many private cells have a CI that covers 50, and whether the non-private cell's CI "
+        "is above 50 (the papers: about 50 for private models, clearly above non-privately). "
+        "Commands:",
+        "",
+        *[f"- `{c}`" for c in commands],
+        "",
+        md,
+    ]
     out.write_text("\n".join(lines) + "\n")
+    splice(DOCS / "audits.md", "<!-- ATTACKS:BEGIN -->", "<!-- ATTACKS:END -->",
+           f"Generated by `python benchmarks/audit_attacks.py --summarize` from "
+           f"`benchmarks/results/{path.name}` (commands in `results/{out.name}`).\n\n{md}")
     print(out.read_text())
 
 
