@@ -35,7 +35,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from audit_attacks import DATASETS, _max_degree, build
+from audit_attacks import DATASETS, _max_degree, build, shadow_builder
 from common import (
     RESULTS,
     append,
@@ -85,7 +85,7 @@ def run(args) -> None:
     import torch
 
     from lightning_dpgnn.attacks.membership import membership_attack
-    from lightning_dpgnn.attacks.shadow import fresh_copy, predict_posteriors, shadow_split
+    from lightning_dpgnn.attacks.shadow import predict_posteriors, shadow_split
     from lightning_dpgnn.data import NodeDataModule
 
     torch.set_num_threads(1)
@@ -97,13 +97,14 @@ def run(args) -> None:
         t0 = time.time()
         dm = NodeDataModule(args.dataset, seed=seed, **DATASETS[args.dataset])
         data = dm.data
-        model = build(args.method, args.epsilon, seed, _max_degree(data), {})
+        d = _max_degree(data)
+        model = build(args.method, args.epsilon, seed, d, {})
         quiet_trainer(max_epochs=100).fit(model, dm)
         target = predict_posteriors(model, data)
         # the shadow exactly as node_membership_inference(repeats=1, seed=seed) draws it
         gen = torch.Generator().manual_seed(seed)
         split = shadow_split(data, gen)
-        shadow = fresh_copy(model)
+        shadow = shadow_builder(model, args.method, args.epsilon, seed, d, {})()
         sdm = NodeDataModule.from_data(split, name="shadow", split="public")
         quiet_trainer(max_epochs=100).fit(shadow, datamodule=sdm)
         spost = predict_posteriors(shadow, split)
