@@ -139,7 +139,9 @@ def shadow_builder(target, method: str, eps: float, seed: int, max_degree: int, 
     GAP-NDP fit at epsilon 1 on Swarthmore42), and the shadow still checks it against epsilon."""
     z = getattr(target, "noise_multiplier", None)
     settings = extra if z is None or math.isinf(eps) else {**extra, "noise_multiplier": z}
-    return lambda: build(method, eps, seed, max_degree, settings)
+    # the shadow's data module declares no classes: the target's shapes are public metadata
+    shapes = {k: target.hparams[k] for k in ("num_features", "num_classes") if k in target.hparams}
+    return lambda: build(method, eps, seed, max_degree, {**settings, **shapes})
 
 
 def _max_degree(data) -> int:
