@@ -12,7 +12,14 @@ and four AUCs are recorded:
   model is trained on;
 * ``shadow_holdout``: the attack model trained on half of the shadow's balanced members /
   non-members and scored on the other half: what the attack learns in distribution;
-* ``tstf``: the TSTF attack on the target (the benchmark's number).
+* ``tstf``: the TSTF attack on the target (the benchmark's number);
+* ``split_degree``, ``split_label``: the in-degree and the label as scores of the target's
+  members against its non-members (no model): is the identity-keyed split random with
+  respect to them.
+
+The summary also gives the standard deviation one seed's AUC has when the scores carry no
+membership signal (the Mann-Whitney null, ``sqrt((n1 + n2 + 1) / (12 n1 n2))`` for the
+balanced ``n1 = n2`` non-members), against which a mean over a few seeds is read.
 
 If the target does not leak (``target_confidence`` about 0.5 with a CI around it) and the
 shadow does not either, the TSTF AUC is an attack model fitted to noise: its direction on the
@@ -35,7 +42,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from audit_attacks import DATASETS, _max_degree, build, shadow_builder
+from audit_attacks import DATASETS, DOCS, _max_degree, build, shadow_builder
 from common import (
     RESULTS,
     append,
@@ -46,10 +53,14 @@ from common import (
     load_rows,
     quiet,
     quiet_trainer,
+    splice,
 )
 
 OUT = RESULTS / "mia_diagnosis.jsonl"
-METRICS = ("target_confidence", "shadow_confidence", "shadow_holdout", "tstf")
+METRICS = (
+    "target_confidence", "shadow_confidence", "shadow_holdout", "tstf", "split_degree",
+    "split_label",
+)  # fmt: skip
 
 
 def _confidence_auc(post, members, nonmembers, generator) -> float:
@@ -57,6 +68,13 @@ def _confidence_auc(post, members, nonmembers, generator) -> float:
 
     idx, lab = balanced_membership(members, nonmembers, generator)
     return attack_auc(post[idx].max(-1).values, lab)
+
+
+def _score_auc(score, data, generator) -> float:
+    from lightning_dpgnn.attacks.membership import attack_auc, balanced_membership
+
+    idx, lab = balanced_membership(data.train_mask, data.test_mask, generator)
+    return attack_auc(score[idx].float(), lab)
 
 
 def _holdout_auc(post, members, nonmembers, seed: int) -> float:
@@ -87,6 +105,7 @@ def run(args) -> None:
     from lightning_dpgnn.attacks.membership import membership_attack
     from lightning_dpgnn.attacks.shadow import predict_posteriors, shadow_split
     from lightning_dpgnn.data import NodeDataModule
+    from lightning_dpgnn.privacy.aggregation import degrees
 
     torch.set_num_threads(1)
     done, revision = done_keys(args.out), code_revision()
@@ -119,6 +138,9 @@ def run(args) -> None:
                 spost, split.train_mask, split.test_mask, target, data.train_mask,
                 data.test_mask, seed=seed,
             ),
+            split_degree=_score_auc(degrees(data.edge_index, data.num_nodes)[0], data, g),
+            split_label=_score_auc(data.y, data, g),
+            nonmembers=int(data.test_mask.sum()),
             target_top_mean=float(target.max(-1).values.mean()),
             seconds=time.time() - t0, revision=revision, command=command_line(),
         )  # fmt: skip
@@ -126,8 +148,8 @@ def run(args) -> None:
         print(key, {k: round(row[k], 3) for k in METRICS}, flush=True)
 
 
-def summarize() -> None:
-    rows = load_rows(OUT)
+def summarize(path: Path = OUT) -> None:
+    rows = load_rows(path)
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         groups[(r["dataset"], r["method"], r["target_epsilon"])].append(r)
@@ -139,8 +161,9 @@ def summarize() -> None:
         "",
         *[f"- `{c}`" for c in sorted({r["command"] for r in rows})],
         "",
-        "| dataset | method | eps | " + " | ".join(METRICS) + " | seeds below 0.5 (tstf) |",
-        "|---|---|---|" + "---|" * (len(METRICS) + 1),
+        "| dataset | method | eps | " + " | ".join(METRICS)
+        + " | seeds below 0.5 (tstf) | null SD of one seed's AUC |",
+        "|---|---|---|" + "---|" * (len(METRICS) + 2),
     ]
     for (ds, method, eps), rs in sorted(groups.items()):
         cells = []
@@ -148,12 +171,26 @@ def summarize() -> None:
             mean, lo, hi = bootstrap_ci([r[m] for r in rs])
             cells.append(f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]")
         below = sum(r["tstf"] < 0.5 for r in rs)
+        n = sum(r["nonmembers"] for r in rs) / len(rs)
+        null_sd = math.sqrt((2 * n + 1) / (12 * n * n))
         eps_s = "inf" if math.isinf(eps) else f"{eps:g}"
         lines.append(
-            f"| {ds} | {method} | {eps_s} | " + " | ".join(cells) + f" | {below} / {len(rs)} |"
-        )
-    (RESULTS / "mia_diagnosis.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+            f"| {ds} | {method} | {eps_s} | " + " | ".join(cells)
+            + f" | {below} / {len(rs)} | {100 * null_sd:.1f} ({n:.0f} per class) |"
+        )  # fmt: skip
+        lines += ["", "Per seed (AUC %):", "", "| seed | " + " | ".join(METRICS) + " |",
+                  "|---|" + "---|" * len(METRICS)]  # fmt: skip
+        for r in sorted(rs, key=lambda r: r["seed"]):
+            lines.append(f"| {r['seed']} | " + " | ".join(f"{100 * r[m]:.1f}" for m in METRICS)
+                         + " |")  # fmt: skip
+    md = "\n".join(lines)
+    (RESULTS / "mia_diagnosis.md").write_text(md + "\n")
+    table = md[md.index("| dataset") :]
+    splice(DOCS / "audits.md", "<!-- DIAGNOSIS:BEGIN -->", "<!-- DIAGNOSIS:END -->",
+           "Generated by `python benchmarks/mia_diagnosis.py --summarize` from "
+           "`benchmarks/results/mia_diagnosis.jsonl` (commands in `results/mia_diagnosis.md`):"
+           f"\n\n{table}")  # fmt: skip
+    print(md)
 
 
 def main() -> None:
@@ -165,7 +202,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summarize", action="store_true")
     args = p.parse_args()
-    summarize() if args.summarize else run(args)
+    summarize(args.out) if args.summarize else run(args)
 
 
 if __name__ == "__main__":
