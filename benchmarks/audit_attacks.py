@@ -36,24 +36,35 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from common import RESULTS, append, bootstrap_ci, command_line, done_keys, load_rows, quiet
+from baselines_accuracy import DPGNN as BASE_DPGNN
+from baselines_accuracy import SAGE as BASE_SAGE
+from common import (
+    RESULTS,
+    append,
+    bootstrap_ci,
+    code_revision,
+    command_line,
+    done_keys,
+    load_rows,
+    quiet,
+    splice,
+)
 from gap_accuracy import COMMON as GAP_COMMON
 from gap_accuracy import DATASETS as GAP_DATASETS
 from gap_accuracy import EDGE as GAP_EDGE
 from gap_accuracy import NODE as GAP_NODE
-from gap_accuracy import YEARS
 from progap_accuracy import COMMON as PROGAP_COMMON
 from progap_accuracy import EDGE as PROGAP_EDGE
 from progap_accuracy import NODE as PROGAP_NODE
 
 OUT = RESULTS / "audit_attacks.jsonl"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 DATASETS = {
     **GAP_DATASETS,
     # small schools for reduced grids (the same protocol as the GAP benchmark's schools)
     "facebook100/Swarthmore42": GAP_DATASETS["facebook100/Rutgers89"],
-    "facebook100/Caltech36": dict(target="year", classes=YEARS, remove_isolated=False,
-                                  dataset_kwargs={"vocabulary": "public"}),
-}  # fmt: skip
+    "facebook100/Caltech36": GAP_DATASETS["facebook100/Rutgers89"],
+}
 #: named methods: (class exported by lightning_dpgnn, privacy level); ``*-inf`` is non-private
 METHODS = {
     "GAP-NDP": ("GAP", "node"),
@@ -61,7 +72,9 @@ METHODS = {
     "DP-MLP": ("DPMLP", "node"),
     "GAP-EDP": ("GAP", "edge"),
     "ProGAP-EDP": ("ProGAP", "edge"),
-    "SAGE-inf": ("GNN", "none"),
+    "SAGE-inf": ("SAGE", "none"),
+    "EdgeRand": ("EdgeRand", "edge"),
+    "DPGNN": ("DPGNN", "node"),
     # reads no edges: the link-stealing AUC that features and homophily alone give
     "MLP-inf": ("MLP", "none"),
 }
@@ -75,10 +88,13 @@ SETTINGS = {
     ("ProGAP", "none"): {**PROGAP_COMMON, **PROGAP_EDGE},
     ("DPMLP", "node"): dict(hidden=16, layers=3, lr=0.01, epochs=10, batch_size=256),
     ("MLP", "none"): dict(hidden=16, layers=3, lr=0.01),
-    ("GNN", "none"): dict(conv="sage", hidden=16, layers=2),
+    # the baselines benchmark's settings (GraphSAGE with sum aggregation, pre/post MLPs, JK)
+    ("SAGE", "none"): dict(BASE_SAGE),
+    ("EdgeRand", "edge"): {**BASE_SAGE, "edge_unit": "directed"},  # as GAP/ProGAP-EDP here
+    ("DPGNN", "node"): dict(BASE_DPGNN),
 }
 #: the non-private counterpart of a class that has no ``privacy="none"``
-NONPRIVATE = {"DPMLP": "MLP"}
+NONPRIVATE = {"DPMLP": "MLP", "DPGNN": "SAGE", "EdgeRand": "SAGE"}
 
 
 def resolve(method: str) -> tuple[str, str]:
@@ -98,16 +114,34 @@ def build(method: str, eps: float, seed: int, max_degree: int, extra: dict):
         cls_name, level = NONPRIVATE.get(cls_name, cls_name), "none"
     cls = getattr(lightning_dpgnn, cls_name)
     params = inspect.signature(cls.__init__).parameters
+    # a class that forwards ``**kwargs`` to its base (GAP, SAGE, ...) takes every setting
+    forwards = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     kwargs = {**SETTINGS.get((cls_name, level), {}), **extra}
     if level != "none":
         kwargs["epsilon"] = eps
     if "privacy" in params:
         kwargs["privacy"] = level
-    if level == "node" and "max_degree" in params:
+    from lightning_dpgnn.methods.ap import AggregationPerturbationModule
+
+    takes_degree = "max_degree" in params or issubclass(cls, AggregationPerturbationModule)
+    if level == "node" and takes_degree:
         kwargs["max_degree"] = max_degree
-    if "seed" in params:
+    if forwards or "seed" in params:
         kwargs["seed"] = seed
-    return cls(**{k: v for k, v in kwargs.items() if k in params})
+    return cls(**{k: v for k, v in kwargs.items() if forwards or k in params})
+
+
+def shadow_builder(target, method: str, eps: float, seed: int, max_degree: int, extra: dict):
+    """The shadow of ``target``: the same class and settings, at the target's noise multiplier
+    when it is private. The calibration is a deterministic function of the plan, which the
+    shadow shares (class, hyper-parameters, the split's sizes), so it would find the same
+    multiplier; passing it skips the search (most of a private fit's time: ~140 s of a 145 s
+    GAP-NDP fit at epsilon 1 on Swarthmore42), and the shadow still checks it against epsilon."""
+    z = getattr(target, "noise_multiplier", None)
+    settings = extra if z is None or math.isinf(eps) else {**extra, "noise_multiplier": z}
+    # the shadow's data module declares no classes: the target's shapes are public metadata
+    shapes = {k: target.hparams[k] for k in ("num_features", "num_classes") if k in target.hparams}
+    return lambda: build(method, eps, seed, max_degree, {**settings, **shapes})
 
 
 def _max_degree(data) -> int:
@@ -130,6 +164,7 @@ def run(args) -> None:
     torch.set_num_threads(args.threads)
     done = done_keys(args.out)
     extra = json.loads(args.model_args)
+    revision = code_revision()
     for seed in range(args.seeds):
         for name in args.datasets:
             dm = NodeDataModule(name, seed=seed, **DATASETS[name])
@@ -137,6 +172,8 @@ def run(args) -> None:
             d = _max_degree(data)
             for method in args.methods:
                 for eps in args.epsilons:
+                    if resolve(method)[1] == "none" and not math.isinf(eps):
+                        continue  # a non-private method has one column: inf
                     key = f"{args.attack}|{name}|{method}|{eps}|{seed}"
                     if key in done:
                         continue
@@ -146,8 +183,9 @@ def run(args) -> None:
                     trainer.fit(model, dm)
                     if args.attack == "mia":
                         res = node_membership_inference(
-                            model, data, repeats=1, seed=seed, trainer_kwargs={"max_epochs": 100}
-                        )
+                            model, data, repeats=1, seed=seed, trainer_kwargs={"max_epochs": 100},
+                            shadow=shadow_builder(model, method, eps, seed, d, extra),
+                        )  # fmt: skip
                     else:
                         res = link_stealing(model, data, repeats=1, seed=seed)
                     report = model.privacy_spent()
@@ -155,46 +193,91 @@ def run(args) -> None:
                         key=key, attack=args.attack, dataset=name, method=method,
                         target_epsilon=eps, seed=seed, auc=res.aucs[0], level=report.level,
                         epsilon=None if math.isinf(report.epsilon) else report.epsilon,
-                        delta=report.delta, seconds=time.time() - t0, command=command_line(),
+                        delta=report.delta, seconds=time.time() - t0, revision=revision,
+                        command=command_line(),
                     )  # fmt: skip
                     append(args.out, row)
                     print(f"{key}: AUC {row['auc']:.3f} ({row['seconds']:.0f}s)", flush=True)
 
 
-def summarize(path: Path, out: Path) -> None:
-    rows = load_rows(path)
+#: what a method's ``inf`` column fits (its non-private counterpart), for the table's notes
+def _inf_model(method: str) -> str:
+    cls, level = resolve(method)
+    return NONPRIVATE.get(cls, cls) if level != "none" else cls
+
+
+def _verdict(cells: dict[float, tuple[float, float, float]]) -> str:
+    """The papers' finding, checked on one row: private cells whose CI covers 0.5, and
+    whether the non-private cell's CI is above 0.5."""
+    private = [c for e, c in cells.items() if not math.isinf(e)]
+    at_chance = sum(lo <= 0.5 <= hi for _, lo, hi in private)
+    parts = [f"{at_chance}/{len(private)} private at chance"] if private else []
+    if math.inf in cells:
+        above = cells[math.inf][1] > 0.5
+        parts.append("non-private above chance" if above else "non-private not above chance")
+    return "; ".join(parts)
+
+
+def tables(rows: list[dict]) -> str:
+    """The markdown tables of ``rows`` (one per attack), with the papers' finding per row."""
     groups: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         groups[(r["attack"], r["dataset"], r["method"], r["target_epsilon"])].append(r["auc"])
-    commands = sorted({r["command"] for r in rows})
-    lines = [
-        "# Attacks against trained models",
-        "",
-        "AUC of the attack (0.5: chance), mean and 95% bootstrap CI over seeds (each seed: its "
-        "own split, target fit, shadow fit and attack model). Commands:",
-        "",
-        *[f"- `{c}`" for c in commands],
-    ]
+    lines: list[str] = []
     for attack, title in (("mia", "Node membership inference (TSTF)"),
                           ("link", "Link stealing (posterior similarity)")):  # fmt: skip
         keys = sorted({k[1:3] for k in groups if k[0] == attack})
         if not keys:
             continue
         epss = sorted({k[3] for k in groups if k[0] == attack})
-        lines += ["", f"## {title}", "",
-                  "| dataset | method | " + " | ".join(f"eps={e:g}" for e in epss) + " |",
-                  "|---|---|" + "---|" * len(epss)]  # fmt: skip
+        check = attack == "mia"
+        lines += ["", f"#### {title}", "",
+                  "| dataset | method | " + " | ".join(f"eps={e:g}" for e in epss)
+                  + (" | finding |" if check else " |"),
+                  "|---|---|" + "---|" * (len(epss) + check)]  # fmt: skip
         for ds, method in keys:
-            cells = []
+            cells, stats = [], {}
             for e in epss:
                 v = groups.get((attack, ds, method, e))
                 if not v:
                     cells.append("—")
                     continue
-                mean, lo, hi = bootstrap_ci(v)
+                stats[e] = bootstrap_ci(v)
+                mean, lo, hi = stats[e]
                 cells.append(f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] (n={len(v)})")
-            lines.append(f"| {ds} | {method} | " + " | ".join(cells) + " |")
+            verdict = [_verdict(stats)] if check else []
+            lines.append(f"| {ds} | {method} | " + " | ".join(cells + verdict) + " |")
+        counterparts = sorted(
+            {f"{m}: {_inf_model(m)}" for d, m in keys
+             if (attack, d, m, math.inf) in groups and _inf_model(m) != resolve(m)[0]}
+        )  # fmt: skip
+        if counterparts:
+            lines += ["", "eps=inf fits the non-private counterpart (" + "; ".join(counterparts)
+                      + ")."]  # fmt: skip
+    return "\n".join(lines).strip("\n")
+
+
+def summarize(path: Path, out: Path) -> None:
+    rows = load_rows(path)
+    commands = sorted({r["command"] for r in rows})
+    md = tables(rows)
+    lines = [
+        "# Attacks against trained models",
+        "",
+        "AUC of the attack in % (50: chance), mean and 95% bootstrap CI over seeds (each seed: "
+        "its own split, target fit, shadow fit and attack model); n: seeds. *finding*: how "
+        "many private cells have a CI that covers 50, and whether the non-private cell's CI "
+        "is above 50 (the papers: about 50 for private models, clearly above non-privately). "
+        "Commands:",
+        "",
+        *[f"- `{c}`" for c in commands],
+        "",
+        md,
+    ]
     out.write_text("\n".join(lines) + "\n")
+    splice(DOCS / "audits.md", "<!-- ATTACKS:BEGIN -->", "<!-- ATTACKS:END -->",
+           f"Generated by `python benchmarks/audit_attacks.py --summarize` from "
+           f"`benchmarks/results/{path.name}` (commands in `results/{out.name}`).\n\n{md}")
     print(out.read_text())
 
 

@@ -158,6 +158,16 @@ def append(path: Path, row: dict) -> None:
         f.write(json.dumps(row) + "\n")
 
 
+def splice(path: Path, begin: str, end: str, md: str) -> None:
+    """Replace the text between the ``begin`` and ``end`` markers of ``path`` (a docs page)
+    by ``md``: generated tables go into the docs, never hand-typed numbers."""
+    doc = path.read_text()
+    if begin not in doc or end not in doc:
+        raise ValueError(f"{path} has no {begin} ... {end} markers")
+    head, rest = doc.split(begin)
+    path.write_text(head + begin + "\n" + md + "\n" + end + rest.split(end)[1])
+
+
 def command_line() -> str:
     return "python " + " ".join(shlex.quote(a) for a in sys.argv)
 

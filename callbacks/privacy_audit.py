@@ -8,9 +8,14 @@ accounted epsilon.
 * for a model trained with DP-SGD, an empirical lower bound on epsilon for its DP-SGD
   configuration (noise multiplier, sampling rate, steps) from gradient canaries
   (:func:`~lightning_dpgnn.attacks.audit_dpsgd`), next to the epsilon the ledger records for
-  that configuration.
+  that configuration;
+* for a model with a Gaussian aggregation (GAP's PMA, ProGAP's NAP, DPGNN's inference
+  aggregate), an empirical lower bound on epsilon for one call of its own mechanism on the
+  unit it protects (:func:`~lightning_dpgnn.attacks.audit_mechanism`: canary edge, friendship
+  or node), next to the epsilon the ledger records for that call.
 
-Results are logged (``audit/mia_auc``, ``audit/link_auc``, ``audit/epsilon_lower``, ...), kept on
+Results are logged (``audit/mia_auc``, ``audit/link_auc``, ``audit/epsilon_lower``,
+``audit/aggregation_epsilon_lower``, ...), kept on
 the model as ``model.empirical_audit`` (the model card shows them) and printed. They are
 computed on the private data (membership, edges) and are released outside the guarantee, like
 an accuracy.
@@ -24,7 +29,13 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_info
 
-from lightning_dpgnn.attacks import audit_dpsgd, link_stealing, node_membership_inference
+from lightning_dpgnn.attacks import (
+    AuditResult,
+    audit_dpsgd,
+    audit_mechanism,
+    link_stealing,
+    node_membership_inference,
+)
 from lightning_dpgnn.data import NodeDataSource
 from lightning_dpgnn.methods import PrivateModule, require_private_model
 
@@ -39,6 +50,7 @@ def run_audit(
     links: bool = True,
     repeats: int = 3,
     epsilon_trials: int = 20_000,
+    aggregation_trials: int = 20_000,
     shadow_trainer: dict[str, Any] | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
@@ -62,18 +74,30 @@ def run_audit(
         out.update(link_auc=ls.mean, link_auc_low=lo, link_auc_high=hi)
     phase = model.dpsgd_phase() if isinstance(model, PrivateModule) else None
     z = getattr(model, "noise_multiplier", None)
-    if epsilon_trials and phase is not None and z and phase.num_samples:
+    # the DP-SGD audit tests one clipped row per protected unit: it does not apply to phases
+    # where one unit changes several rows (DPGNN: a node and its D neighbours' terms)
+    plain = phase is not None and phase.group_size is None
+    if epsilon_trials and plain and z and phase.num_samples:
         steps = max(1, phase.total_steps)
         r = audit_dpsgd(
             z, steps=steps, sample_rate=phase.sample_rate, max_grad_norm=phase.max_grad_norm,
             trials=epsilon_trials, delta=report.delta or 1e-5, ghost=True,
         )  # fmt: skip
-        out.update(
-            epsilon_lower=r.epsilon_lower, epsilon_audited=r.epsilon_accounted,
-            epsilon_trials=r.trials, epsilon_mechanism=r.unit,
-        )  # fmt: skip
+        out.update(_bound_fields("", r))
+    agg = model.aggregation_mechanism() if isinstance(model, PrivateModule) else None
+    if aggregation_trials and agg is not None:
+        r = audit_mechanism(agg, trials=aggregation_trials, delta=report.delta or 1e-5)
+        out.update(_bound_fields("aggregation_", r))
     model.empirical_audit = out
     return out
+
+
+def _bound_fields(prefix: str, r: AuditResult) -> dict[str, Any]:
+    """A mechanism audit's fields in ``empirical_audit`` (``prefix``: which mechanism)."""
+    return {
+        f"{prefix}epsilon_lower": r.epsilon_lower, f"{prefix}epsilon_audited": r.epsilon_accounted,
+        f"{prefix}epsilon_trials": r.trials, f"{prefix}epsilon_mechanism": r.unit,
+    }  # fmt: skip
 
 
 def describe(audit: dict[str, Any]) -> str:
@@ -89,6 +113,11 @@ def describe(audit: dict[str, Any]) -> str:
             f"DP-SGD audit: epsilon >= {audit['epsilon_lower']:.2f} (its ledger: "
             f"{audit['epsilon_audited']:.2f})"
         )
+    if "aggregation_epsilon_lower" in audit:
+        parts.append(
+            f"aggregation audit: epsilon >= {audit['aggregation_epsilon_lower']:.2f} (its "
+            f"ledger, one call: {audit['aggregation_epsilon_audited']:.2f})"
+        )
     return "; ".join(parts)
 
 
@@ -101,6 +130,9 @@ class PrivacyAudit(L.Callback):
         repeats: repeats of each attack (the CI is over them).
         epsilon_trials: trials per hypothesis of the DP-SGD audit (models trained with DP-SGD
             only; ``0`` skips it). Its cost grows with the model's DP-SGD steps.
+        aggregation_trials: trials per hypothesis of the audit of the model's Gaussian
+            aggregation (one call, on the unit it protects; ``0`` skips it). At node level a
+            trial costs ``D + 2`` nodes: the trials are capped at 4M gadget nodes.
         shadow_max_epochs: ``max_epochs`` of the shadow fits (default: the fit's own).
         seed: seeds the shadow splits and attack models (never privacy noise).
     """
@@ -113,11 +145,13 @@ class PrivacyAudit(L.Callback):
         epsilon_trials: int = 20_000,
         shadow_max_epochs: int | None = None,
         seed: int = 0,
+        aggregation_trials: int = 20_000,
     ) -> None:
         if repeats < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats}")
         self.membership, self.links, self.repeats = membership, links, int(repeats)
         self.epsilon_trials, self.seed = epsilon_trials, seed
+        self.aggregation_trials = aggregation_trials
         self.shadow_max_epochs = shadow_max_epochs
         self.results: dict[str, Any] | None = None
 
@@ -137,7 +171,8 @@ class PrivacyAudit(L.Callback):
         self.results = run_audit(
             pl_module, dm.data, membership=self.membership, links=self.links,
             repeats=self.repeats, epsilon_trials=self.epsilon_trials,
-            shadow_trainer={"max_epochs": epochs}, seed=self.seed,
+            aggregation_trials=self.aggregation_trials, shadow_trainer={"max_epochs": epochs},
+            seed=self.seed,
         )  # fmt: skip
         pl_module.train(training)
         metrics = {

@@ -294,7 +294,8 @@ def main(args: list[str] | None = None) -> None:
 
 
 def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
-    """``dpgnn audit [--audit_repeats N] [--audit_epsilon_trials N] [--audit_no_links]
+    """``dpgnn audit [--audit_repeats N] [--audit_epsilon_trials N]
+    [--audit_aggregation_trials N] [--audit_no_links]
     [--audit_no_membership] <fit arguments>``: a :class:`DPGNNCLI` whose fit ends with
     :class:`~lightning_dpgnn.callbacks.PrivacyAudit`, and the fit arguments."""
     from lightning_dpgnn.callbacks import PrivacyAudit
@@ -302,12 +303,14 @@ def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
     parser = ArgumentParser(prog="dpgnn audit", add_help=False, exit_on_error=False)
     parser.add_argument("--audit_repeats", type=int, default=3)
     parser.add_argument("--audit_epsilon_trials", type=int, default=20_000)
+    parser.add_argument("--audit_aggregation_trials", type=int, default=20_000)
     parser.add_argument("--audit_no_links", action="store_true")
     parser.add_argument("--audit_no_membership", action="store_true")
     ns, rest = parser.parse_known_args(argv)
     audit = PrivacyAudit(
         membership=not ns.audit_no_membership, links=not ns.audit_no_links,
         repeats=ns.audit_repeats, epsilon_trials=ns.audit_epsilon_trials,
+        aggregation_trials=ns.audit_aggregation_trials,
     )  # fmt: skip
     return type("AuditCLI", (DPGNNCLI,), {"extra_callbacks": (audit,)}), rest
 

@@ -176,6 +176,14 @@ def _audit_lines(audit: dict[str, Any] | None) -> list[str]:
             f"canary trials per hypothesis): empirical epsilon >= {audit['epsilon_lower']:.3f} "
             f"at 95% confidence, against {audit['epsilon_audited']:.3f} on its ledger."
         )
+    if "aggregation_epsilon_lower" in audit:
+        lines.append(
+            f"- Aggregation audit ({audit['aggregation_epsilon_mechanism']} canaries, "
+            f"{audit['aggregation_epsilon_trials']} trials per hypothesis, one call of the "
+            f"model's Gaussian aggregation): empirical epsilon >= "
+            f"{audit['aggregation_epsilon_lower']:.3f} at 95% confidence, against "
+            f"{audit['aggregation_epsilon_audited']:.3f} on its ledger for that call."
+        )
     lines.append(
         "- Attacks give evidence, not a guarantee: a low AUC bounds what these attacks "
         "achieve, epsilon bounds every attack. Their results are computed on the private data "

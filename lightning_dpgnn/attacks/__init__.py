@@ -1,7 +1,7 @@
 """Attacks and empirical audits: evidence about a guarantee beyond its accounted epsilon.
 
-* mechanism audits (an empirical lower bound on epsilon): :func:`audit_aggregation`,
-  :func:`audit_dpsgd`;
+* mechanism audits (an empirical lower bound on epsilon): :func:`audit_aggregation`
+  (:func:`audit_mechanism` for a model's own aggregation), :func:`audit_dpsgd`;
 * attacks on fitted models: :func:`node_membership_inference` (TSTF shadow-model attack) and
   :func:`link_stealing` (posterior similarity), with :func:`influence_attack` for models one
   can query with chosen features.
@@ -10,7 +10,13 @@ The attack math (``audit``, ``dpsgd_audit``, ``membership``, ``link_stealing``) 
 ``shadow`` fits and queries models through Lightning, as a user does.
 """
 
-from .audit import AuditResult, audit_aggregation, clopper_pearson, epsilon_lower_bound
+from .audit import (
+    AuditResult,
+    audit_aggregation,
+    audit_mechanism,
+    clopper_pearson,
+    epsilon_lower_bound,
+)
 from .dpsgd_audit import audit_dpsgd
 from .link_stealing import influence_attack, posterior_similarity_attack
 from .membership import AttackAUC, membership_attack, sorted_posteriors
@@ -21,6 +27,7 @@ __all__ = [
     "AuditResult",
     "audit_aggregation",
     "audit_dpsgd",
+    "audit_mechanism",
     "clopper_pearson",
     "epsilon_lower_bound",
     "fresh_copy",

@@ -291,6 +291,14 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             self.aggregation = self._mechanism_for(self.noise_multiplier)
         return self.aggregation
 
+    def aggregation_mechanism(self) -> GaussianAggregation | None:
+        """The aggregation mechanism as its weakest hop runs it (the smallest share of noise
+        under ``hop_budget``), for an audit (:class:`~lightning_dpgnn.callbacks.PrivacyAudit`);
+        ``None`` without privacy or before the noise is calibrated."""
+        if self.privacy == "none" or self.noise_multiplier is None:
+            return None
+        return self._mechanism_for(self.noise_multiplier * min(self.hop_scales()))
+
     @torch.no_grad()
     def _aggregate_once(
         self,

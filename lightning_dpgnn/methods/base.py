@@ -381,6 +381,13 @@ class PrivateModule(
         """The DP-SGD phase the next optimizer step belongs to (``None``: steps are free)."""
         return None
 
+    def aggregation_mechanism(self) -> Any:
+        """The Gaussian aggregation (a :class:`~lightning_dpgnn.privacy.GaussianAggregation`)
+        whose noisy outputs this model releases, as it runs, for an audit
+        (:class:`~lightning_dpgnn.callbacks.PrivacyAudit`); ``None``: the model has none, or
+        its noise is not calibrated yet."""
+        return None
+
     def calibrates_noise(self) -> bool:
         """Whether the noise multiplier is solved from the target epsilon (Gaussian methods)."""
         return False

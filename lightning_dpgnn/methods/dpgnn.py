@@ -138,6 +138,11 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         self.phase.bind(int(data.train_mask.sum()))
         self.calibrate()
 
+    def aggregation_mechanism(self) -> GaussianAggregation | None:
+        """The inference aggregation's mechanism, for an audit (``None`` before the noise is
+        calibrated)."""
+        return None if self.noise_multiplier is None else self._aggregation()
+
     def _aggregation(self) -> GaussianAggregation:
         return GaussianAggregation(
             self.noise_multiplier, level="node", max_degree=self.max_degree,

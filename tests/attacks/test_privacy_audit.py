@@ -6,11 +6,13 @@ import lightning as L
 import pytest
 from lightning.pytorch.loggers import Logger
 from lightning_dpgnn.callbacks import PrivacyAudit
+from lightning_dpgnn.callbacks.privacy_audit import describe
 from lightning_dpgnn.zoo.card import model_card
 
 from lightning_dpgnn.cli import RUN_FILE, main
 from lightning_dpgnn.data import NodeDataModule
-from lightning_dpgnn.methods import DPMLP, GAP
+from lightning_dpgnn.methods import DPGNN, DPMLP, GAP, ap
+from lightning_dpgnn.privacy.aggregation import GaussianAggregation, degrees
 
 SMALL = dict(num_nodes=300, num_features=16)
 
@@ -84,3 +86,73 @@ def test_dpgnn_audit_fits_then_attacks(tmp_path, monkeypatch, capsys):
     record = json.loads((tmp_path / RUN_FILE).read_text())
     assert 0.0 <= record["empirical_audit"]["mia_auc"] <= 1.0
     assert "link_auc" not in record["empirical_audit"]
+
+
+class HalfNoiseAggregation(GaussianAggregation):
+    """A broken aggregation: draws half the noise it records on the ledger."""
+
+    @property
+    def std(self) -> float:
+        return super().std / 2
+
+
+def _audited_gap(tmp_path, trials: int):
+    dm = NodeDataModule("csbm", seed=0, dataset_kwargs=SMALL)
+    model = GAP(privacy="edge", epsilon=2.0, hops=1, encoder_epochs=1, classifier_epochs=1)
+    audit = PrivacyAudit(membership=False, links=False, aggregation_trials=trials)
+    trainer = L.Trainer(
+        logger=Recorder(), callbacks=[audit], enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
+    )  # fmt: skip
+    trainer.fit(model, dm)
+    return model, model.empirical_audit, trainer.logger
+
+
+def test_privacy_audit_bounds_the_models_own_aggregation_below_its_ledger(tmp_path):
+    model, res, log = _audited_gap(tmp_path, trials=100_000)
+    assert res["aggregation_epsilon_mechanism"] == "edge-undirected"  # GAP's default unit
+    assert res["aggregation_epsilon_trials"] == 100_000
+    # one hop of the fit is all of its aggregation spend: the ledger of that call is the
+    # model's epsilon, and the measured bound is a sizeable part of it, never above
+    assert res["aggregation_epsilon_audited"] == pytest.approx(res["epsilon"], rel=1e-6)
+    assert 0.4 * res["epsilon"] < res["aggregation_epsilon_lower"] <= res["epsilon"]
+    assert log.metrics["audit/aggregation_epsilon_lower"] == pytest.approx(
+        res["aggregation_epsilon_lower"]
+    )
+    card = str(model_card(model))
+    assert "aggregation audit: epsilon >=" in card and "Aggregation audit (edge-undirected" in card
+
+
+def test_privacy_audit_catches_a_model_whose_aggregation_draws_half_its_noise(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(ap, "GaussianAggregation", HalfNoiseAggregation)
+    model, res, _ = _audited_gap(tmp_path, trials=100_000)
+    assert isinstance(model.aggregation_mechanism(), HalfNoiseAggregation)
+    assert res["aggregation_epsilon_lower"] > res["aggregation_epsilon_audited"]
+    assert "aggregation audit" in describe(res)
+
+
+def test_privacy_audit_of_a_node_level_aggregation_uses_a_canary_node_with_d_edges(tmp_path):
+    dm = NodeDataModule("csbm", seed=0, dataset_kwargs=SMALL)
+    d_in, d_out = degrees(dm.data.edge_index, dm.data.num_nodes)
+    bound = int(max(d_in.max(), d_out.max()))
+    # a fixed multiplier: one call then costs a few epsilon, which 2 * 10^4 trials resolve
+    model = DPGNN(epsilon=None, noise_multiplier=1.0, max_degree=bound, epochs=1, batch_size=64)
+    audit = PrivacyAudit(membership=False, links=False, aggregation_trials=20_000)
+    trainer = L.Trainer(
+        logger=False, callbacks=[audit], enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, default_root_dir=tmp_path, max_epochs=1,
+    )  # fmt: skip
+    trainer.fit(model, dm)
+    res = model.empirical_audit
+    assert res["aggregation_epsilon_mechanism"] == "node"
+    assert model.aggregation_mechanism().sensitivity == pytest.approx(bound**0.5)
+    # one call of the inference aggregation: below what the ledger charges for it, and below
+    # the model's epsilon (the ledger also holds the DP-SGD steps)
+    audited = res["aggregation_epsilon_audited"]
+    assert 0.2 * audited < res["aggregation_epsilon_lower"] <= audited
+    assert res["aggregation_epsilon_audited"] < res["epsilon"]
+    # the one-row DP-SGD audit does not describe DP-SGD where one node changes D + 1 rows:
+    # no such figure is printed for DPGNN (it would read as the model's ledger)
+    assert "epsilon_lower" not in res and "epsilon_audited" not in res
