@@ -222,17 +222,47 @@ def _unit_rdp(
         # autodp: alpha / (2 sigma^2), sigma = noise std / sensitivity
         value = rdp_bank.RDP_gaussian({"sigma": noise_multiplier}, alpha)
     elif kind == "subsampled_gaussian":
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            value = compute_rdp(
-                q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=[alpha]
-            )[0]
+        value = _subsampled_gaussian_rdp(noise_multiplier, sample_rate, alpha)
     elif kind == "graph_subsampled_gaussian":
         value = graph_sgm_rdp(noise_multiplier, sample_rate, group_size, alpha)
     else:
         value = rdp_bank.RDP_pureDP({"eps": epsilon}, alpha)
     value = float(value)
-    return value if math.isfinite(value) else math.inf
+    if not math.isfinite(value) or value < -1e-12:
+        return math.inf  # no (trustworthy) bound at this order: RDP is never negative
+    return max(value, 0.0)
+
+
+#: largest fractional order at which opacus' series for the subsampled Gaussian is used
+SGM_FRACTIONAL_ORDERS_UP_TO = 64.0
+
+
+def _sgm_opacus(noise_multiplier: float, sample_rate: float, alpha: float) -> float:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value = compute_rdp(
+            q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=[alpha]
+        )[0]
+    return float(value) if math.isfinite(value) else math.inf
+
+
+def _subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float, alpha: float) -> float:
+    """RDP of one Poisson-subsampled Gaussian step at order ``alpha``, numerically safe.
+
+    At integer orders opacus sums ``alpha + 1`` terms exactly (stable). Its fractional-order
+    series loses all precision at large orders (a negative "RDP" from order ~130 at q = 0.2,
+    z = 7, which reads as a tiny epsilon). So a fractional order above
+    :data:`SGM_FRACTIONAL_ORDERS_UP_TO` takes the value at ``ceil(alpha)``, and below it the
+    series is kept only when it lies between the values at ``floor(alpha)`` and
+    ``ceil(alpha)``: RDP does not decrease with the order, so the value at ``ceil(alpha)`` is
+    always a valid bound at ``alpha``.
+    """
+    upper = _sgm_opacus(noise_multiplier, sample_rate, float(math.ceil(alpha)))
+    if float(alpha).is_integer() or alpha > SGM_FRACTIONAL_ORDERS_UP_TO:
+        return upper
+    lower = 0.0 if alpha < 2 else _sgm_opacus(noise_multiplier, sample_rate, math.floor(alpha))
+    value = _sgm_opacus(noise_multiplier, sample_rate, alpha)
+    return value if lower <= value <= upper else upper
 
 
 def graph_sgm_rdp(
@@ -250,6 +280,38 @@ def graph_sgm_rdp(
     return float(logsumexp(log_pmf + exponent)) / (alpha - 1.0)
 
 
+def _conversion_term(alpha: float, log_delta: float, conversion: Conversion) -> float:
+    """What the RDP -> (eps, delta) conversion adds to the RDP value at order ``alpha``."""
+    if conversion == "basic":
+        return -log_delta / (alpha - 1.0)
+    # Balle et al. (2020), Theorem 21 — as autodp (BBGHS) and opacus use it
+    return math.log1p(-1.0 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1.0)
+
+
+def _grid_values(rdp_fn: Callable[[float], float], terms: np.ndarray) -> np.ndarray:
+    """The conversion at every order of :data:`_ORDER_GRID`, in increasing order, stopping
+    where no later order can do better (``inf`` there).
+
+    The RDP of a mechanism does not decrease with the order, so past order ``a`` with RDP
+    ``r`` every later order gives at least ``r`` plus the smallest later conversion term; once
+    that is no less than the best value so far, the rest of the grid (the orders whose RDP is
+    the slowest to compute) is skipped. The result is the full grid's whenever the computed
+    RDP is monotone, and every order gives a valid epsilon, so stopping early can never make
+    the bound invalid, only (if the RDP were not monotone) less tight."""
+    later_min = np.minimum.accumulate(terms[::-1])[::-1]
+    values = np.full(len(_ORDER_GRID), math.inf)
+    best = math.inf
+    for i, alpha in enumerate(_ORDER_GRID):
+        r = rdp_fn(float(alpha))
+        if not math.isfinite(r):
+            continue
+        values[i] = r + terms[i]
+        best = min(best, values[i])
+        if i + 1 < len(values) and r + later_min[i + 1] >= best:
+            break
+    return values
+
+
 def _convert(rdp_fn: Callable[[float], float], delta: float, conversion: Conversion) -> float:
     """Minimise the RDP -> (eps, delta) conversion over continuous orders alpha > 1."""
     log_delta = math.log(delta)
@@ -260,12 +322,10 @@ def _convert(rdp_fn: Callable[[float], float], delta: float, conversion: Convers
         r = rdp_fn(alpha)
         if not math.isfinite(r):
             return math.inf
-        if conversion == "basic":
-            return r - log_delta / (alpha - 1.0)
-        # Balle et al. (2020), Theorem 21 — as autodp (BBGHS) and opacus use it
-        return r + math.log1p(-1.0 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1.0)
+        return r + _conversion_term(alpha, log_delta, conversion)
 
-    values = np.array([eps_at(a) for a in _ORDER_GRID])
+    terms = np.array([_conversion_term(float(a), log_delta, conversion) for a in _ORDER_GRID])
+    values = _grid_values(rdp_fn, terms)
     if not np.isfinite(values).any():
         return math.inf
     i = int(np.nanargmin(values))
