@@ -277,20 +277,32 @@ def main(args: list[str] | None = None) -> None:
         sys.argv = [sys.argv[0], *cleaned]
     else:
         args = cleaned
-    _run_guarded(
-        lambda: cli_class(
-            L.LightningModule,
-            L.LightningDataModule,
-            subclass_mode_model=True,
-            subclass_mode_data=True,
-            seed_everything_default=0,
-            save_config_callback=None,  # no logger by default: no config.yaml in the cwd
-            args=args,
-            auto_configure_optimizers=False,
-            parser_kwargs={"exit_on_error": False},
-        ),
-        debug,
-    )
+    try:
+        _run_guarded(
+            lambda: cli_class(
+                L.LightningModule,
+                L.LightningDataModule,
+                subclass_mode_model=True,
+                subclass_mode_data=True,
+                seed_everything_default=0,
+                save_config_callback=None,  # no logger by default: no config.yaml in the cwd
+                args=args,
+                auto_configure_optimizers=False,
+                parser_kwargs={"exit_on_error": False},
+            ),
+            debug,
+        )
+    finally:
+        _leave_process_group()
+
+
+def _leave_process_group() -> None:
+    """Leave a DDP process group before the interpreter exits: gloo's threads otherwise can
+    abort the shutdown of a finished fit ("terminate called without an active exception")."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
