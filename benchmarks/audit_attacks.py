@@ -165,39 +165,58 @@ def run(args) -> None:
     done = done_keys(args.out)
     extra = json.loads(args.model_args)
     revision = code_revision()
-    for seed in range(args.seeds):
-        for name in args.datasets:
+    data_modules: dict[tuple[str, int], tuple] = {}
+
+    def data_module(name: str, seed: int) -> tuple:
+        """``(data module, D)`` of ``name`` and ``seed``; the last one is kept (runs reuse it
+        while the dataset and seed repeat)."""
+        if (name, seed) not in data_modules:
+            data_modules.clear()
             dm = NodeDataModule(name, seed=seed, **DATASETS[name])
-            data = dm.data
-            d = _max_degree(data)
-            for method in args.methods:
-                for eps in args.epsilons:
-                    if resolve(method)[1] == "none" and not math.isinf(eps):
-                        continue  # a non-private method has one column: inf
-                    key = f"{args.attack}|{name}|{method}|{eps}|{seed}"
-                    if key in done:
-                        continue
-                    t0 = time.time()
-                    model = build(method, eps, seed, d, extra)
-                    trainer = quiet_trainer(max_epochs=100)
-                    trainer.fit(model, dm)
-                    if args.attack == "mia":
-                        res = node_membership_inference(
-                            model, data, repeats=1, seed=seed, trainer_kwargs={"max_epochs": 100},
-                            shadow=shadow_builder(model, method, eps, seed, d, extra),
-                        )  # fmt: skip
-                    else:
-                        res = link_stealing(model, data, repeats=1, seed=seed)
-                    report = model.privacy_spent()
-                    row = dict(
-                        key=key, attack=args.attack, dataset=name, method=method,
-                        target_epsilon=eps, seed=seed, auc=res.aucs[0], level=report.level,
-                        epsilon=None if math.isinf(report.epsilon) else report.epsilon,
-                        delta=report.delta, seconds=time.time() - t0, revision=revision,
-                        command=command_line(),
-                    )  # fmt: skip
-                    append(args.out, row)
-                    print(f"{key}: AUC {row['auc']:.3f} ({row['seconds']:.0f}s)", flush=True)
+            data_modules[name, seed] = dm, _max_degree(dm.data)
+        return data_modules[name, seed]
+
+    for name, method, eps, seed in run_order(args):
+        if resolve(method)[1] == "none" and not math.isinf(eps):
+            continue  # a non-private method has one column: inf
+        key = f"{args.attack}|{name}|{method}|{eps}|{seed}"
+        if key in done:
+            continue
+        t0 = time.time()
+        dm, d = data_module(name, seed)
+        data = dm.data
+        model = build(method, eps, seed, d, extra)
+        trainer = quiet_trainer(max_epochs=100)
+        trainer.fit(model, dm)
+        if args.attack == "mia":
+            res = node_membership_inference(
+                model, data, repeats=1, seed=seed, trainer_kwargs={"max_epochs": 100},
+                shadow=shadow_builder(model, method, eps, seed, d, extra),
+            )  # fmt: skip
+        else:
+            res = link_stealing(model, data, repeats=1, seed=seed)
+        report = model.privacy_spent()
+        row = dict(
+            key=key, attack=args.attack, dataset=name, method=method,
+            target_epsilon=eps, seed=seed, auc=res.aucs[0], level=report.level,
+            epsilon=None if math.isinf(report.epsilon) else report.epsilon,
+            delta=report.delta, noise_multiplier=getattr(model, "noise_multiplier", None),
+            seconds=time.time() - t0, revision=revision, command=command_line(),
+        )  # fmt: skip
+        append(args.out, row)
+        print(f"{key}: AUC {row['auc']:.3f} ({row['seconds']:.0f}s)", flush=True)
+
+
+def run_order(args) -> list[tuple[str, str, float, int]]:
+    """``(dataset, method, epsilon, seed)`` in run order: ``seeds`` (every cell gains a seed
+    at a time; one data module per seed and dataset) or ``cells`` (each (method, epsilon)
+    cell's seeds in a row, so an interrupted run leaves complete cells)."""
+    seeds = range(args.seeds)
+    if args.order == "cells":
+        return [(n, m, e, s) for n in args.datasets for m in args.methods for e in args.epsilons
+                for s in seeds]  # fmt: skip
+    return [(n, m, e, s) for s in seeds for n in args.datasets for m in args.methods
+            for e in args.epsilons]  # fmt: skip
 
 
 #: what a method's ``inf`` column fits (its non-private counterpart), for the table's notes
@@ -290,6 +309,8 @@ def main() -> None:
     p.add_argument("--epsilons", nargs="*", type=float, default=[1, 2, 4, 8, 16, math.inf])
     p.add_argument("--model-args", default="{}", help="JSON keyword arguments for every model")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--order", choices=["seeds", "cells"], default="seeds",
+                   help="seeds: all cells one seed at a time; cells: one cell's seeds in a row")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summarize", action="store_true", help="write results/audit_attacks.md")
     args = p.parse_args()
