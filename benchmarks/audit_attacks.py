@@ -23,7 +23,11 @@ Epsilon ``inf`` fits the non-private counterpart (``privacy="none"``; DP-MLP -> 
         --methods GAP-EDP ProGAP-EDP --epsilons 0.5 1 4 --seeds 10
     DPGNN_DATA=../shared/datasets python benchmarks/audit_attacks.py --attack link \\
         --methods SAGE-inf MLP-inf --epsilons inf --seeds 10
-    python benchmarks/audit_attacks.py --summarize
+    # musae-facebook (hours): each (method, eps) cell's seeds in a row, resumable
+    DPGNN_DATA=../shared/datasets python benchmarks/audit_attacks.py --attack mia \
+        --datasets musae-facebook --methods GAP-NDP DP-MLP ProGAP-NDP DPGNN \
+        --epsilons 1 inf 2 4 8 16 --seeds 10 --order cells
+    python benchmarks/audit_attacks.py --summarize   # cells under --min-seeds (10): "running"
 """
 
 from __future__ import annotations
@@ -237,8 +241,9 @@ def _verdict(cells: dict[float, tuple[float, float, float]]) -> str:
     return "; ".join(parts)
 
 
-def tables(rows: list[dict]) -> str:
-    """The markdown tables of ``rows`` (one per attack), with the papers' finding per row."""
+def tables(rows: list[dict], min_seeds: int = 1) -> str:
+    """The markdown tables of ``rows`` (one per attack), with the papers' finding per row; a
+    cell with fewer than ``min_seeds`` seeds (a run still going) shows only its count."""
     groups: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         groups[(r["attack"], r["dataset"], r["method"], r["target_epsilon"])].append(r["auc"])
@@ -261,6 +266,9 @@ def tables(rows: list[dict]) -> str:
                 if not v:
                     cells.append("—")
                     continue
+                if len(v) < min_seeds:
+                    cells.append(f"running (n={len(v)})")
+                    continue
                 stats[e] = bootstrap_ci(v)
                 mean, lo, hi = stats[e]
                 cells.append(f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] (n={len(v)})")
@@ -276,10 +284,10 @@ def tables(rows: list[dict]) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def summarize(path: Path, out: Path) -> None:
+def summarize(path: Path, out: Path, min_seeds: int) -> None:
     rows = load_rows(path)
     commands = sorted({r["command"] for r in rows})
-    md = tables(rows)
+    md = tables(rows, min_seeds)
     lines = [
         "# Attacks against trained models",
         "",
@@ -313,9 +321,11 @@ def main() -> None:
                    help="seeds: all cells one seed at a time; cells: one cell's seeds in a row")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summarize", action="store_true", help="write results/audit_attacks.md")
+    p.add_argument("--min-seeds", type=int, default=10,
+                   help="--summarize: cells with fewer seeds show only their count")
     args = p.parse_args()
     if args.summarize:
-        summarize(args.out, RESULTS / "audit_attacks.md")
+        summarize(args.out, RESULTS / "audit_attacks.md", args.min_seeds)
     else:
         run(args)
 
