@@ -184,7 +184,7 @@ def run(args) -> None:
         if resolve(method)[1] == "none" and not math.isinf(eps):
             continue  # a non-private method has one column: inf
         key = f"{args.attack}|{name}|{method}|{eps}|{seed}"
-        if key in done:
+        if key in done or key in done_keys(args.out):  # another process may have run it
             continue
         t0 = time.time()
         dm, d = data_module(name, seed)
