@@ -17,6 +17,7 @@ separate table puts them, struck through, beside the new node-level rows.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections import Counter, defaultdict
@@ -36,6 +37,7 @@ from common import (
     seed_stats,
     splice,
 )
+from defaults_change import SINCE, _contains
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BENCHMARKS = {
@@ -325,14 +327,31 @@ def setting(row: dict) -> tuple:
             row_protocol(row))
 
 
+@functools.cache
+def _has_commit(revision: str | None, commit: str) -> bool:
+    return _contains(revision, commit)
+
+
+def _defaults(row: dict, bench: str) -> str:
+    """``"current"`` when the row's library revision already had the benchmark's (or the
+    method's) last default change (``defaults_change.SINCE``), else ``"old"``; rows of a
+    benchmark whose defaults never changed are current."""
+    if bench not in SINCE:
+        return "current"
+    since = SINCE.get(row["method"], SINCE[bench])
+    return "current" if _has_commit(row.get("revision"), since) else "old"
+
+
 def current_rows(name: str) -> list[dict]:
     """The rows of ``results/<name>``, with the cells re-run under the library's current
     defaults (``<stem>_defaults_v2.jsonl``, see ``defaults_change.py``) replacing the rows of
-    the same cell made before the default change; every row says which (``defaults``)."""
+    the same cell made before the default change; every row says which (``defaults``: rows of
+    the first file made after the change count as current too)."""
     path = RESULTS / name
     if not path.exists():
         return []
-    rows = [dict(r, defaults="old") for r in load_rows(path)]
+    bench = name.removesuffix("_accuracy.jsonl")
+    rows = [dict(r, defaults=_defaults(r, bench)) for r in load_rows(path)]
     newer = path.with_name(path.stem + "_defaults_v2.jsonl")
     if not newer.exists():
         return rows
