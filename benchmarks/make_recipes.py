@@ -13,15 +13,7 @@ from pathlib import Path
 
 import progap_accuracy as progap
 import yaml
-from gap_accuracy import COMMON, EDGE, MAX_DEGREE, NODE
-
-# the recipes' data settings, frozen as they were generated (the benchmark declares classes on
-# every dataset); node-level model settings come from the benchmark, with D = MAX_DEGREE
-DATASETS = {
-    "facebook100/Rutgers89": dict(target="year", min_class_size=1000),
-    "facebook100/Wisconsin87": dict(target="year", min_class_size=1000),
-    "musae-facebook": dict(),
-}
+from gap_accuracy import COMMON, DATASETS, EDGE, MAX_DEGREE, NODE
 
 RECIPES = Path(__file__).resolve().parents[1] / "zoo" / "recipes"
 SHORT = {
@@ -31,26 +23,17 @@ SHORT = {
 }
 
 
-# public class declaration of the node-level recipes: the raw years the papers' filter
-# (min_class_size=1000) keeps on each school, in label order; page-page's four page types
-CLASSES = {
-    "facebook100/Rutgers89": [2005, 2006, 2007, 2008, 2009],
-    "facebook100/Wisconsin87": [2005, 2006, 2007, 2008, 2009],
-    "musae-facebook": [0, 1, 2, 3],
-}
-
 
 def data_args(data: str, level: str) -> dict:
-    """``NodeDataModule`` arguments of ``data`` for a recipe at privacy ``level``."""
-    args = {"name": data, **DATASETS[data]}
+    """``NodeDataModule`` arguments of ``data`` for a recipe at privacy ``level``: at edge and
+    node level exactly the benchmark's (``gap_accuracy.DATASETS``: declared classes, isolated
+    nodes kept, Facebook100's public code book), so a recipe reproduces its benchmark row;
+    without privacy the papers' protocol (classes with >= 1,000 nodes, isolated nodes removed).
+    """
     if level == "none":
-        return {**args, "remove_isolated": True}  # the papers' protocol
-    if level == "node" and data in CLASSES:
-        args.pop("min_class_size", None)
-        args["classes"] = CLASSES[data]
-    if level == "node" and data.startswith("facebook100/"):
-        args["dataset_kwargs"] = {"vocabulary": "public"}  # a feature layout nobody changes
-    return {**args, "remove_isolated": False}
+        paper = {"target": "year", "min_class_size": 1000} if data.startswith("facebook100/") else {}
+        return {"name": data, **paper, "remove_isolated": True}
+    return {"name": data, **DATASETS[data]}
 
 
 def node_degree(data: str) -> dict:
