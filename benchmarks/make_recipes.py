@@ -23,7 +23,6 @@ SHORT = {
 }
 
 
-
 def data_args(data: str, level: str) -> dict:
     """``NodeDataModule`` arguments of ``data`` for a recipe at privacy ``level``: at edge and
     node level exactly the benchmark's (``gap_accuracy.DATASETS``: declared classes, isolated
@@ -31,7 +30,8 @@ def data_args(data: str, level: str) -> dict:
     without privacy the papers' protocol (classes with >= 1,000 nodes, isolated nodes removed).
     """
     if level == "none":
-        paper = {"target": "year", "min_class_size": 1000} if data.startswith("facebook100/") else {}
+        school = data.startswith("facebook100/")
+        paper = {"target": "year", "min_class_size": 1000} if school else {}
         return {"name": data, **paper, "remove_isolated": True}
     return {"name": data, **DATASETS[data]}
 
