@@ -65,6 +65,17 @@ def test_push_then_pull_gives_identical_predictions_and_report(gap_edge, csbm, h
     assert torch.equal(_predict(GAP.from_pretrained("org/both"), csbm, tmp_path), before)
 
 
+def test_hf_endpoint_and_offline_are_read_when_called_not_at_import(monkeypatch):
+    from lightning_dpgnn.zoo.hub import hub_endpoint, hub_offline
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9/mirror/")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert (hub_endpoint(), hub_offline()) == ("http://127.0.0.1:9/mirror", False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert hub_offline()
+
+
 LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0))
 
 
