@@ -216,6 +216,22 @@ def test_a_config_that_disagrees_with_the_report_is_refused_even_when_rehashed(
         GAP.from_pretrained(folder)
 
 
+@pytest.mark.parametrize("edit", ["reshape", "extra"])
+def test_weights_that_do_not_fit_the_config_are_refused_even_when_rehashed(gap_edge, tmp_path,
+                                                                           edit):
+    folder = _saved(gap_edge[0], tmp_path)
+    weights = load_file(folder / WEIGHTS)
+    if edit == "reshape":  # e.g. the weights of a wider model under this config
+        key = next(k for k, v in weights.items() if v.dim() == 2)
+        weights[key] = torch.zeros(weights[key].shape[0] + 1, weights[key].shape[1])
+    else:
+        weights["stowaway"] = torch.zeros(3)
+    save_file(weights, folder / WEIGHTS)
+    _rehash(folder)
+    with pytest.raises(VerificationError, match="does not fit GAP"):
+        GAP.from_pretrained(folder)
+
+
 def test_a_report_that_disagrees_with_its_accountant_is_refused(gap_edge, tmp_path):
     folder = _saved(gap_edge[0], tmp_path)
     content = json.loads((folder / REPORT).read_text())
