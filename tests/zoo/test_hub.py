@@ -295,6 +295,21 @@ def test_node_level_and_ldp_cards_state_their_guarantee(make, dm_kw, protected, 
     assert card.data.library_version == lightning_dpgnn.__version__
 
 
+def test_a_zoo_entrys_card_states_its_benchmark_accuracy_and_rebuild_command(gap_edge):
+    from lightning_dpgnn.zoo import registry
+    from lightning_dpgnn.zoo.card import model_card
+
+    entry = registry.entry("gap-edge-rutgers89-eps4")
+    a = entry.accuracy
+    card = model_card(gap_edge[0], **entry.card_kwargs(), measured_accuracy=0.5)
+    assert f"**{a['mean']}%** (95% CI {a['low']}–{a['high']}) over {a['seeds']} seeds" in card.text
+    assert a["command"] in card.text and "`dpgnn zoo build gap-edge-rutgers89-eps4" in card.text
+    assert f"- Split: {entry.split}." in card.text and "(one run): 50.0%" in card.text
+    meta = card.data.to_dict()
+    assert meta["model-index"][0]["results"][0]["metrics"][0]["value"] == a["mean"]
+    assert meta["measured_test_accuracy"] == 0.5 and meta["datasets"] == [entry.dataset]
+
+
 def test_a_card_that_states_another_guarantee_is_refused(gap_edge, tmp_path):
     folder = _saved(gap_edge[0], tmp_path)
     card = ModelCard.load(folder / "README.md")
