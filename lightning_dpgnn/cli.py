@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 import os
 import sys
@@ -26,11 +27,15 @@ import yaml
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
+from .loops import StagedTrainingMixin
 from .methods import PrivateModel
 from .privacy.report import PrivacyReport
 
 DEFAULT_MODEL = "lightning_dpgnn.GAP"
 DEFAULT_DATA = "lightning_dpgnn.data.NodeDataModule"
+CLI_MAX_EPOCHS = 100
+"""``--trainer.max_epochs`` unless given: the length of a one-stage fit (LPGNN, PGC, GNN); a
+staged model (GAP, ProGAP, MLP, SAGE, ...) sets its own from its epoch arguments."""
 
 
 RUN_FILE = "dpgnn-run.json"
@@ -59,7 +64,7 @@ class DPGNNCLI(LightningCLI):
         # parse_arguments names DEFAULT_MODEL / DEFAULT_DATA only when the command names none
         parser.set_defaults(
             {
-                "trainer.max_epochs": 100,
+                "trainer.max_epochs": CLI_MAX_EPOCHS,
                 "trainer.enable_model_summary": False,
                 "trainer.logger": False,
             }
@@ -72,6 +77,18 @@ class DPGNNCLI(LightningCLI):
         elif isinstance(args, (list, tuple)):
             args = _with_default_classes(list(args))
         super().parse_arguments(parser, args)
+        # "Seed set to 0" is logged next: held back until the model and data are built, so a
+        # bad argument's `error:` line is the first line a user reads
+        self._seed_log = _HeldLog(SEED_LOGGER)
+
+    def instantiate_classes(self) -> None:
+        """LightningCLI's, then the held seed line (dropped if building the classes failed)."""
+        try:
+            super().instantiate_classes()
+        except BaseException:
+            self._seed_log.release(emit=False)
+            raise
+        self._seed_log.release(emit=True)
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         """The configured Trainer plus a ``ModelCheckpoint(save_last=True)`` unless checkpointing
@@ -85,6 +102,10 @@ class DPGNNCLI(LightningCLI):
             kwargs.setdefault("callbacks", [*given, ModelCheckpoint(save_last=True, save_top_k=0)])
         if self.extra_callbacks:
             kwargs["callbacks"] = [*kwargs.get("callbacks", given), *self.extra_callbacks]
+        if isinstance(self.model, StagedTrainingMixin) and config.get("max_epochs") == (
+            CLI_MAX_EPOCHS
+        ):  # the CLI's default, not the user's: the model's stages set the length of its fit
+            kwargs["max_epochs"] = -1
         return super().instantiate_trainer(**kwargs)
 
     def after_fit(self) -> None:
@@ -124,13 +145,36 @@ class DPGNNCLI(LightningCLI):
         ``test``/``predict --ckpt_path`` must read back the model the summary describes."""
         ckpt = self.trainer.checkpoint_callback
         if ckpt is not None and getattr(ckpt, "last_model_path", ""):
-            self.trainer.save_checkpoint(ckpt.last_model_path)
+            self.trainer.save_checkpoint(ckpt.last_model_path, weights_only=False)
 
     def _checkpoint_path(self) -> str | None:
         ckpt = self.trainer.checkpoint_callback
         if ckpt is None:
             return None
         return ckpt.last_model_path or ckpt.best_model_path or None
+
+
+SEED_LOGGER = "lightning.fabric.utilities.seed"
+
+
+class _HeldLog(logging.Filter):
+    """Hold back the records of one logger until :meth:`release`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.logger = logging.getLogger(name)
+        self.records: list[logging.LogRecord] = []
+        self.logger.addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return False
+
+    def release(self, emit: bool) -> None:
+        self.logger.removeFilter(self)
+        for record in self.records if emit else ():
+            self.logger.handle(record)
+        self.records = []
 
 
 _LEVELS = {

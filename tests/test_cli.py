@@ -33,7 +33,9 @@ def test_help_lists_the_subcommands():
         assert sub in out
 
 
-def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsilon(capsys):
+def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsilon(
+    capsys, recwarn
+):
     main(
         [
             "fit",
@@ -47,6 +49,8 @@ def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsil
     assert acc > 0.3  # 5 balanced classes: chance is 0.2
     assert 0.99 <= eps <= 1.0  # GAP's default budget, edge level
     assert "edge-level" in out
+    # the CLI's default max_epochs is not the user's: no line says a Trainer length applies
+    assert not [w for w in recwarn if "max_epochs" in str(w.message)]
 
 
 def test_bad_argument_is_a_clear_error(capsys):
@@ -123,6 +127,9 @@ def test_every_private_recipe_passes_the_pre_fit_privacy_checks_on_its_dataset(n
         (["--model.init_args.hops", "0"], "hops must be an integer >= 1"),
         (["--model.init_args.delta", "1.5"], "delta must be in the open interval"),
         (["--model.privacy=graph"], "privacy"),
+        (["--model=lightning_dpgnn.SAGE", "--model.hidden=0"], "hidden must be an integer >= 1"),
+        (["--model=lightning_dpgnn.PGC", "--model.x_eps=-1"], "x_eps must be > 0"),
+        (["--model=lightning_dpgnn.PGC", "--model.epsilon=1"], "'epsilon' is not accepted"),
     ],
 )
 def test_bad_input_ends_with_one_error_line_and_exit_2(argv, expected, capsys):
@@ -130,9 +137,33 @@ def test_bad_input_ends_with_one_error_line_and_exit_2(argv, expected, capsys):
         main(["fit", *argv])
     assert exit_info.value.code == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    first = next(line for line in err if not line.startswith("Seed set"))
-    assert first.startswith("error: ") and expected in first
+    assert err[0].startswith("error: ") and expected in err[0]
     assert len(err) <= 3 and "Traceback" not in "\n".join(err)
+
+
+def test_bad_input_in_a_shell_prints_the_error_first(tmp_path):
+    """As a user's terminal shows it (Lightning's own log lines included, which ``capsys``
+    does not see): the first line on stderr is the error, and the exit status is 2. One
+    process runs the issue's inputs in turn (one interpreter start, not four)."""
+    cases = [["--data.init_args.name", "nosuchdata"], ["--model.init_args.epsilon", "0"],
+             ["--model.init_args.epsilon", "-1"], ["--model.init_args.hops", "0"]]
+    script = (
+        "import sys\nfrom lightning_dpgnn.cli import main\n"
+        f"for argv in {cases!r}:\n"
+        "    try:\n        main(['fit', *argv])\n"
+        "    except SystemExit as e:\n        print(f'--- exit {e.code}', file=sys.stderr)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    sections = run.stderr.split("--- exit ")
+    assert len(sections) == len(cases) + 1, run.stderr
+    for before, after in zip(sections[:-1], sections[1:], strict=True):
+        assert after.startswith("2\n"), run.stderr
+        lines = [line for line in before.splitlines() if line.strip()]
+        if before is not sections[0]:
+            lines = lines[1:]  # the previous exit status
+        assert lines[0].startswith("error: "), run.stderr
+    assert "unknown dataset 'nosuchdata'" in sections[0] and "hops must be" in sections[3]
 
 
 def test_debug_shows_the_traceback():
