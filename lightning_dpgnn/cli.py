@@ -27,6 +27,7 @@ import yaml
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
+from .data.errors import DataError
 from .loops import StagedTrainingMixin
 from .methods import PrivateModel
 from .privacy.report import PrivacyReport
@@ -401,10 +402,11 @@ def _with_default_classes(args: list[str]) -> list[str]:
 
 
 def _run_guarded(run: Callable[[], Any], debug: bool) -> None:
-    """Run a command; bad input ends with one ``error:`` line and exit status 2."""
+    """Run a command; bad input (arguments, missing or damaged data) ends with one ``error:``
+    message and exit status 2."""
     try:
         run()
-    except (ValueError, TypeError, KeyError, ImportError, ArgumentError) as err:
+    except (ValueError, TypeError, KeyError, ImportError, ArgumentError, DataError) as err:
         if debug:
             raise
         print(f"error: {_user_message(err)}", file=sys.stderr)

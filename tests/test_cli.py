@@ -2,8 +2,11 @@
 
 import csv
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import lightning as L
 import pytest
@@ -164,6 +167,30 @@ def test_bad_input_in_a_shell_prints_the_error_first(tmp_path):
             lines = lines[1:]  # the previous exit status
         assert lines[0].startswith("error: "), run.stderr
     assert "unknown dataset 'nosuchdata'" in sections[0] and "hops must be" in sections[3]
+
+
+def test_missing_or_damaged_data_ends_with_an_error_naming_the_file(
+    tmp_path, monkeypatch, capsys
+):
+    """A raw file cut in the middle of a line, and raw files that are not there: one
+    ``error:`` message naming the file, exit 2, and nothing written to the processed cache."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    monkeypatch.setenv("DPGNN_CACHE", str(cache))
+    twitch = root / "musae/twitch_en"
+    shutil.copytree(Path(os.environ["DPGNN_DATA"]) / "musae/twitch_en", twitch)
+    lines = (twitch / "edges.csv").read_text().splitlines()
+    (twitch / "edges.csv").write_text("\n".join(lines[:100]) + "\n2134,")
+    cases = [
+        ("twitch", f"error: {twitch / 'edges.csv'}, line 101: cannot read this file"),
+        ("cora", "error: raw files of dataset 'cora' not found"),
+    ]
+    for name, expected in cases:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["fit", *QUIET, f"--data.name={name}", f"--data.root={root}"])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(expected) and "Traceback" not in err
+    assert not [p for p in cache.rglob("*") if p.is_file() and "processed" in p.parts]
 
 
 def test_debug_shows_the_traceback():
