@@ -82,3 +82,13 @@ def test_methods_use_data_only_for_its_datamodules(path):
         assert module in ("lightning_dpgnn.data", "lightning_dpgnn.data.datamodules"), module
         allowed = ("NodeDataSource", "TrainsFromGraph")  # the data modules' protocols
         assert all(n.endswith("DataModule") or n in allowed for n in names), names
+
+
+def test_the_suite_uses_a_temporary_processed_cache_by_itself():
+    """``tests/conftest.py`` points ``$DPGNN_CACHE`` at a temporary folder unless the caller set
+    one: the suite never writes to the user's home cache (``~/.cache/lightning_dpgnn``)."""
+    from lightning_dpgnn.data.paths import resolve_cache_dir
+
+    cache = resolve_cache_dir(None).resolve()
+    home = (Path.home() / ".cache").resolve()
+    assert home not in (cache, *cache.parents), f"the tests would write to {cache}"
