@@ -266,13 +266,16 @@ def test_checkpointing_can_be_turned_off(tmp_path):
         ("PGC", ["--trainer.max_epochs=1", "--model.x_eps=0.5"],
          "32 per node = onebit 32 (OneBit feature LDP, epsilon 0.5 per feature x 64 features = "
          "32 per node)", "ldp"),
+        ("PGCLinkPrediction", ["--trainer.max_epochs=1", "--model.x_eps=0.5"],
+         "32 per node = onebit 32 (OneBit feature LDP", "ldp"),  # link prediction: test AUC
     ],
 )
 def test_every_method_ends_with_the_same_summary(model, args, epsilon, level, tmp_path, capsys):
     main(["fit", *QUIET, f"--model=lightning_dpgnn.{model}", *args])
     summary = _summary(capsys.readouterr().out)
-    assert set(summary) >= {"test accuracy", "epsilon spent", "delta", "level"}
-    assert 0 <= float(summary["test accuracy"]) <= 1
+    metric, key = ("AUC", "auc") if model == "PGCLinkPrediction" else ("accuracy", "acc")
+    assert set(summary) >= {f"test {metric}", "epsilon spent", "delta", "level"}
+    assert 0 <= float(summary[f"test {metric}"]) <= 1
     assert summary["level"].split()[0] == level
     if isinstance(epsilon, float):  # calibrated: within 0.1% below the target
         assert float(summary["epsilon spent"]) == pytest.approx(epsilon, rel=1e-3)
@@ -280,7 +283,7 @@ def test_every_method_ends_with_the_same_summary(model, args, epsilon, level, tm
         assert summary["epsilon spent"].startswith(epsilon)
     record = json.loads((tmp_path / RUN_FILE).read_text())
     assert record["method"] == model and record["dataset"] == "csbm"
-    assert record["metrics"]["test/acc"] == pytest.approx(float(summary["test accuracy"]), 1e-3)
+    assert record["metrics"][f"test/{key}"] == pytest.approx(float(summary[f"test {metric}"]), 1e-3)
     if level == "none":
         assert summary["delta"] == "n/a" and "protects" not in summary
     else:
