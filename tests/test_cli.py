@@ -193,9 +193,12 @@ def test_missing_or_damaged_data_ends_with_an_error_naming_the_file(
     assert not [p for p in cache.rglob("*") if p.is_file() and "processed" in p.parts]
 
 
-def test_debug_shows_the_traceback():
+def test_debug_shows_the_traceback(monkeypatch):
     with pytest.raises(ValueError, match="unknown dataset"):
         main(["fit", "--data.init_args.name", "nosuchdata", "--debug"])
+    monkeypatch.setenv("DPGNN_DEBUG", "1")  # the same, from the environment
+    with pytest.raises(ValueError, match="hops must be an integer >= 1"):
+        main(["fit", "--model.init_args.hops", "0"])
 
 
 def _number(out: str, key: str) -> float:
