@@ -30,13 +30,15 @@ from lightning.pytorch.cli import LightningCLI
 from .data.errors import DataError
 from .loops import StagedTrainingMixin
 from .methods import PrivateModel
+from .methods.rows import OnePhaseDPSGDMixin
 from .privacy.report import PrivacyReport
 
 DEFAULT_MODEL = "lightning_dpgnn.GAP"
 DEFAULT_DATA = "lightning_dpgnn.data.NodeDataModule"
 CLI_MAX_EPOCHS = 100
 """``--trainer.max_epochs`` unless given: the length of a one-stage fit (LPGNN, PGC, GNN); a
-staged model (GAP, ProGAP, MLP, SAGE, ...) sets its own from its epoch arguments."""
+staged model (GAP, ProGAP, MLP, SAGE, ...) and a calibrated DP-SGD one (DP-MLP, DPGNN) set
+their own from their epoch arguments (:func:`_epochs_set_by`)."""
 
 
 RUN_FILE = "dpgnn-run.json"
@@ -103,10 +105,9 @@ class DPGNNCLI(LightningCLI):
             kwargs.setdefault("callbacks", [*given, ModelCheckpoint(save_last=True, save_top_k=0)])
         if self.extra_callbacks:
             kwargs["callbacks"] = [*kwargs.get("callbacks", given), *self.extra_callbacks]
-        if isinstance(self.model, StagedTrainingMixin) and config.get("max_epochs") == (
-            CLI_MAX_EPOCHS
-        ):  # the CLI's default, not the user's: the model's stages set the length of its fit
-            kwargs["max_epochs"] = -1
+        own = _epochs_set_by(self.model)
+        if own is not None and config.get("max_epochs") == CLI_MAX_EPOCHS:
+            kwargs["max_epochs"] = own  # the CLI's default, not the user's: the model's length
         return super().instantiate_trainer(**kwargs)
 
     def after_fit(self) -> None:
@@ -153,6 +154,17 @@ class DPGNNCLI(LightningCLI):
         if ckpt is None:
             return None
         return ckpt.last_model_path or ckpt.best_model_path or None
+
+
+def _epochs_set_by(model: L.LightningModule) -> int | None:
+    """The ``max_epochs`` a model sets itself, in place of the CLI's default: -1 for a staged
+    fit (its stages set the length at setup), ``epochs`` for a DP-SGD fit calibrated to a
+    target (DP-MLP, DPGNN: it stops where its noise was calibrated); ``None`` otherwise."""
+    if isinstance(model, StagedTrainingMixin):
+        return -1
+    if isinstance(model, OnePhaseDPSGDMixin) and model.target_epsilon is not None:
+        return model.phase.epochs
+    return None
 
 
 SEED_LOGGER = "lightning.fabric.utilities.seed"

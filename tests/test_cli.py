@@ -312,3 +312,28 @@ def test_a_named_model_gets_its_own_defaults_not_the_default_models(capsys):
     assert dpmlp["init_args"]["normalization"] == "none"
     gap = _printed_model(["--model.hops=3"], capsys)  # no model named: GAP, and hops applies
     assert gap["class_path"].endswith("GAP") and gap["init_args"]["hops"] == 3
+
+
+@pytest.mark.parametrize(
+    "model,args,max_epochs",
+    [
+        ("GAP", [], -1),  # staged: its stages set the length at setup
+        ("DPMLP", [], 10),  # calibrated DP-SGD: its epochs
+        ("DPGNN", ["--model.epochs=3"], 3),
+        ("DPMLP", ["--model.epsilon=null", "--model.noise_multiplier=1"], 100),  # open-ended
+        ("LPGNN", [], 100),  # one stage: the CLI's default
+        ("DPMLP", ["--trainer.max_epochs=5"], 5),  # the user's own
+    ],
+)
+def test_the_cli_default_length_gives_way_to_a_model_that_sets_its_own(model, args, max_epochs):
+    """``dpgnn fit --model lightning_dpgnn.DPMLP`` showed ``Epoch 10/99`` and stopped at 10."""
+    from lightning_dpgnn.cli import DPGNNCLI
+
+    cli = DPGNNCLI(
+        L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
+        subclass_mode_data=True, run=False, save_config_callback=None,
+        auto_configure_optimizers=False,
+        args=[f"--model=lightning_dpgnn.{model}", "--data=lightning_dpgnn.data.NodeDataModule",
+              *args],
+    )
+    assert cli.trainer.max_epochs == max_epochs
