@@ -44,7 +44,8 @@ def test_every_argument_of_every_method_is_checked_at_construction(name):
         ("PGC", {"x_eps": -1}, "x_eps must be > 0"),
         # values of the right type out of range, for every method
         ("GAP", {"hop_budget": 2}, "hop_budget must be a list"),
-        ("GAP", {"lr": 0.0}, "lr must be a finite number > 0, got 0.0"),
+        ("GAP", {"lr": -0.01}, "lr must be a finite number >= 0, got -0.01"),
+        ("GAP", {"lr": math.nan}, "lr must be a finite number >= 0, got nan"),
         ("GAP", {"head_layers": 0}, "head_layers must be an integer >= 1"),
         ("GAP", {"bogus": 1}, "GAP got an unexpected keyword argument 'bogus'"),
         ("ProGAP", {"normalize_jk": "yes"}, "normalize_jk must be True or False"),
