@@ -188,3 +188,16 @@ def test_hop_budget_splits_the_noise_unevenly_at_the_same_epsilon(csbm_dm, make_
     for bad in ([1.0], [1.0, 0.0], [1.0, -2.0], [1.0, math.inf]):
         with pytest.raises(ValueError, match="hop_budget"):
             GAP(privacy="edge", epsilon=1.0, hops=2, hop_budget=bad)
+
+
+def test_gap_without_encoder_fits_under_a_default_trainer(csbm_dm, make_trainer):
+    """The thesis' "without encoder" ablation (``encoder_layers=0``) runs Lightning's sanity
+    validation (on by default) before any aggregate is cached, then aggregates the raw
+    features and trains the classifier."""
+    model = GAP(privacy="edge", epsilon=1.0, hops=1, encoder_layers=0, classifier_epochs=2)
+    trainer = fit(model, csbm_dm, make_trainer)
+    assert trainer.num_sanity_val_steps == 2  # Lightning's default, not switched off
+    assert [s.epochs for s in model.stages] == [0, 2]  # no encoder stage
+    assert model.aggregates.shape == (csbm_dm.data.num_nodes, 1, csbm_dm.data.num_features)
+    (result,) = trainer.test(model, csbm_dm, verbose=False)
+    assert 0 <= result["test/acc"] <= 1 and model.pma.calls == 1

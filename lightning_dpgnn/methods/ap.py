@@ -136,10 +136,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         )
         # the hyper-parameters of the whole model: these and the subclass's own arguments
         self.save_hyperparameters()
-        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
-            raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
-        if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
-            raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
         if privacy != "none" and epsilon is None and noise_multiplier is None:
             raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
         if privacy == "node" and label_counts:

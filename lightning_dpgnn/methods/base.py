@@ -27,6 +27,7 @@ data (invariant 9).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -45,12 +46,14 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
 
+from .._init_args import init_arguments
 from ..data.datamodules import NodeDataSource
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 from ..privacy.aggregation import EDGE_UNITS
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
+from .arguments import check_argument_names, check_arguments
 
 __all__ = [
     "PrivateModule",
@@ -163,6 +166,24 @@ class PrivateModule(
             (:meth:`adam`; DP-SGD methods wrap it into DP-Adam).
     """
 
+    #: arguments of a base class that the subclass sets itself: not the user's to pass
+    fixed_arguments: tuple[str, ...] = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> PrivateModule:
+        """Refuse a keyword argument the class does not take, naming the class the user
+        called (not the base class it forwards its keywords to)."""
+        accepted = init_arguments(cls) - {"levels", *cls.fixed_arguments}
+        check_argument_names(cls, kwargs, accepted)
+        return super().__new__(cls, *args, **kwargs)  # ModelHubMixin records them
+
+    def save_hyperparameters(self, *args: Any, frame: Any = None, **kwargs: Any) -> None:
+        """Lightning's, then the constructor checks every method shares
+        (:func:`~lightning_dpgnn.methods.arguments.check_arguments`): a bad argument is an error
+        when the model is built, under the name the user wrote."""
+        frame = frame if frame is not None else inspect.currentframe().f_back
+        super().save_hyperparameters(*args, frame=frame, **kwargs)
+        check_arguments(self.hparams)
+
     def __init__(
         self,
         privacy: str = "edge",
@@ -177,6 +198,7 @@ class PrivateModule(
         weight_decay: float = 0.0,
     ) -> None:
         super().__init__()
+        check_arguments({"lr": lr, "weight_decay": weight_decay})
         if privacy not in levels:
             raise ValueError(f"privacy must be one of {levels}, got {privacy!r}")
         self.privacy = privacy

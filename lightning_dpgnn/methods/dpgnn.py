@@ -95,10 +95,6 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
             log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
         )
         self.check_noise_arguments(epsilon, noise_multiplier)
-        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
-            raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
-        if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
-            raise ValueError(f"layers must be an integer >= 1, got {layers!r}")
         if normalization == "batch":
             raise ValueError(
                 "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "

@@ -137,8 +137,6 @@ class GAP(AggregationPerturbationModule):
         **kwargs: Any,
     ) -> None:
         super().__init__(privacy, epsilon, delta, **kwargs)
-        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
-            raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
         self.normalize_combine = normalize_combine
         self.hop_scales()  # checks hop_budget against the number of hops
         self.aggregates: torch.Tensor | None = None  # [N, K, d], the cached private output

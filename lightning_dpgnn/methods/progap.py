@@ -219,10 +219,6 @@ class ProGAP(AggregationPerturbationModule):
             raise ValueError(f"base_layers must be >= 1, got {base_layers}")
         if training not in TRAINING:
             raise ValueError(f"training must be one of {TRAINING}, got {training!r}")
-        if epochs_per_stage < 0:
-            raise ValueError(f"epochs_per_stage must be >= 0, got {epochs_per_stage}")
-        if patience is not None and patience < 0:
-            raise ValueError(f"patience must be >= 0 or None, got {patience}")
         self.normalize_jk, self.normalize_nap = normalize_jk, normalize_nap
         self.warm_start = warm_start
         self.aggregates: list[torch.Tensor] | None = None  # X~^(1..s), cached NAP outputs

@@ -36,8 +36,7 @@ def _the_graph(batch: list[Data]) -> Data:
 class _SAGEModule(StagedTrainingMixin, PrivateModule):
     """Full-batch GraphSAGE (:class:`SAGENet`) on the graph :meth:`training_edges` returns."""
 
-    #: arguments of this base that the subclass sets itself (not its hyper-parameters)
-    fixed_arguments: tuple[str, ...] = ("privacy", "epsilon")
+    fixed_arguments: tuple[str, ...] = ("privacy", "epsilon", "delta")
 
     def __init__(
         self,
@@ -69,10 +68,6 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
         # the whole model's arguments (this frame's and the subclass's), less those the
         # subclass fixes itself
         self.save_hyperparameters(ignore=["levels", *self.fixed_arguments])
-        for name, value, least in (("layers", layers, 1), ("epochs", epochs, 1),
-                                   ("pre_layers", pre_layers, 1), ("post_layers", post_layers, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
         self.seed = seed
         self._staged_init()
         self.net: SAGENet | None = None
@@ -200,7 +195,7 @@ class EdgeRand(_SAGEModule):
     """
 
     mechanism_name = "arr"
-    fixed_arguments = ("privacy",)
+    fixed_arguments = ("privacy", "delta")
 
     def __init__(
         self,
