@@ -127,7 +127,7 @@ RULES: dict[str, Rule] = {
     "gaussian_delta": _real(0.0, 1.0, low_open=True),
     **dict.fromkeys(
         ("normalize_combine", "normalize_jk", "normalize_nap", "warm_start", "shard_rows",
-         "log_private_metrics", "per_coordinate", "standardize"),
+         "log_private_metrics", "per_coordinate", "standardize", "label_counts"),
         _boolean,
     ),
     **dict.fromkeys(("seed", "noise_seed", "split_seed"), _seed),
