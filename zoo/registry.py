@@ -47,6 +47,21 @@ class ZooEntry:
     def recipe_path(self) -> Path:
         return RECIPES / f"{self.recipe}.yaml"
 
+    def data(self):
+        """The graph this entry is trained on, preprocessed and split as its recipe says (the
+        recipe's data module; split seed included): what a transductive prediction reads,
+        through the model's cached mechanism outputs only."""
+        import yaml
+        from jsonargparse import ArgumentParser
+
+        from lightning_dpgnn.data import NodeDataModule
+
+        spec = yaml.safe_load(self.recipe_path.read_text())["data"]
+        parser = ArgumentParser(exit_on_error=False)
+        parser.add_argument("--data", type=NodeDataModule)
+        dm = parser.instantiate_classes(parser.parse_object({"data": spec})).data
+        return dm.data
+
     @property
     def command(self) -> str:
         """The command that rebuilds this entry."""

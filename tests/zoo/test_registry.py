@@ -168,6 +168,10 @@ def test_build_push_pull_and_load_one_entry_end_to_end(hub, tmp_path, monkeypatc
     dm = lightning_dpgnn.data.NodeDataModule("csbm")
     assert torch.equal(quiet_trainer(tmp_path).predict(local, dm)[0],
                        quiet_trainer(tmp_path).predict(cached, dm)[0])
+    # the README's three lines: the entry's own graph, from its recipe, read transductively
+    graph = zoo.data(name)
+    assert torch.equal(graph.x, dm.data.x) and torch.equal(graph.edge_index, dm.data.edge_index)
+    assert torch.allclose(local.predict_step(graph, 0), cached.predict_step(graph, 0))
     assert local.privacy_spent() == cached.privacy_spent()
     report = json.loads((folder / "privacy_report.json").read_text())
     assert report["report"] == cached.privacy_spent().to_dict()
