@@ -248,7 +248,9 @@ class EdgeRand(_SAGEModule):
                 "EdgeRand has no randomized graph yet: fit the model (or load a fitted "
                 "checkpoint) before test/predict on the training graph"
             )
-        return self.noisy_edge_index.to(data.x.device)
+        if self.noisy_edge_index.device != data.x.device:  # once (drawn on the CPU, restored)
+            self.noisy_edge_index = self.noisy_edge_index.to(data.x.device)
+        return self.noisy_edge_index
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         """Transductive (the cached randomized graph, no spend) unless ``data.inductive`` is
