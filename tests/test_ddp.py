@@ -89,6 +89,24 @@ def test_two_processes_spend_and_learn_as_one(ranks, make_trainer, name, build):
 
 
 @pytest.mark.slow
+def test_a_resumed_fit_neither_redraws_nor_recounts(ranks):
+    """Trainer.fit(ckpt_path=...) of a 2-process node-level GAP (sharded rows, aggregation,
+    DP-SGD): resumed after the aggregation, the cache is the interrupted fit's, bit for bit (a
+    redraw would be a second release); resumed before it, the aggregation runs once; either way
+    the ledger is the uninterrupted fit's (no mechanism counted twice or lost)."""
+    for rank in (0, 1):
+        whole = ranks[rank]["resume-whole"]
+        after, before = ranks[rank]["resume-from-1"], ranks[rank]["resume-from-0"]
+        assert whole["epochs"] == after["epochs"] == before["epochs"] == 3
+        assert after["ledger"] == before["ledger"] == whole["ledger"]
+        counts = {e["name"]: e["count"] for e in whole["ledger"]}
+        assert counts["pma"] == 1 and counts["classifier/dpsgd"] == 2 * counts["encoder/dpsgd"]
+        assert after["cache"] == whole["cache"]
+        assert before["cache"] != whole["cache"]  # drawn in the resumed fit, once
+    assert ranks[0]["resume-from-0"]["cache"] == ranks[1]["resume-from-0"]["cache"]
+
+
+@pytest.mark.slow
 def test_ranks_hold_disjoint_blocks_that_cover_the_graph(ranks):
     """Sharded rows: rank 0 and rank 1 hold contiguous blocks of node rows that are disjoint
     and cover every node, and the training rows of the blocks are the global training rows
