@@ -426,6 +426,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         self.aggregates = self._full_cache()
         self._cache_block = None
         self._clear_rows_cache()
+        self.__dict__.pop("_local_view", None)  # views of the fit's graph
         super().on_fit_end()
 
     def _train_shard(self, data: Data) -> tuple[int, int, int] | None:

@@ -520,6 +520,9 @@ class PrivateModule(
                 f"{type(launcher).__name__} is not supported (see docs/distributed.md)"
             )
 
+    def on_fit_end(self) -> None:
+        self.__dict__.pop("_graph_on_device", None)  # the fit's copy of the graph (on_device)
+
     def on_fit_start(self) -> None:
         self._halt_reason = None
         self.fit_end_reason = None
