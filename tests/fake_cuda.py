@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import lightning as L
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
@@ -57,6 +58,10 @@ def _is_device_arg(a: Any) -> bool:
     return isinstance(a, torch.device) or (
         isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda", "meta")
     )
+
+
+#: calls that read tensors' metadata only (no device check on CUDA either)
+_METADATA = {torch._has_compatible_shallow_copy_type}
 
 
 class FakeCuda(TorchFunctionMode):
@@ -139,6 +144,15 @@ class FakeCuda(TorchFunctionMode):
             return CUDA if self.on_device(args[0]) else func(*args, **kwargs)
         if owner is torch.Tensor.is_cuda:
             return self.on_device(args[0])
+        if owner is torch.Tensor.data and func.__name__ == "__set__":  # nn.Module.to's swap
+            func(*args, **kwargs)
+            if self.on_device(args[1]):
+                self.place(args[0])
+            else:
+                self._on.pop(args[0], None)
+            return None
+        if func in _METADATA:
+            return func(*args, **kwargs)
         if func in (torch.Tensor.to, torch.Tensor.cpu, torch.Tensor.cuda):
             return self._move(func, args, kwargs, self._target(func, args, kwargs))
         if func is torch.Tensor.numpy and self.on_device(args[0]):
@@ -176,3 +190,15 @@ class FakeCuda(TorchFunctionMode):
             self._place_all(out)
         return out
 
+
+
+class OnFakeCuda(L.Callback):
+    """Runs a Trainer on the simulated device: Lightning's CPU accelerator sets up, then the
+    strategy's root device is ``cuda:0``, so Lightning moves the model and every batch there
+    itself (``.to(cuda)``, tagged by the active :class:`FakeCuda`), as it would on a GPU."""
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        trainer.strategy._root_device = CUDA
+
+    def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        trainer.strategy._root_device = CPU  # the CPU accelerator checks it at the next setup

@@ -4,20 +4,33 @@ No GPU is lent to CI: :class:`tests.fake_cuda.FakeCuda` makes the module's param
 are on ``cuda:0`` and raises where CUDA would (a CPU tensor meeting a device tensor, a CPU
 generator drawing for the device). The methods' own hooks run unchanged under it: the fit's
 one-time aggregation, the rows a stage trains on, the checkpoint state, transductive and
-inductive prediction, a cache restored from a checkpoint, and DP-SGD's noise draws. What a
-Lightning fit adds on a GPU (moving the model and each batch) is the library's; what this
-cannot show (kernels, memory, NCCL) is listed in docs/distributed.md.
+inductive prediction, a cache restored from a checkpoint, and DP-SGD's noise draws; then
+whole fits of every method, where Lightning itself moves the model and the batches to the
+simulated device (``OnFakeCuda``). What this cannot show (kernels, memory, NCCL) is listed in
+docs/distributed.md.
 """
 
 import copy
 
+import lightning as L
 import pytest
 import torch
 
 from lightning_dpgnn.data import NodeDataModule
-from lightning_dpgnn.methods import DPGNN, GAP, ProGAP
+from lightning_dpgnn.methods import (
+    DPGNN,
+    DPMLP,
+    GAP,
+    GNN,
+    LPGNN,
+    MLP,
+    PGC,
+    SAGE,
+    EdgeRand,
+    ProGAP,
+)
 from lightning_dpgnn.privacy import random as R
-from tests.fake_cuda import CUDA, FakeCuda
+from tests.fake_cuda import CUDA, FakeCuda, OnFakeCuda
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +166,55 @@ def test_poisson_batches_index_rows_on_the_device(cuda):
     batches = list(row_loader(x, y, sample_rate=0.5, steps=3, generator=gen))
     assert any(len(b[1]) for b in batches)
     assert all(cuda.on_device(t) for b in batches for t in b if t.numel())
+
+
+def _cached(model):
+    """The one-time outputs a model holds for its fit (None: it has none)."""
+    for name in ("aggregates", "noisy_aggregate", "noisy_edge_index"):
+        value = getattr(model, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+CSBM = dict(seed=0, classes=[0, 1, 2, 3, 4])
+LDP = dict(CSBM, split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0))
+WHOLE_FITS = {
+    "GAP-edge": (lambda: GAP("edge", epsilon=1.0, encoder_epochs=1, classifier_epochs=1), CSBM),
+    "GAP-node": (lambda: GAP("node", epsilon=None, noise_multiplier=2.0, max_degree=200,
+                             encoder_epochs=1, classifier_epochs=1, batch_size=512), CSBM),
+    "ProGAP-edge": (lambda: ProGAP("edge", epsilon=1.0, depth=2, epochs_per_stage=1), CSBM),
+    "DPGNN": (lambda: DPGNN(epsilon=None, noise_multiplier=1.0, max_degree=200, epochs=1,
+                            batch_size=512), CSBM),
+    "EdgeRand": (lambda: EdgeRand(epsilon=2.0, epochs=1), CSBM),
+    "LPGNN": (lambda: LPGNN(x_eps=1.0, y_eps=2.0), LDP),
+    "PGC": (lambda: PGC(x_eps=2.0), LDP),
+    "MLP": (lambda: MLP(privacy="none", epochs=1), CSBM),
+    "DPMLP": (lambda: DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=512, epochs=1), CSBM),
+    "GNN": (lambda: GNN(), CSBM),
+    "SAGE": (lambda: SAGE(epochs=1), CSBM),
+}
+
+
+@pytest.mark.parametrize("name", list(WHOLE_FITS))
+def test_a_whole_fit_runs_on_the_device(cuda, name):
+    """fit, test and predict of every method with Lightning moving the model and the batches to
+    the simulated device. No validation: on a GPU, Lightning's first validation batch moves the
+    data module's graph to the device in place (PyG's ``Data.to``), which hid GAP's and
+    ProGAP's CPU aggregation whenever validation ran before it."""
+    make, data = WHOLE_FITS[name]
+    model, dm = make(), NodeDataModule("csbm", **data)
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, max_epochs=1, limit_val_batches=0, logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        callbacks=[OnFakeCuda()],
+    )
+    trainer.fit(model, dm)
+    cached = _cached(model)
+    if cached is not None:  # kept where the fit used it
+        assert on_cuda(cuda, cached)
+    for value in model.privacy_state()["outputs"].values():  # checkpoints: CPU tensors
+        for t in value if isinstance(value, list) else [value]:
+            assert not isinstance(t, torch.Tensor) or not cuda.on_device(t)
+    trainer.test(model, dm, verbose=False)
+    assert trainer.predict(model, dm)[0].shape[0] == dm.num_nodes
