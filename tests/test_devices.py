@@ -143,6 +143,8 @@ def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, gra
     cuda.module(restored)
     assert cuda.on_device(restored.predict_step(batch, 0))
     assert on_cuda(cuda, restored.aggregates)
+    # the data module's graph was copied, never moved in place
+    assert not any(cuda.on_device(t) for _, t in graph() if isinstance(t, torch.Tensor))
 
 
 def test_dpgnn_releases_its_aggregate_on_the_module_device(cuda, graph):
