@@ -220,3 +220,9 @@ def test_a_whole_fit_runs_on_the_device(cuda, name):
             assert not isinstance(t, torch.Tensor) or not cuda.on_device(t)
     trainer.test(model, dm, verbose=False)
     assert trainer.predict(model, dm)[0].shape[0] == dm.num_nodes
+    if hasattr(model, "predict_inductive"):  # a new graph handed over on the CPU
+        new = NodeDataModule("csbm", **data)
+        new.prepare_data()
+        new.setup("predict")
+        with torch.no_grad():
+            assert cuda.on_device(cuda.module(model).predict_inductive(new.data))

@@ -264,6 +264,7 @@ class EdgeRand(_SAGEModule):
         """Class probabilities on a new graph, randomized with fresh noise; its spend is in
         ``last_inference_report`` (a disjoint graph: parallel composition)."""
         self.check_feature_width(data, "same columns, same public code book")
+        data = self.on_device(data)
         acc = PrivacyAccountant("edge", unit=self.accountant.unit)
         edges = self.arr(data.edge_index, data.num_nodes, acc, None)
         self.last_inference_report = PrivacyReport.from_accountant(acc)
