@@ -226,3 +226,5 @@ def test_a_whole_fit_runs_on_the_device(cuda, name):
         new.setup("predict")
         with torch.no_grad():
             assert cuda.on_device(cuda.module(model).predict_inductive(new.data))
+        # the user's graph is copied to the device, not moved in place
+        assert not any(cuda.on_device(t) for _, t in new.data() if isinstance(t, torch.Tensor))
