@@ -38,8 +38,10 @@ CHANGE = {
     "gap": "normalization auto (BatchNorm), normalize_combine",
     "progap": "act -> norm blocks, normalize_jk",
 }
+#: what moved the rows of a method whose change differs from its benchmark's
+METHOD_CHANGE = {"MLP": "100 epochs, best validation epoch (was: the trainer's 1000, last)"}
 #: the commit that made each change: old rows of a revision that contains it had it already
-SINCE = {"gap": "1326a07", "progap": "5c618de"}
+SINCE = {"gap": "1326a07", "progap": "5c618de", "MLP": "5c618de"}
 OUT = RESULTS / "defaults_change.md"
 PLOT = RESULTS / "defaults_change.png"
 #: reference_parity.REFERENCE cells matching each benchmark's method at its default depth
@@ -78,7 +80,29 @@ def _old_rows(old: dict, key: tuple, protocol: str) -> tuple[list[tuple], str]:
     for (k, p), values in old.items():
         if k == key:
             return values, p
+    for (k, p), values in old.items():  # old rows recorded another unit (MLP: the edge unit)
+        if k[:3] == key[:3]:
+            return values, p
     return [], "–"
+
+
+def _label(key: tuple) -> str:
+    """Tick label of a setting: the method's level (``EDP``, ``NDP``, ``inf``) or name
+    (baselines), and epsilon."""
+    method, eps = key[1], key[2]
+    level = method.rsplit("-", 1)[-1] if "-" in method else method
+    return level if eps is None or level in ("inf", "MLP") else f"{level} {eps:g}"
+
+
+def _reference_cell(bench: str, key: tuple) -> tuple | None:
+    """The ``reference_parity.REFERENCE`` cell of a setting: the reference measured edge level
+    (directed) and non-private runs of the benchmark's method at its default depth, and MLP."""
+    method, eps = key[1], key[2]
+    if method == "MLP":
+        return ("MLP", None)
+    if method.endswith(("-EDP", "-inf")):
+        return (REFERENCE_CELLS[bench], eps)
+    return None
 
 
 def _cell(values: list[float]) -> str:
@@ -107,11 +131,13 @@ def table(benches=tuple(PAIRS)) -> str:
             before = [v for v, _ in old_rows]
             mean = sum(values) / len(values)
             diff = f"{mean - sum(before) / len(before):+.2f}" if before else "–"
-            had_it = old_rows and all(_contains(rev, SINCE[bench]) for _, rev in old_rows)
-            change = "none (the old rows had today's defaults)" if had_it else CHANGE[bench]
+            dataset, method, eps = key[:3]
+            since = SINCE.get(method, SINCE[bench])
+            had_it = old_rows and all(_contains(rev, since) for _, rev in old_rows)
+            moved = METHOD_CHANGE.get(method, CHANGE[bench])
+            change = "none (the old rows had today's defaults)" if had_it else moved
             if old_protocol != protocol:
                 change += f"; {old_protocol} -> {protocol}"
-            dataset, method, eps = key[:3]
             eps_s = "inf" if eps is None else f"{eps:g}"
             lines.append(
                 f"| {bench} | {dataset} | {method} | {eps_s} | {_cell(before)} ({old_protocol}) "
@@ -160,10 +186,10 @@ def plot(out: Path = PLOT) -> Path:
             ax = axes[row][col]
             keys = sorted(
                 (k for k in new if k[0][0] == dataset and len(new[k]) >= 5),
-                key=lambda k: k[0][2] if k[0][2] is not None else 1e9,
+                key=lambda k: (_label(k[0]).split()[0], k[0][2] or 1e9),
             )
             xs = list(range(len(keys)))
-            labels = ["inf" if k[0][2] is None else f"{k[0][2]:g}" for k in keys]
+            labels = [_label(k[0]) for k in keys]
             for shift, source, name in ((-0.15, old, "old rows"), (0.15, new, "current defaults")):
                 pts = []
                 for x, (key, protocol) in zip(xs, keys, strict=True):
@@ -181,16 +207,17 @@ def plot(out: Path = PLOT) -> Path:
             school = dataset.split("/")[-1]
             if school in SCHOOLS:
                 ref = [
-                    (x, REFERENCE[REFERENCE_CELLS[bench], k[0][2]][SCHOOLS.index(school)])
+                    (x, REFERENCE[cell][SCHOOLS.index(school)])
                     for x, k in zip(xs, keys, strict=True)
-                    if (REFERENCE_CELLS[bench], k[0][2]) in REFERENCE
+                    if (cell := _reference_cell(bench, k[0])) in REFERENCE
                 ]
                 if ref:
                     rx, ry = zip(*ref, strict=True)
                     ax.plot(rx, ry, "k_", markersize=18, mew=2, label="reference code")
             ax.set_xticks(xs, labels)
             ax.set_title(f"{bench}: {dataset}", fontsize=9)
-            ax.set_xlabel("epsilon (edge, directed)")
+            ax.set_xlabel("setting (EDP: edge epsilon, directed; NDP: node epsilon)", fontsize=7)
+            ax.tick_params(axis="x", labelsize=6, rotation=45)
             ax.set_ylabel("test accuracy %")
             ax.grid(alpha=0.3)
             if row == 0 and col == 0:

@@ -121,6 +121,10 @@ for shard in (True, False):
 model = ProGAP(privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=5)
 t, out["ProGAP"] = fit(model)
 out["ProGAP"]["cache"] = digest(model.aggregates)
+# label counts: one more one-time aggregation, drawn once over the sharded rows
+model = ProGAP(privacy="edge", epsilon=4.0, depth=1, epochs_per_stage=2, label_counts=True)
+t, out["ProGAP-counts"] = fit(model)
+out["ProGAP-counts"]["cache"] = digest([model.counts, *model.aggregates])
 model = ProGAP(privacy="none", depth=1, epochs_per_stage=2)
 t, out["ProGAP-none"] = fit(model)
 model = MLP(privacy="none", epochs=2)

@@ -48,7 +48,7 @@ def single_process(model, make_trainer, **trainer_args):
 
 RUNS = (
     "GAP", "GAP-again", "ProGAP", "ProGAP-none", "MLP", "LPGNN", "DPMLP", "GAP-node", "EdgeRand",
-    "DPGNN", "GAP-seeded-True", "GAP-seeded-False", "partitioned-sum",
+    "DPGNN", "GAP-seeded-True", "GAP-seeded-False", "partitioned-sum", "ProGAP-counts",
 )
 
 
@@ -60,6 +60,8 @@ def test_every_rank_holds_the_same_model_noise_and_ledger(ranks):
     # one-time mechanisms drawn once: bit-identical caches on both ranks (above), and two
     # separate fits from the same weights never share their noise
     assert ranks[0]["GAP"]["cache"] != ranks[0]["GAP-again"]["cache"]
+    counts = [e for e in ranks[0]["ProGAP-counts"]["ledger"] if e["name"] == "label_counts"]
+    assert [e["count"] for e in counts] == [1]  # drawn once for both ranks
     for name, epochs in (("ProGAP-none", 4), ("MLP", 2)):  # non-private staged fits
         assert ranks[0][name]["epochs"] == epochs and ranks[0][name]["epsilon"] == float("inf")
 

@@ -118,11 +118,13 @@ def build(
     from lightning_dpgnn.cli import DPGNNCLI
 
     e = entry(name, registry)
+    # the hub folder is the build's only output: no checkpoint of the fit (optimizer moments
+    # included) is left in the working directory, as `dpgnn fit` would (an override may ask)
+    args = ["--config", str(e.recipe_path), "--trainer.enable_checkpointing=false"]
     cli = DPGNNCLI(
         L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
         subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
-        args=["--config", str(e.recipe_path), *(overrides or [])], run=False,
-        auto_configure_optimizers=False,
+        args=[*args, *(overrides or [])], run=False, auto_configure_optimizers=False,
     )
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     results = cli.trainer.test(cli.model, datamodule=cli.datamodule, verbose=False)
