@@ -186,6 +186,8 @@ WHOLE_FITS = {
     "GAP-node": (lambda: GAP("node", epsilon=None, noise_multiplier=2.0, max_degree=200,
                              encoder_epochs=1, classifier_epochs=1, batch_size=512), CSBM),
     "ProGAP-edge": (lambda: ProGAP("edge", epsilon=1.0, depth=2, epochs_per_stage=1), CSBM),
+    "GAP-label-counts": (lambda: GAP("edge", epsilon=1.0, encoder_epochs=1, classifier_epochs=1,
+                                     label_counts=True), CSBM),
     "DPGNN": (lambda: DPGNN(epsilon=None, noise_multiplier=1.0, max_degree=200, epochs=1,
                             batch_size=512), CSBM),
     "EdgeRand": (lambda: EdgeRand(epsilon=2.0, epochs=1), CSBM),
@@ -215,6 +217,8 @@ def test_a_whole_fit_runs_on_the_device(cuda, name):
     cached = _cached(model)
     if cached is not None:  # kept where the fit used it
         assert on_cuda(cuda, cached)
+    if getattr(model, "counts", None) is not None:  # GAP/ProGAP's label counts
+        assert cuda.on_device(model.counts)
     for value in model.privacy_state()["outputs"].values():  # checkpoints: CPU tensors
         for t in value if isinstance(value, list) else [value]:
             assert not isinstance(t, torch.Tensor) or not cuda.on_device(t)

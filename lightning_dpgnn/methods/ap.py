@@ -407,7 +407,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         that reads features); a restored model keeps the cached ones."""
         if self.label_counts and self.counts is None:
             gen = self.noise_generator(LABEL_STREAM)
-            self.counts = self._count_labels(self._graph, self.accountant, gen, fit=True)
+            self.counts = self._count_labels(self._fit_graph(), self.accountant, gen, fit=True)
 
     def _features(self, data: Data, counts: torch.Tensor | None = None) -> torch.Tensor:
         """The network input of ``data``'s nodes: ``data.x``, then (``label_counts``) the
