@@ -403,7 +403,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         that reads features); a restored model keeps the cached ones."""
         if self.label_counts and self.counts is None:
             gen = self.noise_generator(LABEL_STREAM)
-            self.counts = self._count_labels(self._graph, self.accountant, gen, fit=True)
+            self.counts = self._count_labels(self._fit_graph(), self.accountant, gen, fit=True)
 
     def _features(self, data: Data, counts: torch.Tensor | None = None) -> torch.Tensor:
         """The network input of ``data``'s nodes: ``data.x``, then (``label_counts``) the
@@ -481,9 +481,26 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         block = self._row_block()
         return rows if block is None else rows[block[0] : block[1]].clone()
 
+    def _fit_graph(self) -> Data:
+        """The training graph on this module's device, where the fit's aggregations run."""
+        return self.on_device(self._graph)
+
+    def _cache_on_device(self) -> None:
+        """The cached aggregates on this module's device (a cache restored from a checkpoint
+        or the hub holds CPU tensors); a no-op when they are there."""
+        device, away = self.device, []
+        apply_to_collection(
+            self.aggregates, torch.Tensor, lambda t: away.append(t.device != device)
+        )
+        if any(away):
+            self.aggregates = self.on_device(self.aggregates)
+            self._clear_rows_cache()
+
     def _hold_local_rows(self) -> None:
         """Keep only this rank's block of the cached aggregates (after the aggregation, or a
-        full cache restored from a checkpoint); a no-op when rows are not sharded."""
+        full cache restored from a checkpoint), on this module's device; the block is a no-op
+        when rows are not sharded."""
+        self._cache_on_device()
         block = self._row_block()
         if block is None or self.aggregates is None or self._cache_block == block:
             return
@@ -507,6 +524,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         self.aggregates = self._full_cache()
         self._cache_block = None
         self._clear_rows_cache()
+        self.__dict__.pop("_local_view", None)  # views of the fit's graph
         super().on_fit_end()
 
     def _train_shard(self, data: Data) -> tuple[int, int, int] | None:
@@ -522,7 +540,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     # -- training ----------------------------------------------------------------------------
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
         self._hold_local_rows()
-        local = self._local(data)
+        local = self._local(self.on_device(data))  # rows built where the parameters are
         rows = self._train_rows(
             stage_index,
             local,
@@ -598,7 +616,8 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         if getattr(data, "inductive", False):
             return self.predict_inductive(data)
         self._require_cache()
-        return self._logits(data).softmax(-1)
+        self._cache_on_device()
+        return self._logits(self.on_device(data)).softmax(-1)
 
     @torch.no_grad()
     def predict_inductive(self, data: Data) -> torch.Tensor:
@@ -613,7 +632,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
             )
         self.check_feature_width(data, "same columns, same public code book")
-        graph = self._private_graph(data)
+        graph = self._private_graph(self.on_device(data))
         delta = None
         if self.privacy != "none":
             delta = resolve_delta(self.target_delta, self.private_units(graph))

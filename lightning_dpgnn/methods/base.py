@@ -27,6 +27,7 @@ data (invariant 9).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -92,6 +93,11 @@ def cross_entropy(
         return F.cross_entropy(logits, y, reduction=reduction)
     loss = F.cross_entropy(logits.t().unsqueeze(0), y.unsqueeze(0), reduction=reduction)
     return loss.squeeze(0) if reduction == "none" else loss
+
+
+def to_host(obj: T) -> T:
+    """``obj`` with every tensor in it on the CPU (what checkpoints and the hub store)."""
+    return apply_to_collection(obj, torch.Tensor, lambda t: t.cpu())
 
 
 class AccountingError(ValueError):
@@ -341,6 +347,25 @@ class PrivateModule(
         with self.seeded(seed):
             self._build(data.num_features, self._num_classes(data))
 
+    # -- devices -------------------------------------------------------------------------------
+    def on_device(self, obj: T) -> T:
+        """``obj`` (a graph, a tensor, a collection of them) on this module's device, where the
+        one-time mechanisms and everything that meets the parameters run (on a GPU: the
+        aggregation's sparse matmul too). A graph is copied, never moved in place (the data
+        module's graph stays where it is); the copy of the last graph is kept, so the stages
+        of a fit copy it once. Nothing is copied when ``obj`` is already there."""
+        device = self.device
+        if not isinstance(obj, Data):
+            return apply_to_collection(obj, torch.Tensor, lambda t: t.to(device))
+        if all(t.device == device for _, t in obj() if isinstance(t, torch.Tensor)):
+            self.__dict__.pop("_graph_on_device", None)  # e.g. moved in place by a loader
+            return obj
+        cached = self.__dict__.get("_graph_on_device")
+        if cached is None or cached[0] is not obj or cached[1] != device:
+            cached = (obj, device, copy.copy(obj).to(device))
+            self._graph_on_device = cached
+        return cached[2]
+
     # -- one draw for the whole process group (invariant 5) ------------------------------------
     def run_once(self, mechanism: Callable[[], T]) -> T:
         """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
@@ -517,6 +542,9 @@ class PrivateModule(
                 f"{type(launcher).__name__} is not supported (see docs/distributed.md)"
             )
 
+    def on_fit_end(self) -> None:
+        self.__dict__.pop("_graph_on_device", None)  # the fit's copy of the graph (on_device)
+
     def on_fit_start(self) -> None:
         self._halt_reason = None
         self.fit_end_reason = None
@@ -608,8 +636,9 @@ class PrivateModule(
             "accountant": self.accountant.state_dict(),
             "report": self.privacy_spent().to_dict(),
             "noise_multiplier": self.noise_multiplier,
-            "outputs": self.mechanism_outputs(),
-            "public": self.public_state(),
+            # CPU tensors: a checkpoint of a GPU fit loads anywhere
+            "outputs": to_host(self.mechanism_outputs()),
+            "public": to_host(self.public_state()),
             "halted": self.privacy_halted,
         }
 

@@ -244,7 +244,7 @@ class GAP(AggregationPerturbationModule):
         self._ensure_counts()
         if stage_index == 1 and self.aggregates is None:
             gen = self.noise_generator()
-            self.aggregates = self._aggregate(self._graph, self.accountant, gen, fit=True)
+            self.aggregates = self._aggregate(self._fit_graph(), self.accountant, gen, fit=True)
         self._hold_local_rows()
 
     # -- inference (Alg. 8) ------------------------------------------------------------------

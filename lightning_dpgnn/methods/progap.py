@@ -311,7 +311,7 @@ class ProGAP(AggregationPerturbationModule):
             self.aggregates = []
         self._hold_local_rows()
         if stage_index >= 1 and len(self.aggregates) < stage_index:
-            graph = self._graph
+            graph = self._fit_graph()
             gen = self.noise_generator(stage_index)
             inputs = [self._sparse_as_csr(self._features(self._local(graph))), *self.aggregates]
             out = self._nap(inputs, graph, self.accountant, gen, fit=True)

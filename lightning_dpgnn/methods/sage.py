@@ -243,7 +243,9 @@ class EdgeRand(_SAGEModule):
                 "EdgeRand has no randomized graph yet: fit the model (or load a fitted "
                 "checkpoint) before test/predict on the training graph"
             )
-        return self.noisy_edge_index.to(data.x.device)
+        if self.noisy_edge_index.device != data.x.device:  # once (drawn on the CPU, restored)
+            self.noisy_edge_index = self.noisy_edge_index.to(data.x.device)
+        return self.noisy_edge_index
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         """Transductive (the cached randomized graph, no spend) unless ``data.inductive`` is
@@ -257,6 +259,7 @@ class EdgeRand(_SAGEModule):
         """Class probabilities on a new graph, randomized with fresh noise; its spend is in
         ``last_inference_report`` (a disjoint graph: parallel composition)."""
         self.check_feature_width(data, "same columns, same public code book")
+        data = self.on_device(data)
         acc = PrivacyAccountant("edge", unit=self.accountant.unit)
         edges = self.arr(data.edge_index, data.num_nodes, acc, None)
         self.last_inference_report = PrivacyReport.from_accountant(acc)
