@@ -23,7 +23,16 @@ import argparse
 import time
 from pathlib import Path
 
-from common import RESULTS, append, bootstrap_ci, command_line, done_keys, load_rows, quiet
+from common import (
+    RESULTS,
+    append,
+    bootstrap_ci,
+    command_line,
+    done_keys,
+    load_rows,
+    quiet,
+    splice,
+)
 
 SCHOOLS = ("Rutgers89", "Wisconsin87")
 #: reference means (5 repeats) as measured with the authors' code, issue 13
@@ -130,6 +139,38 @@ def summarize(path: Path = OUT) -> str:
     return "\n".join(lines) + "\n"
 
 
+NAMES = {"GAP-K2": "GAP K=2", "ProGAP-K3": "ProGAP K=3", "ProGAP-K2": "ProGAP K=2"}
+DOC = Path(__file__).resolve().parents[1] / "docs" / "progap.md"
+
+
+def label_counts_table(path: Path = OUT) -> str:
+    """The GAP/ProGAP cells: the reference, our defaults and ``label_counts=True`` (95% CI,
+    seeds, margin over the reference), for ``docs/progap.md``."""
+    rows = load_rows(path)
+
+    def cell(method: str, eps: float | None, school: str):
+        accs = [100 * r["test_acc"] for r in rows if r["school"] == school
+                and r["method"] == method and r["epsilon_target"] == eps]
+        return bootstrap_ci(accs) + (len(accs),) if accs else None
+
+    head = " | ".join(f"{s} ref | defaults | `label_counts=True` [95% CI] (n), margin"
+                      for s in SCHOOLS)
+    lines = [f"| method | ε | {head} |", "|---|---|" + "---|---|---|" * len(SCHOOLS)]
+    for (method, eps), refs in REFERENCE.items():
+        if method not in NAMES:
+            continue
+        parts = []
+        for school, ref in zip(SCHOOLS, refs, strict=True):
+            d, c = cell(method, eps, school), cell(method + COUNTS, eps, school)
+            mean = "–" if d is None else f"{d[0]:.2f}"
+            counted = "–" if c is None else (
+                f"**{c[0]:.2f}** [{c[1]:.2f}, {c[2]:.2f}] ({c[3]}), {c[0] - ref:+.1f}")
+            parts.append(f"{ref:.2f} | {mean} | {counted}")
+        e = "∞" if eps is None else f"{eps:g}"
+        lines.append(f"| {NAMES[method]} | {e} | " + " | ".join(parts) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -162,6 +203,9 @@ def main() -> None:
                 append(out, {"key": key, **row})
                 print(f"{key}: {100 * row['test_acc']:.2f}", flush=True)
     out.with_suffix(".md").write_text(summarize(out))
+    if not args.one_split:
+        splice(DOC, "<!-- LABEL-COUNTS:BEGIN -->", "<!-- LABEL-COUNTS:END -->",
+               label_counts_table(out))
 
 
 if __name__ == "__main__":
