@@ -23,7 +23,11 @@ Epsilon ``inf`` fits the non-private counterpart (``privacy="none"``; DP-MLP -> 
         --methods GAP-EDP ProGAP-EDP --epsilons 0.5 1 4 --seeds 10
     DPGNN_DATA=../shared/datasets python benchmarks/audit_attacks.py --attack link \\
         --methods SAGE-inf MLP-inf --epsilons inf --seeds 10
-    python benchmarks/audit_attacks.py --summarize
+    # musae-facebook (hours): each (method, eps) cell's seeds in a row, resumable
+    DPGNN_DATA=../shared/datasets python benchmarks/audit_attacks.py --attack mia \
+        --datasets musae-facebook --methods GAP-NDP DP-MLP ProGAP-NDP DPGNN \
+        --epsilons 1 inf 2 4 8 16 --seeds 10 --order cells
+    python benchmarks/audit_attacks.py --summarize   # cells under --min-seeds (10): "running"
 """
 
 from __future__ import annotations
@@ -165,39 +169,58 @@ def run(args) -> None:
     done = done_keys(args.out)
     extra = json.loads(args.model_args)
     revision = code_revision()
-    for seed in range(args.seeds):
-        for name in args.datasets:
+    data_modules: dict[tuple[str, int], tuple] = {}
+
+    def data_module(name: str, seed: int) -> tuple:
+        """``(data module, D)`` of ``name`` and ``seed``; the last one is kept (runs reuse it
+        while the dataset and seed repeat)."""
+        if (name, seed) not in data_modules:
+            data_modules.clear()
             dm = NodeDataModule(name, seed=seed, **DATASETS[name])
-            data = dm.data
-            d = _max_degree(data)
-            for method in args.methods:
-                for eps in args.epsilons:
-                    if resolve(method)[1] == "none" and not math.isinf(eps):
-                        continue  # a non-private method has one column: inf
-                    key = f"{args.attack}|{name}|{method}|{eps}|{seed}"
-                    if key in done:
-                        continue
-                    t0 = time.time()
-                    model = build(method, eps, seed, d, extra)
-                    trainer = quiet_trainer(max_epochs=100)
-                    trainer.fit(model, dm)
-                    if args.attack == "mia":
-                        res = node_membership_inference(
-                            model, data, repeats=1, seed=seed, trainer_kwargs={"max_epochs": 100},
-                            shadow=shadow_builder(model, method, eps, seed, d, extra),
-                        )  # fmt: skip
-                    else:
-                        res = link_stealing(model, data, repeats=1, seed=seed)
-                    report = model.privacy_spent()
-                    row = dict(
-                        key=key, attack=args.attack, dataset=name, method=method,
-                        target_epsilon=eps, seed=seed, auc=res.aucs[0], level=report.level,
-                        epsilon=None if math.isinf(report.epsilon) else report.epsilon,
-                        delta=report.delta, seconds=time.time() - t0, revision=revision,
-                        command=command_line(),
-                    )  # fmt: skip
-                    append(args.out, row)
-                    print(f"{key}: AUC {row['auc']:.3f} ({row['seconds']:.0f}s)", flush=True)
+            data_modules[name, seed] = dm, _max_degree(dm.data)
+        return data_modules[name, seed]
+
+    for name, method, eps, seed in run_order(args):
+        if resolve(method)[1] == "none" and not math.isinf(eps):
+            continue  # a non-private method has one column: inf
+        key = f"{args.attack}|{name}|{method}|{eps}|{seed}"
+        if key in done:
+            continue
+        t0 = time.time()
+        dm, d = data_module(name, seed)
+        data = dm.data
+        model = build(method, eps, seed, d, extra)
+        trainer = quiet_trainer(max_epochs=100)
+        trainer.fit(model, dm)
+        if args.attack == "mia":
+            res = node_membership_inference(
+                model, data, repeats=1, seed=seed, trainer_kwargs={"max_epochs": 100},
+                shadow=shadow_builder(model, method, eps, seed, d, extra),
+            )  # fmt: skip
+        else:
+            res = link_stealing(model, data, repeats=1, seed=seed)
+        report = model.privacy_spent()
+        row = dict(
+            key=key, attack=args.attack, dataset=name, method=method,
+            target_epsilon=eps, seed=seed, auc=res.aucs[0], level=report.level,
+            epsilon=None if math.isinf(report.epsilon) else report.epsilon,
+            delta=report.delta, noise_multiplier=getattr(model, "noise_multiplier", None),
+            seconds=time.time() - t0, revision=revision, command=command_line(),
+        )  # fmt: skip
+        append(args.out, row)
+        print(f"{key}: AUC {row['auc']:.3f} ({row['seconds']:.0f}s)", flush=True)
+
+
+def run_order(args) -> list[tuple[str, str, float, int]]:
+    """``(dataset, method, epsilon, seed)`` in run order: ``seeds`` (every cell gains a seed
+    at a time; one data module per seed and dataset) or ``cells`` (each (method, epsilon)
+    cell's seeds in a row, so an interrupted run leaves complete cells)."""
+    seeds = range(args.seeds)
+    if args.order == "cells":
+        return [(n, m, e, s) for n in args.datasets for m in args.methods for e in args.epsilons
+                for s in seeds]  # fmt: skip
+    return [(n, m, e, s) for s in seeds for n in args.datasets for m in args.methods
+            for e in args.epsilons]  # fmt: skip
 
 
 #: what a method's ``inf`` column fits (its non-private counterpart), for the table's notes
@@ -218,8 +241,9 @@ def _verdict(cells: dict[float, tuple[float, float, float]]) -> str:
     return "; ".join(parts)
 
 
-def tables(rows: list[dict]) -> str:
-    """The markdown tables of ``rows`` (one per attack), with the papers' finding per row."""
+def tables(rows: list[dict], min_seeds: int = 1) -> str:
+    """The markdown tables of ``rows`` (one per attack), with the papers' finding per row; a
+    cell with fewer than ``min_seeds`` seeds (a run still going) shows only its count."""
     groups: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         groups[(r["attack"], r["dataset"], r["method"], r["target_epsilon"])].append(r["auc"])
@@ -242,6 +266,9 @@ def tables(rows: list[dict]) -> str:
                 if not v:
                     cells.append("—")
                     continue
+                if len(v) < min_seeds:
+                    cells.append(f"running (n={len(v)})")
+                    continue
                 stats[e] = bootstrap_ci(v)
                 mean, lo, hi = stats[e]
                 cells.append(f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] (n={len(v)})")
@@ -257,10 +284,10 @@ def tables(rows: list[dict]) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def summarize(path: Path, out: Path) -> None:
+def summarize(path: Path, out: Path, min_seeds: int) -> None:
     rows = load_rows(path)
     commands = sorted({r["command"] for r in rows})
-    md = tables(rows)
+    md = tables(rows, min_seeds)
     lines = [
         "# Attacks against trained models",
         "",
@@ -275,9 +302,13 @@ def summarize(path: Path, out: Path) -> None:
         md,
     ]
     out.write_text("\n".join(lines) + "\n")
-    splice(DOCS / "audits.md", "<!-- ATTACKS:BEGIN -->", "<!-- ATTACKS:END -->",
-           f"Generated by `python benchmarks/audit_attacks.py --summarize` from "
-           f"`benchmarks/results/{path.name}` (commands in `results/{out.name}`).\n\n{md}")
+    splice(
+        DOCS / "audits.md",
+        "<!-- ATTACKS:BEGIN -->",
+        "<!-- ATTACKS:END -->",
+        f"Generated by `python benchmarks/audit_attacks.py --summarize` from "
+        f"`benchmarks/results/{path.name}` (commands in `results/{out.name}`).\n\n{md}",
+    )
     print(out.read_text())
 
 
@@ -290,11 +321,23 @@ def main() -> None:
     p.add_argument("--epsilons", nargs="*", type=float, default=[1, 2, 4, 8, 16, math.inf])
     p.add_argument("--model-args", default="{}", help="JSON keyword arguments for every model")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument(
+        "--order",
+        choices=["seeds", "cells"],
+        default="seeds",
+        help="seeds: all cells one seed at a time; cells: one cell's seeds in a row",
+    )
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summarize", action="store_true", help="write results/audit_attacks.md")
+    p.add_argument(
+        "--min-seeds",
+        type=int,
+        default=10,
+        help="--summarize: cells with fewer seeds show only their count",
+    )
     args = p.parse_args()
     if args.summarize:
-        summarize(args.out, RESULTS / "audit_attacks.md")
+        summarize(args.out, RESULTS / "audit_attacks.md", args.min_seeds)
     else:
         run(args)
 
