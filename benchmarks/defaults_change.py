@@ -39,7 +39,10 @@ CHANGE = {
     "progap": "act -> norm blocks, normalize_jk",
 }
 #: what moved the rows of a method whose change differs from its benchmark's
-METHOD_CHANGE = {"MLP": "100 epochs, best validation epoch (was: the trainer's 1000, last)"}
+METHOD_CHANGE = {
+    "MLP": "100 epochs, best validation epoch (was: the trainer's 1000, last)",
+    "GAP-NDP": "normalize_combine (normalization 'auto' is none at node level, as before)",
+}
 #: the commit that made each change: old rows of a revision that contains it had it already
 SINCE = {"gap": "1326a07", "progap": "5c618de", "MLP": "5c618de"}
 OUT = RESULTS / "defaults_change.md"
@@ -89,18 +92,20 @@ def _old_rows(old: dict, key: tuple, protocol: str) -> tuple[list[tuple], str]:
 def _label(key: tuple) -> str:
     """Tick label of a setting: the method's level (``EDP``, ``NDP``, ``inf``) or name
     (baselines), and epsilon."""
-    method, eps = key[1], key[2]
+    method, eps, unit = key[1], key[2], key[3]
     level = method.rsplit("-", 1)[-1] if "-" in method else method
-    return level if eps is None or level in ("inf", "MLP") else f"{level} {eps:g}"
+    undirected = " undir." if unit == "edge-undirected" else ""
+    return level if eps is None or level in ("inf", "MLP") else f"{level} {eps:g}{undirected}"
 
 
 def _reference_cell(bench: str, key: tuple) -> tuple | None:
     """The ``reference_parity.REFERENCE`` cell of a setting: the reference measured edge level
-    (directed) and non-private runs of the benchmark's method at its default depth, and MLP."""
+    (the directed unit) and non-private runs of the benchmark's method at its default depth,
+    and MLP."""
     method, eps = key[1], key[2]
     if method == "MLP":
         return ("MLP", None)
-    if method.endswith(("-EDP", "-inf")):
+    if method.endswith("-inf") or (method.endswith("-EDP") and key[3] == "edge-directed"):
         return (REFERENCE_CELLS[bench], eps)
     return None
 
