@@ -18,7 +18,17 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 
-from lightning_dpgnn import DPGNN, DPMLP, GAP, LPGNN, MLP, EdgeRand, ProGAP  # noqa: E402
+from lightning_dpgnn import (  # noqa: E402
+    DPGNN,
+    DPMLP,
+    GAP,
+    GNN,
+    LPGNN,
+    MLP,
+    PGC,
+    EdgeRand,
+    ProGAP,
+)
 from lightning_dpgnn.data import NodeDataModule  # noqa: E402
 from lightning_dpgnn.privacy import PrivacyAccountant  # noqa: E402
 from lightning_dpgnn.privacy.aggregation import sum_aggregate  # noqa: E402
@@ -136,6 +146,14 @@ t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn"))
 c = model.collection()
 out["LPGNN"] = {"cache": digest([c.payload.to_dense(), c.labels]), "params": params(model),
                 "epsilon": model.privacy_spent().epsilon}
+model = PGC(x_eps=2.0)  # one-bit feature collection, drawn once
+t = trainer(max_epochs=2)
+t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn", feature_range=(0.0, 1.0),
+                            feature_bounds=(-4.0, 4.0)))
+out["PGC"] = {"cache": digest([model.collection().payload.to_dense()]),
+              "params": params(model), "epsilon": model.privacy_spent().epsilon}
+model = GNN()  # non-private GNN baseline (DDP syncs the initial weights)
+t, out["GNN"] = fit(model, max_epochs=2)
 # DP-SGD fits at a fixed noise multiplier (calibrating a subsampled Gaussian takes seconds)
 model = DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=128)
 t, out["DPMLP"] = fit(model, max_epochs=1)

@@ -48,7 +48,8 @@ def single_process(model, make_trainer, **trainer_args):
 
 RUNS = (
     "GAP", "GAP-again", "ProGAP", "ProGAP-none", "MLP", "LPGNN", "DPMLP", "GAP-node", "EdgeRand",
-    "DPGNN", "GAP-seeded-True", "GAP-seeded-False", "partitioned-sum", "ProGAP-counts",
+    "DPGNN", "GAP-seeded-True", "GAP-seeded-False", "partitioned-sum", "ProGAP-counts", "PGC",
+    "GNN",
 )
 
 
