@@ -125,7 +125,8 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 in-neighbours' training labels per class: ``A^T Y_train + N(0, sigma^2)``, one
                 more Gaussian aggregation of the one-hot training labels (a one-hot row has
                 norm 1, so one edge changes one row by at most the hops' sensitivity), drawn
-                once, accounted with the hops at the same noise multiplier, cached and
+                once, accounted with the hops at the same noise multiplier (its full share:
+                ``hop_budget`` divides the hops' budget only), cached and
                 checkpointed like them. Edge level and without privacy only: at node level
                 labels are private (refused). Validation and test labels are never read; a
                 new graph (inductive inference) uses the labels of its own ``train_mask``.
