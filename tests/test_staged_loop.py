@@ -36,7 +36,8 @@ def test_stages_switch_inside_one_fit(csbm_dm, make_trainer):
     enc = {id(p) for p in model.encoder_model.parameters()}
     cls = {id(p) for p in model.classifier.parameters()}
     assert spy.optim_params[0] == enc and spy.optim_params[-1] == cls
-    assert spy.row_shapes[0] == (csbm_dm.num_features,)  # encoder trains on features
+    # the encoder trains on the features and (the default at edge level) the label counts
+    assert spy.row_shapes[0] == (csbm_dm.num_features + csbm_dm.num_classes,)
     assert spy.row_shapes[-1] == (3, 16)  # classifier trains on K+1 cached hops
     assert model.pma.calls == 2
 

@@ -86,7 +86,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         edge_unit: str = "undirected",
         log_private_metrics: bool = False,
         shard_rows: bool = True,
-        label_counts: bool = False,
+        label_counts: bool | None = None,
     ) -> None:
         """The settings GAP and ProGAP share; each subclass takes its own in its signature
         and forwards these (PyG's style), so they are documented once, here.
@@ -126,10 +126,12 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 more Gaussian aggregation of the one-hot training labels (a one-hot row has
                 norm 1, so one edge changes one row by at most the hops' sensitivity), drawn
                 once, accounted with the hops at the same noise multiplier (its full share:
-                ``hop_budget`` divides the hops' budget only), cached and
-                checkpointed like them. Edge level and without privacy only: at node level
-                labels are private (refused). Validation and test labels are never read; a
-                new graph (inductive inference) uses the labels of its own ``train_mask``.
+                ``hop_budget`` divides the hops' budget only), cached and checkpointed like
+                them. Edge level and without privacy only: at node level labels are private
+                (``True`` is refused there). ``None`` (the default): on at edge level and
+                without privacy, off at node level; ``False``: off (the papers' model).
+                Validation and test labels are never read; a new graph (inductive inference)
+                uses the labels of its own ``train_mask``.
         """
         super().__init__(
             privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
@@ -156,7 +158,8 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         self.batch_size, self.max_grad_norm = batch_size, max_grad_norm
         self.seed = seed
         self.shard_rows = bool(shard_rows)
-        self.label_counts = bool(label_counts)
+        #: ``None`` (the default): on at edge level and without privacy, off at node level
+        self.label_counts = privacy != "node" if label_counts is None else bool(label_counts)
         #: ``[N, C]``: the noisy counts of each node's in-neighbours' training labels
         self.counts: torch.Tensor | None = None
         #: ``[lo, hi)``: the node rows ``self.aggregates`` holds when sharded (``None``: all)

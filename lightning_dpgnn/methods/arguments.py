@@ -63,6 +63,11 @@ def _boolean(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
+def _optional_boolean(name: str, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{name} must be True, False or None, got {value!r}")
+
+
 def _seed(name: str, value: Any) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, Integral)):
         raise ValueError(f"{name} must be an integer or None, got {value!r}")
@@ -127,10 +132,11 @@ RULES: dict[str, Rule] = {
     "gaussian_delta": _real(0.0, 1.0, low_open=True),
     **dict.fromkeys(
         ("normalize_combine", "normalize_jk", "normalize_nap", "warm_start", "shard_rows",
-         "log_private_metrics", "per_coordinate", "standardize", "label_counts"),
+         "log_private_metrics", "per_coordinate", "standardize"),
         _boolean,
     ),
     **dict.fromkeys(("seed", "noise_seed", "split_seed"), _seed),
+    "label_counts": _optional_boolean,
     "activation": _activation,
     "normalization": _choice(("auto", *NORMALIZATIONS)),
     "combine": _choice(COMBINES),
