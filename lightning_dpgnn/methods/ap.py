@@ -24,6 +24,7 @@ Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -636,6 +637,17 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
             )
         self.check_feature_width(data, "same columns, same public code book")
+        if self.label_counts and (
+            getattr(data, "train_mask", None) is None or getattr(data, "y", None) is None
+        ):
+            warnings.warn(
+                f"{type(self).__name__} reads label counts (label_counts, the default at edge "
+                "level and without privacy), but the new graph has no train_mask/y: every "
+                "count is noise only and accuracy drops. Set data.train_mask to the nodes whose "
+                "labels you know (their labels in data.y); no other label is read.",
+                UserWarning,
+                stacklevel=2,
+            )
         graph = self._private_graph(self.on_device(data))
         delta = None
         if self.privacy != "none":

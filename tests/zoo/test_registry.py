@@ -98,6 +98,8 @@ def test_each_registry_accuracy_is_its_benchmark_rows_at_the_recipes_own_setting
                 stoppers[0].get("patience"), recipe["trainer"]["max_epochs"])
         if "epsilon_per_feature" in r:
             assert r["epsilon_per_feature"] == init["x_eps"]
+        if hasattr(model, "label_counts"):  # rows made before the option had none (False)
+            assert r.get("label_counts", False) == model.label_counts, "re-run at today's default"
 
 
 @pytest.mark.parametrize("script", ["make_recipes", "lpgnn_make_recipes"])
