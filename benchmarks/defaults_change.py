@@ -29,22 +29,49 @@ from pathlib import Path
 
 from common import RESULTS, bootstrap_ci, is_valid, load_rows, row_protocol, row_unit
 
-PAIRS = {
-    "gap": ("gap_accuracy.jsonl", "gap_accuracy_defaults_v2.jsonl"),
-    "progap": ("progap_accuracy.jsonl", "progap_accuracy_defaults_v2.jsonl"),
-}
-#: what moved the rows of each benchmark
-CHANGE = {
-    "gap": "normalization auto (BatchNorm), normalize_combine",
-    "progap": "act -> norm blocks, normalize_jk",
-}
-#: what moved the rows of a method whose change differs from its benchmark's
-METHOD_CHANGE = {
-    "MLP": "100 epochs, best validation epoch (was: the trainer's 1000, last)",
-    "GAP-NDP": "normalize_combine (normalization 'auto' is none at node level, as before)",
-}
-#: the commit that made each change: old rows of a revision that contains it had it already
-SINCE = {"gap": "1326a07", "progap": "5c618de", "MLP": "5c618de"}
+#: each benchmark's published rows, then its re-runs under later defaults, oldest first: a
+#: re-run cell (>= 5 seeds) replaces the cell of every earlier file
+FILES = {
+    "gap": ("gap_accuracy.jsonl", "gap_accuracy_defaults_v2.jsonl",
+            "gap_accuracy_defaults_v3.jsonl"),
+    "progap": ("progap_accuracy.jsonl", "progap_accuracy_defaults_v2.jsonl",
+               "progap_accuracy_defaults_v3.jsonl"),
+}  # fmt: skip
+#: the default changes, oldest first: (commit, the (method, level) families it moved, what)
+_GAP_EDGE = {("GAP", "EDP"), ("GAP", "inf")}
+_PROGAP_EDGE = {("ProGAP", "EDP"), ("ProGAP", "inf")}
+CHANGES = (
+    ("1326a07", _GAP_EDGE, "normalization auto (BatchNorm), normalize_combine"),
+    ("1326a07", {("GAP", "NDP")},
+     "normalize_combine (normalization 'auto' is none at node level, as before)"),
+    ("5c618de", _PROGAP_EDGE | {("ProGAP", "NDP")}, "act -> norm blocks, normalize_jk"),
+    ("5c618de", {("MLP", None)},
+     "100 epochs, best validation epoch (was: the trainer's 1000, last)"),
+    ("c0fdf5a", _GAP_EDGE | _PROGAP_EDGE,
+     "label_counts on (noisy counts of the in-neighbours' training labels, same epsilon)"),
+)  # fmt: skip
+#: a method none of CHANGES names is current from this commit on
+SINCE = {"gap": "1326a07", "progap": "5c618de"}
+
+
+def family(method: str) -> tuple[str, str | None]:
+    """``("ProGAP", "EDP")`` of ``ProGAP-LW-EDP``, ``("GAP", "EDP")`` of ``GAP-EDP-K3``,
+    ``("MLP", None)`` of ``MLP``: the model and its level (``EDP``, ``NDP``, ``inf``)."""
+    parts = method.split("-")
+    return parts[0], next((p for p in parts if p in ("EDP", "NDP", "inf")), None)
+
+
+def changes_of(method: str) -> list[tuple[str, str]]:
+    """``(commit, what)`` of every default change that moved ``method``'s rows, oldest first."""
+    return [(commit, what) for commit, fams, what in CHANGES if family(method) in fams]
+
+
+def since(method: str, bench: str) -> str:
+    """The commit of ``method``'s last default change: its rows are current from there on."""
+    moved = changes_of(method)
+    return moved[-1][0] if moved else SINCE[bench]
+
+
 OUT = RESULTS / "defaults_change.md"
 PLOT = RESULTS / "defaults_change.png"
 #: reference_parity.REFERENCE cells matching each benchmark's method at its default depth
@@ -73,6 +100,14 @@ def _settings(path) -> dict[tuple, list[float]]:
         key = (r["dataset"], r["method"], r["target_epsilon"], row_unit(r))
         acc[key, row_protocol(r)].append((100 * r["test_acc"], r.get("revision")))
     return acc
+
+
+def _rerun(bench: str) -> dict[tuple, list[float]]:
+    """The re-run settings of ``bench`` (>= 5 seeds), each from the latest file that has it."""
+    merged = {}
+    for name in FILES[bench][1:]:
+        merged.update({k: v for k, v in _settings(RESULTS / name).items() if len(v) >= 5})
+    return merged
 
 
 def _old_rows(old: dict, key: tuple, protocol: str) -> tuple[list[tuple], str]:
@@ -117,15 +152,14 @@ def _cell(values: list[float]) -> str:
     return f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(values)})"
 
 
-def table(benches=tuple(PAIRS)) -> str:
+def table(benches=tuple(FILES)) -> str:
     """Markdown table of every re-run setting of ``benches`` with >= 5 seeds."""
     lines = [
         "| benchmark | dataset | method | eps | old (protocol) | new (public-v2) | diff | change |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for bench in benches:
-        old_name, new_name = PAIRS[bench]
-        old, new = _settings(RESULTS / old_name), _settings(RESULTS / new_name)
+        old, new = _settings(RESULTS / FILES[bench][0]), _rerun(bench)
         for key, protocol in sorted(
             new, key=lambda k: (k[0][0], k[0][1], k[0][2] if k[0][2] is not None else 1e9)
         ):
@@ -137,10 +171,9 @@ def table(benches=tuple(PAIRS)) -> str:
             mean = sum(values) / len(values)
             diff = f"{mean - sum(before) / len(before):+.2f}" if before else "–"
             dataset, method, eps = key[:3]
-            since = SINCE.get(method, SINCE[bench])
-            had_it = old_rows and all(_contains(rev, since) for _, rev in old_rows)
-            moved = METHOD_CHANGE.get(method, CHANGE[bench])
-            change = "none (the old rows had today's defaults)" if had_it else moved
+            moved = [what for commit, what in changes_of(method)
+                     if not (old_rows and all(_contains(rev, commit) for _, rev in old_rows))]
+            change = "; ".join(moved) or "none (the old rows had today's defaults)"
             if old_protocol != protocol:
                 change += f"; {old_protocol} -> {protocol}"
             eps_s = "inf" if eps is None else f"{eps:g}"
@@ -180,13 +213,12 @@ def plot(out: Path = PLOT) -> Path:
     import matplotlib.pyplot as plt
     from reference_parity import REFERENCE, SCHOOLS
 
-    datasets = sorted({k[0] for b in PAIRS for k, _ in _settings(RESULTS / PAIRS[b][1])})
+    datasets = sorted({k[0] for b in FILES for k, _ in _rerun(b)})
     fig, axes = plt.subplots(
-        len(PAIRS), len(datasets), figsize=(4 * len(datasets), 3.2 * len(PAIRS)), squeeze=False
+        len(FILES), len(datasets), figsize=(4 * len(datasets), 3.2 * len(FILES)), squeeze=False
     )
-    for row, bench in enumerate(PAIRS):
-        old = _settings(RESULTS / PAIRS[bench][0])
-        new = _settings(RESULTS / PAIRS[bench][1])
+    for row, bench in enumerate(FILES):
+        old, new = _settings(RESULTS / FILES[bench][0]), _rerun(bench)
         for col, dataset in enumerate(datasets):
             ax = axes[row][col]
             keys = sorted(
@@ -240,7 +272,7 @@ def main() -> None:
     text = HEADER + table()
     OUT.write_text(text)
     print(text)
-    for bench in PAIRS:
+    for bench in FILES:
         splice(DOCS / f"{bench}.md", table((bench,)))
 
 

@@ -37,7 +37,7 @@ from common import (
     seed_stats,
     splice,
 )
-from defaults_change import SINCE, _contains
+from defaults_change import FILES, SINCE, _contains, since
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BENCHMARKS = {
@@ -337,34 +337,33 @@ def _has_commit(revision: str | None, commit: str) -> bool:
 
 
 def _defaults(row: dict, bench: str) -> str:
-    """``"current"`` when the row's library revision already had the benchmark's (or the
-    method's) last default change (``defaults_change.SINCE``), else ``"old"``; rows of a
-    benchmark whose defaults never changed are current."""
+    """``"current"`` when the row's library revision already had the last default change of
+    its method (``defaults_change.since``), else ``"old"``; rows of a benchmark whose defaults
+    never changed are current."""
     if bench not in SINCE:
         return "current"
-    since = SINCE.get(row["method"], SINCE[bench])
-    return "current" if _has_commit(row.get("revision"), since) else "old"
+    return "current" if _has_commit(row.get("revision"), since(row["method"], bench)) else "old"
 
 
 def current_rows(name: str) -> list[dict]:
-    """The rows of ``results/<name>``, with the cells re-run under the library's current
-    defaults (``<stem>_defaults_v2.jsonl``, see ``defaults_change.py``) replacing the rows of
-    the same cell made before the default change; every row says which (``defaults``: rows of
-    the first file made after the change count as current too)."""
+    """The rows of ``results/<name>``, with the cells re-run under later defaults (the files
+    ``defaults_change.FILES`` lists after it, oldest first) replacing the rows of the same cell
+    in every earlier file; every row says whether it has today's defaults (``defaults``)."""
     path = RESULTS / name
     if not path.exists():
         return []
     bench = name.removesuffix("_accuracy.jsonl")
     rows = [dict(r, defaults=_defaults(r, bench)) for r in load_rows(path)]
-    newer = path.with_name(path.stem + "_defaults_v2.jsonl")
-    if not newer.exists():
-        return rows
-    fresh = [dict(r, defaults="current") for r in load_rows(newer)]
-    seeds = Counter(setting(r) for r in fresh)
-    rerun = {cell for cell, n in seeds.items() if n >= MIN_RERUN_SEEDS}  # partial: not shown
-    return [r for r in rows if setting(r) not in rerun] + [
-        r for r in fresh if setting(r) in rerun
-    ]
+    for newer in FILES.get(bench, (name,))[1:]:
+        if not (RESULTS / newer).exists():
+            continue
+        fresh = [dict(r, defaults=_defaults(r, bench)) for r in load_rows(RESULTS / newer)]
+        seeds = Counter(setting(r) for r in fresh)
+        rerun = {cell for cell, n in seeds.items() if n >= MIN_RERUN_SEEDS}  # partial: not shown
+        rows = [r for r in rows if setting(r) not in rerun] + [
+            r for r in fresh if setting(r) in rerun
+        ]
+    return rows
 
 
 def main(name: str = "gap") -> None:

@@ -134,7 +134,8 @@ def test_noisy_hops_are_bit_identical_and_metrics_are_reduced(ranks):
     on both ranks; the logged val/acc of the sharded fit is the accuracy over both ranks' rows
     (the weighted mean of the two shares), not one rank's."""
     r0, r1 = ranks[0]["GAP-sharded"], ranks[1]["GAP-sharded"]
-    assert len(r0["hops"]) == 2 and r0["hops"] == r1["hops"]
+    # the label counts (on by default at edge level) and the 2 hops, each one aggregation
+    assert len(r0["hops"]) == 3 and r0["hops"] == r1["hops"]
     assert r0["cache"] == r1["cache"]  # gathered back at the end of the fit
     (c0, n0), (c1, n1) = r0["val"], r1["val"]
     assert n0 > 0 and n1 > 0
