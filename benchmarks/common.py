@@ -330,6 +330,8 @@ def _fit_and_test(build, seed: int, dm, unit: str | None = None) -> dict:
         "level": report.level,
         # node level: D, the promised bound on every in-/out-degree (no edge is dropped)
         "degree_bound": model.hparams.get("max_degree") if report.level == "node" else None,
+        # GAP/ProGAP: whether the input held the noisy label counts (the resolved default)
+        **({"label_counts": model.label_counts} if hasattr(model, "label_counts") else {}),
     }
 
 

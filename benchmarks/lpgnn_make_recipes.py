@@ -1,46 +1,56 @@
 """Write the local-DP recipes zoo/recipes/lpgnn-*.yaml and pgc-*.yaml from the benchmark settings.
 
 LPGNN: GraphSAGE, multi-bit features and randomized-response labels at eps_x = eps_y = 1, the
-thesis' KProp steps, Drop with DropEarlyStopping (lpgnn_accuracy.py). PGC: 1-bit features at
+thesis' KProp steps, Drop with DropEarlyStopping (lpgnn_accuracy.py), with exactly the settings
+of the benchmark rows the zoo cites: the hyper-parameters its search chose
+(``results/lpgnn_hparams.json``), no column standardization (``fit_lpgnn``'s pipeline) and the
+rows' ``--patience``. PGC: 1-bit features at
 eps = 5 per feature, node classification and VGAE link prediction (pgc_accuracy.py).
 
 Features are scaled to [0, 1] from their declared public range (``feature_bounds``), not from
 data-derived min-max statistics (which would read the LDP-protected features outside the
 mechanism; design invariant 1): Cora's bag-of-words and MUSAE Facebook's features are binary
-0/1, so the bounds are [0, 1] and the scaled features equal the raw ones. The graph structure
-is public under LDP, so isolated nodes are removed as in the papers (neither graph has any).
+0/1, so the bounds are [0, 1] and the scaled features equal the raw ones. The data settings are
+the benchmarks' own (``DATASETS`` of lpgnn_accuracy.py and pgc_accuracy.py).
 
     python benchmarks/lpgnn_make_recipes.py
 """
 
+import json
 from pathlib import Path
 
 import yaml
-from lpgnn_accuracy import DEFAULT_HPARAMS, STEPS
+from common import RESULTS
+from lpgnn_accuracy import DATASETS as LPGNN_DATASETS
+from lpgnn_accuracy import DEFAULT_HPARAMS, STEPS, pair_key
 from pgc_accuracy import DATASETS as PGC_DATASETS
 from pgc_accuracy import default_hparams
 
 RECIPES = Path(__file__).resolve().parents[1] / "zoo" / "recipes"
 SHORT = {"cora": "cora", "musae-facebook": "facebook"}
+#: ``--patience`` of the Table 3.4 Drop rows at eps_x = eps_y = 1 (results/lpgnn_accuracy.jsonl)
+PATIENCE = {"cora": 100, "musae-facebook": 50}
 
 
-#: the public class lists of the LPGNN datasets (Cora's 7 topics, page-page's 4 page types)
-PUBLIC_CLASSES = {"cora": list(range(7)), "musae-facebook": [0, 1, 2, 3]}
+def lpgnn_settings(data: str) -> dict:
+    """The hyper-parameters and KProp steps ``lpgnn_accuracy.py`` trains eps_x = eps_y = 1 with
+    on ``data``: its search's choice where it made one, else its defaults."""
+    path = RESULTS / "lpgnn_hparams.json"
+    found = json.loads(path.read_text()).get(data, {}) if path.exists() else {}
+    hp = found.get("hparams", {}).get(pair_key(1.0, 1.0)) or DEFAULT_HPARAMS
+    kx, ky = found.get("steps", {}).get("3.4|Drop|1.0|1.0") or STEPS[data]
+    return {"x_steps": kx, "y_steps": ky, **hp}
 
 
-def recipe(model_cls: str, init: dict, data: dict, trainer: dict) -> dict:
+
+def recipe(model_cls: str, init: dict, data: str, settings: dict, trainer: dict) -> dict:
     return {
         "seed_everything": 0,
         "trainer": trainer,
         "model": {"class_path": model_cls, "init_args": init},
         "data": {
             "class_path": "lightning_dpgnn.data.NodeDataModule",
-            "init_args": {
-                **data,
-                "remove_isolated": True,
-                "feature_range": [0.0, 1.0],
-                "feature_bounds": [0.0, 1.0],
-            },
+            "init_args": {"name": data, **settings},
         },
     }
 
@@ -52,25 +62,23 @@ def stopper(**init) -> dict:
 def recipes() -> dict[str, tuple[dict, str]]:
     out = {}
     for data, short in SHORT.items():
-        kx, ky = STEPS[data]
         init = dict(
             backbone="sage",
             x_eps=1.0,
             y_eps=1.0,
-            x_steps=kx,
-            y_steps=ky,
             mechanism="multibit",
             loss="drop",
             hidden=16,
-            **DEFAULT_HPARAMS,
+            standardize=False,  # fit_lpgnn: the thesis pipeline
+            **lpgnn_settings(data),
         )
         out[f"lpgnn-{short}"] = (
             recipe(
                 "lightning_dpgnn.LPGNN",
                 init,
-                # LPGNN protects labels: the number of classes is public metadata
-                {"name": data, "split": "lpgnn", "classes": PUBLIC_CLASSES[data]},
-                {"max_epochs": 500, "callbacks": [stopper()]},
+                data,  # LPGNN protects labels: the classes are declared, public metadata
+                LPGNN_DATASETS[data],
+                {"max_epochs": 500, "callbacks": [stopper(patience=PATIENCE[data])]},
             ),
             "lpgnn_accuracy.py (thesis Alg. 4, eps_x = eps_y = 1: 2-LDP per node)",
         )
@@ -94,7 +102,8 @@ def recipes() -> dict[str, tuple[dict, str]]:
             recipe(
                 f"lightning_dpgnn.{cls}",
                 init,
-                {"name": "cora", "split": PGC_DATASETS["cora"]["split"]},
+                "cora",
+                PGC_DATASETS["cora"],
                 trainer,
             ),
             "pgc_accuracy.py (thesis Table 2.3, eps = 5 per feature: 5 d per node)",
@@ -110,7 +119,8 @@ def main() -> None:
             f"# benchmarks/{source}.\n"
             f"# Run: dpgnn fit --config zoo/recipes/{name}.yaml\n"
         )
-        (RECIPES / f"{name}.yaml").write_text(text + yaml.safe_dump(cfg, sort_keys=False))
+        plain = json.loads(json.dumps(cfg))  # lists, no YAML anchors for shared values
+        (RECIPES / f"{name}.yaml").write_text(text + yaml.safe_dump(plain, sort_keys=False))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ The reference GAP/ProGAP research code, run with its own defaults on Facebook100
 Wisconsin87 (5 repeats, delta 1e-7, directed edge unit), gave the ``REFERENCE`` numbers below
 (measured by the team, recorded in the issue). This script runs our defaults on the same
 cells: target ``year``, classes with >= 1000 nodes, 75/10/15, the thesis' directed edge unit,
-delta 1e-7, and writes one JSON line per run to ``results/reference_parity.jsonl`` (re-running
-skips what is done) and the table with 95% bootstrap CIs to ``results/reference_parity.md``.
+delta 1e-7, GAP and ProGAP with and without label counts (``--label-counts``: on, today's
+default; without: ``label_counts=False``, the papers' model), and writes one JSON line per
+run to ``results/reference_parity.jsonl`` (re-running skips what is done) and the table with
+95% bootstrap CIs to ``results/reference_parity.md``.
 
 Splits: repeat ``i`` uses split seed ``i`` (``--split-per-seed``, the default), so the mean is
 over splits as well as initialisations. The reference's own figures come from one split reused
@@ -23,7 +25,16 @@ import argparse
 import time
 from pathlib import Path
 
-from common import RESULTS, append, bootstrap_ci, command_line, done_keys, load_rows, quiet
+from common import (
+    RESULTS,
+    append,
+    bootstrap_ci,
+    command_line,
+    done_keys,
+    load_rows,
+    quiet,
+    splice,
+)
 
 SCHOOLS = ("Rutgers89", "Wisconsin87")
 #: reference means (5 repeats) as measured with the authors' code, issue 13
@@ -43,12 +54,20 @@ REFERENCE = {
 OUT = RESULTS / "reference_parity.jsonl"
 
 
+#: suffix of the cells run with ``label_counts=True`` (``--label-counts``): today's default; the
+#: cells without it run the papers' model (``label_counts=False``, the default until c0fdf5a)
+COUNTS = "+counts"
+
+
 def make(method: str, eps: float | None, seed: int):
     from lightning_dpgnn import GAP, ProGAP
     from lightning_dpgnn.methods import MLP
 
     private = dict(epsilon=eps, delta=1e-7, edge_unit="directed")
     level = dict(privacy="none") if eps is None else dict(privacy="edge", **private)
+    if method != "MLP":
+        counts = method.endswith(COUNTS)
+        method, level = method.removesuffix(COUNTS), dict(level, label_counts=counts)
     if method == "MLP":
         return MLP(privacy="none", seed=seed)
     if method == "GAP-K2":
@@ -99,11 +118,15 @@ def summarize(path: Path = OUT) -> str:
         "",
         "Test accuracy %, mean over seeds with 95% bootstrap CI; the reference is the mean of 5",
         "repeats of the authors' code with its defaults. Edge level: directed unit, delta 1e-7.",
+        f"`{COUNTS}`: the same cell with `label_counts=True`, today's default (one more Gaussian",
+        "aggregation, of the training labels, inside the same epsilon); the cells without it run",
+        "the papers' model (`label_counts=False`).",
         "",
         "| method | eps | school | reference | ours (mean, 95% CI) | seeds | diff |",
         "|---|---|---|---|---|---|---|",
     ]
-    for (method, eps), refs in REFERENCE.items():
+    cells = [(m + v, eps, refs) for (m, eps), refs in REFERENCE.items() for v in ("", COUNTS)]
+    for method, eps, refs in cells:
         for school, ref in zip(SCHOOLS, refs, strict=True):
             accs = [
                 100 * r["test_acc"]
@@ -121,6 +144,39 @@ def summarize(path: Path = OUT) -> str:
     return "\n".join(lines) + "\n"
 
 
+NAMES = {"GAP-K2": "GAP K=2", "ProGAP-K3": "ProGAP K=3", "ProGAP-K2": "ProGAP K=2"}
+DOC = Path(__file__).resolve().parents[1] / "docs" / "progap.md"
+
+
+def label_counts_table(path: Path = OUT) -> str:
+    """The GAP/ProGAP cells: the reference, the papers' model (``label_counts=False``) and our
+    defaults (label counts on; 95% CI, seeds, margin over the reference), for
+    ``docs/progap.md``."""
+    rows = load_rows(path)
+
+    def cell(method: str, eps: float | None, school: str):
+        accs = [100 * r["test_acc"] for r in rows if r["school"] == school
+                and r["method"] == method and r["epsilon_target"] == eps]
+        return bootstrap_ci(accs) + (len(accs),) if accs else None
+
+    head = " | ".join(f"{s} ref | `label_counts=False` | defaults [95% CI] (n), margin"
+                      for s in SCHOOLS)
+    lines = [f"| method | ε | {head} |", "|---|---|" + "---|---|---|" * len(SCHOOLS)]
+    for (method, eps), refs in REFERENCE.items():
+        if method not in NAMES:
+            continue
+        parts = []
+        for school, ref in zip(SCHOOLS, refs, strict=True):
+            d, c = cell(method, eps, school), cell(method + COUNTS, eps, school)
+            mean = "–" if d is None else f"{d[0]:.2f}"
+            counted = "–" if c is None else (
+                f"**{c[0]:.2f}** [{c[1]:.2f}, {c[2]:.2f}] ({c[3]}), {c[0] - ref:+.1f}")
+            parts.append(f"{ref:.2f} | {mean} | {counted}")
+        e = "∞" if eps is None else f"{eps:g}"
+        lines.append(f"| {NAMES[method]} | {e} | " + " | ".join(parts) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -129,15 +185,24 @@ def main() -> None:
     parser.add_argument(
         "--one-split", action="store_true", help="split 0 for every repeat (earlier protocol)"
     )
+    parser.add_argument(
+        "--label-counts", action="store_true",
+        help=f"run the GAP/ProGAP cells with label_counts=True, today's default (methods named "
+        f"'<cell>{COUNTS}'); without: label_counts=False, the papers' model",
+    )  # fmt: skip
     args = parser.parse_args()
     quiet()
     out = RESULTS / "reference_parity_split0.jsonl" if args.one_split else OUT
     done = done_keys(out)
-    for school in args.schools:
-        for method, eps in REFERENCE:
-            if args.only and method not in args.only:
-                continue
-            for seed in range(args.seeds):
+    cells = [(m, eps) for m, eps in REFERENCE if not (args.label_counts and m == "MLP")]
+    if args.label_counts:
+        cells = [(m + COUNTS, eps) for m, eps in cells]
+    # seed-major: an interrupted run leaves every cell with about the same number of seeds
+    for seed in range(args.seeds):
+        for school in args.schools:
+            for method, eps in cells:
+                if args.only and method.removesuffix(COUNTS) not in args.only:
+                    continue
                 key = f"{school}|{method}|{eps}|{seed}"
                 if key in done:
                     continue
@@ -145,6 +210,9 @@ def main() -> None:
                 append(out, {"key": key, **row})
                 print(f"{key}: {100 * row['test_acc']:.2f}", flush=True)
     out.with_suffix(".md").write_text(summarize(out))
+    if not args.one_split:
+        splice(DOC, "<!-- LABEL-COUNTS:BEGIN -->", "<!-- LABEL-COUNTS:END -->",
+               label_counts_table(out))
 
 
 if __name__ == "__main__":

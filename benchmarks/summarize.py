@@ -17,6 +17,7 @@ separate table puts them, struck through, beside the new node-level rows.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections import Counter, defaultdict
@@ -36,6 +37,7 @@ from common import (
     seed_stats,
     splice,
 )
+from defaults_change import FILES, SINCE, _contains, since
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BENCHMARKS = {
@@ -98,8 +100,7 @@ PROTOCOLS = {
 def summarize(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
-        key = (r["dataset"], r["method"], r["target_epsilon"], row_unit(r), row_protocol(r))
-        groups[key].append(r)
+        groups[setting(r)].append(r)
     out = []
     for (dataset, method, eps, unit, protocol), rs in sorted(
         groups.items(),
@@ -121,6 +122,7 @@ def summarize(rows: list[dict]) -> list[dict]:
                 protocol=protocol,
                 degree_bound=bounds[0] if len(bounds) == 1 else bounds or None,
                 epsilon_max=max((r["epsilon"] or 0.0) for r in rs) if eps is not None else None,
+                defaults=rs[0].get("defaults", "old"),
                 **seed_stats(rs),
             )
         )
@@ -159,15 +161,15 @@ def _eps(eps) -> str:
 
 def table(summary: list[dict]) -> str:
     lines = [
-        "| dataset | method | unit | protocol | epsilon | test acc % (95% CI) | seeds | wall s | "
-        "CPU s | peak MB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | method | unit | protocol | defaults | epsilon | test acc % (95% CI) | seeds | "
+        "wall s | CPU s | peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         unit = s["unit"] + (f" (D={s['degree_bound']})" if s.get("degree_bound") else "")
         lines.append(
             f"| {s['dataset']} | {s['method']} | {unit} | {s['protocol']} | "
-            f"{_eps(s['target_epsilon'])} | {_ci(s)} | {s['seeds']} | "
+            f"{s.get('defaults', 'old')} | {_eps(s['target_epsilon'])} | {_ci(s)} | {s['seeds']} | "
             f"{s['wall_s_median']} | {s['cpu_s_median']} | {s['peak_rss_mb_max']:.0f} |"
         )
     return "\n".join(lines)
@@ -319,9 +321,54 @@ def plot(summary: list[dict], path: Path, curves, lines) -> None:
     fig.savefig(path, dpi=120)
 
 
+#: a cell re-run under the current defaults replaces its old rows from this many seeds on
+MIN_RERUN_SEEDS = 5
+
+
+def setting(row: dict) -> tuple:
+    """(dataset, method, epsilon, unit, protocol): the rows of one table cell."""
+    return (row["dataset"], row["method"], row["target_epsilon"], row_unit(row),
+            row_protocol(row))
+
+
+@functools.cache
+def _has_commit(revision: str | None, commit: str) -> bool:
+    return _contains(revision, commit)
+
+
+def _defaults(row: dict, bench: str) -> str:
+    """``"current"`` when the row's library revision already had the last default change of
+    its method (``defaults_change.since``), else ``"old"``; rows of a benchmark whose defaults
+    never changed are current."""
+    if bench not in SINCE:
+        return "current"
+    return "current" if _has_commit(row.get("revision"), since(row["method"], bench)) else "old"
+
+
+def current_rows(name: str) -> list[dict]:
+    """The rows of ``results/<name>``, with the cells re-run under later defaults (the files
+    ``defaults_change.FILES`` lists after it, oldest first) replacing the rows of the same cell
+    in every earlier file; every row says whether it has today's defaults (``defaults``)."""
+    path = RESULTS / name
+    if not path.exists():
+        return []
+    bench = name.removesuffix("_accuracy.jsonl")
+    rows = [dict(r, defaults=_defaults(r, bench)) for r in load_rows(path)]
+    for newer in FILES.get(bench, (name,))[1:]:
+        if not (RESULTS / newer).exists():
+            continue
+        fresh = [dict(r, defaults=_defaults(r, bench)) for r in load_rows(RESULTS / newer)]
+        seeds = Counter(setting(r) for r in fresh)
+        rerun = {cell for cell, n in seeds.items() if n >= MIN_RERUN_SEEDS}  # partial: not shown
+        rows = [r for r in rows if setting(r) not in rerun] + [
+            r for r in fresh if setting(r) in rerun
+        ]
+    return rows
+
+
 def main(name: str = "gap") -> None:
     bench = BENCHMARKS[name]
-    rows = [r for f in bench["inputs"] if (RESULTS / f).exists() for r in load_rows(RESULTS / f)]
+    rows = [r for f in bench["inputs"] for r in current_rows(f)]
     keep = bench.get("keep")
     if keep:
         rows = [r for r in rows if r["method"].startswith(keep)]
@@ -390,6 +437,11 @@ def main(name: str = "gap") -> None:
         "\n\nWall and CPU seconds are medians per run, peak MB the largest resident set of one "
         f"run (each in its own process), over runs of the current code ({CODE_VERSION!r}). "
         f"Plot: `benchmarks/results/{stem}.png`. Hardware: {'; '.join(hardware)}.\n\n"
+        "Defaults: `current` rows were run with the library's current defaults "
+        "(re-runs in `benchmarks/results/*_defaults_v2.jsonl` and, since GAP and ProGAP count "
+        "labels by default at edge level and without privacy, `*_defaults_v3.jsonl`), `old` "
+        "rows before a default change and not re-run (`benchmarks/results/defaults_change.md` "
+        "puts the re-run cells beside their old rows). "
         "Units: `edge-directed` (one directed edge, the thesis' unit, sensitivity 1), "
         "`edge-undirected` (one friendship, sensitivity sqrt(2)), `node` (a node with its edges, "
         "features and label; D is the promised degree bound), `none` (not private). Protocols: "

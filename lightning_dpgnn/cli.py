@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 import os
 import sys
@@ -26,11 +27,18 @@ import yaml
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
+from .data.errors import DataError
+from .loops import StagedTrainingMixin
 from .methods import PrivateModel
+from .methods.rows import OnePhaseDPSGDMixin
 from .privacy.report import PrivacyReport
 
 DEFAULT_MODEL = "lightning_dpgnn.GAP"
 DEFAULT_DATA = "lightning_dpgnn.data.NodeDataModule"
+CLI_MAX_EPOCHS = 100
+"""``--trainer.max_epochs`` unless given: the length of a one-stage fit (LPGNN, PGC, GNN); a
+staged model (GAP, ProGAP, MLP, SAGE, ...) and a calibrated DP-SGD one (DP-MLP, DPGNN) set
+their own from their epoch arguments (:func:`_epochs_set_by`)."""
 
 
 RUN_FILE = "dpgnn-run.json"
@@ -59,7 +67,7 @@ class DPGNNCLI(LightningCLI):
         # parse_arguments names DEFAULT_MODEL / DEFAULT_DATA only when the command names none
         parser.set_defaults(
             {
-                "trainer.max_epochs": 100,
+                "trainer.max_epochs": CLI_MAX_EPOCHS,
                 "trainer.enable_model_summary": False,
                 "trainer.logger": False,
             }
@@ -72,6 +80,18 @@ class DPGNNCLI(LightningCLI):
         elif isinstance(args, (list, tuple)):
             args = _with_default_classes(list(args))
         super().parse_arguments(parser, args)
+        # "Seed set to 0" is logged next: held back until the model and data are built, so a
+        # bad argument's `error:` line is the first line a user reads
+        self._seed_log = _HeldLog(SEED_LOGGER)
+
+    def instantiate_classes(self) -> None:
+        """LightningCLI's, then the held seed line (dropped if building the classes failed)."""
+        try:
+            super().instantiate_classes()
+        except BaseException:
+            self._seed_log.release(emit=False)
+            raise
+        self._seed_log.release(emit=True)
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         """The configured Trainer plus a ``ModelCheckpoint(save_last=True)`` unless checkpointing
@@ -85,6 +105,9 @@ class DPGNNCLI(LightningCLI):
             kwargs.setdefault("callbacks", [*given, ModelCheckpoint(save_last=True, save_top_k=0)])
         if self.extra_callbacks:
             kwargs["callbacks"] = [*kwargs.get("callbacks", given), *self.extra_callbacks]
+        own = _epochs_set_by(self.model)
+        if own is not None and config.get("max_epochs") == CLI_MAX_EPOCHS:
+            kwargs["max_epochs"] = own  # the CLI's default, not the user's: the model's length
         return super().instantiate_trainer(**kwargs)
 
     def after_fit(self) -> None:
@@ -124,13 +147,47 @@ class DPGNNCLI(LightningCLI):
         ``test``/``predict --ckpt_path`` must read back the model the summary describes."""
         ckpt = self.trainer.checkpoint_callback
         if ckpt is not None and getattr(ckpt, "last_model_path", ""):
-            self.trainer.save_checkpoint(ckpt.last_model_path)
+            self.trainer.save_checkpoint(ckpt.last_model_path, weights_only=False)
 
     def _checkpoint_path(self) -> str | None:
         ckpt = self.trainer.checkpoint_callback
         if ckpt is None:
             return None
         return ckpt.last_model_path or ckpt.best_model_path or None
+
+
+def _epochs_set_by(model: L.LightningModule) -> int | None:
+    """The ``max_epochs`` a model sets itself, in place of the CLI's default: -1 for a staged
+    fit (its stages set the length at setup), ``epochs`` for a DP-SGD fit calibrated to a
+    target (DP-MLP, DPGNN: it stops where its noise was calibrated); ``None`` otherwise."""
+    if isinstance(model, StagedTrainingMixin):
+        return -1
+    if isinstance(model, OnePhaseDPSGDMixin) and model.target_epsilon is not None:
+        return model.phase.epochs
+    return None
+
+
+SEED_LOGGER = "lightning.fabric.utilities.seed"
+
+
+class _HeldLog(logging.Filter):
+    """Hold back the records of one logger until :meth:`release`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.logger = logging.getLogger(name)
+        self.records: list[logging.LogRecord] = []
+        self.logger.addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return False
+
+    def release(self, emit: bool) -> None:
+        self.logger.removeFilter(self)
+        for record in self.records if emit else ():
+            self.logger.handle(record)
+        self.records = []
 
 
 _LEVELS = {
@@ -357,10 +414,11 @@ def _with_default_classes(args: list[str]) -> list[str]:
 
 
 def _run_guarded(run: Callable[[], Any], debug: bool) -> None:
-    """Run a command; bad input ends with one ``error:`` line and exit status 2."""
+    """Run a command; bad input (arguments, missing or damaged data) ends with one ``error:``
+    message and exit status 2."""
     try:
         run()
-    except (ValueError, TypeError, KeyError, ImportError, ArgumentError) as err:
+    except (ValueError, TypeError, KeyError, ImportError, ArgumentError, DataError) as err:
         if debug:
             raise
         print(f"error: {_user_message(err)}", file=sys.stderr)

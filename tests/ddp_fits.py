@@ -16,8 +16,19 @@ import lightning as L  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 
-from lightning_dpgnn import DPGNN, DPMLP, GAP, LPGNN, MLP, EdgeRand, ProGAP  # noqa: E402
+from lightning_dpgnn import (  # noqa: E402
+    DPGNN,
+    DPMLP,
+    GAP,
+    GNN,
+    LPGNN,
+    MLP,
+    PGC,
+    EdgeRand,
+    ProGAP,
+)
 from lightning_dpgnn.data import NodeDataModule  # noqa: E402
 from lightning_dpgnn.privacy import PrivacyAccountant  # noqa: E402
 from lightning_dpgnn.privacy.aggregation import sum_aggregate  # noqa: E402
@@ -38,9 +49,10 @@ OUT = sys.argv[1]
 
 
 def trainer(**kwargs) -> L.Trainer:
+    kwargs.setdefault("enable_checkpointing", False)
     return L.Trainer(strategy="ddp", devices=2, accelerator="cpu", logger=False, **kwargs,
-                     enable_checkpointing=False, enable_model_summary=False,
-                     enable_progress_bar=False, default_root_dir=OUT)
+                     enable_model_summary=False, enable_progress_bar=False,
+                     default_root_dir=OUT)
 
 
 def digest(tensors) -> str:
@@ -108,10 +120,11 @@ t.fit(model, NodeDataModule("csbm", seed=0))
 out["GAP-sharded"] = dict(model.seen, val_acc=float(t.callback_metrics["val/acc"]),
                           num_nodes=model._graph.num_nodes, cache=digest([model.aggregates]),
                           ledger=model.accountant.state_dict()["ledger"])
-# aggregates of the raw features at a fixed noise seed (test-only): the single-process ones
+# aggregates of the raw features at a fixed noise seed (test-only): the single-process ones;
+# from the same initial weights the accuracy is then the single-process one, noise aside
 for shard in (True, False):
-    model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_layers=0, classifier_epochs=1,
-                noise_seed=7, shard_rows=shard)
+    model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_layers=0, classifier_epochs=5,
+                noise_seed=7, seed=0, shard_rows=shard)
     t, out[f"GAP-seeded-{shard}"] = fit(model)
     out[f"GAP-seeded-{shard}"]["cache"] = digest([model.aggregates])
     if dist.get_rank() == 0:
@@ -119,6 +132,10 @@ for shard in (True, False):
 model = ProGAP(privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=5)
 t, out["ProGAP"] = fit(model)
 out["ProGAP"]["cache"] = digest(model.aggregates)
+# label counts: one more one-time aggregation, drawn once over the sharded rows
+model = ProGAP(privacy="edge", epsilon=4.0, depth=1, epochs_per_stage=2, label_counts=True)
+t, out["ProGAP-counts"] = fit(model)
+out["ProGAP-counts"]["cache"] = digest([model.counts, *model.aggregates])
 model = ProGAP(privacy="none", depth=1, epochs_per_stage=2)
 t, out["ProGAP-none"] = fit(model)
 model = MLP(privacy="none", epochs=2)
@@ -129,6 +146,14 @@ t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn"))
 c = model.collection()
 out["LPGNN"] = {"cache": digest([c.payload.to_dense(), c.labels]), "params": params(model),
                 "epsilon": model.privacy_spent().epsilon}
+model = PGC(x_eps=2.0)  # one-bit feature collection, drawn once
+t = trainer(max_epochs=2)
+t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn", feature_range=(0.0, 1.0),
+                            feature_bounds=(-4.0, 4.0)))
+out["PGC"] = {"cache": digest([model.collection().payload.to_dense()]),
+              "params": params(model), "epsilon": model.privacy_spent().epsilon}
+model = GNN()  # non-private GNN baseline (DDP syncs the initial weights)
+t, out["GNN"] = fit(model, max_epochs=2)
 # DP-SGD fits at a fixed noise multiplier (calibrating a subsampled Gaussian takes seconds)
 model = DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=128)
 t, out["DPMLP"] = fit(model, max_epochs=1)
@@ -136,6 +161,27 @@ model = GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1, max_degr
             encoder_epochs=1, classifier_epochs=1, batch_size=256)
 t, out["GAP-node"] = fit(model)
 out["GAP-node"]["cache"] = digest([model.aggregates])
+# resume (Trainer.fit(ckpt_path=...)) of a sharded node-level fit (aggregation + DP-SGD) from
+# a checkpoint written before the aggregation (epoch 0: encoder stage) and one written after it
+# (epoch 1: one classifier epoch left): the ledger of the uninterrupted fit, and the cache of
+# the interrupted one when it was written (restored, never drawn again)
+def resumable():
+    return GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1, max_degree=100,
+               encoder_epochs=1, classifier_epochs=2, batch_size=256, seed=0)
+
+
+model = resumable()
+saver = ModelCheckpoint(dirpath=f"{OUT}/resume", save_top_k=-1, filename="{epoch}")
+t = trainer(enable_checkpointing=True, callbacks=[saver])
+t.fit(model, NodeDataModule("csbm", seed=0))
+out["resume-whole"] = {"cache": digest([model.aggregates]), "epochs": t.current_epoch,
+                       "ledger": model.accountant.state_dict()["ledger"]}
+for epoch in (0, 1):
+    model = resumable()
+    t = trainer()
+    t.fit(model, NodeDataModule("csbm", seed=0), ckpt_path=f"{OUT}/resume/epoch={epoch}.ckpt")
+    out[f"resume-from-{epoch}"] = {"cache": digest([model.aggregates]), "epochs": t.current_epoch,
+                                   "ledger": model.accountant.state_dict()["ledger"]}
 # the baselines' one-time releases: EdgeRand's noisy graph, DPGNN's inference aggregate
 model = EdgeRand(epsilon=2.0, epochs=2)
 t, out["EdgeRand"] = fit(model)

@@ -2,8 +2,11 @@
 
 import csv
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import lightning as L
 import pytest
@@ -33,7 +36,9 @@ def test_help_lists_the_subcommands():
         assert sub in out
 
 
-def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsilon(capsys):
+def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsilon(
+    capsys, recwarn
+):
     main(
         [
             "fit",
@@ -47,6 +52,8 @@ def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsil
     assert acc > 0.3  # 5 balanced classes: chance is 0.2
     assert 0.99 <= eps <= 1.0  # GAP's default budget, edge level
     assert "edge-level" in out
+    # the CLI's default max_epochs is not the user's: no line says a Trainer length applies
+    assert not [w for w in recwarn if "max_epochs" in str(w.message)]
 
 
 def test_bad_argument_is_a_clear_error(capsys):
@@ -123,6 +130,9 @@ def test_every_private_recipe_passes_the_pre_fit_privacy_checks_on_its_dataset(n
         (["--model.init_args.hops", "0"], "hops must be an integer >= 1"),
         (["--model.init_args.delta", "1.5"], "delta must be in the open interval"),
         (["--model.privacy=graph"], "privacy"),
+        (["--model=lightning_dpgnn.SAGE", "--model.hidden=0"], "hidden must be an integer >= 1"),
+        (["--model=lightning_dpgnn.PGC", "--model.x_eps=-1"], "x_eps must be > 0"),
+        (["--model=lightning_dpgnn.PGC", "--model.epsilon=1"], "'epsilon' is not accepted"),
     ],
 )
 def test_bad_input_ends_with_one_error_line_and_exit_2(argv, expected, capsys):
@@ -130,14 +140,65 @@ def test_bad_input_ends_with_one_error_line_and_exit_2(argv, expected, capsys):
         main(["fit", *argv])
     assert exit_info.value.code == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    first = next(line for line in err if not line.startswith("Seed set"))
-    assert first.startswith("error: ") and expected in first
+    assert err[0].startswith("error: ") and expected in err[0]
     assert len(err) <= 3 and "Traceback" not in "\n".join(err)
 
 
-def test_debug_shows_the_traceback():
+def test_bad_input_in_a_shell_prints_the_error_first(tmp_path):
+    """As a user's terminal shows it (Lightning's own log lines included, which ``capsys``
+    does not see): the first line on stderr is the error, and the exit status is 2. One
+    process runs the issue's inputs in turn (one interpreter start, not four)."""
+    cases = [["--data.init_args.name", "nosuchdata"], ["--model.init_args.epsilon", "0"],
+             ["--model.init_args.epsilon", "-1"], ["--model.init_args.hops", "0"]]
+    script = (
+        "import sys\nfrom lightning_dpgnn.cli import main\n"
+        f"for argv in {cases!r}:\n"
+        "    try:\n        main(['fit', *argv])\n"
+        "    except SystemExit as e:\n        print(f'--- exit {e.code}', file=sys.stderr)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    sections = run.stderr.split("--- exit ")
+    assert len(sections) == len(cases) + 1, run.stderr
+    for before, after in zip(sections[:-1], sections[1:], strict=True):
+        assert after.startswith("2\n"), run.stderr
+        lines = [line for line in before.splitlines() if line.strip()]
+        if before is not sections[0]:
+            lines = lines[1:]  # the previous exit status
+        assert lines[0].startswith("error: "), run.stderr
+    assert "unknown dataset 'nosuchdata'" in sections[0] and "hops must be" in sections[3]
+
+
+def test_missing_or_damaged_data_ends_with_an_error_naming_the_file(
+    tmp_path, monkeypatch, capsys
+):
+    """A raw file cut in the middle of a line, and raw files that are not there: one
+    ``error:`` message naming the file, exit 2, and nothing written to the processed cache."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    monkeypatch.setenv("DPGNN_CACHE", str(cache))
+    twitch = root / "musae/twitch_en"
+    shutil.copytree(Path(os.environ["DPGNN_DATA"]) / "musae/twitch_en", twitch)
+    lines = (twitch / "edges.csv").read_text().splitlines()
+    (twitch / "edges.csv").write_text("\n".join(lines[:100]) + "\n2134,")
+    cases = [
+        ("twitch", f"error: {twitch / 'edges.csv'}, line 101: cannot read this file"),
+        ("cora", "error: raw files of dataset 'cora' not found"),
+    ]
+    for name, expected in cases:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["fit", *QUIET, f"--data.name={name}", f"--data.root={root}"])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(expected) and "Traceback" not in err
+    assert not [p for p in cache.rglob("*") if p.is_file() and "processed" in p.parts]
+
+
+def test_debug_shows_the_traceback(monkeypatch):
     with pytest.raises(ValueError, match="unknown dataset"):
         main(["fit", "--data.init_args.name", "nosuchdata", "--debug"])
+    monkeypatch.setenv("DPGNN_DEBUG", "1")  # the same, from the environment
+    with pytest.raises(ValueError, match="hops must be an integer >= 1"):
+        main(["fit", "--model.init_args.hops", "0"])
 
 
 def _number(out: str, key: str) -> float:
@@ -208,13 +269,16 @@ def test_checkpointing_can_be_turned_off(tmp_path):
         ("PGC", ["--trainer.max_epochs=1", "--model.x_eps=0.5"],
          "32 per node = onebit 32 (OneBit feature LDP, epsilon 0.5 per feature x 64 features = "
          "32 per node)", "ldp"),
+        ("PGCLinkPrediction", ["--trainer.max_epochs=1", "--model.x_eps=0.5"],
+         "32 per node = onebit 32 (OneBit feature LDP", "ldp"),  # link prediction: test AUC
     ],
 )
 def test_every_method_ends_with_the_same_summary(model, args, epsilon, level, tmp_path, capsys):
     main(["fit", *QUIET, f"--model=lightning_dpgnn.{model}", *args])
     summary = _summary(capsys.readouterr().out)
-    assert set(summary) >= {"test accuracy", "epsilon spent", "delta", "level"}
-    assert 0 <= float(summary["test accuracy"]) <= 1
+    metric, key = ("AUC", "auc") if model == "PGCLinkPrediction" else ("accuracy", "acc")
+    assert set(summary) >= {f"test {metric}", "epsilon spent", "delta", "level"}
+    assert 0 <= float(summary[f"test {metric}"]) <= 1
     assert summary["level"].split()[0] == level
     if isinstance(epsilon, float):  # calibrated: within 0.1% below the target
         assert float(summary["epsilon spent"]) == pytest.approx(epsilon, rel=1e-3)
@@ -222,7 +286,7 @@ def test_every_method_ends_with_the_same_summary(model, args, epsilon, level, tm
         assert summary["epsilon spent"].startswith(epsilon)
     record = json.loads((tmp_path / RUN_FILE).read_text())
     assert record["method"] == model and record["dataset"] == "csbm"
-    assert record["metrics"]["test/acc"] == pytest.approx(float(summary["test accuracy"]), 1e-3)
+    assert record["metrics"][f"test/{key}"] == pytest.approx(float(summary[f"test {metric}"]), 1e-3)
     if level == "none":
         assert summary["delta"] == "n/a" and "protects" not in summary
     else:
@@ -248,3 +312,28 @@ def test_a_named_model_gets_its_own_defaults_not_the_default_models(capsys):
     assert dpmlp["init_args"]["normalization"] == "none"
     gap = _printed_model(["--model.hops=3"], capsys)  # no model named: GAP, and hops applies
     assert gap["class_path"].endswith("GAP") and gap["init_args"]["hops"] == 3
+
+
+@pytest.mark.parametrize(
+    "model,args,max_epochs",
+    [
+        ("GAP", [], -1),  # staged: its stages set the length at setup
+        ("DPMLP", [], 10),  # calibrated DP-SGD: its epochs
+        ("DPGNN", ["--model.epochs=3"], 3),
+        ("DPMLP", ["--model.epsilon=null", "--model.noise_multiplier=1"], 100),  # open-ended
+        ("LPGNN", [], 100),  # one stage: the CLI's default
+        ("DPMLP", ["--trainer.max_epochs=5"], 5),  # the user's own
+    ],
+)
+def test_the_cli_default_length_gives_way_to_a_model_that_sets_its_own(model, args, max_epochs):
+    """``dpgnn fit --model lightning_dpgnn.DPMLP`` showed ``Epoch 10/99`` and stopped at 10."""
+    from lightning_dpgnn.cli import DPGNNCLI
+
+    cli = DPGNNCLI(
+        L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
+        subclass_mode_data=True, run=False, save_config_callback=None,
+        auto_configure_optimizers=False,
+        args=[f"--model=lightning_dpgnn.{model}", "--data=lightning_dpgnn.data.NodeDataModule",
+              *args],
+    )
+    assert cli.trainer.max_epochs == max_epochs

@@ -48,7 +48,8 @@ def single_process(model, make_trainer, **trainer_args):
 
 RUNS = (
     "GAP", "GAP-again", "ProGAP", "ProGAP-none", "MLP", "LPGNN", "DPMLP", "GAP-node", "EdgeRand",
-    "DPGNN", "GAP-seeded-True", "GAP-seeded-False", "partitioned-sum",
+    "DPGNN", "GAP-seeded-True", "GAP-seeded-False", "partitioned-sum", "ProGAP-counts", "PGC",
+    "GNN",
 )
 
 
@@ -60,6 +61,8 @@ def test_every_rank_holds_the_same_model_noise_and_ledger(ranks):
     # one-time mechanisms drawn once: bit-identical caches on both ranks (above), and two
     # separate fits from the same weights never share their noise
     assert ranks[0]["GAP"]["cache"] != ranks[0]["GAP-again"]["cache"]
+    counts = [e for e in ranks[0]["ProGAP-counts"]["ledger"] if e["name"] == "label_counts"]
+    assert [e["count"] for e in counts] == [1]  # drawn once for both ranks
     for name, epochs in (("ProGAP-none", 4), ("MLP", 2)):  # non-private staged fits
         assert ranks[0][name]["epochs"] == epochs and ranks[0][name]["epsilon"] == float("inf")
 
@@ -84,8 +87,30 @@ def test_two_processes_spend_and_learn_as_one(ranks, make_trainer, name, build):
     assert ddp["epsilon"] == epsilon
     assert epsilon <= 4.0 if name not in ("DPMLP", "GAP-node") else 0 < epsilon < float("inf")
     assert ddp["ledger"] == ledger  # same mechanisms, noise multipliers, counts, sample rates
-    if name not in ("DPMLP", "GAP-node"):  # accuracy within the run-to-run noise of the fit
-        assert abs(ddp["acc"] - acc) < 0.1, (ddp["acc"], acc)
+    if name not in ("DPMLP", "GAP-node"):  # accuracy within the run-to-run noise of the fit:
+        # one run each, fresh noise; the test accuracy of one process varies with sd 0.03
+        # (ProGAP) to 0.04 (GAP) here (6 runs), so a difference of two runs with sd <= 0.06;
+        # 0.2 is > 3 sd (0.1 failed ~1 suite in 10). The noise-free comparison, at a fixed
+        # noise seed, is in test_partitioned_aggregation_equals_one_process
+        assert abs(ddp["acc"] - acc) < 0.2, (ddp["acc"], acc)
+
+
+@pytest.mark.slow
+def test_a_resumed_fit_neither_redraws_nor_recounts(ranks):
+    """Trainer.fit(ckpt_path=...) of a 2-process node-level GAP (sharded rows, aggregation,
+    DP-SGD): resumed after the aggregation, the cache is the interrupted fit's, bit for bit (a
+    redraw would be a second release); resumed before it, the aggregation runs once; either way
+    the ledger is the uninterrupted fit's (no mechanism counted twice or lost)."""
+    for rank in (0, 1):
+        whole = ranks[rank]["resume-whole"]
+        after, before = ranks[rank]["resume-from-1"], ranks[rank]["resume-from-0"]
+        assert whole["epochs"] == after["epochs"] == before["epochs"] == 3
+        assert after["ledger"] == before["ledger"] == whole["ledger"]
+        counts = {e["name"]: e["count"] for e in whole["ledger"]}
+        assert counts["pma"] == 1 and counts["classifier/dpsgd"] == 2 * counts["encoder/dpsgd"]
+        assert after["cache"] == whole["cache"]
+        assert before["cache"] != whole["cache"]  # drawn in the resumed fit, once
+    assert ranks[0]["resume-from-0"]["cache"] == ranks[1]["resume-from-0"]["cache"]
 
 
 @pytest.mark.slow
@@ -109,7 +134,8 @@ def test_noisy_hops_are_bit_identical_and_metrics_are_reduced(ranks):
     on both ranks; the logged val/acc of the sharded fit is the accuracy over both ranks' rows
     (the weighted mean of the two shares), not one rank's."""
     r0, r1 = ranks[0]["GAP-sharded"], ranks[1]["GAP-sharded"]
-    assert len(r0["hops"]) == 2 and r0["hops"] == r1["hops"]
+    # the label counts (on by default at edge level) and the 2 hops, each one aggregation
+    assert len(r0["hops"]) == 3 and r0["hops"] == r1["hops"]
     assert r0["cache"] == r1["cache"]  # gathered back at the end of the fit
     (c0, n0), (c1, n1) = r0["val"], r1["val"]
     assert n0 > 0 and n1 > 0
@@ -121,18 +147,23 @@ def test_noisy_hops_are_bit_identical_and_metrics_are_reduced(ranks):
 @pytest.mark.slow
 def test_partitioned_aggregation_equals_one_process(ranks, make_trainer, tmp_path_factory):
     """The edge-partitioned sum equals the one-process sum, and at a fixed (test-only) noise
-    seed the aggregates of a 2-process fit, sharded or not, are the single-process ones."""
+    seed the aggregates of a 2-process fit, sharded or not, are the single-process ones; from
+    the same initial weights, so is the test accuracy (the noise taken out of the comparison:
+    DDP's training on row blocks against one process's full batch; not to the bit: BatchNorm,
+    the edge-level default, normalizes each rank's rows with that rank's statistics — 0.037
+    apart here unsharded, where Lightning's sampler interleaves the rows)."""
     for rank in (0, 1):
         assert ranks[rank]["partitioned-sum"]["max_diff"] < 1e-5
     assert ranks[0]["partitioned-sum"]["digest"] == ranks[1]["partitioned-sum"]["digest"]
-    model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_layers=0, classifier_epochs=1,
-                noise_seed=7)
-    single_process(model, make_trainer)
+    model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_layers=0, classifier_epochs=5,
+                noise_seed=7, seed=0)
+    acc, _, _ = single_process(model, make_trainer)
     out = Path(ranks["out"])
     for shard in (True, False):
         ddp = torch.load(out / f"gap-seeded-{shard}.pt", weights_only=True)
         assert ddp.shape == model.aggregates.shape
         assert torch.allclose(ddp, model.aggregates, atol=1e-5)
+        assert abs(ranks[0][f"GAP-seeded-{shard}"]["acc"] - acc) < 0.05, (shard, acc)
 
 
 @pytest.mark.slow

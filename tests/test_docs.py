@@ -4,11 +4,13 @@ Convention: an HTML comment ``<!-- runnable -->`` on the line right before a ```
 or ```` ```bash ```` fence (invisible in the rendered docs). The block runs in a fresh temporary
 folder with ``$DPGNN_DATA`` (the shared datasets) and a temporary ``$DPGNN_CACHE``; bash blocks
 find ``dpgnn`` and ``python`` of the interpreter running the tests. Mark only blocks that run in
-seconds (the embedded csbm graph, few epochs)."""
+seconds (the embedded csbm graph, few epochs). A bash line's ``# writes PATH`` comment is
+checked too: the block must leave that file behind."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +56,5 @@ def test_runnable_block(name, line, lang, code, tmp_path):
     cmd = [sys.executable, "-c", code] if lang == "python" else shell
     run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"{name}:{line} failed:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    for written in re.findall(r"# writes (\S+)$", code, flags=re.MULTILINE):
+        assert (tmp_path / written).is_file(), f"{name}:{line}: says it writes {written}"

@@ -24,8 +24,10 @@ def fit(model, dm, make_trainer, **kw):
 
 
 def test_edge_level_queries_aggregation_k_times_and_matches_prop_6(csbm_dm, make_trainer):
-    # the thesis' directed unit: sensitivity 1, Proposition 6 exactly
-    model = GAP(privacy="edge", epsilon=2.0, hops=3, edge_unit="directed", **FAST)
+    # the thesis' model (no label counts) and directed unit: sensitivity 1, Proposition 6
+    model = GAP(
+        privacy="edge", epsilon=2.0, hops=3, edge_unit="directed", label_counts=False, **FAST
+    )
     fit(model, csbm_dm, make_trainer)
     assert model.pma.calls == 3
     report = model.privacy_spent()
@@ -149,7 +151,7 @@ def test_classifier_ensemble_averages_members_at_no_extra_privacy_cost(csbm_dm, 
     a, b = model.privacy_spent(), single.privacy_spent()
     assert a.epsilon == pytest.approx(b.epsilon, rel=1e-9) and model.pma.calls == 2
     model.eval()
-    h = model._with_hop0(csbm_dm.data.x, model.aggregates)
+    h = model._with_hop0(model._features(csbm_dm.data), model.aggregates)
     members = model.classifier.members
     with torch.no_grad():
         want = torch.stack([m(h).log_softmax(-1) for m in members]).mean(0)
@@ -180,11 +182,27 @@ def test_hop_budget_splits_the_noise_unevenly_at_the_same_epsilon(csbm_dm, make_
     data = csbm_dm.data
     from lightning_dpgnn.privacy.aggregation import hop_noise_scales, sum_aggregate
 
-    exact = sum_aggregate(model._hop0(data.x), data.edge_index, data.num_nodes)
+    hop0 = model._hop0(model._features(data))  # features and label counts, encoded
+    exact = sum_aggregate(hop0, data.edge_index, data.num_nodes)
     acc = PrivacyAccountant("edge", 1e-6)
-    noisy = model._aggregate_once(model._hop0(data.x), data, acc, None, 0)
+    noisy = model._aggregate_once(hop0, data, acc, None, 0)
     assert float((noisy - exact).std()) == pytest.approx(hops[0].noise_multiplier, rel=0.05)
     assert hop_noise_scales(None, 3) == (1.0, 1.0, 1.0)
     for bad in ([1.0], [1.0, 0.0], [1.0, -2.0], [1.0, math.inf]):
         with pytest.raises(ValueError, match="hop_budget"):
             GAP(privacy="edge", epsilon=1.0, hops=2, hop_budget=bad)
+
+
+def test_gap_without_encoder_fits_under_a_default_trainer(csbm_dm, make_trainer):
+    """The thesis' "without encoder" ablation (``encoder_layers=0``) runs Lightning's sanity
+    validation (on by default) before any aggregate is cached, then aggregates the raw
+    features and trains the classifier."""
+    model = GAP(privacy="edge", epsilon=1.0, hops=1, encoder_layers=0, classifier_epochs=2)
+    trainer = fit(model, csbm_dm, make_trainer)
+    assert trainer.num_sanity_val_steps == 2  # Lightning's default, not switched off
+    assert [s.epochs for s in model.stages] == [0, 2]  # no encoder stage
+    # the raw features and (the default at edge level) the classes' label counts
+    width = csbm_dm.data.num_features + csbm_dm.num_classes
+    assert model.aggregates.shape == (csbm_dm.data.num_nodes, 1, width)
+    (result,) = trainer.test(model, csbm_dm, verbose=False)
+    assert 0 <= result["test/acc"] <= 1 and model.pma.calls == 1

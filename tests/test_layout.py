@@ -82,3 +82,32 @@ def test_methods_use_data_only_for_its_datamodules(path):
         assert module in ("lightning_dpgnn.data", "lightning_dpgnn.data.datamodules"), module
         allowed = ("NodeDataSource", "TrainsFromGraph")  # the data modules' protocols
         assert all(n.endswith("DataModule") or n in allowed for n in names), names
+
+
+def test_the_suite_uses_a_temporary_processed_cache_by_itself():
+    """``tests/conftest.py`` points ``$DPGNN_CACHE`` at a temporary folder unless the caller set
+    one: the suite never writes to the user's home cache (``~/.cache/lightning_dpgnn``)."""
+    from lightning_dpgnn.data.paths import resolve_cache_dir
+
+    cache = resolve_cache_dir(None).resolve()
+    home = (Path.home() / ".cache").resolve()
+    assert home not in (cache, *cache.parents), f"the tests would write to {cache}"
+
+
+def test_setuptools_has_nothing_to_warn_about():
+    """Every folder that ships files is a listed package (setuptools warns about data-only
+    folders it would install implicitly, like ``zoo/recipes``), and the licence is an SPDX
+    string (a TOML table is deprecated). A wheel built from the checkout then prints no
+    setuptools warning."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert isinstance(config["project"]["license"], str)
+    tool = config["tool"]["setuptools"]
+    shipped = set()
+    for package, folder in tool["package-dir"].items():
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                rel = path.parent.relative_to(ROOT / folder).parts
+                shipped.add(".".join((package, *rel)))
+    assert shipped == set(tool["packages"]), "list these folders as packages in pyproject.toml"

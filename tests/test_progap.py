@@ -52,8 +52,8 @@ def test_stages_switch_inside_one_fit_and_nap_runs_k_times(csbm_dm, make_trainer
     trainer = fit(model, csbm_dm, make_trainer, callbacks=[spy])
     assert trainer.current_epoch == 8  # (K + 1) stages x 2 epochs, one trainer.fit
     assert spy.stages == [0, 0, 1, 1, 2, 2, 3, 3]
-    d = csbm_dm.num_features
-    assert spy.row_shapes[0] == ((d,),)  # stage 0: features only
+    d = csbm_dm.num_features + csbm_dm.num_classes  # features, then the label counts
+    assert spy.row_shapes[0] == ((d,),)  # stage 0: no aggregate yet
     assert spy.row_shapes[-1] == ((d,), (8,), (8,), (8,))  # stage 3: features + 3 cached NAPs
     assert model.nap.calls == 3 and model.privacy_spent().count("nap") == 3
     assert len(model.aggregates) == 3
@@ -67,8 +67,12 @@ def test_stages_switch_inside_one_fit_and_nap_runs_k_times(csbm_dm, make_trainer
 
 
 def test_edge_level_epsilon_is_theorem_4(csbm_dm, make_trainer):
-    # the thesis' directed unit (sensitivity 1); the default undirected one is sqrt(2)
-    model = ProGAP(privacy="edge", epsilon=2.0, depth=3, epochs_per_stage=1, edge_unit="directed")
+    # the thesis' model (no label counts) and directed unit (sensitivity 1; the default
+    # undirected one is sqrt(2))
+    model = ProGAP(
+        privacy="edge", epsilon=2.0, depth=3, epochs_per_stage=1, edge_unit="directed",
+        label_counts=False,
+    )
     fit(model, csbm_dm, make_trainer)
     report = model.privacy_spent()
     assert report.level == "edge" and report.delta < 1 / csbm_dm.data.num_edges
@@ -150,14 +154,15 @@ def test_progressive_trains_earlier_bases_and_layerwise_freezes_them(
 
 def test_nap_output_is_the_aggregate_of_the_previous_stage_embeddings(csbm_dm, make_trainer):
     """Non-private layerwise: base 0 is frozen after stage 0, so X~^(1) must equal
-    A^T normalize(MLP_base^(0)(X)) computed from the final weights (Eq. 5.8–5.9)."""
+    A^T normalize(MLP_base^(0)(X)) computed from the final weights (Eq. 5.8–5.9); X holds the
+    features and (the default without privacy) the exact label counts."""
     model = ProGAP(privacy="none", depth=1, epochs_per_stage=3, training="layerwise")
     fit(model, csbm_dm, make_trainer)
     data = csbm_dm.data
     net = model._net().eval()
     with torch.no_grad():
         expected = sum_aggregate(
-            normalize_rows(net.base[0](data.x)), data.edge_index, data.num_nodes
+            normalize_rows(net.base[0](model._features(data))), data.edge_index, data.num_nodes
         )
     torch.testing.assert_close(model.aggregates[0], expected)
 
@@ -312,7 +317,7 @@ def test_last_stage_ensemble_costs_nothing_extra_and_shares_the_naps(
         assert member[1] & last and member[2] & last
     # prediction = mean of the members' log-probabilities on the cached aggregates
     model.eval()
-    inputs = (csbm_dm.data.x, *model.aggregates)
+    inputs = (model._features(csbm_dm.data), *model.aggregates)
     with torch.no_grad():
         want = torch.stack([m(*inputs).log_softmax(-1) for m in net.members]).mean(0)
         assert torch.allclose(net(*inputs), want)

@@ -2,6 +2,7 @@
 switching, per-epoch dataloader reloading, optimizer swapping or checkpoint resume."""
 
 import logging
+import warnings
 
 import lightning as L
 import pytest
@@ -35,7 +36,8 @@ def test_stages_switch_inside_one_fit(csbm_dm, make_trainer):
     enc = {id(p) for p in model.encoder_model.parameters()}
     cls = {id(p) for p in model.classifier.parameters()}
     assert spy.optim_params[0] == enc and spy.optim_params[-1] == cls
-    assert spy.row_shapes[0] == (csbm_dm.num_features,)  # encoder trains on features
+    # the encoder trains on the features and (the default at edge level) the label counts
+    assert spy.row_shapes[0] == (csbm_dm.num_features + csbm_dm.num_classes,)
     assert spy.row_shapes[-1] == (3, 16)  # classifier trains on K+1 cached hops
     assert model.pma.calls == 2
 
@@ -129,7 +131,7 @@ def test_progress_bar_shows_the_stage_and_no_contradictory_epoch_lines(
     for log in loggers:  # Lightning's loggers do not propagate to the root logger
         log.addHandler(caplog.handler)
     try:
-        with caplog.at_level(logging.INFO):
+        with caplog.at_level(logging.INFO), warnings.catch_warnings(record=True) as warned:
             trainer.fit(model, csbm_dm)
     finally:
         for log in loggers:
@@ -139,5 +141,7 @@ def test_progress_bar_shows_the_stage_and_no_contradictory_epoch_lines(
     assert spy.descriptions[-1].startswith("Stage 2/2 (classifier) epoch 2")
     assert "trains in stages: encoder (2 epochs) -> classifier (1 epochs)" in caplog.text
     assert "reached" not in caplog.text
+    # nor Lightning's "`max_epochs` was not set. Setting it to 1000 epochs" (Trainer default)
+    assert not [w for w in warned if "max_epochs" in str(w.message)]
     # the filter only applies during a staged fit
     assert not logging.getLogger("lightning.pytorch.utilities.rank_zero").filters

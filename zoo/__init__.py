@@ -4,6 +4,7 @@ private models, the hub format and the model cards.
 >>> from lightning_dpgnn import zoo
 >>> zoo.list()                        # the registry as a table
 >>> model = zoo.load("gap-edge-csbm-eps1")   # a local build, or the hub (cached)
+>>> probs = model.predict_step(zoo.data("gap-edge-csbm-eps1"), 0)   # its training graph
 """
 
 from pathlib import Path
@@ -12,13 +13,18 @@ from .registry import ZooEntry, build, entries, entry, load, push, table
 
 RECIPES = Path(__file__).parent / "recipes"
 
-__all__ = ["list", "recipes", "recipe_path", "entries", "entry", "load", "build", "push",
-           "ZooEntry"]
+__all__ = ["list", "recipes", "recipe_path", "entries", "entry", "load", "data", "build",
+           "push", "ZooEntry"]
 
 
 def list():  # noqa: A001 - public name fixed by the design (zoo.list())
     """The published models of the registry as a table (a :class:`pandas.DataFrame`)."""
     return table()
+
+
+def data(name: str):
+    """The graph zoo entry ``name`` is trained on (:meth:`ZooEntry.data`)."""
+    return entry(name).data()
 
 
 def recipes() -> "list[str]":

@@ -6,7 +6,8 @@ epsilon, delta, accountant and conversion, noise source — and, in words, what 
 cover: edge level leaves features and labels unprotected, local DP leaves the graph public, and
 any accuracy computed on private labels is not covered by epsilon. It adds the dataset, split,
 accuracy (with its confidence interval when it comes from a benchmark), the command that rebuilds
-the model and the library version. There is no empirical audit module yet and the card says so.
+the model and the library version, and the empirical audit's results when a ``PrivacyAudit``
+ran (else it says that none was recorded).
 """
 
 from __future__ import annotations
@@ -254,6 +255,7 @@ def model_card(
         paper=paper,
         library_version=lightning_dpgnn.__version__,
         rebuild_command=command,
+        measured_test_accuracy=None if measured_accuracy is None else float(measured_accuracy),
         empirical_audit=audit or None,
     )
     ledger = "\n".join(f"  - `{line.strip()[2:]}`" for line in str(report).splitlines()

@@ -62,10 +62,22 @@ def _info(name: str) -> str:
         content = hub.read_report(folder)
         r = content["report"]
         eps = "inf" if r["epsilon_is_infinite"] else f"{r['epsilon']:.4g}"
-        lines.append(f"  built: {folder} (epsilon {eps}, delta {r['delta']:.3g}, verified)")
+        lines.append(f"  built: {folder} (epsilon {eps}, delta {r['delta']:.3g}, verified)"
+                     f"{_built_accuracy(folder)}")
     else:
         lines.append(f"  built: no (dpgnn zoo build {name})")
     return "\n".join(lines)
+
+
+def _built_accuracy(folder) -> str:
+    """``; test accuracy 84.7% (this build)`` from a built folder's card, when it says."""
+    from huggingface_hub import ModelCard
+
+    card = folder / hub.CARD
+    if not card.is_file():
+        return ""
+    acc = ModelCard.load(card).data.to_dict().get("measured_test_accuracy")
+    return "" if acc is None else f"; test accuracy {100 * acc:.1f}% (this build)"
 
 
 def _report_line(model) -> str:
@@ -92,7 +104,8 @@ def run(args: list[str]) -> None:
             folder = registry.build(name, out, overrides=ns.override)
             report = json.loads((folder / hub.REPORT).read_text())["report"]
             print(f"{name}: built {folder} (epsilon {report['epsilon']}, delta "
-                  f"{report['delta']:.3g}, {report['level']}-level)", flush=True)
+                  f"{report['delta']:.3g}, {report['level']}-level){_built_accuracy(folder)}",
+                  flush=True)
     elif ns.command == "push":
         url = registry.push(ns.name, ns.repo_id, local_dir=ns.dir)
         print(f"{ns.name}: pushed to {ns.repo_id} ({url})")

@@ -349,7 +349,12 @@ def read_folder(cls: type[PrivateModule], folder: Path, **overrides: Any) -> Pri
             f"{CONFIG} (covered by its report); load the model as published"
         )
     model = cls(**{**config, **overrides})
-    missing, unexpected = model.load_state_dict(load_file(folder / WEIGHTS), strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(load_file(folder / WEIGHTS), strict=False)
+    except RuntimeError as err:  # a tensor of another shape than the config builds
+        raise VerificationError(
+            f"{folder / WEIGHTS} does not fit {cls.__name__}({CONFIG}): {err}"
+        ) from err
     if missing or unexpected:
         raise VerificationError(
             f"{folder / WEIGHTS} does not fit {cls.__name__}({CONFIG}): missing {missing}, "

@@ -47,6 +47,21 @@ class ZooEntry:
     def recipe_path(self) -> Path:
         return RECIPES / f"{self.recipe}.yaml"
 
+    def data(self):
+        """The graph this entry is trained on, preprocessed and split as its recipe says (the
+        recipe's data module; split seed included): what a transductive prediction reads,
+        through the model's cached mechanism outputs only."""
+        import yaml
+        from jsonargparse import ArgumentParser
+
+        from lightning_dpgnn.data import NodeDataModule
+
+        spec = yaml.safe_load(self.recipe_path.read_text())["data"]
+        parser = ArgumentParser(exit_on_error=False)
+        parser.add_argument("--data", type=NodeDataModule)
+        dm = parser.instantiate_classes(parser.parse_object({"data": spec})).data
+        return dm.data
+
     @property
     def command(self) -> str:
         """The command that rebuilds this entry."""
@@ -118,11 +133,13 @@ def build(
     from lightning_dpgnn.cli import DPGNNCLI
 
     e = entry(name, registry)
+    # the hub folder is the build's only output: no checkpoint of the fit (optimizer moments
+    # included) is left in the working directory, as `dpgnn fit` would (an override may ask)
+    args = ["--config", str(e.recipe_path), "--trainer.enable_checkpointing=false"]
     cli = DPGNNCLI(
         L.LightningModule, L.LightningDataModule, subclass_mode_model=True,
         subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
-        args=["--config", str(e.recipe_path), *(overrides or [])], run=False,
-        auto_configure_optimizers=False,
+        args=[*args, *(overrides or [])], run=False, auto_configure_optimizers=False,
     )
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     results = cli.trainer.test(cli.model, datamodule=cli.datamodule, verbose=False)

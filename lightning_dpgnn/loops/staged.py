@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,7 @@ import torch
 from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.utilities.rank_zero import rank_zero_info, rank_zero_warn
+from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torch import nn
 
 __all__ = ["Stage", "StagedTrainingMixin"]
@@ -151,6 +153,13 @@ class StagedTrainingMixin:
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _staged_init(self) -> None:
+        # Trainer() without max_epochs warns at the start of every fit, before any model hook,
+        # that it will run 1000 epochs: a staged model sets its own length (announced at
+        # setup), so the line would contradict it. Hidden from the first staged model on (a
+        # non-staged model fitted later in the process no longer shows it either).
+        warnings.filterwarnings(
+            "ignore", message="`max_epochs` was not set", category=PossibleUserWarning
+        )
         self._active_stage: int | None = None
         self._optimizer_stage: int | None = None
         self._best: dict[int, dict[str, Any]] = {}  # stage -> {"acc": float, "state": {...}}

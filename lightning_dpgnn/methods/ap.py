@@ -24,6 +24,7 @@ Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,11 @@ from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
 from .rows import RowTrainingMixin
+
+#: ledger and cache name of the label-count aggregation (``label_counts=True``)
+LABEL_COUNTS = "label_counts"
+#: noise stream of the label counts under an explicit ``noise_seed`` (research only)
+LABEL_STREAM = 7919
 
 __all__ = ["AggregationPerturbationModule"]
 
@@ -81,6 +87,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         edge_unit: str = "undirected",
         log_private_metrics: bool = False,
         shard_rows: bool = True,
+        label_counts: bool | None = None,
     ) -> None:
         """The settings GAP and ProGAP share; each subclass takes its own in its signature
         and forwards these (PyG's style), so they are documented once, here.
@@ -115,6 +122,17 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 the cached rows only, so memory per rank for the cache falls with the number of
                 ranks; the blocks are gathered back when the fit ends. ``False``: every rank
                 holds every row. No effect on one process, nor on the privacy accounting.
+            label_counts: give every node, next to its features, a noisy count of its
+                in-neighbours' training labels per class: ``A^T Y_train + N(0, sigma^2)``, one
+                more Gaussian aggregation of the one-hot training labels (a one-hot row has
+                norm 1, so one edge changes one row by at most the hops' sensitivity), drawn
+                once, accounted with the hops at the same noise multiplier (its full share:
+                ``hop_budget`` divides the hops' budget only), cached and checkpointed like
+                them. Edge level and without privacy only: at node level labels are private
+                (``True`` is refused there). ``None`` (the default): on at edge level and
+                without privacy, off at node level; ``False``: off (the papers' model).
+                Validation and test labels are never read; a new graph (inductive inference)
+                uses the labels of its own ``train_mask``.
         """
         super().__init__(
             privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
@@ -122,12 +140,14 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         )
         # the hyper-parameters of the whole model: these and the subclass's own arguments
         self.save_hyperparameters()
-        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
-            raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
-        if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
-            raise ValueError(f"ensemble must be an integer >= 1, got {ensemble!r}")
         if privacy != "none" and epsilon is None and noise_multiplier is None:
             raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
+        if privacy == "node" and label_counts:
+            raise ValueError(
+                "label_counts=True is not allowed under node-level DP: the labels are private "
+                "there, and the count of a node's neighbours' labels is not covered by the "
+                "node-level plan. Use it at edge level or without privacy."
+            )
         if privacy == "node" and normalization == "batch":
             raise ValueError(
                 "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
@@ -139,6 +159,10 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         self.batch_size, self.max_grad_norm = batch_size, max_grad_norm
         self.seed = seed
         self.shard_rows = bool(shard_rows)
+        #: ``None`` (the default): on at edge level and without privacy, off at node level
+        self.label_counts = privacy != "node" if label_counts is None else bool(label_counts)
+        #: ``[N, C]``: the noisy counts of each node's in-neighbours' training labels
+        self.counts: torch.Tensor | None = None
         #: ``[lo, hi)``: the node rows ``self.aggregates`` holds when sharded (``None``: all)
         self._cache_block: tuple[int, int] | None = None
         self.hop_budget = None if hop_budget is None else tuple(hop_budget)
@@ -270,18 +294,24 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 self.mechanism_name, noise_multiplier * scales[hop],
                 sensitivity=self._sensitivity(),
             )
+        if self.label_counts and self.counts is None:
+            accountant.add_gaussian(
+                LABEL_COUNTS, noise_multiplier, sensitivity=self._sensitivity()
+            )
         if self.privacy == "node":
             for phase in self._phases:
                 used = self.accountant.total_count(phase.name)
                 phase.plan(accountant, noise_multiplier, max(0, phase.total_steps - used))
         return True
 
-    def _mechanism_for(self, noise_multiplier: float) -> GaussianAggregation:
+    def _mechanism_for(
+        self, noise_multiplier: float, name: str | None = None
+    ) -> GaussianAggregation:
         return GaussianAggregation(
             noise_multiplier,
             level=self.privacy,
             max_degree=self.max_degree if self.privacy == "node" else None,
-            name=self.mechanism_name,
+            name=name or self.mechanism_name,
             edge_unit=self.edge_unit,
         )
 
@@ -309,6 +339,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         hop: int,
         *,
         fit: bool = False,
+        name: str | None = None,
     ) -> torch.Tensor:
         """Hop ``hop`` (0-based) on ``graph``: ``A^T normalize_rows(x)``, plus calibrated noise
         when private, at this hop's share of the budget (recorded on ``accountant``).
@@ -316,9 +347,15 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         ``fit=True``: the fit's cached aggregation, which every rank calls together under DDP.
         Each rank sums the edges into its block of rows (sharded) or every edge, and the noise
         is drawn once, on rank 0, and broadcast with the ledger (:meth:`run_once`): every rank
-        gets the same ``[N, d]`` noisy aggregate, the single-process one for the same noise."""
-        n, scale = graph.num_nodes, self.hop_scales()[hop]
-        mechanism = None if self.privacy == "none" else self._mechanism()
+        gets the same ``[N, d]`` noisy aggregate, the single-process one for the same noise.
+        ``name``: another mechanism of the plan at the model's noise multiplier and full
+        share (the label counts), recorded under that name; ``hop`` is then ignored."""
+        n, scale = graph.num_nodes, 1.0 if name else self.hop_scales()[hop]
+        mechanism = None
+        if self.privacy != "none" and name:
+            mechanism = self._mechanism_for(self.noise_multiplier, name)
+        elif self.privacy != "none":
+            mechanism = self._mechanism()
         if not fit:
             if mechanism is None:
                 return sum_aggregate(normalize_rows(x), graph.edge_index, n)
@@ -334,6 +371,72 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         if mechanism is None:
             return agg
         return self.run_once(lambda: mechanism.perturb(agg, accountant, generator, scale))
+
+    # -- label counts (``label_counts=True``) --------------------------------------------
+    def input_width(self, num_features: int, num_classes: int) -> int:
+        """Width of the first network's input: the features, then the label counts."""
+        return num_features + (num_classes if self.label_counts else 0)
+
+    def _known_labels(self, graph: Data) -> torch.Tensor:
+        """``[N, C]``: one-hot rows of the labels of ``graph.train_mask`` (zero rows
+        elsewhere). No other label is read: validation and test labels stay out."""
+        c = int(self.hparams.num_classes)
+        rows = torch.zeros(graph.num_nodes, c, device=graph.edge_index.device)
+        mask, y = getattr(graph, "train_mask", None), getattr(graph, "y", None)
+        if mask is None or y is None:
+            return rows  # a new graph without known labels: every count is noise only
+        known = mask & (y >= 0) & (y < c)
+        rows[known] = torch.nn.functional.one_hot(y[known], c).to(rows.dtype)
+        return rows
+
+    def _count_labels(
+        self,
+        graph: Data,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None,
+        fit: bool = False,
+    ) -> torch.Tensor:
+        """``A^T Y_train`` plus the plan's noise (one Gaussian aggregation, see
+        ``label_counts``), every node's row; on every rank together when ``fit``."""
+        labels = self._known_labels(graph)
+        return self._aggregate_once(
+            labels, graph, accountant, generator, 0, fit=fit, name=LABEL_COUNTS
+        )
+
+    def _ensure_counts(self) -> None:
+        """Draw the label counts of the training graph once per fit (before the first stage
+        that reads features); a restored model keeps the cached ones."""
+        if self.label_counts and self.counts is None:
+            gen = self.noise_generator(LABEL_STREAM)
+            self.counts = self._count_labels(self._fit_graph(), self.accountant, gen, fit=True)
+
+    def _features(self, data: Data, counts: torch.Tensor | None = None) -> torch.Tensor:
+        """The network input of ``data``'s nodes: ``data.x``, then (``label_counts``) the
+        label counts: ``counts`` of a new graph, else the training graph's cached ones (the
+        rows of ``data``: all of them, or this rank's block). Cached per tensor."""
+        x = data.x
+        if not self.label_counts:
+            return x
+        if counts is None:
+            if self.counts is None:
+                self._require_cache()
+            lo = int(getattr(data, "row_offset", 0))
+            counts = self.counts[lo : lo + data.num_nodes]
+        cached = self.__dict__.get("_features_cache_lc")
+        if (
+            cached is not None
+            and cached[0] is x
+            and cached[1].shape == counts.shape
+            and cached[1].data_ptr() == counts.data_ptr()
+        ):
+            return cached[2]
+        rows = counts.to(device=x.device, dtype=x.dtype)
+        if x.layout == torch.strided:
+            out = torch.cat([x, rows], dim=1)
+        else:  # sparse COO features (FB-scale): stay sparse
+            out = torch.cat([x.to_sparse_coo(), rows.to_sparse_coo()], dim=1).coalesce()
+        self._features_cache_lc = (x, counts, out)
+        return out
 
     # -- the rows of this rank (DDP with ``shard_rows``) ------------------------------------
     def _row_block(self) -> tuple[int, int] | None:
@@ -360,7 +463,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         cached = self.__dict__.get("_local_view")
         if cached is None or cached[0] != (id(data), block):
             lo, hi = block
-            view = Data(num_nodes=hi - lo)
+            view = Data(num_nodes=hi - lo, row_offset=lo)
             for key in ("x", "y", "train_mask", "val_mask", "test_mask"):
                 t = data[key]
                 if t.layout == torch.strided:
@@ -383,9 +486,26 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         block = self._row_block()
         return rows if block is None else rows[block[0] : block[1]].clone()
 
+    def _fit_graph(self) -> Data:
+        """The training graph on this module's device, where the fit's aggregations run."""
+        return self.on_device(self._graph)
+
+    def _cache_on_device(self) -> None:
+        """The cached aggregates on this module's device (a cache restored from a checkpoint
+        or the hub holds CPU tensors); a no-op when they are there."""
+        device, away = self.device, []
+        apply_to_collection(
+            self.aggregates, torch.Tensor, lambda t: away.append(t.device != device)
+        )
+        if any(away):
+            self.aggregates = self.on_device(self.aggregates)
+            self._clear_rows_cache()
+
     def _hold_local_rows(self) -> None:
         """Keep only this rank's block of the cached aggregates (after the aggregation, or a
-        full cache restored from a checkpoint); a no-op when rows are not sharded."""
+        full cache restored from a checkpoint), on this module's device; the block is a no-op
+        when rows are not sharded."""
+        self._cache_on_device()
         block = self._row_block()
         if block is None or self.aggregates is None or self._cache_block == block:
             return
@@ -409,6 +529,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         self.aggregates = self._full_cache()
         self._cache_block = None
         self._clear_rows_cache()
+        self.__dict__.pop("_local_view", None)  # views of the fit's graph
         super().on_fit_end()
 
     def _train_shard(self, data: Data) -> tuple[int, int, int] | None:
@@ -424,7 +545,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     # -- training ----------------------------------------------------------------------------
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
         self._hold_local_rows()
-        local = self._local(data)
+        local = self._local(self.on_device(data))  # rows built where the parameters are
         rows = self._train_rows(
             stage_index,
             local,
@@ -479,8 +600,11 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         if not self._logs_metrics("val"):
             return None
-        if self.trainer.sanity_checking and self.current_stage > 0 and self.aggregates is None:
-            return None  # e.g. GAP without encoder: the first stage needs the aggregation first
+        if self.trainer.sanity_checking and (
+            (self.current_stage > 0 and self.aggregates is None)
+            or (self.label_counts and self.counts is None)
+        ):
+            return None  # e.g. GAP without encoder, or label counts: a mechanism runs first
         return self._log_rows(*self._split_logits(data, "val"), "val")
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
@@ -497,7 +621,8 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         if getattr(data, "inductive", False):
             return self.predict_inductive(data)
         self._require_cache()
-        return self._logits(data).softmax(-1)
+        self._cache_on_device()
+        return self._logits(self.on_device(data)).softmax(-1)
 
     @torch.no_grad()
     def predict_inductive(self, data: Data) -> torch.Tensor:
@@ -512,7 +637,18 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
             )
         self.check_feature_width(data, "same columns, same public code book")
-        graph = self._private_graph(data)
+        if self.label_counts and (
+            getattr(data, "train_mask", None) is None or getattr(data, "y", None) is None
+        ):
+            warnings.warn(
+                f"{type(self).__name__} reads label counts (label_counts, the default at edge "
+                "level and without privacy), but the new graph has no train_mask/y: every "
+                "count is noise only and accuracy drops. Set data.train_mask to the nodes whose "
+                "labels you know (their labels in data.y); no other label is read.",
+                UserWarning,
+                stacklevel=2,
+            )
+        graph = self._private_graph(self.on_device(data))
         delta = None
         if self.privacy != "none":
             delta = resolve_delta(self.target_delta, self.private_units(graph))
@@ -535,10 +671,15 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
 
     # -- checkpoints -----------------------------------------------------------------------
     def mechanism_outputs(self) -> dict[str, Any]:
-        return {self.mechanism_name: self._full_cache()}
+        outputs = {self.mechanism_name: self._full_cache()}
+        if self.label_counts:
+            outputs[LABEL_COUNTS] = self.counts
+        return outputs
 
     def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
         self.aggregates = outputs.get(self.mechanism_name)
+        self.counts = outputs.get(LABEL_COUNTS)
+        self.__dict__.pop("_features_cache_lc", None)
         self._cache_block = None
         self._clear_rows_cache()  # rows gathered from the replaced aggregates
         self.aggregation = None  # a mechanism built before the restore used a stale multiplier

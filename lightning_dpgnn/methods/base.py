@@ -27,6 +27,8 @@ data (invariant 9).
 
 from __future__ import annotations
 
+import copy
+import inspect
 import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -45,12 +47,14 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
 
+from .._init_args import init_arguments
 from ..data.datamodules import NodeDataSource
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 from ..privacy.aggregation import EDGE_UNITS
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
+from .arguments import check_argument_names, check_arguments
 
 __all__ = [
     "PrivateModule",
@@ -89,6 +93,11 @@ def cross_entropy(
         return F.cross_entropy(logits, y, reduction=reduction)
     loss = F.cross_entropy(logits.t().unsqueeze(0), y.unsqueeze(0), reduction=reduction)
     return loss.squeeze(0) if reduction == "none" else loss
+
+
+def to_host(obj: T) -> T:
+    """``obj`` with every tensor in it on the CPU (what checkpoints and the hub store)."""
+    return apply_to_collection(obj, torch.Tensor, lambda t: t.cpu())
 
 
 class AccountingError(ValueError):
@@ -163,6 +172,24 @@ class PrivateModule(
             (:meth:`adam`; DP-SGD methods wrap it into DP-Adam).
     """
 
+    #: arguments of a base class that the subclass sets itself: not the user's to pass
+    fixed_arguments: tuple[str, ...] = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> PrivateModule:
+        """Refuse a keyword argument the class does not take, naming the class the user
+        called (not the base class it forwards its keywords to)."""
+        accepted = init_arguments(cls) - {"levels", *cls.fixed_arguments}
+        check_argument_names(cls, kwargs, accepted)
+        return super().__new__(cls, *args, **kwargs)  # ModelHubMixin records them
+
+    def save_hyperparameters(self, *args: Any, frame: Any = None, **kwargs: Any) -> None:
+        """Lightning's, then the constructor checks every method shares
+        (:func:`~lightning_dpgnn.methods.arguments.check_arguments`): a bad argument is an error
+        when the model is built, under the name the user wrote."""
+        frame = frame if frame is not None else inspect.currentframe().f_back
+        super().save_hyperparameters(*args, frame=frame, **kwargs)
+        check_arguments(self.hparams)
+
     def __init__(
         self,
         privacy: str = "edge",
@@ -177,6 +204,7 @@ class PrivateModule(
         weight_decay: float = 0.0,
     ) -> None:
         super().__init__()
+        check_arguments({"lr": lr, "weight_decay": weight_decay})
         if privacy not in levels:
             raise ValueError(f"privacy must be one of {levels}, got {privacy!r}")
         self.privacy = privacy
@@ -318,6 +346,25 @@ class PrivateModule(
         (:meth:`_num_classes`), the weights initialised under ``seed`` (:meth:`seeded`)."""
         with self.seeded(seed):
             self._build(data.num_features, self._num_classes(data))
+
+    # -- devices -------------------------------------------------------------------------------
+    def on_device(self, obj: T) -> T:
+        """``obj`` (a graph, a tensor, a collection of them) on this module's device, where the
+        one-time mechanisms and everything that meets the parameters run (on a GPU: the
+        aggregation's sparse matmul too). A graph is copied, never moved in place (the data
+        module's graph stays where it is); the copy of the last graph is kept, so the stages
+        of a fit copy it once. Nothing is copied when ``obj`` is already there."""
+        device = self.device
+        if not isinstance(obj, Data):
+            return apply_to_collection(obj, torch.Tensor, lambda t: t.to(device))
+        if all(t.device == device for _, t in obj() if isinstance(t, torch.Tensor)):
+            self.__dict__.pop("_graph_on_device", None)  # e.g. moved in place by a loader
+            return obj
+        cached = self.__dict__.get("_graph_on_device")
+        if cached is None or cached[0] is not obj or cached[1] != device:
+            cached = (obj, device, copy.copy(obj).to(device))
+            self._graph_on_device = cached
+        return cached[2]
 
     # -- one draw for the whole process group (invariant 5) ------------------------------------
     def run_once(self, mechanism: Callable[[], T]) -> T:
@@ -495,6 +542,9 @@ class PrivateModule(
                 f"{type(launcher).__name__} is not supported (see docs/distributed.md)"
             )
 
+    def on_fit_end(self) -> None:
+        self.__dict__.pop("_graph_on_device", None)  # the fit's copy of the graph (on_device)
+
     def on_fit_start(self) -> None:
         self._halt_reason = None
         self.fit_end_reason = None
@@ -586,8 +636,9 @@ class PrivateModule(
             "accountant": self.accountant.state_dict(),
             "report": self.privacy_spent().to_dict(),
             "noise_multiplier": self.noise_multiplier,
-            "outputs": self.mechanism_outputs(),
-            "public": self.public_state(),
+            # CPU tensors: a checkpoint of a GPU fit loads anywhere
+            "outputs": to_host(self.mechanism_outputs()),
+            "public": to_host(self.public_state()),
             "halted": self.privacy_halted,
         }
 

@@ -95,10 +95,6 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
             log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
         )
         self.check_noise_arguments(epsilon, noise_multiplier)
-        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
-            raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
-        if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
-            raise ValueError(f"layers must be an integer >= 1, got {layers!r}")
         if normalization == "batch":
             raise ValueError(
                 "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
@@ -173,14 +169,20 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
 
     def on_fit_start(self) -> None:
         super().on_fit_start()
-        if self.noisy_aggregate is None:  # the inference release, once per fit (cached)
-            g = self._graph
-            # drawn once: under DDP rank 0 releases it and broadcasts it with the ledger
-            self.noisy_aggregate = self.run_once(
-                lambda: self._aggregation()(
-                    g.x, g.edge_index, g.num_nodes, self.accountant, self.noise_generator()
-                )
+        self.release_aggregate()
+
+    def release_aggregate(self) -> None:
+        """The inference release, once per fit (cached; a restored one is kept): computed on
+        this module's device, drawn once (under DDP rank 0 releases it and broadcasts it with
+        the ledger)."""
+        if self.noisy_aggregate is not None:
+            return
+        g = self.on_device(self._graph)
+        self.noisy_aggregate = self.run_once(
+            lambda: self._aggregation()(
+                g.x, g.edge_index, g.num_nodes, self.accountant, self.noise_generator()
             )
+        )
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         def rows() -> tuple[torch.Tensor]:
@@ -199,7 +201,8 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
                 "DPGNN has no released aggregate yet: fit the model (or load a fitted "
                 "checkpoint) before test/predict on the training graph"
             )
-        return self.mlp(self._rows(data.x, self.noisy_aggregate.to(data.x.device)))
+        self.noisy_aggregate = self.on_device(self.noisy_aggregate)  # once, if restored
+        return self.mlp(self._rows(data.x, self.noisy_aggregate))
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         if not self._logs_metrics("val"):
@@ -224,6 +227,7 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
             raise RuntimeError("DPGNN must be fitted (or loaded) before inductive inference")
         self.check_feature_width(data, "same columns, same public code book")
         check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
+        data = self.on_device(data)
         delta = resolve_delta(self.target_delta, self.private_units(data))
         acc = PrivacyAccountant("node", delta, unit=self.accountant.unit)
         agg = self._aggregation()(data.x, data.edge_index, data.num_nodes, acc, None)

@@ -137,8 +137,6 @@ class GAP(AggregationPerturbationModule):
         **kwargs: Any,
     ) -> None:
         super().__init__(privacy, epsilon, delta, **kwargs)
-        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
-            raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
         self.normalize_combine = normalize_combine
         self.hop_scales()  # checks hop_budget against the number of hops
         self.aggregates: torch.Tensor | None = None  # [N, K, d], the cached private output
@@ -161,8 +159,9 @@ class GAP(AggregationPerturbationModule):
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         mlp = self.mlp_options()
-        dim = hp.hidden if self._uses_encoder else num_features
-        encoder = EncoderModule(num_features, hp.hidden, num_classes, hp.encoder_layers, **mlp)
+        width = self.input_width(num_features, num_classes)
+        dim = hp.hidden if self._uses_encoder else width
+        encoder = EncoderModule(width, hp.hidden, num_classes, hp.encoder_layers, **mlp)
         members = [
             ClassificationModule(
                 dim, hp.hidden, num_classes, hp.hops, hp.base_layers, hp.head_layers, hp.combine,
@@ -195,7 +194,8 @@ class GAP(AggregationPerturbationModule):
         return self.encoder_model if index == 0 else self.classifier
 
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        return (data.x,) if index == 0 else (self._with_hop0(data.x, self.aggregates),)
+        x = self._features(data)
+        return (x,) if index == 0 else (self._with_hop0(x, self.aggregates),)
 
     # -- the aggregation module (Alg. 5), run once -----------------------------------------
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -223,12 +223,17 @@ class GAP(AggregationPerturbationModule):
         accountant: PrivacyAccountant,
         generator: torch.Generator | None,
         fit: bool = False,
+        counts: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``[N, K, d]``: the K normalized noisy hops of the normalized encoder output.
 
         ``fit=True``: the fit's aggregation, on every rank together (each encodes its rows;
-        the noise of each hop is drawn once, see ``_aggregate_once``)."""
-        x = self._gather(self._hop0(self._local(graph).x)) if fit else self._hop0(graph.x)
+        the noise of each hop is drawn once, see ``_aggregate_once``). ``counts``: a new
+        graph's label counts (``label_counts``)."""
+        if fit:
+            x = self._gather(self._hop0(self._features(self._local(graph))))
+        else:
+            x = self._hop0(self._features(graph, counts))
         hops = []
         for hop in range(self.hparams.hops):
             x = normalize_rows(self._aggregate_once(x, graph, accountant, generator, hop, fit=fit))
@@ -236,9 +241,10 @@ class GAP(AggregationPerturbationModule):
         return torch.stack(hops, dim=1)
 
     def on_enter_stage(self, stage_index: int) -> None:
+        self._ensure_counts()
         if stage_index == 1 and self.aggregates is None:
             gen = self.noise_generator()
-            self.aggregates = self._aggregate(self._graph, self.accountant, gen, fit=True)
+            self.aggregates = self._aggregate(self._fit_graph(), self.accountant, gen, fit=True)
         self._hold_local_rows()
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
@@ -246,13 +252,15 @@ class GAP(AggregationPerturbationModule):
         return 0 if self._in_fit() and self.current_stage == 0 else 1
 
     def _logits(self, data: Data) -> torch.Tensor:
+        x = self._features(data)
         if self.eval_stage() == 0:
-            return self.encoder_model(self._input_features(data.x))
+            return self.encoder_model(self._input_features(x))
         self._require_cache()
-        return self.classifier(self._with_hop0(data.x, self.aggregates))
+        return self.classifier(self._with_hop0(x, self.aggregates))
 
     def _forward_graph(
         self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
     ) -> torch.Tensor:
-        hops = self._aggregate(graph, accountant, generator)
-        return self.classifier(self._with_hop0(graph.x, hops))
+        counts = self._count_labels(graph, accountant, generator) if self.label_counts else None
+        hops = self._aggregate(graph, accountant, generator, counts=counts)
+        return self.classifier(self._with_hop0(self._features(graph, counts), hops))

@@ -39,8 +39,6 @@ class GNN(PrivateModule):
         self.save_hyperparameters()
         if conv not in BACKBONES:
             raise ValueError(f"conv must be one of {BACKBONES}, got {conv!r}")
-        if layers < 1:
-            raise ValueError(f"layers must be >= 1, got {layers}")
         self.net: nn.Module | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)

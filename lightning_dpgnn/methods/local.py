@@ -143,7 +143,7 @@ class LocallyPrivateModule(PrivateModule):
         was_training = self.training
         self.eval()
         try:
-            return self.logits_from(features, data.to(self.device)).softmax(-1)
+            return self.logits_from(features, self.on_device(data)).softmax(-1)
         finally:
             self.train(was_training)
 

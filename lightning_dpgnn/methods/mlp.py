@@ -12,6 +12,7 @@ from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import MLP as MLPBlock
 from ..nn.mlp import resolve_normalization, select_rows
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
+from .arguments import check_arguments
 from .base import PrivateModule
 from .rows import OnePhaseDPSGDMixin, RowTrainingMixin
 
@@ -20,9 +21,6 @@ __all__ = ["MLP", "DPMLP"]
 
 class _NodeMLP(RowTrainingMixin, PrivateModule):
     """An MLP on node features trained on the training rows; evaluation on the full graph."""
-
-    #: arguments of this base that the subclass sets itself (not its hyper-parameters)
-    fixed_arguments: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -117,8 +115,6 @@ class MLP(StagedTrainingMixin, _NodeMLP):
     def __init__(
         self, privacy: Literal["none", "edge"] = "edge", epochs: int = 100, **kwargs: Any
     ) -> None:
-        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-            raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
         super().__init__(privacy, None, "auto", levels=("none", "edge"), **kwargs)
         self._staged_init()
 
@@ -172,6 +168,9 @@ class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
         **kwargs: Any,
     ) -> None:
         self.check_noise_arguments(epsilon, noise_multiplier)
+        check_arguments(
+            {"epochs": epochs, "batch_size": batch_size, "max_grad_norm": max_grad_norm}
+        )
         self.phase = DPSGDPhase("mlp/dpsgd", epochs, batch_size, max_grad_norm)
         super().__init__(
             "node", epsilon, delta, levels=("node",), noise_seed=noise_seed,

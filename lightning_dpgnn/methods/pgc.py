@@ -39,6 +39,7 @@ from torchmetrics.functional.classification import binary_auroc
 from ..nn.backbone import GNNBackbone
 from ..nn.kprop import normalized_adjacency
 from ..privacy.local import LocalCollector
+from .arguments import check_arguments
 from .local import LocallyPrivateModule
 
 __all__ = [
@@ -231,8 +232,7 @@ def split_edges(
     positive/negative pairs ``val_pos``, ``val_neg``, ``test_pos``, ``test_neg`` (one direction,
     as many negatives as positives, never an edge of the graph).
     """
-    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-6 or min(fractions) < 0:
-        raise ValueError(f"edge split fractions must be 3 numbers summing to 1, got {fractions}")
+    check_arguments({"edge_split": fractions})
     graph = Data(edge_index=remove_self_loops(to_undirected(edge_index))[0], num_nodes=num_nodes)
     split = RandomLinkSplit(
         num_val=fractions[1], num_test=fractions[2], is_undirected=True, split_labels=True,

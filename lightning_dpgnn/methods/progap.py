@@ -219,10 +219,6 @@ class ProGAP(AggregationPerturbationModule):
             raise ValueError(f"base_layers must be >= 1, got {base_layers}")
         if training not in TRAINING:
             raise ValueError(f"training must be one of {TRAINING}, got {training!r}")
-        if epochs_per_stage < 0:
-            raise ValueError(f"epochs_per_stage must be >= 0, got {epochs_per_stage}")
-        if patience is not None and patience < 0:
-            raise ValueError(f"patience must be >= 0 or None, got {patience}")
         self.normalize_jk, self.normalize_nap = normalize_jk, normalize_nap
         self.warm_start = warm_start
         self.aggregates: list[torch.Tensor] | None = None  # X~^(1..s), cached NAP outputs
@@ -246,8 +242,8 @@ class ProGAP(AggregationPerturbationModule):
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         members = [
             ProGAPNetwork(
-                num_features, hp.hidden, num_classes, hp.depth, hp.base_layers, hp.jk,
-                self.normalize_jk, **self.mlp_options(),
+                self.input_width(num_features, num_classes), hp.hidden, num_classes, hp.depth,
+                hp.base_layers, hp.jk, self.normalize_jk, **self.mlp_options(),
             )  # fmt: skip
             for _ in range(self.ensemble)
         ]
@@ -288,7 +284,7 @@ class ProGAP(AggregationPerturbationModule):
 
     # -- NAP (Alg. 9 lines 3–5), once per stage ------------------------------------------
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        return (data.x, *(self.aggregates or [])[:index])
+        return (self._features(data), *(self.aggregates or [])[:index])
 
     def _nap(
         self,
@@ -310,13 +306,14 @@ class ProGAP(AggregationPerturbationModule):
         return normalize_rows(out) if self.normalize_nap else out
 
     def on_enter_stage(self, stage_index: int) -> None:
+        self._ensure_counts()
         if self.aggregates is None:
             self.aggregates = []
         self._hold_local_rows()
         if stage_index >= 1 and len(self.aggregates) < stage_index:
-            graph = self._graph
+            graph = self._fit_graph()
             gen = self.noise_generator(stage_index)
-            inputs = [self._sparse_as_csr(self._local(graph).x), *self.aggregates]
+            inputs = [self._sparse_as_csr(self._features(self._local(graph))), *self.aggregates]
             out = self._nap(inputs, graph, self.accountant, gen, fit=True)
             self.aggregates.append(self._keep_local(out))
             self._net().enter_stage(stage_index, self.warm_start)
@@ -339,7 +336,8 @@ class ProGAP(AggregationPerturbationModule):
     def _forward_graph(
         self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
     ) -> torch.Tensor:
-        inputs = [self._input_features(graph.x)]
+        counts = self._count_labels(graph, accountant, generator) if self.label_counts else None
+        inputs = [self._input_features(self._features(graph, counts))]
         for _ in range(self._final_stage()):
             inputs.append(self._nap(inputs, graph, accountant, generator))
         return self.network(*inputs)

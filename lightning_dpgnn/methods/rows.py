@@ -19,6 +19,7 @@ from torch_geometric.data import Data
 
 from ..nn.mlp import compact_features, select_rows
 from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward, row_loader
+from .arguments import check_arguments
 from .base import AccountingError, accuracy, cross_entropy
 
 __all__ = ["RowTrainingMixin", "OnePhaseDPSGDMixin"]
@@ -222,8 +223,7 @@ class OnePhaseDPSGDMixin:
         """Refuse a fit with neither a target epsilon nor a fixed noise multiplier."""
         if epsilon is None and noise_multiplier is None:
             raise ValueError("give epsilon (to calibrate the noise) or a fixed noise_multiplier")
-        if noise_multiplier is not None and not noise_multiplier > 0:
-            raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier}")
+        check_arguments({"noise_multiplier": noise_multiplier})
 
     def calibrates_noise(self) -> bool:
         return True

@@ -36,8 +36,7 @@ def _the_graph(batch: list[Data]) -> Data:
 class _SAGEModule(StagedTrainingMixin, PrivateModule):
     """Full-batch GraphSAGE (:class:`SAGENet`) on the graph :meth:`training_edges` returns."""
 
-    #: arguments of this base that the subclass sets itself (not its hyper-parameters)
-    fixed_arguments: tuple[str, ...] = ("privacy", "epsilon")
+    fixed_arguments: tuple[str, ...] = ("privacy", "epsilon", "delta")
 
     def __init__(
         self,
@@ -69,10 +68,6 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
         # the whole model's arguments (this frame's and the subclass's), less those the
         # subclass fixes itself
         self.save_hyperparameters(ignore=["levels", *self.fixed_arguments])
-        for name, value, least in (("layers", layers, 1), ("epochs", epochs, 1),
-                                   ("pre_layers", pre_layers, 1), ("post_layers", post_layers, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
         self.seed = seed
         self._staged_init()
         self.net: SAGENet | None = None
@@ -200,7 +195,7 @@ class EdgeRand(_SAGEModule):
     """
 
     mechanism_name = "arr"
-    fixed_arguments = ("privacy",)
+    fixed_arguments = ("privacy", "delta")
 
     def __init__(
         self,
@@ -248,7 +243,9 @@ class EdgeRand(_SAGEModule):
                 "EdgeRand has no randomized graph yet: fit the model (or load a fitted "
                 "checkpoint) before test/predict on the training graph"
             )
-        return self.noisy_edge_index.to(data.x.device)
+        if self.noisy_edge_index.device != data.x.device:  # once (drawn on the CPU, restored)
+            self.noisy_edge_index = self.noisy_edge_index.to(data.x.device)
+        return self.noisy_edge_index
 
     def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         """Transductive (the cached randomized graph, no spend) unless ``data.inductive`` is
@@ -262,6 +259,7 @@ class EdgeRand(_SAGEModule):
         """Class probabilities on a new graph, randomized with fresh noise; its spend is in
         ``last_inference_report`` (a disjoint graph: parallel composition)."""
         self.check_feature_width(data, "same columns, same public code book")
+        data = self.on_device(data)
         acc = PrivacyAccountant("edge", unit=self.accountant.unit)
         edges = self.arr(data.edge_index, data.num_nodes, acc, None)
         self.last_inference_report = PrivacyReport.from_accountant(acc)

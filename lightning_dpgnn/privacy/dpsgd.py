@@ -474,7 +474,9 @@ class _Rows(torch.utils.data.Dataset):
 def _take_rows(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Rows ``index`` of ``t``; sparse CSR rows (wide one-hot features, e.g. one rank's shard
     of a full batch under DDP) through COO, which supports row selection; sparse COO rows
-    (features kept sparse by the reader) come back dense, as per-sample gradients need."""
+    (features kept sparse by the reader) come back dense, as per-sample gradients need.
+    ``index`` (from the sampler, on the CPU) goes to ``t``'s device first."""
+    index = index.to(t.device)
     if t.layout == torch.sparse_coo:
         return t.index_select(0, index).to_dense()
     if t.layout == torch.sparse_csr:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, Literal
 
 import torch
@@ -174,6 +175,9 @@ class LocalCollector:
             raise ValueError(f"m is the multi-bit sampling parameter; mechanism={mechanism!r}")
         self.mechanism = mechanism
         self.m = m
+        for name, value in (("alpha", alpha), ("beta", beta)):
+            if isinstance(value, bool) or not isinstance(value, Real):
+                raise ValueError(f"{name} must be a number (the feature range), got {value!r}")
         self.alpha, self.beta = float(alpha), float(beta)
         self.per_coordinate = bool(per_coordinate)
         self.gaussian_delta = check_delta(gaussian_delta, "gaussian_delta")

@@ -9,6 +9,11 @@ single switch covers every mechanism (privacy invariant 8).
   replay privacy noise (invariant 8). An explicit ``torch.Generator`` (see
   :func:`reproducible_generator`) gives reproducible noise: it is then *not private against
   anyone who knows the seed*, and mechanisms record it on their accountant.
+* Devices: a draw lands on the ``device`` asked for. Without a generator it comes from that
+  device's own entropy-seeded generator (a CUDA draw from a CUDA generator). A generator of
+  another device (a reproducible ``noise_seed`` generator lives on the CPU) draws where it lives
+  and the draw is copied over, so a seeded fit draws the same noise on a CPU and on a GPU (torch
+  refuses a CPU generator for a CUDA draw).
 * Secure mode (``set_secure_mode(True)`` or ``with secure_mode():``): every uniform variate is
   built from ``os.urandom`` (the operating system's CSPRNG), so the noise cannot be predicted
   from a seed. Gaussian noise is the sum of two independent Box–Muller draws of variance
@@ -152,7 +157,7 @@ def uniform(
     if _SECURE:
         return _secure_uniform(shape, dtype, device)
     gen = generator if generator is not None else entropy_generator(device)
-    return torch.rand(tuple(shape), generator=gen, dtype=dtype, device=device)
+    return torch.rand(tuple(shape), generator=gen, dtype=dtype, device=gen.device).to(device)
 
 
 def normal(
@@ -174,7 +179,8 @@ def normal(
             z = z + torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
         return (z / math.sqrt(2.0) * std).to(dtype)
     gen = generator if generator is not None else entropy_generator(device)
-    return torch.randn(tuple(shape), generator=gen, dtype=dtype, device=device) * std
+    draw = torch.randn(tuple(shape), generator=gen, dtype=dtype, device=gen.device)
+    return draw.to(device) * std
 
 
 def laplace(

@@ -145,10 +145,11 @@ def test_a_recipes_public_global_seed_does_not_replay_dpsgd_noise(capsys):
 def test_two_fits_with_the_cli_defaults_never_release_equal_aggregates(capsys):
     a, b = _cli_fit([]), _cli_fit([])  # same public seed_everything(0), same recipe
     assert a.aggregates.shape == b.aggregates.shape
-    # the encoders are identical (weights come from the public seed)...
-    for pa, pb in zip(a.encoder_model.parameters(), b.encoder_model.parameters(), strict=True):
-        assert torch.equal(pa, pb)
-    # ...but the released noisy aggregates differ on every row: the noise is not replayable
+    # the label counts (on by default at edge level), drawn before the encoder trains on
+    # them, differ on every row...
+    assert a.counts is not None and a.counts.shape == b.counts.shape
+    assert not bool((a.counts == b.counts).all(dim=-1).any())
+    # ...and so do the released noisy aggregates: neither noise is replayable
     rows_equal = (a.aggregates == b.aggregates).all(dim=-1).all(dim=-1)
     assert not bool(rows_equal.any())
     for m in (a, b):
@@ -251,7 +252,11 @@ CASES = {
     "gap-node-no-encoder": (lambda: GAP(privacy="node", epsilon=8.0, max_degree=D_CSBM,
                                         batch_size=500, encoder_layers=0,
                                         classifier_epochs=1), {}),
+    "gap-edge-label-counts": (lambda: GAP(privacy="edge", epsilon=1.0, label_counts=True,
+                                          encoder_epochs=1, classifier_epochs=1), {}),
     "progap-edge": (lambda: ProGAP(privacy="edge", epsilon=1.0, epochs_per_stage=1), {}),
+    "progap-edge-label-counts": (lambda: ProGAP(privacy="edge", epsilon=1.0, label_counts=True,
+                                                epochs_per_stage=1), {}),
     "progap-node": (lambda: ProGAP(privacy="node", epsilon=8.0, max_degree=D_CSBM,
                                    batch_size=500, epochs_per_stage=1), {}),
     "mlp": (lambda: MLP(epochs=2), {}),

@@ -23,7 +23,9 @@ from lightning_dpgnn.zoo.hub import (
 from safetensors.torch import load_file, save_file
 from zoo_testing import quiet_trainer
 
-from lightning_dpgnn import GAP, LPGNN
+import lightning_dpgnn
+from lightning_dpgnn import GAP, LPGNN, PGCLinkPrediction, PrivateModule
+from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP
 
 
@@ -63,6 +65,39 @@ def test_push_then_pull_gives_identical_predictions_and_report(gap_edge, csbm, h
     assert torch.equal(_predict(GAP.from_pretrained("org/both"), csbm, tmp_path), before)
 
 
+def test_hf_endpoint_and_offline_are_read_when_called_not_at_import(monkeypatch):
+    from lightning_dpgnn.zoo.hub import hub_endpoint, hub_offline
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9/mirror/")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert (hub_endpoint(), hub_offline()) == ("http://127.0.0.1:9/mirror", False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert hub_offline()
+
+
+LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1),
+    lambda: PGCLinkPrediction(x_eps=8.0),
+], ids=["lpgnn", "pgc-link"])
+def test_a_local_dp_model_pushed_and_pulled_predicts_and_reports_the_same(make, hub, tmp_path):
+    """The LDP collection (and PGC link prediction's public edge split) travel through the
+    hub: the pulled model predicts from them without collecting again."""
+    dm = NodeDataModule("csbm", **LDP_DM)
+    model = make()
+    quiet_trainer(tmp_path, max_epochs=2).fit(model, dm)
+    before = _predict(model, dm, tmp_path)
+    model.push_to_hub("org/ldp")
+    pulled = PrivateModule.from_pretrained("org/ldp")  # the report names the class
+    assert type(pulled) is type(model)
+    assert torch.equal(_predict(pulled, dm, tmp_path), before)
+    assert pulled.privacy_spent() == model.privacy_spent()
+    assert pulled.privacy_spent().level == "ldp"
+
+
 def test_offline_load_from_the_hub_cache_and_from_a_folder(gap_edge, csbm, hub, monkeypatch,
                                                            tmp_path):
     model, before = gap_edge
@@ -72,6 +107,7 @@ def test_offline_load_from_the_hub_cache_and_from_a_folder(gap_edge, csbm, hub, 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # set after import: honoured at call time
     cached = GAP.from_pretrained("org/offline")
     assert torch.equal(_predict(cached, csbm, tmp_path), before)
+    assert cached.privacy_spent() == model.privacy_spent()
     model.save_pretrained(tmp_path / "folder")
     assert torch.equal(_predict(GAP.from_pretrained(tmp_path / "folder"), csbm, tmp_path), before)
     with pytest.raises(Exception, match="offline|cache|local"):
@@ -156,6 +192,46 @@ def test_a_changed_file_is_refused(gap_edge, tmp_path, name):
         GAP.from_pretrained(folder)
 
 
+def _rehash(folder) -> None:
+    """Rewrite the report's SHA-256 of the files as they are now (a careless re-publisher)."""
+    from lightning_dpgnn.zoo.hub import HASHED, _sha256
+
+    content = json.loads((folder / REPORT).read_text())
+    content["sha256"] = {name: _sha256(folder / name) for name in HASHED}
+    (folder / REPORT).write_text(json.dumps(content))
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"privacy": "none"}, "says privacy='none' but privacy_report.json reports level 'edge'"),
+    ({"noise_multiplier": 0.5}, "noise_multiplier=0.5 disagrees with privacy_report.json"),
+])
+def test_a_config_that_disagrees_with_the_report_is_refused_even_when_rehashed(
+    gap_edge, tmp_path, edit, message
+):
+    folder = _saved(gap_edge[0], tmp_path)
+    config = json.loads((folder / CONFIG).read_text())
+    (folder / CONFIG).write_text(json.dumps({**config, **edit}))
+    _rehash(folder)
+    with pytest.raises(VerificationError, match=message):
+        GAP.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("edit", ["reshape", "extra"])
+def test_weights_that_do_not_fit_the_config_are_refused_even_when_rehashed(gap_edge, tmp_path,
+                                                                           edit):
+    folder = _saved(gap_edge[0], tmp_path)
+    weights = load_file(folder / WEIGHTS)
+    if edit == "reshape":  # e.g. the weights of a wider model under this config
+        key = next(k for k, v in weights.items() if v.dim() == 2)
+        weights[key] = torch.zeros(weights[key].shape[0] + 1, weights[key].shape[1])
+    else:
+        weights["stowaway"] = torch.zeros(3)
+    save_file(weights, folder / WEIGHTS)
+    _rehash(folder)
+    with pytest.raises(VerificationError, match="does not fit GAP"):
+        GAP.from_pretrained(folder)
+
+
 def test_a_report_that_disagrees_with_its_accountant_is_refused(gap_edge, tmp_path):
     folder = _saved(gap_edge[0], tmp_path)
     content = json.loads((folder / REPORT).read_text())
@@ -189,6 +265,49 @@ def test_the_card_parses_and_states_the_guarantee(gap_edge, tmp_path):
     text = card.text
     assert "does not protect" in text and "not covered by epsilon" in text
     assert "No empirical audit recorded" in text
+
+
+D_CSBM = 21  # largest in- and out-degree of the embedded csbm graph
+
+
+@pytest.mark.parametrize("make, dm_kw, protected, unprotected", [
+    (lambda: GAP(privacy="node", epsilon=8.0, max_degree=D_CSBM, batch_size=500,
+                 encoder_epochs=1, classifier_epochs=1), {},
+     "any single node with all its edges, features and label on graphs whose every in- and "
+     f"out-degree is at most D = {D_CSBM}", "public metadata declared to the model"),
+    (lambda: LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1), LDP_DM,
+     "its features and its label (local DP, epsilon per node)",
+     "the graph structure (edges) is public in this threat model"),
+], ids=["gap-node", "lpgnn"])
+def test_node_level_and_ldp_cards_state_their_guarantee(make, dm_kw, protected, unprotected,
+                                                        tmp_path):
+    model = make()
+    quiet_trainer(tmp_path, max_epochs=2).fit(model, NodeDataModule("csbm", **dm_kw))
+    model.save_pretrained(tmp_path / "m")
+    card = ModelCard.load(tmp_path / "m" / "README.md")
+    report, privacy = model.privacy_spent(), card.data.privacy
+    assert (privacy["level"], privacy["unit"], privacy["delta"]) == (
+        report.level, report.unit, report.delta)
+    assert privacy["epsilon"] == pytest.approx(report.epsilon, rel=1e-6)
+    lines = {line.split(":**")[0]: line for line in card.text.splitlines() if ":**" in line}
+    assert protected in lines["**Protected"] and unprotected in lines["**Not protected"]
+    assert "not covered by epsilon" in card.text and "No empirical audit recorded" in card.text
+    assert card.data.library_version == lightning_dpgnn.__version__
+
+
+def test_a_zoo_entrys_card_states_its_benchmark_accuracy_and_rebuild_command(gap_edge):
+    from lightning_dpgnn.zoo import registry
+    from lightning_dpgnn.zoo.card import model_card
+
+    entry = registry.entry("gap-edge-rutgers89-eps4")
+    a = entry.accuracy
+    card = model_card(gap_edge[0], **entry.card_kwargs(), measured_accuracy=0.5)
+    assert f"**{a['mean']}%** (95% CI {a['low']}–{a['high']}) over {a['seeds']} seeds" in card.text
+    assert a["command"] in card.text and "`dpgnn zoo build gap-edge-rutgers89-eps4" in card.text
+    assert f"- Split: {entry.split}." in card.text and "(one run): 50.0%" in card.text
+    meta = card.data.to_dict()
+    assert meta["model-index"][0]["results"][0]["metrics"][0]["value"] == a["mean"]
+    assert meta["measured_test_accuracy"] == 0.5 and meta["datasets"] == [entry.dataset]
 
 
 def test_a_card_that_states_another_guarantee_is_refused(gap_edge, tmp_path):

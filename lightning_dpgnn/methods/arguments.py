@@ -1,0 +1,169 @@
+"""Constructor checks shared by every method: an argument is checked when the model is built,
+under the name the user wrote, not when a network is built from the data at ``setup``.
+
+The rules go by argument name, because the methods share their vocabulary (``hidden``,
+``dropout``, ``lr``, ...); a method adds its own checks for what only it takes or where it is
+stricter (ProGAP's ``base_layers >= 1``). :meth:`PrivateModule.save_hyperparameters
+<lightning_dpgnn.methods.base.PrivateModule.save_hyperparameters>` runs
+:func:`check_arguments` on every model's hyper-parameters, and :func:`check_argument_names`
+refuses an argument the class does not take, naming the class the user called.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Integral, Real
+from typing import Any
+
+from ..nn.backbone import BACKBONES, make_activation
+from ..nn.combine import COMBINES
+from ..nn.mlp import NORMALIZATIONS
+
+__all__ = ["check_arguments", "check_argument_names"]
+
+Rule = Callable[[str, Any], None]
+
+
+def _integer(least: int, optional: bool = False) -> Rule:
+    def rule(name: str, value: Any) -> None:
+        if optional and value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
+            none = " or None" if optional else ""
+            raise ValueError(f"{name} must be an integer >= {least}{none}, got {value!r}")
+
+    return rule
+
+
+def _real(low: float, high: float = math.inf, *, low_open: bool, high_open: bool = True,
+          optional: bool = False) -> Rule:
+    lo, hi = "(" if low_open else "[", ")" if high_open else "]"
+    interval = f"> {low:g}" if high == math.inf and low_open else (
+        f">= {low:g}" if high == math.inf else f"in {lo}{low:g}, {high:g}{hi}"
+    )
+
+    def rule(name: str, value: Any) -> None:
+        if optional and value is None:
+            return
+        ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+        if ok:
+            ok = (value > low if low_open else value >= low) and (
+                value < high if high_open else value <= high
+            )
+        if not ok:
+            none = " or None" if optional else ""
+            raise ValueError(f"{name} must be a finite number {interval}{none}, got {value!r}")
+
+    return rule
+
+
+def _boolean(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def _optional_boolean(name: str, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{name} must be True, False or None, got {value!r}")
+
+
+def _seed(name: str, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, Integral)):
+        raise ValueError(f"{name} must be an integer or None, got {value!r}")
+
+
+def _shares(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ValueError(f"{name} must be a list of positive shares (one per hop) or None, "
+                         f"got {value!r}")
+
+
+def _fractions(name: str, value: Any) -> None:
+    ok = isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and len(value) == 3
+    ok = ok and all(isinstance(v, Real) and not isinstance(v, bool) and v >= 0 for v in value)
+    if not (ok and abs(sum(value) - 1.0) <= 1e-6):
+        raise ValueError(f"{name} must be 3 numbers >= 0 summing to 1, got {value!r}")
+
+
+def _choice(options: Iterable[str]) -> Rule:
+    options = tuple(options)
+
+    def rule(name: str, value: Any) -> None:
+        if value not in options:
+            raise ValueError(f"{name} must be one of {options}, got {value!r}")
+
+    return rule
+
+
+def _activation(name: str, value: Any) -> None:
+    try:
+        make_activation(value)
+    except (ValueError, TypeError) as err:
+        raise ValueError(str(err).replace("activation", name, 1)) from None
+
+
+_POSITIVE = _integer(1)
+_COUNT = _integer(0)
+
+#: argument name -> its check (methods add their own for what only they take)
+RULES: dict[str, Rule] = {
+    **dict.fromkeys(
+        ("hidden", "layers", "heads", "out_dim", "hops", "ensemble", "max_degree", "batch_size",
+         "epochs", "classifier_epochs", "head_layers", "pre_layers", "post_layers"),
+        _POSITIVE,
+    ),
+    **dict.fromkeys(
+        ("encoder_layers", "base_layers", "encoder_epochs", "epochs_per_stage", "x_steps",
+         "y_steps"),
+        _COUNT,
+    ),
+    "num_features": _integer(1, optional=True),
+    "num_classes": _integer(1, optional=True),
+    "patience": _integer(0, optional=True),
+    "dropout": _real(0.0, 1.0, low_open=False),
+    "lr": _real(0.0, low_open=False),  # 0 freezes the weights (a test device), not an error
+    "weight_decay": _real(0.0, low_open=False),
+    "max_grad_norm": _real(0.0, low_open=True),
+    "noise_multiplier": _real(0.0, low_open=True, optional=True),
+    "density_share": _real(0.0, 1.0, low_open=True),
+    "gaussian_delta": _real(0.0, 1.0, low_open=True),
+    **dict.fromkeys(
+        ("normalize_combine", "normalize_jk", "normalize_nap", "warm_start", "shard_rows",
+         "log_private_metrics", "per_coordinate", "standardize"),
+        _boolean,
+    ),
+    **dict.fromkeys(("seed", "noise_seed", "split_seed"), _seed),
+    "label_counts": _optional_boolean,
+    "activation": _activation,
+    "normalization": _choice(("auto", *NORMALIZATIONS)),
+    "combine": _choice(COMBINES),
+    "jk": _choice(COMBINES),
+    "hop_budget": _shares,
+    "edge_split": _fractions,  # the shares themselves: hop_noise_scales
+    "conv": _choice(BACKBONES),
+    "backbone": _choice(BACKBONES),
+}
+
+
+def check_arguments(values: Mapping[str, Any]) -> None:
+    """Check every argument in ``values`` that has a rule in :data:`RULES` (a
+    ``ValueError`` naming the argument); others are left to the method."""
+    for name, value in values.items():
+        rule = RULES.get(name)
+        if rule is not None:
+            rule(name, value)
+
+
+def check_argument_names(cls: type, given: Iterable[str], accepted: Iterable[str]) -> None:
+    """Refuse keyword arguments ``cls`` does not take, naming ``cls`` (not the base class the
+    keywords are forwarded to) and listing what it takes."""
+    accepted = set(accepted)
+    unknown = [name for name in given if name not in accepted]
+    if unknown:
+        raise TypeError(
+            f"{cls.__name__} got an unexpected keyword argument {unknown[0]!r}; it takes: "
+            + ", ".join(sorted(accepted))
+        )
