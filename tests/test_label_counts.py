@@ -136,3 +136,25 @@ def test_inductive_inference_counts_the_new_graphs_known_labels_at_its_own_cost(
     del other.train_mask  # no known label on the new graph: counts are noise only
     with pytest.warns(UserWarning, match="no train_mask/y: every count is noise only"):
         assert model.predict_step(other, 0).shape == probs.shape
+
+
+def test_a_checkpoint_from_before_label_counts_existed_restores_the_papers_model(
+    csbm_dm, make_trainer, tmp_path
+):
+    """A checkpoint whose hyper-parameters have no ``label_counts`` (written before the
+    option existed) restores the model it holds, without counts, though the default now turns
+    them on at edge level: the networks are rebuilt at the saved width before the weights
+    load, and predictions are unchanged."""
+    model = GAP(privacy="edge", epsilon=1.0, label_counts=False, **FAST_GAP)
+    trainer = make_trainer(enable_checkpointing=True)
+    trainer.fit(model, csbm_dm)
+    want = trainer.predict(model, csbm_dm)[0]
+    path = tmp_path / "old.ckpt"
+    trainer.save_checkpoint(path)
+    checkpoint = torch.load(path, weights_only=False)
+    del checkpoint["hyper_parameters"]["label_counts"]
+    torch.save(checkpoint, path)
+    restored = GAP.load_from_checkpoint(path)
+    assert restored.label_counts is False and restored.hparams["label_counts"] is False
+    assert torch.allclose(make_trainer().predict(restored, csbm_dm)[0], want, atol=1e-5)
+    assert restored.privacy_spent() == model.privacy_spent()

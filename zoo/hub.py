@@ -348,6 +348,10 @@ def read_folder(cls: type[PrivateModule], folder: Path, **overrides: Any) -> Pri
             f"{', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed by the published "
             f"{CONFIG} (covered by its report); load the model as published"
         )
+    from lightning_dpgnn.methods.ap import AggregationPerturbationModule
+
+    if issubclass(cls, AggregationPerturbationModule) and "label_counts" not in config:
+        config["label_counts"] = False  # published before label counts existed (now default)
     model = cls(**{**config, **overrides})
     try:
         missing, unexpected = model.load_state_dict(load_file(folder / WEIGHTS), strict=False)

@@ -689,6 +689,13 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         checkpoint[self.checkpoint_key] = {"staged": self.staged_state()}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        saved = checkpoint.get("hyper_parameters", {})
+        if self.label_counts and "label_counts" not in saved:
+            # written before label counts existed: the papers' model, the only one then (the
+            # default now turns them on); rebuilt at its own width before the weights load
+            self.label_counts = self.hparams["label_counts"] = False
+            if self.hparams.get("num_features") is not None:
+                self._build(self.hparams["num_features"], self.hparams["num_classes"])
         super().on_load_checkpoint(checkpoint)
         state = checkpoint[self.checkpoint_key]
         self.load_staged_state(state["staged"], checkpoint.get("epoch", 0))

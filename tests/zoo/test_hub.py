@@ -354,3 +354,24 @@ def test_config_keeps_the_settings_a_method_forwards_to_its_base(build, expected
     assert {k: config[k] for k in expected} == expected
     rebuilt = type(model)(**config)
     assert dict(rebuilt.hparams) == dict(model.hparams)
+
+
+def test_a_folder_published_before_label_counts_existed_loads_as_the_papers_model(
+    csbm, tmp_path
+):
+    """A GAP folder whose config has no ``label_counts`` (written before the option existed,
+    when every model was the papers') loads without counts, though the default now turns
+    them on at edge level, and predicts as published."""
+    model = GAP(privacy="edge", epsilon=1.0, encoder_epochs=2, classifier_epochs=2,
+                label_counts=False)
+    trainer = quiet_trainer(tmp_path / "fit")
+    trainer.fit(model, csbm)
+    want = trainer.predict(model, csbm)[0]
+    folder = _saved(model, tmp_path)
+    config = json.loads((folder / CONFIG).read_text())
+    del config["label_counts"]
+    (folder / CONFIG).write_text(json.dumps(config))
+    _rehash(folder)
+    loaded = GAP.from_pretrained(folder)
+    assert loaded.label_counts is False and loaded.counts is None
+    assert torch.allclose(loaded.predict_step(csbm.data, 0), want, atol=1e-5)
