@@ -163,6 +163,7 @@ class StagedTrainingMixin:
         self._active_stage: int | None = None
         self._optimizer_stage: int | None = None
         self._best: dict[int, dict[str, Any]] = {}  # stage -> {"acc": float, "state": {...}}
+        self._resume_epoch = 0  # the epoch a fit resumed from a checkpoint starts at
 
     @property
     def stages(self) -> list[Stage]:
@@ -237,14 +238,41 @@ class StagedTrainingMixin:
         self._optimizer_stage = stage
         return self.stage_optimizer(stage)
 
+    def on_fit_start(self) -> None:
+        """Enter the stage the fit starts in (the first, or the one a resumed checkpoint was
+        in): its one-time work (releases) runs here, never from a dataloader request."""
+        super().on_fit_start()
+        self.enter_stage(self.stage_of_epoch(self._resume_epoch))
+
+    def on_train_epoch_end(self) -> None:
+        """After the last epoch of a stage, close it and enter the next (drawing its releases)
+        — unless the fit ends here (its last epoch, ``max_steps``, or a stop), so that no
+        release is drawn that no step will read. Checkpoints written after this hook (Lightning's
+        ``ModelCheckpoint``) hold the new stage's releases."""
+        trainer = self.trainer
+        following = trainer.current_epoch + 1
+        ends = (
+            following >= trainer.fit_loop.max_epochs
+            or trainer.should_stop
+            or (trainer.max_steps != -1 and trainer.global_step >= trainer.max_steps)
+        )
+        if not ends and self.stage_of_epoch(following) != self._active_stage:
+            self.enter_stage(self.stage_of_epoch(following))
+
     def train_dataloader_from(self, data) -> torch.utils.data.DataLoader:
+        """The training rows of the current stage: read from its releases, which the stage
+        hooks drew (a dataloader request never draws)."""
         index = self.current_stage
-        self.enter_stage(index)
+        if self._active_stage is None or index > self._active_stage:
+            raise RuntimeError(
+                f"{type(self).__name__}: the training rows of stage {index} were requested "
+                f"before the stage was entered (entered: {self._active_stage}); stages are "
+                "entered in on_fit_start and on_train_epoch_end"
+            )
         return self.stage_rows(index, data)
 
     def on_train_epoch_start(self) -> None:
         index = self.current_stage
-        self.enter_stage(index)
         if self._optimizer_stage != index:
             self._optimizer_stage = index
             self.trainer.strategy.setup_optimizers(self.trainer)
@@ -310,13 +338,19 @@ class StagedTrainingMixin:
     def on_train_end(self) -> None:
         if self._active_stage is not None:
             self._restore_best(self._active_stage)
+        self._resume_epoch = 0
         super().on_train_end()
 
     def staged_state(self) -> dict[str, Any]:
         return {"best": self._best, "active_stage": self._active_stage}
 
-    def load_staged_state(self, state: dict[str, Any], checkpoint_epoch: int) -> None:
+    def load_staged_state(self, state: dict[str, Any], checkpoint: dict[str, Any]) -> None:
+        """Restore :meth:`staged_state` from a Lightning ``checkpoint``; a resumed fit enters
+        the stage of the epoch it restarts at (after an epoch-end checkpoint: the next one)."""
+        epoch = checkpoint.get("epoch", 0)
+        progress = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_progress", {})
+        self._resume_epoch = int(progress.get("current", {}).get("processed", epoch))
         self._best = state.get("best", {})
         # the stage the checkpoint was written in: its one-time work is done (or cached)
         self._active_stage = state.get("active_stage")
-        self._optimizer_stage = self.stage_of_epoch(checkpoint_epoch)
+        self._optimizer_stage = self.stage_of_epoch(epoch)

@@ -46,6 +46,7 @@ from ..privacy.aggregation import (
 from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
+from .releases import Draw, Release
 from .rows import RowTrainingMixin
 
 #: ledger and cache name of the label-count aggregation (``label_counts=True``)
@@ -161,17 +162,70 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         self.shard_rows = bool(shard_rows)
         #: ``None`` (the default): on at edge level and without privacy, off at node level
         self.label_counts = privacy != "node" if label_counts is None else bool(label_counts)
-        #: ``[N, C]``: the noisy counts of each node's in-neighbours' training labels
-        self.counts: torch.Tensor | None = None
         #: ``[lo, hi)``: the node rows ``self.aggregates`` holds when sharded (``None``: all)
         self._cache_block: tuple[int, int] | None = None
         self.hop_budget = None if hop_budget is None else tuple(hop_budget)
         self._staged_init()
         self.noise_multiplier = noise_multiplier
-        self.aggregates: Any = None
         self.aggregation: GaussianAggregation | None = None
         self._phases: list[DPSGDPhase] = []
         self._graph: Data | None = None
+        if self.label_counts:
+            self.declare_releases(Release(
+                LABEL_COUNTS, self._plan_counts, self._draw_counts, stage=0,
+                stream=LABEL_STREAM, collective=True,
+            ))  # fmt: skip
+
+    # -- the releases -------------------------------------------------------------------------
+    @property
+    def counts(self) -> torch.Tensor | None:
+        """``[N, C]``: the noisy counts of each node's in-neighbours' training labels."""
+        return self.releases.get(LABEL_COUNTS)
+
+    @property
+    def aggregates(self) -> Any:
+        """The cached private hops (their layout is the subclass's: :meth:`hop_releases`)."""
+        raise NotImplementedError
+
+    @aggregates.setter
+    def aggregates(self, value: Any) -> None:
+        raise NotImplementedError
+
+    def _plan_counts(self, accountant: PrivacyAccountant, z: float | None) -> None:
+        self._mechanism_for(z, LABEL_COUNTS).account(accountant)
+
+    def _draw_counts(self, d: Draw) -> torch.Tensor:
+        return self._count_labels(d.graph, d.accountant, d.generator, fit=d.fit)
+
+    def _plan_hops(self, hops: range) -> Any:
+        """The plan of the hops ``hops`` (0-based): each at its share of the budget."""
+
+        def plan(accountant: PrivacyAccountant, z: float | None) -> None:
+            mechanism, scales = self._mechanism_for(z), self.hop_scales()
+            for hop in hops:
+                mechanism.account(accountant, scale=scales[hop])
+
+        return plan
+
+    def release_graph(self) -> Data:
+        return self._fit_graph()
+
+    def on_enter_stage(self, stage_index: int) -> None:
+        """Draw the releases this stage reads (once; cached), on this rank's rows."""
+        self._hold_local_rows()  # a restored full cache: the block the next release reads
+        drawn = self.draw_releases(stage_index)
+        self.on_stage_releases(stage_index, drawn)
+        self._hold_local_rows()
+
+    def on_stage_releases(self, stage_index: int, drawn: list[str]) -> None:
+        """Hook: the releases ``drawn`` were drawn on entering ``stage_index``."""
+
+    def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
+        self.__dict__.pop("_features_cache_lc", None)
+        if restored:
+            self._cache_block = None
+            self.aggregation = None  # a mechanism built before the restore: stale multiplier
+        self._clear_rows_cache()  # rows gathered from replaced releases
 
     # -- to implement ------------------------------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
@@ -280,25 +334,10 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def _sensitivity(self) -> float:
         return self._mechanism_for(1.0).sensitivity
 
-    def plan_mechanisms(
-        self, accountant: PrivacyAccountant, noise_multiplier: float | None
-    ) -> bool:
-        """Pending aggregations (K hops / K NAPs not yet run) and, at node level, the DP-SGD
-        steps each stage still has — all at one noise multiplier (thesis §4.7.5, Theorem 5)."""
-        if self.privacy == "none" or noise_multiplier is None:
-            return True
-        pending = self.pending_aggregations()
-        total, scales = self.total_aggregations(), self.hop_scales()
-        for hop in range(total - pending, total):
-            accountant.add_gaussian(
-                self.mechanism_name, noise_multiplier * scales[hop],
-                sensitivity=self._sensitivity(),
-            )
-        if self.label_counts and self.counts is None:
-            accountant.add_gaussian(
-                LABEL_COUNTS, noise_multiplier, sensitivity=self._sensitivity()
-            )
-        if self.privacy == "node":
+    def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        """Node level: the DP-SGD steps each stage still has, at the fit's one noise multiplier
+        (thesis §4.7.5, Theorem 5); the aggregations plan themselves as releases."""
+        if self.privacy == "node" and noise_multiplier is not None:
             for phase in self._phases:
                 used = self.accountant.total_count(phase.name)
                 phase.plan(accountant, noise_multiplier, max(0, phase.total_steps - used))
@@ -403,13 +442,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             labels, graph, accountant, generator, 0, fit=fit, name=LABEL_COUNTS
         )
 
-    def _ensure_counts(self) -> None:
-        """Draw the label counts of the training graph once per fit (before the first stage
-        that reads features); a restored model keeps the cached ones."""
-        if self.label_counts and self.counts is None:
-            gen = self.noise_generator(LABEL_STREAM)
-            self.counts = self._count_labels(self._fit_graph(), self.accountant, gen, fit=True)
-
     def _features(self, data: Data, counts: torch.Tensor | None = None) -> torch.Tensor:
         """The network input of ``data``'s nodes: ``data.x``, then (``label_counts``) the
         label counts: ``counts`` of a new graph, else the training graph's cached ones (the
@@ -502,16 +534,17 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             self._clear_rows_cache()
 
     def _hold_local_rows(self) -> None:
-        """Keep only this rank's block of the cached aggregates (after the aggregation, or a
-        full cache restored from a checkpoint), on this module's device; the block is a no-op
-        when rows are not sharded."""
+        """Keep only this rank's block of the cached aggregates (after an aggregation, or a
+        full cache restored from a checkpoint), on this module's device; a no-op when rows are
+        not sharded. Rows already cut to the block (a NAP kept local as it is drawn) stay."""
         self._cache_on_device()
         block = self._row_block()
-        if block is None or self.aggregates is None or self._cache_block == block:
+        if block is None or self.aggregates is None:
             return
         lo, hi = block
+        n = self._graph.num_nodes
         self.aggregates = apply_to_collection(
-            self.aggregates, torch.Tensor, lambda t: t[lo:hi].clone()
+            self.aggregates, torch.Tensor, lambda t: t[lo:hi].clone() if t.size(0) == n else t
         )
         self._cache_block = block
         self._clear_rows_cache()
@@ -613,30 +646,15 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         return self._log_rows(*self._split_logits(data, "test"), "test")
 
     # -- inference ---------------------------------------------------------------------------
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        """Transductive by default: the training graph, read only through the cached aggregates
-        (no spend). A graph marked ``data.inductive = True`` is a new graph: the mechanism runs
-        on it with fresh noise (:meth:`predict_inductive`). The choice is never guessed from the
-        data — running the mechanism again on the training graph would spend more epsilon."""
-        if getattr(data, "inductive", False):
-            return self.predict_inductive(data)
+    def transductive_probs(self, data: Data) -> torch.Tensor:
+        """The training graph, read only through the cached releases (no spend)."""
         self._require_cache()
         self._cache_on_device()
         return self._logits(self.on_device(data)).softmax(-1)
 
-    @torch.no_grad()
-    def predict_inductive(self, data: Data) -> torch.Tensor:
-        """Class probabilities on a new graph, running the mechanism on it with fresh noise.
-
-        The new graph's spend is recorded in a separate accountant (its data is disjoint from
-        the training graph: parallel composition), available as ``last_inference_report``;
-        with ``delta="auto"`` its delta is resolved from the new graph's own units.
-        """
-        if self.privacy != "none" and self.noise_multiplier is None:
-            raise RuntimeError(
-                f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
-            )
-        self.check_feature_width(data, "same columns, same public code book")
+    def inductive_graph(self, data: Data) -> Data:
+        """A new graph: same feature width, the node-level degree promise, and a warning when
+        label counts have no known labels to count."""
         if self.label_counts and (
             getattr(data, "train_mask", None) is None or getattr(data, "y", None) is None
         ):
@@ -646,18 +664,9 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 "count is noise only and accuracy drops. Set data.train_mask to the nodes whose "
                 "labels you know (their labels in data.y); no other label is read.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        graph = self._private_graph(self.on_device(data))
-        delta = None
-        if self.privacy != "none":
-            delta = resolve_delta(self.target_delta, self.private_units(graph))
-        acc = PrivacyAccountant(self.privacy, delta, unit=self.accountant.unit)
-        logits = self._forward_graph(graph, acc, None)
-        self.last_inference_report = PrivacyReport.from_accountant(
-            acc, private=self.privacy != "none"
-        )
-        return logits.softmax(-1)
+        return self._private_graph(super().inductive_graph(data))
 
     @staticmethod
     @torch.no_grad()
@@ -670,20 +679,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         return out
 
     # -- checkpoints -----------------------------------------------------------------------
-    def mechanism_outputs(self) -> dict[str, Any]:
-        outputs = {self.mechanism_name: self._full_cache()}
-        if self.label_counts:
-            outputs[LABEL_COUNTS] = self.counts
-        return outputs
-
-    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
-        self.aggregates = outputs.get(self.mechanism_name)
-        self.counts = outputs.get(LABEL_COUNTS)
-        self.__dict__.pop("_features_cache_lc", None)
-        self._cache_block = None
-        self._clear_rows_cache()  # rows gathered from the replaced aggregates
-        self.aggregation = None  # a mechanism built before the restore used a stale multiplier
-
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_save_checkpoint(checkpoint)
         checkpoint[self.checkpoint_key] = {"staged": self.staged_state()}
@@ -698,4 +693,4 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 self._build(self.hparams["num_features"], self.hparams["num_classes"])
         super().on_load_checkpoint(checkpoint)
         state = checkpoint[self.checkpoint_key]
-        self.load_staged_state(state["staged"], checkpoint.get("epoch", 0))
+        self.load_staged_state(state["staged"], checkpoint)

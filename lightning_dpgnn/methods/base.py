@@ -55,6 +55,7 @@ from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
 from .arguments import check_argument_names, check_arguments
+from .releases import Release, Releases
 
 __all__ = [
     "PrivateModule",
@@ -244,6 +245,10 @@ class PrivateModule(
         #: the fit was stopped before its plan by :meth:`halt_privately` (``PrivacyBudget``);
         #: kept in checkpoints, and the zoo refuses to publish such a model
         self.privacy_halted = False
+        #: the declared releases and their cached outputs (:mod:`.releases`)
+        self.releases = Releases()
+        #: the report of the last new graph predicted on (:meth:`predict_inductive`)
+        self.last_inference_report: PrivacyReport | None = None
 
     def _datamodule(self) -> NodeDataSource:
         dm = self.trainer.datamodule if self._trainer is not None else None
@@ -415,13 +420,133 @@ class PrivateModule(
         votes = torch.tensor([float(d) for d in decisions], device=strategy.root_device)
         return tuple(bool(v > 0) for v in strategy.reduce(votes, reduce_op="sum"))
 
+    # -- releases: drawn once, in hooks (never from a dataloader) ------------------------------
+    def release_graph(self) -> Data:
+        """The training graph the fit's releases read, on this module's device."""
+        return self.on_device(self._datamodule_graph())
+
+    def draw_releases(self, stage: int = 0) -> list[str]:
+        """Draw the releases the fit needs up to ``stage`` that are not cached yet (once: rank
+        0 draws under DDP), tell the method (:meth:`on_releases_changed`) and return the names
+        drawn now."""
+        pending = self.releases.pending(stage)
+        if not pending:
+            return []
+        drawn = self.releases.draw(
+            pending, self.release_graph(), self.accountant, self.noise_generator, self.run_once
+        )
+        if drawn:
+            self.on_releases_changed(drawn)
+        return drawn
+
+    def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
+        """Hook: the releases ``names`` were drawn (or ``restored`` from a checkpoint or a
+        published folder): drop views built on the old ones. Post-processing only."""
+
+    # -- prediction --------------------------------------------------------------------------
+    def predict_step(self, data: Data, batch_idx: int = 0) -> torch.Tensor:
+        """Class probabilities of every node of ``data``, in eval mode without gradient (the
+        module's mode is restored): transductive by default — the training graph, read only
+        through the cached releases (no spend). A graph marked ``data.inductive = True`` is a
+        new graph: its releases are drawn on it (:meth:`predict_inductive`). The choice is
+        never guessed from the data: releasing again on the training graph would spend more."""
+        if getattr(data, "inductive", False):
+            return self.predict_inductive(data)
+        with self.evaluating():
+            return self.transductive_probs(data)
+
+    def transductive_probs(self, data: Data) -> torch.Tensor:
+        """Class probabilities on the training graph, from the cached releases only."""
+        raise NotImplementedError
+
+    # -- inference on a new graph (one path for every method) -----------------------------------
+    def inductive_graph(self, data: Data) -> Data:
+        """Check a new graph before any release reads it (feature width; the node-level degree
+        promise in methods that need it) and return it on this module's device."""
+        self.check_feature_width(data, "same columns, same public code book")
+        return self.on_device(data)
+
+    def inductive_accountant(self, graph: Data) -> PrivacyAccountant:
+        """A new graph's own ledger (its data is disjoint from the training graph: parallel
+        composition); with ``delta="auto"`` its delta comes from its own units."""
+        delta = None
+        if self.privacy not in ("none", "ldp"):
+            delta = resolve_delta(self.target_delta, self.private_units(graph))
+        elif self.privacy == "ldp":
+            delta = self.accountant.delta
+        return PrivacyAccountant(self.privacy, delta, unit=self.accountant.unit)
+
+    def inductive_release(self, release: Release) -> bool:
+        """Whether ``release`` is drawn on a new graph (default: every inductive release)."""
+        return True
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        """Logits of every node of a new graph from its releases ``outputs``."""
+        raise NotImplementedError(f"{type(self).__name__} offers no inductive inference")
+
+    def ready_for_inductive(self) -> None:
+        """Raise unless the model can release on a new graph (fitted or loaded)."""
+        if self.privacy != "none" and self.calibrates_noise() and self.noise_multiplier is None:
+            raise RuntimeError(
+                f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
+            )
+
+    @torch.no_grad()
+    def predict_inductive(self, data: Data, given: dict[str, Any] | None = None) -> torch.Tensor:
+        """Class probabilities on a new graph: its releases drawn with fresh noise on its own
+        ledger (``last_inference_report``), or ``given`` (outputs made elsewhere, e.g. on the
+        nodes' devices). A repeated call on the same graph returns the cached releases and
+        spends nothing more; once the cache has dropped that graph, a new draw composes into
+        its ledger (:meth:`inference_report`). Eval mode, no gradient."""
+        self.ready_for_inductive()
+        graph = self.inductive_graph(data)
+        outputs, acc = self.releases.on_graph(
+            graph, lambda: self.inductive_accountant(graph), given, self.inductive_release
+        )
+        if not given:
+            self.last_inference_report = PrivacyReport.from_accountant(
+                acc, private=self.privacy != "none"
+            )
+        with self.evaluating():
+            return self.inductive_logits(graph, outputs).softmax(-1)
+
+    def inference_report(self, data: Data) -> PrivacyReport | None:
+        """What the releases on the new graph ``data`` have spent so far (``None``: none)."""
+        acc = self.releases.ledger_of(data)
+        return None if acc is None else PrivacyReport.from_accountant(
+            acc, private=self.privacy != "none"
+        )
+
+    @contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """Eval mode and no gradient for the body; the module's mode is restored after."""
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self.train(was_training)
+
     # -- plan (the method declares) ----------------------------------------------------------
+    def declare_releases(self, *releases: Release) -> None:
+        """Declare the method's releases (in draw order): the lifecycle plans, draws once,
+        caches, checkpoints, publishes and re-runs them on new graphs (:mod:`.releases`)."""
+        self.releases.declare(*releases)
+
     def plan_mechanisms(
         self, accountant: PrivacyAccountant, noise_multiplier: float | None
     ) -> bool:
         """Record on ``accountant`` every mechanism the *rest* of the fit will run at
-        ``noise_multiplier``. Return ``False`` when the plan is open-ended (its length is not
-        known in advance). Default: nothing more will run."""
+        ``noise_multiplier``: the releases not drawn yet, then the steps
+        (:meth:`plan_steps`). Return ``False`` when the plan is open-ended."""
+        if self.privacy != "none" and (noise_multiplier is not None or not self.calibrates_noise()):
+            self.releases.plan(accountant, noise_multiplier)
+        return self.plan_steps(accountant, noise_multiplier)
+
+    def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        """Record the optimizer steps the rest of the fit will take on private data (DP-SGD);
+        ``False``: their number is not known in advance. Default: steps read nothing private."""
         return True
 
     def dpsgd_phase(self) -> DPSGDPhase | None:
@@ -550,6 +675,7 @@ class PrivateModule(
         self.fit_end_reason = None
         self.privacy_halted = False
         self.check_trainer()
+        self.draw_releases(0)  # the releases the first steps read (a restored one is kept)
 
     # -- why a fit ends: every reason in one place (like Lightning's ``_FitLoop.done``) --------
     def stop_reason(self) -> str | None:
@@ -613,12 +739,14 @@ class PrivateModule(
 
     # -- checkpoints -------------------------------------------------------------------------
     def mechanism_outputs(self) -> dict[str, Any]:
-        """The recorded mechanisms' cached outputs (the only private-data-derived values a
-        checkpoint may hold besides parameters)."""
-        return {}
+        """The releases' cached outputs (the only private-data-derived values a checkpoint may
+        hold besides parameters)."""
+        return self.releases.state_dict()
 
     def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
-        """Restore what :meth:`mechanism_outputs` saved."""
+        """Restore what :meth:`mechanism_outputs` saved (never drawing again)."""
+        self.releases.load_state_dict(outputs)
+        self.on_releases_changed(list(self.releases.declared), restored=True)
 
     def public_state(self) -> dict[str, Any]:
         """Values computed only from data that is public at this privacy level (e.g. the edge

@@ -36,7 +36,8 @@ from ..nn.mlp import MLP
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
 from ..privacy.dpsgd import unwrap
-from .ap import AggregationPerturbationModule
+from .ap import LABEL_COUNTS, AggregationPerturbationModule
+from .releases import Draw, Release
 
 __all__ = ["GAP"]
 
@@ -139,7 +140,11 @@ class GAP(AggregationPerturbationModule):
         super().__init__(privacy, epsilon, delta, **kwargs)
         self.normalize_combine = normalize_combine
         self.hop_scales()  # checks hop_budget against the number of hops
-        self.aggregates: torch.Tensor | None = None  # [N, K, d], the cached private output
+        # the PMA's K noisy hops of the encoder output, [N, K, d]: read from stage 1 on
+        self.declare_releases(Release(
+            self.mechanism_name, self._plan_hops(range(hops)), self._draw_hops, stage=1,
+            collective=True,
+        ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
         if num_features is not None and num_classes is not None:
@@ -187,8 +192,14 @@ class GAP(AggregationPerturbationModule):
     def total_aggregations(self) -> int:
         return self.hparams.hops
 
-    def pending_aggregations(self) -> int:
-        return self.hparams.hops if self.aggregates is None else 0
+    @property
+    def aggregates(self) -> torch.Tensor | None:
+        """``[N, K, d]``: the cached noisy hops (``None`` before stage 1)."""
+        return self.releases.get(self.mechanism_name)
+
+    @aggregates.setter
+    def aggregates(self, value: torch.Tensor | None) -> None:
+        self.releases.set(self.mechanism_name, value)
 
     def stage_model(self, index: int) -> nn.Module:
         return self.encoder_model if index == 0 else self.classifier
@@ -240,12 +251,12 @@ class GAP(AggregationPerturbationModule):
             hops.append(x)
         return torch.stack(hops, dim=1)
 
-    def on_enter_stage(self, stage_index: int) -> None:
-        self._ensure_counts()
-        if stage_index == 1 and self.aggregates is None:
-            gen = self.noise_generator()
-            self.aggregates = self._aggregate(self._fit_graph(), self.accountant, gen, fit=True)
-        self._hold_local_rows()
+    def _draw_hops(self, d: Draw) -> torch.Tensor:
+        """The release: the K hops on the training graph (every rank together) or a new one."""
+        if d.fit:
+            return self._aggregate(d.graph, d.accountant, d.generator, fit=True)
+        counts = d.outputs.get(LABEL_COUNTS)
+        return self._aggregate(d.graph, d.accountant, d.generator, counts=counts)
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
     def eval_stage(self) -> int:
@@ -258,9 +269,6 @@ class GAP(AggregationPerturbationModule):
         self._require_cache()
         return self.classifier(self._with_hop0(x, self.aggregates))
 
-    def _forward_graph(
-        self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
-    ) -> torch.Tensor:
-        counts = self._count_labels(graph, accountant, generator) if self.label_counts else None
-        hops = self._aggregate(graph, accountant, generator, counts=counts)
-        return self.classifier(self._with_hop0(self._features(graph, counts), hops))
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        x = self._features(graph, outputs.get(LABEL_COUNTS))
+        return self.classifier(self._with_hop0(x, outputs[self.mechanism_name]))

@@ -37,7 +37,8 @@ from ..nn.mlp import MLP
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
 from ..privacy.dpsgd import unwrap
-from .ap import AggregationPerturbationModule
+from .ap import LABEL_COUNTS, AggregationPerturbationModule
+from .releases import Draw, Release
 
 __all__ = ["ProGAP", "ProGAPEnsemble", "ProGAPNetwork"]
 
@@ -221,7 +222,14 @@ class ProGAP(AggregationPerturbationModule):
             raise ValueError(f"training must be one of {TRAINING}, got {training!r}")
         self.normalize_jk, self.normalize_nap = normalize_jk, normalize_nap
         self.warm_start = warm_start
-        self.aggregates: list[torch.Tensor] | None = None  # X~^(1..s), cached NAP outputs
+        # X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1))), one release per stage s = 1..K
+        self.declare_releases(*(
+            Release(
+                self._nap_name(s), self._plan_hops(range(s - 1, s)), self._nap_draw(s),
+                stage=s, stream=s, collective=True,
+            )
+            for s in range(1, depth + 1)
+        ))  # fmt: skip
         self.network: nn.Module | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
@@ -264,8 +272,25 @@ class ProGAP(AggregationPerturbationModule):
     def total_aggregations(self) -> int:
         return self.hparams.depth
 
-    def pending_aggregations(self) -> int:
-        return self.hparams.depth - len(self.aggregates or [])
+    def _nap_name(self, stage: int) -> str:
+        return f"{self.mechanism_name}/{stage}"
+
+    @property
+    def aggregates(self) -> list[torch.Tensor] | None:
+        """``[X~^(1), ..., X~^(s)]``: the NAP outputs drawn so far (``None``: none yet)."""
+        drawn = []
+        for s in range(1, self.hparams.depth + 1):
+            value = self.releases.get(self._nap_name(s))
+            if value is None:
+                break
+            drawn.append(value)
+        return drawn or None
+
+    @aggregates.setter
+    def aggregates(self, value: list[torch.Tensor] | None) -> None:
+        value = list(value or [])
+        for s in range(1, self.hparams.depth + 1):
+            self.releases.set(self._nap_name(s), value[s - 1] if s <= len(value) else None)
 
     def stage_model(self, index: int) -> nn.Module:
         return self.network
@@ -305,17 +330,23 @@ class ProGAP(AggregationPerturbationModule):
         out = self._aggregate_once(embeddings, graph, accountant, generator, k, fit=fit)
         return normalize_rows(out) if self.normalize_nap else out
 
-    def on_enter_stage(self, stage_index: int) -> None:
-        self._ensure_counts()
-        if self.aggregates is None:
-            self.aggregates = []
-        self._hold_local_rows()
-        if stage_index >= 1 and len(self.aggregates) < stage_index:
-            graph = self._fit_graph()
-            gen = self.noise_generator(stage_index)
-            inputs = [self._sparse_as_csr(self._features(self._local(graph))), *self.aggregates]
-            out = self._nap(inputs, graph, self.accountant, gen, fit=True)
-            self.aggregates.append(self._keep_local(out))
+    def _nap_draw(self, stage: int):
+        """The release of stage ``stage``: its NAP on the training graph (every rank
+        together; ``inputs``: this rank's rows) or on a new graph."""
+
+        def draw(d: Draw) -> torch.Tensor:
+            earlier = [d.outputs[self._nap_name(s)] for s in range(1, stage)]
+            if d.fit:
+                x = self._sparse_as_csr(self._features(self._local(d.graph)))
+                out = self._nap([x, *earlier], d.graph, d.accountant, d.generator, fit=True)
+                return self._keep_local(out)
+            x = self._input_features(self._features(d.graph, d.outputs.get(LABEL_COUNTS)))
+            return self._nap([x, *earlier], d.graph, d.accountant, None)
+
+        return draw
+
+    def on_stage_releases(self, stage_index: int, drawn: list[str]) -> None:
+        if self._nap_name(stage_index) in drawn:
             self._net().enter_stage(stage_index, self.warm_start)
 
     # -- inference -----------------------------------------------------------------------------
@@ -333,11 +364,11 @@ class ProGAP(AggregationPerturbationModule):
         x, *aggregates = self.stage_inputs(self.eval_stage(), data)
         return self.network(self._input_features(x), *aggregates)
 
-    def _forward_graph(
-        self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
-    ) -> torch.Tensor:
-        counts = self._count_labels(graph, accountant, generator) if self.label_counts else None
-        inputs = [self._input_features(self._features(graph, counts))]
-        for _ in range(self._final_stage()):
-            inputs.append(self._nap(inputs, graph, accountant, generator))
-        return self.network(*inputs)
+    def inductive_release(self, release: Release) -> bool:
+        """The NAPs of the stages this model was fitted through."""
+        return release.stage <= self._final_stage()
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        x = self._input_features(self._features(graph, outputs.get(LABEL_COUNTS)))
+        naps = [outputs[self._nap_name(s)] for s in range(1, self._final_stage() + 1)]
+        return self.network(x, *naps)

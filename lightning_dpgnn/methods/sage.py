@@ -150,7 +150,7 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_load_checkpoint(checkpoint)
-        self.load_staged_state(checkpoint["sage"]["staged"], checkpoint.get("epoch", 0))
+        self.load_staged_state(checkpoint["sage"]["staged"], checkpoint)
 
 
 class SAGE(_SAGEModule):

@@ -312,6 +312,23 @@ class GaussianAggregation:
         return self.perturb(sum_aggregate(normalize_rows(x), edge_index, num_nodes), accountant,
                             generator, scale)
 
+    def account(self, accountant: PrivacyAccountant, scale: float = 1.0, count: int = 1) -> None:
+        """Record ``count`` calls at ``scale`` times the noise multiplier on ``accountant``:
+        what :meth:`perturb` records, and what a plan records before anything is drawn."""
+        accountant.add_gaussian(
+            self.name,
+            self.noise_multiplier * scale,
+            sensitivity=self.sensitivity,
+            count=count,
+            note=(
+                f"edge-level sum aggregation, {self.edge_unit} unit, sensitivity "
+                f"{self.sensitivity:.4g} (thesis Lemma 6 / Theorem 2)"
+                if self.level == "edge"
+                else f"node-level sum aggregation, D={self.max_degree}, sensitivity sqrt(D) "
+                "(thesis Lemma 8 / Theorem 3)"
+            ),
+        )
+
     def perturb(
         self,
         agg: torch.Tensor,
@@ -334,18 +351,7 @@ class GaussianAggregation:
             tuple(agg.shape), std, generator=generator, dtype=agg.dtype, device=agg.device
         )
         accountant.mark_reproducible(generator)
-        accountant.add_gaussian(
-            self.name,
-            self.noise_multiplier * scale,
-            sensitivity=self.sensitivity,
-            note=(
-                f"edge-level sum aggregation, {self.edge_unit} unit, sensitivity "
-                f"{self.sensitivity:.4g} (thesis Lemma 6 / Theorem 2)"
-                if self.level == "edge"
-                else f"node-level sum aggregation, D={self.max_degree}, sensitivity sqrt(D) "
-                "(thesis Lemma 8 / Theorem 3)"
-            ),
-        )
+        self.account(accountant, scale)
         self.calls += 1
         return agg + noise
 
