@@ -35,7 +35,7 @@ from torch_geometric.data import Data
 
 from ..loops import StagedTrainingMixin
 from ..nn.mlp import resolve_normalization
-from ..privacy import PrivacyAccountant, PrivacyReport, resolve_delta
+from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import (
     GaussianAggregation,
     check_degree_promise,

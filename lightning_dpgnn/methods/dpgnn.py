@@ -20,7 +20,6 @@ cached and checkpointed; the plan calibrates both to the target epsilon.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -28,7 +27,7 @@ from torch_geometric.data import Data
 
 from ..nn.mlp import MLP as MLPBlock
 from ..nn.mlp import resolve_normalization
-from ..privacy import PrivacyAccountant, PrivacyReport, resolve_delta
+from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import (
     GaussianAggregation,
     check_degree_promise,
@@ -37,6 +36,7 @@ from ..privacy.aggregation import (
 )
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
+from .releases import Draw, Release
 from .rows import OnePhaseDPSGDMixin, RowTrainingMixin
 
 __all__ = ["DPGNN"]
@@ -107,8 +107,8 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         )
         self.noise_multiplier = noise_multiplier
         self.mlp: torch.nn.Module | None = None
-        #: the cached mechanism output: the noisy aggregate of the training graph ``[N, F]``
-        self.noisy_aggregate: torch.Tensor | None = None
+        # the release: the noisy aggregate of the graph ``[N, F]`` that inference reads
+        self.declare_releases(Release(self.mechanism_name, self._plan_aggregate, self._draw))
         self._graph: Data | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
@@ -139,25 +139,27 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         calibrated)."""
         return None if self.noise_multiplier is None else self._aggregation()
 
-    def _aggregation(self) -> GaussianAggregation:
+    def _aggregation(self, noise_multiplier: float | None = None) -> GaussianAggregation:
         return GaussianAggregation(
-            self.noise_multiplier, level="node", max_degree=self.max_degree,
+            noise_multiplier or self.noise_multiplier, level="node", max_degree=self.max_degree,
             name=self.mechanism_name,
         )
 
-    def plan_mechanisms(
-        self, accountant: PrivacyAccountant, noise_multiplier: float | None
-    ) -> bool:
-        """The remaining DP-SGD steps and, until it has run, the inference aggregation."""
-        if noise_multiplier is None:
-            return True
-        if not self.plan_phase(accountant, noise_multiplier):
-            return False
-        if self.noisy_aggregate is None:
-            accountant.add_gaussian(
-                self.mechanism_name, noise_multiplier, sensitivity=math.sqrt(self.max_degree)
-            )
-        return True
+    @property
+    def noisy_aggregate(self) -> torch.Tensor | None:
+        """The cached release: the noisy aggregate of the training graph ``[N, F]``."""
+        return self.releases.get(self.mechanism_name)
+
+    def _plan_aggregate(self, accountant: PrivacyAccountant, z: float | None) -> None:
+        self._aggregation(z).account(accountant)
+
+    def _draw(self, d: Draw) -> torch.Tensor:
+        g = d.graph
+        return self._aggregation()(g.x, g.edge_index, g.num_nodes, d.accountant, d.generator)
+
+    def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        """The remaining DP-SGD steps (the inference aggregation plans itself as a release)."""
+        return noise_multiplier is None or super().plan_steps(accountant, noise_multiplier)
 
     # -- rows: [x_i, aggregate_i] --------------------------------------------------------------
     @staticmethod
@@ -166,23 +168,6 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         (post-processing of the release), so the inference rows' noisy aggregate has the
         scale the network trained on."""
         return torch.cat([normalize_rows(x), normalize_rows(aggregate)], dim=-1)
-
-    def on_fit_start(self) -> None:
-        super().on_fit_start()
-        self.release_aggregate()
-
-    def release_aggregate(self) -> None:
-        """The inference release, once per fit (cached; a restored one is kept): computed on
-        this module's device, drawn once (under DDP rank 0 releases it and broadcasts it with
-        the ledger)."""
-        if self.noisy_aggregate is not None:
-            return
-        g = self.on_device(self._graph)
-        self.noisy_aggregate = self.run_once(
-            lambda: self._aggregation()(
-                g.x, g.edge_index, g.num_nodes, self.accountant, self.noise_generator()
-            )
-        )
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         def rows() -> tuple[torch.Tensor]:
@@ -201,7 +186,8 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
                 "DPGNN has no released aggregate yet: fit the model (or load a fitted "
                 "checkpoint) before test/predict on the training graph"
             )
-        self.noisy_aggregate = self.on_device(self.noisy_aggregate)  # once, if restored
+        if self.noisy_aggregate.device != self.device:  # once, if restored
+            self.releases.set(self.mechanism_name, self.on_device(self.noisy_aggregate))
         return self.mlp(self._rows(data.x, self.noisy_aggregate))
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
@@ -212,31 +198,13 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         return self._log_accuracy(self._logits(data), data, "test")
 
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        """Transductive (the cached aggregate, no spend) unless ``data.inductive`` is set: the
-        aggregation then runs on the new graph with fresh noise (:meth:`predict_inductive`)."""
-        if getattr(data, "inductive", False):
-            return self.predict_inductive(data)
+    def transductive_probs(self, data: Data) -> torch.Tensor:
         return self._logits(data).softmax(-1)
 
-    @torch.no_grad()
-    def predict_inductive(self, data: Data) -> torch.Tensor:
-        """Class probabilities on a new graph (degree promise checked), its aggregate released
-        with fresh noise; the spend is in ``last_inference_report`` (a disjoint graph)."""
-        if self.noise_multiplier is None:
-            raise RuntimeError("DPGNN must be fitted (or loaded) before inductive inference")
-        self.check_feature_width(data, "same columns, same public code book")
+    def inductive_graph(self, data: Data) -> Data:
+        """A new graph must keep the degree promise too (its release's sensitivity)."""
         check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
-        data = self.on_device(data)
-        delta = resolve_delta(self.target_delta, self.private_units(data))
-        acc = PrivacyAccountant("node", delta, unit=self.accountant.unit)
-        agg = self._aggregation()(data.x, data.edge_index, data.num_nodes, acc, None)
-        self.last_inference_report = PrivacyReport.from_accountant(acc)
-        return self.mlp(self._rows(data.x, agg)).softmax(-1)
+        return super().inductive_graph(data)
 
-    # -- checkpoints ---------------------------------------------------------------------------
-    def mechanism_outputs(self) -> dict[str, Any]:
-        return {self.mechanism_name: self.noisy_aggregate}
-
-    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
-        self.noisy_aggregate = outputs.get(self.mechanism_name)
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        return self.mlp(self._rows(graph.x, outputs[self.mechanism_name]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 from torch_geometric.data import Data
@@ -67,5 +69,8 @@ class GNN(PrivateModule):
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._log_accuracy(self(data.x, data.edge_index), data, "test")
 
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+    def transductive_probs(self, data: Data) -> torch.Tensor:
         return self(data.x, data.edge_index).softmax(-1)
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        return self(graph.x, graph.edge_index)

@@ -20,6 +20,7 @@ from torch_geometric.data import Data
 from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.local import LocalCollection, LocalCollector
 from .base import UNITS, PrivateModule
+from .releases import Draw, Release
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
 
@@ -50,7 +51,11 @@ class LocallyPrivateModule(PrivateModule):
         if not self.labels_private():  # e.g. PGC: labels are public in its threat model
             self.accountant.unit = UNITS[("ldp", "features")]
         self.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
-        self._collection: LocalCollection | None = None
+        # the release: what every node sent, collected once before the fit
+        self.declare_releases(Release(
+            COLLECTION_KEY, self._plan_collection, self._collect,
+            save=LocalCollection.state_dict, load=LocalCollection.from_state_dict,
+        ))  # fmt: skip
         self._features: torch.Tensor | None = None  # decoded collection (post-processing)
         self._graph: Data | None = None
 
@@ -78,13 +83,31 @@ class LocallyPrivateModule(PrivateModule):
         return bool(self.collector.collect_labels) and eps is not None and math.isfinite(eps)
 
     # -- the collection (node side), once ---------------------------------------------------------
-    def on_fit_start(self) -> None:
-        super().on_fit_start()
-        if self._collection is None:  # a restored checkpoint already holds it
-            gen = self.noise_generator()
-            self._collection = self.run_once(lambda: self.collector.collect(
-                self._graph, self.accountant, gen, self._declared_classes()
-            ))
+    @property
+    def _collection(self) -> LocalCollection | None:
+        return self.releases.get(COLLECTION_KEY)
+
+    def _collect(self, d: Draw) -> LocalCollection:
+        """The fit's collection (features and, when collected, labels) or, on a new graph,
+        its nodes' features only (no label is sent)."""
+        if d.fit:
+            return self.collector.collect(
+                d.graph, d.accountant, d.generator, self._declared_classes()
+            )
+        return self.collector.collect(d.graph, d.accountant, d.generator, labels=False)
+
+    def _plan_collection(self, accountant: PrivacyAccountant, z: float | None) -> None:
+        if self._graph is None:
+            raise RuntimeError("the spend of an LDP collection is known once the data is set up")
+        self.collector.account(
+            accountant, int(self._graph.num_features), self._declared_classes() or 0
+        )
+
+    def release_graph(self) -> Data:
+        return self._graph
+
+    def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
+        if self._collection is not None:
             self._collected()
 
     def _declared_classes(self) -> int | None:
@@ -113,14 +136,17 @@ class LocallyPrivateModule(PrivateModule):
         return self._features
 
     # -- a new graph: its nodes' own locally private features ----------------------------------
+    def inductive_accountant(self, graph: Data) -> PrivacyAccountant:
+        delta = self.collector.delta if self.collector.needs_delta else None
+        unit = "each node's features, perturbed on the node (edges are public; no label is sent)"
+        return PrivacyAccountant("ldp", delta, unit=unit)
+
     def collect_from(self, data: Data) -> LocalCollection:
         """What the nodes of a new graph send to this trained model: their features perturbed
         with the model's mechanism and fresh noise (no label). In a deployment each node runs
         this on its own device; the per-node cost is in ``last_inference_report``."""
         self.check_feature_width(data, "same columns, same feature range")
-        delta = self.collector.delta if self.collector.needs_delta else None
-        unit = "each node's features, perturbed on the node (edges are public; no label is sent)"
-        acc = PrivacyAccountant("ldp", delta, unit=unit)
+        acc = self.inductive_accountant(data)
         collection = self.collector.collect(data, acc, None, labels=False)
         self.last_inference_report = PrivacyReport.from_accountant(acc)
         return collection
@@ -130,43 +156,17 @@ class LocallyPrivateModule(PrivateModule):
         of what the nodes sent)."""
         raise NotImplementedError
 
-    @torch.no_grad()
-    def predict_inductive(
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        features = self.collector.features(outputs[COLLECTION_KEY]).to(self.device)
+        return self.logits_from(features, graph)
+
+    def predict_inductive(  # type: ignore[override]
         self, data: Data, collection: LocalCollection | None = None
     ) -> torch.Tensor:
         """Class probabilities on a new graph from what its nodes sent: ``collection`` (their
         locally private features, e.g. from :meth:`collect_from` on their devices) or, when
-        ``None``, collected now with fresh noise. The training collection is not touched."""
-        if collection is None:
-            collection = self.collect_from(data)
-        features = self.collector.features(collection).to(self.device)
-        was_training = self.training
-        self.eval()
-        try:
-            return self.logits_from(features, self.on_device(data)).softmax(-1)
-        finally:
-            self.train(was_training)
-
-    # -- the plan: the collection, if it has not run yet (training costs nothing) ----------------
-    def plan_mechanisms(
-        self, accountant: PrivacyAccountant, noise_multiplier: float | None
-    ) -> bool:
-        if self._collection is not None:
-            return True
-        if self._graph is None:
-            raise RuntimeError("the spend of an LDP collection is known once the data is set up")
-        self.collector.account(
-            accountant, int(self._graph.num_features), self._declared_classes() or 0
-        )
-        return True
-
-    # -- checkpoints: the collection is the mechanism's output ----------------------------------
-    def mechanism_outputs(self) -> dict[str, Any]:
-        c = self._collection
-        return {COLLECTION_KEY: None if c is None else c.state_dict()}
-
-    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
-        state = outputs.get(COLLECTION_KEY)
-        self._collection = None if state is None else LocalCollection.from_state_dict(state)
-        if self._collection is not None:
-            self._collected()
+        ``None``, collected now with fresh noise (the base lifecycle: counted on that graph's
+        ledger, a repeated call returns the same collection). The training collection is not
+        touched."""
+        given = None if collection is None else {COLLECTION_KEY: collection}
+        return super().predict_inductive(data, given)

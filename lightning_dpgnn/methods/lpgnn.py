@@ -282,10 +282,7 @@ class LPGNN(LocallyPrivateModule):
         view = self.server_view(data)
         return self._log_accuracy(self(view["h"], view["adj"]), data, "test")
 
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        """Class probabilities of every node (post-processing of the collection); a graph
-        marked ``data.inductive = True`` is a new graph (:meth:`predict_inductive`)."""
-        if getattr(data, "inductive", False):
-            return self.predict_inductive(data)
+    def transductive_probs(self, data: Data) -> torch.Tensor:
+        """Class probabilities of every node (post-processing of the collection)."""
         view = self.server_view(data)
         return self(view["h"], view["adj"]).softmax(-1)

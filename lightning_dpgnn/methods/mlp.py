@@ -90,8 +90,12 @@ class _NodeMLP(RowTrainingMixin, PrivateModule):
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._eval(data, "test")
 
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+    def transductive_probs(self, data: Data) -> torch.Tensor:
         return self(self._input_features(data.x)).softmax(-1)
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        """A new graph's nodes: their features only (no edge is read, nothing is released)."""
+        return self(self._input_features(graph.x))
 
 
 class MLP(StagedTrainingMixin, _NodeMLP):

@@ -196,11 +196,8 @@ class PGC(_PGCModule):
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._log_accuracy(self._logits(data), data, "test")
 
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        """Probabilities on the training graph; on a graph marked ``data.inductive = True``,
-        from its own nodes' locally private features (:meth:`predict_inductive`)."""
-        if getattr(data, "inductive", False):
-            return self.predict_inductive(data)
+    def transductive_probs(self, data: Data) -> torch.Tensor:
+        """Probabilities on the training graph (post-processing of the collection)."""
         return self._logits(data).softmax(-1)
 
 

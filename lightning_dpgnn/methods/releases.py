@@ -77,6 +77,8 @@ class Release:
             partitions) and ``draw`` draws its noise once itself (``PrivateModule.run_once``);
             otherwise rank 0 alone calls it and broadcasts the output.
         inductive: drawn again, with fresh noise, on a new graph (inductive inference).
+        save, load: the output to and from what checkpoints and published folders store
+            (tensors, numbers, lists and dicts of them); identity by default.
     """
 
     name: str
@@ -86,6 +88,8 @@ class Release:
     stream: int = 0
     collective: bool = False
     inductive: bool = True
+    save: Callable[[Any], Any] = lambda value: value
+    load: Callable[[Any], Any] = lambda state: state
 
 
 def graph_digest(graph: Data) -> str:
@@ -195,7 +199,10 @@ class Releases:
     # -- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """The cached outputs (what a checkpoint and a published folder store)."""
-        return dict(self.values)
+        return {
+            name: None if value is None else self.declared[name].save(value)
+            for name, value in self.values.items()
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore cached outputs: a restored release is never drawn again. Names not
@@ -206,7 +213,10 @@ class Releases:
                 f"the checkpoint holds releases this model does not declare: {unknown} "
                 f"(declared: {sorted(self.declared)})"
             )
-        self.values = {name: state.get(name) for name in self.declared}
+        self.values = {
+            name: None if state.get(name) is None else r.load(state[name])
+            for name, r in self.declared.items()
+        }
 
     def clear(self) -> None:
         """Forget every cached output of the fit (a new fit draws afresh)."""

@@ -244,7 +244,7 @@ class OnePhaseDPSGDMixin:
         self.phase.plan(accountant, noise_multiplier, max(0, steps - done))
         return True
 
-    def plan_mechanisms(self, accountant: Any, noise_multiplier: float | None) -> bool:
+    def plan_steps(self, accountant: Any, noise_multiplier: float | None) -> bool:
         return self.plan_phase(accountant, noise_multiplier)
 
     def _trainer_steps(self) -> int | None:

@@ -21,9 +21,9 @@ from torch_geometric.data import Data
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import compact_features, resolve_normalization
 from ..nn.sage import SAGENet
-from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.edgerand import AsymmetricRandomizedResponse
 from .base import PrivateModule
+from .releases import Draw, Release
 
 __all__ = ["SAGE", "EdgeRand"]
 
@@ -141,8 +141,13 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         return self._log_accuracy(self._logits(data), data, "test")
 
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._logits(data).softmax(-1)
+    def transductive_probs(self, data: Data) -> torch.Tensor:
+        return self._logits(self.on_device(data)).softmax(-1)
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        """A new graph: its own edges (SAGE) or its randomized release (EdgeRand)."""
+        edges = outputs.get("edges", graph.edge_index)
+        return self.net(graph.x, edges)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_save_checkpoint(checkpoint)
@@ -213,26 +218,18 @@ class EdgeRand(_SAGEModule):
             epsilon, edge_unit=edge_unit, density_share=density_share,
             name=self.mechanism_name,
         )
-        #: the cached mechanism output: the randomized graph's ``[2, E']`` edge index
-        self.noisy_edge_index: torch.Tensor | None = None
+        # the release: the randomized graph's ``[2, E']`` edge index, drawn before the fit
+        self.declare_releases(Release(
+            "edges", lambda acc, z: self.arr.account(acc), self._randomize,
+        ))  # fmt: skip
 
-    # -- the plan: one release, before the first epoch -------------------------------------------
-    def plan_mechanisms(
-        self, accountant: PrivacyAccountant, noise_multiplier: float | None
-    ) -> bool:
-        if self.noisy_edge_index is None:
-            self.arr.account(accountant)
-        return True
+    @property
+    def noisy_edge_index(self) -> torch.Tensor | None:
+        """The cached release: the randomized graph's ``[2, E']`` edge index."""
+        return self.releases.get("edges")
 
-    def on_enter_stage(self, stage_index: int) -> None:
-        if self.noisy_edge_index is None:
-            data = self._datamodule_graph()
-            # one noisy graph for the whole fit: under DDP rank 0 draws it and broadcasts it
-            self.noisy_edge_index = self.run_once(
-                lambda: self.arr(
-                    data.edge_index, data.num_nodes, self.accountant, self.noise_generator()
-                )
-            )
+    def _randomize(self, d: Draw) -> torch.Tensor:
+        return self.arr(d.graph.edge_index, d.graph.num_nodes, d.accountant, d.generator)
 
     def _has_graph(self) -> bool:
         return self.noisy_edge_index is not None
@@ -243,31 +240,7 @@ class EdgeRand(_SAGEModule):
                 "EdgeRand has no randomized graph yet: fit the model (or load a fitted "
                 "checkpoint) before test/predict on the training graph"
             )
-        if self.noisy_edge_index.device != data.x.device:  # once (drawn on the CPU, restored)
-            self.noisy_edge_index = self.noisy_edge_index.to(data.x.device)
+        if self.noisy_edge_index.device != data.x.device:  # once (restored on the CPU)
+            self.releases.set("edges", self.noisy_edge_index.to(data.x.device))
         return self.noisy_edge_index
 
-    def predict_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        """Transductive (the cached randomized graph, no spend) unless ``data.inductive`` is
-        set: a new graph is then randomized afresh (:meth:`predict_inductive`)."""
-        if getattr(data, "inductive", False):
-            return self.predict_inductive(data)
-        return super().predict_step(data, batch_idx)
-
-    @torch.no_grad()
-    def predict_inductive(self, data: Data) -> torch.Tensor:
-        """Class probabilities on a new graph, randomized with fresh noise; its spend is in
-        ``last_inference_report`` (a disjoint graph: parallel composition)."""
-        self.check_feature_width(data, "same columns, same public code book")
-        data = self.on_device(data)
-        acc = PrivacyAccountant("edge", unit=self.accountant.unit)
-        edges = self.arr(data.edge_index, data.num_nodes, acc, None)
-        self.last_inference_report = PrivacyReport.from_accountant(acc)
-        return self.net(data.x, edges).softmax(-1)
-
-    # -- checkpoints ---------------------------------------------------------------------------
-    def mechanism_outputs(self) -> dict[str, Any]:
-        return {self.mechanism_name: self.noisy_edge_index}
-
-    def load_mechanism_outputs(self, outputs: dict[str, Any]) -> None:
-        self.noisy_edge_index = outputs.get(self.mechanism_name)
