@@ -162,12 +162,13 @@ model = GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1, max_degr
 t, out["GAP-node"] = fit(model)
 out["GAP-node"]["cache"] = digest([model.aggregates])
 # resume (Trainer.fit(ckpt_path=...)) of a sharded node-level fit (aggregation + DP-SGD) from
-# a checkpoint written before the aggregation (epoch 0: encoder stage) and one written after it
-# (epoch 1: one classifier epoch left): the ledger of the uninterrupted fit, and the cache of
+# a checkpoint written before the aggregation (epoch 0: one encoder epoch left) and one written
+# after it (epoch 2: one classifier epoch left; the aggregation is drawn when the encoder stage
+# ends, before that epoch's checkpoint): the ledger of the uninterrupted fit, and the cache of
 # the interrupted one when it was written (restored, never drawn again)
 def resumable():
     return GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1, max_degree=100,
-               encoder_epochs=1, classifier_epochs=2, batch_size=256, seed=0)
+               encoder_epochs=2, classifier_epochs=2, batch_size=256, seed=0)
 
 
 model = resumable()
@@ -176,7 +177,7 @@ t = trainer(enable_checkpointing=True, callbacks=[saver])
 t.fit(model, NodeDataModule("csbm", seed=0))
 out["resume-whole"] = {"cache": digest([model.aggregates]), "epochs": t.current_epoch,
                        "ledger": model.accountant.state_dict()["ledger"]}
-for epoch in (0, 1):
+for epoch in (0, 2):
     model = resumable()
     t = trainer()
     t.fit(model, NodeDataModule("csbm", seed=0), ckpt_path=f"{OUT}/resume/epoch={epoch}.ckpt")

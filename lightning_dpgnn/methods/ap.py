@@ -197,6 +197,14 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def _draw_counts(self, d: Draw) -> torch.Tensor:
         return self._count_labels(d.graph, d.accountant, d.generator, fit=d.fit)
 
+    def _whole(self, rows: torch.Tensor) -> torch.Tensor:
+        """All ``N`` rows of a cached hop release (what checkpoints and the hub store): gathered
+        from the ranks' blocks while they are sharded (a collective, as Lightning calls
+        ``on_save_checkpoint`` on every rank)."""
+        if self._cache_block is None or self._graph is None:
+            return rows
+        return gather_rows(rows, self._graph.num_nodes)
+
     def _plan_hops(self, hops: range) -> Any:
         """The plan of the hops ``hops`` (0-based): each at its share of the budget."""
 

@@ -143,7 +143,7 @@ class GAP(AggregationPerturbationModule):
         # the PMA's K noisy hops of the encoder output, [N, K, d]: read from stage 1 on
         self.declare_releases(Release(
             self.mechanism_name, self._plan_hops(range(hops)), self._draw_hops, stage=1,
-            collective=True,
+            collective=True, save=self._whole,
         ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None

@@ -226,7 +226,7 @@ class ProGAP(AggregationPerturbationModule):
         self.declare_releases(*(
             Release(
                 self._nap_name(s), self._plan_hops(range(s - 1, s)), self._nap_draw(s),
-                stage=s, stream=s, collective=True,
+                stage=s, stream=s, collective=True, save=self._whole,
             )
             for s in range(1, depth + 1)
         ))  # fmt: skip

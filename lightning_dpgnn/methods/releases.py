@@ -42,6 +42,10 @@ from ..privacy import PrivacyAccountant
 __all__ = ["Draw", "Release", "Releases", "graph_digest"]
 
 
+def _identity(value: Any) -> Any:
+    return value
+
+
 @dataclass
 class Draw:
     """What a release's ``draw`` receives.
@@ -88,8 +92,8 @@ class Release:
     stream: int = 0
     collective: bool = False
     inductive: bool = True
-    save: Callable[[Any], Any] = lambda value: value
-    load: Callable[[Any], Any] = lambda state: state
+    save: Callable[[Any], Any] = _identity
+    load: Callable[[Any], Any] = _identity
 
 
 def graph_digest(graph: Data) -> str:

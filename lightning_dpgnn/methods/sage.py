@@ -21,6 +21,7 @@ from torch_geometric.data import Data
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import compact_features, resolve_normalization
 from ..nn.sage import SAGENet
+from ..privacy import PrivacyAccountant
 from ..privacy.edgerand import AsymmetricRandomizedResponse
 from .base import PrivateModule
 from .releases import Draw, Release
@@ -220,13 +221,16 @@ class EdgeRand(_SAGEModule):
         )
         # the release: the randomized graph's ``[2, E']`` edge index, drawn before the fit
         self.declare_releases(Release(
-            "edges", lambda acc, z: self.arr.account(acc), self._randomize,
+            "edges", self._plan_randomize, self._randomize,
         ))  # fmt: skip
 
     @property
     def noisy_edge_index(self) -> torch.Tensor | None:
         """The cached release: the randomized graph's ``[2, E']`` edge index."""
         return self.releases.get("edges")
+
+    def _plan_randomize(self, accountant: PrivacyAccountant, z: float | None) -> None:
+        self.arr.account(accountant)
 
     def _randomize(self, d: Draw) -> torch.Tensor:
         return self.arr(d.graph.edge_index, d.graph.num_nodes, d.accountant, d.generator)
