@@ -125,9 +125,9 @@ def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, gra
 
     # checkpoints and the hub get CPU tensors
     state = model.privacy_state()
-    saved = state["outputs"][model.mechanism_name]
-    assert saved is not None and not any(cuda.on_device(t) for t in torch.atleast_1d(saved))
-    for t in saved if isinstance(saved, list) else [saved]:
+    saved = [t for t in state["outputs"].values() if t is not None]
+    assert len(saved) == len(model.releases.declared)  # every release: the hops (and counts)
+    for t in saved:
         assert not cuda.on_device(t) and t.device.type == "cpu"
 
     # prediction on the training graph (Lightning's batch: on the device) from the cache, and
@@ -139,7 +139,7 @@ def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, gra
     # a model restored from the checkpoint state (a CPU cache) and moved to the device
     restored = private(make(), graph)
     restored.load_privacy_state(state)
-    restored.load_staged_state(model.staged_state(), len(model.stages))
+    restored.load_staged_state(model.staged_state(), {"epoch": len(model.stages)})
     cuda.module(restored)
     assert cuda.on_device(restored.predict_step(batch, 0))
     assert on_cuda(cuda, restored.aggregates)
@@ -150,7 +150,7 @@ def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, gra
 def test_dpgnn_releases_its_aggregate_on_the_module_device(cuda, graph):
     model = private(DPGNN(epsilon=None, noise_multiplier=1.0, max_degree=200), graph)
     cuda.module(model)
-    model.release_aggregate()
+    model.draw_releases()
     assert cuda.on_device(model.noisy_aggregate)
     assert not cuda.on_device(model.privacy_state()["outputs"][model.mechanism_name])
     batch = copy.copy(graph).to("cuda")

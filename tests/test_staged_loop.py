@@ -70,7 +70,8 @@ def test_killed_and_resumed_fit_ends_with_the_same_ledger(
         assert trainer.current_epoch == 6
         assert resumed.accountant.state_dict() == full.accountant.state_dict()
         assert resumed.privacy_spent().epsilon == pytest.approx(full.privacy_spent().epsilon)
-        if epoch >= 3:  # the aggregates were in the checkpoint: never recomputed on resume
+        # the aggregation is drawn when the encoder stage ends, before that epoch's checkpoint
+        if epoch >= 2:  # the aggregates were in the checkpoint: never recomputed on resume
             assert resumed.pma is None  # the mechanism was never even built
             assert torch.equal(resumed.aggregates, full.aggregates)
         else:

@@ -150,6 +150,9 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         """The cached release: the noisy aggregate of the training graph ``[N, F]``."""
         return self.releases.get(self.mechanism_name)
 
+    def release_graph(self) -> Data:
+        return self.on_device(self._graph)  # the graph setup checked against D
+
     def _plan_aggregate(self, accountant: PrivacyAccountant, z: float | None) -> None:
         self._aggregation(z).account(accountant)
 

@@ -1,0 +1,105 @@
+"""Privacy levels and protected units: one object each, instead of strings compared everywhere.
+
+:class:`Level` is a ``str`` enum, so ``Level.EDGE == "edge"`` and a level reads and writes as
+its plain name in hyper-parameters, configs, reports and JSON; what a level *means* (whether
+labels, edges or features are protected, which adjacency delta counts) lives here once.
+:class:`Unit` is what one neighbouring step changes (one undirected edge, one node with all its
+data, each node's features, one client's graph), written out in words for reports and cards.
+
+Pure python: no Lightning imports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = ["EDGE_UNITS", "LEVELS", "CENTRAL_LEVELS", "Level", "Unit"]
+
+#: what one unit of edge-level privacy is: one friendship (both directions) or one arc
+EDGE_UNITS: tuple[str, ...] = ("undirected", "directed")
+
+
+class Level(str, Enum):
+    """A privacy level (the adjacency notion of a guarantee)."""
+
+    NONE = "none"  #: non-private: data is read in the clear
+    EDGE = "edge"  #: edge-level DP: neighbouring graphs differ in one edge (or friendship)
+    NODE = "node"  #: node-level DP: neighbouring graphs differ in one node and all its data
+    LDP = "ldp"  #: local DP: each node (or client) perturbs its own data before sending it
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, level: str | Level) -> Level:
+        """``level`` as a :class:`Level`, with a clear error for an unknown name."""
+        try:
+            return cls(level)
+        except ValueError:
+            raise ValueError(
+                f"unknown privacy level {level!r}; use one of {LEVELS}"
+            ) from None
+
+    @property
+    def private(self) -> bool:
+        """Whether the level protects anything (every level but ``none``)."""
+        return self is not Level.NONE
+
+    @property
+    def protects_nodes(self) -> bool:
+        """Node level: a node's features, label and edges are all protected."""
+        return self is Level.NODE
+
+    @property
+    def central(self) -> bool:
+        """A trusted curator holds the raw graph and releases noisy functions of it."""
+        return self in (Level.EDGE, Level.NODE)
+
+
+LEVELS: tuple[str, ...] = tuple(level.value for level in Level)
+#: the levels of a centrally private method (a curator holds the graph)
+CENTRAL_LEVELS: tuple[str, ...] = (Level.NONE.value, Level.EDGE.value, Level.NODE.value)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one step between neighbouring inputs changes, at a level.
+
+    Attributes:
+        level: the privacy level.
+        detail: ``"undirected"`` / ``"directed"`` at edge level; at local DP what each node
+            sends (``"features"``: features only, labels public; ``"features+labels"``; or
+            ``"graph"``: one client's whole graph); unused at node level.
+    """
+
+    level: Level
+    detail: str | None = None
+
+    _WORDS = {
+        ("edge", "undirected"): "one undirected edge (both of its directions)",
+        ("edge", "directed"): "one directed edge (the thesis' unit; a friendship is two of them)",
+        ("node", None): "one node with all its edges, features and label",
+        ("ldp", None): "each node's features and label, perturbed on the node (edges are public)",
+        ("ldp", "features+labels"): "each node's features and label, perturbed on the node "
+        "(edges are public)",
+        ("ldp", "features"): "each node's features, perturbed on the node (edges and labels are "
+        "public)",
+        ("ldp", "graph"): "one client's whole graph (its structure, features and label), "
+        "perturbed by the client before it is sent",
+    }
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "level", Level.of(self.level))
+        if self.level is Level.EDGE and self.detail not in EDGE_UNITS:
+            raise ValueError(f"an edge unit is one of {EDGE_UNITS}, got {self.detail!r}")
+
+    def describe(self) -> str:
+        """The unit in words (``""`` without privacy)."""
+        if self.level is Level.NONE:
+            return ""
+        key = (self.level.value, None if self.level is Level.NODE else self.detail)
+        return self._WORDS.get(key, "")
+
+    def __str__(self) -> str:
+        return self.describe()
