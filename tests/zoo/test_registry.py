@@ -11,7 +11,8 @@ import pytest
 import torch
 import yaml
 from huggingface_hub import ModelCard
-from lightning_dpgnn.zoo import hub, registry
+from lightning_dpgnn.publish import hub
+from lightning_dpgnn.zoo import registry
 from zoo_testing import quiet_trainer
 
 import lightning_dpgnn
