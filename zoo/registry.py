@@ -168,8 +168,8 @@ def _method_class(e: ZooEntry):
 
 def _not_available(name: str, folder: Path, why: str) -> FileNotFoundError:
     return FileNotFoundError(
-        f"zoo model {name!r} is not built here ({folder}) and {why}: build it with "
-        f"`dpgnn zoo build {name}` (or zoo.load({name!r}, build=True))"
+        f"zoo model {name!r} is not built here ({folder}) and {why}. Build it with "
+        f"`dpgnn zoo build {name}` (or zoo.load({name!r}, build=True))."
     )
 
 
@@ -196,21 +196,21 @@ def load(
     into its build folder (``dpgnn zoo build NAME``, with the fit's progress bar) and loads that;
     otherwise a one-line :class:`FileNotFoundError` says how to build it."""
     e = entry(name, registry)
-    cls = _method_class(e)
     folder = Path(local_dir) if local_dir is not None else build_dir(name)
     built = folder.is_dir()
     if prefer_local and built:
-        return cls.from_pretrained(folder)
+        return _method_class(e).from_pretrained(folder)
     if repo_id is None and not e.published:
-        why = f"is not published on the hub yet ({e.repo_id}: published: false in the registry)"
+        why = f"it is not published on the hub yet ({e.repo_id}: published: false in the registry)"
     else:
         target = repo_id or e.repo_id
         try:
-            return cls.from_pretrained(target, revision=revision, cache_dir=cache_dir)
+            return _method_class(e).from_pretrained(target, revision=revision,
+                                                    cache_dir=cache_dir)
         except hub.VerificationError:
             raise
         except hub.HubUnreachableError as err:
-            why = f"the hub holds no cached copy of {target}: {str(err).split(': ', 1)[-1]}"
+            why = str(err)
         except Exception as err:  # noqa: BLE001 - hub errors vary; say what to do instead
             why = (f"{target} is not available from the hub at {hub.hub_endpoint()} "
                    f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})")
@@ -221,7 +221,7 @@ def load(
         raise _not_available(name, folder, why)
     print(f"zoo: {name} is not built here and {why}; building it from "
           f"zoo/recipes/{e.recipe}.yaml into {folder} (= dpgnn zoo build {name})", flush=True)
-    return cls.from_pretrained(_build_entry(name, folder, registry=registry))
+    return _method_class(e).from_pretrained(_build_entry(name, folder, registry=registry))
 
 
 def push(

@@ -630,7 +630,7 @@ def resolve_folder(
 
         if down is not None and isinstance(err, LocalEntryNotFoundError):
             raise HubUnreachableError(
-                f"{text} is not in the hub cache and the hub cannot be reached: {down}"
+                f"{text} is not in the hub cache and the hub cannot be reached ({down})"
             ) from None
         raise
     return report.parent
