@@ -12,6 +12,13 @@ import pytest
 import torch
 from huggingface_hub import ModelCard, constants
 from lightning_dpgnn.callbacks import PrivacyBudget
+from safetensors.torch import load_file, save_file
+from zoo_testing import quiet_trainer
+
+import lightning_dpgnn
+from lightning_dpgnn import GAP, LPGNN, PGCLinkPrediction, PrivateModule
+from lightning_dpgnn.data import NodeDataModule
+from lightning_dpgnn.methods import DPMLP
 from lightning_dpgnn.publish.hub import (
     CONFIG,
     OUTPUTS,
@@ -20,13 +27,6 @@ from lightning_dpgnn.publish.hub import (
     PublishError,
     VerificationError,
 )
-from safetensors.torch import load_file, save_file
-from zoo_testing import quiet_trainer
-
-import lightning_dpgnn
-from lightning_dpgnn import GAP, LPGNN, PGCLinkPrediction, PrivateModule
-from lightning_dpgnn.data import NodeDataModule
-from lightning_dpgnn.methods import DPMLP
 
 
 def _predict(model, dm, tmp_path):
@@ -302,6 +302,7 @@ def test_node_level_and_ldp_cards_state_their_guarantee(make, dm_kw, protected, 
 
 def test_a_zoo_entrys_card_states_its_benchmark_accuracy_and_rebuild_command(gap_edge):
     from lightning_dpgnn.zoo import registry
+
     from lightning_dpgnn.publish.card import model_card
 
     entry = registry.entry("gap-edge-rutgers89-eps4")
@@ -313,6 +314,33 @@ def test_a_zoo_entrys_card_states_its_benchmark_accuracy_and_rebuild_command(gap
     meta = card.data.to_dict()
     assert meta["model-index"][0]["results"][0]["metrics"][0]["value"] == a["mean"]
     assert meta["measured_test_accuracy"] == 0.5 and meta["datasets"] == [entry.dataset]
+
+
+def test_the_card_says_label_counts_and_what_a_new_graph_needs(gap_edge, csbm, tmp_path):
+    """GAP/ProGAP count labels by default at edge level: the card's method line says so, the
+    ledger note of the counts cites no thesis result (the thesis has no such mechanism), and
+    the usage snippet says a new graph needs its known labels (``train_mask``/``y``)."""
+    from lightning_dpgnn.publish.card import model_card
+
+    model, _ = gap_edge
+    assert model.label_counts
+    text = model_card(model).text
+    method = next(line for line in text.splitlines() if line.startswith("**Method:**"))
+    assert "with label counts" in method and "not in the paper" in method
+    ledger = [line for line in text.splitlines() if line.startswith("  - `label_counts:")]
+    assert len(ledger) == 1
+    assert "Lemma" not in ledger[0] and "Theorem" not in ledger[0]
+    assert "not of the GAP/ProGAP papers or the thesis" in ledger[0]
+    use = text.split("## Use")[1].split("## Rebuild")[0]
+    assert "new_graph.inductive = True" in use and "new_graph.train_mask" in use
+    assert "not covered by epsilon" in text
+
+    papers = GAP(privacy="edge", epsilon=1.0, encoder_epochs=1, classifier_epochs=1,
+                 label_counts=False)
+    quiet_trainer(tmp_path, max_epochs=2).fit(papers, csbm)
+    text = model_card(papers).text
+    assert "label counts" not in text and "train_mask" not in text
+    assert "new_graph.inductive = True" in text
 
 
 def test_a_card_that_states_another_guarantee_is_refused(gap_edge, tmp_path):
