@@ -38,6 +38,7 @@ from lightning_dpgnn.attacks import (
 )
 from lightning_dpgnn.data import NodeDataSource
 from lightning_dpgnn.methods import PrivateModule, require_private_model
+from lightning_dpgnn.publish.card import describe_audit as describe  # the card's audit line
 
 __all__ = ["PrivacyAudit", "run_audit"]
 
@@ -98,27 +99,6 @@ def _bound_fields(prefix: str, r: AuditResult) -> dict[str, Any]:
         f"{prefix}epsilon_lower": r.epsilon_lower, f"{prefix}epsilon_audited": r.epsilon_accounted,
         f"{prefix}epsilon_trials": r.trials, f"{prefix}epsilon_mechanism": r.unit,
     }  # fmt: skip
-
-
-def describe(audit: dict[str, Any]) -> str:
-    """One line: ``epsilon = 8; measured MIA AUC 0.51 ± 0.01; ...``."""
-    eps = "inf" if audit.get("epsilon") is None else f"{audit['epsilon']:.3g}"
-    parts = [f"epsilon = {eps}"]
-    for key, name in (("mia_auc", "MIA AUC"), ("link_auc", "link-stealing AUC")):
-        if key in audit:
-            half = (audit[f"{key}_high"] - audit[f"{key}_low"]) / 2
-            parts.append(f"measured {name} {audit[key]:.2f} ± {half:.2f}")
-    if "epsilon_lower" in audit:
-        parts.append(
-            f"DP-SGD audit: epsilon >= {audit['epsilon_lower']:.2f} (its ledger: "
-            f"{audit['epsilon_audited']:.2f})"
-        )
-    if "aggregation_epsilon_lower" in audit:
-        parts.append(
-            f"aggregation audit: epsilon >= {audit['aggregation_epsilon_lower']:.2f} (its "
-            f"ledger, one call: {audit['aggregation_epsilon_audited']:.2f})"
-        )
-    return "; ".join(parts)
 
 
 class PrivacyAudit(L.Callback):

@@ -3,32 +3,70 @@
 data -> methods -> privacy: ``privacy/`` is pure torch/numpy (no Lightning, nothing from the
 rest of the package), ``data/`` reads and prepares graphs and knows nothing of mechanisms or
 methods, and ``methods/`` uses ``data/`` only for its DataModules.
+
+zoo, callbacks -> methods -> publish: ``publish/`` (the hub format and the model card) imports
+nothing of ``methods/``, ``zoo/`` or ``callbacks/``, and no import cycle joins those four
+(``callbacks/`` and ``zoo/`` are top-level folders mapped into the package: their modules are
+read under their import names, ``lightning_dpgnn.callbacks`` and ``lightning_dpgnn.zoo``).
+Every import counts, those inside functions included; only ``if TYPE_CHECKING:`` blocks,
+which never run, are left out of the cycle check.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "lightning_dpgnn"
+#: import name -> folder, as pyproject.toml maps them (``lightning_dpgnn.zoo`` -> ``zoo/``)
+PACKAGE_DIRS = {
+    name: ROOT / folder
+    for name, folder in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+        "setuptools"]["package-dir"].items()
+}
+#: the groups whose import graph must have no cycle
+GROUPS = ("methods", "zoo", "callbacks", "publish")
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    """The import name of ``path``, through the package-dir mapping (longest folder first)."""
+    path = path.resolve()
+    for name, folder in sorted(PACKAGE_DIRS.items(), key=lambda kv: -len(kv[1].parts)):
+        if folder.resolve() in path.parents:
+            parts = [*name.split("."), *path.relative_to(folder.resolve()).with_suffix("").parts]
+            break
+    else:
+        raise ValueError(f"{path} is in no package")
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
-def _imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
-    """``(absolute module, imported names)`` for every import statement of ``path``."""
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """``id`` of every node inside an ``if TYPE_CHECKING:`` block."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for stmt in node.body:
+                skipped |= {id(n) for n in ast.walk(stmt)}
+    return skipped
+
+
+def _imports(path: Path, runtime_only: bool = False) -> list[tuple[str, tuple[str, ...]]]:
+    """``(absolute module, imported names)`` for every import statement of ``path``
+    (``runtime_only``: without those under ``if TYPE_CHECKING:``)."""
     name = _module_name(path)
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: list[tuple[str, tuple[str, ...]]] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    skipped = _type_checking_only(tree) if runtime_only else set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found += [(alias.name, ()) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -46,7 +84,9 @@ def _imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _modules(sub: str) -> list[Path]:
-    return sorted((PACKAGE / sub).rglob("*.py"))
+    """The modules of group ``sub`` (``methods``, ``zoo``, ...), wherever its folder is."""
+    folder = PACKAGE_DIRS.get(f"lightning_dpgnn.{sub}", PACKAGE / sub)
+    return sorted(folder.rglob("*.py"))
 
 
 def _within(module: str, package: str) -> bool:
@@ -82,6 +122,80 @@ def test_methods_use_data_only_for_its_datamodules(path):
         assert module in ("lightning_dpgnn.data", "lightning_dpgnn.data.datamodules"), module
         allowed = ("NodeDataSource", "TrainsFromGraph")  # the data modules' protocols
         assert all(n.endswith("DataModule") or n in allowed for n in names), names
+
+
+def test_the_import_parser_reads_the_mapped_folders_under_their_import_names():
+    assert _module_name(ROOT / "zoo" / "registry.py") == "lightning_dpgnn.zoo.registry"
+    assert _module_name(ROOT / "callbacks" / "__init__.py") == "lightning_dpgnn.callbacks"
+    found = dict(_imports(ROOT / "callbacks" / "__init__.py"))
+    assert "lightning_dpgnn.callbacks.privacy_audit" in found  # ``from .privacy_audit import``
+    assert all(_modules(g) for g in GROUPS)
+
+
+def _group(module: str) -> str | None:
+    for g in GROUPS:
+        if _within(module, f"lightning_dpgnn.{g}"):
+            return g
+    return None
+
+
+def _group_arrows() -> dict[tuple[str, str], list[str]]:
+    """``(importer group, imported group) -> [module: import, ...]`` over the runtime imports
+    of every module of the four groups."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for g in GROUPS:
+        for path in _modules(g):
+            for module, names in _imports(path, runtime_only=True):
+                targets = [module] + [f"{module}.{n}" for n in names]
+                to = next((t for t in map(_group, targets) if t not in (None, g)), None)
+                if to is not None:
+                    arrows.setdefault((g, to), []).append(f"{_module_name(path)}: {module}")
+    return arrows
+
+
+def _cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """Every elementary cycle of a small directed graph (as node lists)."""
+    found = []
+    nodes = sorted({a for a, _ in edges} | {b for _, b in edges})
+
+    def walk(start: str, node: str, path: list[str]) -> None:
+        for a, b in sorted(edges):
+            if a != node:
+                continue
+            if b == start:
+                found.append([*path, b])
+            elif b not in path and b > start:  # each cycle once, from its smallest node
+                walk(start, b, [*path, b])
+
+    for n in nodes:
+        walk(n, n, [n])
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({("methods", "publish"), ("publish", "methods")}) == [
+        ["methods", "publish", "methods"]]
+    assert _cycles({("zoo", "methods"), ("methods", "publish"), ("zoo", "publish")}) == []
+
+
+def test_no_import_cycle_joins_methods_zoo_callbacks_and_publish():
+    arrows = _group_arrows()
+    cycles = _cycles(set(arrows))
+    detail = {" -> ".join(c): [arrows[(a, b)][0] for a, b in zip(c, c[1:], strict=False)]
+              for c in cycles}
+    assert not cycles, f"import cycles (one import per arrow): {detail}"
+    assert ("methods", "publish") in arrows  # save_pretrained & co. use publish/
+
+
+@pytest.mark.parametrize("path", _modules("publish"), ids=lambda p: p.name)
+def test_publish_imports_nothing_from_methods_zoo_or_callbacks(path):
+    """Publishing sits below the methods: it reads a model through its interface
+    (``PublishableModel``), not through their classes, not even for type checking."""
+    for module, names in _imports(path):
+        for banned in ("methods", "zoo", "callbacks"):
+            targets = [module] + [f"{module}.{n}" for n in names]
+            assert not any(_within(t, f"lightning_dpgnn.{banned}") for t in targets), (
+                f"{path.name} imports {module} {names}")
 
 
 def test_the_suite_uses_a_temporary_processed_cache_by_itself():

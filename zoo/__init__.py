@@ -1,9 +1,10 @@
-"""The model zoo: recipes (YAML configs for ``dpgnn fit --config``), the registry of published
-private models, the hub format and the model cards.
+"""The model zoo: recipes (YAML configs for ``dpgnn fit --config``), the registry of private
+models and ``dpgnn zoo``. The hub folder format and the model cards live in
+:mod:`lightning_dpgnn.publish`.
 
 >>> from lightning_dpgnn import zoo
 >>> zoo.list()                        # the registry as a table
->>> model = zoo.load("gap-edge-csbm-eps1")   # a local build, or the hub (cached)
+>>> model = zoo.load("gap-edge-csbm-eps1", build=True)   # a local build, the hub, or built now
 >>> probs = model.predict_step(zoo.data("gap-edge-csbm-eps1"), 0)   # its training graph
 """
 

@@ -6,7 +6,10 @@
     dpgnn zoo push NAME --repo-id ORG/NAME [--dir DIR]
     dpgnn zoo pull NAME [--repo-id ORG/NAME] [--revision REV]
 
-Hub calls honour ``HF_ENDPOINT``, ``HF_TOKEN`` and ``HF_HUB_OFFLINE``.
+Hub calls honour ``HF_ENDPOINT``, ``HF_TOKEN`` and ``HF_HUB_OFFLINE``; an unreachable hub is
+asked once, with a short timeout (``DPGNN_HUB_TIMEOUT``, seconds). ``push`` applies the
+publishing gate to the folder's own report (reproducible noise, missing report, halted or
+over-budget fit, a report edited after it was written) before anything leaves the machine.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import json
 import math
 import sys
 
-from . import hub, registry
+from lightning_dpgnn.publish import hub
+
+from . import registry
 
 __all__ = ["main"]
 
@@ -116,10 +121,12 @@ def run(args: list[str]) -> None:
 
 
 def main(args: list[str] | None = None) -> None:
-    """``dpgnn zoo ...``; errors end with one ``error:`` line and exit status 2."""
+    """``dpgnn zoo ...``; errors (bad arguments, unknown entries, refusals to publish or load,
+    an unreachable hub, hub errors) end with one ``error:`` message and exit status 2."""
     given = list(sys.argv[1:] if args is None else args)
     try:
         run(given)
-    except (ValueError, KeyError, FileNotFoundError, argparse.ArgumentError) as err:
+    except (ValueError, KeyError, OSError, argparse.ArgumentError) as err:
+        # OSError: missing files, ConnectionError (HubUnreachableError), hub HTTP errors
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None

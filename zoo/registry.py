@@ -1,10 +1,12 @@
 """The zoo registry (``zoo/registry.yaml``): list, inspect, build, load and publish entries.
 
-``build`` trains an entry's recipe exactly as ``dpgnn fit --config zoo/recipes/<recipe>.yaml``
-does, tests it, and writes a hub-ready folder (:mod:`lightning_dpgnn.zoo.hub`) whose card
-carries the entry's dataset, split, benchmark accuracy and rebuild command. ``load`` returns a
-ready model from a local build, or from the hub (cached; ``HF_HUB_OFFLINE`` and ``HF_ENDPOINT``
-are honoured).
+``build`` trains an entry's recipe exactly as ``dpgnn zoo build NAME`` (= ``dpgnn fit --config
+zoo/recipes/<recipe>.yaml``) does, tests it, and writes a hub-ready folder
+(:mod:`lightning_dpgnn.publish.hub`) whose card carries the entry's dataset, split, benchmark
+accuracy and rebuild command. ``load`` returns a ready model from a local build, or from the hub
+(cached; ``HF_HUB_OFFLINE`` and ``HF_ENDPOINT`` are honoured) when the entry is published there,
+or builds it on demand (``build=True``). An entry the registry marks unpublished is never
+looked up on the public hub, and an unreachable hub is asked once, with a short timeout.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from . import hub
+from lightning_dpgnn.publish import hub
 
 __all__ = ["ZooEntry", "entries", "entry", "table", "build_dir", "build", "load", "push"]
 
@@ -155,10 +157,20 @@ def build(
     return folder
 
 
+_build_entry = build  # ``load(build=True)`` shadows the name
+
+
 def _method_class(e: ZooEntry):
     import lightning_dpgnn
 
     return getattr(lightning_dpgnn, e.method)
+
+
+def _not_available(name: str, folder: Path, why: str) -> FileNotFoundError:
+    return FileNotFoundError(
+        f"zoo model {name!r} is not built here ({folder}) and {why}. Build it with "
+        f"`dpgnn zoo build {name}` (or zoo.load({name!r}, build=True))."
+    )
 
 
 def load(
@@ -169,28 +181,47 @@ def load(
     revision: str | None = None,
     cache_dir: str | Path | None = None,
     prefer_local: bool = True,
+    build: bool = False,
     registry: Path | None = None,
 ):
     """A ready model for entry ``name``: from ``local_dir`` (default: its build folder, when
     it exists and ``prefer_local``), else from the hub repository (``repo_id``, default the
     entry's) through the hub cache. The folder's report is verified before the model is
-    built."""
+    built.
+
+    The public hub is not asked for an entry the registry marks unpublished (``published:
+    false``) unless ``repo_id`` names a repository; an unreachable hub is asked once, with a
+    short timeout (:func:`~lightning_dpgnn.publish.hub.hub_unreachable`), and only the hub cache
+    is read then. When none of these holds the model, ``build=True`` trains it from its recipe
+    into its build folder (``dpgnn zoo build NAME``, with the fit's progress bar) and loads that;
+    otherwise a one-line :class:`FileNotFoundError` says how to build it."""
     e = entry(name, registry)
-    cls = _method_class(e)
     folder = Path(local_dir) if local_dir is not None else build_dir(name)
-    if prefer_local and folder.is_dir():
-        return cls.from_pretrained(folder)
-    try:
-        return cls.from_pretrained(repo_id or e.repo_id, revision=revision, cache_dir=cache_dir)
-    except hub.VerificationError:
-        raise
-    except Exception as err:  # noqa: BLE001 - hub errors vary; say what to do instead
-        raise FileNotFoundError(
-            f"zoo model {name!r} is neither built locally ({folder}) nor available from the hub "
-            f"({repo_id or e.repo_id} at {hub.hub_endpoint()}"
-            f"{', offline' if hub.hub_offline() else ''}): {type(err).__name__}: {err}. Build "
-            f"it with `dpgnn zoo build {name}`."
-        ) from err
+    built = folder.is_dir()
+    if prefer_local and built:
+        return _method_class(e).from_pretrained(folder)
+    if repo_id is None and not e.published:
+        why = f"it is not published on the hub yet ({e.repo_id}: published: false in the registry)"
+    else:
+        target = repo_id or e.repo_id
+        try:
+            return _method_class(e).from_pretrained(target, revision=revision,
+                                                    cache_dir=cache_dir)
+        except hub.VerificationError:
+            raise
+        except hub.HubUnreachableError as err:
+            why = str(err)
+        except Exception as err:  # noqa: BLE001 - hub errors vary; say what to do instead
+            why = (f"{target} is not available from the hub at {hub.hub_endpoint()} "
+                   f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})")
+    if built and not prefer_local:
+        why += f"; a local build exists at {folder} (zoo.load({name!r}) loads it)"
+        raise FileNotFoundError(f"zoo model {name!r}: {why}")
+    if not build:
+        raise _not_available(name, folder, why)
+    print(f"zoo: {name} is not built here and {why}; building it from "
+          f"zoo/recipes/{e.recipe}.yaml into {folder} (= dpgnn zoo build {name})", flush=True)
+    return _method_class(e).from_pretrained(_build_entry(name, folder, registry=registry))
 
 
 def push(

@@ -65,6 +65,9 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
 
     mechanism_name = "aggregation"
     checkpoint_key = "ap"
+    #: what a hub folder published before a hyper-parameter existed was made with (read by
+    #: ``lightning_dpgnn.publish.hub.read_folder``): the papers' model had no label counts
+    legacy_hparams = {"label_counts": False}
 
     def __init__(
         self,

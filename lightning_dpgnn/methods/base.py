@@ -807,7 +807,7 @@ class PrivateModule(
         reproducible, whose report is missing, or whose fit was halted or over budget.
         ``model_card_kwargs`` go to :func:`lightning_dpgnn.zoo.card.model_card` (dataset,
         split, accuracy, command, ...)."""
-        from lightning_dpgnn.zoo import hub
+        from lightning_dpgnn.publish import hub
 
         hub.check_publishable(self)  # before anything is written
         folder = Path(save_directory)
@@ -818,12 +818,12 @@ class PrivateModule(
         )
 
     def _save_pretrained(self, save_directory: Path) -> None:
-        from lightning_dpgnn.zoo import hub
+        from lightning_dpgnn.publish import hub
 
         hub.write_folder(self, save_directory)
 
     def generate_model_card(self, *args: Any, **kwargs: Any) -> ModelCard:
-        from lightning_dpgnn.zoo.card import model_card
+        from lightning_dpgnn.publish.card import model_card
 
         return model_card(self, **kwargs)
 
@@ -842,7 +842,7 @@ class PrivateModule(
         refusals as :meth:`save_pretrained`. Returns the commit URL."""
         import tempfile
 
-        from lightning_dpgnn.zoo import hub
+        from lightning_dpgnn.publish import hub
 
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / "model"
@@ -868,7 +868,7 @@ class PrivateModule(
         with ``HF_HUB_OFFLINE=1``). The folder's report must verify against its config,
         weights and cached outputs (:class:`~lightning_dpgnn.zoo.hub.VerificationError`).
         ``PrivateModule.from_pretrained`` builds whichever method the folder holds."""
-        from lightning_dpgnn.zoo import hub
+        from lightning_dpgnn.publish import hub
 
         folder = hub.resolve_folder(
             pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,

@@ -7,12 +7,12 @@ import pytest
 from lightning.pytorch.loggers import Logger
 from lightning_dpgnn.callbacks import PrivacyAudit
 from lightning_dpgnn.callbacks.privacy_audit import describe
-from lightning_dpgnn.zoo.card import model_card
 
 from lightning_dpgnn.cli import RUN_FILE, main
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPGNN, DPMLP, GAP, ap
 from lightning_dpgnn.privacy.aggregation import GaussianAggregation, degrees
+from lightning_dpgnn.publish.card import model_card
 
 SMALL = dict(num_nodes=300, num_features=16)
 

@@ -12,14 +12,6 @@ import pytest
 import torch
 from huggingface_hub import ModelCard, constants
 from lightning_dpgnn.callbacks import PrivacyBudget
-from lightning_dpgnn.zoo.hub import (
-    CONFIG,
-    OUTPUTS,
-    REPORT,
-    WEIGHTS,
-    PublishError,
-    VerificationError,
-)
 from safetensors.torch import load_file, save_file
 from zoo_testing import quiet_trainer
 
@@ -27,6 +19,14 @@ import lightning_dpgnn
 from lightning_dpgnn import GAP, LPGNN, PGCLinkPrediction, PrivateModule
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPMLP
+from lightning_dpgnn.publish.hub import (
+    CONFIG,
+    OUTPUTS,
+    REPORT,
+    WEIGHTS,
+    PublishError,
+    VerificationError,
+)
 
 
 def _predict(model, dm, tmp_path):
@@ -66,7 +66,7 @@ def test_push_then_pull_gives_identical_predictions_and_report(gap_edge, csbm, h
 
 
 def test_hf_endpoint_and_offline_are_read_when_called_not_at_import(monkeypatch):
-    from lightning_dpgnn.zoo.hub import hub_endpoint, hub_offline
+    from lightning_dpgnn.publish.hub import hub_endpoint, hub_offline
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9/mirror/")
@@ -193,11 +193,13 @@ def test_a_changed_file_is_refused(gap_edge, tmp_path, name):
 
 
 def _rehash(folder) -> None:
-    """Rewrite the report's SHA-256 of the files as they are now (a careless re-publisher)."""
-    from lightning_dpgnn.zoo.hub import HASHED, _sha256
+    """Rewrite the report's SHA-256 of the files, and its own, as they are now (a careless
+    re-publisher)."""
+    from lightning_dpgnn.publish.hub import HASHED, _sha256, report_digest
 
     content = json.loads((folder / REPORT).read_text())
     content["sha256"] = {name: _sha256(folder / name) for name in HASHED}
+    content["report_sha256"] = report_digest(content)
     (folder / REPORT).write_text(json.dumps(content))
 
 
@@ -237,6 +239,9 @@ def test_a_report_that_disagrees_with_its_accountant_is_refused(gap_edge, tmp_pa
     content = json.loads((folder / REPORT).read_text())
     content["report"]["epsilon"] = 0.01
     (folder / REPORT).write_text(json.dumps(content))
+    with pytest.raises(VerificationError, match="does not match its own SHA-256"):
+        GAP.from_pretrained(folder)
+    _rehash(folder)  # the report's own hash rewritten too: its accountant still says otherwise
     with pytest.raises(VerificationError, match="disagrees with the accountant"):
         GAP.from_pretrained(folder)
 
@@ -297,7 +302,8 @@ def test_node_level_and_ldp_cards_state_their_guarantee(make, dm_kw, protected, 
 
 def test_a_zoo_entrys_card_states_its_benchmark_accuracy_and_rebuild_command(gap_edge):
     from lightning_dpgnn.zoo import registry
-    from lightning_dpgnn.zoo.card import model_card
+
+    from lightning_dpgnn.publish.card import model_card
 
     entry = registry.entry("gap-edge-rutgers89-eps4")
     a = entry.accuracy
@@ -308,6 +314,33 @@ def test_a_zoo_entrys_card_states_its_benchmark_accuracy_and_rebuild_command(gap
     meta = card.data.to_dict()
     assert meta["model-index"][0]["results"][0]["metrics"][0]["value"] == a["mean"]
     assert meta["measured_test_accuracy"] == 0.5 and meta["datasets"] == [entry.dataset]
+
+
+def test_the_card_says_label_counts_and_what_a_new_graph_needs(gap_edge, csbm, tmp_path):
+    """GAP/ProGAP count labels by default at edge level: the card's method line says so, the
+    ledger note of the counts cites no thesis result (the thesis has no such mechanism), and
+    the usage snippet says a new graph needs its known labels (``train_mask``/``y``)."""
+    from lightning_dpgnn.publish.card import model_card
+
+    model, _ = gap_edge
+    assert model.label_counts
+    text = model_card(model).text
+    method = next(line for line in text.splitlines() if line.startswith("**Method:**"))
+    assert "with label counts" in method and "not in the paper" in method
+    ledger = [line for line in text.splitlines() if line.startswith("  - `label_counts:")]
+    assert len(ledger) == 1
+    assert "Lemma" not in ledger[0] and "Theorem" not in ledger[0]
+    assert "not of the GAP/ProGAP papers or the thesis" in ledger[0]
+    use = text.split("## Use")[1].split("## Rebuild")[0]
+    assert "new_graph.inductive = True" in use and "new_graph.train_mask" in use
+    assert "not covered by epsilon" in text
+
+    papers = GAP(privacy="edge", epsilon=1.0, encoder_epochs=1, classifier_epochs=1,
+                 label_counts=False)
+    quiet_trainer(tmp_path, max_epochs=2).fit(papers, csbm)
+    text = model_card(papers).text
+    assert "label counts" not in text and "train_mask" not in text
+    assert "new_graph.inductive = True" in text
 
 
 def test_a_card_that_states_another_guarantee_is_refused(gap_edge, tmp_path):
@@ -347,7 +380,7 @@ def test_a_missing_folder_is_named_as_such(tmp_path):
 def test_config_keeps_the_settings_a_method_forwards_to_its_base(build, expected):
     """GAP, DPMLP and EdgeRand take their shared settings as ``**kwargs`` (PyG style): the
     published config must still hold them, or a loaded model rebuilds with the defaults."""
-    from lightning_dpgnn.zoo.hub import model_config
+    from lightning_dpgnn.publish.hub import model_config
 
     model = build()
     config = model_config(model)

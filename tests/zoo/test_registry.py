@@ -11,12 +11,13 @@ import pytest
 import torch
 import yaml
 from huggingface_hub import ModelCard
-from lightning_dpgnn.zoo import hub, registry
+from lightning_dpgnn.zoo import registry
 from zoo_testing import quiet_trainer
 
 import lightning_dpgnn
 from lightning_dpgnn import GAP, zoo
 from lightning_dpgnn.cli import main
+from lightning_dpgnn.publish import hub
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = registry.entries()

@@ -8,6 +8,10 @@ any accuracy computed on private labels is not covered by epsilon. It adds the d
 accuracy (with its confidence interval when it comes from a benchmark), the command that rebuilds
 the model and the library version, and the empirical audit's results when a ``PrivacyAudit``
 ran (else it says that none was recorded).
+
+Like :mod:`~lightning_dpgnn.publish.hub`, it sits below the methods: a model is read through
+its interface (:class:`~lightning_dpgnn.publish.hub.PublishableModel`), never through a method
+class or a callback.
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ from typing import TYPE_CHECKING, Any
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lightning_dpgnn.methods.base import PrivateModule
+    from .hub import PublishableModel
 
-__all__ = ["METHODS", "model_card", "card_privacy"]
+__all__ = ["METHODS", "model_card", "card_privacy", "describe_audit", "LABEL_COUNTS"]
+
+#: ledger name of GAP/ProGAP's label-count aggregation (``label_counts=True``)
+LABEL_COUNTS = "label_counts"
 
 #: method -> (what it is, paper)
 METHODS: dict[str, tuple[str, str]] = {
@@ -78,7 +85,7 @@ METHODS: dict[str, tuple[str, str]] = {
 _TEMPLATE = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
 
 
-def _protects(model: PrivateModule, level: str) -> tuple[str, str]:
+def _protects(model: PublishableModel, level: str) -> tuple[str, str]:
     """(what is protected, what is not) in words."""
     if level == "edge":
         return (
@@ -111,7 +118,71 @@ def _protects(model: PrivateModule, level: str) -> tuple[str, str]:
     return ("nothing: this model is not private (epsilon = infinity)", "everything")
 
 
-def card_privacy(model: PrivateModule) -> dict[str, Any]:
+def _uses_label_counts(model: PublishableModel) -> bool:
+    """GAP/ProGAP with label counts (``label_counts``; on by default at edge level)."""
+    return bool(getattr(model, "label_counts", False))
+
+
+def _method_line(model: PublishableModel, what: str) -> str:
+    if not _uses_label_counts(model):
+        return what
+    noisy = "noisy " if model.privacy != "none" else ""
+    return (
+        f"{what}; with label counts: each node's input also holds the {noisy}count of its "
+        "in-neighbours' training labels per class (`A^T Y_train`"
+        + (" + Gaussian noise, one more mechanism in the ledger" if noisy else "")
+        + "), an addition of lightning-dpgnn that is not in the paper (`label_counts=False` "
+        "gives the paper's model)"
+    )
+
+
+def _ledger_lines(report: Any) -> list[str]:
+    """One line per ledger entry, as the report prints them; the label-count entry's note says
+    what its analysis rests on (no thesis or paper result covers that mechanism)."""
+    lines = []
+    for e in report.ledger:
+        what = (
+            f"epsilon={e.epsilon:g}" if e.kind == "pure"
+            else f"noise_multiplier={e.noise_multiplier:.4g}, sensitivity={e.sensitivity:g}"
+        )
+        rate = f", sample_rate={e.sample_rate:.4g}" if e.sample_rate else ""
+        note = e.note
+        if e.name == LABEL_COUNTS:
+            note = (
+                "sum aggregation of one-hot training-label rows (norm 1): one edge changes it "
+                f"by at most {e.sensitivity:.4g}, as for one hop of normalized features; a "
+                "mechanism of lightning-dpgnn, not of the GAP/ProGAP papers or the thesis "
+                "(docs/privacy.md, Label counts)"
+            )
+        note = f"; {note}" if note else ""
+        lines.append(f"  - `{e.name}: {e.kind} x{e.count} ({what}{rate}{note})`")
+    return lines or ["  - (none)"]
+
+
+def _use_lines(model: PublishableModel, method: str) -> list[str]:
+    lines = [
+        "```python",
+        f"from lightning_dpgnn import {method}",
+        f"model = {method}.from_pretrained(\"<repo id or folder>\")",
+        "probs = model.predict_step(data, 0)   # data: the training graph (transductive: "
+        "cached outputs, no new spend)",
+        "# a new graph (inductive inference): the mechanisms run on it, with fresh noise",
+        "new_graph.inductive = True",
+    ]
+    if _uses_label_counts(model):
+        lines.append(
+            "new_graph.train_mask, new_graph.y = known, labels   # label counts read the labels "
+            "you already know (without them every count is noise only)"
+        )
+    lines += [
+        "probs = model.predict_step(new_graph, 0)",
+        "print(model.last_inference_report)   # the new graph's own spend",
+        "```",
+    ]
+    return lines
+
+
+def card_privacy(model: PublishableModel) -> dict[str, Any]:
     """The guarantee as YAML metadata (from the privacy report only)."""
     r = model.privacy_spent()
     return {
@@ -151,15 +222,35 @@ def _accuracy_lines(accuracy: dict[str, Any] | None, measured: float | None) -> 
     return lines
 
 
+def describe_audit(audit: dict[str, Any]) -> str:
+    """One line: ``epsilon = 8; measured MIA AUC 0.51 ± 0.01; ...`` (the card's audit
+    headline; ``PrivacyAudit`` prints it too)."""
+    eps = "inf" if audit.get("epsilon") is None else f"{audit['epsilon']:.3g}"
+    parts = [f"epsilon = {eps}"]
+    for key, name in (("mia_auc", "MIA AUC"), ("link_auc", "link-stealing AUC")):
+        if key in audit:
+            half = (audit[f"{key}_high"] - audit[f"{key}_low"]) / 2
+            parts.append(f"measured {name} {audit[key]:.2f} ± {half:.2f}")
+    if "epsilon_lower" in audit:
+        parts.append(
+            f"DP-SGD audit: epsilon >= {audit['epsilon_lower']:.2f} (its ledger: "
+            f"{audit['epsilon_audited']:.2f})"
+        )
+    if "aggregation_epsilon_lower" in audit:
+        parts.append(
+            f"aggregation audit: epsilon >= {audit['aggregation_epsilon_lower']:.2f} (its "
+            f"ledger, one call: {audit['aggregation_epsilon_audited']:.2f})"
+        )
+    return "; ".join(parts)
+
+
 def _audit_lines(audit: dict[str, Any] | None) -> list[str]:
     """The card's audit section: what attacks achieved against this model."""
     if not audit:
         return [
             "No empirical audit recorded (run `dpgnn audit` or the `PrivacyAudit` callback)."
         ]
-    from lightning_dpgnn.callbacks.privacy_audit import describe
-
-    lines = [f"**{describe(audit)}**", ""]
+    lines = [f"**{describe_audit(audit)}**", ""]
     if "mia_auc" in audit:
         lines.append(
             f"- Node membership inference (TSTF shadow-model attack, {audit['mia_repeats']} "
@@ -194,7 +285,7 @@ def _audit_lines(audit: dict[str, Any] | None) -> list[str]:
 
 
 def model_card(
-    model: PrivateModule,
+    model: PublishableModel,
     *,
     name: str | None = None,
     dataset: str | None = None,
@@ -216,8 +307,8 @@ def model_card(
         measured_accuracy: this model's own test accuracy (fraction).
         command: the command that rebuilds the model.
         recipe: the recipe file it was trained from.
-        audit: empirical audit results (:func:`lightning_dpgnn.callbacks.privacy_audit.
-            run_audit`); default: ``model.empirical_audit`` when a ``PrivacyAudit`` ran.
+        audit: empirical audit results (as ``PrivacyAudit`` records them); default:
+            ``model.empirical_audit`` when a ``PrivacyAudit`` ran.
     """
     import lightning_dpgnn
 
@@ -258,13 +349,12 @@ def model_card(
         measured_test_accuracy=None if measured_accuracy is None else float(measured_accuracy),
         empirical_audit=audit or None,
     )
-    ledger = "\n".join(f"  - `{line.strip()[2:]}`" for line in str(report).splitlines()
-                       if line.strip().startswith("- ")) or "  - (none)"
+    ledger = "\n".join(_ledger_lines(report))
     rebuild = command or (f"dpgnn fit --config zoo/recipes/{recipe}.yaml" if recipe else None)
     body = "\n".join([
         f"# {name or method}",
         "",
-        f"**Method:** {what}.  ",
+        f"**Method:** {_method_line(model, what)}.  ",
         f"**Paper:** {paper}.  ",
         f"**Library:** lightning-dpgnn {lightning_dpgnn.__version__}.",
         "",
@@ -281,9 +371,10 @@ def model_card(
         f"**Not protected:** {unprotected}.",
         "",
         "Everything released here (weights, cached noisy aggregates or locally private "
-        "messages, this card's epsilon) is covered by the guarantee above; the accuracy below "
-        "is not. The full report, with SHA-256 of the weights and cached outputs, is "
-        "`privacy_report.json`.",
+        "messages, this card's epsilon) is covered by the guarantee above; the accuracy and "
+        "the audit results below are computed on private data and are **not covered by "
+        "epsilon**. The full report, with the SHA-256 of the weights, config and cached "
+        "outputs and of itself, is `privacy_report.json`.",
         "",
         "## Data",
         "",
@@ -296,12 +387,7 @@ def model_card(
         "",
         "## Use",
         "",
-        "```python",
-        f"from lightning_dpgnn import {method}",
-        f"model = {method}.from_pretrained(\"<repo id or folder>\")",
-        "probs = model.predict_step(data, 0)   # transductive on the training graph; "
-        "data.inductive = True for a new graph",
-        "```",
+        *_use_lines(model, method),
         "",
         "## Rebuild",
         "",

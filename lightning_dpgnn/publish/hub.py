@@ -7,21 +7,31 @@ A published model is a folder (or a Hugging Face Hub repository) in the
 * ``model.safetensors`` — the parameters (``state_dict``);
 * ``config.json`` — the hyper-parameters (the method's ``__init__`` arguments, with the public
   sizes ``num_features`` / ``num_classes`` and the calibrated ``noise_multiplier``);
-* ``mechanism_outputs.safetensors`` — the recorded mechanisms' cached outputs (GAP's noisy hops,
-  ProGAP's noisy stage aggregates, the LDP collection) and values public at the model's level
-  (PGC link prediction's edge split): what transductive prediction on the training graph needs;
+* ``mechanism_outputs.safetensors`` — the recorded mechanisms' cached outputs (GAP's noisy hops
+  and label counts, ProGAP's noisy stage aggregates, the LDP collection) and values public at
+  the model's level (PGC link prediction's edge split): what transductive prediction on the
+  training graph needs;
 * ``privacy_report.json`` — the :class:`~lightning_dpgnn.privacy.PrivacyReport`, the accountant
-  it was computed from, the noise multiplier, and the SHA-256 of the three files above;
-* ``README.md`` — the model card (:mod:`lightning_dpgnn.zoo.card`).
+  it was computed from, the noise multiplier, what the publishing gate reads (halted, planned
+  spend, target epsilon), the SHA-256 of the three files above, and the SHA-256 of its own
+  content (``report_sha256``);
+* ``README.md`` — the model card (:mod:`lightning_dpgnn.publish.card`).
 
 It holds exactly what a checkpoint may hold (``PrivateModule.privacy_state()``, docs/privacy.md
 "Checkpoints") minus optimizer moments and training-loop state: nothing else computed from
 private data (design invariant 9).
 
 Publishing is refused (:class:`PublishError`) for a model whose noise was reproducible, whose
-report is missing, or whose fit stopped before its plan or spent more than its target. Loading is
-refused (:class:`VerificationError`) when the report is missing or disagrees with the config,
-the weights, the cached outputs or the accountant it claims to summarize.
+report is missing, or whose fit stopped before its plan or spent more than its target — at every
+publishing entry point: :func:`check_publishable` on a model (``save_pretrained``,
+``push_to_hub``), :func:`check_folder_publishable` on a folder's own report (``push_folder``,
+``dpgnn zoo push``). Loading is refused (:class:`VerificationError`) when the report is missing,
+was edited after it was written, or disagrees with the config, the weights, the cached outputs,
+the card or the accountant it claims to summarize.
+
+This module sits below ``methods/``: it never imports ``methods/``, ``zoo/`` or ``callbacks/``.
+A model is anything with the :class:`PublishableModel` interface; the class a folder names is
+imported by its path (:func:`read_folder`).
 """
 
 from __future__ import annotations
@@ -30,8 +40,9 @@ import hashlib
 import json
 import math
 import os
+import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from huggingface_hub import HfApi, constants, hf_hub_download
@@ -40,23 +51,26 @@ from safetensors.torch import save_file
 
 from lightning_dpgnn.privacy import PrivacyAccountant, PrivacyReport
 
-if TYPE_CHECKING:  # pragma: no cover
-    from lightning_dpgnn.methods.base import PrivateModule
-
 __all__ = [
     "FILES",
+    "PublishableModel",
     "PublishError",
     "VerificationError",
+    "HubUnreachableError",
     "publication_refusals",
     "check_publishable",
+    "folder_refusals",
+    "check_folder_publishable",
     "model_config",
     "write_folder",
+    "report_digest",
     "read_report",
     "read_folder",
     "resolve_folder",
     "push_folder",
     "hub_endpoint",
     "hub_offline",
+    "hub_unreachable",
 ]
 
 WEIGHTS = "model.safetensors"
@@ -67,7 +81,10 @@ CARD = "README.md"
 #: files whose SHA-256 the report carries (the card is derived from them)
 HASHED = (WEIGHTS, OUTPUTS, CONFIG)
 FILES = (*HASHED, REPORT, CARD)
-FORMAT = "lightning-dpgnn/1"
+FORMAT = "lightning-dpgnn/2"
+#: written before the report hashed itself and carried the publishing gate: loads, with a
+#: warning; never pushed
+OLD_FORMATS = ("lightning-dpgnn/1",)
 
 
 class PublishError(ValueError):
@@ -76,6 +93,44 @@ class PublishError(ValueError):
 
 class VerificationError(ValueError):
     """A published folder's report is missing or disagrees with what the folder holds."""
+
+
+class HubUnreachableError(ConnectionError):
+    """The hub cannot be reached (offline, or no answer within the timeout) and the hub cache
+    does not hold what was asked for."""
+
+
+class PublishableModel(Protocol):
+    """What publishing reads from a model (``PrivateModule`` has all of it). Publishing sits
+    below the methods, so it names this interface instead of their classes."""
+
+    privacy: str
+    noise_seed: int | None
+    noise_multiplier: float | None
+    privacy_halted: bool
+    accountant: PrivacyAccountant
+    hparams: Any
+
+    @property
+    def target_epsilon(self) -> float | None: ...
+
+    def privacy_spent(self) -> PrivacyReport: ...
+
+    def privacy_state(self) -> dict[str, Any]: ...
+
+    def load_privacy_state(self, state: dict[str, Any]) -> None: ...
+
+    def mechanism_outputs(self) -> dict[str, Any]: ...
+
+    def calibrates_noise(self) -> bool: ...
+
+    def planned_accountant(
+        self, noise_multiplier: float | None
+    ) -> PrivacyAccountant | None: ...
+
+    def parameters(self) -> Any: ...
+
+    def state_dict(self) -> dict[str, torch.Tensor]: ...
 
 
 # -- environment ---------------------------------------------------------------------------
@@ -94,54 +149,150 @@ def hub_offline() -> bool:
     return _env_true("HF_HUB_OFFLINE") or bool(constants.HF_HUB_OFFLINE)
 
 
+#: seconds :func:`hub_unreachable` waits for the hub (``DPGNN_HUB_TIMEOUT`` overrides)
+HUB_TIMEOUT = 3.0
+
+
+def hub_unreachable(endpoint: str | None = None, timeout: float | None = None) -> str | None:
+    """Why the hub cannot be reached (``None``: it answers). One request, no retry: any HTTP
+    answer, an error status included, means the hub is there; offline mode
+    (``HF_HUB_OFFLINE``), a name that does not resolve, a refused connection or no answer
+    within ``timeout`` seconds (``DPGNN_HUB_TIMEOUT``, default 3) mean it is not.
+    huggingface_hub itself would retry a failing connection five times (about 25 s)."""
+    import urllib.error
+    import urllib.request
+
+    if hub_offline():
+        return "HF_HUB_OFFLINE is set"
+    endpoint = endpoint or hub_endpoint()
+    if timeout is None:
+        timeout = float(os.environ.get("DPGNN_HUB_TIMEOUT", HUB_TIMEOUT))
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout)
+    except urllib.error.HTTPError:
+        return None  # an answer (401, 404, 405, ...): the hub is there
+    except (OSError, ValueError) as err:  # URLError, timeouts, refused, bad URL
+        reason = getattr(err, "reason", err)
+        return f"{endpoint} did not answer within {timeout:g} s ({reason})"
+    return None
+
+
 # -- what may be published -------------------------------------------------------------------
-def publication_refusals(model: PrivateModule) -> list[str]:
+_NOT_FITTED = (
+    "its privacy report is missing: no recorded mechanism output is cached (the model "
+    "was not fitted); fit it, or load a fitted checkpoint"
+)
+_NO_MECHANISM = "its privacy report is missing: no mechanism is recorded; fit it first"
+_HALTED = (
+    "its fit was halted before the end of its plan (PrivacyBudget stop or an interrupted "
+    "fit): retrain it to completion"
+)
+
+
+def _reproducible(seed: Any) -> str:
+    return (
+        f"its noise is reproducible (noise_seed={seed!r}): the guarantee does not hold "
+        "against anyone who knows the seed; retrain without noise_seed"
+    )
+
+
+def _over_budget(epsilon: float, target: float | None) -> str | None:
+    if target is not None and math.isfinite(target) and epsilon > target * (1 + 1e-9):
+        return f"it spent epsilon {epsilon:.6g}, over its target {target:g}"
+    return None
+
+
+def _planned_count(model: PublishableModel) -> int | None:
+    """Mechanism invocations the model's plan calls for (``None``: it cannot plan)."""
+    if model.privacy == "none":
+        return None
+    try:
+        planned = model.planned_accountant(model.noise_multiplier)
+    except RuntimeError:
+        return None
+    return None if planned is None else planned.total_count()
+
+
+def publication_refusals(model: PublishableModel) -> list[str]:
     """Every reason ``model`` may not be published (empty: it may)."""
     reasons: list[str] = []
     report = model.privacy_spent()
     if not any(True for _ in model.parameters()):
         return ["the model has no parameters yet: fit it (or load a fitted checkpoint) first"]
     if any(v is None for v in model.mechanism_outputs().values()):
-        reasons.append(
-            "its privacy report is missing: no recorded mechanism output is cached (the model "
-            "was not fitted); fit it, or load a fitted checkpoint"
-        )
+        reasons.append(_NOT_FITTED)
     elif (model.privacy != "none" and model.calibrates_noise()
           and not any(e.count for e in model.accountant.ledger)):
-        reasons.append("its privacy report is missing: no mechanism is recorded; fit it first")
+        reasons.append(_NO_MECHANISM)
     if report.reproducible_noise or model.noise_seed is not None:
-        reasons.append(
-            f"its noise is reproducible (noise_seed={model.noise_seed!r}): the guarantee does "
-            "not hold against anyone who knows the seed; retrain without noise_seed"
-        )
+        reasons.append(_reproducible(model.noise_seed))
     if model.privacy == "none":
         return reasons  # non-private: published as such, the card says epsilon = inf
-    try:
-        planned = model.planned_accountant(model.noise_multiplier)
-    except RuntimeError:
-        planned = None
+    planned = _planned_count(model)
     if model.privacy_halted or (
-        planned is not None and planned.total_count() > model.accountant.total_count()
+        planned is not None and planned > model.accountant.total_count()
     ):
-        reasons.append(
-            "its fit was halted before the end of its plan (PrivacyBudget stop or an "
-            "interrupted fit): retrain it to completion"
-        )
-    target = model.target_epsilon
-    if target is not None and math.isfinite(target) and report.epsilon > target * (1 + 1e-9):
-        reasons.append(
-            f"it spent epsilon {report.epsilon:.6g}, over its target {target:g}"
-        )
+        reasons.append(_HALTED)
+    over = _over_budget(report.epsilon, model.target_epsilon)
+    if over:
+        reasons.append(over)
     return reasons
 
 
-def check_publishable(model: PrivateModule) -> None:
-    """Raise :class:`PublishError` listing every reason ``model`` may not be published."""
-    reasons = publication_refusals(model)
+def _refuse(what: str, reasons: list[str]) -> None:
     if reasons:
-        raise PublishError(
-            f"refusing to publish this {type(model).__name__}:\n  - " + "\n  - ".join(reasons)
-        )
+        raise PublishError(f"refusing to publish {what}:\n  - " + "\n  - ".join(reasons))
+
+
+def check_publishable(model: PublishableModel) -> None:
+    """Raise :class:`PublishError` listing every reason ``model`` may not be published."""
+    _refuse(f"this {type(model).__name__}", publication_refusals(model))
+
+
+def folder_refusals(folder: str | Path) -> list[str]:
+    """Every reason the published folder ``folder`` may not be published, read from its own
+    (verified) report and config: the refusals of :func:`publication_refusals`, applied to
+    what the folder holds rather than to a model in memory. A folder that does not verify
+    raises :class:`VerificationError`."""
+    folder = Path(folder)
+    if not (folder / REPORT).is_file():
+        return [f"its privacy report is missing: {folder} has no {REPORT}"]
+    content = read_report(folder)
+    config = json.loads((folder / CONFIG).read_text())
+    _check_config(config, content, folder)
+    if content.get("format") in OLD_FORMATS:
+        return [
+            f"its {REPORT} was written by an older lightning-dpgnn ({content['format']}): it "
+            "does not hash itself nor record whether the fit completed; load it and save it "
+            "again with save_pretrained (or rebuild it)"
+        ]
+    report = PrivacyReport.from_dict(content["report"])
+    accountant = PrivacyAccountant.from_state_dict(content["accountant"])
+    gate = content["publication"]
+    reasons: list[str] = []
+    if any(v is None for v in _read_outputs(folder)["outputs"].values()):
+        reasons.append(_NOT_FITTED)
+    elif gate.get("calibrates_noise") and report.level != "none" and not any(
+        e.count for e in accountant.ledger
+    ):
+        reasons.append(_NO_MECHANISM)
+    if report.reproducible_noise or config.get("noise_seed") is not None:
+        reasons.append(_reproducible(config.get("noise_seed")))
+    if report.level == "none":
+        return reasons
+    planned = gate.get("planned_count")
+    if gate.get("halted") or (planned is not None and planned > accountant.total_count()):
+        reasons.append(_HALTED)
+    over = _over_budget(report.epsilon, gate.get("target_epsilon"))
+    if over:
+        reasons.append(over)
+    return reasons
+
+
+def check_folder_publishable(folder: str | Path) -> None:
+    """Raise :class:`PublishError` listing every reason ``folder`` may not be published (and
+    :class:`VerificationError` when it does not verify)."""
+    _refuse(str(folder), folder_refusals(folder))
 
 
 # -- nested state <-> safetensors ----------------------------------------------------------------
@@ -203,7 +354,7 @@ def _class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def model_config(model: PrivateModule) -> dict[str, Any]:
+def model_config(model: PublishableModel) -> dict[str, Any]:
     """The hyper-parameters that rebuild ``model``: its ``__init__`` arguments as the fit left
     them (public sizes and the calibrated noise multiplier included), JSON-ready."""
     config = {}
@@ -222,7 +373,19 @@ def model_config(model: PrivateModule) -> dict[str, Any]:
 
 
 # -- write / read a folder ---------------------------------------------------------------------
-def write_folder(model: PrivateModule, folder: Path) -> dict[str, Any]:
+def _canonical(content: dict[str, Any]) -> bytes:
+    """The bytes the report's own SHA-256 is taken over: its content as JSON with sorted keys,
+    without ``report_sha256`` (any key added, removed or changed alters them)."""
+    body = {k: v for k, v in content.items() if k != "report_sha256"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def report_digest(content: dict[str, Any]) -> str:
+    """``report_sha256`` of a report file's content (see :func:`_canonical`)."""
+    return hashlib.sha256(_canonical(content)).hexdigest()
+
+
+def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
     """Write weights, config, cached outputs and the report of ``model`` into ``folder``
     (after :func:`check_publishable`); return the report file's content."""
     import lightning_dpgnn
@@ -236,7 +399,8 @@ def write_folder(model: PrivateModule, folder: Path) -> dict[str, Any]:
     skeleton = _flatten({"outputs": state["outputs"], "public": state["public"]}, "s", tensors)
     save_file(tensors, folder / OUTPUTS, metadata={"skeleton": json.dumps(skeleton)})
     (folder / CONFIG).write_text(json.dumps(model_config(model), sort_keys=True, indent=2))
-    content = {
+    target = model.target_epsilon
+    content: dict[str, Any] = {
         "format": FORMAT,
         "library": "lightning-dpgnn",
         "library_version": lightning_dpgnn.__version__,
@@ -244,18 +408,29 @@ def write_folder(model: PrivateModule, folder: Path) -> dict[str, Any]:
         "report": state["report"],
         "accountant": state["accountant"],
         "noise_multiplier": state["noise_multiplier"],
+        # what the publishing gate reads again before any push (check_folder_publishable)
+        "publication": {
+            "halted": bool(model.privacy_halted),
+            "planned_count": _planned_count(model),
+            "target_epsilon": None if target is None or not math.isfinite(target)
+            else float(target),
+            "calibrates_noise": bool(model.calibrates_noise()),
+        },
         "sha256": {name: _sha256(folder / name) for name in HASHED},
     }
     audit = getattr(model, "empirical_audit", None)
     if audit:  # measured by attacks (PrivacyAudit), outside the guarantee
         content["empirical_audit"] = audit
+    content = json.loads(json.dumps(content))  # as it reads back (tuples as lists)
+    content["report_sha256"] = report_digest(content)
     (folder / REPORT).write_text(json.dumps(content, indent=2))
     return content
 
 
 def read_report(folder: Path) -> dict[str, Any]:
-    """The report file of a published folder, checked against the files it hashes and the
-    accountant it summarizes (:class:`VerificationError` otherwise)."""
+    """The report file of a published folder, checked against its own SHA-256, the files it
+    hashes, the accountant it summarizes and the card (:class:`VerificationError`
+    otherwise)."""
     path = folder / REPORT
     if not path.is_file():
         raise VerificationError(
@@ -268,8 +443,25 @@ def read_report(folder: Path) -> dict[str, Any]:
         hashes = content["sha256"]
     except (KeyError, TypeError, ValueError) as err:
         raise VerificationError(f"{path} is not a lightning-dpgnn privacy report: {err}") from err
-    if content.get("format") != FORMAT:
-        raise VerificationError(f"{path}: unknown format {content.get('format')!r}")
+    fmt = content.get("format")
+    if fmt in OLD_FORMATS:
+        warnings.warn(
+            f"{path} was written by an older lightning-dpgnn ({fmt}): the report does not hash "
+            "itself, so an edit of it would go unnoticed; save the model again to upgrade it "
+            "(it cannot be pushed as it is)",
+            UserWarning,
+            stacklevel=3,
+        )
+    elif fmt != FORMAT:
+        raise VerificationError(f"{path}: unknown format {fmt!r}")
+    elif content.get("report_sha256") != report_digest(content) or not isinstance(
+        content.get("publication"), dict
+    ):
+        raise VerificationError(
+            f"{path} does not match its own SHA-256 (report_sha256): the report was changed "
+            "after it was written, so it does not state the guarantee the model was published "
+            "with"
+        )
     for name in HASHED:
         if not (folder / name).is_file():
             raise VerificationError(f"{folder} lacks {name}, which its report hashes")
@@ -291,7 +483,7 @@ def read_report(folder: Path) -> dict[str, Any]:
 
 def _check_card(folder: Path, report: PrivacyReport) -> None:
     """The card's ``privacy`` metadata, when there is a card, must state the report's
-    guarantee: its prose may be edited, the numbers people read may not."""
+    guarantee and noise source: its prose may be edited, the facts people read may not."""
     from huggingface_hub import ModelCard
 
     path = folder / CARD
@@ -300,7 +492,9 @@ def _check_card(folder: Path, report: PrivacyReport) -> None:
     stated = ModelCard.load(path).data.to_dict().get("privacy") or {}
     eps = None if math.isinf(report.epsilon) else report.epsilon
     claims = {"level": report.level, "unit": report.unit or stated.get("unit"),
-              "delta": report.delta, "epsilon": eps}
+              "delta": report.delta, "epsilon": eps,
+              "reproducible_noise": report.reproducible_noise,
+              "secure_randomness": report.secure_randomness}
     wrong = [k for k, v in claims.items()
              if not (stated.get(k) == v or (isinstance(v, float) and isinstance(
                  stated.get(k), (int, float)) and math.isclose(stated[k], v, rel_tol=1e-5)))]
@@ -326,10 +520,28 @@ def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path)
             f"{folder}: {CONFIG} noise_multiplier={config.get('noise_multiplier')} disagrees "
             f"with {REPORT} ({content.get('noise_multiplier')})"
         )
+    if config.get("noise_seed") is not None and not report.get("reproducible_noise", True):
+        raise VerificationError(
+            f"{folder}: {CONFIG} sets noise_seed={config['noise_seed']!r} but {REPORT} says the "
+            "noise was not reproducible"
+        )
 
 
-def read_folder(cls: type[PrivateModule], folder: Path, **overrides: Any) -> PrivateModule:
-    """Build a ``cls`` from a verified published folder (see :func:`read_report`)."""
+def _read_outputs(folder: Path) -> dict[str, Any]:
+    """``{"outputs": ..., "public": ...}`` of the folder's cached mechanism outputs."""
+    with safe_open(folder / OUTPUTS, framework="pt") as f:
+        skeleton = json.loads(f.metadata()["skeleton"])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open API
+    return _unflatten(skeleton, tensors)
+
+
+def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
+    """Build a model from a verified published folder (see :func:`read_report`): a ``cls``,
+    or the subclass of ``cls`` the folder names (``PrivateModule.from_pretrained`` builds
+    whichever method the folder holds).
+
+    A class may declare ``legacy_hparams``: the value of each hyper-parameter that folders
+    written before it existed were published with (GAP/ProGAP: ``label_counts=False``)."""
     from safetensors.torch import load_file
 
     content = read_report(folder)
@@ -337,21 +549,18 @@ def read_folder(cls: type[PrivateModule], folder: Path, **overrides: Any) -> Pri
     _check_config(config, content, folder)
     method = content["method"]
     if _class_path(cls) != method and method.rsplit(".", 1)[-1] != cls.__name__:
-        from lightning_dpgnn.methods.base import PrivateModule
-
-        if cls is not PrivateModule:
+        held = _import(method)
+        if not (isinstance(held, type) and issubclass(held, cls)):
             raise VerificationError(f"{folder} holds a {method}, not a {cls.__name__}")
-        cls = _import(method)
+        cls = held
     fixed = sorted(k for k, v in overrides.items() if k in config and config[k] != v)
     if fixed:
         raise ValueError(
             f"{', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed by the published "
             f"{CONFIG} (covered by its report); load the model as published"
         )
-    from lightning_dpgnn.methods.ap import AggregationPerturbationModule
-
-    if issubclass(cls, AggregationPerturbationModule) and "label_counts" not in config:
-        config["label_counts"] = False  # published before label counts existed (now default)
+    for k, v in (getattr(cls, "legacy_hparams", None) or {}).items():
+        config.setdefault(k, v)  # published before the hyper-parameter existed
     model = cls(**{**config, **overrides})
     try:
         missing, unexpected = model.load_state_dict(load_file(folder / WEIGHTS), strict=False)
@@ -364,15 +573,13 @@ def read_folder(cls: type[PrivateModule], folder: Path, **overrides: Any) -> Pri
             f"{folder / WEIGHTS} does not fit {cls.__name__}({CONFIG}): missing {missing}, "
             f"unexpected {unexpected}"
         )
-    with safe_open(folder / OUTPUTS, framework="pt") as f:
-        skeleton = json.loads(f.metadata()["skeleton"])
-        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open API
-    saved = _unflatten(skeleton, tensors)
+    saved = _read_outputs(folder)
     model.load_privacy_state({
         "accountant": content["accountant"],
         "noise_multiplier": content["noise_multiplier"],
         "outputs": saved["outputs"],
         "public": saved["public"],
+        "halted": bool((content.get("publication") or {}).get("halted", False)),
     })
     model.eval()
     return model
@@ -398,21 +605,34 @@ def resolve_folder(
     local_files_only: bool = False,
 ) -> Path:
     """A local folder with the published files: ``repo_or_dir`` itself when it is a folder,
-    else the hub cache (downloading what is missing unless offline)."""
+    else the hub cache (downloading what is missing unless offline). When the hub does not
+    answer (:func:`hub_unreachable`: one request, a short timeout, no retry), only the cache
+    is read, and a miss raises :class:`HubUnreachableError` at once."""
     path = Path(repo_or_dir)
     if path.is_dir():
         return path
     text = str(repo_or_dir)
     if path.is_absolute() or text.startswith((".", "~")) or text.count("/") > 1:
         raise FileNotFoundError(f"no published model folder at {text}")
-    offline = local_files_only or hub_offline()
+    endpoint = hub_endpoint()
+    down = None if local_files_only else hub_unreachable(endpoint)
     kw = dict(
-        repo_id=str(repo_or_dir), revision=revision, cache_dir=cache_dir, token=token,
-        force_download=force_download, local_files_only=offline, endpoint=hub_endpoint(),
+        repo_id=text, revision=revision, cache_dir=cache_dir, token=token,
+        force_download=force_download and down is None,
+        local_files_only=local_files_only or down is not None, endpoint=endpoint,
     )
-    report = Path(hf_hub_download(filename=REPORT, **kw))
-    for name in (*HASHED, CARD):
-        hf_hub_download(filename=name, **kw)
+    try:
+        report = Path(hf_hub_download(filename=REPORT, **kw))
+        for name in (*HASHED, CARD):
+            hf_hub_download(filename=name, **kw)
+    except Exception as err:
+        from huggingface_hub.utils import LocalEntryNotFoundError
+
+        if down is not None and isinstance(err, LocalEntryNotFoundError):
+            raise HubUnreachableError(
+                f"{text} is not in the hub cache and the hub cannot be reached ({down})"
+            ) from None
+        raise
     return report.parent
 
 
@@ -425,9 +645,16 @@ def push_folder(
     branch: str | None = None,
     commit_message: str = "Upload private model (lightning-dpgnn)",
 ) -> str:
-    """Create ``repo_id`` (if needed) and upload a verified ``folder``; return the commit URL."""
-    read_report(folder)  # never push a folder whose report does not verify
-    api = HfApi(endpoint=hub_endpoint(), token=token)
+    """Create ``repo_id`` (if needed) and upload ``folder``; return the commit URL. The folder
+    must verify and pass the publishing gate on its own report
+    (:func:`check_folder_publishable`): the same refusals as a model's."""
+    folder = Path(folder)
+    check_folder_publishable(folder)  # never push a folder whose guarantee would not hold
+    endpoint = hub_endpoint()
+    down = hub_unreachable(endpoint)
+    if down is not None:
+        raise HubUnreachableError(f"cannot push {folder} to {repo_id}: {down}")
+    api = HfApi(endpoint=endpoint, token=token)
     repo_id = api.create_repo(repo_id=repo_id, private=private, exist_ok=True).repo_id
     info = api.upload_folder(
         repo_id=repo_id, repo_type="model", folder_path=folder, revision=branch,
