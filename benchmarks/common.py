@@ -166,6 +166,39 @@ def done_keys(path: Path) -> set[str]:
     return {r.get("key") for r in load_rows(path)} - {None}
 
 
+#: a cell re-run (under new defaults, a fixed bug, ...) replaces its old rows from this many
+#: seeds on; a re-run cell with fewer stays out of the tables (:func:`fold`)
+MIN_RERUN_SEEDS = 5
+
+
+def cell_of(row: dict) -> tuple:
+    """(dataset, method, epsilon, unit, protocol): the rows of one table cell of a grid."""
+    return (row["dataset"], row["method"], row["target_epsilon"], row_unit(row),
+            row_protocol(row))  # fmt: skip
+
+
+def fold(base: Path, rerun: Path, min_seeds: int = MIN_RERUN_SEEDS) -> tuple[int, int]:
+    """Replace the cells that ``rerun`` re-ran (with >= ``min_seeds`` rows) in ``base``: their
+    old rows leave ``base`` and the re-run rows are appended (cells with fewer rows are not
+    taken; their rows stay in ``rerun``). A grid cell is re-run into a scratch file (the keys
+    in ``base`` would skip it) and folded in, so that the results folder only holds the rows
+    the tables use; the replaced rows stay in git history. Returns (rows removed, rows added).
+
+        python benchmarks/gap_accuracy.py --seeds 10 --methods GAP-EDP --out /tmp/rerun.jsonl
+        python benchmarks/common.py fold benchmarks/results/gap_accuracy.jsonl /tmp/rerun.jsonl
+    """
+    from collections import Counter
+
+    lines = [ln for ln in base.read_text().splitlines() if ln.strip()]
+    fresh = [ln for ln in rerun.read_text().splitlines() if ln.strip()]
+    seeds = Counter(cell_of(json.loads(ln)) for ln in fresh)
+    redone = {cell for cell, n in seeds.items() if n >= min_seeds}
+    kept = [ln for ln in lines if cell_of(json.loads(ln)) not in redone]
+    added = [ln for ln in fresh if cell_of(json.loads(ln)) in redone]
+    base.write_text("".join(ln + "\n" for ln in kept + added))
+    return len(lines) - len(kept), len(added)
+
+
 def append(path: Path, row: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
@@ -495,3 +528,21 @@ def audit_table(doc: str, title: str, note: str, columns: list[str]):
         "|" + "---|" * len(cols),
     ]
     return args, lines
+
+
+def main() -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(description="Results-file maintenance (see fold).")
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fold", help=fold.__doc__.splitlines()[0])
+    f.add_argument("base", type=Path)
+    f.add_argument("rerun", type=Path)
+    f.add_argument("--min-seeds", type=int, default=MIN_RERUN_SEEDS)
+    args = p.parse_args()
+    removed, added = fold(args.base, args.rerun, args.min_seeds)
+    print(f"{args.base}: {removed} rows replaced by {added} re-run rows")
+
+
+if __name__ == "__main__":
+    main()

@@ -73,6 +73,7 @@ from common import (
     RESULTS,
     ROOT,
     bootstrap_ci,
+    cell_of,
     invalid_reason,
     is_valid,
     load_rows,
@@ -391,14 +392,7 @@ def plot(summary: list[dict], path: Path, curves, lines) -> None:
     fig.savefig(path, dpi=120)
 
 
-#: a cell re-run under the current defaults replaces its old rows from this many seeds on
-MIN_RERUN_SEEDS = 5
-
-
-def setting(row: dict) -> tuple:
-    """(dataset, method, epsilon, unit, protocol): the rows of one table cell."""
-    return (row["dataset"], row["method"], row["target_epsilon"], row_unit(row),
-            row_protocol(row))
+setting = cell_of  # (dataset, method, epsilon, unit, protocol): the rows of one table cell
 
 
 @functools.cache
