@@ -42,6 +42,8 @@ from pathlib import Path
 from common import RESULTS, ROOT
 
 DPGNN = Path(sys.executable).with_name("dpgnn")
+
+
 def fit_command(recipe: str, devices: int, accelerator: str, seed: int) -> list[str]:
     cmd = [str(DPGNN), "fit", "--config", f"zoo/recipes/{recipe}.yaml",
            f"--seed_everything={seed}", f"--trainer.accelerator={accelerator}",
