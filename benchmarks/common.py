@@ -1,4 +1,15 @@
-"""Shared benchmark plumbing: timed/metered runs, JSONL results, bootstrap CIs, plots."""
+"""The benchmarks' runner: results files, the one run loop, metered runs, bootstrap CIs.
+
+Every script that produces rows goes through :func:`run_cells`: it walks the script's cells in
+the script's order (seeds outermost, so a partial run still covers every setting), skips the
+cells whose ``key`` is already in the results file, runs the others (in a forked child with
+wall/CPU seconds and peak RSS, or in process), and appends one JSON line per cell with the
+command and the git revision of the library that produced it. ``seed_stats`` /
+``bootstrap_ci`` are the statistics every table prints (mean and 95% bootstrap CI).
+
+``DPGNN_BENCH_RESULTS`` and ``DPGNN_BENCH_DOCS`` move the results folder and the docs folder
+the summaries splice into (``smoke.py`` points both at a temporary copy).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+#: where results files are read and written (``DPGNN_BENCH_RESULTS`` overrides it)
+RESULTS = Path(os.environ.get("DPGNN_BENCH_RESULTS") or ROOT / "benchmarks" / "results")
+#: the docs pages tables are spliced into (``DPGNN_BENCH_DOCS`` overrides it)
+DOCS = Path(os.environ.get("DPGNN_BENCH_DOCS") or ROOT / "docs")
 #: speed-ups that change timings (not results): sparse wide features + ghost clipping
 CODE_VERSION = "csr-ghost"
 #: preprocessing protocol of new rows: classes declared publicly (``classes=``), isolated nodes
@@ -36,8 +51,6 @@ UNITS = ("edge-directed", "edge-undirected", "node", "ldp", "none")
 #: node, not a stable projection (removing one node changes many edges), so the printed epsilon
 #: was not delivered; excluded from the tables
 INVALID_NODE_UNIT = "node-sampled-D100 (invalid: unstable projection)"
-#: 0/1 features: the public bounds (0, 1) replace per-column min-max (which reads the features)
-BINARY_FEATURES = dict(feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))
 
 
 class PeakRSS:
@@ -122,7 +135,7 @@ def code_revision() -> str:
     changes (the library was edited while benchmarks ran: rows say which code they used)."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     try:
         rev = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
@@ -147,9 +160,43 @@ def model_unit(model) -> str:
 
 
 def done_keys(path: Path) -> set[str]:
+    """The ``key`` of every row of a results file (rows without one have none)."""
     if not path.exists():
         return set()
-    return {json.loads(line)["key"] for line in path.read_text().splitlines() if line.strip()}
+    return {r.get("key") for r in load_rows(path)} - {None}
+
+
+#: a cell re-run (under new defaults, a fixed bug, ...) replaces its old rows from this many
+#: seeds on; a re-run cell with fewer stays out of the tables (:func:`fold`)
+MIN_RERUN_SEEDS = 5
+
+
+def cell_of(row: dict) -> tuple:
+    """(dataset, method, epsilon, unit, protocol): the rows of one table cell of a grid."""
+    return (row["dataset"], row["method"], row["target_epsilon"], row_unit(row),
+            row_protocol(row))  # fmt: skip
+
+
+def fold(base: Path, rerun: Path, min_seeds: int = MIN_RERUN_SEEDS) -> tuple[int, int]:
+    """Replace the cells that ``rerun`` re-ran (with >= ``min_seeds`` rows) in ``base``: their
+    old rows leave ``base`` and the re-run rows are appended (cells with fewer rows are not
+    taken; their rows stay in ``rerun``). A grid cell is re-run into a scratch file (the keys
+    in ``base`` would skip it) and folded in, so that the results folder only holds the rows
+    the tables use; the replaced rows stay in git history. Returns (rows removed, rows added).
+
+        python benchmarks/gap_accuracy.py --seeds 10 --methods GAP-EDP --out /tmp/rerun.jsonl
+        python benchmarks/common.py fold benchmarks/results/gap_accuracy.jsonl /tmp/rerun.jsonl
+    """
+    from collections import Counter
+
+    lines = [ln for ln in base.read_text().splitlines() if ln.strip()]
+    fresh = [ln for ln in rerun.read_text().splitlines() if ln.strip()]
+    seeds = Counter(cell_of(json.loads(ln)) for ln in fresh)
+    redone = {cell for cell, n in seeds.items() if n >= min_seeds}
+    kept = [ln for ln in lines if cell_of(json.loads(ln)) not in redone]
+    added = [ln for ln in fresh if cell_of(json.loads(ln)) in redone]
+    base.write_text("".join(ln + "\n" for ln in kept + added))
+    return len(lines) - len(kept), len(added)
 
 
 def append(path: Path, row: dict) -> None:
@@ -206,7 +253,32 @@ def cpu_info() -> str:
     return f"{os.cpu_count()} CPU cores (torch threads: {__import__('torch').get_num_threads()})"
 
 
+def add_smoke_flag(parser) -> None:
+    """``--smoke``: the embedded csbm graph, one seed, one epoch (:mod:`smoke`)."""
+    parser.add_argument(
+        "--smoke", action="store_true",
+        help="check the code path in seconds: the embedded csbm graph, 1 seed, 1 epoch, the "
+        "first setting of each method (give --out: the rows are no result)",
+    )  # fmt: skip
+
+
+def smoke_args(args) -> None:
+    """Apply ``--smoke`` to parsed ``args``: csbm settings (:func:`settings.use_smoke_settings`),
+    one seed, the csbm graph as the only dataset."""
+    if not getattr(args, "smoke", False):
+        return
+    import settings
+
+    settings.use_smoke_settings()
+    for name, value in (("seeds", 1), ("datasets", [settings.SMOKE_DATASET]),
+                        ("dataset", settings.SMOKE_DATASET)):  # fmt: skip
+        if hasattr(args, name):
+            setattr(args, name, value)
+
+
 def grid_parser(doc: str, datasets: dict, default_out: Path):
+    """The command line of a grid benchmark (``gap_accuracy.py``, ``progap_accuracy.py``,
+    ``baselines_accuracy.py``): seeds, dataset / method / epsilon / unit subsets, output."""
     import argparse
 
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
@@ -224,38 +296,65 @@ def grid_parser(doc: str, datasets: dict, default_out: Path):
         help="edge-level units to run (directed: the papers' unit, for comparison)",
     )
     p.add_argument("--out", type=Path, default=default_out)
+    add_smoke_flag(p)
     return p
 
 
-def run_grid(configs, datasets: dict, args, protocol: str = PROTOCOL) -> None:
-    """Fit + test every ``(method, epsilon, unit, build)`` of ``configs(dataset, edge_units)``
-    on every dataset and seed, appending one JSON row per run to ``args.out`` (rows already
-    there are skipped).
+def run_cells(cells, out: Path, *, measured: bool = True, recheck: bool = False) -> int:
+    """The run loop of every benchmark that writes rows. ``cells`` yields ``(meta, fit)`` in
+    the script's order (seeds outermost); ``meta["key"]`` names the cell (``None``: a
+    one-off run, never skipped). A key already in ``out`` is skipped (``recheck``: the file is
+    re-read before each cell, for processes that share it); otherwise ``fit()`` runs and one
+    row is appended: ``meta``, ``fit()``'s results, ``revision`` (:func:`code_revision`,
+    unless ``meta`` has one) and ``command``. ``measured``: ``fit`` runs in a forked child
+    (:func:`run_measured`: wall / CPU seconds, peak RSS, hardware); else in this process, with
+    its wall ``seconds``. Returns the number of cells whose child failed (a failed cell is
+    reported and the loop goes on)."""
+    done = done_keys(out)
+    revision = code_revision()  # the library this process imported
+    failed = 0
+    for meta, fit in cells:
+        key = meta["key"]
+        if key in done or (recheck and key in done_keys(out)):
+            continue
+        # a one-off run (``key`` None: never skipped) records no key
+        meta = {**{k: v for k, v in meta.items() if k != "key" or v is not None},
+                "revision": meta.get("revision", revision)}  # fmt: skip
+        if measured:
+            failed += not run_measured(meta, fit, out)
+        else:
+            t0 = time.time()
+            result = fit()
+            append(out, {**meta, **result, "seconds": result.get("seconds", time.time() - t0),
+                         "command": command_line()})  # fmt: skip
+        done.add(key)
+    return failed
 
-    Seeds are the outer loop, so a partial run still covers every setting. Each run goes
-    through :func:`run_measured`. Each row holds the test and validation accuracy of the final
-    model, the epsilon/delta the model reports, the protected ``unit`` and the preprocessing
-    ``protocol`` (with the data module's settings), wall and CPU seconds, peak RSS.
-    """
-    quiet()
+
+def grid_cells(configs, datasets: dict, args, protocol: str = PROTOCOL):
+    """The cells of a grid: every ``(method, epsilon, unit, build)`` of
+    ``configs(dataset, edge_units)`` on every dataset and seed, seeds outermost (``--smoke``:
+    the first setting of each method). Each fit trains, tests and validates the model
+    (:func:`_fit_and_test`); its row holds the test and validation accuracy, the epsilon/delta
+    the model reports, the protected ``unit`` and the preprocessing ``protocol`` (with the data
+    module's settings)."""
     from lightning_dpgnn.data import NodeDataModule
 
-    done = done_keys(args.out)
-    revision = code_revision()  # the library this process imported
     for seed in range(args.seeds):
         for name in args.datasets:
             dm = NodeDataModule(name, seed=seed, **datasets[name])
             dm.setup()
+            seen = set()
             for method, eps, unit, build in configs(name, tuple(args.edge_units)):
                 if args.methods and method not in args.methods:
                     continue
                 if args.epsilons and (eps is None or eps not in args.epsilons):
                     continue
-                key = f"{name}|{method}|{eps}|{unit}|{protocol}|{seed}"
-                if key in done:
+                if getattr(args, "smoke", False) and method in seen:
                     continue
+                seen.add(method)
                 meta = dict(
-                    key=key,
+                    key=f"{name}|{method}|{eps}|{unit}|{protocol}|{seed}",
                     dataset=name,
                     method=method,
                     target_epsilon=eps,
@@ -263,9 +362,16 @@ def run_grid(configs, datasets: dict, args, protocol: str = PROTOCOL) -> None:
                     unit=unit,
                     protocol=protocol,
                     preprocessing=datamodule_settings(dm),
-                    revision=revision,
                 )
-                run_measured(meta, partial(_fit_and_test, build, seed, dm, unit), args.out)
+                yield meta, partial(_fit_and_test, build, seed, dm, unit)
+
+
+def run_grid(configs, datasets: dict, args, protocol: str = PROTOCOL) -> int:
+    """Run a grid benchmark (:func:`grid_cells` through :func:`run_cells`, each run measured
+    in its own process) into ``args.out``; the number of failed runs."""
+    quiet()
+    smoke_args(args)
+    return run_cells(grid_cells(configs, datasets, args, protocol), args.out)
 
 
 def datamodule_settings(dm) -> dict:
@@ -317,7 +423,9 @@ def _fit_and_test(build, seed: int, dm, unit: str | None = None) -> dict:
     # "none" rows include MLP, which reports edge-level epsilon 0 (it reads no edges)
     if unit not in (None, "none") and model_unit(model) != unit:
         raise RuntimeError(f"config says {unit!r}, the model protects {model_unit(model)!r}")
-    trainer = quiet_trainer(max_epochs=100)  # staged models set their own total
+    import settings
+
+    trainer = quiet_trainer(**settings.TRAINER)  # staged models set their own total
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     val = trainer.validate(model, dm, verbose=False)[0]["val/acc"]  # for model selection
@@ -420,3 +528,21 @@ def audit_table(doc: str, title: str, note: str, columns: list[str]):
         "|" + "---|" * len(cols),
     ]
     return args, lines
+
+
+def main() -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(description="Results-file maintenance (see fold).")
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fold", help=fold.__doc__.splitlines()[0])
+    f.add_argument("base", type=Path)
+    f.add_argument("rerun", type=Path)
+    f.add_argument("--min-seeds", type=int, default=MIN_RERUN_SEEDS)
+    args = p.parse_args()
+    removed, added = fold(args.base, args.rerun, args.min_seeds)
+    print(f"{args.base}: {removed} rows replaced by {added} re-run rows")
+
+
+if __name__ == "__main__":
+    main()

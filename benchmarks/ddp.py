@@ -4,7 +4,9 @@ Runs what a user runs, ``dpgnn fit --config zoo/recipes/<recipe>.yaml`` with
 ``--trainer.devices N --trainer.strategy ddp --trainer.accelerator cpu`` (``N = 1``: the
 default single-device trainer), once per seed, and writes every run to
 ``benchmarks/results/ddp.jsonl`` and a table (mean wall time, speed-up, accuracy, epsilon) to
-``benchmarks/results/ddp.md``, with the command, the machine and its load.
+``benchmarks/results/ddp.md`` (``summarize.py ddp``), with the command, the machine and its
+load. It measures processes, so it keeps its own loop (one ``dpgnn fit`` subprocess per run)
+instead of ``common.run_cells``.
 
     python benchmarks/ddp.py --recipes gap-edge-rutgers89 progap-edge-rutgers89 \\
         --devices 1 2 --seeds 2
@@ -37,16 +39,9 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
+from common import RESULTS, ROOT
 
-RESULTS = Path(__file__).parent / "results"
 DPGNN = Path(sys.executable).with_name("dpgnn")
-NOTE = (
-    "On a machine shared with other jobs, N processes also get N shares of the contended "
-    "cores, so a speed-up above N measures the scheduler, not DDP; compare processes on an "
-    "idle machine for DDP's own scaling. Accuracy and epsilon are what the comparison is for: "
-    "the same epsilon, accuracy within the run-to-run noise."
-)
 
 
 def fit_command(recipe: str, devices: int, accelerator: str, seed: int) -> list[str]:
@@ -102,7 +97,7 @@ def _peak_kib(pid: int) -> int | None:
     return None
 
 
-def run_measured(cmd: list[str], cwd: str) -> tuple[subprocess.CompletedProcess, float, dict]:
+def run_polled(cmd: list[str], cwd: str) -> tuple[subprocess.CompletedProcess, float, dict]:
     """Run ``cmd``; its wall time and the peak resident memory (MiB) of each rank, polled
     every 0.2 s (a rank's high-water mark is kept by the kernel, so polling misses at most the
     last 0.2 s of a rank's life)."""
@@ -147,13 +142,13 @@ def run_once(
     """One fit in a fresh folder: wall time of the whole command (launch, data, fit, test);
     ``measure``: also the peak resident memory of each rank."""
     cmd = fit_command(recipe, devices, accelerator, seed) + list(extra or [])
-    repo = Path(__file__).resolve().parents[1]
+    repo = ROOT
     peaks: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         cmd[3] = str(repo / cmd[3])
         if measure:
             cmd.append("--trainer.callbacks+=fit_memory.FitMemory")
-            run, wall, peaks = run_measured(cmd, tmp)
+            run, wall, peaks = run_polled(cmd, tmp)
             fit_memory = {p.stem.rsplit("-", 1)[1]: json.loads(p.read_text())
                           for p in Path(tmp).glob("fit-memory-*.json")}
         else:
@@ -176,89 +171,6 @@ def run_once(
         row["fit_peak_mib"] = {r: round(max(m["stage_peak_mib"].values()), 1)
                                for r, m in sorted(fit_memory.items())}
     return row
-
-
-def table(rows: list[dict]) -> str:
-    lines = ["| recipe | processes | runs | wall time (s) | speed-up | test accuracy | epsilon |",
-             "|---|---|---|---|---|---|---|"]
-    for recipe in dict.fromkeys(r["recipe"] for r in rows):
-        base = None
-        for devices in sorted({r["devices"] for r in rows if r["recipe"] == recipe}):
-            sel = [r for r in rows if r["recipe"] == recipe and r["devices"] == devices]
-            wall = float(np.mean([r["wall_s"] for r in sel]))
-            base = wall if base is None else base
-            acc = [r["test_acc"] for r in sel]
-            lines.append(
-                f"| {recipe} | {devices} | {len(sel)} | {wall:.1f} | {base / wall:.2f}x | "
-                f"{np.mean(acc):.4f} (min {min(acc):.4f}, max {max(acc):.4f}) | "
-                f"{max(r['epsilon'] for r in sel):g} |"
-            )
-    return "\n".join(lines)
-
-
-def _median_per_rank(rows: list[dict], field: str) -> dict[str, float]:
-    """Median of ``row[field][rank]`` over ``rows``, for each rank."""
-    ranks = sorted({k for r in rows for k in r.get(field, {})})
-    return {k: float(np.median([r[field][k] for r in rows if k in r.get(field, {})]))
-            for k in ranks}
-
-
-def _cell(values: dict[str, float]) -> str:
-    return ", ".join(f"{v:.0f}" for v in values.values()) or "-"
-
-
-def memory_table(rows: list[dict]) -> str:
-    """Median peak resident memory per rank (MiB) over the repeats of each setting."""
-    lines = ["| recipe | graph | processes | sharded rows | runs | peak RSS per rank, MiB "
-             "(rank 0, rank 1) | RSS at fit start | peak during the fit | fit peak above "
-             "start | wall time (s) | test accuracy | epsilon |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    keys = dict.fromkeys((r["recipe"], r["graph"], r["devices"], r["shard_rows"]) for r in rows)
-    for recipe, graph, devices, shard in keys:
-        sel = [r for r in rows if (r["recipe"], r["graph"], r["devices"], r["shard_rows"])
-               == (recipe, graph, devices, shard)]
-        start, fit = _median_per_rank(sel, "fit_start_mib"), _median_per_rank(sel, "fit_peak_mib")
-        above = {k: fit[k] - start[k] for k in fit if k in start}
-        lines.append(
-            f"| {recipe} | {graph} | {devices} | {'yes' if shard and devices > 1 else 'no'} | "
-            f"{len(sel)} | {_cell(_median_per_rank(sel, 'peak_rss_mib'))} | {_cell(start)} | "
-            f"{_cell(fit)} | {_cell(above)} | {np.median([r['wall_s'] for r in sel]):.1f} | "
-            f"{np.median([r['test_acc'] for r in sel]):.4f} | "
-            f"{max(r['epsilon'] for r in sel):g} |")
-    return "\n".join(lines)
-
-
-def write_report(rows: list[dict]) -> None:
-    """``ddp.md`` from every row of ``ddp.jsonl`` (both modes)."""
-    wall = [r for r in rows if r.get("mode", "wall") == "wall"]
-    memory = [r for r in rows if r.get("mode") == "memory"]
-    parts = []
-    if wall:
-        loads = [r["load_avg_1m"] for r in wall]
-        parts.append(
-            f"# 1 vs N processes (DDP, {wall[0]['accelerator']})\n\n"
-            f"Command: `{wall[0].get('bench_command', 'python benchmarks/ddp.py --seeds 1')}`\n\n"
-            f"Machine: {wall[0]['cpus']} CPU cores ({wall[0]['machine']}), shared with other "
-            f"jobs: 1-minute load average during the runs {min(loads):.1f}-{max(loads):.1f}. "
-            "Wall time is the whole `dpgnn fit` command (process launch, data loading, "
-            f"calibration, fit, test). {NOTE}\n\n{table(wall)}\n")
-    if memory:
-        loads = [r["load_avg_1m"] for r in memory]
-        parts.append(
-            "## Peak memory per rank\n\n"
-            "Commands: " + ", ".join(f"`{c}`" for c in dict.fromkeys(
-                r["bench_command"] for r in memory)) + "\n\n"
-            "Peak resident set size (`VmHWM`) of each rank's process over the whole `dpgnn fit` "
-            "command; its resident set when the fit starts (the graph loaded) and its peak "
-            "during the fit alone (the high-water mark reset at fit start, "
-            "`benchmarks/fit_memory.py`), all in MiB; short fits (2 epochs per stage: memory "
-            "does not grow with epochs), medians of the repeats; "
-            f"{memory[0]['cpus']} CPU cores, load average "
-            f"{min(loads):.1f}-{max(loads):.1f}, `OMP_NUM_THREADS=1`, `nice -n 10`. It includes "
-            "the Python and PyTorch runtime of each process (the `csbm` rows: a 2,000-node "
-            "graph, nothing else). See docs/distributed.md, \"Memory per rank\", for the "
-            f"formula these figures check.\n\n{memory_table(memory)}\n")
-    (RESULTS / "ddp.md").write_text("\n".join(parts))
 
 
 def measure_memory(args: argparse.Namespace, command: str) -> list[dict]:
@@ -326,7 +238,9 @@ def main() -> None:
                     rows.append(row)
     everything = kept + rows
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in everything))
-    write_report(everything)
+    from summarize import ddp_report  # results/ddp.md (= summarize.py ddp)
+
+    ddp_report(everything)
 
 
 if __name__ == "__main__":

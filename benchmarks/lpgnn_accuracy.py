@@ -25,10 +25,12 @@ One JSON line per (dataset, table, method, eps_x, eps_y, protocol, seed) is appe
 epsilon the model reports, the protected unit (``"ldp"``), the preprocessing protocol
 (``common.PROTOCOL``; rows without one are ``paper-v0``: data-derived min-max scaling,
 positional split), the selected epoch, wall time and peak RSS. Summarize with
-``python benchmarks/lpgnn_summarize.py``.
+``python benchmarks/summarize.py lpgnn``. Datasets, KProp steps and default hyper-parameters:
+``settings.py`` (``LPGNN_*``).
 
     DPGNN_DATA=../shared/datasets python benchmarks/lpgnn_accuracy.py --seeds 10
-    # smoke: python benchmarks/lpgnn_accuracy.py --seeds 1 --max-epochs 5 --out /tmp/lp.jsonl
+    # smoke (cora, one cell, 2 epochs):
+    python benchmarks/lpgnn_accuracy.py --smoke --out /tmp/lp.jsonl
 """
 
 from __future__ import annotations
@@ -37,30 +39,27 @@ import argparse
 import itertools
 import json
 import math
+import sys
 from functools import partial
 from pathlib import Path
 
+import settings as S
 from common import (
-    BINARY_FEATURES,
     PROTOCOL,
     RESULTS,
+    add_smoke_flag,
     datamodule_settings,
-    done_keys,
     quiet,
     quiet_trainer,
     report_fields,
-    run_measured,
+    run_cells,
 )
 
 INF = math.inf
-# labels are private (randomized response), so the classes are declared: Cora's 7 topics,
-# Facebook's 4 page types (all of them: nothing is filtered)
-DATASETS = {
-    "cora": dict(split="lpgnn", classes=list(range(7)), **BINARY_FEATURES),
-    "musae-facebook": dict(split="lpgnn", classes=list(range(4)), **BINARY_FEATURES),
-}
-STEPS = {"cora": (16, 8), "musae-facebook": (4, 2)}  # (K_x, K_y), thesis §3.5.2
-DEFAULT_HPARAMS = dict(lr=0.01, weight_decay=1e-3, dropout=1e-3)
+DATASETS = S.LPGNN_DATASETS  # classes declared: labels are private (randomized response)
+STEPS = S.LPGNN_STEPS  # (K_x, K_y), thesis §3.5.2
+DEFAULT_HPARAMS = S.LPGNN_HPARAMS
+pair_key = S.lpgnn_pair_key
 GRID = dict(lr=[1e-4, 1e-3, 1e-2], weight_decay=[1e-4, 1e-3, 1e-2], dropout=[1e-4, 1e-3, 1e-2])
 STEP_GRID = [0, 2, 4, 8, 16]
 MECHANISMS = {"1B": "onebit", "LP": "laplace", "AG": "gaussian", "MB": "multibit"}
@@ -92,11 +91,6 @@ def selected(only: list[str] | None, table: str, method: str, kw: dict) -> bool:
         return True
     cell = [table, method, str(kw["x_eps"]), str(kw["y_eps"])]
     return any(cell[: len(p.split(":"))] == p.split(":") for p in only)
-
-
-def pair_key(x_eps: float, y_eps: float) -> str:
-    """The search pair a setting borrows its hyper-parameters from (§3.5.2)."""
-    return f"{'inf' if math.isinf(x_eps) else 1}|{'inf' if math.isinf(y_eps) else 1}"
 
 
 def fit_lpgnn(dm, kwargs: dict, seed: int, max_epochs: int, patience: int | None) -> dict:
@@ -196,7 +190,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     p.add_argument("--out", type=Path, default=RESULTS / "lpgnn_accuracy.jsonl")
     p.add_argument("--hparams", type=Path, default=None, help="default: next to --out")
+    add_smoke_flag(p)
     args = p.parse_args()
+    if args.smoke:  # csbm is not an LPGNN dataset: cora, one cell, 2 epochs
+        args.seeds, args.datasets, args.max_epochs = 1, ["cora"], 2
+        args.only = args.only or ["3.2:MB:1.0"]
     quiet()
     import torch
 
@@ -206,12 +204,11 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     hp_path = args.hparams or args.out.with_name("lpgnn_hparams.json")
     chosen = json.loads(hp_path.read_text()) if hp_path.exists() else {}
-    done = done_keys(args.out)
     dms = {}
     for name in args.datasets:
         dms[name] = NodeDataModule(name, seed=0, **DATASETS[name])
         if args.search:
-            cells = [c for c in settings(args.tables) if selected(args.only, *c)]
+            wanted = [c for c in settings(args.tables) if selected(args.only, *c)]
 
             def save(found, name=name):
                 chosen[name] = found
@@ -221,14 +218,22 @@ def main() -> None:
             search(
                 dms[name],
                 name,
-                search_pairs(cells),
+                search_pairs(wanted),
                 args.max_epochs,
                 args.patience,
                 args.search_steps,
                 chosen.get(name, {}),
                 save,
             )
-    for seed in range(args.seeds):  # seeds outermost: partial runs still cover every setting
+    sys.exit(run_cells(cells(args, chosen), args.out) > 0)
+
+
+def cells(args, chosen: dict):
+    """``(meta, fit)`` of every selected cell, seeds outermost (partial runs still cover
+    every setting)."""
+    from lightning_dpgnn.data import NodeDataModule
+
+    for seed in range(args.seeds):
         for name in args.datasets:
             dm = NodeDataModule(name, seed=seed, **DATASETS[name])
             dm.setup()
@@ -237,8 +242,6 @@ def main() -> None:
                 if not selected(args.only, table, method, kw):
                     continue
                 key = f"{name}|{table}|{method}|{kw['x_eps']}|{kw['y_eps']}|{PROTOCOL}|{seed}"
-                if key in done:
-                    continue
                 hp = found.get("hparams", {}).get(pair_key(kw["x_eps"], kw["y_eps"]))
                 hp = hp or DEFAULT_HPARAMS
                 steps = found.get("steps", {}).get(f"{table}|{method}|{kw['x_eps']}|{kw['y_eps']}")
@@ -262,11 +265,7 @@ def main() -> None:
                         for k, v in full.items()
                     },
                 )
-                run_measured(
-                    meta,
-                    partial(fit_lpgnn, dm, full, seed, args.max_epochs, args.patience),
-                    args.out,
-                )
+                yield meta, partial(fit_lpgnn, dm, full, seed, args.max_epochs, args.patience)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Write zoo/recipes/*.yaml from the settings gap_accuracy.py and progap_accuracy.py benchmark
-(one per setting).
+(one per setting; the settings and the recipes' data arguments are in ``settings.py``).
 
 Preprocessing reads no data protected at the recipe's privacy level (design invariant 1;
 ``NodeDataModule.private_reads``): edge- and node-level recipes keep isolated nodes (which
@@ -7,51 +7,17 @@ nodes are isolated depends on the edges); node-level ones (GAP/ProGAP node, DP-M
 the kept classes as public metadata, the class years a school's network had (the classes with
 >= 1,000 students on both schools), instead of filtering classes by size. Non-private recipes
 (``*-inf-*``, ``mlp-*``) keep the papers' protocol (size filter, isolated nodes removed).
+
+    python benchmarks/make_recipes.py [--out FOLDER]
 """
 
+import argparse
 from pathlib import Path
 
-import progap_accuracy as progap
+import settings as S
 import yaml
-from gap_accuracy import COMMON, DATASETS, EDGE, MAX_DEGREE, NODE
 
-RECIPES = Path(__file__).resolve().parents[1] / "zoo" / "recipes"
-SHORT = {
-    "facebook100/Rutgers89": "rutgers89",
-    "facebook100/Wisconsin87": "wisconsin87",
-    "musae-facebook": "facebook",
-}
-
-
-def data_args(data: str, level: str) -> dict:
-    """``NodeDataModule`` arguments of ``data`` for a recipe at privacy ``level``: at edge and
-    node level exactly the benchmark's (``gap_accuracy.DATASETS``: declared classes, isolated
-    nodes kept, Facebook100's public code book), so a recipe reproduces its benchmark row;
-    without privacy the papers' protocol (classes with >= 1,000 nodes, isolated nodes removed).
-    """
-    if level == "none":
-        school = data.startswith("facebook100/")
-        paper = {"target": "year", "min_class_size": 1000} if school else {}
-        return {"name": data, **paper, "remove_isolated": True}
-    return {"name": data, **DATASETS[data]}
-
-
-def node_degree(data: str) -> dict:
-    """Node level: ``max_degree`` is a checked public bound on every degree (here the
-    dataset's maximum degree under the recipe's preprocessing, see gap_accuracy.MAX_DEGREE)."""
-    return {"max_degree": MAX_DEGREE[data]}
-
-
-def recipe(model_cls: str, init: dict, data: str, epochs: int, level: str) -> dict:
-    return {
-        "seed_everything": 0,
-        "trainer": {"max_epochs": epochs},
-        "model": {"class_path": model_cls, "init_args": init},
-        "data": {
-            "class_path": "lightning_dpgnn.data.NodeDataModule",
-            "init_args": data_args(data, level),
-        },
-    }
+RECIPES = S.RECIPES
 
 
 def source(name: str) -> str:
@@ -61,79 +27,57 @@ def source(name: str) -> str:
 def recipes() -> dict[str, dict]:
     """Every recipe this script writes, by name (tests check the files equal them)."""
     out: dict[str, dict] = {}
-    for data, short in SHORT.items():
+    gap, progap = S.GAP_COMMON, S.PROGAP_COMMON
+    for data, short in S.SHORT.items():
+        degree = S.node_degree(data)
         out |= {
-            f"gap-edge-{short}": recipe(
+            f"gap-edge-{short}": S.recipe(
                 "lightning_dpgnn.GAP",
-                {"privacy": "edge", "epsilon": 4.0, **COMMON, **EDGE},
-                data,
-                200,
-                "edge",
+                {"privacy": "edge", "epsilon": 4.0, **gap, **S.GAP_EDGE}, data, 200, "edge",
             ),
-            f"gap-node-{short}": recipe(
+            f"gap-node-{short}": S.recipe(
                 "lightning_dpgnn.GAP",
-                {"privacy": "node", "epsilon": 8.0, **COMMON, **NODE, **node_degree(data)},
-                data,
-                20,
+                {"privacy": "node", "epsilon": 8.0, **gap, **S.GAP_NODE, **degree}, data, 20,
                 "node",
             ),
-            f"gap-inf-{short}": recipe(
-                "lightning_dpgnn.GAP", {"privacy": "none", **COMMON, **EDGE}, data, 200, "none"
-            ),
-            f"progap-edge-{short}": recipe(
-                "lightning_dpgnn.ProGAP",
-                {"privacy": "edge", "epsilon": 1.0, **progap.COMMON, **progap.EDGE},
-                data,
-                300,
-                "edge",
-            ),
-            f"progap-node-{short}": recipe(
-                "lightning_dpgnn.ProGAP",
-                {
-                    "privacy": "node", "epsilon": 8.0, **progap.COMMON, **progap.NODE,
-                    **node_degree(data),
-                },
-                data,
-                30,
-                "node",
-            ),
-            f"progap-inf-{short}": recipe(
-                "lightning_dpgnn.ProGAP",
-                {"privacy": "none", **progap.COMMON, **progap.EDGE},
-                data,
-                300,
+            f"gap-inf-{short}": S.recipe(
+                "lightning_dpgnn.GAP", {"privacy": "none", **gap, **S.GAP_EDGE}, data, 200,
                 "none",
             ),
-            f"mlp-{short}": recipe(
-                "lightning_dpgnn.MLP", {"hidden": 16, "layers": 3, "lr": 0.01}, data, 100, "none"
+            f"progap-edge-{short}": S.recipe(
+                "lightning_dpgnn.ProGAP",
+                {"privacy": "edge", "epsilon": 1.0, **progap, **S.PROGAP_EDGE}, data, 300,
+                "edge",
             ),
-            f"dpmlp-{short}": recipe(
-                "lightning_dpgnn.DPMLP",
-                {
-                    "epsilon": 8.0,
-                    "hidden": 16,
-                    "layers": 3,
-                    "lr": 0.01,
-                    "epochs": 10,
-                    "batch_size": 256,
-                },
-                data,
-                10,
-                "node",
+            f"progap-node-{short}": S.recipe(
+                "lightning_dpgnn.ProGAP",
+                {"privacy": "node", "epsilon": 8.0, **progap, **S.PROGAP_NODE, **degree}, data,
+                30, "node",
             ),
-        }
+            f"progap-inf-{short}": S.recipe(
+                "lightning_dpgnn.ProGAP", {"privacy": "none", **progap, **S.PROGAP_EDGE}, data,
+                300, "none",
+            ),
+            f"mlp-{short}": S.recipe("lightning_dpgnn.MLP", dict(S.MLP), data, 100, "none"),
+            f"dpmlp-{short}": S.recipe(
+                "lightning_dpgnn.DPMLP", {"epsilon": 8.0, **S.DPMLP}, data, 10, "node"
+            ),
+        }  # fmt: skip
     return out
 
 
 def main() -> None:
-    RECIPES.mkdir(parents=True, exist_ok=True)
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RECIPES, help="folder (default: zoo/recipes)")
+    out = p.parse_args().out
+    out.mkdir(parents=True, exist_ok=True)
     for name, cfg in recipes().items():
         text = (
             f"# {name}: generated by benchmarks/make_recipes.py from the settings of\n"
             f"# benchmarks/{source(name)}. Run: dpgnn fit --config zoo/recipes/{name}.yaml"
             "\n# (override e.g. --model.init_args.epsilon 2)\n"
         )
-        (RECIPES / f"{name}.yaml").write_text(text + yaml.safe_dump(cfg, sort_keys=False))
+        (out / f"{name}.yaml").write_text(text + yaml.safe_dump(cfg, sort_keys=False))
 
 
 if __name__ == "__main__":

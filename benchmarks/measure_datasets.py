@@ -6,10 +6,12 @@ graphs for graph datasets) and the SHA-256 and size of each raw file. The data l
 fresh build against these (see ``lightning_dpgnn.data.validation``).
 
     DPGNN_DATA=/work/shared/datasets DPGNN_CACHE=$(mktemp -d) python benchmarks/measure_datasets.py
+    # smoke: python benchmarks/measure_datasets.py --datasets cora --out /tmp/known.json
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -19,6 +21,10 @@ from lightning_dpgnn.data.validation import KNOWN_FILE, file_digest, graph_count
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--datasets", nargs="*", default=None, help="subset (default: every one)")
+    p.add_argument("--out", type=Path, default=KNOWN_FILE, help="default: the package's file")
+    args = p.parse_args()
     root = resolve_root(None)
     assert root is not None, "set DPGNN_DATA"
     validation.known_datasets.cache_clear()
@@ -29,6 +35,8 @@ def main() -> None:
         spec = registry.get_spec(name)
         if not spec.needs_files or spec.extra.get("mat_folder"):
             continue
+        if args.datasets and spec.name not in args.datasets:
+            continue
         files = registry._raw_file_keys(spec, root / spec.subpath)
         if not all(f.is_file() for f in files.values()):
             continue
@@ -37,7 +45,7 @@ def main() -> None:
         digests.update({key: file_digest(f) for key, f in files.items()})
         print(spec.name, counts[spec.name], flush=True)
     known = {"counts": counts, "files": digests}
-    KNOWN_FILE.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+    args.out.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

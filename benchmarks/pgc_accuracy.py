@@ -18,7 +18,8 @@ decay and dropout for RAW, on the validation set (accuracy / AUC), reused by eve
 the choice is stored in ``results/pgc_hparams.json``.
 
     DPGNN_DATA=../shared/datasets python benchmarks/pgc_accuracy.py --seeds 10
-    # smoke: python benchmarks/pgc_accuracy.py --seeds 1 --max-epochs 3 --out /tmp/pgc.jsonl
+    python benchmarks/summarize.py pgc   # the tables in docs/pgc.md
+    # smoke (cora, one run, 2 epochs): python benchmarks/pgc_accuracy.py --smoke --out /tmp/p.jsonl
 """
 
 from __future__ import annotations
@@ -27,50 +28,31 @@ import argparse
 import itertools
 import json
 import math
+import sys
 from functools import partial
 from pathlib import Path
 
+import settings as S
 from common import (
-    BINARY_FEATURES,
     PROTOCOL,
     RESULTS,
+    add_smoke_flag,
     datamodule_settings,
-    done_keys,
     quiet,
     quiet_trainer,
     report_fields,
-    run_measured,
+    run_cells,
 )
 
 INF = math.inf
-DATASETS = {
-    "cora": dict(split="public", **BINARY_FEATURES),
-    "citeseer": dict(split="public", **BINARY_FEATURES),
-    "musae-twitch-en": dict(split="lpgnn", **BINARY_FEATURES),
-    "musae-facebook": dict(split="lpgnn", **BINARY_FEATURES),
-}
+DATASETS = S.PGC_DATASETS
 EPSILONS = [1.0, 5.0, 9.0]
 METHODS = {"LM": "laplace", "PM": "piecewise", "PGC": "onebit"}
 TASKS = ("node", "link")
-# Table 2.2: (lr, weight decay, dropout) for GCN node classification and the VGAE
-TABLE_2_2 = {
-    "node": {
-        "citeseer": (0.01, 0.1, 0.5),
-        "cora": (0.01, 0.01, 0.5),
-        "musae-twitch-en": (0.001, 1e-4, 0.0),
-    },
-    "link": {
-        "citeseer": (0.01, 0.01, 0.0),
-        "cora": (0.01, 0.01, 0.0),
-        "musae-twitch-en": (0.01, 0.001, 0.0),
-    },
-}
 GRID = dict(lr=[0.001, 0.01], weight_decay=[0.0, 1e-4, 1e-3, 1e-2, 1e-1], dropout=[0.0, 0.5])
 
 
-def default_hparams(task: str, dataset: str) -> dict:
-    lr, wd, dp = TABLE_2_2[task].get(dataset, TABLE_2_2[task]["cora"])
-    return dict(lr=lr, weight_decay=wd, dropout=dp)
+default_hparams = S.pgc_hparams  # Table 2.2 (settings.TABLE_2_2)
 
 
 def fit_pgc(dm, task: str, mechanism: str, eps: float, hp: dict, seed: int, max_epochs: int):
@@ -119,21 +101,30 @@ def main() -> None:
     p.add_argument("--datasets", nargs="*", default=list(DATASETS))
     p.add_argument("--tasks", nargs="*", default=list(TASKS), choices=TASKS)
     p.add_argument("--methods", nargs="*", default=[*METHODS, "RAW"])
+    p.add_argument("--epsilons", nargs="*", type=float, default=EPSILONS, help="per feature")
     p.add_argument("--max-epochs", type=int, default=500)
     p.add_argument("--search", action="store_true", help="grid-search RAW's hyper-parameters")
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     p.add_argument("--out", type=Path, default=RESULTS / "pgc_accuracy.jsonl")
+    add_smoke_flag(p)
     args = p.parse_args()
+    if args.smoke:  # csbm is not a PGC dataset: cora, node classification, PGC at eps 1
+        args.seeds, args.datasets, args.max_epochs = 1, ["cora"], 2
+        args.tasks, args.methods, args.epsilons = ["node"], ["PGC"], [1.0]
     quiet()
     import torch
 
-    from lightning_dpgnn.data import NodeDataModule
-
     if args.threads:
         torch.set_num_threads(args.threads)
+    sys.exit(run_cells(cells(args), args.out) > 0)
+
+
+def cells(args):
+    """``(meta, fit)`` of every selected run, seeds outermost."""
+    from lightning_dpgnn.data import NodeDataModule
+
     hp_path = args.out.with_name("pgc_hparams.json")
     chosen = json.loads(hp_path.read_text()) if hp_path.exists() else {}
-    done = done_keys(args.out)
     for seed in range(args.seeds):
         for name in args.datasets:
             dm = NodeDataModule(name, seed=seed, **DATASETS[name])
@@ -148,13 +139,11 @@ def main() -> None:
                 runs = [("RAW", "onebit", INF)] if "RAW" in args.methods else []
                 runs += [
                     (m, METHODS[m], e)
-                    for m, e in itertools.product(METHODS, EPSILONS)
+                    for m, e in itertools.product(METHODS, args.epsilons)
                     if m in args.methods
                 ]
                 for method, mech, eps in runs:
                     key = f"{name}|{task}|{method}|{eps}|{PROTOCOL}|{seed}"
-                    if key in done:
-                        continue
                     meta = dict(
                         key=key,
                         dataset=name,
@@ -168,11 +157,7 @@ def main() -> None:
                         metric="accuracy" if task == "node" else "auc",
                         hparams=hp,
                     )
-                    run_measured(
-                        meta,
-                        partial(pgc_result, dm, task, mech, eps, hp, seed, args.max_epochs),
-                        args.out,
-                    )
+                    yield meta, partial(pgc_result, dm, task, mech, eps, hp, seed, args.max_epochs)
 
 
 def pgc_result(dm, task, mech, eps, hp, seed, max_epochs) -> dict:

@@ -8,7 +8,7 @@ each feature with budget eps, features scaled to [0, 1] from the public bounds (
 features; protocol ``common.PROTOCOL``). Fig. 2.2: eps in {1, 3, 5, 7, 9},
 MAE averaged over all nodes. Fig. 2.3: eps = 1, MAE averaged per degree for degrees up to the
 99% quantile. Results (mean over seeds) go to ``results/pgc_estimation_error.json`` and two
-plots; ``pgc_summarize.py`` puts the table into docs/pgc.md.
+plots; ``summarize.py pgc`` puts the table into docs/pgc.md.
 
     DPGNN_DATA=../shared/datasets python benchmarks/pgc_estimation_error.py --seeds 10
     # smoke: python benchmarks/pgc_estimation_error.py --seeds 1 --datasets cora --out /tmp/e.json
@@ -21,7 +21,7 @@ import json
 import time
 from pathlib import Path
 
-from common import PROTOCOL, RESULTS, PeakRSS, command_line, cpu_info, quiet
+from common import PROTOCOL, RESULTS, PeakRSS, code_revision, command_line, cpu_info, quiet
 
 DATASETS = ["cora", "citeseer", "musae-twitch-en", "musae-facebook"]
 EPSILONS = [1.0, 3.0, 5.0, 7.0, 9.0]
@@ -55,6 +55,7 @@ def main() -> None:
 
     result = {
         "command": command_line(),
+        "revision": code_revision(),
         "hardware": cpu_info(),
         "unit": "ldp",
         "protocol": PROTOCOL,

@@ -14,49 +14,29 @@ over splits as well as initialisations. The reference's own figures come from on
 across its repeats; on these schools one split moves a cell by up to +-1.5 points (ProGAP K=3
 eps 1 on Rutgers89: 68.7 / 69.5 / 70.9 on splits 0 / 1 / 2), so a single-split comparison
 says more about the split than about the method. ``--one-split`` reproduces the earlier
-protocol (split 0 for every repeat; ``results/reference_parity_split0.md``).
+protocol (split 0 for every repeat; into ``results/reference_parity_split0.jsonl``, a file no
+longer kept: the 10-repeat one-split table is in git history, e.g.
+``git show 7bd1219:benchmarks/results/reference_parity_split0.md``).
 
     DPGNN_DATA=../shared/datasets python benchmarks/reference_parity.py --seeds 10
+    DPGNN_DATA=../shared/datasets python benchmarks/reference_parity.py --seeds 10 --label-counts
+    python benchmarks/summarize.py parity   # the tables only
+    python benchmarks/reference_parity.py --smoke --out /tmp/p.jsonl   # one MLP fit
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from functools import partial
 from pathlib import Path
 
-from common import (
-    RESULTS,
-    append,
-    bootstrap_ci,
-    command_line,
-    done_keys,
-    load_rows,
-    quiet,
-    splice,
-)
+import settings as S
+from common import RESULTS, add_smoke_flag, quiet, run_cells
 
-SCHOOLS = ("Rutgers89", "Wisconsin87")
-#: reference means (5 repeats) as measured with the authors' code, issue 13
-REFERENCE = {
-    ("MLP", None): (49.33, 50.16),
-    ("GAP-K2", 0.25): (51.11, 53.14),
-    ("GAP-K2", 1.0): (61.91, 65.45),
-    ("GAP-K2", 4.0): (71.58, 73.15),
-    ("GAP-K2", None): (77.22, 78.07),
-    ("ProGAP-K3", 0.25): (54.49, 56.33),
-    ("ProGAP-K3", 1.0): (70.07, 74.10),
-    ("ProGAP-K3", 4.0): (77.26, 79.64),
-    ("ProGAP-K3", None): (80.41, 81.65),
-    ("ProGAP-K2", 1.0): (69.53, 73.31),
-    ("ProGAP-K2", 4.0): (76.44, 78.75),
-}
 OUT = RESULTS / "reference_parity.jsonl"
-
-
-#: suffix of the cells run with ``label_counts=True`` (``--label-counts``): today's default; the
-#: cells without it run the papers' model (``label_counts=False``, the default until c0fdf5a)
-COUNTS = "+counts"
+COUNTS = S.COUNTS  # cells run with label_counts=True (today's default)
 
 
 def make(method: str, eps: float | None, seed: int):
@@ -94,6 +74,7 @@ def run(school: str, method: str, eps: float | None, seed: int, split: int) -> d
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     report = model.privacy_spent()
+    print(f"{school}|{method}|{eps}|{seed}: {100 * float(acc):.2f}", flush=True)
     return {
         "school": school,
         "method": method,
@@ -105,82 +86,15 @@ def run(school: str, method: str, eps: float | None, seed: int, split: int) -> d
         "delta": report.delta,
         "unit": "edge-directed" if eps is not None else "none",
         "seconds": time.perf_counter() - start,
-        "command": command_line(),
     }
-
-
-def summarize(path: Path = OUT) -> str:
-    rows = load_rows(path)
-    lines = [
-        "# Parity with the reference implementation (issue 13)",
-        "",
-        "Commands: " + "; ".join(f"`{c}`" for c in sorted({r["command"] for r in rows})),
-        "",
-        "Test accuracy %, mean over seeds with 95% bootstrap CI; the reference is the mean of 5",
-        "repeats of the authors' code with its defaults. Edge level: directed unit, delta 1e-7.",
-        f"`{COUNTS}`: the same cell with `label_counts=True`, today's default (one more Gaussian",
-        "aggregation, of the training labels, inside the same epsilon); the cells without it run",
-        "the papers' model (`label_counts=False`).",
-        "",
-        "| method | eps | school | reference | ours (mean, 95% CI) | seeds | diff |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    cells = [(m + v, eps, refs) for (m, eps), refs in REFERENCE.items() for v in ("", COUNTS)]
-    for method, eps, refs in cells:
-        for school, ref in zip(SCHOOLS, refs, strict=True):
-            accs = [
-                100 * r["test_acc"]
-                for r in rows
-                if r["school"] == school and r["method"] == method and r["epsilon_target"] == eps
-            ]
-            if not accs:
-                continue
-            mean, lo, hi = bootstrap_ci(accs)
-            e = "inf" if eps is None else f"{eps:g}"
-            lines.append(
-                f"| {method} | {e} | {school} | {ref:.2f} | {mean:.2f} [{lo:.2f}, {hi:.2f}] | "
-                f"{len(accs)} | {mean - ref:+.2f} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
-NAMES = {"GAP-K2": "GAP K=2", "ProGAP-K3": "ProGAP K=3", "ProGAP-K2": "ProGAP K=2"}
-DOC = Path(__file__).resolve().parents[1] / "docs" / "progap.md"
-
-
-def label_counts_table(path: Path = OUT) -> str:
-    """The GAP/ProGAP cells: the reference, the papers' model (``label_counts=False``) and our
-    defaults (label counts on; 95% CI, seeds, margin over the reference), for
-    ``docs/progap.md``."""
-    rows = load_rows(path)
-
-    def cell(method: str, eps: float | None, school: str):
-        accs = [100 * r["test_acc"] for r in rows if r["school"] == school
-                and r["method"] == method and r["epsilon_target"] == eps]
-        return bootstrap_ci(accs) + (len(accs),) if accs else None
-
-    head = " | ".join(f"{s} ref | `label_counts=False` | defaults [95% CI] (n), margin"
-                      for s in SCHOOLS)
-    lines = [f"| method | ε | {head} |", "|---|---|" + "---|---|---|" * len(SCHOOLS)]
-    for (method, eps), refs in REFERENCE.items():
-        if method not in NAMES:
-            continue
-        parts = []
-        for school, ref in zip(SCHOOLS, refs, strict=True):
-            d, c = cell(method, eps, school), cell(method + COUNTS, eps, school)
-            mean = "–" if d is None else f"{d[0]:.2f}"
-            counted = "–" if c is None else (
-                f"**{c[0]:.2f}** [{c[1]:.2f}, {c[2]:.2f}] ({c[3]}), {c[0] - ref:+.1f}")
-            parts.append(f"{ref:.2f} | {mean} | {counted}")
-        e = "∞" if eps is None else f"{eps:g}"
-        lines.append(f"| {NAMES[method]} | {e} | " + " | ".join(parts) + " |")
-    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--schools", nargs="*", default=list(SCHOOLS))
+    parser.add_argument("--schools", nargs="*", default=list(S.SCHOOLS))
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results file (default: results/reference_parity.jsonl)")
     parser.add_argument("--only", nargs="*", default=None, help="method names to run")
     parser.add_argument(
         "--one-split", action="store_true", help="split 0 for every repeat (earlier protocol)"
@@ -190,29 +104,27 @@ def main() -> None:
         help=f"run the GAP/ProGAP cells with label_counts=True, today's default (methods named "
         f"'<cell>{COUNTS}'); without: label_counts=False, the papers' model",
     )  # fmt: skip
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    if args.smoke:  # one MLP fit on the first school (the smallest reference cell)
+        args.seeds, args.schools, args.only = 1, args.schools[:1], ["MLP"]
     quiet()
-    out = RESULTS / "reference_parity_split0.jsonl" if args.one_split else OUT
-    done = done_keys(out)
-    cells = [(m, eps) for m, eps in REFERENCE if not (args.label_counts and m == "MLP")]
+    out = args.out or (RESULTS / "reference_parity_split0.jsonl" if args.one_split else OUT)
+    cells = [(m, eps) for m, eps in S.REFERENCE if not (args.label_counts and m == "MLP")]
     if args.label_counts:
         cells = [(m + COUNTS, eps) for m, eps in cells]
     # seed-major: an interrupted run leaves every cell with about the same number of seeds
-    for seed in range(args.seeds):
-        for school in args.schools:
-            for method, eps in cells:
-                if args.only and method.removesuffix(COUNTS) not in args.only:
-                    continue
-                key = f"{school}|{method}|{eps}|{seed}"
-                if key in done:
-                    continue
-                row = run(school, method, eps, seed, 0 if args.one_split else seed)
-                append(out, {"key": key, **row})
-                print(f"{key}: {100 * row['test_acc']:.2f}", flush=True)
-    out.with_suffix(".md").write_text(summarize(out))
-    if not args.one_split:
-        splice(DOC, "<!-- LABEL-COUNTS:BEGIN -->", "<!-- LABEL-COUNTS:END -->",
-               label_counts_table(out))
+    runs = (
+        (dict(key=f"{school}|{method}|{eps}|{seed}"),
+         partial(run, school, method, eps, seed, 0 if args.one_split else seed))
+        for seed in range(args.seeds) for school in args.schools for method, eps in cells
+        if not (args.only and method.removesuffix(COUNTS) not in args.only)
+    )  # fmt: skip
+    failed = run_cells(runs, out, measured=False)
+    from summarize import parity  # the tables: results/<out>.md, and docs/progap.md
+
+    parity(out, doc=not args.one_split and args.out is None)
+    sys.exit(failed > 0)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,12 @@ Targets (medians over ``--repeats`` runs on a 2-core machine, one torch thread):
 
 Each row records the load averages before the run (other jobs share the cores), the command
 and the environment. ``results/speed.md`` is rebuilt from ``results/speed.jsonl`` (the latest
-rows of each target) after every invocation.
+rows of each target) after every invocation (``summarize.py speed``; with ``scale``, also
+``docs/img/performance_scale.png``).
 
     OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/speed.py --targets school
+    # smoke (two interpreters, a random 2,000-node graph; into $DPGNN_BENCH_RESULTS):
+    python benchmarks/speed.py --targets import hop --repeats 1 --hop-dataset random:2000:20000
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import RESULTS, append, command_line, load_rows
+from common import RESULTS, append, code_revision, command_line
 
 OUT = RESULTS / "speed.jsonl"
 HERE = Path(__file__).resolve()
@@ -128,6 +131,7 @@ def record(target: str, value: float, unit: str, runs: list[dict], **extra) -> N
         "runs": runs,
         "time": time.strftime("%Y-%m-%d %H:%M:%S"),
         "command": command_line(),
+        "revision": code_revision(),
         "environment": environment(),
         **extra,
     }
@@ -504,100 +508,6 @@ def run_scale(args) -> None:
                    [{**out, "process_s": wall, "load": before, "schools": size}])
 
 
-def summarize(path: Path = OUT) -> str:
-    rows = load_rows(path)
-    latest: dict[str, dict] = {}
-    for r in rows:
-        latest[r["target"]] = r
-    env = rows[-1]["environment"] if rows else {}
-    lines = [
-        "# Speed and scale (issue 18)",
-        "",
-        f"Environment: {env}",
-        "",
-        "Median of the runs of the latest measurement of each target; `load` is the 1-minute",
-        "load average before each run (2 cores shared with other jobs: above ~2 the machine is",
-        "oversubscribed and wall times stretch).",
-        "",
-        "`CPU` is the median CPU time of the same runs (fit + test in process, or the whole",
-        "process): what the wall time would be on an idle core, one thread.",
-        "",
-        "| target | measured | CPU | target | met | runs | load (1 min) | command |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for name, r in latest.items():
-        limit = "" if r["limit"] is None else f"< {r['limit']:g} {r['unit']}"
-        met = "" if r["met"] is None else ("yes" if r["met"] else "no")
-        loads = ", ".join(f"{run['load'][0]:g}" for run in r["runs"] if "load" in run)
-        key = "fit_test_cpu_s" if "fit+test" in name else "process_cpu_s"
-        cpus = [run[key] for run in r["runs"] if key in run]
-        cpu = f"{median(cpus):.2f} s" if cpus and r["unit"] == "s" else ""
-        lines.append(
-            f"| {name} | {r['value']:.2f} {r['unit']} | {cpu} | {limit} | {met} | "
-            f"{len(r['runs'])} | {loads} | `{r['command']}` |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-PLOT = HERE.parents[1] / "docs" / "img" / "performance_scale.png"
-
-
-def _scale_points(path: Path = OUT) -> dict[str, list[tuple[float, float, float]]]:
-    """``(edges, fit + test CPU s, peak RSS MiB)`` per method: the latest ``scale`` row of each
-    set of schools (sparse-feature reader), and the latest FB-scale row (all schools)."""
-    latest: dict[str, dict] = {}
-    for r in load_rows(path):
-        run = r["runs"][0] if r.get("runs") else {}
-        if r["target"].startswith("scale ") and "features" in run:
-            latest[r["target"]] = run
-        elif r["target"] in ("FB GAP-EDP K=2 end to end", "FB ProGAP-EDP K=3 end to end"):
-            latest[r["target"]] = run
-    points: dict[str, list[tuple[float, float, float]]] = {"GAP": [], "ProGAP": []}
-    for target, run in latest.items():
-        method = target.split()[1] if target.startswith("scale ") else target.split()[1][:-4]
-        points[method].append((run["num_edges"], run["fit_test_cpu_s"], run["rss_mib"]))
-    return {m: sorted(p) for m, p in points.items()}
-
-
-def plot_scale(path: Path = OUT, out: Path = PLOT) -> Path | None:
-    """Fit + test CPU time (the steadier figure on a shared machine) and peak RSS against the
-    number of edges, per method."""
-    points = _scale_points(path)
-    if not any(points.values()):
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9, 3.5))
-    for method, pts in points.items():
-        if not pts:
-            continue
-        edges, wall, rss = zip(*pts, strict=True)
-        label = "GAP K=2" if method == "GAP" else "ProGAP K=3"
-        ax_t.plot([e / 1e6 for e in edges], wall, "o-", label=label)
-        ax_m.plot([e / 1e6 for e in edges], [m / 1024 for m in rss], "o-", label=label)
-    ax_t.set(xlabel="directed edges (millions)", ylabel="fit + test, CPU time (s)",
-             xscale="log", yscale="log", title="time (1 thread)")
-    ax_m.set(xlabel="directed edges (millions)", ylabel="peak RSS (GiB)", xscale="log",
-             title="peak memory")
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
-    for ax in (ax_t, ax_m):
-        ax.set_xticks([1, 2, 5, 10, 20, 50])
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle("Facebook100 schools merged in growing sets, edge epsilon 1, 1 CPU thread",
-                 fontsize=9)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    return out
-
-
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])), flush=True)
@@ -625,9 +535,9 @@ def main() -> None:
                "fb": run_fb, "scale": run_scale}
     for target in args.targets:
         runners[target](args)
-    OUT.with_suffix(".md").write_text(summarize())
-    if "scale" in args.targets:
-        plot_scale()
+    from summarize import speed  # results/speed.md (= summarize.py speed)
+
+    speed(OUT, plot="scale" in args.targets)
 
 
 if __name__ == "__main__":

@@ -1,34 +1,79 @@
-"""Summarize a benchmark: mean and 95% bootstrap CI per setting, a markdown table (also
-written into the docs page between the BENCHMARK markers) and an accuracy-vs-epsilon plot.
+"""The one summarizer: every table, plot and docs splice the benchmarks make, from their
+results files (``results/*.jsonl``), never from hand-typed numbers.
 
-A setting is (dataset, method, epsilon, protected unit, preprocessing protocol). Rows written
-before units and protocols were recorded count as protocol ``paper-v0`` with the unit
-``common.row_unit`` gives them (edge level: ``edge-directed``, the thesis' unit). The old
-node-level GAP/ProGAP rows (degree bounded by sampling D = 100 edges per node, an unstable
-projection, so their epsilon was not delivered) are left out of every table and plot; a
-separate table puts them, struck through, beside the new node-level rows.
+    python benchmarks/summarize.py [TABLE ...] [--no-doc] [--min-seeds N]
 
-    python benchmarks/summarize.py          # GAP: results/gap_accuracy.*, docs/gap.md
-    python benchmarks/summarize.py progap   # ProGAP vs GAP: results/progap_accuracy.*,
-                                            # docs/progap.md
-    python benchmarks/summarize.py baselines  # SAGE/EdgeRand/DPGNN beside GAP/ProGAP:
-                                              # results/baselines.*, docs/baselines.md
+``TABLE`` (default ``gap``; ``all`` for every one) is one of :data:`TABLES`:
+
+==============  ============================================  ==================================
+table           reads (``benchmarks/results/``)               writes / splices
+==============  ============================================  ==================================
+gap             gap_accuracy.jsonl                            gap_accuracy.{md,json,png};
+                                                              docs/gap.md BENCHMARK
+progap          progap_accuracy.jsonl, gap_accuracy.jsonl     progap_accuracy.{md,json,png};
+                                                              docs/progap.md BENCHMARK
+baselines       baselines.jsonl (+ gap, progap rows)          baselines.{md,json,png};
+                                                              docs/baselines.md BENCHMARK,
+                                                              docs/{gap,progap}.md BASELINES
+defaults        the GAP/ProGAP files and their re-run         defaults_change.{md,png},
+                generations at :data:`GENERATIONS_REV`        docs/img/defaults_change.png;
+                (git history)                                 docs/{gap,progap}.md DEFAULTS
+lpgnn           lpgnn_accuracy.jsonl                          lpgnn_accuracy.{md,json,png};
+                                                              docs/lpgnn.md BENCHMARK
+pgc             pgc_accuracy.jsonl, pgc_estimation_error.json pgc_accuracy.{md,json},
+                                                              pgc_estimation_error.md;
+                                                              docs/pgc.md BENCHMARK, ESTIMATION
+attacks         audit_attacks.jsonl                           audit_attacks.md;
+                                                              docs/audits.md ATTACKS
+diagnosis       mia_diagnosis.jsonl                           mia_diagnosis.md;
+                                                              docs/audits.md DIAGNOSIS
+recalibration   mia_recalibration.jsonl                       mia_recalibration.md;
+                                                              docs/audits.md RECALIBRATION
+parity          reference_parity.jsonl                        reference_parity.md;
+                                                              docs/progap.md LABEL-COUNTS
+speed           speed.jsonl                                   speed.md,
+                                                              docs/img/performance_scale.png
+ddp             ddp.jsonl                                     ddp.md
+==============  ============================================  ==================================
+
+``--no-doc`` writes the results folder only. The scripts that write their table after a run
+(``reference_parity.py``, ``speed.py``, ``ddp.py``) and the ``--summarize`` flags of
+``audit_attacks.py``, ``mia_diagnosis.py`` and ``mia_recalibration.py`` call the functions
+here. Every generated table says which command and which library revisions made it
+(:func:`made_by`).
+
+GAP / ProGAP / baselines: a setting is (dataset, method, epsilon, protected unit,
+preprocessing protocol). Rows written before units and protocols were recorded count as
+protocol ``paper-v0`` with the unit ``common.row_unit`` gives them (edge level:
+``edge-directed``, the thesis' unit). The old node-level GAP/ProGAP rows (degree bounded by
+sampling D = 100 edges per node, an unstable projection, so their epsilon was not delivered)
+are left out of every table and plot; a separate table puts them, struck through, beside the
+new node-level rows.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
-import sys
+import math
+import statistics
+import subprocess
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import numpy as np
+import settings as S
 from common import (
     CODE_VERSION,
+    DOCS,
     INVALID_NODE_UNIT,
     LEGACY_PROTOCOL,
     PROTOCOL,
     RESULTS,
+    ROOT,
+    bootstrap_ci,
+    cell_of,
     invalid_reason,
     is_valid,
     load_rows,
@@ -37,9 +82,39 @@ from common import (
     seed_stats,
     splice,
 )
-from defaults_change import FILES, SINCE, _contains, since
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+def made_by(table: str, sources, rows: list[dict], rev: str | None = None) -> str:
+    """The provenance line of a generated table: the command that made it, the files it read
+    and the library revisions of their rows (each row also records the command that ran it)."""
+    revisions = list(dict.fromkeys(r["revision"] for r in rows if r.get("revision")))
+    missing = sum(not r.get("revision") for r in rows)
+    files = ", ".join(f"`benchmarks/results/{s}`" for s in sources)
+    where = f" at revision {rev} (git history)" if rev else ""
+    parts = [f"{len(rows)} rows"]
+    if revisions:
+        parts.append("library revisions " + ", ".join(revisions))
+    if missing == len(rows):
+        parts = [f"{len(rows)} rows, written before rows recorded the library revision"]
+    elif missing:
+        parts.append(f"{missing} of them without one, written before rows recorded it")
+    return (f"Generated by `python benchmarks/summarize.py {table}` from {files}{where} "
+            f"({'; '.join(parts)}).")  # fmt: skip
+
+
+def _splice_doc(doc: bool, page: str, begin: str, end: str, md: str) -> None:
+    """Splice ``md`` between the markers of ``docs/<page>`` (when ``doc`` and the page has
+    them)."""
+    path = DOCS / page
+    if doc and path.exists() and begin in (text := path.read_text()) and end in text:
+        splice(path, begin, end, md)
+
+
+def _eps(eps) -> str:
+    return "inf" if eps is None else f"{eps:g}"
+
+
+# == GAP, ProGAP, baselines ================================================================
 BENCHMARKS = {
     "gap": dict(
         inputs=("gap_accuracy.jsonl",),
@@ -153,10 +228,6 @@ def superseded(summary: list[dict], invalid: list[dict]) -> str:
 
 def _ci(s: dict) -> str:
     return f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
-
-
-def _eps(eps) -> str:
-    return "inf" if eps is None else f"{eps:g}"
 
 
 def table(summary: list[dict]) -> str:
@@ -321,14 +392,7 @@ def plot(summary: list[dict], path: Path, curves, lines) -> None:
     fig.savefig(path, dpi=120)
 
 
-#: a cell re-run under the current defaults replaces its old rows from this many seeds on
-MIN_RERUN_SEEDS = 5
-
-
-def setting(row: dict) -> tuple:
-    """(dataset, method, epsilon, unit, protocol): the rows of one table cell."""
-    return (row["dataset"], row["method"], row["target_epsilon"], row_unit(row),
-            row_protocol(row))
+setting = cell_of  # (dataset, method, epsilon, unit, protocol): the rows of one table cell
 
 
 @functools.cache
@@ -338,35 +402,27 @@ def _has_commit(revision: str | None, commit: str) -> bool:
 
 def _defaults(row: dict, bench: str) -> str:
     """``"current"`` when the row's library revision already had the last default change of
-    its method (``defaults_change.since``), else ``"old"``; rows of a benchmark whose defaults
-    never changed are current."""
+    its method (:func:`since`), else ``"old"``; rows of a benchmark whose defaults never
+    changed are current."""
     if bench not in SINCE:
         return "current"
     return "current" if _has_commit(row.get("revision"), since(row["method"], bench)) else "old"
 
 
 def current_rows(name: str) -> list[dict]:
-    """The rows of ``results/<name>``, with the cells re-run under later defaults (the files
-    ``defaults_change.FILES`` lists after it, oldest first) replacing the rows of the same cell
-    in every earlier file; every row says whether it has today's defaults (``defaults``)."""
+    """The rows of ``results/<name>``, each saying whether it has today's defaults
+    (``defaults``). The file holds only current cells: a cell re-run under later defaults
+    replaced its old rows there (the re-run generations and the rows they replaced are in git
+    history, see :data:`GENERATIONS_REV`)."""
     path = RESULTS / name
     if not path.exists():
         return []
     bench = name.removesuffix("_accuracy.jsonl")
-    rows = [dict(r, defaults=_defaults(r, bench)) for r in load_rows(path)]
-    for newer in FILES.get(bench, (name,))[1:]:
-        if not (RESULTS / newer).exists():
-            continue
-        fresh = [dict(r, defaults=_defaults(r, bench)) for r in load_rows(RESULTS / newer)]
-        seeds = Counter(setting(r) for r in fresh)
-        rerun = {cell for cell, n in seeds.items() if n >= MIN_RERUN_SEEDS}  # partial: not shown
-        rows = [r for r in rows if setting(r) not in rerun] + [
-            r for r in fresh if setting(r) in rerun
-        ]
-    return rows
+    return [dict(r, defaults=_defaults(r, bench)) for r in load_rows(path)]
 
 
-def main(name: str = "gap") -> None:
+def accuracy(name: str = "gap", doc: bool = True) -> str:
+    """The tables and the plot of the GAP, ProGAP or baselines benchmark (:data:`BENCHMARKS`)."""
     bench = BENCHMARKS[name]
     rows = [r for f in bench["inputs"] for r in current_rows(f)]
     keep = bench.get("keep")
@@ -377,6 +433,7 @@ def main(name: str = "gap") -> None:
         scope = {(r["dataset"], row_protocol(r)) for r in first}
         rows = [r for r in rows if r["method"] in bench["methods"]
                 and (r["dataset"], row_protocol(r)) in scope]
+    provenance = made_by(name, bench["inputs"], rows)
     excluded = Counter(invalid_reason(r) for r in rows if not is_valid(r))
     invalid = [r for r in rows if invalid_reason(r) == INVALID_NODE_UNIT]
     rows = [r for r in rows if is_valid(r)]
@@ -433,15 +490,19 @@ def main(name: str = "gap") -> None:
             + "\n\n"
             + md
         )
+    md = provenance + "\n\n" + md
     md += (
         "\n\nWall and CPU seconds are medians per run, peak MB the largest resident set of one "
         f"run (each in its own process), over runs of the current code ({CODE_VERSION!r}). "
         f"Plot: `benchmarks/results/{stem}.png`. Hardware: {'; '.join(hardware)}.\n\n"
-        "Defaults: `current` rows were run with the library's current defaults "
-        "(re-runs in `benchmarks/results/*_defaults_v2.jsonl` and, since GAP and ProGAP count "
-        "labels by default at edge level and without privacy, `*_defaults_v3.jsonl`), `old` "
-        "rows before a default change and not re-run (`benchmarks/results/defaults_change.md` "
-        "puts the re-run cells beside their old rows). "
+        "Defaults: `current` rows were run with the library's current defaults (the cells a "
+        "default change moved were re-run, first for the normalization changes, then, since "
+        "GAP and ProGAP count labels by default at edge level and without privacy, for label "
+        "counts, and the re-run rows replaced the old ones; the replaced rows and the re-run "
+        f"generations are in git history: `git show {GENERATIONS_REV}:benchmarks/results/FILE` "
+        "for `gap_accuracy.jsonl`, `progap_accuracy.jsonl` and their `*_defaults_v2.jsonl`, "
+        "`*_defaults_v3.jsonl`), `old` rows before a default change and not re-run "
+        "(`benchmarks/results/defaults_change.md` puts the re-run cells beside their old rows). "
         "Units: `edge-directed` (one directed edge, the thesis' unit, sensitivity 1), "
         "`edge-undirected` (one friendship, sensitivity sqrt(2)), `node` (a node with its edges, "
         "features and label; D is the promised degree bound), `none` (not private). Protocols: "
@@ -454,14 +515,1095 @@ def main(name: str = "gap") -> None:
         md += "\n\nCommands of the rows: " + "; ".join(f"`{c}`" for c in commands) + "."
     (RESULTS / f"{stem}.md").write_text(md + "\n")
     plot(summary, RESULTS / f"{stem}.png", bench["curves"], bench["lines"])
-    doc_path = DOCS / bench["doc"]
-    if BEGIN in doc_path.read_text() and END in doc_path.read_text():
-        splice(doc_path, BEGIN, END, md)
+    _splice_doc(doc, bench["doc"], BEGIN, END, md)
     for page, prefix in bench.get("splice", {}).items():
         rows_md = baseline_rows(summary, bench["compare"], prefix, stem)
-        splice(DOCS / page, SPLICE_BEGIN, SPLICE_END, rows_md)
-    print(md)
+        _splice_doc(doc, page, SPLICE_BEGIN, SPLICE_END, rows_md)
+    return md
+
+
+# == defaults: old rows beside the re-runs (issue 13) =======================================
+#: the last revision that kept the re-run generations beside the published rows; the defaults
+#: table reads these files there (``git show``): the results folder now holds only the current
+#: cells (each re-run cell's rows replaced its old ones in ``<benchmark>_accuracy.jsonl``)
+GENERATIONS_REV = "7bd1219"
+#: each benchmark's published rows, then its re-runs under later defaults, oldest first (at
+#: :data:`GENERATIONS_REV`): a re-run cell (>= 5 seeds) replaced the cell of every earlier file
+FILES = {
+    "gap": ("gap_accuracy.jsonl", "gap_accuracy_defaults_v2.jsonl",
+            "gap_accuracy_defaults_v3.jsonl"),
+    "progap": ("progap_accuracy.jsonl", "progap_accuracy_defaults_v2.jsonl",
+               "progap_accuracy_defaults_v3.jsonl"),
+}  # fmt: skip
+#: the default changes, oldest first: (commit, the (method, level) families it moved, what)
+_GAP_EDGE = {("GAP", "EDP"), ("GAP", "inf")}
+_PROGAP_EDGE = {("ProGAP", "EDP"), ("ProGAP", "inf")}
+CHANGES = (
+    ("1326a07", _GAP_EDGE, "normalization auto (BatchNorm), normalize_combine"),
+    ("1326a07", {("GAP", "NDP")},
+     "normalize_combine (normalization 'auto' is none at node level, as before)"),
+    ("5c618de", _PROGAP_EDGE | {("ProGAP", "NDP")}, "act -> norm blocks, normalize_jk"),
+    ("5c618de", {("MLP", None)},
+     "100 epochs, best validation epoch (was: the trainer's 1000, last)"),
+    ("c0fdf5a", _GAP_EDGE | _PROGAP_EDGE,
+     "label_counts on (noisy counts of the in-neighbours' training labels, same epsilon)"),
+)  # fmt: skip
+#: a method none of CHANGES names is current from this commit on
+SINCE = {"gap": "1326a07", "progap": "5c618de"}
+
+
+def family(method: str) -> tuple[str, str | None]:
+    """``("ProGAP", "EDP")`` of ``ProGAP-LW-EDP``, ``("GAP", "EDP")`` of ``GAP-EDP-K3``,
+    ``("MLP", None)`` of ``MLP``: the model and its level (``EDP``, ``NDP``, ``inf``)."""
+    parts = method.split("-")
+    return parts[0], next((p for p in parts if p in ("EDP", "NDP", "inf")), None)
+
+
+def changes_of(method: str) -> list[tuple[str, str]]:
+    """``(commit, what)`` of every default change that moved ``method``'s rows, oldest first."""
+    return [(commit, what) for commit, fams, what in CHANGES if family(method) in fams]
+
+
+def since(method: str, bench: str) -> str:
+    """The commit of ``method``'s last default change: its rows are current from there on."""
+    moved = changes_of(method)
+    return moved[-1][0] if moved else SINCE[bench]
+
+
+DEFAULTS_OUT = "defaults_change.md"
+DEFAULTS_PLOT = "defaults_change.png"
+#: reference_parity.REFERENCE cells matching each benchmark's method at its default depth
+REFERENCE_CELLS = {"gap": "GAP-K2", "progap": "ProGAP-K2"}
+
+
+def _contains(revision: str | None, commit: str) -> bool:
+    """Whether library ``revision`` (``"<sha>[+dirty]"``) includes ``commit``."""
+    if not revision:
+        return False
+    rev = revision.split("+")[0]
+    cmd = ["git", "-C", str(ROOT), "merge-base", "--is-ancestor", commit, rev]
+    return subprocess.run(cmd, capture_output=True).returncode == 0
+
+
+@functools.cache
+def _rows_at(name: str, rev: str = GENERATIONS_REV) -> tuple[dict, ...]:
+    """The rows of ``results/<name>`` at git revision ``rev``."""
+    text = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:benchmarks/results/{name}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return tuple(json.loads(line) for line in text.splitlines() if line.strip())
+
+
+def _settings(name: str) -> dict[tuple, list[float]]:
+    acc = defaultdict(list)
+    for r in _rows_at(name):
+        if not is_valid(r):
+            continue
+        key = (r["dataset"], r["method"], r["target_epsilon"], row_unit(r))
+        acc[key, row_protocol(r)].append((100 * r["test_acc"], r.get("revision")))
+    return acc
+
+
+def _generations(bench: str) -> list[dict[tuple, list[tuple]]]:
+    """The settings of each re-run file of ``bench`` with >= 5 seeds, oldest file first."""
+    return [
+        {k: v for k, v in _settings(name).items() if len(v) >= 5}
+        for name in FILES[bench][1:]
+    ]
+
+
+def _rerun(bench: str) -> dict[tuple, list[tuple]]:
+    """The re-run settings of ``bench``, each from the latest file that has it."""
+    merged = {}
+    for generation in _generations(bench):
+        merged.update(generation)
+    return merged
+
+
+def _old_rows(old: dict, key: tuple, protocol: str) -> tuple[list[tuple], str]:
+    """The old rows of a setting: same protocol when there are any, else the published ones
+    (``paper-v0`` edge-level rows: the tables in the docs were made from those)."""
+    if old.get((key, protocol)):
+        return old[key, protocol], protocol
+    for (k, p), values in old.items():
+        if k == key:
+            return values, p
+    for (k, p), values in old.items():  # old rows recorded another unit (MLP: the edge unit)
+        if k[:3] == key[:3]:
+            return values, p
+    return [], "–"
+
+
+def _label(key: tuple) -> str:
+    """Tick label of a setting: the method's level (``EDP``, ``NDP``, ``inf``) or name
+    (baselines), and epsilon."""
+    method, eps, unit = key[1], key[2], key[3]
+    level = method.rsplit("-", 1)[-1] if "-" in method else method
+    undirected = " undir." if unit == "edge-undirected" else ""
+    return level if eps is None or level in ("inf", "MLP") else f"{level} {eps:g}{undirected}"
+
+
+def _reference_cell(bench: str, key: tuple) -> tuple | None:
+    """The ``reference_parity.REFERENCE`` cell of a setting: the reference measured edge level
+    (the directed unit) and non-private runs of the benchmark's method at its default depth,
+    and MLP."""
+    method, eps = key[1], key[2]
+    if method == "MLP":
+        return ("MLP", None)
+    if method.endswith("-inf") or (method.endswith("-EDP") and key[3] == "edge-directed"):
+        return (REFERENCE_CELLS[bench], eps)
+    return None
+
+
+def _mean_cell(values: list[float]) -> str:
+    if not values:
+        return "–"
+    mean, lo, hi = bootstrap_ci(values)
+    return f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(values)})"
+
+
+def defaults_table(benches=tuple(FILES)) -> str:
+    """Markdown table of every re-run setting of ``benches`` with >= 5 seeds."""
+    lines = [
+        "| benchmark | dataset | method | eps | old (protocol) | earlier re-run | new (public-v2) "
+        "| diff | change |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for bench in benches:
+        old, generations = _settings(FILES[bench][0]), _generations(bench)
+        new = _rerun(bench)
+        for key, protocol in sorted(
+            new, key=lambda k: (k[0][0], k[0][1], k[0][2] if k[0][2] is not None else 1e9)
+        ):
+            values = [v for v, _ in new[key, protocol]]
+            old_rows, old_protocol = _old_rows(old, key, protocol)
+            before = [v for v, _ in old_rows]
+            runs = [g[key, protocol] for g in generations if (key, protocol) in g]
+            earlier = [v for v, _ in runs[-2]] if len(runs) > 1 else []  # a re-run re-run
+            mean = sum(values) / len(values)
+            diff = f"{mean - sum(before) / len(before):+.2f}" if before else "–"
+            dataset, method, eps = key[:3]
+            moved = [what for commit, what in changes_of(method)
+                     if not (old_rows and all(_contains(rev, commit) for _, rev in old_rows))]
+            change = "; ".join(moved) or "none (the old rows had today's defaults)"
+            if old_protocol != protocol:
+                change += f"; {old_protocol} -> {protocol}"
+            eps_s = "inf" if eps is None else f"{eps:g}"
+            if key[3] == "edge-undirected":
+                eps_s += " (undirected unit)"
+            lines.append(
+                f"| {bench} | {dataset} | {method} | {eps_s} | {_mean_cell(before)} "
+                f"({old_protocol}) | {_mean_cell(earlier)} | {_mean_cell(values)} | {diff} | "
+                f"{change} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+DEFAULTS_HEADER = """# Benchmark rows before and after the default changes (issue 13)
+
+Test accuracy %, mean and 95% bootstrap CI over seeds. Same grid scripts and seeds; the old
+rows are those of the same protocol where the published table had some, else the published
+``paper-v0`` rows (then the protocol changed too: see the change column). Edge level: the
+directed unit.
+
+"""
+DEFAULTS_BEGIN, DEFAULTS_END = "<!-- DEFAULTS:BEGIN -->", "<!-- DEFAULTS:END -->"
+
+
+def defaults_plot(out: Path) -> Path:
+    """Old rows, re-runs and the reference, test accuracy against epsilon per dataset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    REFERENCE, SCHOOLS = S.REFERENCE, S.SCHOOLS  # noqa: N806
+
+    datasets = sorted({k[0] for b in FILES for k, _ in _rerun(b)})
+    fig, axes = plt.subplots(
+        len(FILES), len(datasets), figsize=(4 * len(datasets), 3.2 * len(FILES)), squeeze=False
+    )
+    for row, bench in enumerate(FILES):
+        old, new = _settings(FILES[bench][0]), _rerun(bench)
+        for col, dataset in enumerate(datasets):
+            ax = axes[row][col]
+            keys = sorted(
+                (k for k in new if k[0][0] == dataset and len(new[k]) >= 5),
+                key=lambda k: (_label(k[0]).split()[0], k[0][2] or 1e9),
+            )
+            xs = list(range(len(keys)))
+            labels = [_label(k[0]) for k in keys]
+            for shift, source, name in ((-0.15, old, "old rows"), (0.15, new, "current defaults")):
+                pts = []
+                for x, (key, protocol) in zip(xs, keys, strict=True):
+                    values = (
+                        [v for v, _ in new[key, protocol]]
+                        if source is new
+                        else [v for v, _ in _old_rows(old, key, protocol)[0]]
+                    )
+                    if values:
+                        mean, lo, hi = bootstrap_ci(values)
+                        pts.append((x + shift, mean, mean - lo, hi - mean))
+                if pts:
+                    px, py, lo, hi = zip(*pts, strict=True)
+                    ax.errorbar(px, py, yerr=[lo, hi], fmt="o", capsize=3, label=name)
+            school = dataset.split("/")[-1]
+            if school in SCHOOLS:
+                ref = [
+                    (x, REFERENCE[cell][SCHOOLS.index(school)])
+                    for x, k in zip(xs, keys, strict=True)
+                    if (cell := _reference_cell(bench, k[0])) in REFERENCE
+                ]
+                if ref:
+                    rx, ry = zip(*ref, strict=True)
+                    ax.plot(rx, ry, "k_", markersize=18, mew=2, label="reference code")
+            ax.set_xticks(xs, labels)
+            ax.set_title(f"{bench}: {dataset}", fontsize=9)
+            ax.set_xlabel("setting (EDP: edge epsilon, directed; NDP: node epsilon)", fontsize=7)
+            ax.tick_params(axis="x", labelsize=6, rotation=45)
+            ax.set_ylabel("test accuracy %")
+            ax.grid(alpha=0.3)
+            if row == 0 and col == 0:
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def defaults(doc: bool = True) -> str:
+    """``results/defaults_change.{md,png}`` (and ``docs/img``), the DEFAULTS tables of
+    ``docs/gap.md`` and ``docs/progap.md``: every re-run cell beside its old rows, from the
+    files at :data:`GENERATIONS_REV`."""
+    import shutil
+
+    plot_path = defaults_plot(RESULTS / DEFAULTS_PLOT)
+    if doc:
+        shutil.copyfile(plot_path, DOCS / "img" / DEFAULTS_PLOT)
+    names = [n for bench in FILES for n in FILES[bench]]
+    rows = [r for n in names for r in _rows_at(n)]
+    text = DEFAULTS_HEADER + made_by("defaults", names, rows, GENERATIONS_REV) + "\n\n"
+    text += defaults_table()
+    (RESULTS / DEFAULTS_OUT).write_text(text)
+    for bench in FILES:
+        page = DOCS / f"{bench}.md"
+        if doc and DEFAULTS_BEGIN in page.read_text() and DEFAULTS_END in page.read_text():
+            head, rest = page.read_text().split(DEFAULTS_BEGIN, 1)
+            page.write_text(head + DEFAULTS_BEGIN + "\n" + defaults_table((bench,))
+                            + rest[rest.index(DEFAULTS_END):])  # fmt: skip
+    return text
+
+
+# == LPGNN (thesis Tables 3.2-3.4) ===========================================================
+# thesis Tables 3.2-3.4 (accuracy %), Cora and Facebook; key: (dataset, table, method, x, y)
+LPGNN_PAPER = {}
+for ds, vals in {
+    "cora": {
+        "1B": [45.8, 62.3, 59.9, 58.5],
+        "LP": [43.2, 57.8, 61.9, 58.1],
+        "AG": [59.7, 62.7, 67.5, 77.2],
+        "MB": [68.0, 64.6, 83.9, 84.0],
+    },
+    "musae-facebook": {
+        "1B": [57.0, 76.3, 86.1, 84.0],
+        "LP": [54.2, 72.5, 85.4, 84.8],
+        "AG": [78.2, 85.6, 92.0, 92.4],
+        "MB": [85.8, 91.0, 92.7, 92.9],
+    },
+}.items():
+    for method, row in vals.items():
+        for ex, v in zip([0.01, 0.1, 1.0, 2.0], row, strict=True):
+            LPGNN_PAPER[(ds, "3.2", method, ex, None)] = v
+for ds, vals in {
+    "cora": {"ONES": 22.6, "OHD": 44.4, "RND": 26.4, 0.01: 63.0, 0.1: 62.4, 1.0: 69.3},
+    "musae-facebook": {"ONES": 29.0, "OHD": 77.2, "RND": 35.2, 0.01: 85.0, 0.1: 85.1, 1.0: 84.9},
+}.items():
+    for k, v in vals.items():
+        key = (ds, "3.3", k, 1.0, 1.0) if isinstance(k, str) else (ds, "3.3", "MB", k, 1.0)
+        LPGNN_PAPER[key] = v
+for ds, vals in {
+    "cora": {"CE": [18.6, 25.5, 52.9], "FC": [18.6, 37.1, 75.1], "Drop": [42.9, 69.3, 78.4]},
+    "musae-facebook": {
+        "CE": [50.9, 55.2, 81.6],
+        "FC": [68.9, 73.8, 88.9],
+        "Drop": [75.1, 84.9, 90.7],
+    },
+}.items():
+    for method, row in vals.items():
+        for ey, v in zip([0.5, 1.0, 2.0], row, strict=True):
+            LPGNN_PAPER[(ds, "3.4", method, 1.0, ey)] = v
+
+
+def lpgnn_summary(rows: list[dict]) -> list[dict]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        key = (r["dataset"], r["table"], r["method"], r["x_eps"], r["y_eps"], row_protocol(r))
+        groups[key].append(r)
+    out = []
+    order = {"3.2": 0, "3.3": 1, "3.4": 2}
+    for key, rs in sorted(
+        groups.items(),
+        key=lambda kv: (
+            kv[0][0],
+            order[kv[0][1]],
+            kv[0][2],
+            kv[0][3] or 1e9,
+            kv[0][4] or 1e9,
+            kv[0][5] != LEGACY_PROTOCOL,
+        ),
+    ):
+        eps = [r["epsilon"] for r in rs]
+        out.append(
+            dict(
+                dataset=key[0],
+                table=key[1],
+                method=key[2],
+                x_eps=key[3],
+                y_eps=key[4],
+                unit="ldp",
+                protocol=key[5],
+                paper=LPGNN_PAPER.get(key[:5]),
+                epsilon_reported=None if any(e is None for e in eps) else max(eps),
+                **seed_stats(rs),
+            )
+        )
+    return out
+
+
+def lpgnn_table(summary: list[dict]) -> str:
+    # a protocol column only when the file mixes protocols
+    with_protocol = len({s["protocol"] for s in summary}) > 1
+    proto_head, proto_rule = ("protocol | ", "---|") if with_protocol else ("", "")
+    lines = [
+        f"| dataset | table | method | eps_x | eps_y | {proto_head}test acc % (95% CI) | thesis | "
+        "eps reported | seeds | wall s | peak MB |",
+        f"|---|---|---|---|---|{proto_rule}---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
+        paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
+        rep = "inf" if s["epsilon_reported"] is None else f"{s['epsilon_reported']:.4g}"
+        proto = f"{s['protocol']} | " if with_protocol else ""
+        lines.append(
+            f"| {s['dataset']} | {s['table']} | {s['method']} | {_eps(s['x_eps'])} | "
+            f"{_eps(s['y_eps'])} | {proto}{ci} | {paper} | {rep} | {s['seeds']} | "
+            f"{s['wall_s_median']} | {s['peak_rss_mb_max']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def lpgnn_footnote(summary: list[dict]) -> str:
+    protocols = sorted({s["protocol"] for s in summary})
+    return (
+        "Unit: `ldp` (each node's features and label perturbed on the node; edges public). "
+        f"Protocol: {', '.join(f'`{p}`' for p in protocols)} (`{LEGACY_PROTOCOL}`: features "
+        f"min-max scaled from the data, positional split; `{PROTOCOL}`: public feature bounds "
+        "(0, 1), identity-keyed split, isolated nodes kept, OS-entropy noise)."
+    )
+
+
+def lpgnn_plot(summary: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = sorted({s["dataset"] for s in summary})
+    fig, axes = plt.subplots(
+        1, max(1, len(datasets)), figsize=(5 * len(datasets), 4), squeeze=False
+    )
+    for ax, ds in zip(axes[0], datasets, strict=True):
+        for method in ("1B", "LP", "AG", "MB"):
+            pts = [
+                s
+                for s in summary
+                if s["dataset"] == ds
+                and s["table"] == "3.2"
+                and s["method"] == method
+                and s["protocol"] == LEGACY_PROTOCOL
+            ]
+            if pts:
+                ax.plot(
+                    [s["x_eps"] for s in pts],
+                    [s["acc_mean"] for s in pts],
+                    marker="o",
+                    label=method,
+                )
+        ax.set_xscale("log")
+        ax.set_xlabel("eps_x (eps_y = inf)")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"{ds}: Table 3.2")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def lpgnn(doc: bool = True, path: Path | None = None) -> str:
+    """``results/lpgnn_accuracy.{json,md,png}`` and the table in ``docs/lpgnn.md``."""
+    path = path or RESULTS / "lpgnn_accuracy.jsonl"
+    rows = load_rows(path)
+    summary = lpgnn_summary(rows)
+    base = path.with_suffix("")
+    commands = sorted({r["command"] for r in rows})
+    meta = {"commands": commands, "hardware": rows[0]["hardware"], "summary": summary}
+    base.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+    md = (made_by("lpgnn", [path.name], rows) + "\n\n" + lpgnn_table(summary) + "\n\n"
+          + lpgnn_footnote(summary))  # fmt: skip
+    base.with_suffix(".md").write_text(md + "\n")
+    lpgnn_plot(summary, base.with_suffix(".png"))
+    _splice_doc(doc, "lpgnn.md", BEGIN, END, md)
+    return md
+
+
+# == PGC (thesis Table 2.3, Figs. 2.2-2.3) ====================================================
+# thesis Table 2.3: node classification micro-F1 % and link prediction AUC % at eps 1 / 5 / 9
+PGC_PAPER = {}
+for ds, paper_rows in {
+    "citeseer": {
+        "LM": ([37.0, 57.6, 68.5], [77.2, 81.6, 84.3]),
+        "PM": ([36.8, 67.5, 71.0], [78.8, 84.2, 88.1]),
+        "PGC": ([37.3, 70.7, 70.2], [79.0, 87.2, 90.0]),
+        "RAW": ([69.6], [89.6]),
+    },
+    "cora": {
+        "LM": ([54.4, 73.9, 78.8], [84.9, 87.9, 89.3]),
+        "PM": ([56.6, 77.8, 80.9], [85.1, 88.6, 91.0]),
+        "PGC": ([57.0, 80.2, 81.2], [85.4, 90.6, 92.1]),
+        "RAW": ([81.4], [91.9]),
+    },
+    "musae-twitch-en": {
+        "LM": ([58.7, 59.8, 60.1], [81.1, 82.2, 82.7]),
+        "PM": ([59.0, 60.2, 61.3], [81.1, 82.5, 83.7]),
+        "PGC": ([59.0, 61.2, 62.5], [81.1, 83.2, 84.6]),
+        "RAW": ([62.8], [84.9]),
+    },
+}.items():
+    for method, (node, link) in paper_rows.items():
+        for task, vals in (("node", node), ("link", link)):
+            if method == "RAW":
+                PGC_PAPER[(ds, task, method, None)] = vals[0]
+            else:
+                for eps, v in zip([1.0, 5.0, 9.0], vals, strict=True):
+                    PGC_PAPER[(ds, task, method, eps)] = v
+
+
+def pgc_summary(rows: list[dict]) -> list[dict]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        key = (r["dataset"], r["task"], r["method"], r["epsilon_per_feature"], row_protocol(r))
+        groups[key].append(r)
+    out = []
+    for key, rs in sorted(
+        groups.items(),
+        key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3] or 1e9, kv[0][4] != LEGACY_PROTOCOL),
+    ):
+        eps = [r["epsilon"] for r in rs]
+        out.append(
+            dict(
+                dataset=key[0],
+                task=key[1],
+                method=key[2],
+                epsilon_per_feature=key[3],
+                unit="none" if key[2] == "RAW" else "ldp",
+                protocol=key[4],
+                paper=PGC_PAPER.get(key[:4]),
+                epsilon_per_node=None if any(e is None for e in eps) else max(eps),
+                **seed_stats(rs, "test_metric"),
+            )
+        )
+    return out
+
+
+def pgc_table(summary: list[dict]) -> str:
+    lines = [
+        "| dataset | task | method | eps / feature | test % (95% CI) | thesis | eps / node "
+        "(reported) | seeds | wall s | peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        eps = "inf" if s["epsilon_per_feature"] is None else f"{s['epsilon_per_feature']:g}"
+        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
+        paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
+        node = "inf" if s["epsilon_per_node"] is None else f"{s['epsilon_per_node']:.6g}"
+        task = "node cls. (acc)" if s["task"] == "node" else "link pred. (AUC)"
+        if len({x["protocol"] for x in summary}) > 1:  # mixed file: say which row is which
+            task += f", {s['protocol']}"
+        lines.append(
+            f"| {s['dataset']} | {task} | {s['method']} | {eps} | {ci} | {paper} | {node} | "
+            f"{s['seeds']} | {s['wall_s_median']} | {s['peak_rss_mb_max']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def pgc_error_table(errors: dict) -> str:
+    rows = errors["vs_epsilon"]
+    eps = sorted({r["epsilon"] for r in rows})
+    lines = [
+        "| dataset | method | " + " | ".join(f"eps={e:g}" for e in eps) + " |",
+        "|---|---|" + "---|" * len(eps),
+    ]
+    for ds in sorted({r["dataset"] for r in rows}):
+        for method in ("LM", "PM", "PGC"):
+            vals = {
+                r["epsilon"]: r["mae"] for r in rows if r["dataset"] == ds and r["method"] == method
+            }
+            cells = " | ".join(f"{vals[e]:.4g}" if e in vals else "" for e in eps)
+            lines.append(f"| {ds} | {method} | {cells} |")
+    return "\n".join(lines)
+
+
+ESTIMATION_BEGIN, ESTIMATION_END = "<!-- ESTIMATION:BEGIN -->", "<!-- ESTIMATION:END -->"
+
+
+def pgc(doc: bool = True, path: Path | None = None, errors_path: Path | None = None) -> str:
+    """``results/pgc_accuracy.{json,md}``, ``results/pgc_estimation_error.md`` and the two
+    tables of ``docs/pgc.md``."""
+    path = path or RESULTS / "pgc_accuracy.jsonl"
+    errors_path = errors_path or RESULTS / "pgc_estimation_error.json"
+    out = []
+    if path.exists():
+        rows = load_rows(path)
+        summary = pgc_summary(rows)
+        base = path.with_suffix("")
+        meta = {
+            "commands": sorted({r["command"] for r in rows}),
+            "hardware": rows[0]["hardware"],
+            "summary": summary,
+        }
+        base.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+        protocols = sorted({s["protocol"] for s in summary})
+        md = made_by("pgc", [path.name], rows) + "\n\n" + pgc_table(summary) + (
+            "\n\nUnit: `ldp` (each node's features perturbed on the node; edges and labels "
+            "public), RAW `none`. Protocol: "
+            + ", ".join(f"`{p}`" for p in protocols)
+            + f" (`{LEGACY_PROTOCOL}`: features min-max scaled from the data, positional random "
+            f"split; `{PROTOCOL}`: public feature bounds (0, 1), identity-keyed split, isolated "
+            "nodes kept, OS-entropy noise)."
+        )
+        base.with_suffix(".md").write_text(md + "\n")
+        _splice_doc(doc, "pgc.md", BEGIN, END, md)
+        out.append(md)
+    if errors_path.exists():
+        errors = json.loads(errors_path.read_text())
+        md = (
+            f"Generated by `python benchmarks/summarize.py pgc` from "
+            f"`benchmarks/results/{errors_path.name}` (command: `{errors.get('command')}`; "
+            f"library revision {errors.get('revision') or 'not recorded'}).\n\n"
+        ) + pgc_error_table(errors) + (
+            f"\n\nUnit: `ldp`. Protocol: `{errors.get('protocol', LEGACY_PROTOCOL)}` "
+            "(features scaled to [0, 1]"
+            + (
+                " from the public bounds (0, 1))."
+                if errors.get("protocol")
+                else " by per-column min-max over the data)."
+            )
+        )
+        errors_path.with_name(errors_path.stem + ".md").write_text(md + "\n")
+        _splice_doc(doc, "pgc.md", ESTIMATION_BEGIN, ESTIMATION_END, md)
+        out.append(md)
+    return "\n\n".join(out)
+
+
+# == attacks, diagnosis, recalibration (docs/audits.md) =====================================
+def _verdict(cells: dict[float, tuple[float, float, float]]) -> str:
+    """The papers' finding, checked on one row: private cells whose CI covers 0.5, and
+    whether the non-private cell's CI is above 0.5."""
+    private = [c for e, c in cells.items() if not math.isinf(e)]
+    at_chance = sum(lo <= 0.5 <= hi for _, lo, hi in private)
+    parts = [f"{at_chance}/{len(private)} private at chance"] if private else []
+    if math.inf in cells:
+        above = cells[math.inf][1] > 0.5
+        parts.append("non-private above chance" if above else "non-private not above chance")
+    return "; ".join(parts)
+
+
+def attack_tables(rows: list[dict], min_seeds: int = 1) -> str:
+    """The markdown tables of ``rows`` (one per attack), with the papers' finding per row; a
+    cell with fewer than ``min_seeds`` seeds (a run still going) shows only its count."""
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        groups[(r["attack"], r["dataset"], r["method"], r["target_epsilon"])].append(r["auc"])
+    lines: list[str] = []
+    for attack, title in (("mia", "Node membership inference (TSTF)"),
+                          ("link", "Link stealing (posterior similarity)")):  # fmt: skip
+        keys = sorted({k[1:3] for k in groups if k[0] == attack})
+        if not keys:
+            continue
+        epss = sorted({k[3] for k in groups if k[0] == attack})
+        check = attack == "mia"
+        lines += ["", f"#### {title}", "",
+                  "| dataset | method | " + " | ".join(f"eps={e:g}" for e in epss)
+                  + (" | finding |" if check else " |"),
+                  "|---|---|" + "---|" * (len(epss) + check)]  # fmt: skip
+        for ds, method in keys:
+            cells, stats = [], {}
+            for e in epss:
+                v = groups.get((attack, ds, method, e))
+                if not v:
+                    cells.append("—")
+                    continue
+                if len(v) < min_seeds:
+                    cells.append(f"running (n={len(v)})")
+                    continue
+                stats[e] = bootstrap_ci(v)
+                mean, lo, hi = stats[e]
+                cells.append(f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] (n={len(v)})")
+            verdict = [_verdict(stats)] if check else []
+            lines.append(f"| {ds} | {method} | " + " | ".join(cells + verdict) + " |")
+        counterparts = sorted(
+            {f"{m}: {S.inf_model(m)}" for d, m in keys
+             if (attack, d, m, math.inf) in groups and S.inf_model(m) != S.resolve(m)[0]}
+        )  # fmt: skip
+        if counterparts:
+            lines += ["", "eps=inf fits the non-private counterpart (" + "; ".join(counterparts)
+                      + ")."]  # fmt: skip
+    return "\n".join(lines).strip("\n")
+
+
+def attacks(path: Path | None = None, doc: bool = True, min_seeds: int = 10) -> str:
+    """``results/audit_attacks.md`` and the tables in ``docs/audits.md``; a cell with fewer
+    than ``min_seeds`` seeds (a run still going) shows only its count."""
+    path = path or RESULTS / "audit_attacks.jsonl"
+    out = RESULTS / "audit_attacks.md"
+    rows = load_rows(path)
+    commands = sorted({r["command"] for r in rows})
+    md = attack_tables(rows, min_seeds)
+    lines = [
+        "# Attacks against trained models",
+        "",
+        made_by("attacks", [path.name], rows),
+        "",
+        "AUC of the attack in % (50: chance), mean and 95% bootstrap CI over seeds (each seed: "
+        "its own split, target fit, shadow fit and attack model); n: seeds. *finding*: how "
+        "many private cells have a CI that covers 50, and whether the non-private cell's CI "
+        "is above 50 (the papers: about 50 for private models, clearly above non-privately). "
+        "Commands:",
+        "",
+        *[f"- `{c}`" for c in commands],
+        "",
+        md,
+    ]
+    out.write_text("\n".join(lines) + "\n")
+    _splice_doc(
+        doc, "audits.md", "<!-- ATTACKS:BEGIN -->", "<!-- ATTACKS:END -->",
+        f"{made_by('attacks', [path.name], rows)} Commands in `results/{out.name}`.\n\n{md}",
+    )  # fmt: skip
+    return out.read_text()
+
+
+#: the AUCs of a diagnosis row (``mia_diagnosis.py``)
+DIAGNOSIS_METRICS = (
+    "target_confidence", "shadow_confidence", "shadow_holdout", "tstf", "split_degree",
+    "split_label",
+)  # fmt: skip
+
+
+def diagnosis(path: Path | None = None, doc: bool = True) -> str:
+    """``results/mia_diagnosis.md`` and the table in ``docs/audits.md``."""
+    path = path or RESULTS / "mia_diagnosis.jsonl"
+    rows = load_rows(path)
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[(r["dataset"], r["method"], r["target_epsilon"])].append(r)
+    lines = [
+        "# Membership inference below chance: a diagnosis",
+        "",
+        made_by("diagnosis", [path.name], rows),
+        "",
+        "AUC % (0.5: chance), mean and 95% bootstrap CI over seeds; see "
+        "`benchmarks/mia_diagnosis.py` for what each column measures. Commands:",
+        "",
+        *[f"- `{c}`" for c in sorted({r["command"] for r in rows})],
+        "",
+        "| dataset | method | eps | " + " | ".join(DIAGNOSIS_METRICS)
+        + " | seeds below 0.5 (tstf) | null SD of one seed's AUC |",
+        "|---|---|---|" + "---|" * (len(DIAGNOSIS_METRICS) + 2),
+    ]
+    for (ds, method, eps), rs in sorted(groups.items()):
+        cells = []
+        for m in DIAGNOSIS_METRICS:
+            mean, lo, hi = bootstrap_ci([r[m] for r in rs])
+            cells.append(f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]")
+        below = sum(r["tstf"] < 0.5 for r in rs)
+        n = sum(r["nonmembers"] for r in rs) / len(rs)
+        null_sd = math.sqrt((2 * n + 1) / (12 * n * n))
+        eps_s = "inf" if math.isinf(eps) else f"{eps:g}"
+        lines.append(
+            f"| {ds} | {method} | {eps_s} | " + " | ".join(cells)
+            + f" | {below} / {len(rs)} | {100 * null_sd:.1f} ({n:.0f} per class) |"
+        )  # fmt: skip
+        lines += ["", "Per seed (AUC %):", "", "| seed | " + " | ".join(DIAGNOSIS_METRICS) + " |",
+                  "|---|" + "---|" * len(DIAGNOSIS_METRICS)]  # fmt: skip
+        for r in sorted(rs, key=lambda r: r["seed"]):
+            lines.append(f"| {r['seed']} | "
+                         + " | ".join(f"{100 * r[m]:.1f}" for m in DIAGNOSIS_METRICS) + " |")
+    md = "\n".join(lines)
+    (RESULTS / "mia_diagnosis.md").write_text(md + "\n")
+    table = md[md.index("| dataset") :]
+    _splice_doc(doc, "audits.md", "<!-- DIAGNOSIS:BEGIN -->", "<!-- DIAGNOSIS:END -->",
+                f"{made_by('diagnosis', [path.name], rows)} Commands in "
+                f"`results/mia_diagnosis.md`:\n\n{table}")  # fmt: skip
+    return md
+
+
+def recalibration(path: Path | None = None, doc: bool = True) -> str:
+    """``results/mia_recalibration.md`` and the table in ``docs/audits.md``."""
+    path = path or RESULTS / "mia_recalibration.jsonl"
+    rows = load_rows(path)
+    lines = [
+        "| dataset | method | eps | seed | n_train | z (fixed) | z (before the fix) | "
+        "the old z under the fixed accountant |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        old = r["old_z_over_target"]
+        verdict = "within the target" if old is None else old.split(" would ")[1].split(";")[0]
+        lines.append(
+            f"| {r['dataset']} | {r['method']} | {r['target_epsilon']:g} | {r['seed']} | "
+            f"{r['n_train']} | {r['z_fixed']:.4f} | {r['z_before_fix']:.4f} | {verdict} |"
+        )
+    md = "\n".join(lines)
+    commands = sorted({r["command"] for r in rows})
+    (RESULTS / "mia_recalibration.md").write_text(
+        "# Noise multipliers of the MIA plans, before and after the accountant fix\n\n"
+        + made_by("recalibration", [path.name], rows) + "\n\n"
+        + "".join(f"- `{c}`\n" for c in commands)
+        + "\n"
+        + md
+        + "\n"
+    )
+    _splice_doc(doc, "audits.md", "<!-- RECALIBRATION:BEGIN -->", "<!-- RECALIBRATION:END -->",
+                f"{made_by('recalibration', [path.name], rows)}\n\n{md}")  # fmt: skip
+    return md
+
+
+# == reference parity (docs/progap.md) =====================================================
+def parity_table(path: Path) -> str:
+    """``results/reference_parity.md``: every reference cell beside ours (95% CI, seeds)."""
+    rows = load_rows(path)
+    lines = [
+        "# Parity with the reference implementation (issue 13)",
+        "",
+        made_by("parity", [path.name], rows),
+        "",
+        "Commands: " + "; ".join(f"`{c}`" for c in sorted({r["command"] for r in rows})),
+        "",
+        "Test accuracy %, mean over seeds with 95% bootstrap CI; the reference is the mean of 5",
+        "repeats of the authors' code with its defaults. Edge level: directed unit, delta 1e-7.",
+        f"`{S.COUNTS}`: the same cell with `label_counts=True`, today's default (one more Gaussian",
+        "aggregation, of the training labels, inside the same epsilon); the cells without it run",
+        "the papers' model (`label_counts=False`).",
+        "",
+        "| method | eps | school | reference | ours (mean, 95% CI) | seeds | diff |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    cells = [(m + v, eps, refs) for (m, eps), refs in S.REFERENCE.items()
+             for v in ("", S.COUNTS)]  # fmt: skip
+    for method, eps, refs in cells:
+        for school, ref in zip(S.SCHOOLS, refs, strict=True):
+            accs = [
+                100 * r["test_acc"]
+                for r in rows
+                if r["school"] == school and r["method"] == method and r["epsilon_target"] == eps
+            ]
+            if not accs:
+                continue
+            mean, lo, hi = bootstrap_ci(accs)
+            e = "inf" if eps is None else f"{eps:g}"
+            lines.append(
+                f"| {method} | {e} | {school} | {ref:.2f} | {mean:.2f} [{lo:.2f}, {hi:.2f}] | "
+                f"{len(accs)} | {mean - ref:+.2f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+NAMES = {"GAP-K2": "GAP K=2", "ProGAP-K3": "ProGAP K=3", "ProGAP-K2": "ProGAP K=2"}
+
+
+def label_counts_table(path: Path) -> str:
+    """The GAP/ProGAP cells: the reference, the papers' model (``label_counts=False``) and our
+    defaults (label counts on; 95% CI, seeds, margin over the reference), for
+    ``docs/progap.md``."""
+    rows = load_rows(path)
+
+    def cell(method: str, eps: float | None, school: str):
+        accs = [100 * r["test_acc"] for r in rows if r["school"] == school
+                and r["method"] == method and r["epsilon_target"] == eps]
+        return bootstrap_ci(accs) + (len(accs),) if accs else None
+
+    head = " | ".join(f"{s} ref | `label_counts=False` | defaults [95% CI] (n), margin"
+                      for s in S.SCHOOLS)
+    lines = [f"| method | ε | {head} |", "|---|---|" + "---|---|---|" * len(S.SCHOOLS)]
+    for (method, eps), refs in S.REFERENCE.items():
+        if method not in NAMES:
+            continue
+        parts = []
+        for school, ref in zip(S.SCHOOLS, refs, strict=True):
+            d, c = cell(method, eps, school), cell(method + S.COUNTS, eps, school)
+            mean = "–" if d is None else f"{d[0]:.2f}"
+            counted = "–" if c is None else (
+                f"**{c[0]:.2f}** [{c[1]:.2f}, {c[2]:.2f}] ({c[3]}), {c[0] - ref:+.1f}")
+            parts.append(f"{ref:.2f} | {mean} | {counted}")
+        e = "∞" if eps is None else f"{eps:g}"
+        lines.append(f"| {NAMES[method]} | {e} | " + " | ".join(parts) + " |")
+    return "\n".join(lines)
+
+
+def parity(path: Path | None = None, doc: bool = True) -> str:
+    """``results/<path stem>.md`` and, for ``results/reference_parity.jsonl``, the label-counts
+    table of ``docs/progap.md``."""
+    path = path or RESULTS / "reference_parity.jsonl"
+    md = parity_table(path)
+    path.with_suffix(".md").write_text(md)
+    rows = load_rows(path)
+    _splice_doc(doc, "progap.md", "<!-- LABEL-COUNTS:BEGIN -->", "<!-- LABEL-COUNTS:END -->",
+                made_by("parity", [path.name], rows) + "\n\n" + label_counts_table(path))
+    return md
+
+
+# == speed and scale (docs/performance.md) ==================================================
+def speed_table(path: Path) -> str:
+    """``results/speed.md``: the latest measurement of each target."""
+    rows = load_rows(path)
+    latest: dict[str, dict] = {}
+    for r in rows:
+        latest[r["target"]] = r
+    env = rows[-1]["environment"] if rows else {}
+    lines = [
+        "# Speed and scale (issue 18)",
+        "",
+        made_by("speed", [path.name], rows),
+        "",
+        f"Environment: {env}",
+        "",
+        "Median of the runs of the latest measurement of each target; `load` is the 1-minute",
+        "load average before each run (2 cores shared with other jobs: above ~2 the machine is",
+        "oversubscribed and wall times stretch).",
+        "",
+        "`CPU` is the median CPU time of the same runs (fit + test in process, or the whole",
+        "process): what the wall time would be on an idle core, one thread.",
+        "",
+        "| target | measured | CPU | target | met | runs | load (1 min) | command |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in latest.items():
+        limit = "" if r["limit"] is None else f"< {r['limit']:g} {r['unit']}"
+        met = "" if r["met"] is None else ("yes" if r["met"] else "no")
+        loads = ", ".join(f"{run['load'][0]:g}" for run in r["runs"] if "load" in run)
+        key = "fit_test_cpu_s" if "fit+test" in name else "process_cpu_s"
+        cpus = [run[key] for run in r["runs"] if key in run]
+        cpu = f"{statistics.median(cpus):.2f} s" if cpus and r["unit"] == "s" else ""
+        lines.append(
+            f"| {name} | {r['value']:.2f} {r['unit']} | {cpu} | {limit} | {met} | "
+            f"{len(r['runs'])} | {loads} | `{r['command']}` |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _scale_points(path: Path) -> dict[str, list[tuple[float, float, float]]]:
+    """``(edges, fit + test CPU s, peak RSS MiB)`` per method: the latest ``scale`` row of each
+    set of schools (sparse-feature reader), and the latest FB-scale row (all schools)."""
+    latest: dict[str, dict] = {}
+    for r in load_rows(path):
+        run = r["runs"][0] if r.get("runs") else {}
+        if r["target"].startswith("scale ") and "features" in run:
+            latest[r["target"]] = run
+        elif r["target"] in ("FB GAP-EDP K=2 end to end", "FB ProGAP-EDP K=3 end to end"):
+            latest[r["target"]] = run
+    points: dict[str, list[tuple[float, float, float]]] = {"GAP": [], "ProGAP": []}
+    for target, run in latest.items():
+        method = target.split()[1] if target.startswith("scale ") else target.split()[1][:-4]
+        points[method].append((run["num_edges"], run["fit_test_cpu_s"], run["rss_mib"]))
+    return {m: sorted(p) for m, p in points.items()}
+
+
+def plot_scale(path: Path, out: Path) -> Path | None:
+    """Fit + test CPU time (the steadier figure on a shared machine) and peak RSS against the
+    number of edges, per method."""
+    points = _scale_points(path)
+    if not any(points.values()):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9, 3.5))
+    for method, pts in points.items():
+        if not pts:
+            continue
+        edges, wall, rss = zip(*pts, strict=True)
+        label = "GAP K=2" if method == "GAP" else "ProGAP K=3"
+        ax_t.plot([e / 1e6 for e in edges], wall, "o-", label=label)
+        ax_m.plot([e / 1e6 for e in edges], [m / 1024 for m in rss], "o-", label=label)
+    ax_t.set(xlabel="directed edges (millions)", ylabel="fit + test, CPU time (s)",
+             xscale="log", yscale="log", title="time (1 thread)")
+    ax_m.set(xlabel="directed edges (millions)", ylabel="peak RSS (GiB)", xscale="log",
+             title="peak memory")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    for ax in (ax_t, ax_m):
+        ax.set_xticks([1, 2, 5, 10, 20, 50])
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("Facebook100 schools merged in growing sets, edge epsilon 1, 1 CPU thread",
+                 fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def speed(path: Path | None = None, doc: bool = True, plot: bool = True) -> str:
+    """``results/speed.md``; ``plot``: also ``docs/img/performance_scale.png`` (the scale
+    targets' fit + test CPU time and peak RSS against the number of edges)."""
+    path = path or RESULTS / "speed.jsonl"
+    md = speed_table(path)
+    path.with_suffix(".md").write_text(md)
+    if plot and doc:
+        plot_scale(path, DOCS / "img" / "performance_scale.png")
+    return md
+
+
+# == DDP (docs/distributed.md) ================================================================
+DDP_NOTE = (
+    "On a machine shared with other jobs, N processes also get N shares of the contended "
+    "cores, so a speed-up above N measures the scheduler, not DDP; compare processes on an "
+    "idle machine for DDP's own scaling. Accuracy and epsilon are what the comparison is for: "
+    "the same epsilon, accuracy within the run-to-run noise."
+)
+
+
+def ddp_table(rows: list[dict]) -> str:
+    lines = ["| recipe | processes | runs | wall time (s) | speed-up | test accuracy | epsilon |",
+             "|---|---|---|---|---|---|---|"]
+    for recipe in dict.fromkeys(r["recipe"] for r in rows):
+        base = None
+        for devices in sorted({r["devices"] for r in rows if r["recipe"] == recipe}):
+            sel = [r for r in rows if r["recipe"] == recipe and r["devices"] == devices]
+            wall = float(np.mean([r["wall_s"] for r in sel]))
+            base = wall if base is None else base
+            acc = [r["test_acc"] for r in sel]
+            lines.append(
+                f"| {recipe} | {devices} | {len(sel)} | {wall:.1f} | {base / wall:.2f}x | "
+                f"{np.mean(acc):.4f} (min {min(acc):.4f}, max {max(acc):.4f}) | "
+                f"{max(r['epsilon'] for r in sel):g} |"
+            )
+    return "\n".join(lines)
+
+
+def _median_per_rank(rows: list[dict], field: str) -> dict[str, float]:
+    """Median of ``row[field][rank]`` over ``rows``, for each rank."""
+    ranks = sorted({k for r in rows for k in r.get(field, {})})
+    return {k: float(np.median([r[field][k] for r in rows if k in r.get(field, {})]))
+            for k in ranks}
+
+
+def _rank_cell(values: dict[str, float]) -> str:
+    return ", ".join(f"{v:.0f}" for v in values.values()) or "-"
+
+
+def memory_table(rows: list[dict]) -> str:
+    """Median peak resident memory per rank (MiB) over the repeats of each setting."""
+    lines = ["| recipe | graph | processes | sharded rows | runs | peak RSS per rank, MiB "
+             "(rank 0, rank 1) | RSS at fit start | peak during the fit | fit peak above "
+             "start | wall time (s) | test accuracy | epsilon |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = dict.fromkeys((r["recipe"], r["graph"], r["devices"], r["shard_rows"]) for r in rows)
+    for recipe, graph, devices, shard in keys:
+        sel = [r for r in rows if (r["recipe"], r["graph"], r["devices"], r["shard_rows"])
+               == (recipe, graph, devices, shard)]
+        start, fit = _median_per_rank(sel, "fit_start_mib"), _median_per_rank(sel, "fit_peak_mib")
+        above = {k: fit[k] - start[k] for k in fit if k in start}
+        lines.append(
+            f"| {recipe} | {graph} | {devices} | {'yes' if shard and devices > 1 else 'no'} | "
+            f"{len(sel)} | {_rank_cell(_median_per_rank(sel, 'peak_rss_mib'))} | "
+            f"{_rank_cell(start)} | {_rank_cell(fit)} | {_rank_cell(above)} | "
+            f"{np.median([r['wall_s'] for r in sel]):.1f} | "
+            f"{np.median([r['test_acc'] for r in sel]):.4f} | "
+            f"{max(r['epsilon'] for r in sel):g} |")
+    return "\n".join(lines)
+
+
+def ddp_report(rows: list[dict]) -> str:
+    """``results/ddp.md`` from every row of ``ddp.jsonl`` (both modes)."""
+    wall = [r for r in rows if r.get("mode", "wall") == "wall"]
+    memory = [r for r in rows if r.get("mode") == "memory"]
+    parts = []
+    if wall:
+        loads = [r["load_avg_1m"] for r in wall]
+        parts.append(
+            f"# 1 vs N processes (DDP, {wall[0]['accelerator']})\n\n"
+            f"Command: `{wall[0].get('bench_command', 'python benchmarks/ddp.py --seeds 1')}`\n\n"
+            f"Machine: {wall[0]['cpus']} CPU cores ({wall[0]['machine']}), shared with other "
+            f"jobs: 1-minute load average during the runs {min(loads):.1f}-{max(loads):.1f}. "
+            "Wall time is the whole `dpgnn fit` command (process launch, data loading, "
+            f"calibration, fit, test). {DDP_NOTE}\n\n{ddp_table(wall)}\n")
+    if memory:
+        loads = [r["load_avg_1m"] for r in memory]
+        parts.append(
+            "## Peak memory per rank\n\n"
+            "Commands: " + ", ".join(f"`{c}`" for c in dict.fromkeys(
+                r["bench_command"] for r in memory)) + "\n\n"
+            "Peak resident set size (`VmHWM`) of each rank's process over the whole `dpgnn fit` "
+            "command; its resident set when the fit starts (the graph loaded) and its peak "
+            "during the fit alone (the high-water mark reset at fit start, "
+            "`benchmarks/fit_memory.py`), all in MiB; short fits (2 epochs per stage: memory "
+            "does not grow with epochs), medians of the repeats; "
+            f"{memory[0]['cpus']} CPU cores, load average "
+            f"{min(loads):.1f}-{max(loads):.1f}, `OMP_NUM_THREADS=1`, `nice -n 10`. It includes "
+            "the Python and PyTorch runtime of each process (the `csbm` rows: a 2,000-node "
+            "graph, nothing else). See docs/distributed.md, \"Memory per rank\", for the "
+            f"formula these figures check.\n\n{memory_table(memory)}\n")
+    (RESULTS / "ddp.md").write_text("\n".join(parts))
+    return "\n".join(parts)
+
+
+def ddp(path: Path | None = None, doc: bool = True) -> str:
+    """``results/ddp.md`` from ``results/ddp.jsonl``."""
+    return ddp_report(load_rows(path or RESULTS / "ddp.jsonl"))
+
+
+# == command line ==========================================================================
+#: table name -> function(doc) writing it (see the module docstring)
+TABLES = {
+    "gap": functools.partial(accuracy, "gap"),
+    "progap": functools.partial(accuracy, "progap"),
+    "baselines": functools.partial(accuracy, "baselines"),
+    "defaults": defaults,
+    "lpgnn": lpgnn,
+    "pgc": pgc,
+    "attacks": attacks,
+    "diagnosis": diagnosis,
+    "recalibration": recalibration,
+    "parity": parity,
+    "speed": speed,
+    "ddp": ddp,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawTextHelpFormatter
+    )
+    p.add_argument("tables", nargs="*", default=["gap"], choices=[*TABLES, "all"],
+                   metavar="TABLE", help=", ".join([*TABLES, "all"]) + " (default: gap)")
+    p.add_argument("--no-doc", action="store_true", help="write benchmarks/results/ only")
+    p.add_argument("--min-seeds", type=int, default=10,
+                   help="attacks: cells with fewer seeds show only their count")
+    p.add_argument("--quiet", action="store_true", help="print nothing")
+    args = p.parse_args(argv)
+    names = list(TABLES) if "all" in args.tables else args.tables
+    for name in names:
+        if name == "attacks":
+            md = attacks(doc=not args.no_doc, min_seeds=args.min_seeds)
+        else:
+            md = TABLES[name](doc=not args.no_doc)
+        if not args.quiet:
+            print(md)
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:2])
+    main()

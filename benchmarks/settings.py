@@ -1,0 +1,304 @@
+"""What the benchmarks run: datasets, preprocessing, hyper-parameters and model builders.
+
+Every setting that more than one script uses lives here (the accuracy grids, the attacks that
+re-fit their models, the zoo recipes written from them), so that the scripts never import each
+other: a script imports :mod:`common` (the runner), this module and, to write its table after
+a run, :mod:`summarize`.
+
+``use_smoke_settings()`` (each script's ``--smoke``) adds the embedded ``csbm`` graph to every
+dataset table and cuts every epoch count to 1: a run that checks the code path in seconds,
+never a result (``smoke.py`` runs every script that way into a temporary folder).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+# -- GAP benchmark (gap_accuracy.py; issue 4 protocol) ---------------------------------------
+#: the Facebook100 classes with >= 1000 nodes in both schools, declared publicly
+YEARS = [2005, 2006, 2007, 2008, 2009]
+#: the papers' five feature columns with a public code book: the feature layout does not depend
+#: on who is in the graph (the data vocabulary is a private read at node level)
+PUBLIC_VOCABULARY = dict(dataset_kwargs={"vocabulary": "public"})
+#: ``NodeDataModule`` options per dataset of the GAP / ProGAP / baselines grids
+DATASETS = {
+    "facebook100/Rutgers89": dict(
+        target="year", classes=YEARS, remove_isolated=False, **PUBLIC_VOCABULARY
+    ),
+    "facebook100/Wisconsin87": dict(
+        target="year", classes=YEARS, remove_isolated=False, **PUBLIC_VOCABULARY
+    ),
+    # page types (4 classes, 0..3), declared: node level may not read the number of classes
+    "musae-facebook": dict(classes=[0, 1, 2, 3], remove_isolated=False),
+}
+#: node-level degree bound D per dataset: the maximum in- and out-degree of the graph after the
+#: preprocessing of DATASETS (``lightning_dpgnn.privacy.aggregation.degrees``; self-loops
+#: removed, isolated nodes and undeclared classes kept). Taken from the data for the benchmark;
+#: a deployment must use a bound that is public (e.g. a platform's friend limit).
+MAX_DEGREE = {
+    "facebook100/Rutgers89": 568,
+    "facebook100/Wisconsin87": 2999,
+    "musae-facebook": 709,
+}
+EDGE_EPS = [0.5, 1.0, 2.0, 4.0, 8.0]
+NODE_EPS = [2.0, 4.0, 8.0, 16.0]
+# the extra points ProGAP (issue 5) is compared against; DP-MLP stays on NODE_EPS
+GAP_EDGE_EPS = [0.25, *EDGE_EPS]
+GAP_NODE_EPS = [*NODE_EPS, 32.0]
+# the paper's settings (thesis §4.7.3–4.7.4) with hops/degree fixed instead of tuned
+GAP_COMMON = dict(hidden=16, encoder_layers=2, base_layers=1, head_layers=1, lr=0.01,
+                  combine="cat")  # fmt: skip
+GAP_EDGE = dict(hops=2, encoder_epochs=100, classifier_epochs=100)
+GAP_NODE = dict(hops=2, encoder_epochs=10, classifier_epochs=10, batch_size=256,
+                max_grad_norm=1.0)  # fmt: skip  # + max_degree: MAX_DEGREE[dataset]
+MLP = dict(hidden=16, layers=3, lr=0.01)
+DPMLP = dict(hidden=16, layers=3, lr=0.01, epochs=10, batch_size=256)
+#: the trainer of a grid run (staged models set their own total of epochs)
+TRAINER = dict(max_epochs=100)
+
+# -- ProGAP benchmark (progap_accuracy.py; issue 5 protocol) ---------------------------------
+PROGAP_EDGE_EPS = [0.25, 0.5, 1.0, 2.0, 4.0]
+PROGAP_NODE_EPS = [2.0, 4.0, 8.0, 16.0, 32.0]
+DEPTHS = [1, 2, 3, 4, 5]
+DEPTH_EPS = [0.25, 1.0]
+DEPTH_DATASETS = ("facebook100/Rutgers89", "facebook100/Wisconsin87")
+# thesis §5.5.3 with depth fixed to GAP's hops (2) instead of tuned in 1..5; 1 base layer, lr 0.01
+PROGAP_COMMON = dict(depth=2, base_layers=1, jk="cat", hidden=16, lr=0.01)
+PROGAP_EDGE = dict(epochs_per_stage=100)  # full batch, BatchNorm, best epoch per stage on val/acc
+PROGAP_NODE = dict(epochs_per_stage=10, batch_size=256, max_grad_norm=1.0)  # + MAX_DEGREE
+
+# -- baselines benchmark (baselines_accuracy.py; issue 19) -----------------------------------
+BASELINE_EDGE_EPS = [1.0, 4.0]
+BASELINE_NODE_EPS = [8.0]
+SAGE = dict(hidden=16, layers=2, pre_layers=2, post_layers=1, jk="cat", lr=0.01, epochs=100)
+DPGNN = dict(hidden=16, layers=2, lr=0.01, epochs=10, batch_size=256, max_grad_norm=1.0)
+
+# -- LPGNN (lpgnn_accuracy.py) and PGC (pgc_accuracy.py): local DP ---------------------------
+#: 0/1 features: the public bounds (0, 1) replace per-column min-max (which reads the features)
+BINARY_FEATURES = dict(feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))
+# labels are private (randomized response), so the classes are declared: Cora's 7 topics,
+# Facebook's 4 page types (all of them: nothing is filtered)
+LPGNN_DATASETS = {
+    "cora": dict(split="lpgnn", classes=list(range(7)), **BINARY_FEATURES),
+    "musae-facebook": dict(split="lpgnn", classes=list(range(4)), **BINARY_FEATURES),
+}
+LPGNN_STEPS = {"cora": (16, 8), "musae-facebook": (4, 2)}  # (K_x, K_y), thesis §3.5.2
+LPGNN_HPARAMS = dict(lr=0.01, weight_decay=1e-3, dropout=1e-3)
+PGC_DATASETS = {
+    "cora": dict(split="public", **BINARY_FEATURES),
+    "citeseer": dict(split="public", **BINARY_FEATURES),
+    "musae-twitch-en": dict(split="lpgnn", **BINARY_FEATURES),
+    "musae-facebook": dict(split="lpgnn", **BINARY_FEATURES),
+}
+# Table 2.2: (lr, weight decay, dropout) for GCN node classification and the VGAE
+TABLE_2_2 = {
+    "node": {
+        "citeseer": (0.01, 0.1, 0.5),
+        "cora": (0.01, 0.01, 0.5),
+        "musae-twitch-en": (0.001, 1e-4, 0.0),
+    },
+    "link": {
+        "citeseer": (0.01, 0.01, 0.0),
+        "cora": (0.01, 0.01, 0.0),
+        "musae-twitch-en": (0.01, 0.001, 0.0),
+    },
+}
+
+
+def lpgnn_pair_key(x_eps: float, y_eps: float) -> str:
+    """The LPGNN search pair a setting borrows its hyper-parameters from (§3.5.2)."""
+    return f"{'inf' if math.isinf(x_eps) else 1}|{'inf' if math.isinf(y_eps) else 1}"
+
+
+def pgc_hparams(task: str, dataset: str) -> dict:
+    """Table 2.2's hyper-parameters of ``task`` on ``dataset`` (Cora's where it has none)."""
+    lr, wd, dp = TABLE_2_2[task].get(dataset, TABLE_2_2[task]["cora"])
+    return dict(lr=lr, weight_decay=wd, dropout=dp)
+
+
+# -- the reference implementation (reference_parity.py, defaults table) ----------------------
+SCHOOLS = ("Rutgers89", "Wisconsin87")
+#: reference means (5 repeats) as measured with the authors' code, issue 13
+REFERENCE = {
+    ("MLP", None): (49.33, 50.16),
+    ("GAP-K2", 0.25): (51.11, 53.14),
+    ("GAP-K2", 1.0): (61.91, 65.45),
+    ("GAP-K2", 4.0): (71.58, 73.15),
+    ("GAP-K2", None): (77.22, 78.07),
+    ("ProGAP-K3", 0.25): (54.49, 56.33),
+    ("ProGAP-K3", 1.0): (70.07, 74.10),
+    ("ProGAP-K3", 4.0): (77.26, 79.64),
+    ("ProGAP-K3", None): (80.41, 81.65),
+    ("ProGAP-K2", 1.0): (69.53, 73.31),
+    ("ProGAP-K2", 4.0): (76.44, 78.75),
+}
+#: suffix of the reference cells run with ``label_counts=True`` (today's default)
+COUNTS = "+counts"
+
+# -- attacks (audit_attacks.py, mia_diagnosis.py, mia_recalibration.py) ----------------------
+ATTACK_DATASETS = {
+    **DATASETS,
+    # small schools for reduced grids (the same protocol as the GAP benchmark's schools)
+    "facebook100/Swarthmore42": DATASETS["facebook100/Rutgers89"],
+    "facebook100/Caltech36": DATASETS["facebook100/Rutgers89"],
+}
+#: named methods: (class exported by lightning_dpgnn, privacy level); ``*-inf`` is non-private
+ATTACK_METHODS = {
+    "GAP-NDP": ("GAP", "node"),
+    "ProGAP-NDP": ("ProGAP", "node"),
+    "DP-MLP": ("DPMLP", "node"),
+    "GAP-EDP": ("GAP", "edge"),
+    "ProGAP-EDP": ("ProGAP", "edge"),
+    "SAGE-inf": ("SAGE", "none"),
+    "EdgeRand": ("EdgeRand", "edge"),
+    "DPGNN": ("DPGNN", "node"),
+    # reads no edges: the link-stealing AUC that features and homophily alone give
+    "MLP-inf": ("MLP", "none"),
+}
+#: the non-private counterpart of a class that has no ``privacy="none"``
+NONPRIVATE = {"DPMLP": "MLP", "DPGNN": "SAGE", "EdgeRand": "SAGE"}
+
+
+def attack_settings(cls: str, level: str) -> dict:
+    """Keyword arguments of an attacked model by class and level: the accuracy benchmarks'."""
+    return {
+        ("GAP", "node"): {**GAP_COMMON, **GAP_NODE},
+        ("GAP", "edge"): {**GAP_COMMON, **GAP_EDGE, "edge_unit": "directed"},
+        ("GAP", "none"): {**GAP_COMMON, **GAP_EDGE},
+        ("ProGAP", "node"): {**PROGAP_COMMON, **PROGAP_NODE},
+        ("ProGAP", "edge"): {**PROGAP_COMMON, **PROGAP_EDGE, "edge_unit": "directed"},
+        ("ProGAP", "none"): {**PROGAP_COMMON, **PROGAP_EDGE},
+        ("DPMLP", "node"): dict(DPMLP),
+        ("MLP", "none"): dict(MLP),
+        # the baselines benchmark's settings (GraphSAGE with sum aggregation, pre/post MLPs, JK)
+        ("SAGE", "none"): dict(SAGE),
+        ("EdgeRand", "edge"): {**SAGE, "edge_unit": "directed"},  # as GAP/ProGAP-EDP here
+        ("DPGNN", "node"): dict(DPGNN),
+    }.get((cls, level), {})
+
+
+def resolve(method: str) -> tuple[str, str]:
+    """``(class name, level)`` of a named attack method or a ``Class:level`` spec."""
+    if method in ATTACK_METHODS:
+        return ATTACK_METHODS[method]
+    cls, _, level = method.partition(":")
+    return cls, level or "node"
+
+
+def inf_model(method: str) -> str:
+    """The class a method's ``inf`` column fits (its non-private counterpart)."""
+    cls, level = resolve(method)
+    return NONPRIVATE.get(cls, cls) if level != "none" else cls
+
+
+def build(method: str, eps: float, seed: int, max_degree: int, extra: dict):
+    """The model of attack ``method`` at ``eps`` (``inf``: non-private), by class name."""
+    import inspect
+
+    import lightning_dpgnn
+
+    cls_name, level = resolve(method)
+    if math.isinf(eps) or level == "none":
+        cls_name, level = NONPRIVATE.get(cls_name, cls_name), "none"
+    cls = getattr(lightning_dpgnn, cls_name)
+    params = inspect.signature(cls.__init__).parameters
+    # a class that forwards ``**kwargs`` to its base (GAP, SAGE, ...) takes every setting
+    forwards = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = {**attack_settings(cls_name, level), **extra}
+    if level != "none":
+        kwargs["epsilon"] = eps
+    if "privacy" in params:
+        kwargs["privacy"] = level
+    from lightning_dpgnn.methods.ap import AggregationPerturbationModule
+
+    takes_degree = "max_degree" in params or issubclass(cls, AggregationPerturbationModule)
+    if level == "node" and takes_degree:
+        kwargs["max_degree"] = max_degree
+    if forwards or "seed" in params:
+        kwargs["seed"] = seed
+    return cls(**{k: v for k, v in kwargs.items() if forwards or k in params})
+
+
+def shadow_builder(target, method: str, eps: float, seed: int, max_degree: int, extra: dict):
+    """The shadow of ``target``: the same class and settings, at the target's noise multiplier
+    when it is private. The calibration is a deterministic function of the plan, which the
+    shadow shares (class, hyper-parameters, the split's sizes), so it would find the same
+    multiplier; passing it skips the search (most of a private fit's time: ~140 s of a 145 s
+    GAP-NDP fit at epsilon 1 on Swarthmore42), and the shadow still checks it against epsilon."""
+    z = getattr(target, "noise_multiplier", None)
+    settings = extra if z is None or math.isinf(eps) else {**extra, "noise_multiplier": z}
+    # the shadow's data module declares no classes: the target's shapes are public metadata
+    shapes = {k: target.hparams[k] for k in ("num_features", "num_classes") if k in target.hparams}
+    return lambda: build(method, eps, seed, max_degree, {**settings, **shapes})
+
+
+def max_degree(data) -> int:
+    """D for node level: the graph's largest in/out degree (a benchmark convenience, as
+    :data:`MAX_DEGREE`; a deployment uses a public bound)."""
+    from lightning_dpgnn.privacy.aggregation import degrees
+
+    d_in, d_out = degrees(data.edge_index, data.num_nodes)
+    return int(max(d_in.max(), d_out.max()))
+
+
+# -- zoo recipes (make_recipes.py, baselines_accuracy.py --recipes) --------------------------
+RECIPES = Path(__file__).resolve().parents[1] / "zoo" / "recipes"
+SHORT = {
+    "facebook100/Rutgers89": "rutgers89",
+    "facebook100/Wisconsin87": "wisconsin87",
+    "musae-facebook": "facebook",
+}
+
+
+def data_args(data: str, level: str) -> dict:
+    """``NodeDataModule`` arguments of ``data`` for a recipe at privacy ``level``: at edge and
+    node level exactly the benchmark's (:data:`DATASETS`: declared classes, isolated nodes
+    kept, Facebook100's public code book), so a recipe reproduces its benchmark row; without
+    privacy the papers' protocol (classes with >= 1,000 nodes, isolated nodes removed)."""
+    if level == "none":
+        school = data.startswith("facebook100/")
+        paper = {"target": "year", "min_class_size": 1000} if school else {}
+        return {"name": data, **paper, "remove_isolated": True}
+    return {"name": data, **DATASETS[data]}
+
+
+def node_degree(data: str) -> dict:
+    """Node level: ``max_degree`` is a checked public bound on every degree (here the
+    dataset's maximum degree under the recipe's preprocessing, see :data:`MAX_DEGREE`)."""
+    return {"max_degree": MAX_DEGREE[data]}
+
+
+def recipe(model_cls: str, init: dict, data: str, epochs: int, level: str) -> dict:
+    """A ``dpgnn fit --config`` recipe of a GAP / ProGAP / baseline setting."""
+    return {
+        "seed_everything": 0,
+        "trainer": {"max_epochs": epochs},
+        "model": {"class_path": model_cls, "init_args": init},
+        "data": {
+            "class_path": "lightning_dpgnn.data.NodeDataModule",
+            "init_args": data_args(data, level),
+        },
+    }
+
+
+# -- smoke runs --------------------------------------------------------------------------------
+SMOKE_DATASET = "csbm"
+#: the embedded csbm graph (2,000 nodes, 5 classes, generated in code): classes declared,
+#: isolated nodes kept; its largest in/out degree is 21
+SMOKE_DATA = dict(classes=[0, 1, 2, 3, 4], remove_isolated=False)
+
+
+def use_smoke_settings() -> None:
+    """``--smoke``: add the csbm graph to every dataset table and run 1 epoch everywhere (the
+    tables are edited in place, so every script and builder sees the change)."""
+    for table in (DATASETS, ATTACK_DATASETS):
+        table[SMOKE_DATASET] = dict(SMOKE_DATA)
+    MAX_DEGREE[SMOKE_DATASET] = 21
+    for settings, keys in ((GAP_EDGE, ("encoder_epochs", "classifier_epochs")),
+                           (GAP_NODE, ("encoder_epochs", "classifier_epochs")),
+                           (PROGAP_EDGE, ("epochs_per_stage",)),
+                           (PROGAP_NODE, ("epochs_per_stage",)),
+                           (SAGE, ("epochs",)), (DPGNN, ("epochs",)), (DPMLP, ("epochs",)),
+                           (TRAINER, ("max_epochs",))):  # fmt: skip
+        settings.update(dict.fromkeys(keys, 1))
