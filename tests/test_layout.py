@@ -103,8 +103,18 @@ def test_the_import_parser_resolves_relative_imports():
 def test_privacy_imports_no_lightning_and_nothing_else_of_the_package(path):
     for module, _ in _imports(path):
         assert not _within(module, "lightning"), f"{path.name} imports {module}"
-        if _within(module, "lightning_dpgnn"):
+        if _within(module, "lightning_dpgnn") and module != LEVELS:
             assert _within(module, "lightning_dpgnn.privacy"), f"{path.name} imports {module}"
+
+
+#: the one vocabulary of privacy levels and units, a leaf every layer may import
+LEVELS = "lightning_dpgnn.levels"
+
+
+def test_the_levels_module_is_a_leaf():
+    path = PACKAGE / "levels.py"
+    assert [m for m, _ in _imports(path) if _within(m, "lightning_dpgnn") or
+            _within(m, "lightning") or _within(m, "torch")] == []
 
 
 @pytest.mark.parametrize("path", _modules("data"), ids=lambda p: p.name)

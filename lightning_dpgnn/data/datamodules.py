@@ -14,6 +14,7 @@ from torch_geometric.loader import DataLoader as PyGDataLoader
 from torch_geometric.transforms import BaseTransform
 
 from .._deprecation import renamed
+from ..levels import LEVELS
 from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
 from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
 from .transforms import (
@@ -37,7 +38,7 @@ __all__ = [
     "PRIVACY_LEVELS",
 ]
 
-PRIVACY_LEVELS: tuple[str, ...] = ("none", "edge", "node", "ldp")
+PRIVACY_LEVELS: tuple[str, ...] = LEVELS
 """What a privacy level protects: ``"edge"`` the edges; ``"node"`` everything of a node (its
 edges, features and label); ``"ldp"`` (local DP, LPGNN/PGC) features and labels, the graph
 structure being public; ``"none"`` nothing. See :meth:`NodeDataModule.private_reads`."""

@@ -33,6 +33,7 @@ from lightning.fabric.utilities.apply_func import apply_to_collection
 from torch import nn
 from torch_geometric.data import Data
 
+from ..levels import Level
 from ..loops import StagedTrainingMixin
 from ..nn.mlp import resolve_normalization
 from ..privacy import PrivacyAccountant
@@ -290,14 +291,14 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
 
     def _dp_wrap(self, module: nn.Module, what: str) -> nn.Module:
         """Node level: check the module suits DP-SGD and add per-sample gradients."""
-        if self.privacy != "node":
+        if self.level is not Level.NODE:
             return module
         return grad_sample_module(module, self.max_grad_norm, where=what)
 
     def select_on_validation(self) -> bool:
         """Node level: validation labels are private and no mechanism covers them, so model
         selection on ``val/acc`` would leak them; the last epoch of each stage is kept."""
-        return self.privacy != "node"
+        return self.level is not Level.NODE
 
     # -- data and the privacy plan --------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -323,22 +324,22 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
 
     def _private_graph(self, data: Data) -> Data:
         """Node level: check the degree promise (invariant 6). Other levels: as given."""
-        if self.privacy == "node":
+        if self.level is Level.NODE:
             check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
         return data
 
     def calibrates_noise(self) -> bool:
-        return self.privacy != "none"
+        return self.level.private
 
     def uses_dpsgd(self) -> bool:
-        return self.privacy == "node"
+        return self.level is Level.NODE
 
     def loaders_change_within_stage(self) -> bool:
         """Poisson batches (DP-SGD) come from a per-epoch generator; full-batch rows do not."""
         return self.uses_dpsgd()
 
     def dpsgd_phase(self) -> DPSGDPhase | None:
-        if self.privacy != "node" or not self._phases or self._trainer is None:
+        if self.level is not Level.NODE or not self._phases or self._trainer is None:
             return None
         return self._phases[self.current_stage]
 
@@ -348,7 +349,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
         """Node level: the DP-SGD steps each stage still has, at the fit's one noise multiplier
         (thesis §4.7.5, Theorem 5); the aggregations plan themselves as releases."""
-        if self.privacy == "node" and noise_multiplier is not None:
+        if self.level is Level.NODE and noise_multiplier is not None:
             for phase in self._phases:
                 used = self.accountant.total_count(phase.name)
                 phase.plan(accountant, noise_multiplier, max(0, phase.total_steps - used))
@@ -360,7 +361,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         return GaussianAggregation(
             noise_multiplier,
             level=self.privacy,
-            max_degree=self.max_degree if self.privacy == "node" else None,
+            max_degree=self.max_degree if self.level is Level.NODE else None,
             name=name or self.mechanism_name,
             edge_unit=self.edge_unit,
         )
@@ -375,7 +376,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         """The aggregation mechanism as its weakest hop runs it (the smallest share of noise
         under ``hop_budget``), for an audit (:class:`~lightning_dpgnn.callbacks.PrivacyAudit`);
         ``None`` without privacy or before the noise is calibrated."""
-        if self.privacy == "none" or self.noise_multiplier is None:
+        if not self.level.private or self.noise_multiplier is None:
             return None
         return self._mechanism_for(self.noise_multiplier * min(self.hop_scales()))
 
@@ -402,9 +403,9 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         share (the label counts), recorded under that name; ``hop`` is then ignored."""
         n, scale = graph.num_nodes, 1.0 if name else self.hop_scales()[hop]
         mechanism = None
-        if self.privacy != "none" and name:
+        if self.level.private and name:
             mechanism = self._mechanism_for(self.noise_multiplier, name)
-        elif self.privacy != "none":
+        elif self.level.private:
             mechanism = self._mechanism()
         if not fit:
             if mechanism is None:
@@ -594,13 +595,13 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             stage_index,
             local,
             lambda: self.stage_inputs(stage_index, local),
-            compact=self.privacy != "node",  # DP-SGD needs dense rows (per-sample gradients)
+            compact=self.level is not Level.NODE,  # DP-SGD needs dense rows (per-sample gradients)
         )
         return self.rows_loader(rows, self._phase(stage_index), shard=self._train_shard(data))
 
     def _phase(self, stage_index: int) -> DPSGDPhase | None:
         """The DP-SGD phase of stage ``stage_index`` (node level), else ``None``."""
-        return self._phases[stage_index] if self.privacy == "node" else None
+        return self._phases[stage_index] if self.level is Level.NODE else None
 
     def stage_optimizer(self, stage_index: int):
         opt = self.adam(self.stage_parameters(stage_index))

@@ -49,8 +49,8 @@ from torchmetrics.functional.classification import multiclass_accuracy
 
 from .._init_args import init_arguments
 from ..data.datamodules import NodeDataSource
+from ..levels import CENTRAL_LEVELS, EDGE_UNITS, Level, Unit
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
-from ..privacy.aggregation import EDGE_UNITS
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
@@ -65,18 +65,10 @@ __all__ = [
     "AccountingError",
 ]
 
-PRIVACY_LEVELS = ("none", "edge", "node")
+PRIVACY_LEVELS = CENTRAL_LEVELS
 CHECKPOINT_KEY = "dpgnn_privacy"
 T = TypeVar("T")
 
-UNITS = {
-    ("edge", "undirected"): "one undirected edge (both of its directions)",
-    ("edge", "directed"): "one directed edge (the thesis' unit; a friendship is two of them)",
-    ("node", None): "one node with all its edges, features and label",
-    ("ldp", None): "each node's features and label, perturbed on the node (edges are public)",
-    ("ldp", "features"): "each node's features, perturbed on the node (edges and labels are "
-    "public)",
-}
 
 
 def accuracy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -208,7 +200,9 @@ class PrivateModule(
         check_arguments({"lr": lr, "weight_decay": weight_decay})
         if privacy not in levels:
             raise ValueError(f"privacy must be one of {levels}, got {privacy!r}")
-        self.privacy = privacy
+        #: the privacy level (``str``: as the user wrote it; :attr:`level`: what it means)
+        self.privacy = str(privacy)
+        self.level = Level.of(privacy)
         self.target_epsilon: float | None
         if privacy == "none" or epsilon is None:
             self.target_epsilon = math.inf if privacy == "none" else None
@@ -235,8 +229,9 @@ class PrivateModule(
         self.edge_unit = edge_unit
         self.log_private_metrics = bool(log_private_metrics)
         self.lr, self.weight_decay = float(lr), float(weight_decay)
-        self.accountant = PrivacyAccountant(level=privacy if privacy != "none" else "none")
-        self.accountant.unit = UNITS.get((privacy, edge_unit if privacy == "edge" else None), "")
+        self.accountant = PrivacyAccountant(level=self.privacy)
+        detail = edge_unit if self.level is Level.EDGE else None
+        self.accountant.unit = Unit(self.level, detail).describe()
         #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
         self.noise_multiplier: float | None = None
         self._halt_reason: str | None = None
@@ -320,7 +315,7 @@ class PrivateModule(
 
     def labels_private(self) -> bool:
         """Whether this fit protects the labels (node level; LDP methods that perturb them)."""
-        return self.privacy == "node"
+        return self.level is Level.NODE
 
     # -- noise -----------------------------------------------------------------------------
     def noise_generator(self, stream: int = 0) -> torch.Generator | None:
@@ -470,9 +465,9 @@ class PrivateModule(
         """A new graph's own ledger (its data is disjoint from the training graph: parallel
         composition); with ``delta="auto"`` its delta comes from its own units."""
         delta = None
-        if self.privacy not in ("none", "ldp"):
+        if self.level.central:
             delta = resolve_delta(self.target_delta, self.private_units(graph))
-        elif self.privacy == "ldp":
+        elif self.level is Level.LDP:
             delta = self.accountant.delta
         return PrivacyAccountant(self.privacy, delta, unit=self.accountant.unit)
 
@@ -486,7 +481,7 @@ class PrivateModule(
 
     def ready_for_inductive(self) -> None:
         """Raise unless the model can release on a new graph (fitted or loaded)."""
-        if self.privacy != "none" and self.calibrates_noise() and self.noise_multiplier is None:
+        if self.level.private and self.calibrates_noise() and self.noise_multiplier is None:
             raise RuntimeError(
                 f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
             )
@@ -505,7 +500,7 @@ class PrivateModule(
         )
         if not given:
             self.last_inference_report = PrivacyReport.from_accountant(
-                acc, private=self.privacy != "none"
+                acc, private=self.level.private
             )
         with self.evaluating():
             return self.inductive_logits(graph, outputs).softmax(-1)
@@ -514,7 +509,7 @@ class PrivateModule(
         """What the releases on the new graph ``data`` have spent so far (``None``: none)."""
         acc = self.releases.ledger_of(data)
         return None if acc is None else PrivacyReport.from_accountant(
-            acc, private=self.privacy != "none"
+            acc, private=self.level.private
         )
 
     @contextmanager
@@ -540,7 +535,7 @@ class PrivateModule(
         """Record on ``accountant`` every mechanism the *rest* of the fit will run at
         ``noise_multiplier``: the releases not drawn yet, then the steps
         (:meth:`plan_steps`). Return ``False`` when the plan is open-ended."""
-        if self.privacy != "none" and (noise_multiplier is not None or not self.calibrates_noise()):
+        if self.level.private and (noise_multiplier is not None or not self.calibrates_noise()):
             self.releases.plan(accountant, noise_multiplier)
         return self.plan_steps(accountant, noise_multiplier)
 
@@ -578,7 +573,7 @@ class PrivateModule(
 
     def calibrate(self) -> None:
         """Solve the noise multiplier for the target epsilon, or check a fixed one."""
-        if self.privacy == "none" or not self.calibrates_noise():
+        if not self.level.private or not self.calibrates_noise():
             return
         if self.noise_multiplier is None:
             if self.target_epsilon is None:
@@ -598,7 +593,7 @@ class PrivateModule(
     def private_units(self, data: Data) -> int:
         """Number of protected units of ``data``: undirected or directed edges at edge level,
         nodes at node level (``delta="auto"`` stays below one over it)."""
-        if self.privacy == "edge":
+        if self.level is Level.EDGE:
             units = data.num_edges // 2 if self.edge_unit == "undirected" else data.num_edges
         else:
             units = data.num_nodes
@@ -606,7 +601,7 @@ class PrivateModule(
 
     def resolve_delta(self, data: Data) -> float | None:
         """Fix delta once the private units are known (edges or nodes)."""
-        if self.privacy == "none":
+        if not self.level.private:
             return None
         if self.accountant.delta is not None and self.target_delta == "auto":
             return self.accountant.delta  # already resolved (e.g. restored from a checkpoint)
@@ -616,11 +611,11 @@ class PrivateModule(
     # -- report ------------------------------------------------------------------------------
     def privacy_spent(self) -> PrivacyReport:
         """The guarantee of what has run so far — the only source of epsilon."""
-        return PrivacyReport.from_accountant(self.accountant, private=self.privacy != "none")
+        return PrivacyReport.from_accountant(self.accountant, private=self.level.private)
 
     def privacy_planned(self) -> PrivacyReport | None:
         """Spend of the whole fit (``None`` when it cannot be known in advance)."""
-        if self.privacy == "none":
+        if not self.level.private:
             return self.privacy_spent()
         acc = self.planned_accountant(self.noise_multiplier)
         return None if acc is None else PrivacyReport.from_accountant(acc)
@@ -654,7 +649,7 @@ class PrivateModule(
         cannot see. Both are refused."""
         trainer = self.trainer
         world = getattr(trainer, "world_size", 1)
-        if self.privacy == "none" or world == 1:
+        if not self.level.private or world == 1:
             return
         strategy = trainer.strategy
         launcher = getattr(strategy, "launcher", None)
@@ -881,7 +876,7 @@ class PrivateModule(
         """Node level: no metric on private labels (training batches, validation) during the
         fit unless asked for; such metrics are not covered by epsilon."""
         in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
-        return not (self.privacy == "node" and stage in ("train", "val") and in_fit
+        return not (self.level is Level.NODE and stage in ("train", "val") and in_fit
                     and not self.log_private_metrics)
 
     def _log_accuracy(self, logits: torch.Tensor, data: Data, stage: str) -> torch.Tensor | None:

@@ -17,9 +17,10 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
+from ..levels import Level, Unit
 from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.local import LocalCollection, LocalCollector
-from .base import UNITS, PrivateModule
+from .base import PrivateModule
 from .releases import Draw, Release
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
@@ -49,7 +50,7 @@ class LocallyPrivateModule(PrivateModule):
         )
         self.collector = collector
         if not self.labels_private():  # e.g. PGC: labels are public in its threat model
-            self.accountant.unit = UNITS[("ldp", "features")]
+            self.accountant.unit = Unit(Level.LDP, "features").describe()
         self.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
         # the release: what every node sent, collected once before the fit
         self.declare_releases(Release(

@@ -52,6 +52,7 @@ from autodp import dp_bank, rdp_bank
 from opacus.accountants.analysis.rdp import compute_rdp
 from scipy.optimize import minimize_scalar
 
+from ..levels import LEVELS
 from . import random as _random
 
 __all__ = [
@@ -65,7 +66,6 @@ __all__ = [
 ]
 
 Level = Literal["none", "edge", "node", "ldp"]
-LEVELS: tuple[str, ...] = ("none", "edge", "node", "ldp")
 Kind = Literal["gaussian", "subsampled_gaussian", "graph_subsampled_gaussian", "pure"]
 KINDS: tuple[str, ...] = ("gaussian", "subsampled_gaussian", "graph_subsampled_gaussian", "pure")
 _SAMPLED = ("subsampled_gaussian", "graph_subsampled_gaussian")

@@ -25,6 +25,7 @@ from typing import Literal
 
 import torch
 
+from ..levels import EDGE_UNITS
 from . import random as R
 from .accountant import PrivacyAccountant
 
@@ -33,7 +34,6 @@ __all__ = [
     "edge_sensitivity", "EDGE_UNITS", "DegreeBoundError", "check_degree_promise",
 ]
 
-EDGE_UNITS = ("undirected", "directed")
 
 
 def edge_sensitivity(edge_unit: str) -> float:

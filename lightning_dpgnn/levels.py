@@ -6,13 +6,14 @@ labels, edges or features are protected, which adjacency delta counts) lives her
 :class:`Unit` is what one neighbouring step changes (one undirected edge, one node with all its
 data, each node's features, one client's graph), written out in words for reports and cards.
 
-Pure python: no Lightning imports.
+Pure python, a leaf: it imports nothing of the package, and every layer may import it
+(``privacy/``, ``data/`` and ``methods/`` share this one vocabulary).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 __all__ = ["EDGE_UNITS", "LEVELS", "CENTRAL_LEVELS", "Level", "Unit"]
 
@@ -20,16 +21,13 @@ __all__ = ["EDGE_UNITS", "LEVELS", "CENTRAL_LEVELS", "Level", "Unit"]
 EDGE_UNITS: tuple[str, ...] = ("undirected", "directed")
 
 
-class Level(str, Enum):
+class Level(StrEnum):
     """A privacy level (the adjacency notion of a guarantee)."""
 
     NONE = "none"  #: non-private: data is read in the clear
     EDGE = "edge"  #: edge-level DP: neighbouring graphs differ in one edge (or friendship)
     NODE = "node"  #: node-level DP: neighbouring graphs differ in one node and all its data
     LDP = "ldp"  #: local DP: each node (or client) perturbs its own data before sending it
-
-    def __str__(self) -> str:
-        return self.value
 
     @classmethod
     def of(cls, level: str | Level) -> Level:
