@@ -50,7 +50,13 @@ from torchmetrics.functional.classification import multiclass_accuracy
 from .._init_args import init_arguments
 from ..data.datamodules import NodeDataSource
 from ..levels import CENTRAL_LEVELS, EDGE_UNITS, Level, Unit
-from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
+from ..privacy import (
+    PrivacyAccountant,
+    PrivacyReport,
+    SeveralGuarantees,
+    check_epsilon,
+    resolve_delta,
+)
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
@@ -230,6 +236,10 @@ class PrivateModule(
         self.log_private_metrics = bool(log_private_metrics)
         self.lr, self.weight_decay = float(lr), float(weight_decay)
         self.accountant = PrivacyAccountant(level=self.privacy)
+        #: the name of the model's own guarantee, when it declares others (``None``: one only)
+        self.guarantee_name: str | None = None
+        #: the accountants of the other guarantees (:meth:`declare_guarantee`)
+        self.other_accountants: dict[str, PrivacyAccountant] = {}
         detail = edge_unit if self.level is Level.EDGE else None
         self.accountant.unit = Unit(self.level, detail).describe()
         #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
@@ -394,7 +404,7 @@ class PrivateModule(
         if strategy.global_rank == 0:
             try:
                 out = apply_to_collection(mechanism(), torch.Tensor, lambda t: t.cpu())
-                payload = (out, self.accountant.state_dict(), None)
+                payload = (out, self._ledgers(), None)
             except BaseException as err:  # noqa: BLE001 - re-raised below, on every rank
                 payload = (None, None, err)
         out, ledger, err = strategy.broadcast(payload, src=0)
@@ -402,7 +412,7 @@ class PrivateModule(
             if strategy.global_rank == 0:
                 raise err
             raise RuntimeError(f"rank 0 failed to run a one-time mechanism: {err!r}") from err
-        self.accountant.load_state_dict(ledger)
+        self._load_ledgers(ledger)
         return apply_to_collection(out, torch.Tensor, lambda t: t.to(strategy.root_device))
 
     def agreed(self, *decisions: bool) -> tuple[bool, ...]:
@@ -428,7 +438,7 @@ class PrivateModule(
         if not pending:
             return []
         drawn = self.releases.draw(
-            pending, self.release_graph(), self.accountant, self.noise_generator, self.run_once
+            pending, self.release_graph(), self.accountant_of, self.noise_generator, self.run_once
         )
         if drawn:
             self.on_releases_changed(drawn)
@@ -461,9 +471,15 @@ class PrivateModule(
         self.check_feature_width(data, "same columns, same public code book")
         return self.on_device(data)
 
-    def inductive_accountant(self, graph: Data) -> PrivacyAccountant:
-        """A new graph's own ledger (its data is disjoint from the training graph: parallel
-        composition); with ``delta="auto"`` its delta comes from its own units."""
+    def inductive_accountant(
+        self, graph: Data, guarantee: str | None = None
+    ) -> PrivacyAccountant:
+        """A new graph's own ledger of ``guarantee`` (its data is disjoint from the training
+        graph: parallel composition); with ``delta="auto"`` its delta comes from its own
+        units. Another guarantee's ledger is a fresh copy of the training one's settings."""
+        if guarantee is not None and guarantee != self.guarantee_name:
+            own = self.accountant_of(guarantee)
+            return PrivacyAccountant(own.level, own.delta, unit=own.unit)
         delta = None
         if self.level.central:
             delta = resolve_delta(self.target_delta, self.private_units(graph))
@@ -495,22 +511,27 @@ class PrivateModule(
         its ledger (:meth:`inference_report`). Eval mode, no gradient."""
         self.ready_for_inductive()
         graph = self.inductive_graph(data)
-        outputs, acc = self.releases.on_graph(
-            graph, lambda: self.inductive_accountant(graph), given, self.inductive_release
+        outputs, ledgers = self.releases.on_graph(
+            graph, lambda g: self.inductive_accountant(graph, g), given, self.inductive_release
         )
         if not given:
-            self.last_inference_report = PrivacyReport.from_accountant(
-                acc, private=self.level.private
-            )
+            self.last_inference_report = self._graph_report(ledgers)
         with self.evaluating():
             return self.inductive_logits(graph, outputs).softmax(-1)
 
     def inference_report(self, data: Data) -> PrivacyReport | None:
         """What the releases on the new graph ``data`` have spent so far (``None``: none)."""
-        acc = self.releases.ledger_of(data)
-        return None if acc is None else PrivacyReport.from_accountant(
-            acc, private=self.level.private
-        )
+        ledgers = self.releases.ledgers_of(data)
+        return None if ledgers is None else self._graph_report(ledgers)
+
+    def _graph_report(
+        self, ledgers: dict[str | None, PrivacyAccountant]
+    ) -> PrivacyReport | SeveralGuarantees:
+        others = {n: a for n, a in ledgers.items() if n is not None}
+        if self.other_accountants:  # every guarantee is reported, drawn on this graph or not
+            others = {n: others.get(n) or self.inductive_accountant(None, n)
+                      for n in self.other_accountants}
+        return self._report(ledgers[None], others)
 
     @contextmanager
     def evaluating(self) -> Iterator[None]:
@@ -536,7 +557,7 @@ class PrivateModule(
         ``noise_multiplier``: the releases not drawn yet, then the steps
         (:meth:`plan_steps`). Return ``False`` when the plan is open-ended."""
         if self.level.private and (noise_multiplier is not None or not self.calibrates_noise()):
-            self.releases.plan(accountant, noise_multiplier)
+            self.releases.plan(accountant, noise_multiplier, guarantee=None)
         return self.plan_steps(accountant, noise_multiplier)
 
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
@@ -608,26 +629,74 @@ class PrivateModule(
         self.accountant.delta = resolve_delta(self.target_delta, self.private_units(data))
         return self.accountant.delta
 
-    # -- report ------------------------------------------------------------------------------
-    def privacy_spent(self) -> PrivacyReport:
-        """The guarantee of what has run so far — the only source of epsilon."""
-        return PrivacyReport.from_accountant(self.accountant, private=self.level.private)
+    # -- guarantees --------------------------------------------------------------------------
+    def declare_guarantee(
+        self, name: str, level: str, unit: str, delta: float | None = None
+    ) -> PrivacyAccountant:
+        """Declare a guarantee besides the model's own (``guarantee_name``): releases that
+        protect another unit (e.g. features under local DP beside edges under edge-level DP)
+        record on its accountant, and the report carries both, never added
+        (:class:`~lightning_dpgnn.privacy.SeveralGuarantees`)."""
+        if self.guarantee_name is None:
+            raise ValueError(
+                f"{type(self).__name__}: name the model's own guarantee (guarantee_name) before "
+                "declaring another one"
+            )
+        if name == self.guarantee_name or name in self.other_accountants:
+            raise ValueError(f"a guarantee named {name!r} is already declared")
+        acc = PrivacyAccountant(level, delta, unit=unit)
+        self.other_accountants[name] = acc
+        return acc
 
-    def privacy_planned(self) -> PrivacyReport | None:
+    def accountant_of(self, guarantee: str | None) -> PrivacyAccountant:
+        """The accountant of ``guarantee`` (``None``: the model's own)."""
+        if guarantee is None or guarantee == self.guarantee_name:
+            return self.accountant
+        try:
+            return self.other_accountants[guarantee]
+        except KeyError:
+            raise KeyError(
+                f"{type(self).__name__} declares no guarantee named {guarantee!r}"
+            ) from None
+
+    def _report(
+        self, own: PrivacyAccountant, others: dict[str, PrivacyAccountant] | None = None
+    ) -> PrivacyReport | SeveralGuarantees:
+        """The report of ``own`` (and of the other guarantees' accountants, never added)."""
+        main = PrivacyReport.from_accountant(own, private=self.level.private)
+        if not self.other_accountants:
+            return main
+        others = self.other_accountants if others is None else others
+        parts = [(self.guarantee_name, main)]
+        parts += [(n, PrivacyReport.from_accountant(a)) for n, a in others.items()]
+        return SeveralGuarantees(tuple(parts))
+
+    # -- report ------------------------------------------------------------------------------
+    def privacy_spent(self) -> PrivacyReport | SeveralGuarantees:
+        """The guarantee(s) of what has run so far — the only source of epsilon."""
+        return self._report(self.accountant)
+
+    def privacy_planned(self) -> PrivacyReport | SeveralGuarantees | None:
         """Spend of the whole fit (``None`` when it cannot be known in advance)."""
         if not self.level.private:
             return self.privacy_spent()
         acc = self.planned_accountant(self.noise_multiplier)
-        return None if acc is None else PrivacyReport.from_accountant(acc)
+        if acc is None:
+            return None
+        others = {}
+        for name, spent in self.other_accountants.items():
+            others[name] = spent.copy()
+            self.releases.plan(others[name], self.noise_multiplier, guarantee=name)
+        return self._report(acc, others)
 
-    def privacy_if_next_step(self) -> PrivacyReport | None:
+    def privacy_if_next_step(self) -> PrivacyReport | SeveralGuarantees | None:
         """Spend if one more optimizer step ran; ``None`` when steps read no private data."""
         phase = self.dpsgd_phase()
         if phase is None or self.noise_multiplier is None:
             return None
         acc = self.accountant.copy()
         phase.plan(acc, self.noise_multiplier, 1)
-        return PrivacyReport.from_accountant(acc)
+        return self._report(acc)
 
     # -- enforce -----------------------------------------------------------------------------
     def halt_privately(self, reason: str = "halted by a privacy callback") -> None:
@@ -751,11 +820,21 @@ class PrivateModule(
     def load_public_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`public_state` saved."""
 
+    def _ledgers(self) -> dict[str, Any]:
+        """Every accountant's state: the model's own, then the other guarantees'."""
+        return {"": self.accountant.state_dict(),
+                **{n: a.state_dict() for n, a in self.other_accountants.items()}}
+
+    def _load_ledgers(self, states: dict[str, Any]) -> None:
+        for name, state in states.items():
+            self.accountant_of(name or None).load_state_dict(state)
+
     def privacy_state(self) -> dict[str, Any]:
         """Everything a checkpoint (and a published model) holds besides the parameters and
         hyper-parameters: the accountant, the report, the noise multiplier, the recorded
         mechanisms' outputs and the state public at this level (invariant 9)."""
         return {
+            "guarantees": {n: a.state_dict() for n, a in self.other_accountants.items()},
             "accountant": self.accountant.state_dict(),
             "report": self.privacy_spent().to_dict(),
             "noise_multiplier": self.noise_multiplier,
@@ -768,6 +847,8 @@ class PrivateModule(
     def load_privacy_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`privacy_state` returned (never re-running a mechanism)."""
         self.accountant.load_state_dict(state["accountant"])
+        for name, acc_state in state.get("guarantees", {}).items():
+            self.accountant_of(name).load_state_dict(acc_state)
         self.noise_multiplier = state.get("noise_multiplier", self.noise_multiplier)
         self.load_mechanism_outputs(state.get("outputs", {}))
         self.load_public_state(state.get("public", {}))

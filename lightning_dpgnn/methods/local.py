@@ -137,7 +137,9 @@ class LocallyPrivateModule(PrivateModule):
         return self._features
 
     # -- a new graph: its nodes' own locally private features ----------------------------------
-    def inductive_accountant(self, graph: Data) -> PrivacyAccountant:
+    def inductive_accountant(
+        self, graph: Data, guarantee: str | None = None
+    ) -> PrivacyAccountant:
         delta = self.collector.delta if self.collector.needs_delta else None
         unit = "each node's features, perturbed on the node (edges are public; no label is sent)"
         return PrivacyAccountant("ldp", delta, unit=unit)

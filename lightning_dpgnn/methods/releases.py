@@ -81,6 +81,9 @@ class Release:
             partitions) and ``draw`` draws its noise once itself (``PrivateModule.run_once``);
             otherwise rank 0 alone calls it and broadcasts the output.
         inductive: drawn again, with fresh noise, on a new graph (inductive inference).
+        guarantee: the guarantee it counts in (``None``: the model's own; another one is
+            declared with ``PrivateModule.declare_guarantee``, e.g. ``"features"`` under
+            local DP beside the model's edge-level guarantee).
         save, load: the output to and from what checkpoints and published folders store
             (tensors, numbers, lists and dicts of them); identity by default.
     """
@@ -92,6 +95,7 @@ class Release:
     stream: int = 0
     collective: bool = False
     inductive: bool = True
+    guarantee: str | None = None
     save: Callable[[Any], Any] = _identity
     load: Callable[[Any], Any] = _identity
 
@@ -136,7 +140,7 @@ class Releases:
         #: the fit's cached outputs, by release name (``None``: not drawn yet)
         self.values: dict[str, Any] = {}
         self.graphs_cached = int(graphs_cached)
-        self._ledgers: dict[str, PrivacyAccountant] = {}
+        self._ledgers: dict[str, dict[str | None, PrivacyAccountant]] = {}
         self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     # -- declaration -----------------------------------------------------------------------
@@ -168,17 +172,23 @@ class Releases:
         ]
 
     # -- plan --------------------------------------------------------------------------------
-    def plan(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> None:
-        """Record every pending release's cost on ``accountant``."""
+    def plan(
+        self,
+        accountant: PrivacyAccountant,
+        noise_multiplier: float | None,
+        guarantee: str | None = None,
+    ) -> None:
+        """Record the cost of every pending release of ``guarantee`` on ``accountant``."""
         for r in self.pending():
-            r.plan(accountant, noise_multiplier)
+            if r.guarantee == guarantee:
+                r.plan(accountant, noise_multiplier)
 
     # -- the fit: draw once ----------------------------------------------------------------
     def draw(
         self,
         releases: Iterable[Release],
         graph: Data,
-        accountant: PrivacyAccountant,
+        accountant_of: Callable[[str | None], PrivacyAccountant],
         generator: Callable[[int], torch.Generator | None],
         run_once: Callable[[Callable[[], Any]], Any],
     ) -> list[str]:
@@ -189,7 +199,8 @@ class Releases:
         for r in releases:
             if self.drawn(r.name):
                 continue
-            ctx = Draw(graph, accountant, generator(r.stream), self._outputs(), fit=True)
+            acc = accountant_of(r.guarantee)
+            ctx = Draw(graph, acc, generator(r.stream), self._outputs(), fit=True)
             value = r.draw(ctx) if r.collective else run_once(lambda r=r, ctx=ctx: r.draw(ctx))
             if value is None:
                 raise RuntimeError(f"release {r.name!r} drew nothing")
@@ -230,11 +241,12 @@ class Releases:
     def on_graph(
         self,
         graph: Data,
-        new_accountant: Callable[[], PrivacyAccountant],
+        new_accountant: Callable[[str | None], PrivacyAccountant],
         given: dict[str, Any] | None = None,
         until: Callable[[Release], bool] = lambda r: True,
-    ) -> tuple[dict[str, Any], PrivacyAccountant]:
-        """The releases of a graph the model did not train on, and that graph's ledger.
+    ) -> tuple[dict[str, Any], dict[str | None, PrivacyAccountant]]:
+        """The releases of a graph the model did not train on, and that graph's ledgers (one
+        per guarantee; ``None``: the model's own).
 
         A graph seen before (same :func:`graph_digest`) whose releases are still cached gets
         them back: no new noise, nothing spent. Otherwise each inductive release (``until``
@@ -246,19 +258,23 @@ class Releases:
         if not given and key in self._recent:
             self._recent.move_to_end(key)
             return self._recent[key], self._ledgers[key]
-        acc = self._ledgers.get(key) or new_accountant()
+        ledgers = self._ledgers.get(key) or {}
         outputs: dict[str, Any] = dict(given or {})
         for r in self.declared.values():
             if not r.inductive or not until(r) or r.name in outputs:
                 continue
-            outputs[r.name] = r.draw(Draw(graph, acc, None, outputs, fit=False))
-        self._ledgers[key] = acc
+            if r.guarantee not in ledgers:
+                ledgers[r.guarantee] = new_accountant(r.guarantee)
+            outputs[r.name] = r.draw(Draw(graph, ledgers[r.guarantee], None, outputs, fit=False))
+        if None not in ledgers:
+            ledgers[None] = new_accountant(None)
+        self._ledgers[key] = ledgers
         if not given:
             self._recent[key] = outputs
             while len(self._recent) > self.graphs_cached:
                 self._recent.popitem(last=False)
-        return outputs, acc
+        return outputs, ledgers
 
-    def ledger_of(self, graph: Data) -> PrivacyAccountant | None:
-        """The ledger of releases drawn on ``graph`` so far (``None``: none)."""
+    def ledgers_of(self, graph: Data) -> dict[str | None, PrivacyAccountant] | None:
+        """The ledgers of releases drawn on ``graph`` so far (``None``: none)."""
         return self._ledgers.get(graph_digest(graph))

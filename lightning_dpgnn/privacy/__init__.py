@@ -29,13 +29,16 @@ from .ldp import (
 )
 from .local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollection, LocalCollector
 from .random import SecureModeError, is_secure_mode, secure_mode, set_secure_mode
-from .report import PrivacyReport
+from .report import MultipleGuaranteesError, PrivacyReport, SeveralGuarantees, report_from_dict
 
 __all__ = [
     "LEVELS",
     "LedgerEntry",
     "PrivacyAccountant",
     "PrivacyReport",
+    "SeveralGuarantees",
+    "MultipleGuaranteesError",
+    "report_from_dict",
     "CalibrationError",
     "DegreeBoundError",
     "FEATURE_MECHANISMS",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .accountant import LedgerEntry, PrivacyAccountant
 
-__all__ = ["PrivacyReport"]
+__all__ = ["PrivacyReport", "SeveralGuarantees", "MultipleGuaranteesError", "report_from_dict"]
 
 _ACCOUNTANT_NAMES = {
     "improved": "RDP (autodp/opacus curves) + Balle et al. 2020 conversion",
@@ -43,6 +43,10 @@ class PrivacyReport:
             mechanism has run.
         reproducible_noise: some noise came from an explicitly seeded generator: the guarantee
             does not hold against anyone who knows that seed (the zoo refuses such models).
+
+    A model whose releases protect different units (e.g. features under local DP and edges
+    under edge-level DP) reports :class:`SeveralGuarantees` instead: one report per guarantee,
+    never added.
     """
 
     epsilon: float
@@ -77,6 +81,11 @@ class PrivacyReport:
         """Invocations recorded for mechanism ``name``."""
         return sum(e.count for e in self.ledger if e.name == name)
 
+    @property
+    def guarantees(self) -> dict[str, PrivacyReport]:
+        """The guarantees this report carries, by name: this one, under its level."""
+        return {self.level: self}
+
     def to_dict(self) -> dict:
         return {
             "epsilon": None if math.isinf(self.epsilon) else self.epsilon,
@@ -92,6 +101,11 @@ class PrivacyReport:
 
     @classmethod
     def from_dict(cls, d: dict) -> PrivacyReport:
+        if "guarantees" in d:
+            raise MultipleGuaranteesError(
+                "this report carries several guarantees: read it with report_from_dict (or "
+                "SeveralGuarantees.from_dict)"
+            )
         eps = math.inf if d.get("epsilon_is_infinite") else float(d["epsilon"])
         return cls(
             epsilon=eps,
@@ -110,6 +124,10 @@ class PrivacyReport:
     @classmethod
     def from_json(cls, s: str) -> PrivacyReport:
         return cls.from_dict(json.loads(s))
+
+    def summary_lines(self) -> list[str]:
+        """:meth:`__str__` as lines."""
+        return str(self).splitlines()
 
     def __str__(self) -> str:
         if self.level == "none":
@@ -135,3 +153,99 @@ class PrivacyReport:
             note = f"; {e.note}" if e.note else ""
             lines.append(f"  - {e.name}: {e.kind} x{e.count} ({what}{rate}{note})")
         return "\n".join(lines)
+
+
+class MultipleGuaranteesError(TypeError):
+    """A single-guarantee figure (``epsilon``, ``delta``, ``level``, ...) was read from a report
+    that carries several guarantees: they protect different units and are never added."""
+
+
+#: what a report of one guarantee answers and a report of several refuses to
+_SINGLE = ("epsilon", "delta", "level", "accountant", "ledger", "unit")
+
+
+@dataclass(frozen=True)
+class SeveralGuarantees:
+    """A report of several guarantees over different units (e.g. ``features``: local DP per
+    node; ``edges``: edge-level DP on the private edges), each a :class:`PrivacyReport` of its
+    own. They are never summed: reading ``epsilon`` (or ``delta``, ``level``, ``unit``,
+    ``ledger``) of the whole raises :class:`MultipleGuaranteesError`; read
+    ``report["features"].epsilon`` instead.
+
+    Attributes:
+        parts: ``(name, report)`` pairs, in the model's order.
+    """
+
+    parts: tuple[tuple[str, PrivacyReport], ...]
+
+    def __post_init__(self) -> None:
+        names = [n for n, _ in self.parts]
+        if len(names) < 2 or len(set(names)) != len(names):
+            raise ValueError(f"several guarantees need two or more distinct names, got {names}")
+
+    def __getattr__(self, name: str):
+        if name in _SINGLE:
+            listed = ", ".join(
+                f"{n}: {r.level}-level epsilon = {r.epsilon:.4g}" for n, r in self.parts
+            )
+            raise MultipleGuaranteesError(
+                f"this report carries {len(self.parts)} guarantees over different units "
+                f"({listed}); they are never added: read report[name].{name}"
+            )
+        raise AttributeError(name)
+
+    @property
+    def guarantees(self) -> dict[str, PrivacyReport]:
+        return dict(self.parts)
+
+    def __getitem__(self, name: str) -> PrivacyReport:
+        try:
+            return self.guarantees[name]
+        except KeyError:
+            raise KeyError(
+                f"no guarantee named {name!r}; this report has {list(self.guarantees)}"
+            ) from None
+
+    @property
+    def reproducible_noise(self) -> bool:
+        """Some noise of some guarantee came from an explicitly seeded generator."""
+        return any(r.reproducible_noise for _, r in self.parts)
+
+    @property
+    def secure_randomness(self) -> bool | None:
+        """Every draw of every guarantee came from the OS CSPRNG (``None``: nothing drawn)."""
+        values = [r.secure_randomness for _, r in self.parts if r.secure_randomness is not None]
+        return None if not values else all(values)
+
+    def count(self, name: str) -> int:
+        """Invocations recorded for mechanism ``name`` (in whichever guarantee)."""
+        return sum(r.count(name) for _, r in self.parts)
+
+    def to_dict(self) -> dict:
+        return {"guarantees": [{"name": n, **r.to_dict()} for n, r in self.parts]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SeveralGuarantees:
+        parts = []
+        for g in d["guarantees"]:
+            g = dict(g)
+            parts.append((g.pop("name"), PrivacyReport.from_dict(g)))
+        return cls(tuple(parts))
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def summary_lines(self) -> list[str]:
+        return str(self).splitlines()
+
+    def __str__(self) -> str:
+        lines = [f"{len(self.parts)} guarantees over different units (never added):"]
+        for name, report in self.parts:
+            lines.append(f"[{name}]")
+            lines.extend(f"  {line}" for line in str(report).splitlines())
+        return "\n".join(lines)
+
+
+def report_from_dict(d: dict) -> PrivacyReport | SeveralGuarantees:
+    """A report written by ``to_dict`` of either kind."""
+    return SeveralGuarantees.from_dict(d) if "guarantees" in d else PrivacyReport.from_dict(d)
