@@ -240,6 +240,8 @@ class PrivateModule(
         self.guarantee_name: str | None = None
         #: the accountants of the other guarantees (:meth:`declare_guarantee`)
         self.other_accountants: dict[str, PrivacyAccountant] = {}
+        #: the target epsilon of each other guarantee, where it has one
+        self.other_targets: dict[str, float] = {}
         detail = edge_unit if self.level is Level.EDGE else None
         self.accountant.unit = Unit(self.level, detail).describe()
         #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
@@ -631,12 +633,18 @@ class PrivateModule(
 
     # -- guarantees --------------------------------------------------------------------------
     def declare_guarantee(
-        self, name: str, level: str, unit: str, delta: float | None = None
+        self,
+        name: str,
+        level: str,
+        unit: str,
+        delta: float | None = None,
+        epsilon: float | None = None,
     ) -> PrivacyAccountant:
         """Declare a guarantee besides the model's own (``guarantee_name``): releases that
         protect another unit (e.g. features under local DP beside edges under edge-level DP)
         record on its accountant, and the report carries both, never added
-        (:class:`~lightning_dpgnn.privacy.SeveralGuarantees`)."""
+        (:class:`~lightning_dpgnn.privacy.SeveralGuarantees`). ``epsilon``: its target (the
+        publishing gate and ``PrivacyBudget`` hold it to it)."""
         if self.guarantee_name is None:
             raise ValueError(
                 f"{type(self).__name__}: name the model's own guarantee (guarantee_name) before "
@@ -646,6 +654,8 @@ class PrivateModule(
             raise ValueError(f"a guarantee named {name!r} is already declared")
         acc = PrivacyAccountant(level, delta, unit=unit)
         self.other_accountants[name] = acc
+        if epsilon is not None:
+            self.other_targets[name] = check_epsilon(epsilon, f"{name}: epsilon")
         return acc
 
     def accountant_of(self, guarantee: str | None) -> PrivacyAccountant:

@@ -182,9 +182,29 @@ def _use_lines(model: PublishableModel, method: str) -> list[str]:
     return lines
 
 
+def guarantee_meta(r: Any) -> dict[str, Any]:
+    """One guarantee (a :class:`~lightning_dpgnn.privacy.PrivacyReport`) as YAML metadata."""
+    return {
+        "level": r.level,
+        "unit": r.unit or ("none" if r.level == "none" else ""),
+        "epsilon": None if math.isinf(r.epsilon) else round(float(r.epsilon), 6),
+        "epsilon_is_infinite": math.isinf(r.epsilon),
+        "delta": float(r.delta),
+        "accountant": r.accountant,
+    }
+
+
 def card_privacy(model: PublishableModel) -> dict[str, Any]:
-    """The guarantee as YAML metadata (from the privacy report only)."""
+    """The guarantee as YAML metadata (from the privacy report only); a model with several
+    guarantees lists each under ``guarantees`` (never added)."""
     r = model.privacy_spent()
+    if len(r.guarantees) > 1:
+        return {
+            "guarantees": [{"name": n, **guarantee_meta(g)} for n, g in r.guarantees.items()],
+            "secure_randomness": r.secure_randomness,
+            "reproducible_noise": r.reproducible_noise,
+            "noise_multiplier": model.noise_multiplier,
+        }
     return {
         "level": r.level,
         "unit": r.unit or ("none" if r.level == "none" else ""),
@@ -196,6 +216,24 @@ def card_privacy(model: PublishableModel) -> dict[str, Any]:
         "reproducible_noise": r.reproducible_noise,
         "noise_multiplier": model.noise_multiplier,
     }
+
+
+def _guarantee_lines(parts: dict[str, Any]) -> list[str]:
+    """Level, unit, epsilon, delta, accountant and ledger of each guarantee."""
+    lines: list[str] = []
+    for name, g in parts.items():
+        indent = "" if len(parts) == 1 else "  "
+        if len(parts) > 1:
+            lines.append(f"- **{name}**:")
+        eps = "∞ (not private)" if math.isinf(g.epsilon) else f"{g.epsilon:.4g}"
+        lines += [
+            f"{indent}- Level: **{g.level}**; protected unit: {g.unit or '—'}.",
+            f"{indent}- epsilon = **{eps}**, delta = **{g.delta:.3g}**.",
+            f"{indent}- Accountant and conversion: {g.accountant}.",
+            f"{indent}- Mechanisms (ledger):",
+            *(f"{indent}{line}" for line in _ledger_lines(g)),
+        ]
+    return lines
 
 
 def _accuracy_lines(accuracy: dict[str, Any] | None, measured: float | None) -> list[str]:
@@ -317,8 +355,11 @@ def model_card(
     privacy = card_privacy(model)
     report = model.privacy_spent()
     audit = audit if audit is not None else getattr(model, "empirical_audit", None)
-    protected, unprotected = _protects(model, report.level)
-    eps = "∞ (not private)" if privacy["epsilon_is_infinite"] else f"{report.epsilon:.4g}"
+    parts = report.guarantees
+    own = next(iter(parts.values()))  # the model's own guarantee comes first
+    protected, unprotected = _protects(model, own.level)
+    if len(parts) > 1:
+        protected = "; ".join(f"{n}: {g.unit}" for n, g in parts.items())
     noise = (
         "reproducible (explicit noise seed): NOT private against anyone who knows the seed"
         if report.reproducible_noise
@@ -330,7 +371,7 @@ def model_card(
         library_name="lightning-dpgnn",
         license="apache-2.0",
         tags=sorted({"differential-privacy", "graph-neural-network", "lightning-dpgnn",
-                     method.lower(), f"{report.level}-level-privacy"}),
+                     method.lower(), *(f"{g.level}-level-privacy" for g in parts.values())}),
         datasets=[dataset] if dataset else None,
         metrics=["accuracy"],
         model_name=name or method,
@@ -349,7 +390,6 @@ def model_card(
         measured_test_accuracy=None if measured_accuracy is None else float(measured_accuracy),
         empirical_audit=audit or None,
     )
-    ledger = "\n".join(_ledger_lines(report))
     rebuild = command or (f"dpgnn fit --config zoo/recipes/{recipe}.yaml" if recipe else None)
     body = "\n".join([
         f"# {name or method}",
@@ -358,14 +398,11 @@ def model_card(
         f"**Paper:** {paper}.  ",
         f"**Library:** lightning-dpgnn {lightning_dpgnn.__version__}.",
         "",
-        "## Privacy guarantee",
+        "## Privacy guarantee" if len(parts) == 1 else
+        f"## Privacy guarantees ({len(parts)}, over different units: never added)",
         "",
-        f"- Level: **{report.level}**; protected unit: {privacy['unit'] or '—'}.",
-        f"- epsilon = **{eps}**, delta = **{report.delta:.3g}**.",
-        f"- Accountant and conversion: {report.accountant}.",
+        *_guarantee_lines(parts),
         f"- Noise: {noise}.",
-        "- Mechanisms (ledger):",
-        ledger,
         "",
         f"**Protected:** {protected}.  ",
         f"**Not protected:** {unprotected}.",

@@ -49,7 +49,12 @@ from huggingface_hub import HfApi, constants, hf_hub_download
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from lightning_dpgnn.privacy import PrivacyAccountant, PrivacyReport
+from lightning_dpgnn.privacy import (
+    PrivacyAccountant,
+    PrivacyReport,
+    SeveralGuarantees,
+    report_from_dict,
+)
 
 __all__ = [
     "FILES",
@@ -216,7 +221,8 @@ def _planned_count(model: PublishableModel) -> int | None:
 def publication_refusals(model: PublishableModel) -> list[str]:
     """Every reason ``model`` may not be published (empty: it may)."""
     reasons: list[str] = []
-    report = model.privacy_spent()
+    spent = model.privacy_spent()
+    report = next(iter(spent.guarantees.values()))  # the model's own guarantee
     if not any(True for _ in model.parameters()):
         return ["the model has no parameters yet: fit it (or load a fitted checkpoint) first"]
     if any(v is None for v in model.mechanism_outputs().values()):
@@ -224,7 +230,7 @@ def publication_refusals(model: PublishableModel) -> list[str]:
     elif (model.privacy != "none" and model.calibrates_noise()
           and not any(e.count for e in model.accountant.ledger)):
         reasons.append(_NO_MECHANISM)
-    if report.reproducible_noise or model.noise_seed is not None:
+    if spent.reproducible_noise or model.noise_seed is not None:
         reasons.append(_reproducible(model.noise_seed))
     if model.privacy == "none":
         return reasons  # non-private: published as such, the card says epsilon = inf
@@ -233,9 +239,11 @@ def publication_refusals(model: PublishableModel) -> list[str]:
         planned is not None and planned > model.accountant.total_count()
     ):
         reasons.append(_HALTED)
-    over = _over_budget(report.epsilon, model.target_epsilon)
-    if over:
-        reasons.append(over)
+    targets = {**getattr(model, "other_targets", {}), None: model.target_epsilon}
+    for name, g in spent.guarantees.items():
+        over = _over_budget(g.epsilon, targets.get(None if g is report else name))
+        if over:
+            reasons.append(over if len(spent.guarantees) == 1 else f"{name}: {over}")
     return reasons
 
 
@@ -266,7 +274,8 @@ def folder_refusals(folder: str | Path) -> list[str]:
             "does not hash itself nor record whether the fit completed; load it and save it "
             "again with save_pretrained (or rebuild it)"
         ]
-    report = PrivacyReport.from_dict(content["report"])
+    spent = report_from_dict(content["report"])
+    report = next(iter(spent.guarantees.values()))  # the model's own guarantee
     accountant = PrivacyAccountant.from_state_dict(content["accountant"])
     gate = content["publication"]
     reasons: list[str] = []
@@ -276,16 +285,18 @@ def folder_refusals(folder: str | Path) -> list[str]:
         e.count for e in accountant.ledger
     ):
         reasons.append(_NO_MECHANISM)
-    if report.reproducible_noise or config.get("noise_seed") is not None:
+    if spent.reproducible_noise or config.get("noise_seed") is not None:
         reasons.append(_reproducible(config.get("noise_seed")))
     if report.level == "none":
         return reasons
     planned = gate.get("planned_count")
     if gate.get("halted") or (planned is not None and planned > accountant.total_count()):
         reasons.append(_HALTED)
-    over = _over_budget(report.epsilon, gate.get("target_epsilon"))
-    if over:
-        reasons.append(over)
+    targets = {**gate.get("other_targets", {}), None: gate.get("target_epsilon")}
+    for name, g in spent.guarantees.items():
+        over = _over_budget(g.epsilon, targets.get(None if g is report else name))
+        if over:
+            reasons.append(over if len(spent.guarantees) == 1 else f"{name}: {over}")
     return reasons
 
 
@@ -407,6 +418,8 @@ def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
         "method": _class_path(type(model)),
         "report": state["report"],
         "accountant": state["accountant"],
+        # the accountants of the model's other guarantees (several guarantees, never added)
+        "guarantees": state.get("guarantees", {}),
         "noise_multiplier": state["noise_multiplier"],
         # what the publishing gate reads again before any push (check_folder_publishable)
         "publication": {
@@ -415,6 +428,7 @@ def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
             "target_epsilon": None if target is None or not math.isfinite(target)
             else float(target),
             "calibrates_noise": bool(model.calibrates_noise()),
+            "other_targets": dict(getattr(model, "other_targets", {})),
         },
         "sha256": {name: _sha256(folder / name) for name in HASHED},
     }
@@ -438,8 +452,10 @@ def read_report(folder: Path) -> dict[str, Any]:
         )
     try:
         content = json.loads(path.read_text())
-        report = PrivacyReport.from_dict(content["report"])
+        report = report_from_dict(content["report"])
         accountant = PrivacyAccountant.from_state_dict(content["accountant"])
+        others = {n: PrivacyAccountant.from_state_dict(s)
+                  for n, s in content.get("guarantees", {}).items()}
         hashes = content["sha256"]
     except (KeyError, TypeError, ValueError) as err:
         raise VerificationError(f"{path} is not a lightning-dpgnn privacy report: {err}") from err
@@ -470,18 +486,42 @@ def read_report(folder: Path) -> dict[str, Any]:
                 f"{folder / name} does not match the SHA-256 in {REPORT}: the file was changed "
                 "after the report was written, so the report does not describe it"
             )
-    private = report.level != "none"
-    recomputed = PrivacyReport.from_accountant(accountant, private=private)
+    recomputed = _recompute(report, accountant, others)
     if recomputed.to_dict() != report.to_dict():
+        claimed = {n: g.epsilon for n, g in report.guarantees.items()}
+        actual = {n: g.epsilon for n, g in recomputed.guarantees.items()}
         raise VerificationError(
-            f"{path}: the report (epsilon {report.epsilon}) disagrees with the accountant it "
-            f"carries (epsilon {recomputed.epsilon})"
+            f"{path}: the report (epsilon {_one_or_all(claimed)}) disagrees with the "
+            f"accountant it carries (epsilon {_one_or_all(actual)})"
         )
     _check_card(folder, report)
     return content
 
 
-def _check_card(folder: Path, report: PrivacyReport) -> None:
+def _one_or_all(values: dict[str, Any]) -> Any:
+    return next(iter(values.values())) if len(values) == 1 else values
+
+
+def _recompute(
+    report: Any, accountant: PrivacyAccountant, others: dict[str, PrivacyAccountant]
+) -> Any:
+    """The report the carried accountants give: one guarantee, or several (the model's own
+    first, under the name the report gives it)."""
+    own = next(iter(report.guarantees.values()))
+    main = PrivacyReport.from_accountant(accountant, private=own.level != "none")
+    if len(report.guarantees) == 1 and not others:
+        return main
+    parts = [(next(iter(report.guarantees)), main)]
+    parts += [(n, PrivacyReport.from_accountant(a)) for n, a in others.items()]
+    try:
+        return SeveralGuarantees(tuple(parts))
+    except ValueError as err:
+        raise VerificationError(
+            f"the report's guarantees do not match its accountants: {err}"
+        ) from err
+
+
+def _check_card(folder: Path, report: Any) -> None:
     """The card's ``privacy`` metadata, when there is a card, must state the report's
     guarantee and noise source: its prose may be edited, the facts people read may not."""
     from huggingface_hub import ModelCard
@@ -490,11 +530,16 @@ def _check_card(folder: Path, report: PrivacyReport) -> None:
     if not path.is_file():
         return
     stated = ModelCard.load(path).data.to_dict().get("privacy") or {}
-    eps = None if math.isinf(report.epsilon) else report.epsilon
-    claims = {"level": report.level, "unit": report.unit or stated.get("unit"),
-              "delta": report.delta, "epsilon": eps,
-              "reproducible_noise": report.reproducible_noise,
+    claims = {"reproducible_noise": report.reproducible_noise,
               "secure_randomness": report.secure_randomness}
+    if len(report.guarantees) == 1:
+        claims.update(_guarantee_claims(report, stated))
+    else:
+        listed = {g.get("name"): g for g in stated.get("guarantees") or []}
+        for name, g in report.guarantees.items():
+            part = listed.get(name, {})
+            claims.update({f"{name}.{k}": v for k, v in _guarantee_claims(g, part).items()})
+            stated.update({f"{name}.{k}": part.get(k) for k in _guarantee_claims(g, part)})
     wrong = [k for k, v in claims.items()
              if not (stated.get(k) == v or (isinstance(v, float) and isinstance(
                  stated.get(k), (int, float)) and math.isclose(stated[k], v, rel_tol=1e-5)))]
@@ -503,6 +548,12 @@ def _check_card(folder: Path, report: PrivacyReport) -> None:
             f"{path} states a guarantee other than {REPORT}'s ({', '.join(wrong)}: "
             f"{ {k: stated.get(k) for k in wrong} } vs {({k: claims[k] for k in wrong})})"
         )
+
+
+def _guarantee_claims(g: PrivacyReport, stated: dict[str, Any]) -> dict[str, Any]:
+    eps = None if math.isinf(g.epsilon) else g.epsilon
+    return {"level": g.level, "unit": g.unit or stated.get("unit"), "delta": g.delta,
+            "epsilon": eps}
 
 
 def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path) -> None:
@@ -576,6 +627,7 @@ def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
     saved = _read_outputs(folder)
     model.load_privacy_state({
         "accountant": content["accountant"],
+        "guarantees": content.get("guarantees", {}),
         "noise_multiplier": content["noise_multiplier"],
         "outputs": saved["outputs"],
         "public": saved["public"],
