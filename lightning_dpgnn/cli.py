@@ -208,6 +208,10 @@ def fit_summary(metrics: dict[str, float], report: PrivacyReport | None) -> str:
         lines.append(f"test {name}: {value:.4f}")
     if report is None:
         return "\n".join(lines)
+    if len(report.guarantees) > 1:  # several guarantees over different units: each, never added
+        for name, part in report.guarantees.items():
+            lines += [f"[{name}]", *(f"  {line}" for line in fit_summary({}, part).splitlines())]
+        return "\n".join(lines)
     if report.level == "none" or math.isinf(report.epsilon):
         lines.append("epsilon spent: inf (non-private)")
         lines.append("delta: n/a")
