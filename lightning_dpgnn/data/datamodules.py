@@ -121,7 +121,8 @@ class NodeDataModule(L.LightningDataModule):
     filtered out); the default split is a function of ``(seed, node_id)`` only (see
     :class:`~lightning_dpgnn.data.NodeSplit`), so its sizes are binomial, not exact.
 
-    Design invariant 1 (preprocessing reads no private data outside a privacy mechanism):
+    Invariant reads-are-mechanisms (docs/privacy.md; preprocessing reads no private data outside
+    a privacy mechanism):
     :meth:`private_reads` lists the steps of this module that read data protected at a given
     privacy level, naming the option to change. Public metadata replaces data-derived values:
     ``classes`` instead of ``min_class_size``, ``feature_bounds`` instead of min-max statistics.
@@ -346,7 +347,7 @@ class NodeDataModule(L.LightningDataModule):
 
         Each entry is a self-contained sentence naming the option and how to change it. An
         empty list means the preprocessing reads nothing protected at ``level`` (design
-        invariant 1); nothing is loaded to answer. What is protected (see
+        invariant reads-are-mechanisms); nothing is loaded to answer. What is protected (see
         :data:`PRIVACY_LEVELS`):
 
         * ``"edge"``: edges. Isolated-node removal and in-edge subsampling

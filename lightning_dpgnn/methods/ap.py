@@ -6,7 +6,7 @@ stage with DP-SGD. What they share lives here, so each method file reads like it
 
 * argument checks (degree bound, epsilon or noise multiplier, no BatchNorm at node level);
 * the private graph (node level: the promise that every in- and out-degree is at most ``D``
-  is checked, invariant 6 — see docs/privacy.md for why no projection is used);
+  is checked, invariant stable-degree-bound — see docs/privacy.md for why no projection is used);
 * one DP-SGD phase per stage (ledger name ``"<stage>/dpsgd"``), Poisson loaders, DP-Adam;
 * the privacy plan of the remaining fit — pending aggregations (edge: sensitivity ``sqrt(2)``
   for the undirected unit or 1 for the directed one; node: ``sqrt(D)``) plus the remaining
@@ -323,7 +323,8 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         return any(True for _ in self.parameters())
 
     def _private_graph(self, data: Data) -> Data:
-        """Node level: check the degree promise (invariant 6). Other levels: as given."""
+        """Node level: check the degree promise (invariant stable-degree-bound). Other levels:
+        as given."""
         if self.level is Level.NODE:
             check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
         return data

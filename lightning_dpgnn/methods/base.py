@@ -1,4 +1,5 @@
-"""Base LightningModule of every private method: the one privacy lifecycle (invariant 11).
+"""Base LightningModule of every private method: the one privacy lifecycle (invariant
+one-lifecycle, docs/privacy.md).
 
 **plan -> calibrate -> record -> enforce -> report**, written once here:
 
@@ -22,7 +23,7 @@ Noise is never replayable: every mechanism draws from an OS-entropy-seeded gener
 (:mod:`lightning_dpgnn.privacy.random`) unless the user passes ``noise_seed=`` explicitly, which
 the report then states. Checkpoints hold parameters, hyper-parameters, the report and the
 outputs of recorded mechanisms (:meth:`mechanism_outputs`) — nothing else computed from private
-data (invariant 9).
+data (invariant releases-only).
 """
 
 from __future__ import annotations
@@ -378,7 +379,7 @@ class PrivateModule(
             self._graph_on_device = cached
         return cached[2]
 
-    # -- one draw for the whole process group (invariant 5) ------------------------------------
+    # -- one draw for the whole process group (invariant one-draw-under-ddp) ------------------
     def run_once(self, mechanism: Callable[[], T]) -> T:
         """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
         graph) once, whatever the number of processes.
@@ -717,7 +718,8 @@ class PrivateModule(
         self.privacy_halted = True
 
     def check_trainer(self) -> None:
-        """Refuse trainer settings that break the accounting, before any step (invariant 7).
+        """Refuse trainer settings that break the accounting, before any step (invariant
+        budget-enforced).
 
         Several processes: private fits run under DDP launched as one script per process
         (``strategy="ddp"``, ``torchrun``, SLURM), where every rank holds the mechanisms'
@@ -842,7 +844,7 @@ class PrivateModule(
     def privacy_state(self) -> dict[str, Any]:
         """Everything a checkpoint (and a published model) holds besides the parameters and
         hyper-parameters: the accountant, the report, the noise multiplier, the recorded
-        mechanisms' outputs and the state public at this level (invariant 9)."""
+        mechanisms' outputs and the state public at this level (invariant releases-only)."""
         return {
             "guarantees": {n: a.state_dict() for n, a in self.other_accountants.items()},
             "accountant": self.accountant.state_dict(),

@@ -12,7 +12,7 @@ every method used to write for itself:
 * **draw once** — :meth:`Releases.draw` runs a release's mechanism on the training graph once
   per fit; under DDP rank 0 alone draws (or, for a ``collective`` release that sums over edge
   partitions first, every rank calls it and the noise is drawn once inside it), the output is
-  broadcast with the ledger (invariant "one draw");
+  broadcast with the ledger (invariant one-draw-under-ddp, docs/privacy.md);
 * **cache** — the outputs stay in :attr:`Releases.values` (the only private-data-derived values
   a checkpoint or a published folder holds besides parameters);
 * **checkpoint and restore** — :meth:`Releases.state_dict` / :meth:`Releases.load_state_dict`:

@@ -1,6 +1,7 @@
 """The few collectives the privacy layer needs under data-parallel training (pure torch).
 
-Under DDP every mechanism's noise is drawn once for the whole process group (invariant 5): the
+Under DDP every mechanism's noise is drawn once for the whole process group (invariant
+one-draw-under-ddp): the
 first process (rank 0) draws, the others receive. The privacy layer does that with
 ``torch.distributed`` only — no Lightning import — and only when a process group of more than
 one process is initialized; a single process never touches ``torch.distributed``.

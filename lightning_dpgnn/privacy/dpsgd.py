@@ -27,7 +27,7 @@ Why not opacus' public ``PrivacyEngine.make_private(..., grad_sample_mode="ghost
 ``DPLossFastGradientClipping`` criterion (opacus 1.5/1.6); what the suite and the lifecycle
 require that the public path does not give:
 
-1. *Noise source* (invariant 8; ``tests/privacy/test_random.py`` and
+1. *Noise source* (invariant no-replay; ``tests/privacy/test_random.py`` and
    ``tests/test_privacy_budget.py::test_secure_mode_covers_dpsgd_noise_and_batches``): opacus
    draws gradient noise from ``torch.normal`` with an optional ``torch.Generator``, and its
    secure mode needs ``torchcsprng``. Our secure mode draws from the OS CSPRNG through

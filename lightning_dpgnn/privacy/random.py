@@ -1,12 +1,12 @@
 """Noise sources for every mechanism, with a secure-randomness switch.
 
 All randomness that protects private data is drawn through the functions in this module, so a
-single switch covers every mechanism (privacy invariant 8).
+single switch covers every mechanism (invariant no-replay).
 
 * Default mode: a draw without an explicit generator comes from a process-wide
   ``torch.Generator`` per device seeded with 63 bits from ``os.urandom`` — never from torch's
   global generator, so ``torch.manual_seed`` / ``seed_everything`` / a recipe's seed cannot
-  replay privacy noise (invariant 8). An explicit ``torch.Generator`` (see
+  replay privacy noise (invariant no-replay). An explicit ``torch.Generator`` (see
   :func:`reproducible_generator`) gives reproducible noise: it is then *not private against
   anyone who knows the seed*, and mechanisms record it on their accountant.
 * Devices: a draw lands on the ``device`` asked for. Without a generator it comes from that

@@ -19,7 +19,7 @@ A published model is a folder (or a Hugging Face Hub repository) in the
 
 It holds exactly what a checkpoint may hold (``PrivateModule.privacy_state()``, docs/privacy.md
 "Checkpoints") minus optimizer moments and training-loop state: nothing else computed from
-private data (design invariant 9).
+private data (invariant releases-only).
 
 Publishing is refused (:class:`PublishError`) for a model whose noise was reproducible, whose
 report is missing, or whose fit stopped before its plan or spent more than its target — at every
