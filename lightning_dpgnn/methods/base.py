@@ -58,6 +58,7 @@ from ..privacy import (
     check_epsilon,
     resolve_delta,
 )
+from ..privacy.cache import clear_caches
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
@@ -745,6 +746,7 @@ class PrivateModule(
 
     def on_fit_end(self) -> None:
         self.__dict__.pop("_graph_on_device", None)  # the fit's copy of the graph (on_device)
+        clear_caches()  # derived forms of the fit's tensors (CSR adjacency, transposes)
 
     def on_fit_start(self) -> None:
         self._halt_reason = None

@@ -7,6 +7,8 @@ import warnings
 import torch
 from torch import nn
 
+from ..privacy.cache import TensorCache
+
 __all__ = [
     "MLP",
     "make_norm",
@@ -94,16 +96,19 @@ def dense_features(x: torch.Tensor) -> torch.Tensor:
     return x.to_dense() if x.layout != torch.strided else x
 
 
+#: the CSR transposes of sparse feature matrices (cleared by ``clear_caches``)
+_TRANSPOSED = TensorCache("csr transpose", size=8)
+
+
 def _transposed(x: torch.Tensor) -> torch.Tensor:
-    """``x.t()`` as CSR, built once per CSR tensor (kept on it as ``_dpgnn_t``): the backward
-    of a product with CSR features needs ``x^T @ grad``, and transposing a CSR matrix sorts
-    its non-zeros, which costs more than the product itself."""
-    xt = getattr(x, "_dpgnn_t", None)
+    """``x.t()`` as CSR, built once per CSR tensor (a declared cache): the backward of a
+    product with CSR features needs ``x^T @ grad``, and transposing a CSR matrix sorts its
+    non-zeros, which costs more than the product itself."""
+    xt = _TRANSPOSED.get(x, x._version)
     if xt is None:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
-            xt = x.t().to_sparse_csr()
-        x._dpgnn_t = xt
+            xt = _TRANSPOSED.put(x, x._version, x.t().to_sparse_csr())
     return xt
 
 

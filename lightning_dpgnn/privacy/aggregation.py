@@ -28,6 +28,7 @@ import torch
 from ..levels import EDGE_UNITS
 from . import random as R
 from .accountant import PrivacyAccountant
+from .cache import TensorCache
 
 __all__ = [
     "normalize_rows", "sum_aggregate", "in_adjacency", "GaussianAggregation", "degrees",
@@ -61,6 +62,11 @@ def normalize_rows(x: torch.Tensor) -> torch.Tensor:
     return torch.where(nonzero, scaled / safe, torch.zeros_like(x))
 
 
+#: declared caches of derived forms of an edge index (cleared by ``clear_caches``)
+_ADJACENCY = TensorCache("in_adjacency", size=4)
+_CHECKED = TensorCache("edge range checked", size=16)
+
+
 def _check_graph(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> None:
     if not isinstance(edge_index, torch.Tensor) or edge_index.ndim != 2 or edge_index.shape[0] != 2:
         shape = tuple(edge_index.shape) if isinstance(edge_index, torch.Tensor) else edge_index
@@ -71,14 +77,14 @@ def _check_graph(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> N
         raise ValueError(f"x must be a [num_nodes, d] matrix, got shape {tuple(x.shape)}")
     if x.shape[0] != num_nodes:
         raise ValueError(f"x has {x.shape[0]} rows but num_nodes={num_nodes}")
-    # the range check reads every edge twice: done once per edge tensor and node count (kept
-    # on the tensor, keyed by its in-place version, like the CSR of :func:`in_adjacency`)
+    # the range check reads every edge twice: done once per edge tensor and node count (a
+    # declared cache keyed by its in-place version, like the CSR of :func:`in_adjacency`)
     checked = (edge_index._version, num_nodes)
-    if getattr(edge_index, "_dpgnn_checked", None) == checked:
+    if _CHECKED.get(edge_index, checked):
         return
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise ValueError(f"edge_index holds node ids outside [0, {num_nodes})")
-    edge_index._dpgnn_checked = checked
+    _CHECKED.put(edge_index, checked, True)
 
 
 def degrees(edge_index: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -132,14 +138,14 @@ def in_adjacency(
     built from the edges into them alone (the edge partition of a distributed aggregation,
     :func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`).
 
-    Built once per ``edge_index`` tensor and kept on it (``_dpgnn_adj``), keyed by its in-place
+    Built once per ``edge_index`` tensor (a declared cache, :mod:`.cache`), keyed by its in-place
     version, the node count, rows, dtype and device, so the K hops of a fit (and the stages of
     ProGAP) sort the edges once instead of coalescing a COO matrix at every hop.
     """
     key = (edge_index._version, int(num_nodes), rows, dtype, edge_index.device)
-    cached = getattr(edge_index, "_dpgnn_adj", None)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    cached = _ADJACENCY.get(edge_index, key)
+    if cached is not None:
+        return cached
     src, dst = edge_index[0].long(), edge_index[1].long()
     lo, hi = (0, int(num_nodes)) if rows is None else (int(rows[0]), int(rows[1]))
     if rows is not None:
@@ -160,8 +166,7 @@ def in_adjacency(
         adj = torch.sparse_csr_tensor(
             crow.to(index_dtype), col, values, (num_rows, num_nodes), check_invariants=False
         )
-    edge_index._dpgnn_adj = (key, adj)
-    return adj
+    return _ADJACENCY.put(edge_index, key, adj)
 
 
 def sum_aggregate(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:

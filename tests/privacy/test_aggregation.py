@@ -207,3 +207,28 @@ def test_accountant_is_required():
             3,
             PrivacyAccountant(level="edge", delta=1e-5),
         )
+
+
+def test_derived_forms_of_an_edge_index_live_in_a_declared_cache_not_on_the_tensor():
+    """The CSR adjacency is cached beside the tensor (never as an attribute on it), for as long
+    as the tensor lives and until ``clear_caches``; an in-place edit is a new key."""
+    import gc
+
+    from lightning_dpgnn.privacy.aggregation import _ADJACENCY, in_adjacency
+    from lightning_dpgnn.privacy.cache import clear_caches
+
+    clear_caches()
+    edges = torch.tensor([[0, 1, 2], [1, 2, 0]])
+    first = in_adjacency(edges, 3, torch.float32)
+    assert in_adjacency(edges, 3, torch.float32) is first  # reused
+    assert not [k for k in getattr(edges, "__dict__", {}) if k.startswith("_dpgnn")]
+    edges[0, 0] = 2  # in place: the cached form is stale and rebuilt
+    assert in_adjacency(edges, 3, torch.float32) is not first
+    assert len(_ADJACENCY) == 1
+    del edges, first
+    gc.collect()
+    assert len(_ADJACENCY) == 0  # gone with its tensor
+    other = torch.tensor([[0], [1]])
+    in_adjacency(other, 2, torch.float32)
+    clear_caches()
+    assert len(_ADJACENCY) == 0

@@ -1,0 +1,76 @@
+"""Declared caches of values derived from a tensor (PyG's ``cached=True`` pattern, with a reset).
+
+Some derived forms are costly and reused many times: the CSR ``A^T`` of an edge index (every hop
+of a fit), the range check of its node ids, the CSR transpose of sparse features (every
+backward). They are kept in a :class:`TensorCache` keyed by the tensor's identity and a key
+(its in-place version, the node count, ...), never stored on the tensor itself: an entry goes
+when its tensor is freed, the caches are bounded, and :func:`clear_caches` empties every one
+(``PrivateModule`` calls it when a fit ends).
+
+Pure torch: no Lightning imports.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
+
+import torch
+
+__all__ = ["TensorCache", "clear_caches"]
+
+_CACHES: list[TensorCache] = []
+
+
+class TensorCache:
+    """Values computed from a tensor, one per tensor (the latest key), while the tensor lives.
+
+    Args:
+        name: what the cache holds (for ``repr``).
+        size: how many tensors keep a value (least recently used first out).
+    """
+
+    def __init__(self, name: str, size: int = 8) -> None:
+        self.name, self.size = name, int(size)
+        self._entries: OrderedDict[int, tuple[weakref.ref, Hashable, Any]] = OrderedDict()
+        _CACHES.append(self)
+
+    def get(self, tensor: torch.Tensor, key: Hashable) -> Any:
+        """The value cached for ``tensor`` under ``key`` (``None``: none)."""
+        entry = self._entries.get(id(tensor))
+        if entry is None or entry[0]() is not tensor or entry[1] != key:
+            return None
+        self._entries.move_to_end(id(tensor))
+        return entry[2]
+
+    def put(self, tensor: torch.Tensor, key: Hashable, value: Any) -> Any:
+        """Cache ``value`` for ``tensor`` under ``key`` (replacing its earlier one)."""
+        ident, entries = id(tensor), self._entries
+
+        def forget(ref: weakref.ref, ident: int = ident) -> None:
+            entry = entries.get(ident)
+            if entry is not None and entry[0] is ref:
+                del entries[ident]
+
+        entries[ident] = (weakref.ref(tensor, forget), key, value)
+        entries.move_to_end(ident)
+        while len(entries) > self.size:
+            entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"TensorCache({self.name!r}, {len(self)}/{self.size})"
+
+
+def clear_caches() -> None:
+    """Empty every declared tensor cache."""
+    for cache in _CACHES:
+        cache.clear()
