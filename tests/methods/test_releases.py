@@ -1,0 +1,112 @@
+"""The release object on its own: declared releases plan, draw once, checkpoint and restore
+without drawing, and a new graph gets its own ledger and cached release."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from lightning_dpgnn.methods.releases import Release, Releases, graph_digest
+from lightning_dpgnn.privacy import PrivacyAccountant
+
+
+def counting_release(name="r", stage=0, guarantee=None, calls=None):
+    calls = [] if calls is None else calls
+
+    def plan(acc, z):
+        acc.add_pure(name, 1.0)
+
+    def draw(d):
+        calls.append((name, d.fit))
+        d.accountant.add_pure(name, 1.0)
+        return d.graph.x.sum() + torch.randn(())
+
+    return Release(name, plan, draw, stage=stage, guarantee=guarantee), calls
+
+
+def graph(n=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return Data(x=torch.randn(n, 2, generator=g), edge_index=torch.tensor([[0, 1], [1, 0]]),
+                num_nodes=n)
+
+
+def draw_all(rel, g, accountants, stage=None):
+    return rel.draw(rel.pending(stage), g, lambda name: accountants[name],
+                    lambda stream: None, lambda f: f())
+
+
+def test_a_release_is_planned_until_drawn_and_drawn_once():
+    calls = []
+    rel = Releases()
+    rel.declare(counting_release("a", 0, calls=calls)[0], counting_release("b", 1, calls=calls)[0])
+    plan = PrivacyAccountant("ldp")
+    rel.plan(plan, None)
+    assert plan.epsilon() == pytest.approx(2.0)
+    acc = {None: PrivacyAccountant("ldp")}
+    assert draw_all(rel, graph(), acc, stage=0) == ["a"]  # stage 1 waits for its stage
+    assert draw_all(rel, graph(), acc) == ["b"]
+    assert draw_all(rel, graph(), acc) == []  # never twice
+    assert calls == [("a", True), ("b", True)] and acc[None].epsilon() == pytest.approx(2.0)
+    empty = PrivacyAccountant("ldp")
+    rel.plan(empty, None)
+    assert empty.epsilon() == 0.0  # nothing left to plan
+
+
+def test_restored_releases_are_never_drawn_and_foreign_ones_are_refused():
+    rel = Releases()
+    rel.declare(counting_release("a")[0])
+    draw_all(rel, graph(), {None: PrivacyAccountant("ldp")})
+    state = rel.state_dict()
+    calls = []
+    again = Releases()
+    again.declare(counting_release("a", calls=calls)[0])
+    again.load_state_dict(state)
+    assert torch.equal(again.get("a"), rel.get("a"))
+    assert draw_all(again, graph(), {None: PrivacyAccountant("ldp")}) == [] and calls == []
+    with pytest.raises(KeyError, match="does not declare"):
+        again.load_state_dict({"a": None, "other": torch.zeros(1)})
+
+
+def test_each_release_records_on_its_own_guarantee():
+    rel = Releases()
+    rel.declare(counting_release("x", guarantee="features")[0], counting_release("e")[0])
+    acc = {None: PrivacyAccountant("edge"), "features": PrivacyAccountant("ldp")}
+    draw_all(rel, graph(), acc)
+    assert [e.name for e in acc[None].ledger] == ["e"]
+    assert [e.name for e in acc["features"].ledger] == ["x"]
+    planned = PrivacyAccountant("ldp")
+    Releases.plan(rel, planned, None, guarantee="features")  # drawn: nothing pending
+    assert planned.epsilon() == 0.0
+
+
+def test_a_new_graph_is_released_once_and_composes_after_it_leaves_the_cache():
+    calls = []
+    rel = Releases(graphs_cached=1)
+    rel.declare(counting_release("a", calls=calls)[0])
+    new = lambda name: PrivacyAccountant("ldp")  # noqa: E731
+    g = graph(seed=1)
+    out1, ledgers = rel.on_graph(g, new)
+    out2, _ = rel.on_graph(graph(seed=1), new)  # an equal graph: the same digest
+    assert torch.equal(out1["a"], out2["a"]) and calls == [("a", False)]
+    assert ledgers[None].epsilon() == pytest.approx(1.0)
+    rel.on_graph(graph(seed=2), new)  # pushes the first graph out of the cache
+    out3, ledgers = rel.on_graph(g, new)
+    assert len(calls) == 3 and not torch.equal(out3["a"], out1["a"])
+    assert ledgers[None].epsilon() == pytest.approx(2.0)  # composed, and said so
+    given, _ = rel.on_graph(graph(seed=3), new, given={"a": torch.zeros(())})
+    assert given["a"] == 0 and len(calls) == 3  # made elsewhere: not drawn here
+
+
+def test_the_digest_sees_every_input_a_release_reads():
+    g = graph()
+    base = graph_digest(g)
+    for change in (
+        lambda h: setattr(h, "x", h.x + 1),
+        lambda h: setattr(h, "edge_index", h.edge_index.flip(0)[:, :1]),
+        lambda h: setattr(h, "y", torch.zeros(4, dtype=torch.long)),
+        lambda h: setattr(h, "train_mask", torch.ones(4, dtype=torch.bool)),
+    ):
+        h = graph()
+        change(h)
+        assert graph_digest(h) != base
