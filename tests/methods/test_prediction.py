@@ -1,0 +1,41 @@
+"""Calling ``predict_step`` yourself (as the README and the zoo docs do) predicts in eval mode
+without gradient, and leaves the model as it found it: BatchNorm statistics untouched."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lightning_dpgnn.methods import DPMLP, GAP, GNN, MLP, SAGE, EdgeRand, ProGAP
+
+FITS = {
+    "GAP": lambda: GAP(privacy="edge", epsilon=4.0, encoder_epochs=3, classifier_epochs=3),
+    "ProGAP": lambda: ProGAP(privacy="edge", epsilon=4.0, depth=1, epochs_per_stage=3),
+    "MLP": lambda: MLP(epochs=3),
+    "DPMLP": lambda: DPMLP(epsilon=8.0, epochs=1),
+    "SAGE": lambda: SAGE(epochs=3),
+    "EdgeRand": lambda: EdgeRand(epsilon=4.0, epochs=3),
+    "GNN": lambda: GNN(),
+}
+
+
+def _buffers(model):
+    return {k: v.clone() for k, v in model.state_dict().items() if "running" in k}
+
+
+@pytest.mark.parametrize("name", list(FITS))
+def test_predict_step_is_eval_mode_no_grad_and_restores_the_mode(name, csbm_dm, make_trainer):
+    model = FITS[name]()
+    make_trainer(max_epochs=3).fit(model, csbm_dm)
+    model.train()  # as a fit leaves it
+    before = _buffers(model)
+    graph = csbm_dm.data
+    first = model.predict_step(graph, 0)
+    second = model.predict_step(graph, 0)
+    assert not first.requires_grad and first.grad_fn is None
+    assert torch.equal(first, second)  # eval mode: no dropout, running statistics
+    assert model.training  # the mode it was in
+    after = _buffers(model)
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # BatchNorm stats untouched
+    torch.testing.assert_close(first.sum(-1), torch.ones(graph.num_nodes))
