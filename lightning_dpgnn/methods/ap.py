@@ -33,6 +33,7 @@ from lightning.fabric.utilities.apply_func import apply_to_collection
 from torch import nn
 from torch_geometric.data import Data
 
+from ..data.simple import require_simple
 from ..loops import StagedTrainingMixin
 from ..nn.mlp import resolve_normalization
 from ..privacy import PrivacyAccountant, PrivacyReport, resolve_delta
@@ -637,6 +638,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
                 f"{type(self).__name__} must be fitted (or loaded) before inductive inference"
             )
         self.check_feature_width(data, "same columns, same public code book")
+        require_simple(data, "the graph given to inductive inference")  # invariant 12
         if self.label_counts and (
             getattr(data, "train_mask", None) is None or getattr(data, "y", None) is None
         ):

@@ -49,6 +49,7 @@ from torchmetrics.functional.classification import multiclass_accuracy
 
 from .._init_args import init_arguments
 from ..data.datamodules import NodeDataSource
+from ..data.simple import require_simple
 from ..privacy import PrivacyAccountant, PrivacyReport, check_epsilon, resolve_delta
 from ..privacy.aggregation import EDGE_UNITS
 from ..privacy.calibration import calibrate_noise_multiplier
@@ -274,6 +275,7 @@ class PrivateModule(
                 "preprocessing reads private data outside any mechanism, so the epsilon would "
                 "not hold:\n  - " + "\n  - ".join(reads)
             )
+        require_simple(dm.data, "the data module's graph")  # invariant 12 (any data module)
         return dm.data
 
     @property

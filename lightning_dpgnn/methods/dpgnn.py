@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
+from ..data.simple import require_simple
 from ..nn.mlp import MLP as MLPBlock
 from ..nn.mlp import resolve_normalization
 from ..privacy import PrivacyAccountant, PrivacyReport, resolve_delta
@@ -226,6 +227,7 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         if self.noise_multiplier is None:
             raise RuntimeError("DPGNN must be fitted (or loaded) before inductive inference")
         self.check_feature_width(data, "same columns, same public code book")
+        require_simple(data, "the graph given to inductive inference")  # invariant 12
         check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
         data = self.on_device(data)
         delta = resolve_delta(self.target_delta, self.private_units(data))

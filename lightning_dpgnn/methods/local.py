@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
+from ..data.simple import require_simple
 from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.local import LocalCollection, LocalCollector
 from .base import UNITS, PrivateModule
@@ -137,6 +138,7 @@ class LocallyPrivateModule(PrivateModule):
         """Class probabilities on a new graph from what its nodes sent: ``collection`` (their
         locally private features, e.g. from :meth:`collect_from` on their devices) or, when
         ``None``, collected now with fresh noise. The training collection is not touched."""
+        require_simple(data, "the graph given to inductive inference")  # invariant 12
         if collection is None:
             collection = self.collect_from(data)
         features = self.collector.features(collection).to(self.device)

@@ -18,6 +18,7 @@ import torch
 from torch.utils.data import DataLoader
 from torch_geometric.data import Data
 
+from ..data.simple import require_simple
 from ..loops import Stage, StagedTrainingMixin
 from ..nn.mlp import compact_features, resolve_normalization
 from ..nn.sage import SAGENet
@@ -259,6 +260,7 @@ class EdgeRand(_SAGEModule):
         """Class probabilities on a new graph, randomized with fresh noise; its spend is in
         ``last_inference_report`` (a disjoint graph: parallel composition)."""
         self.check_feature_width(data, "same columns, same public code book")
+        require_simple(data, "the graph given to inductive inference")  # invariant 12
         data = self.on_device(data)
         acc = PrivacyAccountant("edge", unit=self.accountant.unit)
         edges = self.arr(data.edge_index, data.num_nodes, acc, None)
