@@ -16,6 +16,7 @@ from .aggregation import (
     sum_aggregate,
 )
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
+from .degree import PrivateDegreeBound, degree_excess, round_candidates
 from .labels import RandomizedResponse
 from .ldp import (
     AnalyticGaussian,
@@ -36,6 +37,9 @@ __all__ = [
     "LedgerEntry",
     "PrivacyAccountant",
     "PrivacyReport",
+    "PrivateDegreeBound",
+    "degree_excess",
+    "round_candidates",
     "CalibrationError",
     "DegreeBoundError",
     "FEATURE_MECHANISMS",
