@@ -78,7 +78,9 @@ METHODS: dict[str, tuple[str, str]] = {
 _TEMPLATE = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
 
 
-def _protects(model: PrivateModule, level: str) -> tuple[str, str]:
+def _protects(
+    model: PrivateModule, level: str, degree_bound_source: str | None = None
+) -> tuple[str, str]:
     """(what is protected, what is not) in words."""
     if level == "edge":
         return (
@@ -89,8 +91,9 @@ def _protects(model: PrivateModule, level: str) -> tuple[str, str]:
         )
     if level == "node":
         d = model.hparams.get("max_degree")
+        source = degree_bound_source or "declared as a public bound"
         promise = (
-            f" on graphs whose every in- and out-degree is at most D = {d} (a public bound; "
+            f" on graphs whose every in- and out-degree is at most D = {d} (D: {source}; "
             "the fit refuses graphs above it)" if d is not None and type(model).__name__ != "DPMLP"
             else ""
         )
@@ -204,6 +207,7 @@ def model_card(
     command: str | None = None,
     recipe: str | None = None,
     audit: dict[str, Any] | None = None,
+    degree_bound_source: str | None = None,
     **_: Any,
 ) -> ModelCard:
     """The model card of ``model``.
@@ -216,6 +220,8 @@ def model_card(
         measured_accuracy: this model's own test accuracy (fraction).
         command: the command that rebuilds the model.
         recipe: the recipe file it was trained from.
+        degree_bound_source: node level: where the degree bound D comes from (the zoo
+            registry's ``degree_bound_source``).
         audit: empirical audit results (:func:`lightning_dpgnn.callbacks.privacy_audit.
             run_audit`); default: ``model.empirical_audit`` when a ``PrivacyAudit`` ran.
     """
@@ -226,7 +232,7 @@ def model_card(
     privacy = card_privacy(model)
     report = model.privacy_spent()
     audit = audit if audit is not None else getattr(model, "empirical_audit", None)
-    protected, unprotected = _protects(model, report.level)
+    protected, unprotected = _protects(model, report.level, degree_bound_source)
     eps = "∞ (not private)" if privacy["epsilon_is_infinite"] else f"{report.epsilon:.4g}"
     noise = (
         "reproducible (explicit noise seed): NOT private against anyone who knows the seed"
