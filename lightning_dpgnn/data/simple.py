@@ -62,17 +62,31 @@ def _keys(edge_index: Tensor, num_nodes: int) -> Tensor:
     return ei[0] * max(int(num_nodes), 1) + ei[1]
 
 
+_CHUNK = 1 << 24  # edges per pass of the sorted check (bounded temporary memory)
+
+
+def _strictly_increasing(edge_index: Tensor, num_nodes: int) -> bool:
+    """Whether the pair keys are strictly increasing (a sorted simple graph), in chunks."""
+    e, last = int(edge_index.size(1)), None
+    for lo in range(0, e, _CHUNK):
+        key = _keys(edge_index[:, lo : lo + _CHUNK], num_nodes)
+        if last is not None and not bool(key[0] > last):
+            return False
+        if not bool((key[1:] > key[:-1]).all()):
+            return False
+        last = key[-1]
+    return True
+
+
 def _first_copies(edge_index: Tensor, num_nodes: int) -> tuple[Tensor | None, int]:
     """``(keep, repeated)``: a mask of the first stored copy of every pair (``None`` when the
     graph is simple) and the number of copies beyond the first. Sorted input (as the bundled
     readers and PyG's ``coalesce`` leave it) is recognised in one pass; otherwise one stable
     sort."""
     e = int(edge_index.size(1))
-    if e < 2:
+    if e < 2 or _strictly_increasing(edge_index, num_nodes):  # sorted and simple
         return None, 0
     key = _keys(edge_index, num_nodes)
-    if bool((key[1:] > key[:-1]).all()):  # strictly increasing: sorted and simple
-        return None, 0
     ordered, perm = torch.sort(key, stable=True)
     first = torch.ones(e, dtype=torch.bool, device=key.device)
     first[1:] = ordered[1:] != ordered[:-1]
