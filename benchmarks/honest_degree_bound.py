@@ -134,7 +134,10 @@ def summary() -> str:
         "Command: `OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python "
         "benchmarks/honest_degree_bound.py --seeds 10 [--methods ...] [--datasets ...]`, then "
         "`python benchmarks/honest_degree_bound.py --summary`. Single thread, 2 shared CPU "
-        "cores.",
+        f"cores; {len(rows)} runs, {sum(r['cpu_s'] for r in rows) / 60:.1f} CPU-minutes in the "
+        "runs (dataset loading not counted). ProGAP on musae-facebook ran at the public D only "
+        "(`--datasets musae-facebook --methods ProGAP-NDP --bounds public`). Not re-run: the "
+        "other epsilons and the other node-level tables (docs/gap.md, docs/progap.md).",
         "",
     ]
     return "\n".join(lines)
