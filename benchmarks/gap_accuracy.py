@@ -1,7 +1,7 @@
 """GAP benchmark (issue 4 protocol): accuracy vs epsilon with 95% bootstrap CIs over seeds.
 
 Runs GAP-EDP, GAP-NDP, GAP-inf, MLP and DP-MLP on Facebook100 schools (target ``year``, the
-classes with >= 1000 nodes declared publicly: years 2005-2009, the papers' five feature columns
+class years 2005-2009 declared from public knowledge (see YEARS), the papers' five feature columns
 one-hot with the public code book, 75/10/15) and Facebook page-page, one process, appending one
 JSON line per (dataset, method, epsilon, unit, protocol, seed) to ``results/gap_accuracy.jsonl``
 (re-running skips what is done). Each row carries test accuracy, the epsilon/delta the model
@@ -15,9 +15,10 @@ degree bounds and hyper-parameters are in ``settings.py`` (``GAP_*``, ``DATASETS
 Edge level runs the thesis' unit (one directed edge, ``edge_unit="directed"``) by default, for
 comparison with the papers; ``--edge-units directed undirected`` adds the honest unit (one
 friendship, sensitivity sqrt(2)). Node level uses ``max_degree`` = :data:`MAX_DEGREE` of the
-dataset, a promise that no in- or out-degree exceeds it (the model refuses a graph above it).
-In a deployment D must be a public bound; here it is read off the data (the maximum in/out
-degree after this preprocessing), which is a benchmark convenience, not a private procedure.
+dataset, a promise that no in- or out-degree exceeds it (the model refuses a graph above it),
+declared from public knowledge (:data:`DEGREE_BOUND_SOURCE`). Rows before issue 27 used the
+observed maximum degree (:data:`OBSERVED_MAX_DEGREE`, read off the private graph); their
+``degree_bound`` field says which.
 
     DPGNN_DATA=../shared/datasets python benchmarks/gap_accuracy.py --seeds 10
     # node level only, eps 8 and 32:

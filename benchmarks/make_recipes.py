@@ -4,8 +4,11 @@
 Preprocessing reads no data protected at the recipe's privacy level (design invariant 1;
 ``NodeDataModule.private_reads``): edge- and node-level recipes keep isolated nodes (which
 nodes are isolated depends on the edges); node-level ones (GAP/ProGAP node, DP-MLP) declare
-the kept classes as public metadata, the class years a school's network had (the classes with
->= 1,000 students on both schools), instead of filtering classes by size. Non-private recipes
+the kept classes as public metadata, instead of filtering classes by size: Facebook100's class
+years 2005-2009 (the undergraduate classes of a September 2005 snapshot and the class just
+graduated; see gap_accuracy.YEARS), musae-facebook's four documented page types. Node-level
+``max_degree`` is declared from public knowledge (gap_accuracy.DEGREE_BOUND_SOURCE), and the
+recipe's header says where it comes from. Non-private recipes
 (``*-inf-*``, ``mlp-*``) keep the papers' protocol (size filter, isolated nodes removed).
 
     python benchmarks/make_recipes.py [--out FOLDER]

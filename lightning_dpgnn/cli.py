@@ -376,7 +376,7 @@ def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
     parser = ArgumentParser(prog="dpgnn audit", add_help=False, exit_on_error=False)
     parser.add_argument("--audit_repeats", type=int, default=3)
     parser.add_argument("--audit_epsilon_trials", type=int, default=20_000)
-    parser.add_argument("--audit_aggregation_trials", type=int, default=20_000)
+    parser.add_argument("--audit_aggregation_trials", type=int, default=1_000_000)
     parser.add_argument("--audit_no_links", action="store_true")
     parser.add_argument("--audit_no_membership", action="store_true")
     ns, rest = parser.parse_known_args(argv)

@@ -129,6 +129,9 @@ def test_methods_use_data_only_for_its_datamodules(path):
     for module, names in _imports(path):
         if not _within(module, "lightning_dpgnn.data"):
             continue
+        if module == "lightning_dpgnn.data.simple":  # the simple-graph rule (invariant)
+            assert set(names) <= {"require_simple"}, names
+            continue
         assert module in ("lightning_dpgnn.data", "lightning_dpgnn.data.datamodules"), module
         allowed = ("NodeDataSource", "TrainsFromGraph")  # the data modules' protocols
         assert all(n.endswith("DataModule") or n in allowed for n in names), names

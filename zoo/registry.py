@@ -44,6 +44,8 @@ class ZooEntry:
     published: bool = False
     accuracy: dict[str, Any] | None = None
     note: str | None = None
+    #: node level: where the recipe's degree bound D comes from (stated on the card)
+    degree_bound_source: str | None = None
 
     @property
     def recipe_path(self) -> Path:
@@ -73,7 +75,7 @@ class ZooEntry:
         return dict(
             name=self.name, dataset=self.dataset, split=self.split, accuracy=self.accuracy,
             command=f"{self.command}   # = dpgnn fit --config zoo/recipes/{self.recipe}.yaml",
-            recipe=self.recipe,
+            recipe=self.recipe, degree_bound_source=self.degree_bound_source,
         )
 
 

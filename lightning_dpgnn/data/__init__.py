@@ -38,6 +38,13 @@ from .registry import (
     load_graph_dataset,
     register_dataset,
 )
+from .simple import (
+    MultigraphError,
+    RepeatedEdgesWarning,
+    count_repeated_edges,
+    require_simple,
+    simple_graph,
+)
 from .synthetic import CSBM_DEFAULTS, make_csbm
 from .transforms import (
     SPLIT_PRESETS,
@@ -69,6 +76,11 @@ __all__ = [
     "FACEBOOK100_SCHOOLS",
     "make_csbm",
     "CSBM_DEFAULTS",
+    "simple_graph",
+    "require_simple",
+    "count_repeated_edges",
+    "MultigraphError",
+    "RepeatedEdgesWarning",
     "RemoveSelfLoops",
     "RemoveIsolatedNodes",
     "FilterClassByCount",

@@ -17,6 +17,7 @@ from .._deprecation import renamed
 from ..levels import LEVELS
 from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
 from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
+from .simple import simple_graph
 from .transforms import (
     BoundDegree,
     FilterClassByCount,
@@ -111,8 +112,10 @@ class NodeDataModule(L.LightningDataModule):
 
     Every dataloader (train/val/test/predict) yields the same single ``Data`` holding the whole
     graph with ``train_mask``, ``val_mask`` and ``test_mask``; the model picks the mask of the
-    stage. Preprocessing: remove self-loops; keep the declared ``classes`` (other nodes become
-    unlabeled) or else drop classes smaller than ``min_class_size`` (and unlabeled nodes);
+    stage. Preprocessing: merge repeated edges into one (stated in a
+    :class:`~lightning_dpgnn.data.RepeatedEdgesWarning`; every sensitivity assumes a simple
+    graph, design invariant 12); remove self-loops; keep the declared ``classes`` (other nodes
+    become unlabeled) or else drop classes smaller than ``min_class_size`` (and unlabeled nodes);
     optionally remove isolated nodes; a 75/10/15 split keyed on node identity. Then, optionally:
     subsample in-edges to ``subsample_in_degree``, scale features to ``feature_range``, and apply
     ``transform``.
@@ -175,7 +178,8 @@ class NodeDataModule(L.LightningDataModule):
             (exact sizes from a seeded permutation; a private read under node-level DP).
         transform: extra transform applied last: a PyG ``BaseTransform`` (``Compose`` of several
             is fine; from the CLI give ``class_path``/``init_args``). From Python, any
-            ``Data -> Data`` callable works too.
+            ``Data -> Data`` callable works too. A transform that leaves a repeated edge is
+            refused (:class:`~lightning_dpgnn.data.MultigraphError`).
         download: download missing raw files into the cache (``None``: only for Reddit,
             Amazon, PubMed and LastFM, which are not shipped offline).
         dataset_kwargs: options for the dataset, e.g. csbm's ``num_nodes``, ``num_classes``,
@@ -306,6 +310,7 @@ class NodeDataModule(L.LightningDataModule):
         if getattr(data, "node_id", None) is None:
             data = copy.copy(data)
             data.node_id = torch.arange(int(data.num_nodes))
+        data = simple_graph(data, f"dataset {self.name!r}")  # invariant 12: merge, say so
         if self.remove_self_loops:
             data = RemoveSelfLoops()(data)
         if self.classes is not None:
@@ -337,6 +342,8 @@ class NodeDataModule(L.LightningDataModule):
             data = ScaleFeatures(*self.feature_range)(data)
         if self.transform is not None:
             data = self.transform(data)
+            what = f"dataset {self.name!r} after transform={self.transform!r}"
+            data = simple_graph(data, what, repeated="refuse")
         if int(data.num_nodes) == 0:
             raise EmptyDatasetError(f"{self.name}: no nodes left after preprocessing")
         return data

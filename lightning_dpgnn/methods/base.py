@@ -50,6 +50,7 @@ from torchmetrics.functional.classification import multiclass_accuracy
 
 from .._init_args import init_arguments
 from ..data.datamodules import NodeDataSource
+from ..data.simple import require_simple
 from ..levels import CENTRAL_LEVELS, EDGE_UNITS, Level, Unit
 from ..privacy import (
     PrivacyAccountant,
@@ -288,6 +289,7 @@ class PrivateModule(
                 "preprocessing reads private data outside any mechanism, so the epsilon would "
                 "not hold:\n  - " + "\n  - ".join(reads)
             )
+        require_simple(dm.data, "the data module's graph")  # invariant simple-graphs
         return dm.data
 
     @property
@@ -473,6 +475,7 @@ class PrivateModule(
         """Check a new graph before any release reads it (feature width; the node-level degree
         promise in methods that need it) and return it on this module's device."""
         self.check_feature_width(data, "same columns, same public code book")
+        require_simple(data, "the graph given to inductive inference")  # invariant simple-graphs
         return self.on_device(data)
 
     def inductive_accountant(

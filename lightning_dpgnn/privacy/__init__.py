@@ -16,6 +16,7 @@ from .aggregation import (
     sum_aggregate,
 )
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
+from .degree import PrivateDegreeBound, degree_excess, round_candidates
 from .labels import RandomizedResponse
 from .ldp import (
     AnalyticGaussian,
@@ -39,6 +40,9 @@ __all__ = [
     "SeveralGuarantees",
     "MultipleGuaranteesError",
     "report_from_dict",
+    "PrivateDegreeBound",
+    "degree_excess",
+    "round_candidates",
     "CalibrationError",
     "DegreeBoundError",
     "FEATURE_MECHANISMS",

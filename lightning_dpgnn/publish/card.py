@@ -85,7 +85,9 @@ METHODS: dict[str, tuple[str, str]] = {
 _TEMPLATE = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
 
 
-def _protects(model: PublishableModel, level: str) -> tuple[str, str]:
+def _protects(
+    model: PublishableModel, level: str, degree_bound_source: str | None = None
+) -> tuple[str, str]:
     """(what is protected, what is not) in words."""
     if level == "edge":
         return (
@@ -96,8 +98,9 @@ def _protects(model: PublishableModel, level: str) -> tuple[str, str]:
         )
     if level == "node":
         d = model.hparams.get("max_degree")
+        source = degree_bound_source or "declared as a public bound"
         promise = (
-            f" on graphs whose every in- and out-degree is at most D = {d} (a public bound; "
+            f" on graphs whose every in- and out-degree is at most D = {d} (D: {source}; "
             "the fit refuses graphs above it)" if d is not None and type(model).__name__ != "DPMLP"
             else ""
         )
@@ -333,6 +336,7 @@ def model_card(
     command: str | None = None,
     recipe: str | None = None,
     audit: dict[str, Any] | None = None,
+    degree_bound_source: str | None = None,
     **_: Any,
 ) -> ModelCard:
     """The model card of ``model``.
@@ -345,6 +349,8 @@ def model_card(
         measured_accuracy: this model's own test accuracy (fraction).
         command: the command that rebuilds the model.
         recipe: the recipe file it was trained from.
+        degree_bound_source: node level: where the degree bound D comes from (the zoo
+            registry's ``degree_bound_source``).
         audit: empirical audit results (as ``PrivacyAudit`` records them); default:
             ``model.empirical_audit`` when a ``PrivacyAudit`` ran.
     """
@@ -357,7 +363,7 @@ def model_card(
     audit = audit if audit is not None else getattr(model, "empirical_audit", None)
     parts = report.guarantees
     own = next(iter(parts.values()))  # the model's own guarantee comes first
-    protected, unprotected = _protects(model, own.level)
+    protected, unprotected = _protects(model, own.level, degree_bound_source)
     if len(parts) > 1:
         protected = "; ".join(f"{n}: {g.unit}" for n, g in parts.items())
     noise = (

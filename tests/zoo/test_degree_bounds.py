@@ -1,0 +1,82 @@
+"""Node-level recipes and benchmarks declare the degree bound D from public knowledge, never read
+it off the private graph (design invariant 1, issue 27 fault 2).
+
+The graphs are read through ``DPGNN_DATA`` to compute their observed maximum degree: a check of
+the recipes, not a publication. A recipe whose ``max_degree`` equals the observed maximum (the
+bound used before issue 27: musae-facebook 709, Rutgers89 568, Wisconsin87 2,999) fails, and so
+does one below it (the fit would refuse the graph) or one without a stated source."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from lightning_dpgnn.zoo import registry
+
+from lightning_dpgnn.data import NodeDataModule, count_repeated_edges
+from lightning_dpgnn.privacy.aggregation import degrees
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = ROOT / "zoo" / "recipes"
+
+
+def _node_recipes() -> list[Path]:
+    out = []
+    for path in sorted(RECIPES.glob("*.yaml")):
+        init = yaml.safe_load(path.read_text())["model"]["init_args"]
+        if init.get("max_degree") is not None:
+            out.append(path)
+    return out
+
+
+NODE_RECIPES = _node_recipes()
+_OBSERVED: dict[str, int] = {}
+
+
+def _observed_max_degree(data_args: dict) -> int:
+    key = repr(sorted(data_args.items()))
+    if key not in _OBSERVED:
+        data = NodeDataModule(**data_args).data
+        assert count_repeated_edges(data.edge_index, data.num_nodes) == 0  # invariant 12
+        in_deg, out_deg = degrees(data.edge_index, data.num_nodes)
+        _OBSERVED[key] = int(torch.maximum(in_deg, out_deg).max())
+    return _OBSERVED[key]
+
+
+def test_the_node_level_recipes_are_found():
+    names = {p.stem for p in NODE_RECIPES}
+    assert {"gap-node-facebook", "gap-node-rutgers89", "gap-node-wisconsin87",
+            "progap-node-facebook", "dpgnn-node-rutgers89"} <= names
+
+
+@pytest.mark.parametrize("path", NODE_RECIPES, ids=lambda p: p.stem)
+def test_a_recipes_degree_bound_is_declared_not_the_graphs_observed_maximum(path):
+    text = path.read_text()
+    recipe = yaml.safe_load(text)
+    d = int(recipe["model"]["init_args"]["max_degree"])
+    observed = _observed_max_degree(recipe["data"]["init_args"])
+    assert d != observed, f"{path.name}: max_degree {d} is the graph's observed maximum degree"
+    assert d > observed, f"{path.name}: max_degree {d} is below the graph's maximum {observed}"
+    assert f"# max_degree {d}: " in text, f"{path.name}: say where max_degree {d} comes from"
+
+
+def test_the_benchmarks_bounds_are_the_declared_ones(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    gap = importlib.import_module("gap_accuracy")
+    for name, d in gap.MAX_DEGREE.items():
+        assert d != gap.OBSERVED_MAX_DEGREE[name] and gap.DEGREE_BOUND_SOURCE[name]
+        args = {"name": name, **gap.DATASETS[name]}
+        assert _observed_max_degree(args) == gap.OBSERVED_MAX_DEGREE[name]
+
+
+def test_registry_entries_state_the_recipes_bound_and_its_source():
+    for e in registry.entries().values():
+        recipe = yaml.safe_load(e.recipe_path.read_text())
+        d = recipe["model"]["init_args"].get("max_degree")
+        if e.level != "node" or d is None:
+            continue
+        assert f"degrees <= {d:,}" in e.unit or f"degrees <= {d}" in e.unit, e.name
+        assert e.degree_bound_source, f"{e.name}: the registry says where D comes from"
