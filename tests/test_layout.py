@@ -103,18 +103,20 @@ def test_the_import_parser_resolves_relative_imports():
 def test_privacy_imports_no_lightning_and_nothing_else_of_the_package(path):
     for module, _ in _imports(path):
         assert not _within(module, "lightning"), f"{path.name} imports {module}"
-        if _within(module, "lightning_dpgnn") and module != LEVELS:
+        if _within(module, "lightning_dpgnn") and module not in LEAVES:
             assert _within(module, "lightning_dpgnn.privacy"), f"{path.name} imports {module}"
 
 
-#: the one vocabulary of privacy levels and units, a leaf every layer may import
-LEVELS = "lightning_dpgnn.levels"
+#: leaves every layer may import: the vocabulary of privacy levels and units, and the
+#: declared tensor caches (they import nothing of the package)
+LEAVES = ("lightning_dpgnn.levels", "lightning_dpgnn.caches")
 
 
-def test_the_levels_module_is_a_leaf():
-    path = PACKAGE / "levels.py"
+@pytest.mark.parametrize("leaf", LEAVES)
+def test_the_shared_leaves_import_nothing_of_the_package(leaf):
+    path = PACKAGE / f"{leaf.rsplit('.', 1)[1]}.py"
     assert [m for m, _ in _imports(path) if _within(m, "lightning_dpgnn") or
-            _within(m, "lightning") or _within(m, "torch")] == []
+            _within(m, "lightning")] == []
 
 
 @pytest.mark.parametrize("path", _modules("data"), ids=lambda p: p.name)

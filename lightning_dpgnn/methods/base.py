@@ -49,6 +49,7 @@ from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
 
 from .._init_args import init_arguments
+from ..caches import clear_caches
 from ..data.datamodules import NodeDataSource
 from ..data.simple import require_simple
 from ..levels import CENTRAL_LEVELS, EDGE_UNITS, Level, Unit
@@ -59,7 +60,6 @@ from ..privacy import (
     check_epsilon,
     resolve_delta,
 )
-from ..privacy.cache import clear_caches
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator

@@ -7,7 +7,7 @@ import warnings
 import torch
 from torch import nn
 
-from ..privacy.cache import TensorCache
+from ..caches import TensorCache
 
 __all__ = [
     "MLP",

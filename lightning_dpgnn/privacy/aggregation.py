@@ -25,10 +25,10 @@ from typing import Literal
 
 import torch
 
+from ..caches import TensorCache
 from ..levels import EDGE_UNITS
 from . import random as R
 from .accountant import PrivacyAccountant
-from .cache import TensorCache
 
 __all__ = [
     "normalize_rows", "sum_aggregate", "in_adjacency", "GaussianAggregation", "degrees",

@@ -214,8 +214,8 @@ def test_derived_forms_of_an_edge_index_live_in_a_declared_cache_not_on_the_tens
     as the tensor lives and until ``clear_caches``; an in-place edit is a new key."""
     import gc
 
+    from lightning_dpgnn.caches import clear_caches
     from lightning_dpgnn.privacy.aggregation import _ADJACENCY, in_adjacency
-    from lightning_dpgnn.privacy.cache import clear_caches
 
     clear_caches()
     edges = torch.tensor([[0, 1, 2], [1, 2, 0]])

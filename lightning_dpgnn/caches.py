@@ -7,7 +7,8 @@ backward). They are kept in a :class:`TensorCache` keyed by the tensor's identit
 when its tensor is freed, the caches are bounded, and :func:`clear_caches` empties every one
 (``PrivateModule`` calls it when a fit ends).
 
-Pure torch: no Lightning imports.
+Pure torch, a leaf: it imports nothing of the package (``privacy/``, ``nn/`` and
+``methods/`` share it).
 """
 
 from __future__ import annotations
