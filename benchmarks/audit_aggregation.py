@@ -8,10 +8,10 @@ it records; the directed unit recorded for a friendship). Writes
 
 from __future__ import annotations
 
+import settings as S
 from common import RESULTS, audit_table
 
 from lightning_dpgnn.attacks import audit_aggregation
-from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy.aggregation import GaussianAggregation
 
 UNITS = {
@@ -19,22 +19,6 @@ UNITS = {
     "edge-undirected": dict(edge_unit="undirected"),
     "node": dict(level="node", max_degree=4),
 }
-
-
-class HalfNoise:
-    """Draws noise at ``z / 2`` and records ``z`` (a broken mechanism)."""
-
-    def __init__(self, z: float, **kw) -> None:
-        self.drawn, self.claimed = GaussianAggregation(z / 2, **kw), GaussianAggregation(z, **kw)
-
-    def __call__(self, x, edge_index, num_nodes, accountant, generator):
-        out = self.drawn(
-            x, edge_index, num_nodes, PrivacyAccountant(accountant.level, accountant.delta),
-            generator,
-        )  # fmt: skip
-        c = self.claimed
-        accountant.add_gaussian("pma", c.noise_multiplier, sensitivity=c.sensitivity)
-        return out
 
 
 def main() -> None:
@@ -46,7 +30,7 @@ def main() -> None:
     for unit, kw in UNITS.items():
         for z in (1.0, 2.0):
             cases.append(("GaussianAggregation", unit, z, GaussianAggregation(z, **kw)))
-            cases.append(("half the recorded noise", unit, z, HalfNoise(z, **kw)))
+            cases.append(("half the recorded noise", unit, z, S.HalfNoise(z, **kw)))
     for z in (1.0, 2.0):
         directed = GaussianAggregation(z, edge_unit="directed")
         cases.append(("directed unit (sensitivity 1)", "edge-undirected", z, directed))

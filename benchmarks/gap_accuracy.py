@@ -1,24 +1,24 @@
 """GAP benchmark (issue 4 protocol): accuracy vs epsilon with 95% bootstrap CIs over seeds.
 
 Runs GAP-EDP, GAP-NDP, GAP-inf, MLP and DP-MLP on Facebook100 schools (target ``year``, the
-class years 2005-2009 declared from public knowledge (see YEARS), the papers' five feature columns
-one-hot with the public code book, 75/10/15) and Facebook page-page, one process, appending one
-JSON line per (dataset, method, epsilon, unit, protocol, seed) to ``results/gap_accuracy.jsonl``
-(re-running skips what is done). Each row carries test accuracy, the epsilon/delta the model
-reports, the protected unit (``edge-directed``, ``edge-undirected``, ``node``, ``none``), the
-preprocessing protocol (``public-v2``: declared classes, isolated nodes kept, identity-keyed
-split, public code book; see ``common.PROTOCOL``), the library revision, wall time and peak
-resident memory. ``summarize.py gap`` turns the file into the table and the plot. Datasets,
-degree bounds and hyper-parameters are in ``settings.py`` (``GAP_*``, ``DATASETS``,
-``MAX_DEGREE``).
+class years 2005-2009 declared from public knowledge (``settings.YEARS``), the papers' five
+feature columns one-hot with the public code book, 75/10/15) and Facebook page-page, one
+process, appending one JSON line per (dataset, method, epsilon, unit, protocol, seed) to
+``results/gap_accuracy.jsonl`` (re-running skips what is done). Each row carries test accuracy,
+the epsilon/delta the model reports, the protected unit (``edge-directed``, ``edge-undirected``,
+``node``, ``none``), the preprocessing protocol (``public-v2``: declared classes, isolated nodes
+kept, identity-keyed split, public code book; see ``common.PROTOCOL``), the library revision,
+wall time and peak resident memory. ``summarize.py gap`` turns the file into the table and the
+plot. Datasets, degree bounds and hyper-parameters are in ``settings.py`` (``GAP_*``,
+``DATASETS``, ``MAX_DEGREE``, ``DEGREE_BOUND_SOURCE``, ``OBSERVED_MAX_DEGREE``).
 
 Edge level runs the thesis' unit (one directed edge, ``edge_unit="directed"``) by default, for
 comparison with the papers; ``--edge-units directed undirected`` adds the honest unit (one
-friendship, sensitivity sqrt(2)). Node level uses ``max_degree`` = :data:`MAX_DEGREE` of the
-dataset, a promise that no in- or out-degree exceeds it (the model refuses a graph above it),
-declared from public knowledge (:data:`DEGREE_BOUND_SOURCE`). Rows before issue 27 used the
-observed maximum degree (:data:`OBSERVED_MAX_DEGREE`, read off the private graph); their
-``degree_bound`` field says which.
+friendship, sensitivity sqrt(2)). Node level uses ``max_degree`` = ``settings.MAX_DEGREE`` of
+the dataset, a promise that no in- or out-degree exceeds it (the model refuses a graph above
+it), declared from public knowledge (``settings.DEGREE_BOUND_SOURCE``). Rows before issue 27
+used the observed maximum degree (``settings.OBSERVED_MAX_DEGREE``, read off the private
+graph); their ``degree_bound`` field says which.
 
     DPGNN_DATA=../shared/datasets python benchmarks/gap_accuracy.py --seeds 10
     # node level only, eps 8 and 32:

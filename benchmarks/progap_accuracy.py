@@ -4,7 +4,8 @@ Same datasets, preprocessing, split and protocol as ``gap_accuracy.py`` (Faceboo
 and Wisconsin87, target ``year``, classes 2005-2009 declared publicly, isolated nodes kept,
 identity-keyed 75/10/15 split; Facebook page-page). Edge level uses the thesis' unit (one
 directed edge) unless ``--edge-units`` says otherwise; node level uses ``max_degree`` =
-``settings.MAX_DEGREE[dataset]`` (a degree promise taken from the data, see there).
+``settings.MAX_DEGREE[dataset]`` (a degree promise declared from public knowledge, see
+there; rows before issue 27 used the observed maximum).
 Runs ProGAP-EDP at edge epsilon {0.25, 0.5, 1, 2, 4}, ProGAP-inf, ProGAP-NDP at node epsilon
 {2, 4, 8, 16, 32}, and the layerwise variant (Remark 1) at {inf, edge 1, node 8}, all at depth
 K = 2. The GAP rows they are compared against come from ``results/gap_accuracy.jsonl`` (same

@@ -16,7 +16,10 @@ import math
 from pathlib import Path
 
 # -- GAP benchmark (gap_accuracy.py; issue 4 protocol) ---------------------------------------
-#: the Facebook100 classes with >= 1000 nodes in both schools, declared publicly
+#: the Facebook100 classes, declared from public knowledge (issue 27): the networks are a
+#: September 2005 snapshot, when the undergraduate classes enrolled were those of 2006-2009 and
+#: the class of 2005 had just graduated. (They are also the classes with >= 1,000 nodes in both
+#: schools, how they were first chosen: by counting labels, which no recipe may rely on.)
 YEARS = [2005, 2006, 2007, 2008, 2009]
 #: the papers' five feature columns with a public code book: the feature layout does not depend
 #: on who is in the graph (the data vocabulary is a private read at node level)
@@ -29,14 +32,43 @@ DATASETS = {
     "facebook100/Wisconsin87": dict(
         target="year", classes=YEARS, remove_isolated=False, **PUBLIC_VOCABULARY
     ),
-    # page types (4 classes, 0..3), declared: node level may not read the number of classes
+    # page types (4 classes, 0..3), declared: node level may not read the number of classes;
+    # public from the dataset's documentation (politicians, governmental organizations,
+    # television shows, companies; Rozemberczki et al. 2019)
     "musae-facebook": dict(classes=[0, 1, 2, 3], remove_isolated=False),
 }
-#: node-level degree bound D per dataset: the maximum in- and out-degree of the graph after the
-#: preprocessing of DATASETS (``lightning_dpgnn.privacy.aggregation.degrees``; self-loops
-#: removed, isolated nodes and undeclared classes kept). Taken from the data for the benchmark;
-#: a deployment must use a bound that is public (e.g. a platform's friend limit).
+#: node-level degree bound D per dataset: a promise that no in- or out-degree exceeds it, declared
+#: from public knowledge and never read off the private graph (design invariant 1, issue 27).
+#: Each value's source is in :data:`DEGREE_BOUND_SOURCE`; recipes, registry and cards repeat it.
 MAX_DEGREE = {
+    "facebook100/Rutgers89": 5000,
+    "facebook100/Wisconsin87": 5000,
+    "musae-facebook": 1000,
+}
+#: where each public bound comes from (written into the recipes and the registry)
+DEGREE_BOUND_SOURCE = {
+    "facebook100/Rutgers89": (
+        "Facebook's limit of 5,000 friends per personal profile (a platform rule, public); the "
+        "within-school graph holds a subset of each student's friends"
+    ),
+    "facebook100/Wisconsin87": (
+        "Facebook's limit of 5,000 friends per personal profile (a platform rule, public); the "
+        "within-school graph holds a subset of each student's friends"
+    ),
+    "musae-facebook": (
+        "a round number above the data, chosen by us knowing the graph (no platform cap on "
+        "mutual page likes is known): NOT public knowledge; it reveals at most that every "
+        "degree is <= 1,000. Replace it by a domain bound or a DP estimate "
+        "(lightning_dpgnn.privacy.PrivateDegreeBound, recorded in the ledger)"
+    ),
+}
+#: the bounds used before issue 27: each graph's observed maximum in/out degree after the
+#: preprocessing of DATASETS (``lightning_dpgnn.privacy.aggregation.degrees``; self-loops
+#: removed, isolated nodes and undeclared classes kept): musae-facebook 709 held by one node,
+#: Rutgers89 568, Wisconsin87 2,999. Read off the private graph, so a model published with them
+#: reveals that a node of exactly that degree exists; kept only to measure what honesty costs
+#: (honest_degree_bound.py) and to fail a test if a recipe ever uses one again.
+OBSERVED_MAX_DEGREE = {
     "facebook100/Rutgers89": 568,
     "facebook100/Wisconsin87": 2999,
     "musae-facebook": 709,
@@ -234,8 +266,9 @@ def shadow_builder(target, method: str, eps: float, seed: int, max_degree: int, 
 
 
 def max_degree(data) -> int:
-    """D for node level: the graph's largest in/out degree (a benchmark convenience, as
-    :data:`MAX_DEGREE`; a deployment uses a public bound)."""
+    """D for the attacked models: the graph's largest in/out degree (an attack-benchmark
+    convenience, as :data:`OBSERVED_MAX_DEGREE`; a published model uses a public bound,
+    :data:`MAX_DEGREE`)."""
     from lightning_dpgnn.privacy.aggregation import degrees
 
     d_in, d_out = degrees(data.edge_index, data.num_nodes)
@@ -264,9 +297,24 @@ def data_args(data: str, level: str) -> dict:
 
 
 def node_degree(data: str) -> dict:
-    """Node level: ``max_degree`` is a checked public bound on every degree (here the
-    dataset's maximum degree under the recipe's preprocessing, see :data:`MAX_DEGREE`)."""
+    """Node level: ``max_degree`` is a checked bound on every degree, declared from public
+    knowledge, never the graph's observed maximum (:data:`MAX_DEGREE` and its source)."""
     return {"max_degree": MAX_DEGREE[data]}
+
+
+def degree_comment(name: str, data: str) -> str:
+    """The header lines of a node-level recipe saying where its ``max_degree`` comes from
+    (:data:`DEGREE_BOUND_SOURCE`); empty for the other recipes."""
+    if "-node-" not in name:
+        return ""
+    words = f"max_degree {MAX_DEGREE[data]}: {DEGREE_BOUND_SOURCE[data]}.".split()
+    lines, line = [], "#"
+    for w in words:
+        if len(line) + len(w) + 1 > 96:
+            lines.append(line)
+            line = "#"
+        line += " " + w
+    return "\n".join([*lines, line]) + "\n"
 
 
 def recipe(model_cls: str, init: dict, data: str, epochs: int, level: str) -> dict:
@@ -282,6 +330,47 @@ def recipe(model_cls: str, init: dict, data: str, epochs: int, level: str) -> di
     }
 
 
+# -- honest degree bound (honest_degree_bound.py; issue 27, fault 2) -----------------------
+#: the epsilon of the node-level zoo entries, at which the observed and public D are compared
+HONEST_EPSILON = 8.0
+#: the two kinds of node-level bound compared, by the name a row's method carries
+DEGREE_BOUNDS = {"observed": OBSERVED_MAX_DEGREE, "public": MAX_DEGREE}
+
+# -- audits (audit_aggregation.py, audit_power.py) -------------------------------------------
+
+
+class HalfNoise:
+    """A broken aggregation: draws noise at ``z / 2`` and records ``z`` on the ledger (what
+    the mechanism audits must catch)."""
+
+    def __init__(self, z: float, **kw) -> None:
+        from lightning_dpgnn.privacy.aggregation import GaussianAggregation
+
+        self.drawn, self.claimed = GaussianAggregation(z / 2, **kw), GaussianAggregation(z, **kw)
+
+    def __call__(self, x, edge_index, num_nodes, accountant, generator):
+        from lightning_dpgnn.privacy import PrivacyAccountant
+
+        out = self.drawn(
+            x, edge_index, num_nodes, PrivacyAccountant(accountant.level, accountant.delta),
+            generator,
+        )  # fmt: skip
+        c = self.claimed
+        accountant.add_gaussian("pma", c.noise_multiplier, sensitivity=c.sensitivity)
+        return out
+
+
+#: audit_power.py: delta of the audited friendship unit
+AUDIT_POWER_DELTA = 1e-5
+#: audit_power.py: name -> (Gaussians at one multiplier in the fit, the fit's epsilon)
+AUDIT_POWER_SETTINGS = {
+    "GAP eps 1 (defaults)": (3, 1.0),
+    "GAP eps 2, 1 hop": (1, 2.0),
+}
+#: audit_power.py: trials per hypothesis
+AUDIT_POWER_TRIALS = (20_000, 100_000, 300_000, 1_000_000)
+
+
 # -- smoke runs --------------------------------------------------------------------------------
 SMOKE_DATASET = "csbm"
 #: the embedded csbm graph (2,000 nodes, 5 classes, generated in code): classes declared,
@@ -294,7 +383,9 @@ def use_smoke_settings() -> None:
     tables are edited in place, so every script and builder sees the change)."""
     for table in (DATASETS, ATTACK_DATASETS):
         table[SMOKE_DATASET] = dict(SMOKE_DATA)
-    MAX_DEGREE[SMOKE_DATASET] = 21
+    # csbm is generated in code, so its largest degree is public: both kinds of bound are it
+    MAX_DEGREE[SMOKE_DATASET] = OBSERVED_MAX_DEGREE[SMOKE_DATASET] = 21
+    DEGREE_BOUND_SOURCE[SMOKE_DATASET] = "the largest degree of the embedded csbm graph (public)"
     for settings, keys in ((GAP_EDGE, ("encoder_epochs", "classifier_epochs")),
                            (GAP_NODE, ("encoder_epochs", "classifier_epochs")),
                            (PROGAP_EDGE, ("epochs_per_stage",)),

@@ -56,6 +56,11 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
             script("audit_attacks", "--smoke", "--attack", "link", "--out", f"{r}/a.jsonl"),
             script("audit_attacks", "--summarize", "--out", f"{r}/a.jsonl", "--min-seeds", "1"),
         ], False),
+        ("audit_power", [
+            script("audit_power", "--runs", "1", "--runs-1m", "0", "--trials", "2000", "--out",
+                   f"{r}/power.jsonl"),
+            script("audit_power", "--summary", "--out", f"{r}/power.jsonl"),
+        ], False),
         ("baselines_accuracy", [
             script("baselines_accuracy", "--smoke", "--out", f"{r}/baselines_smoke.jsonl"),
             script("baselines_accuracy", "--recipes", "--out", f"{tmp}/recipes"),
@@ -65,6 +70,11 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
         ("fit_memory", [fit_memory], False),
         ("gap_accuracy", [script("gap_accuracy", "--smoke", "--out", f"{r}/gap_smoke.jsonl")],
          False),
+        ("honest_degree_bound", [
+            script("honest_degree_bound", "--smoke", "--out", f"{r}/honest_smoke.jsonl"),
+            script("honest_degree_bound", "--summary", "--smoke", "--out",
+                   f"{r}/honest_smoke.jsonl"),
+        ], False),
         ("lpgnn_accuracy", [script("lpgnn_accuracy", "--smoke", "--out", f"{r}/lp.jsonl")], True),
         ("lpgnn_make_recipes", [script("lpgnn_make_recipes", "--out", f"{tmp}/recipes")], False),
         ("make_recipes", [script("make_recipes", "--out", f"{tmp}/recipes")], False),

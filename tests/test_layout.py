@@ -213,6 +213,26 @@ def test_publish_imports_nothing_from_methods_zoo_or_callbacks(path):
                 f"{path.name} imports {module} {names}")
 
 
+BENCHMARKS = ROOT / "benchmarks"
+#: the shared modules of ``benchmarks/`` (runner, settings, summarizer): the only ones a
+#: benchmark script may import (``benchmarks/README.md``)
+BENCHMARK_SHARED = {"common", "settings", "summarize"}
+
+
+@pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name)
+def test_a_benchmark_script_imports_no_other_script(path):
+    """Scripts share code through ``common``, ``settings`` and ``summarize`` only, never by
+    importing each other (every import counts, those inside functions included)."""
+    local = {p.stem for p in BENCHMARKS.glob("*.py")}
+    imported = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported & local <= BENCHMARK_SHARED, f"{path.name} imports {imported & local}"
+
+
 def test_the_suite_uses_a_temporary_processed_cache_by_itself():
     """``tests/conftest.py`` points ``$DPGNN_CACHE`` at a temporary folder unless the caller set
     one: the suite never writes to the user's home cache (``~/.cache/lightning_dpgnn``)."""

@@ -63,13 +63,29 @@ def test_a_recipes_degree_bound_is_declared_not_the_graphs_observed_maximum(path
     assert f"# max_degree {d}: " in text, f"{path.name}: say where max_degree {d} comes from"
 
 
-def test_the_benchmarks_bounds_are_the_declared_ones(monkeypatch):
+def _settings(monkeypatch):
+    """``benchmarks/settings.py``, where every benchmark and recipe takes its bounds from."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    gap = importlib.import_module("gap_accuracy")
-    for name, d in gap.MAX_DEGREE.items():
-        assert d != gap.OBSERVED_MAX_DEGREE[name] and gap.DEGREE_BOUND_SOURCE[name]
-        args = {"name": name, **gap.DATASETS[name]}
-        assert _observed_max_degree(args) == gap.OBSERVED_MAX_DEGREE[name]
+    return importlib.import_module("settings")
+
+
+def test_the_benchmarks_bounds_are_the_declared_ones(monkeypatch):
+    settings = _settings(monkeypatch)
+    assert set(settings.MAX_DEGREE) == set(settings.DATASETS)
+    for name, d in settings.MAX_DEGREE.items():
+        assert d != settings.OBSERVED_MAX_DEGREE[name] and settings.DEGREE_BOUND_SOURCE[name]
+        args = {"name": name, **settings.DATASETS[name]}
+        assert _observed_max_degree(args) == settings.OBSERVED_MAX_DEGREE[name]
+
+
+@pytest.mark.parametrize("path", NODE_RECIPES, ids=lambda p: p.stem)
+def test_a_recipes_header_is_its_declared_bounds_source(path, monkeypatch):
+    """The header names the source :data:`settings.DEGREE_BOUND_SOURCE` gives (the recipe
+    scripts write it with ``settings.degree_comment``)."""
+    settings = _settings(monkeypatch)
+    text = path.read_text()
+    data = yaml.safe_load(text)["data"]["init_args"]["name"]
+    assert settings.degree_comment(path.stem, data) in text
 
 
 def test_registry_entries_state_the_recipes_bound_and_its_source():

@@ -103,7 +103,7 @@ def test_each_registry_accuracy_is_its_benchmark_rows_at_the_recipes_own_setting
             assert r.get("label_counts", False) == model.label_counts, "re-run at today's default"
 
 
-@pytest.mark.parametrize("script", ["make_recipes", "lpgnn_make_recipes"])
+@pytest.mark.parametrize("script", ["make_recipes", "lpgnn_make_recipes", "baselines_accuracy"])
 def test_the_recipes_are_what_their_benchmarks_settings_generate(script, monkeypatch):
     """A recipe is written by a script from the constants its benchmark runs with: a recipe
     edited by hand, or a benchmark setting changed without regenerating, fails here."""
