@@ -46,7 +46,7 @@ def configs(dataset: str, edge_units=("undirected",)):
                 "EdgeRand",
                 e,
                 f"edge-{u}",
-                lambda s, e=e, u=u: EdgeRand(epsilon=e, edge_unit=u, seed=s, **SAGE),
+                lambda s, e=e, u=u: EdgeRand(epsilon=e, edge_unit=u, seed=s, **SAGE),  # pure
             )
     for e in NODE_EPS:
         yield (
@@ -54,7 +54,7 @@ def configs(dataset: str, edge_units=("undirected",)):
             e,
             "node",
             lambda s, e=e: DPGNNModel(
-                epsilon=e, max_degree=MAX_DEGREE[dataset], seed=s, **DPGNN
+                epsilon=e, max_degree=MAX_DEGREE[dataset], seed=s, delta="paper", **DPGNN
             ),
         )
 

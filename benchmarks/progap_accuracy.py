@@ -44,6 +44,8 @@ def configs(dataset: str, edge_units=("directed",)):
         kwargs = {**COMMON, **settings}
         if privacy == "edge":
             kwargs["edge_unit"] = edge_unit
+        if privacy != "none":
+            kwargs["delta"] = "paper"  # the papers' delta: these rows are compared with them
         return lambda s: ProGAP(privacy=privacy, epsilon=eps, training=training, seed=s, **kwargs)
 
     yield "ProGAP-inf", None, "none", make("none", None, "progressive", EDGE)
@@ -73,7 +75,8 @@ def configs(dataset: str, edge_units=("directed",)):
                     f"edge-{u}",
                     make("edge", e, "progressive", {**EDGE, "depth": k}, u),
                 )
-                gap_kwargs = {**GAP_COMMON, **GAP_EDGE, "hops": k, "edge_unit": u}
+                gap_kwargs = {**GAP_COMMON, **GAP_EDGE, "hops": k, "edge_unit": u,
+                              "delta": "paper"}
                 yield (
                     f"GAP-EDP-K{k}",
                     e,

@@ -138,7 +138,11 @@ class DPGNNCLI(LightningCLI):
             return
         path = Path(self.trainer.default_root_dir) / RUN_FILE
         write_run(path, self.model, self.datamodule, metrics, report, self._checkpoint_path())
-        print(fit_summary(metrics, report), flush=True)
+        graph = _node_graph(self.datamodule)
+        print(fit_summary(
+            metrics, report, units=_private_units(self.model, graph, report),
+            majority=_majority_rate(graph),
+        ), flush=True)
         print(f"run summary: {path}", flush=True)
 
     def _save_final_checkpoint(self) -> None:
@@ -198,14 +202,26 @@ _LEVELS = {
 }
 
 
-def fit_summary(metrics: dict[str, float], report: PrivacyReport | None) -> str:
+def fit_summary(
+    metrics: dict[str, float],
+    report: PrivacyReport | None,
+    units: int | None = None,
+    majority: float | None = None,
+) -> str:
     """The summary every ``dpgnn fit``/``test`` ends with, the same for every method:
-    test metrics, epsilon (with how it composes when that is a plain sum), delta, level and the
-    protected unit."""
+    test metrics (next to the test split's majority-class rate, a reference point; both read
+    the test labels, so neither is covered by epsilon), epsilon (with how it composes when that
+    is a plain sum), delta (with ``n * delta`` over the ``units`` protected units), level and
+    the protected unit."""
     lines = []
     for key, value in sorted(metrics.items()):
         name = {"acc": "accuracy", "auc": "AUC"}.get(key.split("/", 1)[1], key.split("/", 1)[1])
-        lines.append(f"test {name}: {value:.4f}")
+        line = f"test {name}: {value:.4f}"
+        if name == "accuracy" and majority is not None:
+            line += f" (majority class: {majority:.4f})"
+        lines.append(line)
+    if any(k.startswith("test/") for k in metrics):
+        lines.append("  (read from the test labels: evaluation only, not covered by epsilon)")
     if report is None:
         return "\n".join(lines)
     if report.level == "none" or math.isinf(report.epsilon):
@@ -213,13 +229,46 @@ def fit_summary(metrics: dict[str, float], report: PrivacyReport | None) -> str:
         lines.append("delta: n/a")
     else:
         lines.append(f"epsilon spent: {report.epsilon:.4g}{_composition(report)}")
-        lines.append(f"delta: {report.delta:.3g}" + (" (pure epsilon)" if not report.delta else ""))
+        line = f"delta: {report.delta:.3g}" + (" (pure epsilon)" if not report.delta else "")
+        if report.delta and units:
+            risk = report.delta * units
+            line += f" (n*delta = {risk:.3g} over n = {units:,} protected units"
+            line += "; delta >= 1/n: not every unit is protected)" if risk >= 1 else ")"
+        lines.append(line)
     lines.append(f"level: {report.level} ({_LEVELS.get(report.level, report.level)})")
     if report.unit:
         lines.append(f"protects: {report.unit}")
     if report.reproducible_noise:
         lines.append("reproducible noise: not private against anyone who knows the seed")
     return "\n".join(lines)
+
+
+def _node_graph(datamodule: Any) -> Any:
+    """The datamodule's graph when it holds one node-level graph (``None`` otherwise)."""
+    graph = getattr(datamodule, "_data", None)
+    return graph if graph is not None and hasattr(graph, "num_nodes") else None
+
+
+def _private_units(model: Any, graph: Any, report: PrivacyReport | None) -> int | None:
+    """``n``, the number of units the report's delta is over (``None`` if unknown)."""
+    if report is None or not report.delta or graph is None:
+        return None
+    try:
+        return int(model.private_units(graph))
+    except Exception:  # noqa: BLE001 - a model without units (LDP): no n*delta line
+        return None
+
+
+def _majority_rate(graph: Any) -> float | None:
+    """The share of the test split's most frequent class: what a constant guess scores."""
+    y, mask = getattr(graph, "y", None), getattr(graph, "test_mask", None)
+    if y is None or mask is None or y.dim() != 1 or int(mask.sum()) == 0:
+        return None
+    labels = y[mask]
+    labels = labels[labels >= 0]
+    if labels.numel() == 0:
+        return None
+    return float(torch.bincount(labels).max()) / labels.numel()
 
 
 def _composition(report: PrivacyReport) -> str:

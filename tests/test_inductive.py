@@ -114,3 +114,31 @@ def test_lpgnn_with_noisy_features_refuses_a_new_graph_before_any_node_spends(kw
                                 dict(features="degree")])
 def test_lpgnn_without_a_noise_draw_transfers(kw):
     assert LPGNN(y_eps=1.0, **kw).transfers_to_new_graphs
+
+
+# -- bad inputs (issue 28, item 11) ----------------------------------------------------------
+@pytest.mark.parametrize("name", ["gap-edge", "edgerand", "dpgnn", "pgc"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_new_graph_with_nan_or_inf_features_is_refused(name, bad, make_trainer, one_thread):
+    make, trainer_kw, _ = CASES[name]
+    split = dict(split="lpgnn") if name == "pgc" else {}
+    dm = NodeDataModule("csbm", seed=0, dataset_kwargs={"num_nodes": 300}, **split)
+    model = make()
+    make_trainer(**{"max_epochs": 1, **trainer_kw}).fit(model, dm)
+    new = copy.copy(dm.data)
+    new.x = new.x.clone()
+    new.x[3, 1] = bad
+    new.inductive = True
+    with pytest.raises(ValueError, match="1 NaN or infinite value"):
+        model.predict_step(new, 0)
+
+
+def test_edge_level_dp_on_a_graph_without_edges_is_refused(make_trainer):
+    from torch_geometric.data import Data
+
+    graph = NodeDataModule("csbm", seed=0, dataset_kwargs={"num_nodes": 300}).data
+    empty = Data(x=graph.x, y=graph.y, edge_index=torch.empty(2, 0, dtype=torch.long))
+    dm = NodeDataModule.from_data(empty)
+    with pytest.raises(ValueError, match="no edges, so edge-level DP has nothing to protect"):
+        make_trainer(max_epochs=1).fit(GAP(privacy="edge", epsilon=1.0, encoder_epochs=1,
+                                           classifier_epochs=1), dm)

@@ -317,6 +317,16 @@ class PrivateModule(
                 f"has {data.num_features}: encode its features like the training graph's "
                 f"({encoding})"
             )
+        x = getattr(data, "x", None)
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            values = x.coalesce().values() if x.is_sparse else x
+            bad = int((~torch.isfinite(values)).sum())
+            if bad:
+                raise ValueError(
+                    f"{type(self).__name__}: the new graph's features hold {bad} NaN or infinite "
+                    "value(s); the model would return normal-looking probabilities for them. "
+                    "Impute or drop those nodes first"
+                )
 
     def labels_private(self) -> bool:
         """Whether this fit protects the labels (node level; LDP methods that perturb them)."""
