@@ -16,7 +16,7 @@ import json
 import math
 import sys
 
-from . import hub, registry
+from . import registry  # `hub` (torch, the privacy layer) only where a command needs it
 
 __all__ = ["main"]
 
@@ -59,6 +59,8 @@ def _info(name: str) -> str:
         lines.append(f"  note: {e.note}")
     folder = registry.build_dir(name)
     if folder.is_dir():
+        from . import hub
+
         content = hub.read_report(folder)
         r = content["report"]
         eps = "inf" if r["epsilon_is_infinite"] else f"{r['epsilon']:.4g}"
@@ -72,6 +74,8 @@ def _info(name: str) -> str:
 def _built_accuracy(folder) -> str:
     """``; test accuracy 84.7% (this build)`` from a built folder's card, when it says."""
     from huggingface_hub import ModelCard
+
+    from . import hub
 
     card = folder / hub.CARD
     if not card.is_file():
@@ -98,6 +102,8 @@ def run(args: list[str]) -> None:
     elif ns.command == "build":
         if ns.all == bool(ns.name):
             raise ValueError("give one entry name or --all")
+        from . import hub
+
         names = list(registry.entries()) if ns.all else [ns.name]
         for name in names:
             out = registry.build_dir(name, ns.out)

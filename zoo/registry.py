@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from . import hub
+# `hub` (torch, huggingface_hub, the privacy layer) is imported by the functions that talk to
+# the hub: `dpgnn zoo list` and `info` read only the registry and start in a fraction of a second
 
 __all__ = ["ZooEntry", "entries", "entry", "table", "build_dir", "build", "load", "push"]
 
@@ -175,6 +176,8 @@ def load(
     it exists and ``prefer_local``), else from the hub repository (``repo_id``, default the
     entry's) through the hub cache. The folder's report is verified before the model is
     built."""
+    from . import hub
+
     e = entry(name, registry)
     cls = _method_class(e)
     folder = Path(local_dir) if local_dir is not None else build_dir(name)
@@ -202,6 +205,8 @@ def push(
     registry: Path | None = None,
 ) -> str:
     """Publish the built folder of entry ``name`` to ``repo_id`` (default: the entry's)."""
+    from . import hub
+
     e = entry(name, registry)
     folder = Path(local_dir) if local_dir is not None else build_dir(name)
     if not folder.is_dir():
