@@ -12,11 +12,13 @@ link stealing and (DP-SGD models) an empirical epsilon bound after the fit.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -382,27 +384,33 @@ class _DropNoise(logging.Filter):
         return not str(record.getMessage()).startswith(NOISE_LOGS)
 
 
-def _quiet_lightning() -> None:
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
     """Keep the output to what a user reads: no Lightning deprecation lines, adverts, empty
     accelerator lines or warnings about batching a one-graph fit cannot act on. ``--debug``
-    does not change this; ``PYTHONWARNINGS``/``-W`` options given by the user still apply
-    after these filters."""
+    does not change this. Undone on exit (the CLI may run inside a test or a notebook)."""
     import warnings
 
-    for pattern in NOISE_WARNINGS:
-        warnings.filterwarnings("ignore", message=pattern)
-    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"lightning\..*")
     noise = _DropNoise()
-    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _DropNoise) for f in logger.filters):
+    loggers = [logging.getLogger(name) for name in (
+        "lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"
+    )]
+    with warnings.catch_warnings():
+        for pattern in NOISE_WARNINGS:
+            warnings.filterwarnings("ignore", message=pattern)
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"lightning\..*")
+        for logger in loggers:
             logger.addFilter(noise)
+        try:
+            yield
+        finally:
+            for logger in loggers:
+                logger.removeFilter(noise)
 
 
 def run(given: list[str], from_command_line: bool, debug: bool) -> None:
     """The Lightning subcommands (``fit``, ``validate``, ``test``, ``predict``, ``audit``) of
     :func:`lightning_dpgnn.cli.main`; ``given`` without ``--debug``."""
-    _quiet_lightning()
     cli_class: type[DPGNNCLI] = DPGNNCLI
     cleaned = list(given)
     if cleaned[:1] == ["audit"]:
@@ -414,20 +422,21 @@ def run(given: list[str], from_command_line: bool, debug: bool) -> None:
     else:
         args = cleaned
     try:
-        _run_guarded(
-            lambda: cli_class(
-                L.LightningModule,
-                L.LightningDataModule,
-                subclass_mode_model=True,
-                subclass_mode_data=True,
-                seed_everything_default=0,
-                save_config_callback=None,  # no logger by default: no config.yaml in the cwd
-                args=args,
-                auto_configure_optimizers=False,
-                parser_kwargs={"exit_on_error": False},
-            ),
-            debug,
-        )
+        with _quiet_lightning():
+            _run_guarded(
+                lambda: cli_class(
+                    L.LightningModule,
+                    L.LightningDataModule,
+                    subclass_mode_model=True,
+                    subclass_mode_data=True,
+                    seed_everything_default=0,
+                    save_config_callback=None,  # no logger by default: no config.yaml in cwd
+                    args=args,
+                    auto_configure_optimizers=False,
+                    parser_kwargs={"exit_on_error": False},
+                ),
+                debug,
+            )
     finally:
         _leave_process_group()
 

@@ -444,3 +444,13 @@ def test_the_cli_default_length_gives_way_to_a_model_that_sets_its_own(model, ar
               *args],
     )
     assert cli.trainer.max_epochs == max_epochs
+
+
+def test_the_noise_filters_are_undone_after_a_command():
+    import logging
+    import warnings
+
+    before = list(warnings.filters)
+    main(["fit", *QUIET, "--model.encoder_epochs=1", "--model.classifier_epochs=1"])
+    assert warnings.filters == before
+    assert not logging.getLogger("lightning.pytorch.utilities.rank_zero").filters
