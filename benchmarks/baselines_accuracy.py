@@ -52,7 +52,7 @@ def configs(dataset: str, edge_units=("undirected",)):
             e,
             "node",
             lambda s, e=e: DPGNNModel(
-                epsilon=e, max_degree=S.MAX_DEGREE[dataset], seed=s, **S.DPGNN
+                epsilon=e, max_degree=S.MAX_DEGREE[dataset], seed=s, delta=S.PAPER_DELTA, **S.DPGNN
             ),
         )
 

@@ -39,6 +39,8 @@ def configs(dataset: str, edge_units=("directed",)):
         kwargs = {**S.PROGAP_COMMON, **settings}
         if privacy == "edge":
             kwargs["edge_unit"] = edge_unit
+        if privacy != "none":
+            kwargs["delta"] = "paper"  # the papers' delta: these rows are compared with them
         return lambda s: ProGAP(privacy=privacy, epsilon=eps, training=training, seed=s, **kwargs)
 
     edge = S.PROGAP_EDGE
@@ -66,7 +68,8 @@ def configs(dataset: str, edge_units=("directed",)):
                     f"edge-{u}",
                     make("edge", e, "progressive", {**edge, "depth": k}, u),
                 )
-                gap_kwargs = {**S.GAP_COMMON, **S.GAP_EDGE, "hops": k, "edge_unit": u}
+                gap_kwargs = {**S.GAP_COMMON, **S.GAP_EDGE, "hops": k, "edge_unit": u,
+                              "delta": S.PAPER_DELTA}
                 yield (
                     f"GAP-EDP-K{k}",
                     e,

@@ -1,19 +1,20 @@
-"""``dpgnn``: a LightningCLI over the methods and DataModules.
+"""``dpgnn``: the command line.
 
 ``dpgnn fit`` with no arguments trains the default model on the embedded synthetic graph
 (``NodeDataModule("csbm")``, generated in code) and prints test accuracy and the privacy spent.
 ``dpgnn fit --config zoo/recipes/<name>.yaml`` runs a recipe. ``dpgnn plot <folder>`` draws
 accuracy vs epsilon from the runs below a folder (:func:`lightning_dpgnn.plot`). ``dpgnn audit
 <fit arguments>`` is ``dpgnn fit`` with the ``PrivacyAudit`` callback: membership inference,
-link stealing and (DP-SGD models) an empirical epsilon bound after the fit.
+link stealing and (DP-SGD models) an empirical epsilon bound after the fit. ``dpgnn zoo`` lists,
+builds, publishes and fetches the model zoo.
+
+This module is light on purpose: ``dpgnn --help``, ``dpgnn zoo list`` and ``dpgnn plot`` never
+import Lightning or PyG. The Lightning subcommands live in :mod:`lightning_dpgnn._cli`, whose
+public names (``DPGNNCLI``, ``fit_summary``, ``write_run``, ...) are importable from here too.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import logging
-import math
 import os
 import sys
 from argparse import ArgumentError, ArgumentParser
@@ -21,276 +22,172 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import lightning as L
-import torch
-import yaml
-from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.cli import LightningCLI
-
-from .data.errors import DataError
-from .loops import StagedTrainingMixin
-from .methods import PrivateModel
-from .methods.rows import OnePhaseDPSGDMixin
-from .privacy.report import PrivacyReport
-
 DEFAULT_MODEL = "lightning_dpgnn.GAP"
 DEFAULT_DATA = "lightning_dpgnn.data.NodeDataModule"
 CLI_MAX_EPOCHS = 100
 """``--trainer.max_epochs`` unless given: the length of a one-stage fit (LPGNN, PGC, GNN); a
 staged model (GAP, ProGAP, MLP, SAGE, ...) and a calibrated DP-SGD one (DP-MLP, DPGNN) set
-their own from their epoch arguments (:func:`_epochs_set_by`)."""
-
+their own from their epoch arguments."""
 
 RUN_FILE = "dpgnn-run.json"
-"""Written into ``trainer.default_root_dir`` after ``fit`` and ``test``: the method, dataset,
-seed, test metrics and privacy report of the run (what ``dpgnn plot`` reads)."""
+"""Written into ``trainer.default_root_dir`` after ``fit`` (and, for the checkpoint it tested,
+by ``test``): the method, dataset, seed, test metrics and privacy report of the run (what
+``dpgnn plot`` reads)."""
 
 PREDICTIONS_FILE = "predictions.csv"
-"""Written into ``trainer.default_root_dir`` by ``dpgnn predict``."""
+"""Written by ``dpgnn predict`` into the run folder of the checkpoint it read (or
+``--trainer.default_root_dir`` when given)."""
 
+LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
+CHECKPOINT_COMMANDS = ("validate", "test", "predict")
 
-class DPGNNCLI(LightningCLI):
-    """LightningCLI that evaluates on the test split after ``fit`` and prints the guarantee.
+HELP = """usage: dpgnn [-h] COMMAND ...
 
-    ``fit`` keeps the last checkpoint (``<default_root_dir>/checkpoints/last.ckpt``, with the
-    privacy report under ``checkpoint["dpgnn_privacy"]``); ``test``/``predict --ckpt_path`` read
-    it back. ``fit`` and ``test`` end with :func:`fit_summary` and write :data:`RUN_FILE`;
-    ``predict`` writes :data:`PREDICTIONS_FILE`.
-    """
+Differentially private graph learning with PyTorch Lightning.
 
-    #: callbacks added to every Trainer this CLI builds (``dpgnn audit`` adds PrivacyAudit)
-    extra_callbacks: tuple[L.Callback, ...] = ()
+commands:
+  fit        train a model, test it and print its privacy guarantee
+             (no arguments: GAP, edge-level DP, epsilon 1, on the embedded csbm graph)
+  validate   evaluate a fitted checkpoint on the validation split (--ckpt_path)
+  test       evaluate a fitted checkpoint on the test split (--ckpt_path)
+  predict    write predictions.csv from a fitted checkpoint (--ckpt_path)
+  audit      fit, then audit the model empirically (membership inference, link stealing,
+             mechanism epsilon bounds; --audit_* options)
+  plot       accuracy vs epsilon from the dpgnn-run.json files below a folder
+  zoo        list, inspect, build, publish and fetch the model zoo's private models
 
-    def add_arguments_to_parser(self, parser) -> None:
-        # no default model/data class here: jsonargparse carries a default class's init_args
-        # over to the class a user or recipe names (PGC would get GAP's hidden=16);
-        # parse_arguments names DEFAULT_MODEL / DEFAULT_DATA only when the command names none
-        parser.set_defaults(
-            {
-                "trainer.max_epochs": CLI_MAX_EPOCHS,
-                "trainer.enable_model_summary": False,
-                "trainer.logger": False,
-            }
-        )
+Every command has its own --help, e.g. `dpgnn fit --help`, `dpgnn zoo --help`.
+A bad argument ends with one `error:` line and exit status 2; --debug (or DPGNN_DEBUG=1)
+shows the traceback instead.
+"""
 
-    def parse_arguments(self, parser: Any, args: Any) -> None:
-        """Name :data:`DEFAULT_MODEL` / :data:`DEFAULT_DATA` when the command names none."""
-        if args is None:  # the command line (LightningCLI warns if both are given)
-            sys.argv = [sys.argv[0], *_with_default_classes(sys.argv[1:])]
-        elif isinstance(args, (list, tuple)):
-            args = _with_default_classes(list(args))
-        super().parse_arguments(parser, args)
-        # "Seed set to 0" is logged next: held back until the model and data are built, so a
-        # bad argument's `error:` line is the first line a user reads
-        self._seed_log = _HeldLog(SEED_LOGGER)
-
-    def instantiate_classes(self) -> None:
-        """LightningCLI's, then the held seed line (dropped if building the classes failed)."""
-        try:
-            super().instantiate_classes()
-        except BaseException:
-            self._seed_log.release(emit=False)
-            raise
-        self._seed_log.release(emit=True)
-
-    def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
-        """The configured Trainer plus a ``ModelCheckpoint(save_last=True)`` unless checkpointing
-        is off or the config brings its own checkpoint callback."""
-        config = self._get(self.config_init, "trainer", default={})
-        given = config.get("callbacks") or []
-        given = given if isinstance(given, list) else [given]
-        if config.get("enable_checkpointing") is not False and not any(
-            isinstance(c, ModelCheckpoint) for c in given
-        ):
-            kwargs.setdefault("callbacks", [*given, ModelCheckpoint(save_last=True, save_top_k=0)])
-        if self.extra_callbacks:
-            kwargs["callbacks"] = [*kwargs.get("callbacks", given), *self.extra_callbacks]
-        own = _epochs_set_by(self.model)
-        if own is not None and config.get("max_epochs") == CLI_MAX_EPOCHS:
-            kwargs["max_epochs"] = own  # the CLI's default, not the user's: the model's length
-        return super().instantiate_trainer(**kwargs)
-
-    def after_fit(self) -> None:
-        self._save_final_checkpoint()
-        self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
-        self._report()
-
-    def after_test(self) -> None:
-        self._report()
-
-    def after_predict(self) -> None:
-        predictions = self.trainer.predict_loop.predictions
-        if not self.trainer.is_global_zero or not predictions:
-            return
-        path = Path(self.trainer.default_root_dir) / PREDICTIONS_FILE
-        rows = write_predictions(path, predictions, self.datamodule)
-        print(f"predictions ({rows} rows): {path}", flush=True)
-
-    def _report(self) -> None:
-        """Print the summary and write the run file (rank 0 only)."""
-        metrics = {
-            k: float(v)
-            for k, v in self.trainer.callback_metrics.items()
-            if k.startswith("test/") and not k.endswith("loss")
-        }
-        report = self.model.privacy_spent() if isinstance(self.model, PrivateModel) else None
-        if not self.trainer.is_global_zero:
-            return
-        path = Path(self.trainer.default_root_dir) / RUN_FILE
-        write_run(path, self.model, self.datamodule, metrics, report, self._checkpoint_path())
-        print(fit_summary(metrics, report), flush=True)
-        print(f"run summary: {path}", flush=True)
-
-    def _save_final_checkpoint(self) -> None:
-        """Rewrite ``last.ckpt`` with the model as the fit left it: a staged fit restores each
-        stage's best validation epoch after Lightning saved the last epoch's weights, and
-        ``test``/``predict --ckpt_path`` must read back the model the summary describes."""
-        ckpt = self.trainer.checkpoint_callback
-        if ckpt is not None and getattr(ckpt, "last_model_path", ""):
-            self.trainer.save_checkpoint(ckpt.last_model_path, weights_only=False)
-
-    def _checkpoint_path(self) -> str | None:
-        ckpt = self.trainer.checkpoint_callback
-        if ckpt is None:
-            return None
-        return ckpt.last_model_path or ckpt.best_model_path or None
-
-
-def _epochs_set_by(model: L.LightningModule) -> int | None:
-    """The ``max_epochs`` a model sets itself, in place of the CLI's default: -1 for a staged
-    fit (its stages set the length at setup), ``epochs`` for a DP-SGD fit calibrated to a
-    target (DP-MLP, DPGNN: it stops where its noise was calibrated); ``None`` otherwise."""
-    if isinstance(model, StagedTrainingMixin):
-        return -1
-    if isinstance(model, OnePhaseDPSGDMixin) and model.target_epsilon is not None:
-        return model.phase.epochs
-    return None
-
-
-SEED_LOGGER = "lightning.fabric.utilities.seed"
-
-
-class _HeldLog(logging.Filter):
-    """Hold back the records of one logger until :meth:`release`."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.logger = logging.getLogger(name)
-        self.records: list[logging.LogRecord] = []
-        self.logger.addFilter(self)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        self.records.append(record)
-        return False
-
-    def release(self, emit: bool) -> None:
-        self.logger.removeFilter(self)
-        for record in self.records if emit else ():
-            self.logger.handle(record)
-        self.records = []
-
-
-_LEVELS = {
-    "edge": "edge-level DP",
-    "node": "node-level DP",
-    "ldp": "local DP, each node perturbs its own data",
-    "none": "non-private",
+_HEAVY = {
+    "DPGNNCLI", "fit_summary", "write_run", "write_predictions", "run", "_audit_cli",
+    "_with_default_classes", "_epochs_set_by", "_leave_process_group",
 }
 
 
-def fit_summary(metrics: dict[str, float], report: PrivacyReport | None) -> str:
-    """The summary every ``dpgnn fit``/``test`` ends with, the same for every method:
-    test metrics, epsilon (with how it composes when that is a plain sum), delta, level and the
-    protected unit."""
-    lines = []
-    for key, value in sorted(metrics.items()):
-        name = {"acc": "accuracy", "auc": "AUC"}.get(key.split("/", 1)[1], key.split("/", 1)[1])
-        lines.append(f"test {name}: {value:.4f}")
-    if report is None:
-        return "\n".join(lines)
-    if len(report.guarantees) > 1:  # several guarantees over different units: each, never added
-        for name, part in report.guarantees.items():
-            lines += [f"[{name}]", *(f"  {line}" for line in fit_summary({}, part).splitlines())]
-        return "\n".join(lines)
-    if report.level == "none" or math.isinf(report.epsilon):
-        lines.append("epsilon spent: inf (non-private)")
-        lines.append("delta: n/a")
-    else:
-        lines.append(f"epsilon spent: {report.epsilon:.4g}{_composition(report)}")
-        lines.append(f"delta: {report.delta:.3g}" + (" (pure epsilon)" if not report.delta else ""))
-    lines.append(f"level: {report.level} ({_LEVELS.get(report.level, report.level)})")
-    if report.unit:
-        lines.append(f"protects: {report.unit}")
-    if report.reproducible_noise:
-        lines.append("reproducible noise: not private against anyone who knows the seed")
-    return "\n".join(lines)
+def __getattr__(name: str) -> Any:  # PEP 562: the Lightning side, on first use
+    if name in _HEAVY:
+        from . import _cli
+
+        return getattr(_cli, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _composition(report: PrivacyReport) -> str:
-    """How a pure-epsilon total adds up, e.g. `` per node = onebit 64 (OneBit feature LDP, 0.5
-    per feature x 128 features)``; empty for Gaussian ledgers (composed by the accountant)."""
-    if not report.ledger or any(e.kind != "pure" or e.epsilon is None for e in report.ledger):
-        return ""
-    per = "per node" if report.level == "ldp" else "in all"
-    parts = [
-        f"{e.name} {e.epsilon * e.count:g}"
-        + (f" ({e.count} x {e.epsilon:g})" if e.count > 1 else "")
-        + (f" ({e.note})" if e.note else "")
-        for e in report.ledger
-    ]
-    return f" {per} = " + " + ".join(parts)
+def main(args: list[str] | None = None) -> None:
+    """Entry point of the ``dpgnn`` command (``args`` defaults to ``sys.argv[1:]``).
+
+    A bad argument, an unknown dataset, a missing checkpoint or a fit the privacy checks refuse
+    ends with one ``error: ...`` message on stderr and exit status 2; ``--debug`` (or
+    ``DPGNN_DEBUG=1``) shows the full traceback instead."""
+    given = list(sys.argv[1:] if args is None else args)
+    if given[:1] == ["zoo"]:  # the model zoo's own subcommands (lightning_dpgnn.zoo.cli)
+        from lightning_dpgnn.zoo.cli import main as zoo_main
+
+        return zoo_main(given[1:])
+    debug = "--debug" in given or os.environ.get("DPGNN_DEBUG", "") not in ("", "0")
+    cleaned = [a for a in given if a != "--debug"]
+    if not cleaned or cleaned[0] in ("-h", "--help"):
+        print(HELP, end="")
+        if not cleaned:
+            raise SystemExit(2)
+        return
+    command = cleaned[0]
+    if command == "plot":
+        _run_guarded(lambda: _plot_command(cleaned[1:]), debug)
+        return
+    if command not in (*LIGHTNING_COMMANDS, "audit"):
+        print(HELP, end="", file=sys.stderr)
+        _fail(f"unknown command {command!r}: use one of "
+              f"{', '.join((*LIGHTNING_COMMANDS, 'audit', 'plot', 'zoo'))}")
+    if command == "audit" and ("-h" in cleaned or "--help" in cleaned):
+        _audit_parser().print_help()
+        print("\nThe other arguments are those of `dpgnn fit`:\n")
+        cleaned = ["fit", "--help"]
+    elif command in CHECKPOINT_COMMANDS and not {"-h", "--help", "--print_config"} & set(cleaned):
+        _run_guarded(lambda: _check_checkpoint(command, cleaned[1:]), debug)
+    from ._cli import run
+
+    run(cleaned, from_command_line=args is None, debug=debug)
 
 
-def write_run(
-    path: Path,
-    model: L.LightningModule,
-    datamodule: L.LightningDataModule | None,
-    metrics: dict[str, float],
-    report: PrivacyReport | None,
-    checkpoint: str | None,
-) -> None:
-    """Write one run's record (see :data:`RUN_FILE`)."""
-    hparams = getattr(datamodule, "hparams", {}) if datamodule is not None else {}
-    record = {
-        "method": type(model).__name__,
-        "dataset": hparams.get("name"),
-        "seed": hparams.get("seed"),
-        "metrics": metrics,
-        "privacy": report.to_dict() if report is not None else None,
-        "checkpoint": checkpoint,
-    }
-    if getattr(model, "empirical_audit", None):  # dpgnn audit / PrivacyAudit
-        record["empirical_audit"] = model.empirical_audit
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
-def write_predictions(
-    path: Path, predictions: list[Any], datamodule: L.LightningDataModule | None
-) -> int:
-    """Write ``trainer.predict`` outputs as CSV: ``node_id`` (``graph`` for graph datasets),
-    then ``class`` and ``prob_<k>`` for class probabilities, or ``dim_<k>`` for embeddings.
-    Returns the number of rows."""
-    out = torch.cat([p.detach().cpu().float() for p in predictions]).reshape(
-        sum(len(p) for p in predictions), -1
+def _check_checkpoint(command: str, argv: list[str]) -> None:
+    """``validate``/``test``/``predict`` read a fitted model: refuse a missing ``--ckpt_path``
+    (an untrained model has nothing to evaluate) or a path that is not a file, before Lightning
+    starts."""
+    path = _option(argv, "--ckpt_path")
+    if path is None and not _named_in_configs(argv, "ckpt_path"):
+        raise ValueError(
+            f"dpgnn {command} evaluates a fitted model: give --ckpt_path, e.g. "
+            f"`dpgnn {command} --ckpt_path RUN/checkpoints/last.ckpt` for the checkpoint "
+            "`dpgnn fit --trainer.default_root_dir RUN` wrote"
+        )
+    if path is not None and path not in ("best", "last", "hpc", "registry") and not Path(
+        path
+    ).is_file():
+        raise ValueError(f"--ckpt_path {path}: no such checkpoint file")
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` or ``--name=VALUE`` (the last one given)."""
+    value = None
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith(name + "="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def _named_in_configs(args: list[str], key: str, class_path: bool = False) -> bool:
+    """Whether a ``--config`` file among ``args`` sets ``key`` (unreadable files: no);
+    ``class_path``: a mapping under ``key`` counts only if it names its ``class_path``."""
+    import yaml
+
+    paths = [b for a, b in zip(args, args[1:], strict=False) if a == "--config"]
+    paths += [a.split("=", 1)[1] for a in args if a.startswith("--config=")]
+    for path in paths:
+        try:
+            config = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError):
+            continue  # LightningCLI reports it
+        if isinstance(config, dict) and config.get(key) is not None:
+            value = config[key]
+            # `data: {init_args: ...}` without a class_path does not name the class
+            if not class_path or not isinstance(value, dict) or "class_path" in value:
+                return True
+    return False
+
+
+def _audit_parser() -> ArgumentParser:
+    parser = ArgumentParser(
+        prog="dpgnn audit",
+        usage="dpgnn audit [--audit_* options] <dpgnn fit arguments>",
+        description="`dpgnn fit`, then the PrivacyAudit callback: membership inference, link "
+        "stealing and empirical epsilon bounds of the model's mechanisms. The run file gets "
+        "an `empirical_audit` block.",
+        add_help=False,
+        exit_on_error=False,
     )
-    data = getattr(datamodule, "_data", None)
-    node_id = getattr(data, "node_id", None)
-    if node_id is not None and len(node_id) == len(out):
-        ids, id_name = node_id.tolist(), "node_id"
-    else:
-        ids, id_name = list(range(len(out))), "node_id" if data is not None else "graph"
-    probs = bool((out >= 0).all()) and torch.allclose(out.sum(-1), torch.ones(len(out)), atol=1e-4)
-    header = [id_name] + (["class"] if probs else [])
-    header += [f"{'prob' if probs else 'dim'}_{k}" for k in range(out.size(1))]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        classes = out.argmax(-1).tolist()
-        for i, row in enumerate(out.tolist()):
-            writer.writerow([ids[i], *([classes[i]] if probs else []), *(f"{v:.6g}" for v in row)])
-    return len(out)
+    parser.add_argument("--audit_repeats", type=int, default=3,
+                        help="shadow fits of the membership attack (default: 3)")
+    parser.add_argument("--audit_epsilon_trials", type=int, default=20_000,
+                        help="trials per hypothesis of the DP-SGD audit, 0 to skip "
+                        "(default: 20000)")
+    parser.add_argument("--audit_aggregation_trials", type=int, default=1_000_000,
+                        help="trials per hypothesis of the aggregation audit, 0 to skip "
+                        "(default: 20000)")
+    parser.add_argument("--audit_no_links", action="store_true",
+                        help="skip the link-stealing attack")
+    parser.add_argument("--audit_no_membership", action="store_true",
+                        help="skip the membership-inference attack")
+    return parser
 
 
 def _user_message(err: BaseException) -> str:
@@ -314,118 +211,66 @@ def _user_message(err: BaseException) -> str:
     return text
 
 
-def main(args: list[str] | None = None) -> None:
-    """Entry point of the ``dpgnn`` command (``args`` defaults to ``sys.argv[1:]``).
+#: top-level keys of a ``dpgnn fit`` config
+CONFIG_KEYS = ("model", "data", "trainer", "seed_everything", "optimizer", "lr_scheduler",
+               "ckpt_path", "config", "print_config")
 
-    A bad argument, an unknown dataset or a fit the privacy checks refuse ends with one
-    ``error: ...`` message on stderr and exit status 2; ``--debug`` (or ``DPGNN_DEBUG=1``)
-    shows the full traceback instead."""
-    given = list(sys.argv[1:] if args is None else args)
-    if given[:1] == ["zoo"]:  # the model zoo's own subcommands (lightning_dpgnn.zoo.cli)
-        from lightning_dpgnn.zoo.cli import main as zoo_main
 
-        return zoo_main(given[1:])
-    debug = "--debug" in given or os.environ.get("DPGNN_DEBUG", "") not in ("", "0")
-    if given[:1] == ["plot"]:
-        _run_guarded(lambda: _plot_command([a for a in given[1:] if a != "--debug"]), debug)
-        return
-    cleaned = [a for a in given if a != "--debug"]
-    cli_class: type[DPGNNCLI] = DPGNNCLI
-    if given[:1] == ["audit"]:
-        cli_class, rest = _audit_cli(cleaned[1:])
-        cleaned = ["fit", *rest]
-    if args is None:  # from the command line: LightningCLI reads sys.argv itself
-        sys.argv = [sys.argv[0], *cleaned]
+def _did_you_mean(text: str) -> str:
+    """`` (did you mean 'epsilon'?)`` for an unknown option or config key, else ``""``."""
+    import difflib
+    import re
+
+    name, candidates = None, ()
+    m = re.search(r"class_path '([\w.]+)': Option '(\w+)' is not accepted", text)
+    if m:
+        name, candidates = m[2], _class_arguments(m[1])
     else:
-        args = cleaned
+        m = re.search(r"does not accept option '([\w.]+)'", text) or re.search(
+            r"unrecognized arguments: --([\w.]+)", text
+        )
+        if m:
+            key = m[1]
+            head, _, rest = key.partition(".")
+            if head == "trainer" and rest and "." not in rest:
+                name, candidates = rest, _class_arguments("lightning.Trainer")
+            elif head in ("model", "data") and rest.startswith("init_args."):
+                name = rest.split(".", 2)[1]
+            else:
+                name, candidates = head, CONFIG_KEYS
+    if not name or not candidates:
+        return ""
+    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _class_arguments(path: str) -> tuple[str, ...]:
+    """The keyword arguments of the class at ``path`` (``()`` if it does not import)."""
+    import importlib
+
+    from ._init_args import init_arguments
+
+    module, _, name = path.rpartition(".")
     try:
-        _run_guarded(
-            lambda: cli_class(
-                L.LightningModule,
-                L.LightningDataModule,
-                subclass_mode_model=True,
-                subclass_mode_data=True,
-                seed_everything_default=0,
-                save_config_callback=None,  # no logger by default: no config.yaml in the cwd
-                args=args,
-                auto_configure_optimizers=False,
-                parser_kwargs={"exit_on_error": False},
-            ),
-            debug,
-        )
-    finally:
-        _leave_process_group()
-
-
-def _leave_process_group() -> None:
-    """Leave a DDP process group before the interpreter exits: gloo's threads otherwise can
-    abort the shutdown of a finished fit ("terminate called without an active exception")."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
-
-
-def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
-    """``dpgnn audit [--audit_repeats N] [--audit_epsilon_trials N]
-    [--audit_aggregation_trials N] [--audit_no_links]
-    [--audit_no_membership] <fit arguments>``: a :class:`DPGNNCLI` whose fit ends with
-    :class:`~lightning_dpgnn.callbacks.PrivacyAudit`, and the fit arguments."""
-    from lightning_dpgnn.callbacks import PrivacyAudit
-
-    parser = ArgumentParser(prog="dpgnn audit", add_help=False, exit_on_error=False)
-    parser.add_argument("--audit_repeats", type=int, default=3)
-    parser.add_argument("--audit_epsilon_trials", type=int, default=20_000)
-    parser.add_argument("--audit_aggregation_trials", type=int, default=1_000_000)
-    parser.add_argument("--audit_no_links", action="store_true")
-    parser.add_argument("--audit_no_membership", action="store_true")
-    ns, rest = parser.parse_known_args(argv)
-    audit = PrivacyAudit(
-        membership=not ns.audit_no_membership, links=not ns.audit_no_links,
-        repeats=ns.audit_repeats, epsilon_trials=ns.audit_epsilon_trials,
-        aggregation_trials=ns.audit_aggregation_trials,
-    )  # fmt: skip
-    return type("AuditCLI", (DPGNNCLI,), {"extra_callbacks": (audit,)}), rest
-
-
-def _named_in_configs(args: list[str], key: str) -> bool:
-    """Whether a ``--config`` file among ``args`` sets ``key`` (unreadable files: no)."""
-    paths = [b for a, b in zip(args, args[1:], strict=False) if a == "--config"]
-    paths += [a.split("=", 1)[1] for a in args if a.startswith("--config=")]
-    for path in paths:
-        try:
-            config = yaml.safe_load(Path(path).read_text())
-        except (OSError, yaml.YAMLError):
-            continue  # LightningCLI reports it
-        if isinstance(config, dict) and config.get(key) is not None:
-            return True
-    return False
-
-
-def _with_default_classes(args: list[str]) -> list[str]:
-    """``args`` plus ``--model=DEFAULT_MODEL`` / ``--data=DEFAULT_DATA`` when neither the
-    arguments nor a config file name a model / data class (subcommands only)."""
-    if not args or args[0] not in ("fit", "validate", "test", "predict"):
-        return args
-    extra = []
-    for key, default in (("model", DEFAULT_MODEL), ("data", DEFAULT_DATA)):
-        named = any(
-            a == f"--{key}" or a.startswith((f"--{key}=", f"--{key}.class_path")) for a in args
-        )
-        if not named and not _named_in_configs(args, key):
-            extra.append(f"--{key}={default}")
-    return [args[0], *extra, *args[1:]]
+        cls = getattr(importlib.import_module(module), name)
+        return tuple(sorted(init_arguments(cls)))
+    except Exception:  # noqa: BLE001 - no suggestion rather than a second error
+        return ()
 
 
 def _run_guarded(run: Callable[[], Any], debug: bool) -> None:
-    """Run a command; bad input (arguments, missing or damaged data) ends with one ``error:``
-    message and exit status 2."""
+    """Run a command; bad input (arguments, missing or damaged data, a missing checkpoint) ends
+    with one ``error:`` message and exit status 2."""
+    from .data.errors import DataError
+
     try:
         run()
-    except (ValueError, TypeError, KeyError, ImportError, ArgumentError, DataError) as err:
+    except (ValueError, TypeError, KeyError, ImportError, ArgumentError, DataError,
+            FileNotFoundError) as err:
         if debug:
             raise
-        print(f"error: {_user_message(err)}", file=sys.stderr)
+        message = _user_message(err)
+        print(f"error: {message}{_did_you_mean(message)}", file=sys.stderr)
         print("(run with --debug or DPGNN_DEBUG=1 for the traceback)", file=sys.stderr)
         raise SystemExit(2) from None
 
@@ -437,7 +282,7 @@ def _plot_command(argv: list[str]) -> None:
     parser = ArgumentParser(
         prog="dpgnn plot",
         description="Accuracy vs epsilon per method, from the dpgnn-run.json files of your runs "
-        "(95%% CI over repeated runs).",
+        "(95% CI over repeated runs).",
         exit_on_error=False,
     )
     parser.add_argument("folder", help="folder searched (recursively) for run files")

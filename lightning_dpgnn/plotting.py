@@ -1,12 +1,13 @@
 """Privacy-utility plots from your own runs: accuracy vs epsilon per method.
 
-Every ``dpgnn fit`` (and ``dpgnn test``) writes ``dpgnn-run.json`` into its
-``default_root_dir`` (method, dataset, seed, test metrics, privacy report). :func:`plot` reads all
-of them below a folder, groups the runs by dataset, method (with its privacy level) and epsilon,
-and draws the mean test metric against epsilon with a 95% confidence interval (Student t over
-the repeated runs) where a point has more than one run. Non-private runs (epsilon = inf) and
-runs that spend nothing at their level (an MLP at edge level: epsilon 0) are drawn as
-horizontal reference lines.
+Every ``dpgnn fit`` writes ``dpgnn-run.json`` into its ``default_root_dir``; ``dpgnn test``
+rewrites the record of the run whose checkpoint it read (a record elsewhere naming the same
+checkpoint counts once): method, dataset, seed, test metrics, privacy report. :func:`plot`
+reads all of them below a folder, groups the runs by dataset, method (with its privacy level)
+and epsilon, and draws the mean test metric against epsilon with a 95% confidence interval
+(Student t over the repeated runs) where a point has more than one run. Non-private runs
+(epsilon = inf) and runs that spend nothing at their level (an MLP at edge level: epsilon 0)
+are drawn as horizontal reference lines.
 
     dpgnn plot runs/                 # writes runs/privacy_utility.png
     lightning_dpgnn.plot("runs/", output="fig.png")   # this module: lightning_dpgnn.plotting
@@ -57,15 +58,29 @@ class RunPoint:
 
 def load_runs(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every run record (``dpgnn-run.json`` or another ``.json`` with the same keys) below
-    ``folder``."""
-    runs = []
+    ``folder``, one per model: records naming the same checkpoint (a ``dpgnn fit`` and a
+    ``dpgnn test`` of its checkpoint written elsewhere) count once, the newest file kept."""
+    runs: list[dict[str, Any]] = []
+    by_checkpoint: dict[str, tuple[float, int]] = {}
     for path in sorted(Path(folder).rglob("*.json")):
         try:
             record = json.loads(path.read_text())
+            mtime = path.stat().st_mtime
         except (OSError, ValueError):
             continue
-        if isinstance(record, dict) and {"method", "metrics", "privacy"} <= record.keys():
-            runs.append(record)
+        if not (isinstance(record, dict) and {"method", "metrics", "privacy"} <= record.keys()):
+            continue
+        ckpt = record.get("checkpoint")
+        if ckpt:
+            key = os.path.normcase(os.path.abspath(ckpt))
+            if key in by_checkpoint:
+                seen, index = by_checkpoint[key]
+                if mtime >= seen:
+                    runs[index] = record
+                    by_checkpoint[key] = (mtime, index)
+                continue
+            by_checkpoint[key] = (mtime, len(runs))
+        runs.append(record)
     return runs
 
 

@@ -25,15 +25,72 @@ def _in_tmp_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
-def test_help_lists_the_subcommands():
-    out = subprocess.run(
-        [sys.executable, "-m", "lightning_dpgnn.cli", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    for sub in ("fit", "validate", "test", "predict"):
-        assert sub in out
+def _quick(*argv: str) -> subprocess.CompletedProcess:
+    code = (
+        "import sys; from lightning_dpgnn.cli import main; main(sys.argv[1:]); "
+        "heavy = [m for m in ('lightning', 'torch_geometric', 'torch') if m in sys.modules]; "
+        "print('HEAVY', heavy)"
+    )
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+
+
+def test_help_lists_every_command_without_importing_lightning_pyg_or_torch():
+    run = _quick("--help")
+    assert run.returncode == 0
+    for sub in ("fit", "validate", "test", "predict", "audit", "plot", "zoo"):
+        assert f"\n  {sub} " in run.stdout
+    assert "HEAVY []" in run.stdout
+
+
+def test_zoo_list_imports_neither_lightning_nor_pyg_nor_torch():
+    run = _quick("zoo", "list")
+    assert run.returncode == 0 and "gap-edge-rutgers89-eps4" in run.stdout
+    assert "HEAVY []" in run.stdout
+
+
+def test_plot_help_prints_one_percent_sign():
+    run = _quick("plot", "--help")
+    assert "(95% CI" in run.stdout and "%%" not in run.stdout
+
+
+def test_audit_help_shows_the_audit_options_and_then_fits(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["audit", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--audit_repeats", "--audit_epsilon_trials", "--audit_aggregation_trials",
+                   "--audit_no_links", "--audit_no_membership", "--trainer"):
+        assert option in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["test"], "dpgnn test evaluates a fitted model: give --ckpt_path"),
+    (["predict"], "dpgnn predict evaluates a fitted model: give --ckpt_path"),
+    (["test", "--ckpt_path", "missing.ckpt"], "--ckpt_path missing.ckpt: no such checkpoint"),
+    (["predict", "--ckpt_path=missing.ckpt"], "--ckpt_path missing.ckpt: no such checkpoint"),
+    (["nosuch"], "unknown command 'nosuch'"),
+])
+def test_a_missing_checkpoint_is_one_error_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {message}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("config,hint", [
+    ({"model": {"class_path": "lightning_dpgnn.GAP", "init_args": {"epsilonn": 2.0}}},
+     "did you mean 'epsilon'?"),
+    ({"trainer": {"max_epochz": 3}}, "did you mean 'max_epochs'?"),
+    ({"data": {"init_args": {"nme": "cora"}}}, "did you mean 'name'?"),
+    ({"modell": {"x": 1}}, "did you mean 'model'?"),
+])
+def test_a_typo_in_a_config_gets_a_suggestion(config, hint, tmp_path, capsys):
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", str(path)])
+    assert hint in capsys.readouterr().err
 
 
 def test_fit_without_arguments_trains_gap_on_the_embedded_graph_and_prints_epsilon(
@@ -223,14 +280,15 @@ def test_fit_keeps_a_checkpoint_that_test_and_predict_read_back(tmp_path, capsys
     assert ckpt.is_file()
     state = torch.load(ckpt, weights_only=True)
     assert state["dpgnn_privacy"]["report"]["epsilon"] == pytest.approx(4, rel=1e-3)
+    # recorded absolute (dpgnn plot counts a checkpoint once, wherever its run files are)
     assert json.loads((tmp_path / "run" / RUN_FILE).read_text())["checkpoint"] == str(
-        ckpt.relative_to(tmp_path)
+        ckpt.resolve()
     )
 
     # hyper-parameters (epsilon 4, hops 3) come back from the checkpoint itself
     main(["test", *QUIET, f"--ckpt_path={ckpt}", "--trainer.default_root_dir=again"])
     tested = _summary(capsys.readouterr().out)
-    assert tested == fitted and tested["epsilon spent"] == "4"
+    assert tested == fitted and float(tested["epsilon spent"]) == pytest.approx(4, rel=1e-3)
 
     main(["predict", *QUIET, f"--ckpt_path={ckpt}", "--trainer.default_root_dir=again"])
     out = capsys.readouterr().out
@@ -244,6 +302,53 @@ def test_fit_keeps_a_checkpoint_that_test_and_predict_read_back(tmp_path, capsys
         probs = [float(r[f"prob_{k}"]) for k in range(5)]
         assert sum(probs) == pytest.approx(1, abs=1e-4)
         assert int(r["class"]) == probs.index(max(probs))
+
+
+def test_run_bookkeeping_one_checkpoint_one_record_per_model(tmp_path, capsys):
+    short = [*QUIET, "--model.encoder_epochs=1", "--model.classifier_epochs=1"]
+    main(["fit", *short, "--trainer.default_root_dir=runs/a"])
+    ckpt = (tmp_path / "runs/a/checkpoints/last.ckpt").resolve()
+    assert f"checkpoint: {ckpt}" in capsys.readouterr().out  # the summary names it
+    # a second fit in the same root replaces last.ckpt (no last-v1.ckpt): the documented
+    # `--ckpt_path runs/a/checkpoints/last.ckpt` then tests the newest model
+    main(["fit", *short, "--model.epsilon=4", "--trainer.default_root_dir=runs/a"])
+    capsys.readouterr()
+    assert sorted(p.name for p in (tmp_path / "runs/a/checkpoints").iterdir()) == ["last.ckpt"]
+    main(["test", *QUIET, "--ckpt_path=runs/a/checkpoints/last.ckpt"])
+    tested = _summary(capsys.readouterr().out)
+    assert float(tested["epsilon spent"]) == pytest.approx(4, rel=1e-3)
+    # test rewrote the run's own record (not a second one in the cwd), naming the checkpoint
+    assert not (tmp_path / RUN_FILE).exists()
+    record = json.loads((tmp_path / "runs/a" / RUN_FILE).read_text())
+    assert record["checkpoint"] == str(ckpt) and record["command"] == "test"
+    # a test written elsewhere names the same checkpoint: plot counts the model once
+    main(["test", *QUIET, "--ckpt_path=runs/a/checkpoints/last.ckpt",
+          "--trainer.default_root_dir=runs/elsewhere"])
+    from lightning_dpgnn.plotting import load_runs
+
+    assert len(load_runs(tmp_path / "runs")) == 1
+    # predict writes next to the checkpoint's run, not into the cwd
+    main(["predict", *QUIET, "--ckpt_path=runs/a/checkpoints/last.ckpt"])
+    assert (tmp_path / "runs/a" / PREDICTIONS_FILE).is_file()
+    assert not (tmp_path / PREDICTIONS_FILE).exists()
+
+
+def test_the_summary_has_a_reference_point_and_n_delta_and_no_lightning_noise():
+    # a fresh process: pytest captures warnings and log records, a user's terminal does not
+    run = subprocess.run(
+        [sys.executable, "-m", "lightning_dpgnn.cli", "fit", "--model.encoder_epochs=1",
+         "--model.classifier_epochs=1", "--trainer.default_root_dir=run"],
+        capture_output=True, text=True,
+    )
+    out, err = run.stdout, run.stderr
+    assert run.returncode == 0, err
+    acc_line = next(line for line in out.splitlines() if line.startswith("test accuracy: "))
+    assert "(majority class: 0.2" in acc_line  # csbm: 5 balanced classes
+    assert "not covered by epsilon" in out
+    assert "delta: 1e-06 (n*delta = 0.00989 over n = 9,891 protected units)" in out
+    for noise in ("Tip:", "TPU available", "GPU available: False", "LeafSpec",
+                  "logging interval", "does not have many workers"):
+        assert noise not in out + err, noise
 
 
 def test_checkpointing_can_be_turned_off(tmp_path):
@@ -278,7 +383,7 @@ def test_every_method_ends_with_the_same_summary(model, args, epsilon, level, tm
     summary = _summary(capsys.readouterr().out)
     metric, key = ("AUC", "auc") if model == "PGCLinkPrediction" else ("accuracy", "acc")
     assert set(summary) >= {f"test {metric}", "epsilon spent", "delta", "level"}
-    assert 0 <= float(summary[f"test {metric}"]) <= 1
+    assert 0 <= float(summary[f"test {metric}"].split()[0]) <= 1
     assert summary["level"].split()[0] == level
     if isinstance(epsilon, float):  # calibrated: within 0.1% below the target
         assert float(summary["epsilon spent"]) == pytest.approx(epsilon, rel=1e-3)
@@ -286,7 +391,9 @@ def test_every_method_ends_with_the_same_summary(model, args, epsilon, level, tm
         assert summary["epsilon spent"].startswith(epsilon)
     record = json.loads((tmp_path / RUN_FILE).read_text())
     assert record["method"] == model and record["dataset"] == "csbm"
-    assert record["metrics"][f"test/{key}"] == pytest.approx(float(summary[f"test {metric}"]), 1e-3)
+    assert record["metrics"][f"test/{key}"] == pytest.approx(
+        float(summary[f"test {metric}"].split()[0]), 1e-3
+    )
     if level == "none":
         assert summary["delta"] == "n/a" and "protects" not in summary
     else:
@@ -337,3 +444,13 @@ def test_the_cli_default_length_gives_way_to_a_model_that_sets_its_own(model, ar
               *args],
     )
     assert cli.trainer.max_epochs == max_epochs
+
+
+def test_the_noise_filters_are_undone_after_a_command():
+    import logging
+    import warnings
+
+    before = list(warnings.filters)
+    main(["fit", *QUIET, "--model.encoder_epochs=1", "--model.classifier_epochs=1"])
+    assert warnings.filters == before
+    assert not logging.getLogger("lightning.pytorch.utilities.rank_zero").filters

@@ -11,6 +11,7 @@ docs/distributed.md.
 """
 
 import copy
+import math
 
 import lightning as L
 import pytest
@@ -192,6 +193,8 @@ WHOLE_FITS = {
                             batch_size=512), CSBM),
     "EdgeRand": (lambda: EdgeRand(epsilon=2.0, epochs=1), CSBM),
     "LPGNN": (lambda: LPGNN(x_eps=1.0, y_eps=2.0), LDP),
+    # LPGNN predicts on a new graph only without a noise draw (tests/test_inductive.py)
+    "LPGNN-clear": (lambda: LPGNN(x_eps=math.inf, y_eps=2.0), LDP),
     "PGC": (lambda: PGC(x_eps=2.0), LDP),
     "MLP": (lambda: MLP(privacy="none", epochs=1), CSBM),
     "DPMLP": (lambda: DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=512, epochs=1), CSBM),
@@ -224,7 +227,8 @@ def test_a_whole_fit_runs_on_the_device(cuda, name):
             assert not isinstance(t, torch.Tensor) or not cuda.on_device(t)
     trainer.test(model, dm, verbose=False)
     assert trainer.predict(model, dm)[0].shape[0] == dm.num_nodes
-    if hasattr(model, "predict_inductive"):  # a new graph handed over on the CPU
+    if hasattr(model, "predict_inductive") and getattr(model, "transfers_to_new_graphs", True):
+        # a new graph handed over on the CPU
         new = NodeDataModule("csbm", **data)
         new.prepare_data()
         new.setup("predict")

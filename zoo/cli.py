@@ -19,9 +19,7 @@ import json
 import math
 import sys
 
-from lightning_dpgnn.publish import hub
-
-from . import registry
+from . import registry  # `hub` (torch, the privacy layer) only where a command needs it
 
 __all__ = ["main"]
 
@@ -64,6 +62,8 @@ def _info(name: str) -> str:
         lines.append(f"  note: {e.note}")
     folder = registry.build_dir(name)
     if folder.is_dir():
+        from lightning_dpgnn.publish import hub
+
         content = hub.read_report(folder)
         r = content["report"]
         eps = "inf" if r["epsilon_is_infinite"] else f"{r['epsilon']:.4g}"
@@ -77,6 +77,8 @@ def _info(name: str) -> str:
 def _built_accuracy(folder) -> str:
     """``; test accuracy 84.7% (this build)`` from a built folder's card, when it says."""
     from huggingface_hub import ModelCard
+
+    from lightning_dpgnn.publish import hub
 
     card = folder / hub.CARD
     if not card.is_file():
@@ -103,6 +105,8 @@ def run(args: list[str]) -> None:
     elif ns.command == "build":
         if ns.all == bool(ns.name):
             raise ValueError("give one entry name or --all")
+        from lightning_dpgnn.publish import hub
+
         names = list(registry.entries()) if ns.all else [ns.name]
         for name in names:
             out = registry.build_dir(name, ns.out)

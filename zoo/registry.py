@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from lightning_dpgnn.publish import hub
+# `hub` (torch, huggingface_hub, the privacy layer) is imported by the functions that talk to
+# the hub: `dpgnn zoo list` and `info` read only the registry and start in a fraction of a second
 
 __all__ = ["ZooEntry", "entries", "entry", "table", "build_dir", "build", "load", "push"]
 
@@ -197,6 +198,8 @@ def load(
     is read then. When none of these holds the model, ``build=True`` trains it from its recipe
     into its build folder (``dpgnn zoo build NAME``, with the fit's progress bar) and loads that;
     otherwise a one-line :class:`FileNotFoundError` says how to build it."""
+    from lightning_dpgnn.publish import hub
+
     e = entry(name, registry)
     folder = Path(local_dir) if local_dir is not None else build_dir(name)
     built = folder.is_dir()
@@ -235,6 +238,8 @@ def push(
     registry: Path | None = None,
 ) -> str:
     """Publish the built folder of entry ``name`` to ``repo_id`` (default: the entry's)."""
+    from lightning_dpgnn.publish import hub
+
     e = entry(name, registry)
     folder = Path(local_dir) if local_dir is not None else build_dir(name)
     if not folder.is_dir():

@@ -8,6 +8,7 @@ with :class:`~lightning_dpgnn.data.NodeDataModule` and the CLI).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -645,7 +646,11 @@ def load_dataset(
         data = spec.loader(spec, None, None, tgt, **kwargs)  # type: ignore[misc]
     else:
         raw = locate_raw(spec, root, cache_dir, download)
-        processed = _processed_dir(spec, raw, resolve_cache_dir(cache_dir), tgt)
+        # the loader's options are part of the key: a README snippet (default vocabulary) and
+        # a recipe (vocabulary: public) on the same school keep one cache each, not one that
+        # each rebuilds as "damaged" on every switch
+        options = (json.dumps(kwargs, sort_keys=True, default=repr),) if kwargs else ()
+        processed = _processed_dir(spec, raw, resolve_cache_dir(cache_dir), tgt, *options)
         data = _load_checked(
             spec,
             raw,

@@ -60,6 +60,7 @@ from ..privacy import (
     check_epsilon,
     resolve_delta,
 )
+from ..privacy.accountant import DELTA_RULES
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
@@ -159,8 +160,10 @@ class PrivateModule(
         epsilon: target epsilon (ignored for ``privacy="none"``). ``None`` means "no target":
             allowed for methods that read no private data at their level (MLP at edge level)
             or that run at a user-fixed noise multiplier (their spend is reported, not capped).
-        delta: target delta, or ``"auto"`` (below 1 / #units: undirected or directed edges at
-            edge level, nodes at node level), resolved when the data is known.
+        delta: target delta, ``"auto"`` (``n * delta <= 0.01`` for the ``n`` units: undirected
+            or directed edges at edge level, nodes at node level) or ``"paper"`` (the papers'
+            convention, just below ``1/n``), resolved when the data is known
+            (:func:`~lightning_dpgnn.privacy.resolve_delta`).
         levels: the privacy levels this method supports.
         noise_seed: ``None`` (default): privacy noise and Poisson batches come from an
             OS-entropy-seeded generator nobody can replay. An integer makes them reproducible
@@ -222,8 +225,10 @@ class PrivateModule(
                     "non-private model"
                 )
             self.target_epsilon = check_epsilon(epsilon)
-        if not (delta == "auto" or delta is None or isinstance(delta, (int, float))):
-            raise ValueError(f"delta must be a number in (0, 1) or 'auto', got {delta!r}")
+        if not (delta in DELTA_RULES or delta is None or isinstance(delta, (int, float))):
+            raise ValueError(
+                f"delta must be a number in (0, 1), 'auto' or 'paper', got {delta!r}"
+            )
         if isinstance(delta, (int, float)) and not isinstance(delta, bool):
             if not 0 < float(delta) < 1:
                 raise ValueError(f"delta must be in the open interval (0, 1), got {delta!r}")
@@ -328,6 +333,16 @@ class PrivateModule(
                 f"has {data.num_features}: encode its features like the training graph's "
                 f"({encoding})"
             )
+        x = getattr(data, "x", None)
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            values = x.coalesce().values() if x.is_sparse else x
+            bad = int((~torch.isfinite(values)).sum())
+            if bad:
+                raise ValueError(
+                    f"{type(self).__name__}: the new graph's features hold {bad} NaN or infinite "
+                    "value(s); the model would return normal-looking probabilities for them. "
+                    "Impute or drop those nodes first"
+                )
 
     def labels_private(self) -> bool:
         """Whether this fit protects the labels (node level; LDP methods that perturb them)."""
@@ -623,6 +638,12 @@ class PrivateModule(
         nodes at node level (``delta="auto"`` stays below one over it)."""
         if self.level is Level.EDGE:
             units = data.num_edges // 2 if self.edge_unit == "undirected" else data.num_edges
+            if units < 1:
+                raise ValueError(
+                    f"{type(self).__name__}: the graph has no edges, so edge-level DP has "
+                    "nothing to protect (and the model nothing to aggregate); check the edge "
+                    "list, or train an MLP"
+                )
         else:
             units = data.num_nodes
         return max(int(units), 1)
@@ -631,7 +652,7 @@ class PrivateModule(
         """Fix delta once the private units are known (edges or nodes)."""
         if not self.level.private:
             return None
-        if self.accountant.delta is not None and self.target_delta == "auto":
+        if self.accountant.delta is not None and self.target_delta in DELTA_RULES:
             return self.accountant.delta  # already resolved (e.g. restored from a checkpoint)
         self.accountant.delta = resolve_delta(self.target_delta, self.private_units(data))
         return self.accountant.delta

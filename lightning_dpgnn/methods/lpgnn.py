@@ -202,6 +202,47 @@ class LPGNN(LocallyPrivateModule):
             h = (h - h.mean(0)) / h.std(0).clamp_min(1e-12)
         return h
 
+    # -- a new graph ----------------------------------------------------------------------------
+    @property
+    def transfers_to_new_graphs(self) -> bool:
+        """Whether a fresh collection on a new graph gives the accuracy the model was tested at.
+
+        Only when the training features carried no noise draw: clear features (``x_eps=inf``)
+        or the deterministic ad-hoc ones (``"ones"``, ``"degree"``). With noisy features the
+        model fits the one noise draw of its training collection: after KProp that draw is a
+        random projection of each node's neighbourhood, i.e. a positional encoding of the
+        training graph that a fresh draw does not reproduce (csbm, ``x_eps=1``: transductive
+        0.90, a fresh collection on the *same* graph 0.19-0.37, chance 0.20; ``features="random"``
+        behaves the same: 0.97 -> 0.06-0.45).
+        """
+        c = self.collector
+        if c.features_source == "private":
+            return not c.perturbs_features
+        return c.features_source in ("ones", "degree")
+
+    def _check_transfers(self) -> None:
+        if self.transfers_to_new_graphs:
+            return
+        c = self.collector
+        what = (f"x_eps={c.x_eps:g}" if c.features_source == "private"
+                else f"features={c.features_source!r}")
+        raise NotImplementedError(
+            f"LPGNN ({what}) cannot predict on a new graph: it fitted the one noise draw of its "
+            "training collection (after KProp the noise is a positional encoding of the training "
+            "graph), and on a fresh collection it predicts at about chance, even on the same "
+            "graph. Predict on the training graph (predict_step without `inductive`), or use "
+            "PGC, whose fresh collections give its tested accuracy. LPGNN transfers only with "
+            "x_eps=inf or features='ones'/'degree'."
+        )
+
+    def collect_from(self, data: Data):
+        self._check_transfers()  # before any node spends its budget
+        return super().collect_from(data)
+
+    def predict_inductive(self, data: Data, collection=None) -> torch.Tensor:
+        self._check_transfers()
+        return super().predict_inductive(data, collection)
+
     def logits_from(self, features: torch.Tensor, graph: Data) -> torch.Tensor:
         ei = graph.edge_index
         h = self._propagated(features, ei)

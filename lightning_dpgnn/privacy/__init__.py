@@ -7,6 +7,7 @@ from .accountant import (
     check_delta,
     check_epsilon,
     resolve_delta,
+    units_at_risk,
 )
 from .aggregation import (
     DegreeBoundError,
@@ -57,6 +58,7 @@ __all__ = [
     "gaussian_plan",
     "is_secure_mode",
     "resolve_delta",
+    "units_at_risk",
     "secure_mode",
     "set_secure_mode",
     "AnalyticGaussian",

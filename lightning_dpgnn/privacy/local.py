@@ -31,14 +31,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from numbers import Real
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
-from torch_geometric.data import Data
 
 from .accountant import PrivacyAccountant, check_delta, check_epsilon
 from .labels import RandomizedResponse
 from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
+
+if TYPE_CHECKING:  # annotations only: the privacy layer loads without PyG
+    from torch_geometric.data import Data
 
 __all__ = [
     "LocalCollector",

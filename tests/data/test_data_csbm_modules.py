@@ -253,3 +253,18 @@ def test_processed_cache_keyed_by_target(data_root: Path, tmp_path: Path) -> Non
     assert not torch.equal(mature.y, partner.y)
     again = load_dataset("musae-twitch-en", root=data_root, cache_dir=cache)
     assert torch.equal(again.y, mature.y) and torch.equal(again.x, mature.x)
+
+
+def test_processed_cache_keyed_by_dataset_options(data_root: Path, tmp_path: Path, caplog,
+                                                  recwarn) -> None:
+    """Alternating the loader's options (the README's default vocabulary, a recipe's public
+    one) keeps one cache each: no "damaged ... rebuilding" and no re-parse on a switch."""
+    cache = tmp_path / "c"
+    name = "facebook100/Caltech36"
+    runs = [{}, {"vocabulary": "public"}, {}, {"vocabulary": "public"}]
+    loaded = [load_dataset(name, root=data_root, cache_dir=cache, **kw) for kw in runs]
+    assert len(list((cache / "processed").iterdir())) == 2
+    assert torch.equal(loaded[0].x, loaded[2].x) and torch.equal(loaded[1].x, loaded[3].x)
+    assert loaded[0].x.shape != loaded[1].x.shape or not torch.equal(loaded[0].x, loaded[1].x)
+    said = caplog.text + " ".join(str(w.message) for w in recwarn)
+    assert "damaged" not in said and "rebuilding" not in said

@@ -2,6 +2,7 @@
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from lightning_dpgnn.privacy import (
     PrivacyAccountant,
     PrivacyReport,
     resolve_delta,
+    units_at_risk,
 )
 
 
@@ -191,16 +193,34 @@ def test_entries_validate_parameters():
         PrivacyAccountant("edge", 1e-5).epsilon(delta=0.0)
 
 
-@pytest.mark.parametrize("n", [1, 9, 10, 11, 2708, 24000, 1_600_000, 63_000_000])
-def test_auto_delta_is_below_inverse_units(n):
+@pytest.mark.parametrize("n", [1, 9, 10, 11, 2708, 9900, 24000, 1_600_000, 63_000_000])
+def test_auto_delta_keeps_units_at_risk_at_most_one_percent(n):
     d = resolve_delta("auto", n)
+    assert 0 < n * d <= 0.01 * (1 + 1e-9)  # n * delta: units the guarantee may fail for
+    assert n * d > 0.001 * 0.999  # the largest power of ten that does, not needlessly small
+    assert units_at_risk(d, n) == pytest.approx(n * d)
+
+
+@pytest.mark.parametrize("n", [1, 9, 10, 11, 2708, 24000, 1_600_000, 63_000_000])
+def test_paper_delta_is_the_largest_power_of_ten_below_inverse_units(n):
+    d = resolve_delta("paper", n)
     assert 0 < d < 1 / n
-    assert d >= 1 / (10 * n) * 0.999  # the largest power of ten below 1/n, not needlessly small
+    assert d >= 1 / (10 * n) * 0.999
+    auto = resolve_delta("auto", n)  # one or two orders of magnitude below (10 at n = 10^k)
+    assert d / 100 * 0.999 <= auto <= d / 10 * 1.001
+
+
+def test_a_delta_at_or_above_inverse_units_warns():
+    with pytest.warns(UserWarning, match=r"not below 1/n for n=100 .*n\*delta = 1"):
+        assert resolve_delta(0.01, 100) == 0.01
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_delta(0.001, 100)
 
 
 def test_delta_resolution_errors():
     assert resolve_delta(1e-6, 10) == 1e-6
-    with pytest.raises(ValueError, match="'auto'"):
+    with pytest.raises(ValueError, match="'auto' or 'paper'"):
         resolve_delta("tiny", 10)
     with pytest.raises(ValueError, match="at least one private unit"):
         resolve_delta("auto", 0)

@@ -72,9 +72,10 @@ LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0
 
 
 @pytest.mark.parametrize("make", [
-    lambda: __import__("lightning_dpgnn").LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1),
+    # LPGNN with noisy features refuses a new graph: it fitted its training collection's noise
+    # draw (tests/test_inductive.py); with clear or ad-hoc features no noise is drawn
     lambda: __import__("lightning_dpgnn").PGC(x_eps=2.0),
-], ids=["lpgnn", "pgc"])
+], ids=["pgc"])
 def test_a_loaded_ldp_model_predicts_from_your_nodes_private_features(make, tmp_path):
     from zoo_testing import quiet_trainer
 
