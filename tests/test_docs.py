@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -114,7 +115,8 @@ def doc_blocks() -> list[Block]:
                 continue
             end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
             name = path.relative_to(REPO).as_posix()
-            block = Block(name, i + 2, m[1], "\n".join(lines[i + 1 : end]) + "\n")
+            body = textwrap.dedent("\n".join(lines[i + 1 : end]))  # a block in a list item
+            block = Block(name, i + 2, m[1], body + "\n")
             directives, block.skip = _marker(lines, i, path)
             if directives is None:
                 unmarked.append(f"{name}:{i + 1}")
