@@ -98,10 +98,12 @@ class HalfNoiseAggregation(GaussianAggregation):
 
 def _audited_gap(tmp_path, trials: int):
     dm = NodeDataModule("csbm", seed=0, dataset_kwargs=SMALL)
-    # one hop and no label counts: the audited call is the fit's whole aggregation spend
+    # one hop and no label counts: the audited call is the fit's whole aggregation spend; the
+    # papers' delta, at which the 0.4 share below was measured (the stricter default delta
+    # makes the same epsilon a wider noise, and the bound a smaller share of it)
     model = GAP(
         privacy="edge", epsilon=2.0, hops=1, encoder_epochs=1, classifier_epochs=1,
-        label_counts=False,
+        label_counts=False, delta="paper",
     )
     audit = PrivacyAudit(membership=False, links=False, aggregation_trials=trials)
     trainer = L.Trainer(
