@@ -109,6 +109,9 @@ def publication_refusals(model: PrivateModule) -> list[str]:
     elif (model.privacy != "none" and model.calibrates_noise()
           and not any(e.count for e in model.accountant.ledger)):
         reasons.append("its privacy report is missing: no mechanism is recorded; fit it first")
+    blockers = getattr(model, "publication_blockers", None)
+    if callable(blockers):  # a method's own refusals (e.g. GW-LDP's paper-code mode)
+        reasons.extend(blockers())
     if report.reproducible_noise or model.noise_seed is not None:
         reasons.append(
             f"its noise is reproducible (noise_seed={model.noise_seed!r}): the guarantee does "

@@ -14,6 +14,7 @@ from .datamodules import (
     GraphDataModule,
     NodeDataModule,
     NodeDataSource,
+    TrainsFromClients,
     TrainsFromGraph,
     node_stats,
 )
@@ -27,6 +28,15 @@ from .errors import (
     RawFilesNotFoundError,
     UnknownDatasetError,
     UnknownTargetError,
+)
+from .graphs import (
+    ClientSplit,
+    SimpleGraph,
+    client_splits,
+    dirichlet_partition,
+    ego_graphs,
+    graph_stats,
+    largest_connected_component,
 )
 from .paths import CACHE_ENV, DATA_ENV, resolve_cache_dir, resolve_root
 from .registry import (
@@ -57,7 +67,15 @@ __all__ = [
     "NodeDataModule",
     "NodeDataSource",
     "TrainsFromGraph",
+    "TrainsFromClients",
     "GraphDataModule",
+    "ClientSplit",
+    "SimpleGraph",
+    "client_splits",
+    "dirichlet_partition",
+    "ego_graphs",
+    "graph_stats",
+    "largest_connected_component",
     "node_stats",
     "PRIVACY_LEVELS",
     "load_dataset",

@@ -16,6 +16,7 @@ from .aggregation import (
     sum_aggregate,
 )
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
+from .graph_ldp import GraphRelease, MatrixMultiBit, PaperCodeGaussian
 from .labels import RandomizedResponse
 from .ldp import (
     AnalyticGaussian,
@@ -55,6 +56,9 @@ __all__ = [
     "AnalyticGaussian",
     "Duchi",
     "FeatureRandomizer",
+    "GraphRelease",
+    "MatrixMultiBit",
+    "PaperCodeGaussian",
     "GaussianAggregation",
     "Laplace",
     "MultiBit",
