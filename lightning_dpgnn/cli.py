@@ -214,12 +214,20 @@ def fit_summary(metrics: dict[str, float], report: PrivacyReport | None) -> str:
     else:
         lines.append(f"epsilon spent: {report.epsilon:.4g}{_composition(report)}")
         lines.append(f"delta: {report.delta:.3g}" + (" (pure epsilon)" if not report.delta else ""))
-    lines.append(f"level: {report.level} ({_LEVELS.get(report.level, report.level)})")
+    level = _LEVELS.get(report.level, report.level)
+    if _per_graph(report):
+        level = "local DP, each client perturbs its own graph's release"
+    lines.append(f"level: {report.level} ({level})")
     if report.unit:
         lines.append(f"protects: {report.unit}")
     if report.reproducible_noise:
         lines.append("reproducible noise: not private against anyone who knows the seed")
     return "\n".join(lines)
+
+
+def _per_graph(report: PrivacyReport) -> bool:
+    """GW-LDP: the LDP unit is one client's graph, not one node."""
+    return report.level == "ldp" and any(e.name.startswith("gwldp/") for e in report.ledger)
 
 
 def _composition(report: PrivacyReport) -> str:
@@ -228,6 +236,8 @@ def _composition(report: PrivacyReport) -> str:
     if not report.ledger or any(e.kind != "pure" or e.epsilon is None for e in report.ledger):
         return ""
     per = "per node" if report.level == "ldp" else "in all"
+    if _per_graph(report):
+        per = "per graph"
     parts = [
         f"{e.name} {e.epsilon * e.count:g}"
         + (f" ({e.count} x {e.epsilon:g})" if e.count > 1 else "")

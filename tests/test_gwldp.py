@@ -12,11 +12,11 @@ import lightning as L
 import numpy as np
 import pytest
 import torch
+from lightning_dpgnn.callbacks import PrivacyBudget
+from lightning_dpgnn.callbacks.privacy_budget import BudgetExceededError
 from torch_geometric.data import Data
 
 from lightning_dpgnn import GWLDP, gw
-from lightning_dpgnn.callbacks import PrivacyBudget
-from lightning_dpgnn.callbacks.privacy_budget import BudgetExceededError
 from lightning_dpgnn.data import GraphDataModule
 from lightning_dpgnn.privacy import MatrixMultiBit
 

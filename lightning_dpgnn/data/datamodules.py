@@ -750,6 +750,18 @@ class GraphDataModule(L.LightningDataModule):
                 return y.view(-1).long()
         return torch.cat([g.y.view(-1)[:1] for g in ds]).long()
 
+    @property
+    def public_num_classes(self) -> int | None:
+        """Graph classification: the class list of the TU datasets is public (2 classes for
+        MUTAG, PROTEINS, IMDB-BINARY); ``None`` for graphs given in memory."""
+        return 2 if self._given is None else None
+
+    def private_reads(self, level: str) -> list[str]:
+        """Private reads of the preprocessing at ``level``: none. Making graphs simple is a
+        per-graph map (on the client), the client partition simulates who holds which graph,
+        and each client splits its own graphs."""
+        return []
+
     def graph_stats(self) -> dict[str, float]:
         """Number of graphs, mean nodes and mean (directed) edges — GW-LDP's Table 3."""
         return graph_stats(list(self.dataset))
