@@ -28,8 +28,8 @@ by its maximum) -> GW discrepancy of all pairs (POT) -> SVM on ``exp(-gamma D / 
 
 **Modes.** ``mode="ldp"`` (sound, ``epsilon`` per graph); ``"none"`` (the clear embeddings,
 epsilon = inf); ``"paper-code"`` (the authors' code: Gaussian noise of std ``paper_std``,
-default ``1/n``, on the unbounded embeddings — **not differentially private**; its report says
-so, and ``PrivacyBudget`` and the zoo refuse it).
+default ``1/n`` of the first graph, on the unbounded embeddings — **not differentially
+private**; its report says so, and ``PrivacyBudget`` and the zoo refuse it).
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ class GWLDP(PrivateModule):
         m: entries sampled per row by the encoder (``None``: ``m*``).
         size: ``"public"`` (one row per node; n is released) or ``"padded"`` (to ``n_max``).
         n_max: the public maximum number of rows (``size="padded"``).
-        paper_std: ``mode="paper-code"``: the noise std (the code's "epsilon"); ``None``: 1/n.
+        paper_std: ``mode="paper-code"``: the noise std (the code's "epsilon"); ``None``: the
+            code's default, ``1/n`` of the first released graph for every graph.
         local_epochs: local full-batch epochs per client and round.
         dp_fedavg: client-level DP-FedAvg (clip + Gaussian noise on the sum of updates).
         fedavg_clip: L2 bound of one client's update (DP-FedAvg).

@@ -34,7 +34,8 @@ pipeline carry a guarantee (see :class:`~lightning_dpgnn.methods.GWLDP`).
 
 **Paper-code reference mode.** :class:`PaperCodeGaussian` reproduces the authors' released code
 (``cshjin/IJCAI22-GWLDP``, ``ldp_emb``): ``H + N(0, s^2)`` on the *unbounded* embeddings, with
-the standard deviation ``s`` called "epsilon" (default ``1/n``). With no bound on ``H`` there is
+the standard deviation ``s`` called "epsilon" (default ``1/n``, in fact ``1/n`` of the first
+graph for every graph: the code sets it once). With no bound on ``H`` there is
 no sensitivity, so no epsilon holds: it records an infinite spend and a note saying it is not
 differentially private. It exists only to reproduce the published tables side by side.
 
@@ -264,33 +265,47 @@ class MatrixMultiBit:
 
 
 class PaperCodeGaussian:
-    """The authors' code's embedding perturbation: ``H + N(0, s^2)``, ``s`` = their "epsilon"
-    (default ``1 / n`` per graph). **Not differentially private** (no bound on ``H``, so no
+    """The authors' code's embedding perturbation (``gwldp/ldp.py::ldp_emb``): ``H + N(0, s^2)``
+    with ``s`` their "epsilon". **Not differentially private** (no bound on ``H``, so no
     sensitivity): it records an infinite spend with a note saying so.
 
+    Their default is meant to be ``1/n``, but the code sets it once, from the *first* embedding
+    of the list (``if eps is None: eps = 1. / emb.shape[0]`` inside the loop), so every graph
+    gets ``1 / n_first``; that is what ``std=None`` reproduces. ``per_graph=True`` gives each
+    graph ``1 / n`` (the text's reading).
+
     Args:
-        std: the noise standard deviation (what the code calls epsilon); ``None``: ``1 / n``.
+        std: the noise standard deviation (what the code calls epsilon); ``None``: the default.
+        per_graph: with ``std=None``, ``1 / n`` of each graph instead of the first one's.
     """
 
     name: ClassVar[str] = "gwldp/paper-code-gaussian"
 
-    def __init__(self, std: float | None = None) -> None:
+    def __init__(self, std: float | None = None, per_graph: bool = False) -> None:
         if std is not None and not (float(std) >= 0 and math.isfinite(float(std))):
             raise ValueError(f"std must be a finite number >= 0 or None, got {std!r}")
         self.std = None if std is None else float(std)
+        self.per_graph = bool(per_graph)
 
-    def std_for(self, n: int) -> float:
-        return 1.0 / int(n) if self.std is None else self.std
-
-    def perturb(self, h: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        s = self.std_for(h.size(0))
+    def perturb(
+        self, h: torch.Tensor, std: float, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         hd = h.detach().to(torch.float64)
-        noise = R.normal(tuple(hd.shape), s, generator=generator, dtype=torch.float64,
+        noise = R.normal(tuple(hd.shape), float(std), generator=generator, dtype=torch.float64,
                          device=hd.device)
         return hd + noise
 
+    def stds(self, sizes: list[int]) -> list[float]:
+        """The std each graph gets (see the class docstring)."""
+        if self.std is not None:
+            return [self.std] * len(sizes)
+        if self.per_graph:
+            return [1.0 / int(n) for n in sizes]
+        return [1.0 / int(sizes[0])] * len(sizes) if sizes else []
+
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
-        std = "1/n" if self.std is None else f"{self.std:g}"
+        std = f"{self.std:g}" if self.std is not None else (
+            "1/n" if self.per_graph else "1/n of the first graph")
         note = (
             f"NOT differentially private: paper-code reference mode, Gaussian noise of std {std} "
             "(called epsilon in the authors' code) on unbounded embeddings"
@@ -305,10 +320,13 @@ class PaperCodeGaussian:
         generator: torch.Generator | None = None,
     ) -> GraphRelease:
         accountant.mark_reproducible(generator)
-        values = [self.perturb(h, generator).float().cpu() for h in embeddings]
+        stds = self.stds([int(h.size(0)) for h in embeddings])
+        values = [self.perturb(h, s, generator).float().cpu()
+                  for h, s in zip(embeddings, stds, strict=True)]
         self.account(accountant)
-        meta = {"mechanism": self.name, "std": self.std, "differentially_private": False}
+        meta = {"mechanism": self.name, "std": self.std, "per_graph": self.per_graph,
+                "differentially_private": False}
         return GraphRelease("values", values, graph_ids.cpu(), meta)
 
     def __repr__(self) -> str:
-        return f"PaperCodeGaussian(std={self.std})"
+        return f"PaperCodeGaussian(std={self.std}, per_graph={self.per_graph})"

@@ -142,5 +142,8 @@ def test_paper_code_mode_is_labelled_not_differentially_private() -> None:
     assert math.isinf(report.epsilon)
     assert "NOT differentially private" in report.unit
     assert "NOT differentially private" in report.ledger[0].note
-    # the code's noise: std 1/n, so a larger "epsilon" (std) is more noise, and nothing bounds h
+    # the code's noise: std "epsilon" = 1/n of the FIRST graph for every graph (it is set once
+    # inside the loop), so a larger "epsilon" is more noise, and nothing bounds h
+    assert mech.stds([5, 20, 40]) == [0.2, 0.2, 0.2]
+    assert PaperCodeGaussian(per_graph=True).stds([5, 20]) == [0.2, 0.05]
     assert (rel.matrices[0] - h).std() == pytest.approx(1 / 5, rel=0.6)
