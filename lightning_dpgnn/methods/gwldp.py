@@ -79,7 +79,7 @@ class GWLDP(PrivateModule):
         epsilon: LDP budget per graph of the embedding release (``mode="ldp"``).
         gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool).
         gnn_hidden, gnn_layers: override the GNN's width / depth.
-        dropout: dropout of the GNN.
+        gnn_dropout: dropout of the GNN (``None``: the authors' 0 for the GCN, 0.5 for the GIN).
         embedding: map of the last convolution's outputs into the public range ``[0, 1]``:
             ``"sigmoid"`` (default), ``"softmax"`` (over the features) or ``"clip"``.
         m: entries sampled per row by the encoder (``None``: ``m*``).
@@ -110,7 +110,7 @@ class GWLDP(PrivateModule):
         gnn: Literal["gcn", "gin"] = "gcn",
         gnn_hidden: int | None = None,
         gnn_layers: int | None = None,
-        dropout: float = 0.5,
+        gnn_dropout: float | None = None,
         embedding: Literal["sigmoid", "softmax", "clip"] = "sigmoid",
         m: int | None = None,
         size: Literal["public", "padded"] = "public",
@@ -142,6 +142,8 @@ class GWLDP(PrivateModule):
             raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {embedding!r}")
         if size not in SIZE_MODES:
             raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
+        if gnn_dropout is not None and not 0.0 <= float(gnn_dropout) < 1.0:
+            raise ValueError(f"gnn_dropout must be in [0, 1) or None, got {gnn_dropout!r}")
         for name, value in (("local_epochs", local_epochs), ("n_jobs", n_jobs)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -238,7 +240,7 @@ class GWLDP(PrivateModule):
             with self.seeded(self.hparams.seed):
                 self.net = graph_backbone(
                     self.hparams.gnn, nf, nc, self.hparams.gnn_hidden, self.hparams.gnn_layers,
-                    self.hparams.dropout,
+                    self.hparams.gnn_dropout,
                 )
             self.net.to(self.device)
         if self.hparams.dp_fedavg and self.privacy != "none":
@@ -465,5 +467,5 @@ class GWLDP(PrivateModule):
             hp = self.hparams
             if hp.num_features and hp.num_classes:
                 self.net = graph_backbone(hp.gnn, hp.num_features, hp.num_classes,
-                                          hp.gnn_hidden, hp.gnn_layers, hp.dropout)
+                                          hp.gnn_hidden, hp.gnn_layers, hp.gnn_dropout)
         super().on_load_checkpoint(checkpoint)

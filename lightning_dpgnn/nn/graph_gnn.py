@@ -14,11 +14,12 @@ BACKBONES = ("gcn", "gin")
 
 
 class GraphGCN(nn.Module):
-    """GCNConv -> ReLU -> dropout -> GCNConv (= H) -> mean pool -> linear."""
+    """GCNConv -> ReLU -> dropout -> GCNConv (= H) -> ReLU -> mean pool -> linear (the authors'
+    ``classifier.GCN``: dropout 0 by default)."""
 
     def __init__(
         self, num_features: int, num_classes: int, hidden: int = 16, layers: int = 2,
-        dropout: float = 0.5,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
         if layers < 1:
@@ -41,8 +42,9 @@ class GraphGCN(nn.Module):
 
 
 class GraphGIN(nn.Module):
-    """``layers`` GINConv blocks (MLP with batch norm) (last output = H) -> add pool ->
-    linear -> ReLU -> dropout -> linear (the authors' ``classifier.GIN``)."""
+    """``layers`` GINConv blocks (Linear -> BatchNorm -> ReLU -> Linear -> ReLU; the last
+    block's output = H) -> add pool -> linear -> ReLU -> dropout -> linear (the authors'
+    ``classifier.GIN``: dropout 0.5 before the last linear)."""
 
     def __init__(
         self, num_features: int, num_classes: int, hidden: int = 64, layers: int = 5,
@@ -54,8 +56,8 @@ class GraphGIN(nn.Module):
         self.convs = nn.ModuleList()
         for i in range(layers):
             mlp = nn.Sequential(
-                nn.Linear(num_features if i == 0 else hidden, hidden), nn.ReLU(),
-                nn.Linear(hidden, hidden), nn.ReLU(), BatchNorm(hidden),
+                nn.Linear(num_features if i == 0 else hidden, hidden), BatchNorm(hidden),
+                nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
             )
             self.convs.append(GINConv(mlp))
         self.lin1 = nn.Linear(hidden, hidden)
@@ -75,11 +77,13 @@ class GraphGIN(nn.Module):
 
 def graph_backbone(
     name: str, num_features: int, num_classes: int, hidden: int | None = None,
-    layers: int | None = None, dropout: float = 0.5,
+    layers: int | None = None, dropout: float | None = None,
 ) -> nn.Module:
-    """``"gcn"`` (defaults 16 hidden, 2 layers) or ``"gin"`` (64, 5)."""
+    """``"gcn"`` (defaults 16 hidden, 2 layers, dropout 0) or ``"gin"`` (64, 5, dropout 0.5)."""
     if name == "gcn":
-        return GraphGCN(num_features, num_classes, hidden or 16, layers or 2, dropout)
+        return GraphGCN(num_features, num_classes, hidden or 16, layers or 2,
+                        0.0 if dropout is None else dropout)
     if name == "gin":
-        return GraphGIN(num_features, num_classes, hidden or 64, layers or 5, dropout)
+        return GraphGIN(num_features, num_classes, hidden or 64, layers or 5,
+                        0.5 if dropout is None else dropout)
     raise ValueError(f"backbone must be one of {BACKBONES}, got {name!r}")
