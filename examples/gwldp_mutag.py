@@ -10,9 +10,9 @@ import warnings
 
 import lightning as L
 import torch
+from lightning_dpgnn.callbacks import PrivacyBudget
 
 from lightning_dpgnn import GWLDP
-from lightning_dpgnn.callbacks import PrivacyBudget
 from lightning_dpgnn.data import GraphDataModule, load_graph_dataset
 
 
