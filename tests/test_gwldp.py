@@ -160,6 +160,14 @@ def test_the_release_is_drawn_once_and_restored_from_a_checkpoint(tmp_path: Path
     assert restored.net is not None
 
 
+def test_clustering_of_the_release_is_scored_against_the_labels() -> None:
+    model = GWLDP(mode="none", gnn="gcn", seed=0)
+    tr = trainer(2)
+    tr.fit(model, toy_dm(num_clients=None))
+    out = model.cluster_release(method="kmedoids")
+    assert len(out["labels"]) == 40 and -1.0 <= out["ari"] <= 1.0 and 0.0 <= out["nmi"] <= 1.0
+
+
 def test_gin_padded_release_hides_the_size() -> None:
     dm = toy_dm()
     model = GWLDP(epsilon=1.0, gnn="gin", gnn_hidden=8, gnn_layers=2, size="padded", n_max=8,

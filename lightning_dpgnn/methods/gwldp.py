@@ -437,6 +437,20 @@ class GWLDP(PrivateModule):
         ]
         return gw.svm_split(d, y, *parts, **grids)
 
+    def cluster_release(
+        self, k: int | None = None, method: Literal["spectral", "kmedoids"] = "spectral",
+        gamma: float = 1.0, seed: int = 0,
+    ) -> dict[str, Any]:
+        """Cluster the released graphs in GW space (GW-LDP's clustering task, e.g. on ego
+        graphs) and score the clusters against the graphs' (pseudo-)labels, which are read
+        only to score. ``k``: the number of classes by default."""
+        dm = self.trainer.datamodule
+        ids = self.release().graph_ids
+        y = dm.graph_labels[ids].numpy()
+        k = int(k) if k is not None else int(self.hparams.num_classes or y.max() + 1)
+        labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
+        return {"labels": labels, **gw.cluster_scores(labels, y)}
+
     # -- refusals ------------------------------------------------------------------------------
     def publication_blockers(self) -> list[str]:
         """Reasons the zoo refuses this model beyond the common ones."""
