@@ -168,6 +168,16 @@ def test_clustering_of_the_release_is_scored_against_the_labels() -> None:
     assert len(out["labels"]) == 40 and -1.0 <= out["ari"] <= 1.0 and 0.0 <= out["nmi"] <= 1.0
 
 
+def test_a_published_model_loads_back_with_its_release(tmp_path: Path) -> None:
+    model = GWLDP(epsilon=2.0, gnn="gcn", seed=0)
+    trainer(1).fit(model, toy_dm())
+    model.save_pretrained(tmp_path / "gw")
+    back = GWLDP.from_pretrained(tmp_path / "gw")
+    assert back.privacy_spent().epsilon == pytest.approx(2.0)
+    assert all(torch.equal(a, b) for a, b in
+               zip(model.release().matrices, back.release().matrices, strict=True))
+
+
 def test_gin_padded_release_hides_the_size() -> None:
     dm = toy_dm()
     model = GWLDP(epsilon=1.0, gnn="gin", gnn_hidden=8, gnn_layers=2, size="padded", n_max=8,

@@ -177,6 +177,14 @@ class GWLDP(PrivateModule):
         self._sum: dict[str, torch.Tensor] | None = None
         self._weight = 0.0
         self._discrepancy: np.ndarray | None = None
+        if num_features and num_classes:  # public sizes known: build now (checkpoints, hub)
+            self._build_net(int(num_features), int(num_classes))
+
+    def _build_net(self, num_features: int, num_classes: int) -> None:
+        hp = self.hparams
+        with self.seeded(hp.seed):
+            self.net = graph_backbone(hp.gnn, num_features, num_classes, hp.gnn_hidden,
+                                      hp.gnn_layers, hp.gnn_dropout)
 
     # -- the release, in one place (the lead ports this onto the release object) ---------------
     def release_mechanism(self) -> MatrixMultiBit | PaperCodeGaussian | None:
@@ -237,11 +245,7 @@ class GWLDP(PrivateModule):
             nf = self.hparams.num_features or int(dm.num_features)
             nc = self.hparams.num_classes or int(dm.num_classes)
             self.hparams.num_features, self.hparams.num_classes = nf, nc
-            with self.seeded(self.hparams.seed):
-                self.net = graph_backbone(
-                    self.hparams.gnn, nf, nc, self.hparams.gnn_hidden, self.hparams.gnn_layers,
-                    self.hparams.gnn_dropout,
-                )
+            self._build_net(nf, nc)
             self.net.to(self.device)
         if self.hparams.dp_fedavg and self.privacy != "none":
             if self.accountant.delta is None:
@@ -477,9 +481,7 @@ class GWLDP(PrivateModule):
         self._rounds_done = int(state.get("rounds_done", 0))
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        if self.net is None:  # rebuild the networks from the recorded public sizes
-            hp = self.hparams
-            if hp.num_features and hp.num_classes:
-                self.net = graph_backbone(hp.gnn, hp.num_features, hp.num_classes,
-                                          hp.gnn_hidden, hp.gnn_layers, hp.gnn_dropout)
+        hp = self.hparams
+        if self.net is None and hp.num_features and hp.num_classes:
+            self._build_net(int(hp.num_features), int(hp.num_classes))
         super().on_load_checkpoint(checkpoint)
