@@ -187,6 +187,16 @@ def test_gin_padded_release_hides_the_size() -> None:
     assert "n_max=8" in model.privacy_spent().unit
 
 
+def test_fgw_uses_the_released_rows_as_features() -> None:
+    model = GWLDP(mode="none", gnn="gcn", seed=0, fgw_alpha=0.5, **SMALL_GRID)
+    tr = trainer(1)
+    tr.fit(model, toy_dm())
+    d_fgw = model.discrepancy()
+    model.hparams.fgw_alpha = None
+    model._discrepancy = None
+    assert not np.allclose(d_fgw, model.discrepancy())  # the feature term changes D
+
+
 def test_clear_mode_is_non_private() -> None:
     model = GWLDP(mode="none", gnn="gcn", seed=0)
     trainer(1).fit(model, toy_dm())

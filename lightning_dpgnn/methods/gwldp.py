@@ -96,6 +96,9 @@ class GWLDP(PrivateModule):
         delta: delta of the DP-FedAvg part (``"auto"``: below 1 / number of graphs).
         normalize: scale of each graph's cost matrix on the server (``"max"``, ``"mean"``,
             ``None``).
+        fgw_alpha: ``None``: GW on the released rows' cost matrices (the paper's GW_H*); a
+            number in ``(0, 1]``: FGW with that structure weight, the feature cost between the
+            *released* rows (never the raw node features).
         svm_c_grid, svm_gamma_grid: SVM grids (default: the FGW repository's).
         n_jobs, gw_cache_dir: parallel workers and on-disk cache of the all-pairs GW matrix.
         num_features, num_classes: public sizes (default: read from the data module).
@@ -123,6 +126,7 @@ class GWLDP(PrivateModule):
         fedavg_epsilon: float | None = None,
         delta: float | str = "auto",
         normalize: str | None = "max",
+        fgw_alpha: float | None = None,
         svm_c_grid: Sequence[float] | None = None,
         svm_gamma_grid: Sequence[float] | None = None,
         n_jobs: int = 1,
@@ -142,6 +146,8 @@ class GWLDP(PrivateModule):
             raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {embedding!r}")
         if size not in SIZE_MODES:
             raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
+        if fgw_alpha is not None and not 0.0 < float(fgw_alpha) <= 1.0:
+            raise ValueError(f"fgw_alpha must be in (0, 1] or None, got {fgw_alpha!r}")
         if gnn_dropout is not None and not 0.0 <= float(gnn_dropout) < 1.0:
             raise ValueError(f"gnn_dropout must be in [0, 1) or None, got {gnn_dropout!r}")
         for name, value in (("local_epochs", local_epochs), ("n_jobs", n_jobs)):
@@ -412,9 +418,12 @@ class GWLDP(PrivateModule):
         """The GW discrepancy of every pair of released graphs (cached), in the release's
         order (``release().graph_ids``)."""
         if self._discrepancy is None:
-            costs = [gw.embedding_cost(h, self.hparams.normalize) for h in self.server_matrices()]
+            mats = self.server_matrices()
+            costs = [gw.embedding_cost(h, self.hparams.normalize) for h in mats]
+            alpha = self.hparams.fgw_alpha
             self._discrepancy = gw.pairwise_discrepancy(
-                costs, n_jobs=self.hparams.n_jobs, cache_dir=self.hparams.gw_cache_dir
+                costs, None if alpha is None else mats, alpha=alpha or 0.5,
+                n_jobs=self.hparams.n_jobs, cache_dir=self.hparams.gw_cache_dir,
             )
         return self._discrepancy
 
