@@ -122,14 +122,15 @@ def summarize() -> str:
     for r in rows:
         groups.setdefault((r["row"], r.get("epsilon")), []).append(r)
     names = {
-        "size_only": "size only: SVM on |n_i - n_j| (no embedding at all)",
+        "size_only": "size only: SVM on abs(n_i - n_j) (no embedding at all)",
         "gw_A": "GW_A of the raw graphs (shortest paths; reads the graphs in the clear)",
         "gcn_end_to_end": "federated GCN, end to end (its own test accuracy)",
         "clear_H": "GW of the clear FL embeddings H (non-private)",
         "ldp_H": "GW of LDP embeddings H* (matrix multi-bit, n public)",
         "ldp_padded": f"GW of LDP embeddings H*, padded to n_max = {N_MAX} (n protected)",
         "noise_only": "GW of H* of a constant H (noise and size only)",
-        "paper_code": "GW of the paper-code release (std 1/n; NOT differentially private)",
+        "paper_code": "GW of the paper-code release (std 1/n of the first graph; NOT "
+                      "differentially private)",
     }
     lines = [
         "| row | epsilon per graph | seeds | SVM acc % (95% CI) | kNN-5 acc % (95% CI) |",
