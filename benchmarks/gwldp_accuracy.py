@@ -116,6 +116,18 @@ def run_seed(seed: int, args, done: set[str], cache: Path) -> None:
         score("paper_code", gw_of(rel.matrices))
 
 
+PROVENANCE = (
+    "Provenance: a row's `revision` is the checkout when its seed's rows were written. The "
+    "first pass (every row but `ldp_padded`) ran the library as of 235f85c, loaded when it "
+    "started; the `ldp_padded` pass ran it as of 45709ad, retraining the FedAvg models from "
+    "the same seeds (not checked to be bit-identical). The library commits in between "
+    "(cluster_release, fgw_alpha, building the GNN at construction when sizes are given) do "
+    "not touch the code these rows run. Full command: `OMP_NUM_THREADS=1 "
+    "DPGNN_DATA=../shared/datasets python benchmarks/gwldp_accuracy.py` (single-threaded; about "
+    "13 CPU-minutes for the first pass and at most 8 for the padded one)."
+)
+
+
 def summarize() -> str:
     rows = [json.loads(line) for line in OUT.read_text().splitlines() if line.strip()]
     groups: dict[tuple, list[dict]] = {}
@@ -154,7 +166,7 @@ def summarize() -> str:
     return "\n".join(lines) + (
         f"\n\nMUTAG, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg GCN "
         f"{rows[0]['rounds']} rounds; SVM (C, gamma) chosen on the validation graphs. "
-        f"Revision(s): {', '.join(rev)}. Command: `{cmd}`\n"
+        f"Revision(s): {', '.join(rev)}. Command: `{cmd}`\n\n{PROVENANCE}\n"
     )
 
 
