@@ -36,7 +36,7 @@ ROWS = ("size_only", "gw_A", "gcn_end_to_end", "clear_H", "ldp_H", "ldp_padded",
 
 
 def _settings(args) -> dict:
-    return {"dataset": "mutag", "gnn": "gcn", "rounds": args.rounds, "clients": 10,
+    return {"dataset": "mutag", "gnn": args.gnn, "rounds": args.rounds, "clients": 10,
             "dirichlet_alpha": 0.5, "split": [0.7, 0.2, 0.1], "local_epochs": 1,
             "embedding": "sigmoid", "normalize": "max"}
 
@@ -54,7 +54,7 @@ def run_seed(seed: int, args, done: set[str], cache: Path) -> None:
     parts = [np.array([int(i) for c in dm.clients for i in getattr(c, k)], dtype=int)
              for k in ("train", "val", "test")]
     t0 = time.time()
-    model = GWLDP(mode="none", gnn="gcn", seed=seed, local_epochs=1)
+    model = GWLDP(mode="none", gnn=args.gnn, seed=seed, local_epochs=1)
     tr = quiet_trainer(max_epochs=args.rounds, num_sanity_val_steps=0)
     tr.fit(model, dm)
     gcn_acc = float(tr.test(model, dm, verbose=False)[0]["test/acc"])
@@ -67,7 +67,7 @@ def run_seed(seed: int, args, done: set[str], cache: Path) -> None:
 
     def score(row: str, d: np.ndarray, **extra) -> None:
         key = f"{row}|{extra.get('epsilon', '')}|{seed}"
-        if key in done:
+        if key in done or row not in args.rows:
             return
         acc, params = gw.svm_split(d, y, *parts)
         knn = gw.knn_accuracy(d, y, np.concatenate(parts[:2]), parts[2], k=5)
@@ -80,38 +80,38 @@ def run_seed(seed: int, args, done: set[str], cache: Path) -> None:
 
     sizes = np.array([g.num_nodes for g in graphs], dtype=float)
     score("size_only", np.abs(sizes[:, None] - sizes[None]))
-    if f"gw_A||{seed}" not in done:
+    if f"gw_A||{seed}" not in done and "gw_A" in args.rows:
         d_a = gw.pairwise_discrepancy(
             [gw.structure_cost(g.edge_index, g.num_nodes) for g in graphs], cache_dir=cache
         )
         score("gw_A", d_a)
     key = f"gcn_end_to_end||{seed}"
-    if key not in done:
+    if key not in done and "gcn_end_to_end" in args.rows:
         append(OUT, {"key": key, "row": "gcn_end_to_end", "test_acc": gcn_acc,
                      "fit_s": round(fit_s, 1), **base})
-    if f"clear_H||{seed}" not in done:
+    if f"clear_H||{seed}" not in done and "clear_H" in args.rows:
         score("clear_H", gw_of(h))
     ids = torch.arange(len(graphs))
-    for eps in EPSILONS:
-        if f"ldp_H|{eps}|{seed}" in done:
+    for eps in args.epsilons:
+        if f"ldp_H|{eps}|{seed}" in done or "ldp_H" not in args.rows:
             continue
         mech = MatrixMultiBit(eps)
         rel = mech.release(h, ids, PrivacyAccountant("ldp"))
         score("ldp_H", gw_of([mech.rectify(c) for c in rel.matrices]), epsilon=eps)
     eps = EPSILONS[0]
-    if f"noise_only|{eps}|{seed}" not in done:
+    if f"noise_only|{eps}|{seed}" not in done and "noise_only" in args.rows:
         mech = MatrixMultiBit(eps)
         const = [torch.full_like(m, 0.5) for m in h]
         rel = mech.release(const, ids, PrivacyAccountant("ldp"))
         score("noise_only", gw_of([mech.rectify(c) for c in rel.matrices]), epsilon=eps)
     for eps in PADDED_EPSILONS:  # the size hidden: every matrix padded to a public n_max rows
-        if f"ldp_padded|{eps}|{seed}" in done:
+        if f"ldp_padded|{eps}|{seed}" in done or "ldp_padded" not in args.rows:
             continue
         mech = MatrixMultiBit(eps, size="padded", n_max=N_MAX)
         rel = mech.release(h, ids, PrivacyAccountant("ldp"))
         score("ldp_padded", gw_of([mech.rectify(c) for c in rel.matrices]), epsilon=eps,
               n_max=N_MAX)
-    if f"paper_code||{seed}" not in done:
+    if f"paper_code||{seed}" not in done and "paper_code" in args.rows:
         rel = PaperCodeGaussian().release(raw, ids, PrivacyAccountant("ldp"))
         score("paper_code", gw_of(rel.matrices))
 
@@ -130,13 +130,14 @@ PROVENANCE = (
 
 def summarize() -> str:
     rows = [json.loads(line) for line in OUT.read_text().splitlines() if line.strip()]
+    gnn = rows[0]["gnn"].upper() if rows else "GCN"
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["row"], r.get("epsilon")), []).append(r)
     names = {
         "size_only": "size only: SVM on abs(n_i - n_j) (no embedding at all)",
         "gw_A": "GW_A of the raw graphs (shortest paths; reads the graphs in the clear)",
-        "gcn_end_to_end": "federated GCN, end to end (its own test accuracy)",
+        "gcn_end_to_end": "federated GNN, end to end (its own test accuracy)",
         "clear_H": "GW of the clear FL embeddings H (non-private)",
         "ldp_H": "GW of LDP embeddings H* (matrix multi-bit, n public)",
         "ldp_padded": f"GW of LDP embeddings H*, padded to n_max = {N_MAX} (n protected)",
@@ -164,9 +165,10 @@ def summarize() -> str:
     rev = sorted({r["revision"] for r in rows})
     cmd = rows[0]["command"] if rows else ""
     return "\n".join(lines) + (
-        f"\n\nMUTAG, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg GCN "
+        f"\n\nMUTAG, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg {gnn} "
         f"{rows[0]['rounds']} rounds; SVM (C, gamma) chosen on the validation graphs. "
-        f"Revision(s): {', '.join(rev)}. Command: `{cmd}`\n\n{PROVENANCE}\n"
+        f"Revision(s): {', '.join(rev)}. Command: `{cmd}`\n"
+        + (f"\n{PROVENANCE}\n" if gnn == "GCN" else "")
     )
 
 
@@ -176,7 +178,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--cache", default="/tmp/gwldp-bench-cache")
     parser.add_argument("--summarize", action="store_true")
+    parser.add_argument("--gnn", default="gcn", choices=("gcn", "gin"))
+    parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
+    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=ROWS)
     args = parser.parse_args()
+    global OUT
+    if args.gnn != "gcn":
+        OUT = RESULTS / f"gwldp_accuracy_{args.gnn}.jsonl"
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     if not args.summarize:
@@ -186,7 +194,7 @@ def main() -> None:
         for seed in range(args.seeds):
             run_seed(seed, args, done, Path(args.cache))
     md = summarize()
-    (RESULTS / "gwldp_accuracy.md").write_text("# GW-LDP on MUTAG\n\n" + md)
+    (OUT.with_suffix(".md")).write_text(f"# GW-LDP on MUTAG ({args.gnn.upper()})\n\n" + md)
     print(md)
 
 
