@@ -265,7 +265,10 @@ def fit_summary(
             line += f" (n*delta = {risk:.3g} over n = {units:,} protected units"
             line += "; delta >= 1/n: not every unit is protected)" if risk >= 1 else ")"
         lines.append(line)
-    lines.append(f"level: {report.level} ({_LEVELS.get(report.level, report.level)})")
+    level = _LEVELS.get(report.level, report.level)
+    if _per_graph(report):
+        level = "local DP, each client perturbs its own graph's release"
+    lines.append(f"level: {report.level} ({level})")
     if report.unit:
         lines.append(f"protects: {report.unit}")
     if report.reproducible_noise:
@@ -301,12 +304,19 @@ def _majority_rate(graph: Any) -> float | None:
     return float(torch.bincount(labels).max()) / labels.numel()
 
 
+def _per_graph(report: PrivacyReport) -> bool:
+    """GW-LDP: the LDP unit is one client's graph, not one node."""
+    return report.level == "ldp" and any(e.name.startswith("gwldp/") for e in report.ledger)
+
+
 def _composition(report: PrivacyReport) -> str:
     """How a pure-epsilon total adds up, e.g. `` per node = onebit 64 (OneBit feature LDP, 0.5
     per feature x 128 features)``; empty for Gaussian ledgers (composed by the accountant)."""
     if not report.ledger or any(e.kind != "pure" or e.epsilon is None for e in report.ledger):
         return ""
     per = "per node" if report.level == "ldp" else "in all"
+    if _per_graph(report):
+        per = "per graph"
     parts = [
         f"{e.name} {e.epsilon * e.count:g}"
         + (f" ({e.count} x {e.epsilon:g})" if e.count > 1 else "")

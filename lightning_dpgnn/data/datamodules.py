@@ -16,6 +16,7 @@ from torch_geometric.transforms import BaseTransform
 from .._deprecation import renamed
 from ..levels import LEVELS
 from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
+from .graphs import ClientSplit, SimpleGraph, client_splits, dirichlet_partition, graph_stats
 from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
 from .simple import simple_graph
 from .transforms import (
@@ -35,6 +36,7 @@ __all__ = [
     "GraphDataModule",
     "NodeDataSource",
     "TrainsFromGraph",
+    "TrainsFromClients",
     "node_stats",
     "PRIVACY_LEVELS",
 ]
@@ -66,6 +68,14 @@ class TrainsFromGraph(Protocol):
     GAP/ProGAP): :meth:`NodeDataModule.train_dataloader` hands it the graph."""
 
     def train_dataloader_from(self, data: Data) -> DataLoader: ...
+
+
+@runtime_checkable
+class TrainsFromClients(Protocol):
+    """A federated model: :meth:`GraphDataModule.train_dataloader` hands it the data module
+    (its :attr:`~GraphDataModule.clients`) and it returns its own training loader."""
+
+    def train_dataloader_from_clients(self, dm: Any) -> DataLoader: ...
 
 
 def _first(batch: list[Data]) -> Data:
@@ -576,21 +586,36 @@ def _transform_reads(
 
 
 class GraphDataModule(L.LightningDataModule):
-    """Graph classification over many small graphs (TU datasets: MUTAG, PROTEINS).
+    """Graph classification over many small graphs (TU datasets: MUTAG, PROTEINS; online
+    PROTEINS_full and IMDB-BINARY; or graphs given in memory, e.g. ego subgraphs).
 
-    Graphs are split at random into train/val/test (seeded) and served in mini-batches by
-    :class:`torch_geometric.loader.DataLoader`.
+    Every graph is made simple on entry (:class:`~lightning_dpgnn.data.graphs.SimpleGraph`:
+    repeated edges merged, self-loops dropped; all-one features when the dataset has none).
+
+    Without clients, the graphs are split at random into train/val/test (seeded). With
+    ``num_clients`` (federated learning, GW-LDP), the graphs are first partitioned over the
+    clients by a Dirichlet draw over the labels (public ``partition_seed``, concentration
+    ``dirichlet_alpha``), then every client splits its own graphs by ``split`` (GW-LDP: 7:2:1);
+    ``train_dataset`` etc. are the union over clients and :attr:`clients` lists who holds what.
+    Batches come from :class:`torch_geometric.loader.DataLoader`.
 
     Args:
-        name: ``"mutag"`` or ``"proteins"``.
+        name: ``"mutag"``, ``"proteins"``, ``"proteins-full"``, ``"imdb-binary"`` (or the name
+            of the given ``graphs``).
         root: data root with ``tudataset/<NAME>/raw``; default ``$DPGNN_DATA``.
         split: ``(train, val, test)`` fractions of graphs or a preset name.
         batch_size: graphs per batch.
         seed: seed of the split and of the training-set shuffling.
         cache_dir: writable folder for processed caches.
-        download: download missing raw files into the cache (default: never).
+        download: download missing raw files into the cache (default: only for the
+            datasets that are not shipped offline, PROTEINS_full and IMDB-BINARY).
         use_node_attr: append continuous node attributes to the one-hot node labels.
         num_workers: dataloader worker processes.
+        num_clients: partition the graphs over this many clients (``None``: no clients).
+        dirichlet_alpha: concentration of the label-Dirichlet partition.
+        partition_seed: seed of the partition (public: it only simulates who holds what).
+        graphs: graphs given in memory instead of a named dataset (each with ``x``,
+            ``edge_index`` and a graph label ``y`` of shape ``[1]``); see :meth:`ego`.
     """
 
     def __init__(
@@ -604,15 +629,25 @@ class GraphDataModule(L.LightningDataModule):
         download: bool | None = None,
         use_node_attr: bool = False,
         num_workers: int = 0,
+        num_clients: int | None = None,
+        dirichlet_alpha: float = 0.5,
+        partition_seed: int = 0,
+        graphs: Sequence[Data] | None = None,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters(logger=False)  # see NodeDataModule
-        spec = get_spec(name)
-        if spec.kind != "graph":
-            raise DatasetKindError(
-                f"{spec.name!r} is a node-classification dataset: use NodeDataModule"
-            )
-        self.name = spec.name
+        self.save_hyperparameters(logger=False, ignore=["graphs"])  # see NodeDataModule
+        if graphs is None:
+            spec = get_spec(name)
+            if spec.kind != "graph":
+                raise DatasetKindError(
+                    f"{spec.name!r} is a node-classification dataset: use NodeDataModule"
+                )
+            self.name = spec.name
+        else:
+            if len(graphs) == 0:
+                raise EmptyDatasetError("graphs is empty")
+            self.name = str(name)
+        self._given = list(graphs) if graphs is not None else None
         self.root = root
         self.split = split
         self._fractions = parse_split(split)
@@ -624,12 +659,46 @@ class GraphDataModule(L.LightningDataModule):
         self.download = download
         self.use_node_attr = use_node_attr
         self.num_workers = int(num_workers)
-        self._dataset: InMemoryDataset | None = None
-        self.train_dataset: InMemoryDataset | None = None
-        self.val_dataset: InMemoryDataset | None = None
-        self.test_dataset: InMemoryDataset | None = None
+        if num_clients is not None and int(num_clients) < 1:
+            raise ValueError(f"num_clients must be >= 1 or None, got {num_clients}")
+        if not float(dirichlet_alpha) > 0:
+            raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
+        self.num_clients = None if num_clients is None else int(num_clients)
+        self.dirichlet_alpha = float(dirichlet_alpha)
+        self.partition_seed = int(partition_seed)
+        self._dataset: Any = None
+        self._clients: list[ClientSplit] | None = None
+        self.train_dataset: Any = None
+        self.val_dataset: Any = None
+        self.test_dataset: Any = None
 
-    def _load(self) -> InMemoryDataset:
+    @classmethod
+    def ego(
+        cls,
+        name: str = "citeseer",
+        hops: int = 1,
+        num_graphs: int | None = 500,
+        root: str | None = None,
+        sample_seed: int = 0,
+        **kwargs: Any,
+    ) -> GraphDataModule:
+        """Ego subgraphs of a citation graph's largest connected component (GW-LDP's clustering
+        task): ``num_graphs`` centres drawn at random (``sample_seed``; ``None``: every node),
+        ``hops``-hop neighbourhoods, pseudo-label = the centre's label."""
+        from .graphs import ego_graphs, largest_connected_component
+
+        data = load_dataset(name, root, cache_dir=kwargs.get("cache_dir"))
+        n = int(largest_connected_component(data).num_nodes)
+        centres = None
+        if num_graphs is not None and num_graphs < n:
+            gen = torch.Generator().manual_seed(int(sample_seed))
+            centres = torch.randperm(n, generator=gen)[: int(num_graphs)].sort().values
+        graphs = ego_graphs(data, hops=hops, centres=centres)
+        return cls(name=f"{get_spec(name).name}-ego{hops}", graphs=graphs, **kwargs)
+
+    def _load(self) -> Any:
+        if self._given is not None:
+            return self._given
         return load_graph_dataset(
             self.name,
             self.root,
@@ -643,20 +712,71 @@ class GraphDataModule(L.LightningDataModule):
         self._load()
 
     def setup(self, stage: str | None = None) -> None:
-        """Load the dataset and split the graphs (once)."""
+        """Load the dataset, make its graphs simple, partition and split them (once)."""
         if self._dataset is not None:
             return
-        ds = self._load()
+        loaded = self._load()
+        simple = SimpleGraph()
+        if isinstance(loaded, InMemoryDataset):
+            ds = loaded
+            ds.transform = simple
+        else:
+            ds = _GraphList([simple(g) for g in loaded])
         n = len(ds)
-        perm = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed))
-        n_train, n_val, _ = NodeSplit(*self._fractions).sizes(n)
         self._dataset = ds
-        self.train_dataset = ds[perm[:n_train]]
-        self.val_dataset = ds[perm[n_train : n_train + n_val]]
-        self.test_dataset = ds[perm[n_train + n_val :]]
+        if self.num_clients is None:
+            perm = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed))
+            n_train, n_val, _ = NodeSplit(*self._fractions).sizes(n)
+            tr, va, te = perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]
+            self._clients = [ClientSplit(0, tr, va, te)]
+        else:
+            owner = dirichlet_partition(
+                self.graph_labels, self.num_clients, self.dirichlet_alpha, self.partition_seed
+            )
+            self._clients = client_splits(owner, self._fractions, self.seed)
+            tr, va, te = (torch.cat([getattr(c, k) for c in self._clients])
+                          for k in ("train", "val", "test"))
+        self.train_dataset = ds[tr]
+        self.val_dataset = ds[va]
+        self.test_dataset = ds[te]
 
     @property
-    def dataset(self) -> InMemoryDataset:
+    def clients(self) -> list[ClientSplit]:
+        """Who holds which graphs (indices into :attr:`dataset`), split into train/val/test;
+        one client holding every graph when ``num_clients=None``."""
+        if self._clients is None:
+            self.setup()
+        assert self._clients is not None
+        return self._clients
+
+    @property
+    def graph_labels(self) -> torch.Tensor:
+        """The label of every graph (``[num_graphs]``)."""
+        ds = self._dataset if self._dataset is not None else self.dataset
+        if isinstance(ds, InMemoryDataset) and getattr(ds, "_data", None) is not None:
+            y = ds._data.y
+            if y is not None and y.numel() == len(ds) and ds._indices is None:
+                return y.view(-1).long()
+        return torch.cat([g.y.view(-1)[:1] for g in ds]).long()
+
+    @property
+    def public_num_classes(self) -> int | None:
+        """Graph classification: the class list of the TU datasets is public (2 classes for
+        MUTAG, PROTEINS, IMDB-BINARY); ``None`` for graphs given in memory."""
+        return 2 if self._given is None else None
+
+    def private_reads(self, level: str) -> list[str]:
+        """Private reads of the preprocessing at ``level``: none. Making graphs simple is a
+        per-graph map (on the client), the client partition simulates who holds which graph,
+        and each client splits its own graphs."""
+        return []
+
+    def graph_stats(self) -> dict[str, float]:
+        """Number of graphs, mean nodes and mean (directed) edges — GW-LDP's Table 3."""
+        return graph_stats(list(self.dataset))
+
+    @property
+    def dataset(self) -> Any:
         """All graphs (runs :meth:`setup` on first access)."""
         if self._dataset is None:
             self.setup()
@@ -671,7 +791,7 @@ class GraphDataModule(L.LightningDataModule):
     @property
     def num_classes(self) -> int:
         """Number of graph classes."""
-        return int(self.dataset.num_classes)
+        return int(self.graph_labels.max()) + 1
 
     def dataset_info(self) -> dict[str, Any]:
         """Name, split sizes and statistics of the graphs."""
@@ -692,6 +812,7 @@ class GraphDataModule(L.LightningDataModule):
             "num_test": len(self.test_dataset or ()),
             "split": list(self._fractions),
             "seed": self.seed,
+            "num_clients": self.num_clients,
         }
 
     def _loader(self, ds: Sequence[Data] | None, shuffle: bool) -> PyGDataLoader:
@@ -706,9 +827,15 @@ class GraphDataModule(L.LightningDataModule):
             persistent_workers=self.num_workers > 0,
         )
 
-    def train_dataloader(self) -> PyGDataLoader:
-        """Shuffled mini-batches of training graphs."""
+    def train_dataloader(self) -> DataLoader:
+        """Shuffled mini-batches of training graphs; a federated model
+        (:class:`TrainsFromClients`, e.g. GW-LDP's FedAvg) gets the clients instead and returns
+        its own loader (one batch per client)."""
         self.setup()
+        trainer = getattr(self, "trainer", None)
+        model = trainer.lightning_module if trainer is not None else None
+        if isinstance(model, TrainsFromClients):
+            return model.train_dataloader_from_clients(self)
         return self._loader(self.train_dataset, shuffle=True)
 
     def val_dataloader(self) -> PyGDataLoader:
@@ -724,3 +851,16 @@ class GraphDataModule(L.LightningDataModule):
     def predict_dataloader(self) -> PyGDataLoader:
         """Mini-batches of test graphs."""
         return self.test_dataloader()
+
+
+class _GraphList(list):
+    """Graphs given in memory, indexable by a tensor of positions like a PyG dataset."""
+
+    def __getitem__(self, idx: Any) -> Any:  # type: ignore[override]
+        if isinstance(idx, torch.Tensor):
+            return _GraphList(list.__getitem__(self, int(i)) for i in idx.view(-1).tolist())
+        return list.__getitem__(self, idx)
+
+    @property
+    def num_node_features(self) -> int:
+        return int(self[0].num_node_features) if len(self) else 0

@@ -369,18 +369,25 @@ _add(
     "lastfm-asia",
     "lastfmasia",
 )
-for _tu in ("MUTAG", "PROTEINS"):
+_TU_DESCRIPTIONS = {
+    "MUTAG": "MUTAG molecules: 188 graphs, 2 classes, 7 node labels",
+    "PROTEINS": "PROTEINS: 1,113 graphs, 2 classes, 3 node labels",
+    # online only (downloaded on first use): the GW-LDP / FGW papers' "PROTEINS" and IMDB-B
+    "PROTEINS_full": "PROTEINS_full: 1,113 graphs, 2 classes, 3 node labels + 29 attributes",
+    "IMDB-BINARY": "IMDB-BINARY ego networks: 1,000 graphs, 2 classes, no node features",
+}
+for _tu, _offline in (
+    ("MUTAG", True), ("PROTEINS", True), ("PROTEINS_full", False), ("IMDB-BINARY", False)
+):
     _add(
         DatasetSpec(
-            name=_tu.lower(),
+            name=_normalize(_tu),
             kind="graph",
-            description={
-                "MUTAG": "MUTAG molecules: 188 graphs, 2 classes, 7 node labels",
-                "PROTEINS": "PROTEINS: 1,113 graphs, 2 classes, 3 node labels",
-            }[_tu],
+            description=_TU_DESCRIPTIONS[_tu],
             subpath=f"tudataset/{_tu}/raw",
             raw_files=(f"{_tu}_A.txt", f"{_tu}_graph_indicator.txt", f"{_tu}_graph_labels.txt"),
             urls=(f"https://www.chrsmrrs.com/graphkerneldatasets/{_tu}.zip",),
+            auto_download=not _offline,
             can_download=True,
             license="see https://chrsmrrs.github.io/datasets/",
             loader=_tu_loader,
@@ -388,7 +395,9 @@ for _tu in ("MUTAG", "PROTEINS"):
         ),
         f"tudataset/{_tu}",
         f"tu/{_tu}",
+        *((_tu.replace("-", ""),) if "-" in _tu else ()),
     )
+_add(_SPECS["imdb-binary"], "imdb-b")
 
 _add(
     DatasetSpec(

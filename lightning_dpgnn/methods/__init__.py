@@ -4,6 +4,7 @@ from .base import PrivateModel, PrivateModule, require_private_model
 from .dpgnn import DPGNN
 from .gap import GAP
 from .gnn import GNN
+from .gwldp import GWLDP
 from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
 from .pgc import PGC, PGCLinkPrediction
@@ -16,6 +17,7 @@ __all__ = [
     "require_private_model",
     "GAP",
     "GNN",
+    "GWLDP",
     "MLP",
     "DPMLP",
     "LPGNN",

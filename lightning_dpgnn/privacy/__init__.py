@@ -18,6 +18,7 @@ from .aggregation import (
 )
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
 from .degree import PrivateDegreeBound, degree_excess, round_candidates
+from .graph_ldp import GraphRelease, MatrixMultiBit, PaperCodeGaussian
 from .labels import RandomizedResponse
 from .ldp import (
     AnalyticGaussian,
@@ -64,6 +65,9 @@ __all__ = [
     "AnalyticGaussian",
     "Duchi",
     "FeatureRandomizer",
+    "GraphRelease",
+    "MatrixMultiBit",
+    "PaperCodeGaussian",
     "GaussianAggregation",
     "Laplace",
     "MultiBit",

@@ -109,6 +109,11 @@ def _protects(
             "public metadata declared to the model (the class list, the degree bound, the "
             "number of features) is not protected",
         )
+    if level == "ldp" and hasattr(model, "release_mechanism"):  # GW-LDP: one graph per unit
+        return (
+            model.privacy_spent().unit,
+            "see the unit: what the release does not cover is listed there",
+        )
     if level == "ldp":
         labels = model.labels_private()
         what = "its features and its label" if labels else "its features"

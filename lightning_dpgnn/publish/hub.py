@@ -230,6 +230,9 @@ def publication_refusals(model: PublishableModel) -> list[str]:
     elif (model.privacy != "none" and model.calibrates_noise()
           and not any(e.count for e in model.accountant.ledger)):
         reasons.append(_NO_MECHANISM)
+    blockers = getattr(model, "publication_blockers", None)
+    if callable(blockers):  # a method's own refusals (e.g. GW-LDP's paper-code mode)
+        reasons.extend(blockers())
     if spent.reproducible_noise or model.noise_seed is not None:
         reasons.append(_reproducible(model.noise_seed))
     if model.privacy == "none":

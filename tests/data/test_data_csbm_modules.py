@@ -234,7 +234,9 @@ def test_available_datasets_and_aliases() -> None:
     expected = ["csbm", "cora", "citeseer", "pubmed", "musae-facebook", "musae-twitch-en"]
     expected += ["reddit", "amazon", "lastfm", "mutag", "proteins", "facebook100/Caltech36"]
     assert set(expected) <= set(names)
-    assert available_datasets("graph") == ["mutag", "proteins"]
+    assert available_datasets("graph") == ["mutag", "proteins", "proteins-full", "imdb-binary"]
+    assert get_spec("PROTEINS_full").name == "proteins-full"
+    assert get_spec("IMDB-BINARY").name == get_spec("imdb-b").name == "imdb-binary"
     assert "mutag" not in available_datasets("node")
     assert get_spec("musae/twitch_en").name == "musae-twitch-en"
     assert get_spec("Twitch").name == "musae-twitch-en"

@@ -1,0 +1,217 @@
+"""Many small graphs: simple graphs on entry, federated client partitions, ego subgraphs.
+
+* :class:`SimpleGraph` — every graph that enters a :class:`~lightning_dpgnn.data.GraphDataModule`
+  is made simple (repeated edges merged, self-loops dropped; design invariant 12) and gets
+  all-one node features when its dataset has none (IMDB-BINARY).
+* :func:`dirichlet_partition` — the non-IID client partition of federated graph learning
+  (Wang et al. 2020, as used by GW-LDP §4): for every class, the shares of the clients are drawn
+  from ``Dirichlet(alpha)``; a public seed makes it reproducible. It *simulates which client
+  holds which graph* — it is the setting of the experiment, not a computation a server runs.
+* :func:`client_splits` — each client splits its own graphs into train/val/test (GW-LDP: 7:2:1).
+* :func:`ego_graphs` — 1- or 2-hop ego subgraphs of the largest connected component of one graph
+  (GW-LDP's clustering task on Cora/CiteSeer; pseudo-label = the centre node's label).
+* :func:`graph_stats` — Table 3 of the GW-LDP paper (number of graphs, mean nodes, mean edges).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+from torch_geometric.utils import coalesce, k_hop_subgraph, subgraph
+
+__all__ = [
+    "SimpleGraph",
+    "ClientSplit",
+    "dirichlet_partition",
+    "client_splits",
+    "ego_graphs",
+    "largest_connected_component",
+    "graph_stats",
+]
+
+
+class SimpleGraph(BaseTransform):
+    """Make a graph simple: merge repeated edges (edge attributes of merged edges are summed),
+    drop self-loops; give it ``x = ones(n, 1)`` when it has no node features."""
+
+    def forward(self, data: Data) -> Data:
+        ei = data.edge_index
+        n = int(data.num_nodes)
+        keep = ei[0] != ei[1]
+        attr = getattr(data, "edge_attr", None)
+        if not bool(keep.all()):
+            ei = ei[:, keep]
+            attr = attr[keep] if attr is not None else None
+        merged = coalesce(ei, attr, num_nodes=n, reduce="sum") if attr is not None else (
+            coalesce(ei, num_nodes=n)
+        )
+        if attr is not None:
+            ei, attr = merged
+        else:
+            ei = merged
+        if ei.size(1) != data.edge_index.size(1) or not torch.equal(ei, data.edge_index):
+            data = copy_shallow(data)
+            data.edge_index = ei
+            if attr is not None:
+                data.edge_attr = attr
+        if getattr(data, "x", None) is None:
+            data = copy_shallow(data)
+            data.x = torch.ones(n, 1)
+        return data
+
+
+def copy_shallow(data: Data) -> Data:
+    out = Data()
+    for key, value in data.items():
+        out[key] = value
+    if "x" not in out:
+        out.num_nodes = data.num_nodes
+    return out
+
+
+def dirichlet_partition(
+    labels: Sequence[int] | Tensor,
+    num_clients: int,
+    alpha: float = 0.5,
+    seed: int = 0,
+    min_size: int = 1,
+    max_tries: int = 1000,
+) -> Tensor:
+    """The client of every graph: for each class, the shares of the clients are drawn from
+    ``Dirichlet(alpha, ..., alpha)`` and the class's graphs (in a seeded random order) are cut
+    at the cumulative shares. Redrawn (same seed stream) until every client holds at least
+    ``min_size`` graphs. Small ``alpha`` = very unequal label mixes; large = close to IID.
+
+    Returns a long tensor ``[num_graphs]`` of client ids in ``0..num_clients-1``.
+    """
+    y = np.asarray(torch.as_tensor(labels).view(-1).tolist(), dtype=np.int64)
+    k = int(num_clients)
+    if k < 1:
+        raise ValueError(f"num_clients must be >= 1, got {num_clients}")
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if k * int(min_size) > len(y):
+        raise ValueError(
+            f"{len(y)} graphs cannot give {k} clients at least {min_size} graphs each"
+        )
+    rng = np.random.default_rng(int(seed))
+    for _ in range(int(max_tries)):
+        owner = np.empty(len(y), dtype=np.int64)
+        for c in np.unique(y):
+            idx = np.flatnonzero(y == c)
+            rng.shuffle(idx)
+            shares = rng.dirichlet(np.full(k, float(alpha)))
+            cuts = (np.cumsum(shares)[:-1] * len(idx)).round().astype(int)
+            for client, part in enumerate(np.split(idx, cuts)):
+                owner[part] = client
+        if np.bincount(owner, minlength=k).min() >= min_size:
+            return torch.from_numpy(owner)
+    raise ValueError(
+        f"no Dirichlet(alpha={alpha}) partition of {len(y)} graphs over {k} clients gave every "
+        f"client {min_size} graph(s) in {max_tries} draws: raise alpha or lower num_clients"
+    )
+
+
+@dataclass(frozen=True)
+class ClientSplit:
+    """One client's graphs (indices into the dataset) split into train / val / test."""
+
+    client: int
+    train: Tensor
+    val: Tensor
+    test: Tensor
+
+    @property
+    def all(self) -> Tensor:
+        return torch.cat([self.train, self.val, self.test])
+
+
+def client_splits(
+    owner: Tensor, fractions: tuple[float, float, float], seed: int = 0
+) -> list[ClientSplit]:
+    """Each client splits its own graphs at random (seeded per client) into train/val/test by
+    ``fractions`` (validation and test sizes rounded, the rest trains)."""
+    out = []
+    for client in range(int(owner.max()) + 1 if owner.numel() else 0):
+        idx = torch.nonzero(owner == client).view(-1)
+        gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + client)
+        idx = idx[torch.randperm(idx.numel(), generator=gen)]
+        n = idx.numel()
+        n_val = min(int(round(fractions[1] * n)), n)
+        n_test = min(int(round(fractions[2] * n)), n - n_val)
+        n_train = n - n_val - n_test
+        out.append(ClientSplit(
+            client, idx[:n_train].sort().values, idx[n_train:n_train + n_val].sort().values,
+            idx[n_train + n_val:].sort().values,
+        ))
+    return out
+
+
+def largest_connected_component(data: Data) -> Data:
+    """The subgraph of ``data`` induced by its largest connected component (weakly connected,
+    edges read as undirected); ``node_id`` keeps each node's index in ``data``."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    n = int(data.num_nodes)
+    ei = data.edge_index.numpy()
+    adj = sp.coo_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n))
+    _, comp = connected_components(adj, directed=False)
+    keep = torch.from_numpy(comp == np.bincount(comp).argmax())
+    edge_index, _ = subgraph(keep, data.edge_index, relabel_nodes=True, num_nodes=n)
+    out = Data(edge_index=edge_index, num_nodes=int(keep.sum()))
+    for key in ("x", "y"):
+        if getattr(data, key, None) is not None:
+            out[key] = data[key][keep]
+    base = getattr(data, "node_id", None)
+    out.node_id = (base if base is not None else torch.arange(n))[keep]
+    return out
+
+
+def ego_graphs(
+    data: Data,
+    hops: int = 1,
+    centres: Tensor | Sequence[int] | None = None,
+    largest_component: bool = True,
+) -> list[Data]:
+    """The ``hops``-hop ego subgraph around every centre (default: every node) of ``data``'s
+    largest connected component. Each graph has ``x`` (its nodes' features), ``y`` ``[1]`` (the
+    centre node's label: GW-LDP's pseudo-label), ``centre`` (the centre's position in it) and
+    ``node_id`` (its nodes' ids in ``data``)."""
+    g = largest_connected_component(data) if largest_component else data
+    n = int(g.num_nodes)
+    chosen = torch.arange(n) if centres is None else torch.as_tensor(centres).view(-1)
+    node_id = getattr(g, "node_id", None)
+    out = []
+    for c in chosen.tolist():
+        subset, edge_index, mapping, _ = k_hop_subgraph(
+            int(c), int(hops), g.edge_index, relabel_nodes=True, num_nodes=n
+        )
+        sub = Data(edge_index=edge_index, num_nodes=int(subset.numel()))
+        if getattr(g, "x", None) is not None:
+            sub.x = g.x[subset]
+        sub.y = g.y[c].view(1)
+        sub.centre = mapping.view(1)
+        sub.node_id = (node_id[subset] if node_id is not None else subset)
+        out.append(sub)
+    return out
+
+
+def graph_stats(graphs: Sequence[Data]) -> dict[str, float]:
+    """GW-LDP Table 3: number of graphs, mean nodes and mean edges (both directions counted,
+    as the paper's 39.58 for MUTAG), and the mean of undirected edges."""
+    nodes = np.array([int(g.num_nodes) for g in graphs], dtype=float)
+    edges = np.array([int(g.edge_index.size(1)) for g in graphs], dtype=float)
+    return {
+        "num_graphs": len(graphs),
+        "mean_nodes": float(nodes.mean()) if len(nodes) else 0.0,
+        "max_nodes": int(nodes.max()) if len(nodes) else 0,
+        "mean_edges": float(edges.mean()) if len(edges) else 0.0,
+        "mean_undirected_edges": float(edges.mean() / 2) if len(edges) else 0.0,
+    }

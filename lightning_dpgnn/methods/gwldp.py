@@ -1,0 +1,505 @@
+"""GW-LDP: federated GNN, locally private node-embedding matrices, GW on the server.
+
+Jin & Chen, "Gromov-Wasserstein Discrepancy with Local Differential Privacy for Distributed
+Structural Graphs", IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-graphs.md``).
+
+**Federated training (Alg. 2, 3).** ``trainer.fit(model, GraphDataModule(..., num_clients=K))``
+runs FedAvg: one training epoch is one round, one training batch is one client. The client's
+local update (``local_epochs`` full-batch Adam epochs on its training graphs, from the global
+weights) runs inside the training step as a plain PyTorch loop — a Lightning ``Trainer`` cannot
+nest inside another's fit — and at the end of the round the server averages the updates
+(weighted by the clients' numbers of training graphs). The clients are simulated in one process;
+under DDP the client loader is sharded over the ranks and the updates are summed across them, so
+the same code runs with clients as ranks. These updates are **not private** in the paper's
+protocol: the report's unit says so. ``dp_fedavg=True`` makes them client-level DP (each client's
+update clipped to ``fedavg_clip``, Gaussian noise on the sum, uniform average; accounted by RDP).
+
+**The release (Alg. 1), once per fit.** After the last round every client encodes the node
+embeddings ``H`` of each of its graphs (the last convolution's outputs mapped into ``[0, 1]`` by
+``embedding``) with the matrix multi-bit encoder
+(:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`) and sends the codes; the server
+keeps them (checkpointed; a resumed or repeated fit never re-encodes). The release is declared
+once (:class:`~lightning_dpgnn.methods.releases.Release` ``gwldp_release``: its plan is the
+mechanism's ``account``, its draw :meth:`GWLDP._draw_release`); the lifecycle draws it once,
+on rank 0, when training ends, and caches, checkpoints and publishes it.
+
+**The server** (post-processing): rectified codes -> Euclidean cost matrix per graph (normalised
+by its maximum) -> GW discrepancy of all pairs (POT) -> SVM on ``exp(-gamma D / max D)``
+(:mod:`lightning_dpgnn.gw`). ``trainer.test`` logs the federated GNN's own test accuracy
+(``test/acc``) and the SVM's on the released matrices (``test/svm_acc``).
+
+**Modes.** ``mode="ldp"`` (sound, ``epsilon`` per graph); ``"none"`` (the clear embeddings,
+epsilon = inf); ``"paper-code"`` (the authors' code: Gaussian noise of std ``paper_std``,
+default ``1/n`` of the first graph, on the unbounded embeddings — **not differentially
+private**; its report says so, and ``PrivacyBudget`` and the zoo refuse it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from torch_geometric.data import Batch, Data
+
+from .. import gw
+from ..nn.graph_gnn import BACKBONES as GNNS
+from ..nn.graph_gnn import graph_backbone
+from ..privacy import PrivacyAccountant, calibrate_noise_multiplier, resolve_delta
+from ..privacy import random as R
+from ..privacy.graph_ldp import (
+    PAPER_CODE_UNIT,
+    SIZE_MODES,
+    GraphRelease,
+    MatrixMultiBit,
+    PaperCodeGaussian,
+    graph_unit,
+)
+from .base import PrivateModule, accuracy
+from .releases import Draw, Release
+
+__all__ = ["GWLDP", "MODES", "EMBEDDINGS", "RELEASE_KEY"]
+
+MODES = ("ldp", "none", "paper-code")
+EMBEDDINGS = ("sigmoid", "softmax", "clip")
+RELEASE_KEY = "gwldp_release"
+FEDAVG_NAME = "gwldp/dp-fedavg"
+
+
+def _first(batch: list[Any]) -> Any:
+    return batch[0]
+
+
+class GWLDP(PrivateModule):
+    """GW-LDP (see the module docstring).
+
+    Args:
+        mode: ``"ldp"``, ``"none"`` or ``"paper-code"`` (not differentially private).
+        epsilon: LDP budget per graph of the embedding release (``mode="ldp"``).
+        gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool).
+        gnn_hidden, gnn_layers: override the GNN's width / depth.
+        gnn_dropout: dropout of the GNN (``None``: the authors' 0 for the GCN, 0.5 for the GIN).
+        embedding: map of the last convolution's outputs into the public range ``[0, 1]``:
+            ``"sigmoid"`` (default), ``"softmax"`` (over the features) or ``"clip"``.
+        m: entries sampled per row by the encoder (``None``: ``m*``).
+        size: ``"public"`` (one row per node; n is released) or ``"padded"`` (to ``n_max``).
+        n_max: the public maximum number of rows (``size="padded"``).
+        paper_std: ``mode="paper-code"``: the noise std (the code's "epsilon"); ``None``: the
+            code's default, ``1/n`` of the first released graph for every graph.
+        local_epochs: local full-batch epochs per client and round.
+        dp_fedavg: client-level DP-FedAvg (clip + Gaussian noise on the sum of updates).
+        fedavg_clip: L2 bound of one client's update (DP-FedAvg).
+        fedavg_noise_multiplier: noise std / ``fedavg_clip``; ``None``: calibrated so that the
+            DP-FedAvg rounds alone spend ``fedavg_epsilon`` at the report's delta.
+        fedavg_epsilon: target epsilon of the DP-FedAvg rounds (when calibrating).
+        delta: delta of the DP-FedAvg part (``"auto"``: below 1 / number of graphs).
+        normalize: scale of each graph's cost matrix on the server (``"max"``, ``"mean"``,
+            ``None``).
+        fgw_alpha: ``None``: GW on the released rows' cost matrices (the paper's GW_H*); a
+            number in ``(0, 1]``: FGW with that structure weight, the feature cost between the
+            *released* rows (never the raw node features).
+        svm_c_grid, svm_gamma_grid: SVM grids (default: the FGW repository's).
+        n_jobs, gw_cache_dir: parallel workers and on-disk cache of the all-pairs GW matrix.
+        num_features, num_classes: public sizes (default: read from the data module).
+        seed: weight initialisation seed. noise_seed: reproducible noise (research only).
+        lr, weight_decay: the clients' local Adam.
+    """
+
+    def __init__(
+        self,
+        mode: Literal["ldp", "none", "paper-code"] = "ldp",
+        epsilon: float = 1.0,
+        gnn: Literal["gcn", "gin"] = "gcn",
+        gnn_hidden: int | None = None,
+        gnn_layers: int | None = None,
+        gnn_dropout: float | None = None,
+        embedding: Literal["sigmoid", "softmax", "clip"] = "sigmoid",
+        m: int | None = None,
+        size: Literal["public", "padded"] = "public",
+        n_max: int | None = None,
+        paper_std: float | None = None,
+        local_epochs: int = 1,
+        dp_fedavg: bool = False,
+        fedavg_clip: float = 1.0,
+        fedavg_noise_multiplier: float | None = None,
+        fedavg_epsilon: float | None = None,
+        delta: float | str = "auto",
+        normalize: str | None = "max",
+        fgw_alpha: float | None = None,
+        svm_c_grid: Sequence[float] | None = None,
+        svm_gamma_grid: Sequence[float] | None = None,
+        n_jobs: int = 1,
+        gw_cache_dir: str | None = None,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+        seed: int | None = None,
+        noise_seed: int | None = None,
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if gnn not in GNNS:
+            raise ValueError(f"gnn must be one of {GNNS}, got {gnn!r}")
+        if embedding not in EMBEDDINGS:
+            raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {embedding!r}")
+        if size not in SIZE_MODES:
+            raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
+        if fgw_alpha is not None and not 0.0 < float(fgw_alpha) <= 1.0:
+            raise ValueError(f"fgw_alpha must be in (0, 1] or None, got {fgw_alpha!r}")
+        if gnn_dropout is not None and not 0.0 <= float(gnn_dropout) < 1.0:
+            raise ValueError(f"gnn_dropout must be in [0, 1) or None, got {gnn_dropout!r}")
+        for name, value in (("local_epochs", local_epochs), ("n_jobs", n_jobs)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if dp_fedavg:
+            if fedavg_noise_multiplier is None and fedavg_epsilon is None:
+                raise ValueError("dp_fedavg=True needs fedavg_noise_multiplier or fedavg_epsilon")
+            if not float(fedavg_clip) > 0:
+                raise ValueError(f"fedavg_clip must be > 0, got {fedavg_clip!r}")
+        super().__init__(
+            "none" if mode == "none" else "ldp", None, delta, levels=("none", "ldp"),
+            noise_seed=noise_seed, lr=lr, weight_decay=weight_decay,
+        )
+        self.save_hyperparameters()
+        self.mode = mode
+        self._mechanism: MatrixMultiBit | PaperCodeGaussian | None = None
+        if mode == "ldp":
+            self._mechanism = MatrixMultiBit(epsilon, 0.0, 1.0, m, size=size, n_max=n_max)
+        elif mode == "paper-code":
+            self._mechanism = PaperCodeGaussian(paper_std)
+        self.release_epsilon = float(epsilon) if mode == "ldp" else math.inf
+        self.accountant.unit = (
+            PAPER_CODE_UNIT if mode == "paper-code"
+            else graph_unit(size, n_max, "dp" if dp_fedavg else "clear")
+        )
+        self.automatic_optimization = False
+        self.net: torch.nn.Module | None = None
+        # the one release: drawn when training ends (stage 1: after the federated rounds)
+        self.declare_releases(Release(
+            RELEASE_KEY, self._plan_release, self._draw_release, stage=1, stream=1,
+            inductive=False,
+            save=GraphRelease.state_dict, load=GraphRelease.from_state_dict,
+        ))  # fmt: skip
+        self._rounds_done = 0
+        self._fedavg_z = fedavg_noise_multiplier
+        self._global: dict[str, torch.Tensor] | None = None
+        self._sum: dict[str, torch.Tensor] | None = None
+        self._weight = 0.0
+        self._discrepancy: np.ndarray | None = None
+        if num_features and num_classes:  # public sizes known: build now (checkpoints, hub)
+            self._build_net(int(num_features), int(num_classes))
+
+    def _build_net(self, num_features: int, num_classes: int) -> None:
+        hp = self.hparams
+        with self.seeded(hp.seed):
+            self.net = graph_backbone(hp.gnn, num_features, num_classes, hp.gnn_hidden,
+                                      hp.gnn_layers, hp.gnn_dropout)
+
+    # -- the release, in one place (the lead ports this onto the release object) ---------------
+    def release_mechanism(self) -> MatrixMultiBit | PaperCodeGaussian | None:
+        """The mechanism of the one-time embedding release (``None``: clear embeddings)."""
+        return self._mechanism
+
+    def representation(self, h: torch.Tensor) -> torch.Tensor:
+        """What is released for node embeddings ``h``: mapped into ``[0, 1]`` (the public range
+        of the encoder), or ``h`` itself in the paper-code mode (its code perturbs raw ``h``)."""
+        if self.mode == "paper-code":
+            return h
+        emb = self.hparams.embedding
+        if emb == "sigmoid":
+            return torch.sigmoid(h)
+        if emb == "softmax":
+            return torch.softmax(h, dim=-1)
+        return h.clamp(0.0, 1.0)
+
+    @torch.no_grad()
+    def node_embeddings(self, graphs: Sequence[Data]) -> list[torch.Tensor]:
+        """Each graph's released representation before the mechanism (client side: private)."""
+        assert self.net is not None, "build the model (fit) first"
+        was = self.net.training
+        self.net.eval()
+        try:
+            return [
+                self.representation(self.net.embed(g.x.float().to(self.device),
+                                                   g.edge_index.to(self.device))).cpu()
+                for g in graphs
+            ]
+        finally:
+            self.net.train(was)
+
+    @property
+    def _release(self) -> GraphRelease | None:
+        return self.releases.get(RELEASE_KEY)
+
+    def _plan_release(self, accountant: PrivacyAccountant, z: float | None) -> None:
+        if self._mechanism is not None:
+            self._mechanism.account(accountant)
+
+    def release_graph(self) -> None:
+        """No single graph: the release reads every client's graphs (``_draw_release``)."""
+        return None
+
+    def _draw_release(self, d: Draw) -> GraphRelease:
+        """Every client encodes every one of its graphs once (all of them: the server's SVM
+        trains on some and predicts the others); one release round on the ledger."""
+        dm = self.trainer.datamodule
+        ids = torch.cat([c.all for c in dm.clients]).sort().values
+        embeddings = self.node_embeddings([dm.dataset[int(i)] for i in ids])
+        mech = self._mechanism
+        if mech is None:
+            return GraphRelease("values", [h.float() for h in embeddings], ids,
+                                {"mechanism": "clear"})
+        return mech.release(embeddings, ids, d.accountant, d.generator)
+
+    def release(self) -> GraphRelease:
+        """What the server received (a clear error before the first fit)."""
+        if self._release is None:
+            raise RuntimeError("GWLDP has not released anything yet: fit it first")
+        return self._release
+
+    # -- setup ------------------------------------------------------------------------------------
+    def setup(self, stage: str) -> None:
+        dm = self.trainer.datamodule
+        if dm is None or not hasattr(dm, "clients"):
+            raise TypeError("GWLDP needs a GraphDataModule (trainer.fit(model, datamodule=dm))")
+        if self.net is None:
+            nf = self.hparams.num_features or int(dm.num_features)
+            nc = self.hparams.num_classes or int(dm.num_classes)
+            self.hparams.num_features, self.hparams.num_classes = nf, nc
+            self._build_net(nf, nc)
+            self.net.to(self.device)
+        if self.hparams.dp_fedavg and self.privacy != "none":
+            if self.accountant.delta is None:
+                self.accountant.delta = resolve_delta(self.target_delta, len(dm.dataset))
+            if self._fedavg_z is None and stage == "fit":
+                self._fedavg_z = self._calibrate_fedavg()
+                self.hparams.fedavg_noise_multiplier = self._fedavg_z
+
+    def _fedavg_rounds(self) -> int:
+        trainer = self._trainer
+        return int(trainer.max_epochs) if trainer is not None and trainer.max_epochs else 0
+
+    def _calibrate_fedavg(self) -> float:
+        rounds = self._fedavg_rounds()
+        if rounds < 1:
+            raise ValueError("DP-FedAvg calibration needs Trainer(max_epochs=rounds)")
+
+        def plan(z: float) -> PrivacyAccountant:
+            acc = PrivacyAccountant("ldp", self.accountant.delta)
+            self._record_fedavg(acc, z, rounds)
+            return acc
+
+        return calibrate_noise_multiplier(plan, float(self.hparams.fedavg_epsilon))
+
+    def _record_fedavg(self, acc: PrivacyAccountant, z: float, rounds: int) -> None:
+        """One DP-FedAvg round: the sum of clipped updates (norm <= S each) plus N(0, (z S)^2).
+        Changing one graph changes one client's clipped update by at most 2 S (replacement),
+        so the recorded Gaussian has sensitivity 2 S and noise multiplier z / 2."""
+        if rounds > 0:
+            s = float(self.hparams.fedavg_clip)
+            acc.add_gaussian(
+                FEDAVG_NAME, z / 2.0, count=rounds, sensitivity=2.0 * s,
+                note=f"client-level DP-FedAvg: clip {s:g}, noise std {z * s:g} on the sum of "
+                "client updates, full participation; replacement of one graph",
+            )
+
+    # -- plan ------------------------------------------------------------------------------------
+    def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        """The DP-FedAvg rounds left (the release plans itself)."""
+        if self.hparams.dp_fedavg and self.privacy != "none":
+            left = max(self._fedavg_rounds() - self._rounds_done, 0)
+            if left and self._fedavg_z is None:
+                return False
+            self._record_fedavg(accountant, float(self._fedavg_z or 0.0), left)
+        return True
+
+    # -- federated training --------------------------------------------------------------------
+    def train_dataloader_from_clients(self, dm: Any) -> DataLoader:
+        """One batch per client (GraphDataModule hands its clients to this model)."""
+        return DataLoader(list(range(len(dm.clients))), batch_size=1, collate_fn=_first)
+
+    def configure_optimizers(self) -> None:  # the clients' optimizers are local
+        return None
+
+    def on_train_epoch_start(self) -> None:
+        assert self.net is not None
+        self._global = {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+        self._sum = {k: torch.zeros_like(v) for k, v in self._global.items()
+                     if v.is_floating_point()}
+        self._weight = 0.0
+
+    def training_step(self, client: int, batch_idx: int) -> None:
+        dm = self.trainer.datamodule
+        idx = dm.clients[int(client)].train
+        if idx.numel() == 0:
+            return None
+        batch = Batch.from_data_list([dm.dataset[int(i)] for i in idx]).to(self.device)
+        net, start = self.net, self._global
+        assert net is not None and start is not None and self._sum is not None
+        net.load_state_dict(start)
+        net.train()
+        opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        for _ in range(int(self.hparams.local_epochs)):
+            opt.zero_grad()
+            loss = F.cross_entropy(net(batch.x.float(), batch.edge_index, batch.batch),
+                                   batch.y.view(-1))
+            loss.backward()
+            opt.step()
+        state = net.state_dict()
+        delta = {k: state[k].detach() - start[k] for k in self._sum}
+        if self.hparams.dp_fedavg:
+            norm = torch.sqrt(sum((d.double() ** 2).sum() for d in delta.values()))
+            factor = min(1.0, float(self.hparams.fedavg_clip) / max(float(norm), 1e-12))
+            weight = 1.0
+            delta = {k: d * factor for k, d in delta.items()}
+        else:
+            weight = float(idx.numel())
+        for k, d in delta.items():
+            self._sum[k] += weight * d
+        self._weight += weight
+        net.load_state_dict(start)
+        self.log("train/loss", loss.detach(), batch_size=1, on_epoch=True, on_step=False)
+        return None
+
+    def on_train_epoch_end(self) -> None:
+        assert self.net is not None and self._global is not None and self._sum is not None
+        sums, weight = self._sum, self._weight
+        if self.trainer.world_size > 1:  # clients as ranks: sum over every rank's clients
+            strategy = self.trainer.strategy
+            sums = {k: strategy.reduce(v, reduce_op="sum") for k, v in sums.items()}
+            weight = float(strategy.reduce(torch.tensor(weight, device=self.device),
+                                           reduce_op="sum"))
+        if self.hparams.dp_fedavg and self.privacy != "none":
+            noise = self.run_once(self._fedavg_noise)
+            k = len(self.trainer.datamodule.clients)  # public: every client takes part
+            new = {n: self._global[n] + (sums[n] + noise[n].to(sums[n])) / k for n in sums}
+        else:
+            new = {n: self._global[n] + sums[n] / max(weight, 1e-12) for n in sums}
+        state = dict(self._global)
+        state.update(new)
+        self.net.load_state_dict(state)
+        self._rounds_done += 1
+
+    def _fedavg_noise(self) -> dict[str, torch.Tensor]:
+        assert self._sum is not None and self._fedavg_z is not None
+        std = float(self._fedavg_z) * float(self.hparams.fedavg_clip)
+        gen = self.noise_generator(2)
+        self.accountant.mark_reproducible(gen)
+        noise = {k: R.normal(tuple(v.shape), std, generator=gen, dtype=v.dtype)
+                 for k, v in self._sum.items()}
+        self._record_fedavg(self.accountant, float(self._fedavg_z), 1)
+        return noise
+
+    def on_train_end(self) -> None:
+        super().on_train_end()
+        self.draw_releases(1)  # once; a restored release is kept
+
+    # -- evaluation of the federated GNN --------------------------------------------------------
+    def _eval_step(self, batch: Batch, stage: str) -> None:
+        assert self.net is not None
+        logits = self.net(batch.x.float(), batch.edge_index, batch.batch)
+        y = batch.y.view(-1)
+        self.log(f"{stage}/acc", accuracy(logits, y), batch_size=y.numel(), prog_bar=True)
+        self.log(f"{stage}/loss", F.cross_entropy(logits, y), batch_size=y.numel())
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        self._eval_step(batch, "val")
+
+    def test_step(self, batch: Batch, batch_idx: int) -> None:
+        self._eval_step(batch, "test")
+
+    def on_test_epoch_end(self) -> None:
+        if self._release is not None:
+            acc, params = self.svm_accuracy()
+            self.log("test/svm_acc", acc)
+            self.last_svm_params = params
+
+    # -- the server: post-processing of the release -------------------------------------------
+    def server_matrices(self) -> list[torch.Tensor]:
+        """The server's view of every graph: rectified codes, or the received values."""
+        rel = self.release()
+        if rel.kind == "values":
+            return [m.double() for m in rel.matrices]
+        mech = self._mechanism
+        assert isinstance(mech, MatrixMultiBit)
+        return [mech.rectify(c) for c in rel.matrices]
+
+    def discrepancy(self) -> np.ndarray:
+        """The GW discrepancy of every pair of released graphs (cached), in the release's
+        order (``release().graph_ids``)."""
+        if self._discrepancy is None:
+            mats = self.server_matrices()
+            costs = [gw.embedding_cost(h, self.hparams.normalize) for h in mats]
+            alpha = self.hparams.fgw_alpha
+            self._discrepancy = gw.pairwise_discrepancy(
+                costs, None if alpha is None else mats, alpha=alpha or 0.5,
+                n_jobs=self.hparams.n_jobs, cache_dir=self.hparams.gw_cache_dir,
+            )
+        return self._discrepancy
+
+    def svm_accuracy(self, protocol: Literal["split", "nested"] = "split", **kwargs: Any):
+        """SVM on the GW kernel of the release. ``"split"``: the clients' 7:2:1 graphs (train,
+        pick (C, gamma) on val, accuracy on test); ``"nested"``: the FGW nested CV over all
+        graphs (returns a :class:`~lightning_dpgnn.gw.SVMResult`). The server is given the
+        labels of the training graphs (not covered by epsilon); test labels only score."""
+        dm = self.trainer.datamodule
+        ids = self.release().graph_ids
+        pos = {int(g): i for i, g in enumerate(ids.tolist())}
+        y = dm.graph_labels[ids].numpy()
+        d = self.discrepancy()
+        grids = {
+            "c_grid": self.hparams.svm_c_grid if self.hparams.svm_c_grid is not None else gw.C_GRID,
+            "gamma_grid": (self.hparams.svm_gamma_grid if self.hparams.svm_gamma_grid is not None
+                           else gw.GAMMA_GRID),
+        }
+        if protocol == "nested":
+            return gw.svm_nested_cv(d, y, **grids, **kwargs)
+        parts = [
+            np.array([pos[int(i)] for c in dm.clients for i in getattr(c, k)], dtype=int)
+            for k in ("train", "val", "test")
+        ]
+        return gw.svm_split(d, y, *parts, **grids)
+
+    def cluster_release(
+        self, k: int | None = None, method: Literal["spectral", "kmedoids"] = "spectral",
+        gamma: float = 1.0, seed: int = 0,
+    ) -> dict[str, Any]:
+        """Cluster the released graphs in GW space (GW-LDP's clustering task, e.g. on ego
+        graphs) and score the clusters against the graphs' (pseudo-)labels, which are read
+        only to score. ``k``: the number of classes by default."""
+        dm = self.trainer.datamodule
+        ids = self.release().graph_ids
+        y = dm.graph_labels[ids].numpy()
+        k = int(k) if k is not None else int(self.hparams.num_classes or y.max() + 1)
+        labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
+        return {"labels": labels, **gw.cluster_scores(labels, y)}
+
+    # -- refusals ------------------------------------------------------------------------------
+    def publication_blockers(self) -> list[str]:
+        """Reasons the zoo refuses this model beyond the common ones."""
+        if self.mode == "paper-code":
+            return ["its embedding release is the paper-code reference mode, which is NOT "
+                    "differentially private (Gaussian noise whose std the authors' code calls "
+                    "epsilon, on unbounded embeddings)"]
+        return []
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
+        self._discrepancy = None  # computed from the previous release
+
+    def public_state(self) -> dict[str, Any]:
+        return {"rounds_done": self._rounds_done}
+
+    def load_public_state(self, state: dict[str, Any]) -> None:
+        self._rounds_done = int(state.get("rounds_done", 0))
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        hp = self.hparams
+        if self.net is None and hp.num_features and hp.num_classes:
+            self._build_net(int(hp.num_features), int(hp.num_classes))
+        super().on_load_checkpoint(checkpoint)

@@ -1,0 +1,332 @@
+"""Local DP on a graph's node-embedding matrix (GW-LDP, Jin & Chen, IJCAI 2022, Alg. 1).
+
+**The release.** A client holds a graph ``G = (A, X)`` and a (federatedly trained) GNN ``f``;
+it sends the server ``H* = M(H)`` with ``H = f(A, X)`` in ``[alpha, beta]^{n x h}``, a
+representation with a *public* range (sigmoid / softmax outputs, or clipping; never the
+graph's own min/max). :class:`MatrixMultiBit` is the paper's matrix multi-bit encoder: the
+multi-bit encoder of LPGNN (:class:`~lightning_dpgnn.privacy.ldp.MultiBit`) applied to every
+row with the per-row budget ``epsilon / r`` (``r`` released rows).
+
+**Epsilon split (stated).** Alg. 1 samples "m values from [n] x [h]" but flips each sampled
+entry with budget ``epsilon / (m n)`` and its proof multiplies over the n rows; we read ``m`` as
+*per row* (m of the h entries of each row), which is exactly ``MultiBit(epsilon / n, m=m)`` per
+row and spends exactly ``epsilon`` per graph by sequential composition over the rows (any two
+matrices differ in at most all ``r`` rows; each row is ``epsilon / r``-LDP). Reading ``m`` as a
+total would spend only ``epsilon / n``. ``epsilon`` has its standard meaning: larger = less
+noise.
+
+**The protected unit** is one graph held by a client, all of it (edges, node features, node
+labels): the released matrix of any graph and of any other graph are within ``e^epsilon`` of
+each other in probability. Graphs are disjoint units, so the releases of different graphs
+compose in parallel: one release round is one ``epsilon`` entry in the ledger, whatever the
+number of graphs (a client holding k graphs spends ``k * epsilon`` on its whole collection).
+
+**The graph size.** The matrix has one row per node, so ``size="public"`` releases the number of
+nodes ``n`` in the clear (the unit then says so: on MUTAG a classifier on n alone reaches about
+84 %). ``size="padded"`` pads (with the midpoint of the range) or truncates every matrix to a
+public ``n_max`` rows, so the row count is the same for every graph and ``n`` is protected too;
+each row then gets ``epsilon / n_max``.
+
+**What is not covered.** The guarantee is about the released matrices *given the model* ``f``.
+The model is trained on the clients' graphs: in the paper's protocol its FedAvg updates are sent
+in the clear, so ``f`` itself is not private; only with client-level DP-FedAvg does the whole
+pipeline carry a guarantee (see :class:`~lightning_dpgnn.methods.GWLDP`).
+
+**Paper-code reference mode.** :class:`PaperCodeGaussian` reproduces the authors' released code
+(``cshjin/IJCAI22-GWLDP``, ``ldp_emb``): ``H + N(0, s^2)`` on the *unbounded* embeddings, with
+the standard deviation ``s`` called "epsilon" (default ``1/n``, in fact ``1/n`` of the first
+graph for every graph: the code sets it once). With no bound on ``H`` there is
+no sensitivity, so no epsilon holds: it records an infinite spend and a note saying it is not
+differentially private. It exists only to reproduce the published tables side by side.
+
+Pure torch: no Lightning imports.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import torch
+
+from . import random as R
+from .accountant import LedgerEntry, PrivacyAccountant, check_epsilon
+from .ldp import MultiBit
+
+__all__ = [
+    "MatrixMultiBit",
+    "PaperCodeGaussian",
+    "GraphRelease",
+    "graph_unit",
+    "SIZE_MODES",
+    "PAPER_CODE_UNIT",
+]
+
+SIZE_MODES = ("public", "padded")
+SizeMode = Literal["public", "padded"]
+
+PAPER_CODE_UNIT = (
+    "NOT differentially private: paper-code reference mode (the authors' code adds Gaussian "
+    "noise whose standard deviation it calls epsilon to unbounded embeddings; no sensitivity "
+    "bound, no guarantee)"
+)
+
+
+def graph_unit(size: SizeMode, n_max: int | None = None, fedavg: str = "clear") -> str:
+    """The protected unit and the scope of the GW-LDP guarantee, in words (for reports)."""
+    if size == "public":
+        what = (
+            "one client's whole graph (edges, node features, node labels); its number of nodes "
+            "is public (the released matrix has one row per node)"
+        )
+    else:
+        what = (
+            f"one client's whole graph (edges, node features, node labels) and its number of "
+            f"nodes (every released matrix is padded or truncated to n_max={n_max} rows)"
+        )
+    if fedavg == "dp":
+        scope = (
+            "; covers the released node-embedding matrices and the DP-FedAvg model updates "
+            "(client-level, composed with the release); graph labels given to the server for "
+            "its classifier are not covered"
+        )
+    else:
+        scope = (
+            "; covers the released node-embedding matrices given the trained model only: the "
+            "FedAvg model updates are sent in the clear (the paper's protocol) and are NOT "
+            "private, nor are the graph labels given to the server"
+        )
+    return what + scope
+
+
+@dataclass
+class GraphRelease:
+    """What the server received: one matrix per graph, in the order of ``graph_ids``.
+
+    Attributes:
+        kind: ``"codes"`` (``int8`` multi-bit codes in {-1, 0, 1}, rectify with the mechanism),
+            ``"values"`` (real matrices: the paper-code mode, or clear embeddings).
+        matrices: the released matrices (``[r_i, h]``).
+        graph_ids: the dataset index of each graph.
+    """
+
+    kind: Literal["codes", "values"]
+    matrices: list[torch.Tensor]
+    graph_ids: torch.Tensor
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "matrices": [m.cpu() for m in self.matrices],
+            "graph_ids": self.graph_ids.cpu(),
+            "meta": dict(self.meta),
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> GraphRelease:
+        return cls(state["kind"], list(state["matrices"]), state["graph_ids"], state["meta"])
+
+    def __len__(self) -> int:
+        return len(self.matrices)
+
+
+class MatrixMultiBit:
+    """The matrix multi-bit encoder of GW-LDP Alg. 1, ``epsilon``-LDP per graph.
+
+    Args:
+        epsilon: budget per graph (standard meaning: larger = less noise).
+        alpha, beta: the public range of the embedding entries (inputs are clipped into it).
+        m: entries sampled per row (``None``: LPGNN's optimal ``m*`` at the per-row budget,
+            which is 1 at the budgets of interest).
+        size: ``"public"`` (one row per node, n is released) or ``"padded"`` (``n_max`` rows).
+        n_max: the public maximum number of rows (``size="padded"``).
+    """
+
+    name: ClassVar[str] = "gwldp/multibit"
+
+    def __init__(
+        self,
+        epsilon: float,
+        alpha: float = 0.0,
+        beta: float = 1.0,
+        m: int | None = None,
+        *,
+        size: SizeMode = "public",
+        n_max: int | None = None,
+    ) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        if math.isinf(self.epsilon):
+            raise ValueError("epsilon must be finite (use the clear embeddings for epsilon=inf)")
+        if size not in SIZE_MODES:
+            raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
+        if size == "padded":
+            if n_max is None or isinstance(n_max, bool) or int(n_max) < 1:
+                raise ValueError("size='padded' needs a public n_max >= 1")
+            n_max = int(n_max)
+        self.alpha, self.beta = float(alpha), float(beta)
+        if not self.alpha < self.beta:
+            raise ValueError(f"need alpha < beta, got ({alpha}, {beta})")
+        self.m = m
+        self.size: SizeMode = size
+        self.n_max = n_max
+        MultiBit(self.epsilon, self.alpha, self.beta, m=m)  # validates m early
+
+    # -- the split ---------------------------------------------------------------------------
+    def rows(self, n: int) -> int:
+        """Rows released for a graph of ``n`` nodes: ``n``, or ``n_max`` when padded."""
+        if int(n) < 1:
+            raise ValueError(f"a graph needs at least one node, got n={n}")
+        return int(n) if self.size == "public" else int(self.n_max)  # type: ignore[arg-type]
+
+    def row_epsilon(self, rows: int) -> float:
+        """Budget of one row: ``epsilon / rows`` (sequential composition over the rows)."""
+        return self.epsilon / int(rows)
+
+    def randomizer(self, rows: int) -> MultiBit:
+        """The row mechanism for a matrix of ``rows`` rows."""
+        return MultiBit(self.row_epsilon(rows), self.alpha, self.beta, m=self.m)
+
+    def prepare(self, h: torch.Tensor) -> torch.Tensor:
+        """The matrix that is encoded: ``h`` itself, or padded with the midpoint of the range /
+        truncated to ``n_max`` rows (a fixed function of the graph: the LDP bound covers it)."""
+        if h.dim() != 2 or h.size(0) < 1 or h.size(1) < 1:
+            raise ValueError(
+                f"the embedding must be a [n >= 1, h >= 1] matrix, got {tuple(h.shape)}"
+            )
+        if self.size == "public":
+            return h
+        r = int(self.n_max)  # type: ignore[arg-type]
+        if h.size(0) >= r:
+            return h[:r]
+        pad = torch.full((r - h.size(0), h.size(1)), (self.alpha + self.beta) / 2, dtype=h.dtype,
+                         device=h.device)
+        return torch.cat([h, pad])
+
+    # -- the client side ---------------------------------------------------------------------
+    def encode(self, h: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Alg. 1 on one graph's embedding ``h`` (``[n, h]``): codes in {-1, 0, 1} (``int8``),
+        exactly ``m`` non-zeros per row."""
+        x = self.prepare(h.detach())
+        return self.randomizer(x.size(0)).encode(x, generator)
+
+    # -- the server side ---------------------------------------------------------------------
+    def rectify(self, codes: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """The unbiased estimate of the encoded matrix (LPGNN eq. 3.10 per row); the number of
+        rows (hence the per-row budget) is read off the codes."""
+        return self.randomizer(codes.size(0)).rectify(codes, dtype)
+
+    # -- exact probabilities (audits, tests) ---------------------------------------------------
+    def log_prob(self, h: torch.Tensor, codes: torch.Tensor) -> float:
+        """Exact ``log Pr[encode(h) = codes]`` (product over rows)."""
+        x = self.prepare(h.detach().to(torch.float64))
+        if x.shape != codes.shape:
+            return -math.inf
+        return float(self.randomizer(x.size(0)).log_prob(x, codes).sum())
+
+    def output_probabilities(self, h: torch.Tensor) -> torch.Tensor:
+        """Exact marginals ``[Pr[-1], Pr[0], Pr[1]]`` of every released entry."""
+        x = self.prepare(h.detach().to(torch.float64))
+        return self.randomizer(x.size(0)).output_probabilities(x)
+
+    # -- accounting --------------------------------------------------------------------------
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
+        """Record ``count`` release rounds: ``epsilon`` each per graph (graphs are disjoint
+        units: one round over all graphs is one entry, parallel composition)."""
+        m = "m* (optimal)" if self.m is None else f"m={self.m}"
+        rows = "n rows (n public)" if self.size == "public" else f"n_max={self.n_max} rows"
+        note = (
+            f"GW-LDP matrix multi-bit encoder, epsilon {self.epsilon:g} per graph = "
+            f"epsilon/r per row over r = {rows}, {m} entries per row; graphs compose in parallel"
+        )
+        return accountant.add_pure(self.name, self.epsilon, count=count, note=note)
+
+    def release(
+        self,
+        embeddings: list[torch.Tensor],
+        graph_ids: torch.Tensor,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None = None,
+    ) -> GraphRelease:
+        """Encode every graph's embedding once and record one release round."""
+        accountant.mark_reproducible(generator)
+        codes = [self.encode(h, generator).cpu() for h in embeddings]
+        self.account(accountant)
+        meta = {"mechanism": self.name, "epsilon": self.epsilon, "size": self.size,
+                "n_max": self.n_max, "alpha": self.alpha, "beta": self.beta, "m": self.m}
+        return GraphRelease("codes", codes, graph_ids.cpu(), meta)
+
+    def __repr__(self) -> str:
+        return (
+            f"MatrixMultiBit(epsilon={self.epsilon}, alpha={self.alpha}, beta={self.beta}, "
+            f"m={self.m}, size={self.size!r}, n_max={self.n_max})"
+        )
+
+
+class PaperCodeGaussian:
+    """The authors' code's embedding perturbation (``gwldp/ldp.py::ldp_emb``): ``H + N(0, s^2)``
+    with ``s`` their "epsilon". **Not differentially private** (no bound on ``H``, so no
+    sensitivity): it records an infinite spend with a note saying so.
+
+    Their default is meant to be ``1/n``, but the code sets it once, from the *first* embedding
+    of the list (``if eps is None: eps = 1. / emb.shape[0]`` inside the loop), so every graph
+    gets ``1 / n_first``; that is what ``std=None`` reproduces. ``per_graph=True`` gives each
+    graph ``1 / n`` (the text's reading).
+
+    Args:
+        std: the noise standard deviation (what the code calls epsilon); ``None``: the default.
+        per_graph: with ``std=None``, ``1 / n`` of each graph instead of the first one's.
+    """
+
+    name: ClassVar[str] = "gwldp/paper-code-gaussian"
+
+    def __init__(self, std: float | None = None, per_graph: bool = False) -> None:
+        if std is not None and not (float(std) >= 0 and math.isfinite(float(std))):
+            raise ValueError(f"std must be a finite number >= 0 or None, got {std!r}")
+        self.std = None if std is None else float(std)
+        self.per_graph = bool(per_graph)
+
+    def perturb(
+        self, h: torch.Tensor, std: float, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        hd = h.detach().to(torch.float64)
+        noise = R.normal(tuple(hd.shape), float(std), generator=generator, dtype=torch.float64,
+                         device=hd.device)
+        return hd + noise
+
+    def stds(self, sizes: list[int]) -> list[float]:
+        """The std each graph gets (see the class docstring)."""
+        if self.std is not None:
+            return [self.std] * len(sizes)
+        if self.per_graph:
+            return [1.0 / int(n) for n in sizes]
+        return [1.0 / int(sizes[0])] * len(sizes) if sizes else []
+
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
+        std = f"{self.std:g}" if self.std is not None else (
+            "1/n" if self.per_graph else "1/n of the first graph")
+        note = (
+            f"NOT differentially private: paper-code reference mode, Gaussian noise of std {std} "
+            "(called epsilon in the authors' code) on unbounded embeddings"
+        )
+        return accountant.add_pure(self.name, math.inf, count=count, note=note)
+
+    def release(
+        self,
+        embeddings: list[torch.Tensor],
+        graph_ids: torch.Tensor,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None = None,
+    ) -> GraphRelease:
+        accountant.mark_reproducible(generator)
+        stds = self.stds([int(h.size(0)) for h in embeddings])
+        values = [self.perturb(h, s, generator).float().cpu()
+                  for h, s in zip(embeddings, stds, strict=True)]
+        self.account(accountant)
+        meta = {"mechanism": self.name, "std": self.std, "per_graph": self.per_graph,
+                "differentially_private": False}
+        return GraphRelease("values", values, graph_ids.cpu(), meta)
+
+    def __repr__(self) -> str:
+        return f"PaperCodeGaussian(std={self.std}, per_graph={self.per_graph})"

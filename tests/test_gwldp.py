@@ -1,0 +1,253 @@
+"""GW-LDP end to end on small synthetic graphs: the server's GW (POT), the SVM, the federated
+fit, the release (once, checkpointed), the report's unit and scope, DP-FedAvg, and the refusals
+of the paper-code reference mode."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import pytest
+import torch
+from lightning_dpgnn.callbacks import PrivacyBudget
+from lightning_dpgnn.callbacks.privacy_budget import BudgetExceededError
+from torch_geometric.data import Data
+
+from lightning_dpgnn import GWLDP, gw
+from lightning_dpgnn.data import GraphDataModule
+from lightning_dpgnn.privacy import MatrixMultiBit
+
+
+def _cycle(n: int) -> torch.Tensor:
+    a = torch.arange(n)
+    ei = torch.stack([a, (a + 1) % n])
+    return torch.cat([ei, ei.flip(0)], 1)
+
+
+def _star(n: int) -> torch.Tensor:
+    leaves = torch.arange(1, n)
+    ei = torch.stack([torch.zeros_like(leaves), leaves])
+    return torch.cat([ei, ei.flip(0)], 1)
+
+
+def toy_graphs(count: int = 40, seed: int = 0) -> list[Data]:
+    """Cycles (label 0) and stars (label 1) of 5-8 nodes with one-hot-degree-ish features."""
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for i in range(count):
+        n = int(rng.integers(5, 9))
+        label = i % 2
+        ei = _star(n) if label else _cycle(n)
+        deg = torch.bincount(ei[0], minlength=n).clamp(max=3)
+        x = torch.nn.functional.one_hot(deg, 4).float()
+        graphs.append(Data(x=x, edge_index=ei, y=torch.tensor([label]), num_nodes=n))
+    return graphs
+
+
+def toy_dm(**kw) -> GraphDataModule:
+    kw = {"split": (0.6, 0.2, 0.2), "num_clients": 4, "dirichlet_alpha": 5.0, **kw}
+    return GraphDataModule("toy", graphs=toy_graphs(), **kw)
+
+
+def trainer(rounds: int = 3, **kw) -> L.Trainer:
+    return L.Trainer(
+        max_epochs=rounds, logger=False, enable_progress_bar=False, enable_model_summary=False,
+        enable_checkpointing=False, num_sanity_val_steps=0, **kw,
+    )
+
+
+SMALL_GRID = {"svm_c_grid": [0.1, 10.0], "svm_gamma_grid": [1.0, 8.0]}
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+# ------------------------------------------------------------------ the server (POT)
+def test_gw_of_a_graph_with_itself_is_zero_and_permutation_invariant() -> None:
+    g = toy_graphs(4)[1]
+    c = gw.structure_cost(g.edge_index, g.num_nodes)
+    assert gw.gw_discrepancy(c, c) == pytest.approx(0.0, abs=1e-10)
+    perm = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(0))
+    cp = c[np.ix_(perm.numpy(), perm.numpy())]
+    other = gw.structure_cost(_cycle(6), 6)
+    assert gw.gw_discrepancy(cp, other) == pytest.approx(gw.gw_discrepancy(c, other), rel=1e-6)
+    h = torch.rand(g.num_nodes, 3, generator=torch.Generator().manual_seed(1))
+    ch = gw.embedding_cost(h)
+    assert ch.max() == pytest.approx(1.0)
+    assert gw.gw_discrepancy(ch, gw.embedding_cost(h[perm])) == pytest.approx(0.0, abs=1e-10)
+    # FGW with the features: zero with itself, positive against another graph
+    m = gw.feature_cost(g.x, g.x)
+    assert gw.gw_discrepancy(c, c, m) == pytest.approx(0.0, abs=1e-10)
+
+
+def test_all_pairs_are_symmetric_cached_and_separate_the_classes(tmp_path: Path) -> None:
+    graphs = toy_graphs(20)
+    costs = [gw.structure_cost(g.edge_index, g.num_nodes) for g in graphs]
+    d = gw.pairwise_discrepancy(costs, cache_dir=tmp_path)
+    assert np.allclose(d, d.T) and np.allclose(np.diag(d), 0)
+    (cached,) = tmp_path.glob("gw-*.npy")
+    marked = d.copy()
+    marked[0, 1] = 123.0
+    np.save(cached, marked)  # a rerun reads the cache, it does not recompute
+    assert gw.pairwise_discrepancy(costs, cache_dir=tmp_path)[0, 1] == 123.0
+    assert not (tmp_path / "other").exists()
+    costs2 = [c.copy() for c in costs]
+    costs2[0][0, 1] += 1.0  # other inputs, another key
+    assert gw.pairwise_discrepancy(costs2, cache_dir=tmp_path)[0, 1] != 123.0
+    y = np.array([int(g.y) for g in graphs])
+    acc, params = gw.svm_split(d, y, np.arange(0, 12), np.arange(12, 16), np.arange(16, 20),
+                               c_grid=[1.0, 10.0], gamma_grid=[1.0, 4.0])
+    assert acc == 1.0 and set(params) == {"C", "gamma"}
+    res = gw.svm_nested_cv(d, y, outer_splits=2, test_size=0.25, inner_folds=3,
+                           c_grid=[1.0], gamma_grid=[1.0, 4.0])
+    assert len(res.accuracies) == 2 and res.mean == 1.0
+    assert gw.knn_accuracy(d, y, np.arange(12), np.arange(12, 20), k=3) == 1.0
+
+
+
+def test_clustering_in_discrepancy_space_recovers_separated_groups() -> None:
+    rng = np.random.default_rng(0)
+    pts = np.concatenate([rng.normal(0, 0.1, (15, 2)), rng.normal(3, 0.1, (15, 2)),
+                          rng.normal((0, 3), 0.1, (15, 2))])
+    d = np.linalg.norm(pts[:, None] - pts[None], axis=-1)
+    truth = np.repeat([0, 1, 2], 15)
+    for method in ("spectral", "kmedoids"):
+        scores = gw.cluster_scores(gw.cluster(d, 3, method, gamma=8.0), truth)
+        assert scores["nmi"] > 0.95 and scores["ari"] > 0.95, method
+
+
+# ------------------------------------------------------------------ the pipeline
+def test_tiny_pipeline_clients_release_gw_svm_runs_in_seconds() -> None:
+    dm = toy_dm()
+    model = GWLDP(epsilon=4.0, gnn="gcn", local_epochs=2, seed=0, **SMALL_GRID)
+    tr = trainer(3)
+    tr.fit(model, dm)
+    rel = model.release()
+    assert len(rel) == 40 and rel.kind == "codes"
+    assert [c.shape[0] for c in rel.matrices] == [int(dm.dataset[int(i)].num_nodes)
+                                                  for i in rel.graph_ids]
+    out = tr.test(model, dm, verbose=False)[0]
+    assert 0.0 <= out["test/svm_acc"] <= 1.0 and "test/acc" in out
+    report = model.privacy_spent()
+    assert report.level == "ldp" and report.epsilon == pytest.approx(4.0)
+    assert "one client's whole graph" in report.unit
+    assert "number of nodes is public" in report.unit  # the size decision
+    assert "FedAvg model updates are sent in the clear" in report.unit  # the scope
+    assert report.count("gwldp/multibit") == 1
+
+
+def test_the_release_is_drawn_once_and_restored_from_a_checkpoint(tmp_path: Path) -> None:
+    dm = toy_dm()
+    model = GWLDP(epsilon=2.0, gnn="gcn", seed=0)
+    tr = trainer(2)
+    tr.fit(model, dm)
+    first = [c.clone() for c in model.release().matrices]
+    path = tmp_path / "gw.ckpt"
+    tr.save_checkpoint(path)
+    tr.fit(model, dm)  # a second fit keeps the release: no second draw, no second epsilon
+    assert all(torch.equal(a, b) for a, b in zip(first, model.release().matrices, strict=True))
+    assert model.privacy_spent().epsilon == pytest.approx(2.0)
+    restored = GWLDP.load_from_checkpoint(path)
+    assert all(torch.equal(a, b) for a, b in zip(first, restored.release().matrices, strict=True))
+    assert restored.privacy_spent().epsilon == pytest.approx(2.0)
+    assert restored.net is not None
+
+
+def test_clustering_of_the_release_is_scored_against_the_labels() -> None:
+    model = GWLDP(mode="none", gnn="gcn", seed=0)
+    tr = trainer(2)
+    tr.fit(model, toy_dm(num_clients=None))
+    out = model.cluster_release(method="kmedoids")
+    assert len(out["labels"]) == 40 and -1.0 <= out["ari"] <= 1.0 and 0.0 <= out["nmi"] <= 1.0
+
+
+def test_a_published_model_loads_back_with_its_release(tmp_path: Path) -> None:
+    model = GWLDP(epsilon=2.0, gnn="gcn", seed=0)
+    trainer(1).fit(model, toy_dm())
+    model.save_pretrained(tmp_path / "gw")
+    back = GWLDP.from_pretrained(tmp_path / "gw")
+    assert back.privacy_spent().epsilon == pytest.approx(2.0)
+    assert all(torch.equal(a, b) for a, b in
+               zip(model.release().matrices, back.release().matrices, strict=True))
+
+
+def test_gin_padded_release_hides_the_size() -> None:
+    dm = toy_dm()
+    model = GWLDP(epsilon=1.0, gnn="gin", gnn_hidden=8, gnn_layers=2, size="padded", n_max=8,
+                  seed=0)
+    trainer(1).fit(model, dm)
+    assert {c.shape for c in model.release().matrices} == {(8, 8)}
+    assert "n_max=8" in model.privacy_spent().unit
+
+
+def test_fgw_uses_the_released_rows_as_features() -> None:
+    model = GWLDP(mode="none", gnn="gcn", seed=0, fgw_alpha=0.5, **SMALL_GRID)
+    tr = trainer(1)
+    tr.fit(model, toy_dm())
+    d_fgw = model.discrepancy()
+    model.hparams.fgw_alpha = None
+    model._discrepancy = None
+    assert not np.allclose(d_fgw, model.discrepancy())  # the feature term changes D
+
+
+def test_clear_mode_is_non_private() -> None:
+    model = GWLDP(mode="none", gnn="gcn", seed=0)
+    trainer(1).fit(model, toy_dm())
+    report = model.privacy_spent()
+    assert report.level == "none" and math.isinf(report.epsilon)
+    assert model.release().kind == "values"
+
+
+def test_dp_fedavg_is_calibrated_accounted_and_composed_with_the_release() -> None:
+    model = GWLDP(epsilon=1.0, gnn="gcn", seed=0, dp_fedavg=True, fedavg_epsilon=2.0,
+                  fedavg_clip=0.5)
+    dm = toy_dm()
+    tr = trainer(3, callbacks=[PrivacyBudget(epsilon=10.0)])
+    tr.fit(model, dm)
+    report = model.privacy_spent()
+    assert report.count("gwldp/dp-fedavg") == 3 and report.count("gwldp/multibit") == 1
+    assert report.delta == pytest.approx(0.01)  # 40 graphs: below 1/40
+    assert 2.0 < report.epsilon < 3.5  # both parts, composed by RDP (pure-DP RDP is loose)
+    assert "DP-FedAvg model updates" in report.unit
+    assert model.hparams.fedavg_noise_multiplier > 0
+
+
+def test_budget_refuses_a_release_over_it() -> None:
+    model = GWLDP(epsilon=4.0, gnn="gcn", seed=0)
+    with pytest.raises(BudgetExceededError):
+        trainer(1, callbacks=[PrivacyBudget(epsilon=1.0)]).fit(model, toy_dm())
+
+
+# ------------------------------------------------------------------ the paper-code reference mode
+def test_paper_code_mode_is_refused_by_the_budget_and_the_zoo(tmp_path: Path) -> None:
+    from lightning_dpgnn.zoo import hub
+
+    with pytest.raises(BudgetExceededError):
+        trainer(1, callbacks=[PrivacyBudget(epsilon=100.0)]).fit(
+            GWLDP(mode="paper-code", gnn="gcn", seed=0), toy_dm()
+        )
+    model = GWLDP(mode="paper-code", gnn="gcn", seed=0)
+    trainer(1).fit(model, toy_dm())
+    report = model.privacy_spent()
+    assert math.isinf(report.epsilon) and "NOT differentially private" in report.unit
+    assert any("NOT differentially private" in r for r in hub.publication_refusals(model))
+    with pytest.raises(hub.PublishError):
+        model.save_pretrained(tmp_path / "out")
+    assert model.release().kind == "values"
+
+
+def test_mechanism_is_the_one_declared() -> None:
+    model = GWLDP(epsilon=3.0, m=1, size="padded", n_max=30)
+    mech = model.release_mechanism()
+    assert isinstance(mech, MatrixMultiBit) and mech.n_max == 30 and mech.epsilon == 3.0
+    with pytest.raises(ValueError):
+        GWLDP(mode="ldp", size="padded")  # n_max must be declared
+    with pytest.raises(ValueError):
+        GWLDP(dp_fedavg=True)  # a noise multiplier or a target is needed
