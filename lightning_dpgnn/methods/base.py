@@ -152,7 +152,7 @@ class PrivateModule(
 
     Every method is also a :class:`huggingface_hub.ModelHubMixin`: ``save_pretrained(dir)``,
     ``push_to_hub(repo_id)`` and ``Method.from_pretrained(repo_id_or_dir)`` write, publish and
-    load the model with its privacy report and model card (:mod:`lightning_dpgnn.zoo.hub`);
+    load the model with its privacy report and model card (:mod:`lightning_dpgnn.publish.hub`);
     publishing refuses models whose guarantee would not hold.
 
     Args:
@@ -904,7 +904,7 @@ class PrivateModule(
             )
         self.load_privacy_state(state)
 
-    # -- the hub (huggingface_hub.ModelHubMixin; the format lives in lightning_dpgnn.zoo.hub) ---
+    # -- the hub (huggingface_hub.ModelHubMixin; the format lives in lightning_dpgnn.publish.hub) ---
     def save_pretrained(  # type: ignore[override]
         self,
         save_directory: str | Path,
@@ -917,9 +917,9 @@ class PrivateModule(
         """Write the model to ``save_directory`` in the hub layout (safetensors weights,
         ``config.json``, cached mechanism outputs, ``privacy_report.json``, ``README.md``).
 
-        Refuses (:class:`~lightning_dpgnn.zoo.hub.PublishError`) models whose noise was
+        Refuses (:class:`~lightning_dpgnn.publish.hub.PublishError`) models whose noise was
         reproducible, whose report is missing, or whose fit was halted or over budget.
-        ``model_card_kwargs`` go to :func:`lightning_dpgnn.zoo.card.model_card` (dataset,
+        ``model_card_kwargs`` go to :func:`lightning_dpgnn.publish.card.model_card` (dataset,
         split, accuracy, command, ...)."""
         from lightning_dpgnn.publish import hub
 
@@ -980,7 +980,7 @@ class PrivateModule(
     ) -> PrivateModule:
         """Load a published model from a local folder or a hub repository (cached; offline
         with ``HF_HUB_OFFLINE=1``). The folder's report must verify against its config,
-        weights and cached outputs (:class:`~lightning_dpgnn.zoo.hub.VerificationError`).
+        weights and cached outputs (:class:`~lightning_dpgnn.publish.hub.VerificationError`).
         ``PrivateModule.from_pretrained`` builds whichever method the folder holds."""
         from lightning_dpgnn.publish import hub
 
