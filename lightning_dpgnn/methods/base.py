@@ -904,7 +904,7 @@ class PrivateModule(
             )
         self.load_privacy_state(state)
 
-    # -- the hub (huggingface_hub.ModelHubMixin; the format lives in lightning_dpgnn.publish.hub) ---
+    # -- the hub (huggingface_hub.ModelHubMixin; the format is lightning_dpgnn.publish.hub) --
     def save_pretrained(  # type: ignore[override]
         self,
         save_directory: str | Path,
