@@ -20,6 +20,7 @@ from lightning_dpgnn.data import (
     PRIVACY_LEVELS,
     BoundDegree,
     FilterClassByCount,
+    GraphDataModule,
     KeepClasses,
     NodeDataModule,
     NodeSplit,
@@ -308,6 +309,8 @@ def _recipe_level(model: dict) -> str:
         return "node"
     if cls in ("MLP", "SAGE"):
         return "none"
+    if cls == "GWLDP":  # its mode: "ldp" (the default), "none" or the paper-code reference
+        return "none" if model["init_args"].get("mode") == "none" else "ldp"
     return model["init_args"].get("privacy", "edge")
 
 
@@ -317,13 +320,15 @@ def test_recipes_read_nothing_private(path: Path) -> None:
     assert "noise_seed" not in str(cfg)
     level = _recipe_level(cfg["model"])
     args = dict(cfg["data"]["init_args"])
-    dm = NodeDataModule(**args)  # nothing is loaded: private_reads needs no data
+    module = {"lightning_dpgnn.data.NodeDataModule": NodeDataModule,
+              "lightning_dpgnn.data.GraphDataModule": GraphDataModule}[cfg["data"]["class_path"]]
+    dm = module(**args)  # nothing is loaded: private_reads needs no data
     assert dm.private_reads(level) == [], (path.name, level)
     if level in ("edge", "node"):
         assert args.get("remove_isolated") is False
     if level in ("node", "ldp") and args["name"].startswith("facebook100/"):
         assert args["classes"] == [2005, 2006, 2007, 2008, 2009]
-    if level == "ldp":
+    if level == "ldp" and module is NodeDataModule:
         assert args["feature_bounds"] == [0.0, 1.0]
 
 
