@@ -9,7 +9,7 @@ confidence. Each run has fresh (entropy-seeded) noise and its own gadget feature
 
 * ``GAP eps 1 (defaults)``: GAP at epsilon 1 with its defaults (2 hops and the label counts:
   3 Gaussians at one noise multiplier), so one call is accounted at about 0.55;
-* ``GAP eps 2, 1 hop``: the setting of ``tests/attacks/test_privacy_audit.py`` (one hop, no
+* ``GAP eps 2, 1 hop``: the setting of ``tests/callbacks/test_privacy_audit.py`` (one hop, no
   label counts: one call is the whole aggregation spend, 2.0).
 
 Rows go to ``results/audit_power.jsonl`` (re-running skips what is done); ``--summary`` (or

@@ -193,7 +193,7 @@ WHOLE_FITS = {
                             batch_size=512), CSBM),
     "EdgeRand": (lambda: EdgeRand(epsilon=2.0, epochs=1), CSBM),
     "LPGNN": (lambda: LPGNN(x_eps=1.0, y_eps=2.0), LDP),
-    # LPGNN predicts on a new graph only without a noise draw (tests/test_inductive.py)
+    # LPGNN predicts on a new graph only without a noise draw (tests/methods/test_inductive.py)
     "LPGNN-clear": (lambda: LPGNN(x_eps=math.inf, y_eps=2.0), LDP),
     "PGC": (lambda: PGC(x_eps=2.0), LDP),
     "MLP": (lambda: MLP(privacy="none", epochs=1), CSBM),

@@ -24,7 +24,7 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
   logged; the fit announces its stages once (the model owns its epochs, so Lightning's
   "``max_epochs=N`` reached" line, which would contradict ``Trainer(max_epochs)``, is left out).
 
-``tests/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks stage switching,
+``tests/loops/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks stage switching,
 dataloader reloading or checkpoint resume.
 """
 

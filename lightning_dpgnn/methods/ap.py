@@ -630,7 +630,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def _split_logits(self, data: Data, split: str) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and labels of the nodes of ``split`` only (``"val"``, ``"test"``): the
         submodels are row-wise in eval mode, so these equal the rows of :meth:`_logits`
-        (tests/test_speed_paths.py), at a fraction of the cost. Inputs are gathered once per
+        (tests/methods/test_speed_paths.py), at a fraction of the cost. Inputs are gathered once per
         stage and cached aggregates."""
         index = self.eval_stage()
         if index > 0 or not self._in_fit():  # outside a fit only a fitted model predicts

@@ -28,7 +28,8 @@ Why not opacus' public ``PrivacyEngine.make_private(..., grad_sample_mode="ghost
 require that the public path does not give:
 
 1. *Noise source* (invariant no-replay; ``tests/privacy/test_random.py`` and
-   ``tests/test_privacy_budget.py::test_secure_mode_covers_dpsgd_noise_and_batches``): opacus
+   ``tests/callbacks/test_privacy_budget.py::test_secure_mode_covers_dpsgd_noise_and_batches``):
+   opacus
    draws gradient noise from ``torch.normal`` with an optional ``torch.Generator``, and its
    secure mode needs ``torchcsprng``. Our secure mode draws from the OS CSPRNG through
    :mod:`lightning_dpgnn.privacy.random`, so ``add_noise`` is overridden; it keeps opacus'

@@ -30,7 +30,7 @@ def test_a_loaded_gap_runs_the_mechanism_on_your_graph_with_its_own_report(gap_e
     first = published.predict_step(yours, 0)
     second = published.predict_step(yours, 0)
     # one release per graph: a repeated call reads it again (averaging fresh draws would spend
-    # more than the report says; tests/test_gap.py has the attack)
+    # more than the report says; tests/methods/test_gap.py has the attack)
     assert first.shape == (500, 5) and torch.equal(first, second)
     report = published.last_inference_report
     assert report.count("pma") == 2 and report.level == "edge"
@@ -73,7 +73,7 @@ LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0
 
 @pytest.mark.parametrize("make", [
     # LPGNN with noisy features refuses a new graph: it fitted its training collection's noise
-    # draw (tests/test_inductive.py); with clear or ad-hoc features no noise is drawn
+    # draw (tests/methods/test_inductive.py); with clear or ad-hoc features no noise is drawn
     lambda: __import__("lightning_dpgnn").PGC(x_eps=2.0),
 ], ids=["pgc"])
 def test_a_loaded_ldp_model_predicts_from_your_nodes_private_features(make, tmp_path):
