@@ -24,6 +24,7 @@ fresh noise.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal
 
 import torch
@@ -257,6 +258,12 @@ class ProGAP(AggregationPerturbationModule):
         ]
         net = members[0] if len(members) == 1 else ProGAPEnsemble(members)
         self.network = self._dp_wrap(net, "ProGAP network")
+        #: base MLP ``k`` as NAP ``k + 1`` read it when it was released: progressive training
+        #: keeps training the base after its NAP is cached, so a new graph's NAP must use the
+        #: weights of the release (the function the later stages were trained on), not today's
+        self.release_bases = nn.ModuleList(
+            copy.deepcopy(net.base[k]).requires_grad_(False) for k in range(hp.depth)
+        )
 
     def _net(self) -> ProGAPNetwork | ProGAPEnsemble:
         m = self.network
@@ -324,7 +331,8 @@ class ProGAP(AggregationPerturbationModule):
         ``fit=True``: the fit's NAP, on every rank together (``inputs``: this rank's rows;
         the noise is drawn once, see ``_aggregate_once``)."""
         k = len(inputs) - 1
-        embeddings = self._eval_forward(self._net().base[k], inputs[k])
+        base = self._net().base[k] if fit else self.release_bases[k]  # a new graph: as released
+        embeddings = self._eval_forward(base, inputs[k])
         if fit:
             embeddings = self._gather(embeddings)
         out = self._aggregate_once(embeddings, graph, accountant, generator, k, fit=fit)
@@ -347,6 +355,8 @@ class ProGAP(AggregationPerturbationModule):
 
     def on_stage_releases(self, stage_index: int, drawn: list[str]) -> None:
         if self._nap_name(stage_index) in drawn:
+            k = stage_index - 1  # the base MLP this NAP read, as it was at the release
+            self.release_bases[k].load_state_dict(self._net().base[k].state_dict())
             self._net().enter_stage(stage_index, self.warm_start)
 
     # -- inference -----------------------------------------------------------------------------
