@@ -52,7 +52,8 @@ def configs(dataset: str, edge_units=("undirected",)):
             e,
             "node",
             lambda s, e=e: DPGNNModel(
-                epsilon=e, max_degree=S.MAX_DEGREE[dataset], seed=s, delta=S.PAPER_DELTA, **S.DPGNN
+                epsilon=e, max_degree=S.MAX_DEGREE[dataset], seed=s, delta=S.PAPER_DELTA,
+                **S.DPGNN,
             ),
         )
 
@@ -69,7 +70,8 @@ def recipes() -> dict[str, dict]:
                 "lightning_dpgnn.EdgeRand", {"epsilon": 4.0, **S.SAGE}, data, 100, "edge"
             ),
             f"dpgnn-node-{short}": S.recipe(
-                "lightning_dpgnn.DPGNN", {"epsilon": 8.0, **S.DPGNN, **S.node_degree(data)},
+                "lightning_dpgnn.DPGNN",
+                {"epsilon": 8.0, **S.DPGNN, **S.node_degree(data), "delta": S.PAPER_DELTA},
                 data, 10, "node",
             ),
         }  # fmt: skip
