@@ -207,19 +207,11 @@ def card_privacy(model: PublishableModel) -> dict[str, Any]:
     guarantees lists each under ``guarantees`` (never added)."""
     r = model.privacy_spent()
     if len(r.guarantees) > 1:
-        return {
-            "guarantees": [{"name": n, **guarantee_meta(g)} for n, g in r.guarantees.items()],
-            "secure_randomness": r.secure_randomness,
-            "reproducible_noise": r.reproducible_noise,
-            "noise_multiplier": model.noise_multiplier,
-        }
+        what = {"guarantees": [{"name": n, **guarantee_meta(g)} for n, g in r.guarantees.items()]}
+    else:
+        what = guarantee_meta(r)
     return {
-        "level": r.level,
-        "unit": r.unit or ("none" if r.level == "none" else ""),
-        "epsilon": None if math.isinf(r.epsilon) else round(float(r.epsilon), 6),
-        "epsilon_is_infinite": math.isinf(r.epsilon),
-        "delta": float(r.delta),
-        "accountant": r.accountant,
+        **what,
         "secure_randomness": r.secure_randomness,
         "reproducible_noise": r.reproducible_noise,
         "noise_multiplier": model.noise_multiplier,
