@@ -66,6 +66,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
 
     mechanism_name = "aggregation"
     checkpoint_key = "ap"
+    caches = ("_features_cache_lc", "_local_view")  # declared (PrivateModule.reset_caches)
     #: what a hub folder published before a hyper-parameter existed was made with (read by
     #: ``lightning_dpgnn.publish.hub.read_folder``): the papers' model had no label counts
     legacy_hparams = {"label_counts": False}

@@ -179,6 +179,9 @@ class PrivateModule(
 
     #: arguments of a base class that the subclass sets itself: not the user's to pass
     fixed_arguments: tuple[str, ...] = ()
+    #: declared caches: attributes holding views derived from the data or the releases (each
+    #: class lists its own; :meth:`reset_caches` drops every one of the hierarchy)
+    caches: tuple[str, ...] = ("_graph_on_device",)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> PrivateModule:
         """Refuse a keyword argument the class does not take, naming the class the user
@@ -768,11 +771,20 @@ class PrivateModule(
                 f"{type(launcher).__name__} is not supported (see docs/distributed.md)"
             )
 
+    def reset_caches(self) -> None:
+        """Drop every declared cache (:attr:`caches` of each class of the model) and the
+        derived forms of tensors (:func:`~lightning_dpgnn.caches.clear_caches`); they are
+        rebuilt on demand. Called when a fit starts and ends."""
+        for klass in type(self).__mro__:
+            for name in vars(klass).get("caches", ()):
+                self.__dict__.pop(name, None)
+        clear_caches()
+
     def on_fit_end(self) -> None:
-        self.__dict__.pop("_graph_on_device", None)  # the fit's copy of the graph (on_device)
-        clear_caches()  # derived forms of the fit's tensors (CSR adjacency, transposes)
+        self.reset_caches()  # the fit's copy of the graph, its rows, views and derived forms
 
     def on_fit_start(self) -> None:
+        self.reset_caches()  # views built before this fit (another data module, a restore)
         self._halt_reason = None
         self.fit_end_reason = None
         self.privacy_halted = False

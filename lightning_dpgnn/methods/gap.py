@@ -117,6 +117,7 @@ class GAP(AggregationPerturbationModule):
     """
 
     mechanism_name = "pma"
+    caches = ("_hop0_cache",)  # declared (PrivateModule.reset_caches)
     checkpoint_key = "gap"
 
     def __init__(

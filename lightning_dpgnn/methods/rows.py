@@ -31,6 +31,8 @@ BATCH_STREAM, GRADIENT_STREAM = 1_000, 2_000_000
 
 
 class RowTrainingMixin:
+    caches = ("_rows_cache", "_features_cache")  # declared caches (PrivateModule.reset_caches)
+
     """Mixin for a :class:`~lightning_dpgnn.methods.base.PrivateModule` trained on node rows.
 
     Subclasses say whether any step of the fit is a DP-SGD step (:meth:`uses_dpsgd`), build

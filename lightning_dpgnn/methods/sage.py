@@ -38,6 +38,7 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
     """Full-batch GraphSAGE (:class:`SAGENet`) on the graph :meth:`training_edges` returns."""
 
     fixed_arguments: tuple[str, ...] = ("privacy", "epsilon", "delta")
+    caches = ("_adjacency", "_features_cache")  # declared (PrivateModule.reset_caches)
 
     def __init__(
         self,
@@ -93,7 +94,7 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
 
     def _adj(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
         """``edge_index`` in the network's fast form, converted once per edge tensor."""
-        cached = self._adjacency
+        cached = getattr(self, "_adjacency", None)
         if cached is None or cached[0] is not edge_index:
             self._adjacency = (edge_index, self.net.adjacency(edge_index, num_nodes))
         return self._adjacency[1]
