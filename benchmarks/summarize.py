@@ -46,7 +46,8 @@ gwldp_clustering gwldp_clustering.jsonl                       gwldp_clustering.m
 
 ``--no-doc`` writes the results folder only. The scripts that write their table after a run
 (``reference_parity.py``, ``speed.py``, ``ddp.py``), the ``--summarize`` flags of
-``audit_attacks.py``, ``mia_diagnosis.py`` and ``mia_recalibration.py`` and the ``--summary``
+``audit_attacks.py``, ``mia_diagnosis.py``, ``mia_recalibration.py``, ``gwldp_accuracy.py`` and
+``gwldp_clustering.py`` and the ``--summary``
 flags of ``honest_degree_bound.py`` and ``audit_power.py`` call the functions here. Every
 generated table says which command and which library revisions made it (:func:`made_by`),
 except ``degree_bound`` and ``audit_power``, which keep the format they were committed with
