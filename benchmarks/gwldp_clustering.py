@@ -2,113 +2,126 @@
 Fig. 2): ``--graphs`` centres drawn per seed, pseudo-label = the centre's label, 10 clients
 (Dirichlet 1.0); FedAvg of the GCN on the pseudo-labels; the server clusters the released
 graphs into 6 clusters (spectral on ``exp(-gamma D / max D)``, and k-medoids on D) and the
-clusters are scored against the pseudo-labels (NMI, ARI). Rows: GW_A of the raw ego graphs,
-clear embeddings, and the sound LDP release at a few epsilons per graph (n public).
-Single-threaded; ``results/gwldp_clustering.jsonl`` + ``.md`` (mean, 95% bootstrap CI).
+clusters are scored against the pseudo-labels (NMI, ARI). Rows (``settings.GWLDP_CLUSTERING_ROWS``):
+GW_A of the raw ego graphs, clear embeddings, and the sound LDP release at a few epsilons per
+graph (n public, ``settings.GWLDP_EPSILONS``).
 
-    OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/gwldp_clustering.py
+One cell per (row, epsilon, clustering, seed), run by ``common.run_cells`` (a re-run skips the
+cells already in the file; a seed's model is trained only when one of its cells is missing).
+Rows go to ``results/gwldp_clustering.jsonl``; the table (mean, 95% bootstrap CI; docs/gwldp.md)
+is ``summarize.py gwldp_clustering``, also written after a run (``--summarize``: the table only).
+Single-threaded:
+
+    OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets python benchmarks/gwldp_clustering.py
+    python benchmarks/summarize.py gwldp_clustering
+
+``--smoke`` (give ``--out``): one seed, one FedAvg round, 40 ego graphs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import warnings
 from pathlib import Path
 
-import numpy as np
-import torch
-from common import RESULTS, append, bootstrap_ci, code_revision, command_line, quiet_trainer
+import settings as S
+from common import RESULTS, add_smoke_flag, quiet_trainer, run_cells
 
 OUT = RESULTS / "gwldp_clustering.jsonl"
-EPSILONS = (4.0, 64.0)
+#: clustering method -> gamma of its affinity
+METHODS = (("spectral", 8.0), ("kmedoids", 1.0))
 
 
-def run_seed(seed: int, args, done: set[str], cache: Path) -> None:
-    from lightning_dpgnn import GWLDP, gw
+def train(seed: int, args) -> dict:
+    """A seed's ego graphs, FedAvg model and the clients' embeddings (shared by its cells)."""
+    from lightning_dpgnn import GWLDP
     from lightning_dpgnn.data import GraphDataModule
-    from lightning_dpgnn.privacy import MatrixMultiBit, PrivacyAccountant
 
     dm = GraphDataModule.ego(args.dataset, hops=1, num_graphs=args.graphs, sample_seed=seed,
                              split=(0.7, 0.2, 0.1), num_clients=10, dirichlet_alpha=1.0,
-                             partition_seed=seed, seed=seed, batch_size=64)
+                             partition_seed=seed, seed=seed, batch_size=64)  # fmt: skip
     dm.setup()
     graphs = list(dm.dataset)
     y = dm.graph_labels.numpy()
-    k = int(y.max()) + 1
     model = GWLDP(mode="none", gnn="gcn", seed=seed, local_epochs=1)
     quiet_trainer(max_epochs=args.rounds, num_sanity_val_steps=0).fit(model, dm)
-    h = model.node_embeddings(graphs)
-    base = {"seed": seed, "dataset": args.dataset, "hops": 1, "graphs": args.graphs,
-            "rounds": args.rounds, "k": k, "revision": code_revision(),
-            "command": command_line()}
+    return dict(graphs=graphs, y=y, k=int(y.max()) + 1, h=model.node_embeddings(graphs))
 
-    def score(row: str, d: np.ndarray, **extra) -> None:
-        for method, gamma in (("spectral", 8.0), ("kmedoids", 1.0)):
-            key = f"{row}|{extra.get('epsilon', '')}|{method}|{seed}"
-            if key in done:
-                continue
-            s = gw.cluster_scores(gw.cluster(d, k, method, gamma=gamma, seed=seed), y)
-            append(OUT, {"key": key, "row": row, "method": method, **extra, **s, **base})
-            print(f"seed {seed} {row} {extra} {method} {s}", flush=True)
 
-    d_a = gw.pairwise_discrepancy([gw.structure_cost(g.edge_index, g.num_nodes) for g in graphs],
-                                  cache_dir=cache)
-    score("gw_A", d_a)
-    score("clear_H", gw.pairwise_discrepancy([gw.embedding_cost(m) for m in h], cache_dir=cache))
-    ids = torch.arange(len(graphs))
-    for eps in EPSILONS:
+def cells(args, cache: Path):
+    """``(meta, fit)`` of every (seed, row, epsilon, clustering), seeds outermost
+    (:func:`common.run_cells`); a distance matrix is computed once for its two clusterings."""
+    import torch
+
+    from lightning_dpgnn import gw
+    from lightning_dpgnn.privacy import MatrixMultiBit, PrivacyAccountant
+
+    def gw_a(p):
+        costs = [gw.structure_cost(g.edge_index, g.num_nodes) for g in p["graphs"]]
+        return gw.pairwise_discrepancy(costs, cache_dir=cache)
+
+    def clear_h(p):
+        return gw.pairwise_discrepancy([gw.embedding_cost(m) for m in p["h"]], cache_dir=cache)
+
+    def ldp_h(p, eps):
         mech = MatrixMultiBit(eps)
-        rel = mech.release(h, ids, PrivacyAccountant("ldp"))
+        rel = mech.release(p["h"], torch.arange(len(p["graphs"])), PrivacyAccountant("ldp"))
         mats = [gw.embedding_cost(mech.rectify(c)) for c in rel.matrices]
-        score("ldp_H", gw.pairwise_discrepancy(mats, cache_dir=cache), epsilon=eps)
+        return gw.pairwise_discrepancy(mats, cache_dir=cache)
 
+    for seed in range(args.seeds):
+        seed_run = functools.cache(functools.partial(train, seed, args))
+        plan = [("gw_A", None, gw_a), ("clear_H", None, clear_h),
+                *[("ldp_H", eps, functools.partial(ldp_h, eps=eps)) for eps in args.epsilons]]
 
-def summarize() -> str:
-    rows = [json.loads(x) for x in OUT.read_text().splitlines() if x.strip()]
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["row"], r.get("epsilon"), r["method"]), []).append(r)
-    lines = ["| row | epsilon per graph | clustering | seeds | NMI (95% CI) | ARI (95% CI) |",
-             "|---|---|---|---|---|---|"]
-    order = {"gw_A": 0, "clear_H": 1, "ldp_H": 2}
-    for (row, eps, method), rs in sorted(groups.items(),
-                                         key=lambda kv: (order[kv[0][0]], kv[0][1] or 0,
-                                                         kv[0][2])):
-        nm, nlo, nhi = bootstrap_ci([r["nmi"] for r in rs])
-        am, alo, ahi = bootstrap_ci([r["ari"] for r in rs])
-        e = "inf" if eps is None else f"{eps:g}"
-        lines.append(f"| {row} | {e} | {method} | {len(rs)} | {nm:.3f} ({nlo:.3f}-{nhi:.3f}) |"
-                     f" {am:.3f} ({alo:.3f}-{ahi:.3f}) |")
-    rev = sorted({r["revision"] for r in rows})
-    r0 = rows[0]
-    return "\n".join(lines) + (
-        f"\n\n{r0['dataset']} 1-hop ego graphs of the largest component, {r0['graphs']} centres "
-        f"per seed, k = {r0['k']}; FedAvg GCN {r0['rounds']} rounds. Revision(s): "
-        f"{', '.join(rev)}. Command: `{r0['command']}`\n"
-    )
+        for row, eps, d_of in plan:
+            distances = functools.cache(lambda d_of=d_of, seed_run=seed_run: d_of(seed_run()))
+            extra = {} if eps is None else {"epsilon": eps}
+            for method, gamma in METHODS:
+
+                def fit(method=method, gamma=gamma, distances=distances, seed_run=seed_run,
+                        row=row, extra=extra, seed=seed):
+                    p = seed_run()
+                    labels = gw.cluster(distances(), p["k"], method, gamma=gamma, seed=seed)
+                    s = gw.cluster_scores(labels, p["y"])
+                    print(f"seed {seed} {row} {extra} {method} {s}", flush=True)
+                    return {**s, "k": p["k"]}
+
+                meta = {"key": f"{row}|{'' if eps is None else eps}|{method}|{seed}", "row": row,
+                        "method": method, **extra, "seed": seed, "dataset": args.dataset,
+                        "hops": 1, "graphs": args.graphs, "rounds": args.rounds}  # fmt: skip
+                yield meta, fit
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--dataset", default="citeseer")
     parser.add_argument("--graphs", type=int, default=300)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--cache", default="/tmp/gwldp-bench-cache")
-    parser.add_argument("--summarize", action="store_true")
+    parser.add_argument("--summarize", action="store_true",
+                        help="write the table of --out only (summarize.py gwldp_clustering)")
+    parser.add_argument("--epsilons", type=float, nargs="+", default=list(S.GWLDP_EPSILONS))
+    parser.add_argument("--out", type=Path, default=OUT)
+    add_smoke_flag(parser)
     args = parser.parse_args()
-    warnings.filterwarnings("ignore")
-    torch.set_num_threads(1)
+    if args.smoke:
+        if args.out == OUT:
+            parser.error("--smoke: give --out (smoke rows are no result)")
+        args.seeds, args.rounds = S.GWLDP_SMOKE["seeds"], S.GWLDP_SMOKE["rounds"]
+        args.graphs = S.GWLDP_SMOKE["graphs"]
     if not args.summarize:
-        done = set()
-        if OUT.exists():
-            done = {json.loads(x)["key"] for x in OUT.read_text().splitlines() if x.strip()}
-        for seed in range(args.seeds):
-            run_seed(seed, args, done, Path(args.cache))
-    md = summarize()
-    (RESULTS / "gwldp_clustering.md").write_text("# GW-LDP clustering (ego graphs)\n\n" + md)
-    print(md)
+        import torch
+
+        warnings.filterwarnings("ignore")
+        torch.set_num_threads(1)
+        run_cells(cells(args, Path(args.cache)), args.out, measured=False)
+    import summarize
+
+    print(summarize.gwldp_clustering(args.out))
 
 
 if __name__ == "__main__":

@@ -374,6 +374,24 @@ AUDIT_POWER_SETTINGS = {
 AUDIT_POWER_TRIALS = (20_000, 100_000, 300_000, 1_000_000)
 
 
+# -- GW-LDP (gwldp_accuracy.py, gwldp_clustering.py; summarize.py gwldp, gwldp_clustering) ----
+#: epsilons per graph of the sound LDP release (matrix multi-bit encoder, n public)
+GWLDP_EPSILONS = (4.0, 64.0)
+#: gwldp_accuracy.py: epsilons of the padded release (the size hidden)
+GWLDP_PADDED_EPSILONS = (64.0,)
+#: gwldp_accuracy.py: a public bound on the molecules' size, declared (not read off the data;
+#: MUTAG's largest has 28)
+GWLDP_N_MAX = 30
+#: gwldp_accuracy.py: its rows, in table order
+GWLDP_ROWS = ("size_only", "gw_A", "gcn_end_to_end", "clear_H", "ldp_H", "ldp_padded",
+              "noise_only", "paper_code")  # fmt: skip
+#: gwldp_clustering.py: its rows, in table order
+GWLDP_CLUSTERING_ROWS = ("gw_A", "clear_H", "ldp_H")
+#: ``--smoke`` of both GW-LDP scripts: graphs per seed (a seeded sample of MUTAG's / the ego
+#: centres), FedAvg rounds, one seed
+GWLDP_SMOKE = dict(graphs=40, rounds=1, seeds=1)
+
+
 # -- smoke runs --------------------------------------------------------------------------------
 SMOKE_DATASET = "csbm"
 #: the embedded csbm graph (2,000 nodes, 5 classes, generated in code): classes declared,

@@ -8,7 +8,7 @@ method), one cell of the others, a few thousand audit trials. ``DPGNN_BENCH_RESU
 ``docs/``, recipes and dataset counts go there too: the checkout is never written. The
 ``summarize`` step regenerates every table from the copied results and fails when a table or
 docs page differs from the checkout's (a table edited by hand, or rows changed without
-re-summarizing). Scripts that read real data (cora, Facebook100 Rutgers89) need
+re-summarizing). Scripts that read real data (cora, Facebook100 Rutgers89, MUTAG, CiteSeer) need
 ``DPGNN_DATA``; without it they are reported as skipped.
 
     OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/smoke.py
@@ -70,6 +70,16 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
         ("fit_memory", [fit_memory], False),
         ("gap_accuracy", [script("gap_accuracy", "--smoke", "--out", f"{r}/gap_smoke.jsonl")],
          False),
+        ("gwldp_accuracy", [
+            script("gwldp_accuracy", "--smoke", "--out", f"{r}/gwldp.jsonl", "--cache",
+                   f"{tmp}/gw-cache"),
+            script("gwldp_accuracy", "--summarize", "--out", f"{r}/gwldp.jsonl"),
+        ], True),
+        ("gwldp_clustering", [
+            script("gwldp_clustering", "--smoke", "--out", f"{r}/gwldp_cl.jsonl", "--cache",
+                   f"{tmp}/gw-cache"),
+            script("gwldp_clustering", "--summarize", "--out", f"{r}/gwldp_cl.jsonl"),
+        ], True),
         ("honest_degree_bound", [
             script("honest_degree_bound", "--smoke", "--out", f"{r}/honest_smoke.jsonl"),
             script("honest_degree_bound", "--summary", "--smoke", "--out",

@@ -36,11 +36,18 @@ speed           speed.jsonl                                   speed.md,
 ddp             ddp.jsonl                                     ddp.md
 degree_bound    honest_degree_bound.jsonl (+ progap rows)     honest_degree_bound.md
 audit_power     audit_power.jsonl                             audit_power.md
+gwldp           gwldp_accuracy.jsonl,                         gwldp_accuracy{,_gin}.md;
+                gwldp_accuracy_gin.jsonl
+                                                              docs/gwldp.md gwldp-results,
+                                                              gwldp-gin
+gwldp_clustering gwldp_clustering.jsonl                       gwldp_clustering.md;
+                                                              docs/gwldp.md gwldp-clustering
 ==============  ============================================  ==================================
 
 ``--no-doc`` writes the results folder only. The scripts that write their table after a run
 (``reference_parity.py``, ``speed.py``, ``ddp.py``), the ``--summarize`` flags of
-``audit_attacks.py``, ``mia_diagnosis.py`` and ``mia_recalibration.py`` and the ``--summary``
+``audit_attacks.py``, ``mia_diagnosis.py``, ``mia_recalibration.py``, ``gwldp_accuracy.py`` and
+``gwldp_clustering.py`` and the ``--summary``
 flags of ``honest_degree_bound.py`` and ``audit_power.py`` call the functions here. Every
 generated table says which command and which library revisions made it (:func:`made_by`),
 except ``degree_bound`` and ``audit_power``, which keep the format they were committed with
@@ -1705,6 +1712,125 @@ def ddp(path: Path | None = None, doc: bool = True) -> str:
     return ddp_report(load_rows(path or RESULTS / "ddp.jsonl"))
 
 
+# == GW-LDP (docs/gwldp.md) =================================================================
+#: gwldp_accuracy.py's results files (``--gnn``) -> the docs/gwldp.md markers of their tables
+GWLDP_FILES = {"gwldp_accuracy.jsonl": "gwldp-results", "gwldp_accuracy_gin.jsonl": "gwldp-gin"}
+GWLDP_NAMES = {
+    "size_only": "size only: SVM on abs(n_i - n_j) (no embedding at all)",
+    "gw_A": "GW_A of the raw graphs (shortest paths; reads the graphs in the clear)",
+    "gcn_end_to_end": "federated GNN, end to end (its own test accuracy)",
+    "clear_H": "GW of the clear FL embeddings H (non-private)",
+    "ldp_H": "GW of LDP embeddings H* (matrix multi-bit, n public)",
+    "ldp_padded": f"GW of LDP embeddings H*, padded to n_max = {S.GWLDP_N_MAX} (n protected)",
+    "noise_only": "GW of H* of a constant H (noise and size only)",
+    "paper_code": "GW of the paper-code release (std 1/n of the first graph; NOT "
+                  "differentially private)",
+}  # fmt: skip
+GWLDP_PROVENANCE = (
+    "Provenance: a row's `revision` is the checkout when its seed's rows were written. The "
+    "first pass (every row but `ldp_padded`) ran the library as of 235f85c, loaded when it "
+    "started; the `ldp_padded` pass ran it as of 45709ad, retraining the FedAvg models from "
+    "the same seeds (not checked to be bit-identical). The library commits in between "
+    "(cluster_release, fgw_alpha, building the GNN at construction when sizes are given) do "
+    "not touch the code these rows run. Full command: `OMP_NUM_THREADS=1 "
+    "DPGNN_DATA=../shared/datasets python benchmarks/gwldp_accuracy.py` (single-threaded; about "
+    "13 CPU-minutes for the first pass and at most 8 for the padded one)."
+)
+
+
+def gwldp_table(rows: list[dict], provenance: bool = False) -> str:
+    """The GW-LDP MUTAG table of ``gwldp_accuracy.py``'s rows: SVM and kNN-5 test accuracy
+    per (row, epsilon), mean and 95% bootstrap CI over seeds, and the setting it ran
+    (``provenance``: the note on the committed GCN rows, :data:`GWLDP_PROVENANCE`)."""
+    gnn = rows[0]["gnn"].upper() if rows else "GCN"
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["row"], r.get("epsilon")), []).append(r)
+    lines = [
+        "| row | epsilon per graph | seeds | SVM acc % (95% CI) | kNN-5 acc % (95% CI) |",
+        "|---|---|---|---|---|",
+    ]
+    order = {r: i for i, r in enumerate(S.GWLDP_ROWS)}
+    for (row, eps), rs in sorted(groups.items(), key=lambda kv: (order[kv[0][0]],
+                                                                 kv[0][1] or 0)):  # fmt: skip
+        m, lo, hi = bootstrap_ci([100 * r["test_acc"] for r in rs])
+        knn = [100 * r["knn5_acc"] for r in rs if "knn5_acc" in r]
+        kcell = "n/a"
+        if knn:
+            km, klo, khi = bootstrap_ci(knn)
+            kcell = f"{km:.1f} ({klo:.1f}-{khi:.1f})"
+        e = "inf" if row in ("clear_H", "gw_A", "gcn_end_to_end") else (
+            "none (not DP)" if row == "paper_code" else ("-" if eps is None else f"{eps:g}"))
+        lines.append(f"| {GWLDP_NAMES[row]} | {e} | {len(rs)} | {m:.1f} ({lo:.1f}-{hi:.1f}) | "
+                     f"{kcell} |")  # fmt: skip
+    rev = sorted({r["revision"] for r in rows})
+    cmd = rows[0]["command"] if rows else ""
+    return "\n".join(lines) + (
+        f"\n\nMUTAG, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg {gnn} "
+        f"{rows[0]['rounds']} rounds; SVM (C, gamma) chosen on the validation graphs. "
+        f"Revision(s): {', '.join(rev)}. Command: `{cmd}`\n"
+        + (f"\n{GWLDP_PROVENANCE}\n" if provenance and gnn == "GCN" else "")
+    )
+
+
+def gwldp(path: Path | None = None, doc: bool = True) -> str:
+    """``results/gwldp_accuracy.md`` and ``gwldp_accuracy_gin.md`` (each from its rows; with
+    ``path``: that file's table beside it), spliced into docs/gwldp.md (``gwldp-results``,
+    ``gwldp-gin``) when they are the results folder's files."""
+    paths = [path] if path else [RESULTS / n for n in GWLDP_FILES if (RESULTS / n).exists()]
+    out = []
+    for p in paths:
+        rows = load_rows(p)
+        table = gwldp_table(rows, provenance=p.name == "gwldp_accuracy.jsonl")
+        md = made_by("gwldp", [p.name], rows) + "\n\n" + table
+        p.with_suffix(".md").write_text(f"# GW-LDP on MUTAG ({rows[0]['gnn'].upper()})\n\n{md}")
+        marker = GWLDP_FILES.get(p.name)
+        if marker and p.resolve() == (RESULTS / p.name).resolve():
+            _splice_doc(doc, "gwldp.md", f"<!-- {marker}-begin -->", f"<!-- {marker}-end -->",
+                        md.rstrip("\n"))  # fmt: skip
+        out.append(md)
+    return "\n".join(out)
+
+
+def gwldp_clustering_table(rows: list[dict]) -> str:
+    """The GW-LDP clustering table of ``gwldp_clustering.py``'s rows: NMI and ARI per (row,
+    epsilon, clustering), mean and 95% bootstrap CI over seeds."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["row"], r.get("epsilon"), r["method"]), []).append(r)
+    lines = ["| row | epsilon per graph | clustering | seeds | NMI (95% CI) | ARI (95% CI) |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    order = {r: i for i, r in enumerate(S.GWLDP_CLUSTERING_ROWS)}
+    for (row, eps, method), rs in sorted(groups.items(),
+                                         key=lambda kv: (order[kv[0][0]], kv[0][1] or 0,
+                                                         kv[0][2])):  # fmt: skip
+        nm, nlo, nhi = bootstrap_ci([r["nmi"] for r in rs])
+        am, alo, ahi = bootstrap_ci([r["ari"] for r in rs])
+        lines.append(f"| {row} | {_eps(eps)} | {method} | {len(rs)} | {nm:.3f} ({nlo:.3f}-"
+                     f"{nhi:.3f}) | {am:.3f} ({alo:.3f}-{ahi:.3f}) |")  # fmt: skip
+    rev = sorted({r["revision"] for r in rows})
+    r0 = rows[0]
+    return "\n".join(lines) + (
+        f"\n\n{r0['dataset']} 1-hop ego graphs of the largest component, {r0['graphs']} centres "
+        f"per seed, k = {r0['k']}; FedAvg GCN {r0['rounds']} rounds. Revision(s): "
+        f"{', '.join(rev)}. Command: `{r0['command']}`\n"
+    )
+
+
+def gwldp_clustering(path: Path | None = None, doc: bool = True) -> str:
+    """``results/gwldp_clustering.md`` (beside ``path``), spliced into docs/gwldp.md
+    (``gwldp-clustering``) when it is the results folder's file."""
+    default = RESULTS / "gwldp_clustering.jsonl"
+    path = path or default
+    rows = load_rows(path)
+    md = made_by("gwldp_clustering", [path.name], rows) + "\n\n" + gwldp_clustering_table(rows)
+    path.with_suffix(".md").write_text("# GW-LDP clustering (ego graphs)\n\n" + md)
+    if path.resolve() == default.resolve():
+        _splice_doc(doc, "gwldp.md", "<!-- gwldp-clustering-begin -->",
+                    "<!-- gwldp-clustering-end -->", md.rstrip("\n"))  # fmt: skip
+    return md
+
+
 # == command line ==========================================================================
 #: table name -> function(doc) writing it (see the module docstring)
 TABLES = {
@@ -1722,6 +1848,8 @@ TABLES = {
     "ddp": ddp,
     "degree_bound": degree_bound,
     "audit_power": audit_power,
+    "gwldp": gwldp,
+    "gwldp_clustering": gwldp_clustering,
 }
 
 
