@@ -102,20 +102,36 @@ class Release:
 
 def graph_digest(graph: Data) -> str:
     """A digest of everything a release may read of ``graph``: its size, edges, features,
-    labels and split masks (two graphs with the same digest get the same cached release)."""
+    labels and training mask (two graphs with the same digest get the same cached release).
+
+    Canonical where the same graph can be written differently, so that rewriting it does not
+    buy a fresh release: the edges are hashed in sorted order, features by their non-zeros as
+    float64 whatever their layout (dense, COO, CSR) or dtype, labels as int64 and the mask as
+    bool. Relabelling the nodes makes another graph to this digest (no canonical form is
+    cheap); such overlapping releases compose, which the docs leave to the user."""
     h = hashlib.blake2b(digest_size=20)
-    h.update(str(int(graph.num_nodes)).encode())
-    for key in ("edge_index", "x", "y", "train_mask"):
+    n = int(graph.num_nodes)
+    h.update(str(n).encode())
+
+    def update(name: str, *parts: torch.Tensor) -> None:
+        h.update(name.encode())
+        for part in parts:
+            part = part.detach().cpu().contiguous()
+            h.update(str(tuple(part.shape)).encode())
+            h.update(part.view(torch.uint8).numpy().tobytes() if part.numel() else b"")
+
+    edges = graph.edge_index.long()
+    update("edge_index", edges[:, torch.argsort(edges[0] * max(n, 1) + edges[1])])
+    x = getattr(graph, "x", None)
+    if x is not None:
+        coo = (x.to_sparse_coo() if x.layout != torch.strided else x.to_sparse()).coalesce()
+        update("x", torch.tensor(x.shape), coo.indices(), coo.values().double())
+    for key, dtype in (("y", torch.long), ("train_mask", torch.bool)):
         t = getattr(graph, key, None)
-        h.update(key.encode())
         if t is None:
-            h.update(b"-")
-            continue
-        if t.layout != torch.strided:
-            t = t.to_dense() if t.layout == torch.sparse_coo else t.to_sparse_coo().to_dense()
-        t = t.detach().cpu().contiguous()
-        h.update(str((tuple(t.shape), str(t.dtype))).encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+            h.update(f"{key}:-".encode())
+        else:
+            update(key, t.to(dtype))
     return h.hexdigest()
 
 

@@ -110,3 +110,22 @@ def test_the_digest_sees_every_input_a_release_reads():
         h = graph()
         change(h)
         assert graph_digest(h) != base
+
+
+def test_the_digest_cannot_be_dodged_by_rewriting_the_same_graph():
+    """Shuffled edges, sparse or dense features, another dtype: the same graph, so the same
+    cached release (a fresh one for each rewrite would let repeated calls average the noise)."""
+    g = graph(6, seed=4)
+    g.edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]])
+    g.y = torch.arange(6) % 2
+    base = graph_digest(g)
+    for rewrite in (
+        lambda h: setattr(h, "edge_index", h.edge_index[:, [3, 1, 0, 2]]),
+        lambda h: setattr(h, "x", h.x.to_sparse_coo()),
+        lambda h: setattr(h, "x", h.x.to_sparse_csr()),
+        lambda h: setattr(h, "x", h.x.double()),
+        lambda h: setattr(h, "y", h.y.int()),
+    ):
+        h = g.clone()
+        rewrite(h)
+        assert graph_digest(h) == base
