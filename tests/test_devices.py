@@ -115,7 +115,7 @@ def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, gra
     cuda.module(model)
     last = len(model.stages) - 1
     for stage in range(last + 1):
-        model.on_enter_stage(stage)  # the fit's one-time aggregations (the graph is on the CPU)
+        model.draw_releases(stage)  # the fit's one-time aggregations (the graph is on the CPU)
     cache = model.aggregates
     assert on_cuda(cuda, cache)
     # the rows of the last stage are built from the CPU graph the data module hands over

@@ -13,8 +13,8 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
   (``loaders_change_within_stage()`` is False: full-batch rows, no per-epoch Poisson
   generator), each epoch sets it to reload only before the first epoch of the next stage
   (reloading costs Lightning a few milliseconds per epoch, more than a full-batch step);
-* entering a stage (``enter_stage``) restores the previous stage's best weights, runs the
-  stage's one-time work (e.g. the private aggregation — cached, never recomputed once present)
+* entering a stage (``enter_stage``) restores the previous stage's best weights, draws the
+  releases the stage reads (e.g. the private aggregation — cached, never redrawn once present)
   and swaps optimizers with ``trainer.strategy.setup_optimizers(trainer)``;
 * per-stage model selection: after each validation the weights of the stage's trainable modules
   are kept if ``val/acc`` improved; they are restored when the stage ends and at fit end
@@ -100,7 +100,7 @@ class Stage:
 
     Attributes:
         name: shown in the progress bar and logs (e.g. ``"encoder"``, ``"classifier"``).
-        epochs: epochs the stage trains for (0 skips training but still runs ``on_enter``).
+        epochs: epochs the stage trains for (0 skips training but still draws its releases).
         modules: names of the attributes holding the stage's trainable modules (model
             selection snapshots and restores these).
     """
@@ -113,10 +113,10 @@ class Stage:
 class StagedTrainingMixin:
     """Mixin for a ``LightningModule`` whose fit runs several stages.
 
-    Subclasses implement ``configure_stages()``, ``on_enter_stage(stage_index)`` (one-time
-    work; must be idempotent across resumes) and ``stage_rows(stage_index, data)`` (the
+    Subclasses implement ``configure_stages()`` and ``stage_rows(stage_index, data)`` (the
     training loader of a stage), and may override ``stage_optimizer(stage_index)`` (default:
-    the model's Adam over the stage's modules).
+    the model's Adam over the stage's modules). Entering a stage draws the releases it reads
+    (``PrivateModule.draw_releases``: once, cached, never redrawn on a resume).
     """
 
     # -- to implement ------------------------------------------------------------------------
@@ -128,9 +128,6 @@ class StagedTrainingMixin:
         over the trainable parameters of the stage's ``modules``."""
         modules = [getattr(self, name) for name in self.stages[stage_index].modules]
         return self.adam(p for m in modules for p in m.parameters() if p.requires_grad)
-
-    def on_enter_stage(self, stage_index: int) -> None:
-        """One-time work at the start of a stage (idempotent: skip what is already cached)."""
 
     def stage_rows(self, stage_index: int, data) -> torch.utils.data.DataLoader:
         raise NotImplementedError
@@ -188,16 +185,16 @@ class StagedTrainingMixin:
     def enter_stage(self, index: int) -> None:
         """Move to stage ``index``, closing each earlier stage on the way.
 
-        Closing stage ``s`` restores its best weights; entering ``s + 1`` runs its one-time work.
-        The active stage travels in checkpoints, so a resumed fit repeats no transition.
+        Closing stage ``s`` restores its best weights; entering ``s + 1`` draws the releases it
+        reads. The active stage travels in checkpoints, so a resumed fit repeats no transition.
         """
         if self._active_stage is None:
             self._active_stage = 0
-            self.on_enter_stage(0)
+            self.draw_releases(0)
         while self._active_stage < index:
             self._restore_best(self._active_stage)
             self._active_stage += 1
-            self.on_enter_stage(self._active_stage)
+            self.draw_releases(self._active_stage)
 
     # -- Lightning hooks (call super() when overriding) ------------------------------------
     def setup(self, stage: str) -> None:

@@ -19,7 +19,7 @@ stage with DP-SGD. What they share lives here, so each method file reads like it
   rows sharded across the ranks (docs/distributed.md, "Memory per rank").
 
 Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
-``stage_model``, ``stage_inputs``, ``on_enter_stage``, ``_logits`` and ``_forward_graph``.
+``stage_model``, ``stage_inputs``, ``_logits`` and ``_forward_graph``.
 """
 
 from __future__ import annotations
@@ -200,7 +200,12 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         self._mechanism_for(z, LABEL_COUNTS).account(accountant)
 
     def _draw_counts(self, d: Draw) -> torch.Tensor:
-        return self._count_labels(d.graph, d.accountant, d.generator, fit=d.fit)
+        """``A^T Y_train`` plus the plan's noise (one Gaussian aggregation, see
+        ``label_counts``), every node's row; on every rank together on the training graph."""
+        labels = self._known_labels(d.graph)
+        return self._aggregate_once(
+            labels, d.graph, d.accountant, d.generator, 0, fit=d.fit, name=LABEL_COUNTS
+        )
 
     def _whole(self, rows: torch.Tensor) -> torch.Tensor:
         """All ``N`` rows of a cached hop release (what checkpoints and the hub store): gathered
@@ -221,17 +226,8 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         return plan
 
     def release_graph(self) -> Data:
-        return self._fit_graph()
-
-    def on_enter_stage(self, stage_index: int) -> None:
-        """Draw the releases this stage reads (once; cached), on this rank's rows."""
         self._hold_local_rows()  # a restored full cache: the block the next release reads
-        drawn = self.draw_releases(stage_index)
-        self.on_stage_releases(stage_index, drawn)
-        self._hold_local_rows()
-
-    def on_stage_releases(self, stage_index: int, drawn: list[str]) -> None:
-        """Hook: the releases ``drawn`` were drawn on entering ``stage_index``."""
+        return self._fit_graph()
 
     def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
         self.__dict__.pop("_features_cache_lc", None)
@@ -239,6 +235,8 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             self._cache_block = None
             self.aggregation = None  # a mechanism built before the restore: stale multiplier
         self._clear_rows_cache()  # rows gathered from replaced releases
+        if not restored:
+            self._hold_local_rows()  # this rank's block of what was just drawn
 
     # -- to implement ------------------------------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
@@ -441,20 +439,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         known = mask & (y >= 0) & (y < c)
         rows[known] = torch.nn.functional.one_hot(y[known], c).to(rows.dtype)
         return rows
-
-    def _count_labels(
-        self,
-        graph: Data,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None,
-        fit: bool = False,
-    ) -> torch.Tensor:
-        """``A^T Y_train`` plus the plan's noise (one Gaussian aggregation, see
-        ``label_counts``), every node's row; on every rank together when ``fit``."""
-        labels = self._known_labels(graph)
-        return self._aggregate_once(
-            labels, graph, accountant, generator, 0, fit=fit, name=LABEL_COUNTS
-        )
 
     def _features(self, data: Data, counts: torch.Tensor | None = None) -> torch.Tensor:
         """The network input of ``data``'s nodes: ``data.x``, then (``label_counts``) the

@@ -65,7 +65,7 @@ from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.random import reproducible_generator
 from .arguments import check_argument_names, check_arguments
-from .releases import Release, Releases
+from .releases import Draw, Release, Releases
 
 __all__ = [
     "PrivateModule",
@@ -455,15 +455,22 @@ class PrivateModule(
         return self.on_device(self._datamodule_graph())
 
     def draw_releases(self, stage: int = 0) -> list[str]:
-        """Draw the releases the fit needs up to ``stage`` that are not cached yet (once: rank
-        0 draws under DDP), tell the method (:meth:`on_releases_changed`) and return the names
-        drawn now."""
-        pending = self.releases.pending(stage)
-        if not pending:
-            return []
-        drawn = self.releases.draw(
-            pending, self.release_graph(), self.accountant_of, self.noise_generator, self.run_once
-        )
+        """Draw the releases the fit needs up to ``stage`` that are not cached yet, tell the
+        method (:meth:`on_releases_changed`) and return the names drawn now.
+
+        Each release's mechanism runs once: under DDP rank 0 alone calls it and broadcasts the
+        output with the ledger (:meth:`run_once`); a ``collective`` release is called on every
+        rank (it sums over edge partitions) and draws its noise once itself."""
+        drawn = []
+        for r in self.releases.pending(stage):
+            d = Draw(
+                self.release_graph(), self.accountant_of(r.guarantee),
+                self.noise_generator(r.stream), self.releases.outputs(), fit=True,
+            )
+            self.releases.store(r.name, r.draw(d) if r.collective else self.run_once(
+                lambda r=r, d=d: r.draw(d)
+            ))
+            drawn.append(r.name)
         if drawn:
             self.on_releases_changed(drawn)
         return drawn

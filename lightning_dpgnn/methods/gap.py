@@ -33,7 +33,6 @@ from ..loops import Stage
 from ..nn.combine import Combine
 from ..nn.ensemble import LogProbEnsemble
 from ..nn.mlp import MLP
-from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
 from ..privacy.dpsgd import unwrap
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
@@ -229,35 +228,22 @@ class GAP(AggregationPerturbationModule):
         return torch.cat([self._hop0(x).unsqueeze(1), hops], dim=1)
 
     @torch.no_grad()
-    def _aggregate(
-        self,
-        graph: Data,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None,
-        fit: bool = False,
-        counts: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """``[N, K, d]``: the K normalized noisy hops of the normalized encoder output.
-
-        ``fit=True``: the fit's aggregation, on every rank together (each encodes its rows;
-        the noise of each hop is drawn once, see ``_aggregate_once``). ``counts``: a new
-        graph's label counts (``label_counts``)."""
-        if fit:
-            x = self._gather(self._hop0(self._features(self._local(graph))))
+    def _draw_hops(self, d: Draw) -> torch.Tensor:
+        """The release, ``[N, K, d]``: the K normalized noisy hops of the normalized encoder
+        output, on the training graph (every rank together, each encoding its rows; the noise
+        of each hop is drawn once, see ``_aggregate_once``) or on a new graph (from its label
+        counts when ``label_counts``)."""
+        if d.fit:
+            x = self._gather(self._hop0(self._features(self._local(d.graph))))
         else:
-            x = self._hop0(self._features(graph, counts))
+            x = self._hop0(self._features(d.graph, d.outputs.get(LABEL_COUNTS)))
         hops = []
         for hop in range(self.hparams.hops):
-            x = normalize_rows(self._aggregate_once(x, graph, accountant, generator, hop, fit=fit))
+            x = normalize_rows(
+                self._aggregate_once(x, d.graph, d.accountant, d.generator, hop, fit=d.fit)
+            )
             hops.append(x)
         return torch.stack(hops, dim=1)
-
-    def _draw_hops(self, d: Draw) -> torch.Tensor:
-        """The release: the K hops on the training graph (every rank together) or a new one."""
-        if d.fit:
-            return self._aggregate(d.graph, d.accountant, d.generator, fit=True)
-        counts = d.outputs.get(LABEL_COUNTS)
-        return self._aggregate(d.graph, d.accountant, d.generator, counts=counts)
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
     def eval_stage(self) -> int:

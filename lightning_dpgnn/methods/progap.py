@@ -35,7 +35,6 @@ from torch_geometric.data import Data
 from ..loops import Stage
 from ..nn.combine import Combine
 from ..nn.mlp import MLP
-from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
 from ..privacy.dpsgd import unwrap
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
@@ -318,46 +317,34 @@ class ProGAP(AggregationPerturbationModule):
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
         return (self._features(data), *(self.aggregates or [])[:index])
 
-    def _nap(
-        self,
-        inputs: list[torch.Tensor],
-        graph: Data,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None,
-        fit: bool = False,
-    ) -> torch.Tensor:
-        """``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` with ``s = len(inputs)``.
-
-        ``fit=True``: the fit's NAP, on every rank together (``inputs``: this rank's rows;
-        the noise is drawn once, see ``_aggregate_once``)."""
-        k = len(inputs) - 1
-        base = self._net().base[k] if fit else self.release_bases[k]  # a new graph: as released
-        embeddings = self._eval_forward(base, inputs[k])
-        if fit:
-            embeddings = self._gather(embeddings)
-        out = self._aggregate_once(embeddings, graph, accountant, generator, k, fit=fit)
-        return normalize_rows(out) if self.normalize_nap else out
-
     def _nap_draw(self, stage: int):
-        """The release of stage ``stage``: its NAP on the training graph (every rank
-        together; ``inputs``: this rank's rows) or on a new graph."""
+        """The release of stage ``stage``: ``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` on the
+        training graph (every rank together, each from its rows; the noise is drawn once, see
+        ``_aggregate_once``) or on a new graph (through the base MLP as it was released)."""
+        k = stage - 1
 
         def draw(d: Draw) -> torch.Tensor:
             earlier = [d.outputs[self._nap_name(s)] for s in range(1, stage)]
             if d.fit:
                 x = self._sparse_as_csr(self._features(self._local(d.graph)))
-                out = self._nap([x, *earlier], d.graph, d.accountant, d.generator, fit=True)
-                return self._keep_local(out)
-            x = self._input_features(self._features(d.graph, d.outputs.get(LABEL_COUNTS)))
-            return self._nap([x, *earlier], d.graph, d.accountant, None)
+                inputs = self._gather(self._eval_forward(self._net().base[k], [x, *earlier][k]))
+            else:
+                x = self._input_features(self._features(d.graph, d.outputs.get(LABEL_COUNTS)))
+                inputs = self._eval_forward(self.release_bases[k], [x, *earlier][k])
+            generator = d.generator if d.fit else None
+            out = self._aggregate_once(inputs, d.graph, d.accountant, generator, k, fit=d.fit)
+            out = normalize_rows(out) if self.normalize_nap else out
+            return self._keep_local(out) if d.fit else out
 
         return draw
 
-    def on_stage_releases(self, stage_index: int, drawn: list[str]) -> None:
-        if self._nap_name(stage_index) in drawn:
-            k = stage_index - 1  # the base MLP this NAP read, as it was at the release
-            self.release_bases[k].load_state_dict(self._net().base[k].state_dict())
-            self._net().enter_stage(stage_index, self.warm_start)
+    def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
+        super().on_releases_changed(names, restored)
+        for stage in range(1, self.hparams.depth + 1):
+            if not restored and self._nap_name(stage) in names:
+                k = stage - 1  # the base MLP this NAP read, as it was at the release
+                self.release_bases[k].load_state_dict(self._net().base[k].state_dict())
+                self._net().enter_stage(stage, self.warm_start)
 
     # -- inference -----------------------------------------------------------------------------
     def _final_stage(self) -> int:

@@ -9,10 +9,11 @@ every method used to write for itself:
 
 * **plan** — the releases not drawn yet are recorded on a planning accountant at a noise
   multiplier (:meth:`Releases.plan`): the calibration sees them before anything is drawn;
-* **draw once** — :meth:`Releases.draw` runs a release's mechanism on the training graph once
-  per fit; under DDP rank 0 alone draws (or, for a ``collective`` release that sums over edge
-  partitions first, every rank calls it and the noise is drawn once inside it), the output is
-  broadcast with the ledger (invariant one-draw-under-ddp, docs/privacy.md);
+* **draw once** — ``PrivateModule.draw_releases`` runs a release's mechanism on the training
+  graph once per fit (:meth:`Releases.store` caches it); under DDP rank 0 alone draws (or,
+  for a ``collective`` release that sums over edge partitions first, every rank calls it and
+  the noise is drawn once inside it), the output is broadcast with the ledger (invariant
+  one-draw-under-ddp, docs/privacy.md);
 * **cache** — the outputs stay in :attr:`Releases.values` (the only private-data-derived values
   a checkpoint or a published folder holds besides parameters);
 * **checkpoint and restore** — :meth:`Releases.state_dict` / :meth:`Releases.load_state_dict`:
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,32 +200,15 @@ class Releases:
             if r.guarantee == guarantee:
                 r.plan(accountant, noise_multiplier)
 
-    # -- the fit: draw once ----------------------------------------------------------------
-    def draw(
-        self,
-        releases: Iterable[Release],
-        graph: Data,
-        accountant_of: Callable[[str | None], PrivacyAccountant],
-        generator: Callable[[int], torch.Generator | None],
-        run_once: Callable[[Callable[[], Any]], Any],
-    ) -> list[str]:
-        """Draw each of ``releases`` not drawn yet on the training ``graph`` (once: rank 0
-        draws, ``run_once`` broadcasts; a ``collective`` release is called on every rank).
-        Returns the names drawn now."""
-        drawn = []
-        for r in releases:
-            if self.drawn(r.name):
-                continue
-            acc = accountant_of(r.guarantee)
-            ctx = Draw(graph, acc, generator(r.stream), self._outputs(), fit=True)
-            value = r.draw(ctx) if r.collective else run_once(lambda r=r, ctx=ctx: r.draw(ctx))
-            if value is None:
-                raise RuntimeError(f"release {r.name!r} drew nothing")
-            self.values[r.name] = value
-            drawn.append(r.name)
-        return drawn
+    # -- the fit: draw once (``PrivateModule.draw_releases`` runs the mechanisms) ----------
+    def store(self, name: str, value: Any) -> None:
+        """Cache the fit's draw of ``name`` (a release must draw something)."""
+        if value is None:
+            raise RuntimeError(f"release {name!r} drew nothing")
+        self.set(name, value)
 
-    def _outputs(self) -> dict[str, Any]:
+    def outputs(self) -> dict[str, Any]:
+        """The releases drawn so far, by name (what a later release may read)."""
         return {k: v for k, v in self.values.items() if v is not None}
 
     # -- checkpoints ------------------------------------------------------------------------

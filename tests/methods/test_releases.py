@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from lightning_dpgnn.methods.releases import Release, Releases, graph_digest
+from lightning_dpgnn.methods.releases import Draw, Release, Releases, graph_digest
 from lightning_dpgnn.privacy import PrivacyAccountant
 
 
@@ -32,8 +32,12 @@ def graph(n=4, seed=0):
 
 
 def draw_all(rel, g, accountants, stage=None):
-    return rel.draw(rel.pending(stage), g, lambda name: accountants[name],
-                    lambda stream: None, lambda f: f())
+    """What ``PrivateModule.draw_releases`` does with the release object (one process)."""
+    drawn = []
+    for r in rel.pending(stage):
+        rel.store(r.name, r.draw(Draw(g, accountants[r.guarantee], None, rel.outputs(), True)))
+        drawn.append(r.name)
+    return drawn
 
 
 def test_a_release_is_planned_until_drawn_and_drawn_once():

@@ -25,6 +25,7 @@ from lightning_dpgnn.data import (
     simple_graph,
 )
 from lightning_dpgnn.methods import DPGNN, EdgeRand
+from lightning_dpgnn.methods.releases import Draw
 from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy.aggregation import (
     GaussianAggregation,
@@ -86,7 +87,7 @@ def _counts(graph, num_classes: int) -> torch.Tensor:
     """The label counts GAP releases before noise (its own code path)."""
     model = GAP(privacy="none", label_counts=True)
     model.hparams.num_classes = num_classes
-    return model._count_labels(graph, PrivacyAccountant("edge", 1e-5), None)
+    return model._draw_counts(Draw(graph, PrivacyAccountant("edge", 1e-5), None, {}, fit=False))
 
 
 def _friendship_between_training_nodes(graph) -> tuple[int, int]:
