@@ -42,6 +42,8 @@ gwldp           gwldp_accuracy.jsonl,                         gwldp_accuracy{,_g
                                                               gwldp-gin
 gwldp_clustering gwldp_clustering.jsonl                       gwldp_clustering.md;
                                                               docs/gwldp.md gwldp-clustering
+zoo_check       zoo_check.jsonl (+ the rows each zoo entry   zoo_check.md; docs/zoo.md
+                cites)                                        zoo-check
 ==============  ============================================  ==================================
 
 ``--no-doc`` writes the results folder only. The scripts that write their table after a run
@@ -70,6 +72,7 @@ import json
 import math
 import statistics
 import subprocess
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -1831,6 +1834,39 @@ def gwldp_clustering(path: Path | None = None, doc: bool = True) -> str:
     return md
 
 
+def zoo_check(path: Path | None = None, doc: bool = True) -> str:
+    """``results/zoo_check.md`` (beside ``path``): each zoo entry's builds (``zoo_check.py``)
+    beside the benchmark rows its card cites, spliced into docs/zoo.md (``zoo-check``) when it
+    is the results folder's file."""
+    sys.path.insert(0, str(ROOT))  # the repository's zoo/
+    from zoo import registry
+
+    default = RESULTS / "zoo_check.jsonl"
+    path = path or default
+    rows = load_rows(path)
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["entry"], " ".join(r.get("overrides") or [])), []).append(
+            100 * r["test_acc"])
+    lines = ["| entry | overrides | builds | builds' mean (95% CI) | builds' range | card: "
+             "benchmark mean (95% CI) | benchmark runs' range | intervals overlap |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for (name, over), accs in sorted(groups.items()):
+        m, lo, hi = bootstrap_ci(accs)
+        a, runs = registry.entry(name).accuracy or {}, registry.entry(name).benchmark_accuracies()
+        card = f"{a['mean']} ({a['low']}–{a['high']})" if a else "–"
+        spread = f"{min(runs):.1f}–{max(runs):.1f}" if runs else "–"
+        overlap = "–" if not a else ("yes" if lo <= a["high"] and a["low"] <= hi else "NO")
+        lines.append(f"| {name} | {over or '–'} | {len(accs)} | {m:.1f} ({lo:.1f}–{hi:.1f}) | "
+                     f"{min(accs):.1f}–{max(accs):.1f} | {card} | {spread} | {overlap} |")
+    md = made_by("zoo_check", [path.name], rows) + "\n\n" + "\n".join(lines) + "\n"
+    path.with_suffix(".md").write_text("# Zoo builds against their cards\n\n" + md)
+    if path.resolve() == default.resolve():
+        _splice_doc(doc, "zoo.md", "<!-- zoo-check-begin -->", "<!-- zoo-check-end -->",
+                    md.rstrip("\n"))
+    return md
+
+
 # == command line ==========================================================================
 #: table name -> function(doc) writing it (see the module docstring)
 TABLES = {
@@ -1850,6 +1886,7 @@ TABLES = {
     "audit_power": audit_power,
     "gwldp": gwldp,
     "gwldp_clustering": gwldp_clustering,
+    "zoo_check": zoo_check,
 }
 
 

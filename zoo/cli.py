@@ -74,16 +74,21 @@ def _info(name: str) -> str:
     return "\n".join(lines)
 
 
-def _built_accuracy(folder) -> str:
-    """``; test accuracy 84.7% (this build)`` from a built folder's card, when it says."""
+def _measured(folder) -> float | None:
+    """The test accuracy (a fraction) a built folder's card records, if any."""
     from huggingface_hub import ModelCard
 
     from lightning_dpgnn.publish import hub
 
     card = folder / hub.CARD
     if not card.is_file():
-        return ""
-    acc = ModelCard.load(card).data.to_dict().get("measured_test_accuracy")
+        return None
+    return ModelCard.load(card).data.to_dict().get("measured_test_accuracy")
+
+
+def _built_accuracy(folder) -> str:
+    """``; test accuracy 84.7% (this build)`` from a built folder's card, when it says."""
+    acc = _measured(folder)
     return "" if acc is None else f"; test accuracy {100 * acc:.1f}% (this build)"
 
 
@@ -115,6 +120,8 @@ def run(args: list[str]) -> None:
             print(f"{name}: built {folder} (epsilon {report['epsilon']}, delta "
                   f"{report['delta']:.3g}, {report['level']}-level){_built_accuracy(folder)}",
                   flush=True)
+            if not ns.override:
+                print(f"  {registry.entry(name).compare_build(_measured(folder))}", flush=True)
     elif ns.command == "push":
         url = registry.push(ns.name, ns.repo_id, local_dir=ns.dir)
         print(f"{ns.name}: pushed to {ns.repo_id} ({url})")

@@ -67,6 +67,38 @@ class ZooEntry:
         dm = parser.instantiate_classes(parser.parse_object({"data": spec})).data
         return dm.data
 
+    def benchmark_accuracies(self) -> list[float]:
+        """Test accuracy (%) of each run of the benchmark rows behind ``accuracy`` (its
+        ``source`` file, the rows matching ``rows``): the spread one build is compared with.
+        Empty when the entry cites no rows or the results file is not here (an installed
+        package without the repository's ``benchmarks/``)."""
+        a = self.accuracy or {}
+        source = REGISTRY.parent.parent / str(a.get("source", ""))
+        if not a.get("rows") or not source.is_file():
+            return []
+        import json
+
+        out = []
+        for line in source.read_text().splitlines():
+            row = json.loads(line) if line.strip() else {}
+            if row and all(row.get(k) == v for k, v in a["rows"].items()):
+                value = row.get("test_acc", row.get("test_metric"))
+                if value is not None:
+                    out.append(100 * value if value <= 1 else value)
+        return out
+
+    def compare_build(self, measured: float | None) -> str:
+        """Where one build's test accuracy (a fraction) falls: inside or outside the range
+        of the benchmark's single runs (a build is one run; the card's interval is the CI of
+        a mean over seeds, which one run is not expected to hit)."""
+        runs = self.benchmark_accuracies()
+        if measured is None or not runs:
+            return "no benchmark runs to compare with"
+        lo, hi, acc = min(runs), max(runs), 100 * measured
+        where = "within" if lo - 0.05 <= acc <= hi + 0.05 else "OUTSIDE"
+        return (f"{acc:.1f}% is {where} the range of the benchmark's {len(runs)} runs "
+                f"({lo:.1f}–{hi:.1f}%; their mean {sum(runs) / len(runs):.1f}%)")
+
     @property
     def command(self) -> str:
         """The command that rebuilds this entry."""

@@ -74,6 +74,13 @@ def test_each_registry_accuracy_is_its_benchmark_rows_at_the_recipes_own_setting
     s = common.seed_stats(rows, "test_acc" if "test_acc" in rows[0] else "test_metric")
     cell = (s["acc_mean"], *s["acc_ci95"])  # as the benchmark's tables print it
     assert (a["mean"], a["low"], a["high"]) == tuple(float(f"{v:.1f}") for v in cell)
+    # what `dpgnn zoo build` compares one build with: these rows' single runs
+    metric = "test_acc" if "test_acc" in rows[0] else "test_metric"
+    assert sorted(e.benchmark_accuracies()) == pytest.approx(sorted(100 * r[metric] for r in rows))
+    runs = e.benchmark_accuracies()
+    assert "within" in e.compare_build(min(runs) / 100)
+    assert "OUTSIDE" in e.compare_build((min(runs) - 0.5) / 100)
+    assert "OUTSIDE" in e.compare_build((max(runs) + 0.5) / 100)
     script = Path(a["command"].split()[2])  # DPGNN_DATA=... python benchmarks/<script> ...
     assert script.name == Path(rows[0]["command"].split()[1]).name
     assert path.name == f"{script.stem}.jsonl" or f"--out {a['source']}" in a["command"]

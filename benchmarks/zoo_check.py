@@ -1,0 +1,69 @@
+"""Does each zoo entry's recipe reproduce the benchmark rows its card cites?
+
+One ``dpgnn zoo build`` is one run (one seed of weights, fresh noise), so it is compared with
+the spread of the benchmark's single runs, not with the card's interval (the 95% CI of a mean
+over seeds). This script builds an entry ``--seeds`` times through the zoo's own path
+(``zoo.registry.build`` with ``--seed_everything k``, into a temporary folder), and the table
+puts the builds' mean and 95% bootstrap CI beside the card's: the recipe path reproduces the
+benchmark when the two intervals overlap.
+
+    DPGNN_DATA=$(realpath ../shared/datasets) python benchmarks/zoo_check.py pgc-cora --seeds 10
+    python benchmarks/summarize.py zoo_check
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's zoo/
+
+from common import RESULTS, quiet, run_cells  # noqa: E402
+
+
+def build_once(name: str, seed: int, overrides: list[str]) -> dict:
+    from huggingface_hub import ModelCard
+
+    from lightning_dpgnn.publish import hub
+    from zoo import registry
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = registry.build(
+            name, Path(tmp) / name, overrides=["--seed_everything", str(seed), *overrides]
+        )
+        data = ModelCard.load(folder / hub.CARD).data.to_dict()
+    return {"test_acc": data["measured_test_accuracy"]}
+
+
+def cells(names: list[str], seeds: int, overrides: list[str]):
+    for seed in range(seeds):
+        for name in names:
+            key = f"{name}|{seed}|{' '.join(overrides)}"
+            meta = dict(key=key, entry=name, seed=seed, overrides=overrides)
+            yield meta, partial(build_once, name, seed, overrides)
+
+
+def main() -> None:
+    from zoo import registry
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("names", nargs="*", help="zoo entries (default: every entry with rows)")
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--override", nargs=argparse.REMAINDER, default=[],
+                   help="extra `dpgnn fit` arguments (a smoke run); must come last")
+    p.add_argument("--out", type=Path, default=RESULTS / "zoo_check.jsonl")
+    args = p.parse_args()
+    quiet()
+    names = args.names or [n for n, e in registry.entries().items() if e.benchmark_accuracies()]
+    failed = run_cells(cells(names, args.seeds, args.override), args.out)
+    import summarize
+
+    print(summarize.zoo_check(args.out, doc=not args.override))
+    raise SystemExit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
