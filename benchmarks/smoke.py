@@ -80,6 +80,10 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
                    f"{tmp}/gw-cache"),
             script("gwldp_clustering", "--summarize", "--out", f"{r}/gwldp_cl.jsonl"),
         ], True),
+        ("zoo_check", [
+            script("zoo_check", "pgc-cora", "--seeds", "1", "--out", f"{r}/zoo_check_smoke.jsonl",
+                   "--override", "--trainer.max_epochs", "2"),
+        ], True),
         ("honest_degree_bound", [
             script("honest_degree_bound", "--smoke", "--out", f"{r}/honest_smoke.jsonl"),
             script("honest_degree_bound", "--summary", "--smoke", "--out",

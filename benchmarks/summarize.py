@@ -1843,6 +1843,8 @@ def zoo_check(path: Path | None = None, doc: bool = True) -> str:
 
     default = RESULTS / "zoo_check.jsonl"
     path = path or default
+    if not path.exists():
+        return ""
     rows = load_rows(path)
     groups: dict[tuple, list[float]] = {}
     for r in rows:
