@@ -347,13 +347,14 @@ class ProGAP(AggregationPerturbationModule):
                 self._net().enter_stage(stage, self.warm_start)
 
     # -- inference -----------------------------------------------------------------------------
-    def _final_stage(self) -> int:
+    def eval_stage(self) -> int:
+        """The stage whose submodel answers: during a fit the one being trained; after it the
+        last one the fit entered (a loaded model: as many as its cached NAPs)."""
+        if self._in_fit():
+            return self.current_stage
         if self._active_stage is not None:
             return self._active_stage
         return len(self.aggregates or [])
-
-    def eval_stage(self) -> int:
-        return self.current_stage if self._in_fit() else self._final_stage()
 
     def _logits(self, data: Data) -> torch.Tensor:
         if not self._in_fit():  # during a fit: validation of the submodel being trained
@@ -363,9 +364,9 @@ class ProGAP(AggregationPerturbationModule):
 
     def inductive_release(self, release: Release) -> bool:
         """The NAPs of the stages this model was fitted through."""
-        return release.stage <= self._final_stage()
+        return release.stage <= self.eval_stage()
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         x = self._input_features(self._features(graph, outputs.get(LABEL_COUNTS)))
-        naps = [outputs[self._nap_name(s)] for s in range(1, self._final_stage() + 1)]
+        naps = [outputs[self._nap_name(s)] for s in range(1, self.eval_stage() + 1)]
         return self.network(x, *naps)
