@@ -1848,19 +1848,21 @@ def zoo_check(path: Path | None = None, doc: bool = True) -> str:
     rows = load_rows(path)
     groups: dict[tuple, list[float]] = {}
     for r in rows:
-        groups.setdefault((r["entry"], " ".join(r.get("overrides") or [])), []).append(
-            100 * r["test_acc"])
-    lines = ["| entry | overrides | builds | builds' mean (95% CI) | builds' range | card: "
+        groups.setdefault((r["entry"], r["split"], " ".join(r.get("overrides") or [])),
+                          []).append(100 * r["test_acc"])
+    lines = ["| entry | split | overrides | builds | builds' mean (95% CI) | builds' range | card: "
              "benchmark mean (95% CI) | benchmark runs' range | intervals overlap |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for (name, over), accs in sorted(groups.items()):
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for (name, split, over), accs in sorted(groups.items()):
         m, lo, hi = bootstrap_ci(accs)
         a, runs = registry.entry(name).accuracy or {}, registry.entry(name).benchmark_accuracies()
         card = f"{a['mean']} ({a['low']}–{a['high']})" if a else "–"
         spread = f"{min(runs):.1f}–{max(runs):.1f}" if runs else "–"
         overlap = "–" if not a else ("yes" if lo <= a["high"] and a["low"] <= hi else "NO")
-        lines.append(f"| {name} | {over or '–'} | {len(accs)} | {m:.1f} ({lo:.1f}–{hi:.1f}) | "
-                     f"{min(accs):.1f}–{max(accs):.1f} | {card} | {spread} | {overlap} |")
+        split = "the recipe's" if split == "recipe" else "seed k"
+        lines.append(f"| {name} | {split} | {over or '–'} | {len(accs)} | {m:.1f} ({lo:.1f}–"
+                     f"{hi:.1f}) | {min(accs):.1f}–{max(accs):.1f} | {card} | {spread} | "
+                     f"{overlap} |")
     md = made_by("zoo_check", [path.name], rows) + "\n\n" + "\n".join(lines) + "\n"
     path.with_suffix(".md").write_text("# Zoo builds against their cards\n\n" + md)
     if path.resolve() == default.resolve():
