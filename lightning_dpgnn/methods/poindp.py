@@ -100,6 +100,9 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         clip: ``C``, the public norm the tangent vectors are clipped to.
         curvature: ``c`` of the ball (curvature ``-c``).
         mode: ``"dp"`` or ``"paper-code"`` (NOT differentially private; ``privacy="edge"``).
+        hops: K, releases drawn one after the other, hop ``k`` on the points recombined from
+            hop ``k - 1`` (post-processing of a release, as GAP's hops): each hop costs one
+            mechanism, composed by the accountant (``hop_budget`` splits the budget unevenly).
         hidden: embedding width (the ball's dimension) and hidden width of every MLP.
         encoder_layers, classifier_layers: MLP layers.
         encoder_epochs, classifier_epochs: epochs of the two stages (``mode="dp"``).
@@ -132,6 +135,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         clip: float = 1.0,
         curvature: float = 1.0,
         mode: Literal["dp", "paper-code"] = "dp",
+        hops: int = 2,
         hidden: int = 16,
         encoder_layers: int = 2,
         classifier_layers: int = 2,
@@ -143,6 +147,8 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         num_classes: int | None = None,
         **kwargs: Any,
     ) -> None:
+        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
+            raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if not (isinstance(beta, str) and beta == "auto"):
@@ -185,7 +191,8 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         width = self.input_width(num_features, num_classes)
         encoder = PoincareEncoder(width, hp.hidden, num_classes, hp.encoder_layers, self.clip,
                                   self.curvature, **mlp)
-        classifier = MLP(2 * hp.hidden + 1, num_classes, hp.hidden, hp.classifier_layers, **mlp)
+        width = hp.hidden + hp.hops * (hp.hidden + 1)
+        classifier = MLP(width, num_classes, hp.hidden, hp.classifier_layers, **mlp)
         self.encoder_model = self._dp_wrap(encoder, "PoinDP encoder")
         self.classifier = self._dp_wrap(classifier, "PoinDP classifier")
 
@@ -205,7 +212,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return self.hparams.paper_patience if self.in_paper_code_mode else None
 
     def total_aggregations(self) -> int:
-        return 1
+        return self.hparams.hops
 
     def stage_model(self, index: int) -> nn.Module:
         if self.in_paper_code_mode:
@@ -235,11 +242,14 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return self._mechanism_for(self.noise_multiplier * scale, mech.name)
 
     def _plan_release(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        self.mechanism(z).account(accountant)
+        mechanism = self.mechanism(z)
+        for scale in self.hop_scales():
+            mechanism.account(accountant, scale=scale)
 
     @property
     def aggregates(self) -> torch.Tensor | None:
-        """``[N, 1 + hidden]``: the cached release (noisy radius and direction sums)."""
+        """``[N, K, 1 + hidden]``: the cached release (each hop's noisy radius and direction
+        sums)."""
         return self.releases.get(self.mechanism_name)
 
     @aggregates.setter
@@ -265,18 +275,26 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
     def _draw_release(self, d: Draw) -> torch.Tensor:
         g = d.graph
         points = self._points(self._features(g))
-        mechanism = self.mechanism()
-        if not self.level.private:  # the same model without noise
-            return mechanism.aggregate(points, g.edge_index, g.num_nodes)
-        return mechanism(points, g.edge_index, g.num_nodes, d.accountant, d.generator)
+        mechanism, hops = self.mechanism(), []
+        for scale in self.hop_scales():
+            if self.level.private:
+                hop = mechanism(points, g.edge_index, g.num_nodes, d.accountant, d.generator,
+                                scale=scale)
+            else:  # the same model without noise
+                hop = mechanism.aggregate(points, g.edge_index, g.num_nodes)
+            hops.append(hop)
+            points = mechanism.recombine(hop)  # post-processing: the next hop's input
+        return torch.stack(hops, dim=1)
 
     def hyperbolic_embeddings(self, release: torch.Tensor | None = None) -> torch.Tensor:
-        """The released neighbourhood embeddings as points of the ball (post-processing of
-        the cached release, or of ``release``)."""
+        """The released neighbourhood embeddings as points of the ball, ``[N, K, hidden]``
+        (post-processing of the cached release, or of ``release``)."""
         release = self.aggregates if release is None else release
         if release is None:
             self._require_cache()
-        return self.mechanism().recombine(release)
+        mechanism = self.mechanism()
+        return torch.stack([mechanism.recombine(release[:, k]) for k in range(release.size(1))],
+                           dim=1)
 
     # -- the classifier's input ------------------------------------------------------------
     @torch.no_grad()
@@ -291,8 +309,9 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
     def _classifier_input(self, x: torch.Tensor, release: torch.Tensor) -> torch.Tensor:
         release = release.to(device=x.device)
         tangent = H.logmap0(self.hyperbolic_embeddings(release), self.curvature) / self.clip
-        radius = torch.log1p(release[:, :1].clamp_min(0.0))
-        return torch.cat([self._hop0(x), tangent, radius], dim=1).float()
+        radius = torch.log1p(release[:, :, :1].clamp_min(0.0))
+        per_hop = torch.cat([tangent, radius], dim=2).flatten(1)
+        return torch.cat([self._hop0(x), per_hop], dim=1).float()
 
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
         x = self._features(data)

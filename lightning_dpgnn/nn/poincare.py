@@ -64,7 +64,9 @@ class PoincareEncoder(nn.Module):
 
 def _sensitivity_net(width: int) -> nn.Sequential:
     """The code's per-layer "sensitivity" network on a node's 2-D Poincaré weights."""
-    return nn.Sequential(nn.Linear(2, width, bias=False), nn.LeakyReLU(0.2), nn.Linear(width, width))
+    return nn.Sequential(
+        nn.Linear(2, width, bias=False), nn.LeakyReLU(0.2), nn.Linear(width, width)
+    )
 
 
 class PaperCodeNet(nn.Module):

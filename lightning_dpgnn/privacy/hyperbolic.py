@@ -61,7 +61,12 @@ import torch
 
 from .. import hyperbolic as H
 from .accountant import PrivacyAccountant
-from .aggregation import GaussianAggregation, normalize_rows, sum_aggregate
+from .aggregation import (
+    GaussianAggregation,
+    check_degree_promise,
+    normalize_rows,
+    sum_aggregate,
+)
 
 __all__ = ["HyperbolicGaussian", "check_beta", "check_clip", "optimal_beta"]
 
@@ -166,10 +171,11 @@ class HyperbolicGaussian:
         sum counts in units of ``C``)."""
         return {m.name: m.std * s for m, s in self.parts()}
 
-    def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
-        """Record what ``count`` releases cost (what :meth:`__call__` records; a plan)."""
-        for mechanism, scale in self.parts():
-            mechanism.account(accountant, scale=scale, count=count)
+    def account(self, accountant: PrivacyAccountant, count: int = 1, scale: float = 1.0) -> None:
+        """Record what ``count`` releases at ``scale`` cost (what :meth:`__call__` records; a
+        plan)."""
+        for mechanism, part_scale in self.parts():
+            mechanism.account(accountant, scale=part_scale * float(scale), count=count)
 
     # -- the mechanism -----------------------------------------------------------------------
     def split(self, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -217,22 +223,26 @@ class HyperbolicGaussian:
         num_nodes: int,
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
+        scale: float = 1.0,
     ) -> torch.Tensor:
         """``[N, 1 + d]``: the noisy sums ``[R + noise, U + noise]`` (a part with no share of
-        the budget: zeros), each part recorded on ``accountant`` at its noise multiplier."""
+        the budget: zeros), each part recorded on ``accountant`` at its noise multiplier
+        (``scale`` times the release's: one hop's share of a multi-hop budget)."""
         self.check_points(points)
         n = int(num_nodes)
+        if self.inter.level == "node":  # the promise the sqrt(D) sensitivity rests on
+            check_degree_promise(edge_index, n, self.inter.max_degree)
         rho, u = self.split(points)
         for mechanism, _ in self.parts():
             mechanism._check_accountant(accountant)
             mechanism.check_input(u, edge_index, n)  # the graph and (node level) the degrees
-        scales = {m.name: s for m, s in self.parts()}
+        scales = {m.name: s * float(scale) for m, s in self.parts()}
         out = []
         for mechanism, rows in ((self.inter, rho), (self.intra, u)):
             agg = sum_aggregate(rows, edge_index, n)
-            scale = scales.get(mechanism.name)
-            out.append(torch.zeros_like(agg) if scale is None
-                       else mechanism.perturb(agg, accountant, generator, scale))
+            part_scale = scales.get(mechanism.name)
+            out.append(torch.zeros_like(agg) if part_scale is None
+                       else mechanism.perturb(agg, accountant, generator, part_scale))
         return torch.cat(out, dim=1)
 
     def recombine(self, release: torch.Tensor) -> torch.Tensor:
