@@ -135,7 +135,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         clip: float = 1.0,
         curvature: float = 1.0,
         mode: Literal["dp", "paper-code"] = "dp",
-        hops: int = 2,
+        hops: int = 1,
         hidden: int = 16,
         encoder_layers: int = 2,
         classifier_layers: int = 2,
