@@ -42,12 +42,14 @@ gwldp           gwldp_accuracy.jsonl,                         gwldp_accuracy{,_g
                                                               gwldp-gin
 gwldp_clustering gwldp_clustering.jsonl                       gwldp_clustering.md;
                                                               docs/gwldp.md gwldp-clustering
+poindp          poindp_accuracy.jsonl                         poindp_accuracy.md;
+                                                              docs/poindp.md poindp-results
 ==============  ============================================  ==================================
 
 ``--no-doc`` writes the results folder only. The scripts that write their table after a run
 (``reference_parity.py``, ``speed.py``, ``ddp.py``), the ``--summarize`` flags of
-``audit_attacks.py``, ``mia_diagnosis.py``, ``mia_recalibration.py``, ``gwldp_accuracy.py`` and
-``gwldp_clustering.py`` and the ``--summary``
+``audit_attacks.py``, ``mia_diagnosis.py``, ``mia_recalibration.py``, ``gwldp_accuracy.py``,
+``gwldp_clustering.py`` and ``poindp_accuracy.py`` and the ``--summary``
 flags of ``honest_degree_bound.py`` and ``audit_power.py`` call the functions here. Every
 generated table says which command and which library revisions made it (:func:`made_by`),
 except ``degree_bound`` and ``audit_power``, which keep the format they were committed with
