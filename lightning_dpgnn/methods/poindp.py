@@ -356,6 +356,17 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
             return True
         return super().plan_steps(accountant, noise_multiplier)
 
+    def inductive_accountant(
+        self, graph: Data, guarantee: str | None = None
+    ) -> PrivacyAccountant:
+        """A new graph's ledger; in the paper-code mode it records the graph read in the clear
+        (an infinite spend: the new graph's report says NOT differentially private)."""
+        acc = super().inductive_accountant(graph, guarantee)
+        if self.in_paper_code_mode:
+            acc.unit = self.not_private_note()
+            self.record_not_private(acc, f"{self.mechanism_name}/{PAPER_CODE}")
+        return acc
+
     def on_fit_start(self) -> None:
         super().on_fit_start()
         if self.in_paper_code_mode:  # the fit reads the graph and labels in the clear

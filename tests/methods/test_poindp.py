@@ -52,6 +52,9 @@ def test_edge_level_draws_one_release_and_a_checkpoint_restores_it_without_a_red
     again = make_trainer().predict(restored, csbm_dm)[0]
     torch.testing.assert_close(again, probs)
     assert restored.accountant.total_count() == 2  # nothing drawn again
+    restored.save_pretrained(tmp_path / "hub")  # the hub format carries the release too
+    published = PoinDP.from_pretrained(tmp_path / "hub")
+    assert torch.equal(published.aggregates, release) and published.beta == model.beta
     points = restored.hyperbolic_embeddings()
     assert points.shape == (csbm_dm.data.num_nodes, 1, 16)
     assert float(points.norm(dim=-1).max()) < 1.0  # points of the ball
@@ -133,6 +136,11 @@ def test_paper_code_mode_is_not_private_and_refused_by_the_budget_and_the_zoo(
     with pytest.raises(hub.PublishError):
         model.save_pretrained(tmp_path / "out")
     assert model.releases.declared == {}  # it releases nothing through a mechanism
+    new = Data(x=csbm_dm.data.x, edge_index=csbm_dm.data.edge_index[:, :100],
+               num_nodes=csbm_dm.data.num_nodes)
+    model.predict_inductive(new)  # a new graph, read in the clear: its report says so
+    assert math.isinf(model.last_inference_report.epsilon)
+    assert "NOT differentially private" in model.last_inference_report.unit
     # its noise is bounded by sigma and drawn at every forward, evaluation included
     data = csbm_dm.data
     with torch.no_grad():
