@@ -1841,7 +1841,7 @@ POINDP_METRICS = (("acc", "accuracy"), ("weighted_f1", "weighted-F1"), ("macro_f
                   ("link_auc", "link-stealing AUC"))  # fmt: skip
 
 
-def _ci(rs: list[dict], metric: str) -> str:
+def _poindp_ci(rs: list[dict], metric: str) -> str:
     mean, lo, hi = bootstrap_ci([100 * r[metric] for r in rs])
     return f"{mean:.1f} [{lo:.1f}, {hi:.1f}]"
 
@@ -1871,14 +1871,14 @@ def poindp_tables(rows: list[dict]) -> str:
                     continue
                 spent = ("inf (NOT DP)" if name == "paper-code" else
                          "inf" if eps is None else f"{max(r['epsilon'] for r in rs):.3g}")
-                vals = " | ".join(_ci(rs, m) for m, _ in POINDP_METRICS)
+                vals = " | ".join(_poindp_ci(rs, m) for m, _ in POINDP_METRICS)
                 out.append(f"| ours: {name} | {spent} | {len(rs)} | {vals} |")
         sweep = sorted({e for (d, n, e) in cells if d == ds and n in ("PoinDP", "GAP")
                         and e is not None})  # fmt: skip
         out += ["", f"#### {ds}: epsilon sweep (edge level, one undirected edge; accuracy)", "",
                 "| epsilon | PoinDP | GAP |", "|---|---|---|"]  # fmt: skip
         for e in sweep:
-            vals = [(_ci(cells[(ds, n, e)], "acc") + f" ({len(cells[(ds, n, e)])})")
+            vals = [(_poindp_ci(cells[(ds, n, e)], "acc") + f" ({len(cells[(ds, n, e)])})")
                     if (ds, n, e) in cells else "" for n in ("PoinDP", "GAP")]  # fmt: skip
             out.append(f"| {e:g} | {vals[0]} | {vals[1]} |")
         paper2 = S.POINDP_PAPER_TABLE2.get(ds, {})
@@ -1890,8 +1890,8 @@ def poindp_tables(rows: list[dict]) -> str:
             if not rs:
                 continue
             beta = rs[0].get("beta")
-            out.append(f"| {name} | {beta:.3g} | {len(rs)} | {_ci(rs, 'acc')} | "
-                       f"{_ci(rs, 'weighted_f1')} | {_ci(rs, 'paper_swapped_wf1')} | "
+            out.append(f"| {name} | {beta:.3g} | {len(rs)} | {_poindp_ci(rs, 'acc')} | "
+                       f"{_poindp_ci(rs, 'weighted_f1')} | {_poindp_ci(rs, 'paper_swapped_wf1')} | "
                        f"{paper2.get(name, '')} |")
         out.append("")
     r0 = rows[0]
