@@ -196,3 +196,21 @@ def test_hops_compose_on_the_accountant_at_the_same_epsilon(csbm_dm, make_traine
     # the second hop, with the smaller share, runs at a larger noise multiplier
     inter = sorted(e.noise_multiplier for e in model.accountant.ledger if e.name == "poindp/inter")
     assert inter[1] == pytest.approx(inter[0] * math.sqrt(3.0))
+
+
+def test_a_resumed_fit_restores_the_release_and_never_draws_it_again(
+    csbm_dm, make_trainer, tmp_path, monkeypatch
+):
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    args = dict(epsilon=1.0, encoder_epochs=2, classifier_epochs=2, seed=3)
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_top_k=-1, every_n_epochs=1, filename="{epoch}")
+    full = PoinDP(**args)
+    make_trainer(enable_checkpointing=True, callbacks=[ckpt]).fit(full, csbm_dm)
+    draws = []
+    monkeypatch.setattr(PoinDP, "_draw_release", lambda self, d: draws.append(1))
+    resumed = PoinDP(**args)  # mid-classifier: the release is in the checkpoint
+    make_trainer().fit(resumed, csbm_dm, ckpt_path=tmp_path / "epoch=2.ckpt")
+    assert draws == []  # never drawn again
+    assert torch.equal(resumed.aggregates, full.aggregates)
+    assert resumed.accountant.state_dict() == full.accountant.state_dict()
