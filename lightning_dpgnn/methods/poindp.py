@@ -55,7 +55,7 @@ from ..privacy import PrivacyAccountant
 from ..privacy import random as R
 from ..privacy.dpsgd import unwrap
 from ..privacy.hyperbolic import HyperbolicGaussian, check_beta, check_clip, optimal_beta
-from .ap import AggregationPerturbationModule
+from .ap import LABEL_COUNTS, AggregationPerturbationModule
 from .paper_code import PAPER_CODE, PaperCodeMode
 from .releases import Draw, Release
 from .sage import _the_graph
@@ -274,7 +274,8 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     def _draw_release(self, d: Draw) -> torch.Tensor:
         g = d.graph
-        points = self._points(self._features(g))
+        counts = None if d.fit else d.outputs.get(LABEL_COUNTS)  # a new graph's own counts
+        points = self._points(self._features(g, counts))
         mechanism, hops = self.mechanism(), []
         for scale in self.hop_scales():
             if self.level.private:
@@ -334,7 +335,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         if self.in_paper_code_mode:
             return self._paper_logits(graph)
-        x = self._features(graph)
+        x = self._features(graph, outputs.get(LABEL_COUNTS))
         return self.classifier(self._classifier_input(x, outputs[self.mechanism_name]))
 
     # -- the paper-code reference mode (NOT differentially private) ---------------------------

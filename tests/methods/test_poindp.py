@@ -214,3 +214,18 @@ def test_a_resumed_fit_restores_the_release_and_never_draws_it_again(
     assert draws == []  # never drawn again
     assert torch.equal(resumed.aggregates, full.aggregates)
     assert resumed.accountant.state_dict() == full.accountant.state_dict()
+
+
+def test_label_counts_are_one_more_release_and_a_new_graph_uses_its_own(csbm_dm, make_trainer):
+    model = PoinDP(epsilon=2.0, label_counts=True, **FAST)
+    fit(model, csbm_dm, make_trainer)
+    report = model.privacy_spent()
+    assert report.count("label_counts") == 1 and report.count("poindp/inter") == 1
+    assert 1.98 <= report.epsilon <= 2.0  # both calibrated together
+    n = csbm_dm.data.num_nodes + 100  # more rows than the training graph's cached counts
+    other = make_csbm(num_nodes=n, seed=6)
+    new = Data(x=other.x, edge_index=other.edge_index, num_nodes=n, y=other.y,
+               train_mask=torch.ones(n, dtype=torch.bool))
+    probs = model.predict_inductive(new)  # its own counts, not the training graph's
+    assert probs.shape == (n, model.hparams.num_classes)
+    assert model.last_inference_report.count("label_counts") == 1
