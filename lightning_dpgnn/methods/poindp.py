@@ -162,6 +162,9 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
                     "runs as privacy='edge' (only to read the graph) and reports NOT "
                     f"differentially private; got privacy={privacy!r}"
                 )
+            if kwargs.get("label_counts"):
+                raise ValueError("mode='paper-code' reproduces the authors' code, which has no "
+                                 "label counts: leave label_counts unset")
         kwargs.setdefault("label_counts", False)
         super().__init__(privacy, epsilon, delta, **kwargs)
         self.mode = mode

@@ -159,6 +159,7 @@ def test_paper_code_mode_is_not_private_and_refused_by_the_budget_and_the_zoo(
     (dict(clip=0.0), "clip"), (dict(clip=float("nan")), "clip"),
     (dict(curvature=-1.0), "curvature"), (dict(mode="paper"), "mode"), (dict(hops=0), "hops"),
     (dict(mode="paper-code", privacy="node"), "paper-code"),
+    (dict(mode="paper-code", label_counts=True), "label_counts"),
 ])
 def test_bad_arguments_are_one_clear_error(kw, match):
     with pytest.raises(ValueError, match=match):
