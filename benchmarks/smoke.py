@@ -106,6 +106,10 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
         ("pgc_estimation_error", [script("pgc_estimation_error", "--seeds", "1", "--datasets",
                                          "cora", "--epsilons", "1", "--out", f"{r}/e.json")],
          True),
+        ("poindp_accuracy", [
+            script("poindp_accuracy", "--smoke", "--out", f"{r}/poindp_smoke.jsonl"),
+            script("poindp_accuracy", "--summarize", "--out", f"{r}/poindp_smoke.jsonl"),
+        ], False),
         ("progap_accuracy", [script("progap_accuracy", "--smoke", "--out",
                                     f"{r}/progap_smoke.jsonl")], False),
         ("progap_scale", [script("progap_scale", "--smoke", "--out", f"{r}/scale.jsonl")], False),

@@ -44,12 +44,14 @@ gwldp_clustering gwldp_clustering.jsonl                       gwldp_clustering.m
                                                               docs/gwldp.md gwldp-clustering
 zoo_check       zoo_check.jsonl (+ the rows each zoo entry   zoo_check.md; docs/zoo.md
                 cites)                                        zoo-check
+poindp          poindp_accuracy.jsonl                         poindp_accuracy.md;
+                                                              docs/poindp.md poindp-results
 ==============  ============================================  ==================================
 
 ``--no-doc`` writes the results folder only. The scripts that write their table after a run
 (``reference_parity.py``, ``speed.py``, ``ddp.py``), the ``--summarize`` flags of
-``audit_attacks.py``, ``mia_diagnosis.py``, ``mia_recalibration.py``, ``gwldp_accuracy.py`` and
-``gwldp_clustering.py`` and the ``--summary``
+``audit_attacks.py``, ``mia_diagnosis.py``, ``mia_recalibration.py``, ``gwldp_accuracy.py``,
+``gwldp_clustering.py`` and ``poindp_accuracy.py`` and the ``--summary``
 flags of ``honest_degree_bound.py`` and ``audit_power.py`` call the functions here. Every
 generated table says which command and which library revisions made it (:func:`made_by`),
 except ``degree_bound`` and ``audit_power``, which keep the format they were committed with
@@ -1871,6 +1873,86 @@ def zoo_check(path: Path | None = None, doc: bool = True) -> str:
     return md
 
 
+
+# == PoinDP ================================================================================
+POINDP_TABLE1_ROWS = ("GCN", "MLP", "paper-code", "PoinDP-inf", "PoinDP", "GAP", "ProGAP")
+POINDP_METRICS = (("acc", "accuracy"), ("weighted_f1", "weighted-F1"), ("macro_f1", "macro-F1"),
+                  ("paper_swapped_wf1", 'paper\'s "W-F1" (swapped)'),
+                  ("link_auc", "link-stealing AUC"))  # fmt: skip
+
+
+def _poindp_ci(rs: list[dict], metric: str) -> str:
+    mean, lo, hi = bootstrap_ci([100 * r[metric] for r in rs])
+    return f"{mean:.1f} [{lo:.1f}, {hi:.1f}]"
+
+
+def poindp_tables(rows: list[dict]) -> str:
+    """PoinDP's tables from ``poindp_accuracy.py``'s rows: Table 1 beside the paper (epsilon 1;
+    the non-private and paper-code rows), the epsilon sweep, Table 2's ablations (epsilon 1).
+    Mean and 95% bootstrap CI over seeds, in %."""
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cells.setdefault((r["dataset"], r["row"], r.get("target_epsilon")), []).append(r)
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    head = " | ".join(name for _, name in POINDP_METRICS)
+    out = []
+    for ds in datasets:
+        paper = S.POINDP_PAPER_TABLE1.get(ds, {})
+        out += [f"#### {ds}: Table 1 (edge level, epsilon 1 where private)", "",
+                f"| model | epsilon | seeds | {head} |",
+                "|---" * (3 + len(POINDP_METRICS)) + "|"]  # fmt: skip
+        for name, (wf1, mf1) in paper.items():
+            out.append(f"| paper: {name} | {'1' if name == 'PoinDP' else 'inf'} | 5 | {mf1} | "
+                       f"| | {wf1} | |")
+        for name in POINDP_TABLE1_ROWS:
+            for eps in (None, 1.0):
+                rs = cells.get((ds, name, eps))
+                if not rs:
+                    continue
+                spent = ("inf (NOT DP)" if name == "paper-code" else
+                         "inf" if eps is None else f"{max(r['epsilon'] for r in rs):.3g}")
+                vals = " | ".join(_poindp_ci(rs, m) for m, _ in POINDP_METRICS)
+                out.append(f"| ours: {name} | {spent} | {len(rs)} | {vals} |")
+        sweep = sorted({e for (d, n, e) in cells if d == ds and n in ("PoinDP", "GAP")
+                        and e is not None})  # fmt: skip
+        out += ["", f"#### {ds}: epsilon sweep (edge level, one undirected edge; accuracy)", "",
+                "| epsilon | PoinDP | GAP |", "|---|---|---|"]  # fmt: skip
+        for e in sweep:
+            vals = [(_poindp_ci(cells[(ds, n, e)], "acc") + f" ({len(cells[(ds, n, e)])})")
+                    if (ds, n, e) in cells else "" for n in ("PoinDP", "GAP")]  # fmt: skip
+            out.append(f"| {e:g} | {vals[0]} | {vals[1]} |")
+        paper2 = S.POINDP_PAPER_TABLE2.get(ds, {})
+        out += ["", f"#### {ds}: Table 2 ablations (epsilon 1)", "",
+                "| variant | beta | seeds | accuracy | weighted-F1 | paper's \"W-F1\" (swapped) "
+                "| paper's Table 2 W-F1 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for name, row in (("PoinDP", "PoinDP"), *[(n, n) for n in S.POINDP_ABLATIONS]):
+            rs = cells.get((ds, row, 1.0))
+            if not rs:
+                continue
+            beta = rs[0].get("beta")
+            out.append(f"| {name} | {beta:.3g} | {len(rs)} | {_poindp_ci(rs, 'acc')} | "
+                       f"{_poindp_ci(rs, 'weighted_f1')} | {_poindp_ci(rs, 'paper_swapped_wf1')} | "
+                       f"{paper2.get(name, '')} |")
+        out.append("")
+    r0 = rows[0]
+    out.append(f"Split {r0['split']} (train/val/test) keyed on node identity by each seed; "
+               f"seeds {sorted({r['seed'] for r in rows})}. Command: `{r0['command']}`")
+    return "\n".join(out) + "\n"
+
+
+def poindp(path: Path | None = None, doc: bool = True) -> str:
+    """``results/poindp_accuracy.md`` (beside ``path``), spliced into docs/poindp.md
+    (``poindp-results``) when it is the results folder's file."""
+    default = RESULTS / "poindp_accuracy.jsonl"
+    path = path or default
+    rows = load_rows(path)
+    md = made_by("poindp", [path.name], rows) + "\n\n" + poindp_tables(rows)
+    path.with_suffix(".md").write_text("# PoinDP on Cora and CiteSeer\n\n" + md)
+    if path.resolve() == default.resolve():
+        _splice_doc(doc, "poindp.md", "<!-- poindp-results-begin -->",
+                    "<!-- poindp-results-end -->", md.rstrip("\n"))  # fmt: skip
+    return md
+
 # == command line ==========================================================================
 #: table name -> function(doc) writing it (see the module docstring)
 TABLES = {
@@ -1891,6 +1973,7 @@ TABLES = {
     "gwldp": gwldp,
     "gwldp_clustering": gwldp_clustering,
     "zoo_check": zoo_check,
+    "poindp": poindp,
 }
 
 

@@ -30,6 +30,7 @@ _EXPORTS = {
     "PGC": "methods",
     "PGCLinkPrediction": "methods",
     "GWLDP": "methods",
+    "PoinDP": "methods",
     "PrivateModule": "methods",
     "PrivacyReport": "privacy",
     "plot": "plotting",
@@ -48,6 +49,7 @@ __all__ = [
     "PGC",
     "PGCLinkPrediction",
     "GWLDP",
+    "PoinDP",
     "PrivateModule",
     "PrivacyReport",
     "plot",
@@ -67,6 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
         SAGE,
         EdgeRand,
         PGCLinkPrediction,
+        PoinDP,
         PrivateModule,
         ProGAP,
     )

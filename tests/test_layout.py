@@ -108,8 +108,8 @@ def test_privacy_imports_no_lightning_and_nothing_else_of_the_package(path):
 
 
 #: leaves every layer may import: the vocabulary of privacy levels and units, and the
-#: declared tensor caches (they import nothing of the package)
-LEAVES = ("lightning_dpgnn.levels", "lightning_dpgnn.caches")
+#: declared tensor caches, and the Poincaré-ball geometry (they import nothing of the package)
+LEAVES = ("lightning_dpgnn.levels", "lightning_dpgnn.caches", "lightning_dpgnn.hyperbolic")
 
 
 @pytest.mark.parametrize("leaf", LEAVES)

@@ -8,6 +8,7 @@ from .gwldp import GWLDP
 from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
 from .pgc import PGC, PGCLinkPrediction
+from .poindp import PoinDP
 from .progap import ProGAP
 from .sage import SAGE, EdgeRand
 
@@ -27,4 +28,5 @@ __all__ = [
     "SAGE",
     "EdgeRand",
     "DPGNN",
+    "PoinDP",
 ]

@@ -60,6 +60,7 @@ from ..privacy.graph_ldp import (
     graph_unit,
 )
 from .base import PrivateModule, accuracy
+from .paper_code import PaperCodeMode
 from .releases import Draw, Release
 
 __all__ = ["GWLDP", "MODES", "EMBEDDINGS", "RELEASE_KEY"]
@@ -74,7 +75,7 @@ def _first(batch: list[Any]) -> Any:
     return batch[0]
 
 
-class GWLDP(PrivateModule):
+class GWLDP(PaperCodeMode, PrivateModule):
     """GW-LDP (see the module docstring).
 
     Args:
@@ -479,14 +480,10 @@ class GWLDP(PrivateModule):
         labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
         return {"labels": labels, **gw.cluster_scores(labels, y)}
 
-    # -- refusals ------------------------------------------------------------------------------
-    def publication_blockers(self) -> list[str]:
-        """Reasons the zoo refuses this model beyond the common ones."""
-        if self.mode == "paper-code":
-            return ["its embedding release is the paper-code reference mode, which is NOT "
-                    "differentially private (Gaussian noise whose std the authors' code calls "
-                    "epsilon, on unbounded embeddings)"]
-        return []
+    # -- refusals (PaperCodeMode.publication_blockers) ---------------------------------------
+    paper_code_release = "embedding release"
+    paper_code_flaw = ("Gaussian noise whose std the authors' code calls epsilon, on unbounded "
+                       "embeddings")
 
     # -- checkpoints ---------------------------------------------------------------------------
     def on_releases_changed(self, names: list[str], restored: bool = False) -> None:

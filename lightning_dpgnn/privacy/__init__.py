@@ -19,6 +19,7 @@ from .aggregation import (
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
 from .degree import PrivateDegreeBound, degree_excess, round_candidates
 from .graph_ldp import GraphRelease, MatrixMultiBit, PaperCodeGaussian
+from .hyperbolic import HyperbolicGaussian
 from .labels import RandomizedResponse
 from .ldp import (
     AnalyticGaussian,
@@ -69,6 +70,7 @@ __all__ = [
     "MatrixMultiBit",
     "PaperCodeGaussian",
     "GaussianAggregation",
+    "HyperbolicGaussian",
     "Laplace",
     "MultiBit",
     "OneBit",

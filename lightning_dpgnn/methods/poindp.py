@@ -1,0 +1,412 @@
+"""PoinDP: hierarchy-aware private node embeddings in the Poincaré ball (Wei et al., AAAI 2024;
+``../shared/papers/poindp-hyperbolic-dp-slides.md``), made sound (``docs/poindp.md``).
+
+``mode="dp"`` (the default) runs, in one ``trainer.fit``, as stages of the staged fit loop:
+
+1. **Encoder** (:class:`~lightning_dpgnn.nn.poincare.PoincareEncoder`): an MLP on the node
+   features into the tangent space at the origin, ``exp_0`` onto the Poincaré ball, pre-trained
+   with a linear head on the training labels only. At edge level features and training labels
+   are public; at node level it is trained with DP-Adam (accounted). No edge is read.
+2. **The release** (stage 1, drawn once, cached, checkpointed): the hyperbolic Gaussian
+   mechanism (:class:`~lightning_dpgnn.privacy.hyperbolic.HyperbolicGaussian`) on the
+   encoder's ball embeddings — clip in the tangent space at the origin, split into radius
+   (inter-hierarchy, share ``beta``) and direction (intra-hierarchy, share ``1 - beta``), the
+   neighbourhood sums of each part with Gaussian noise (sensitivity that of GAP's sum
+   aggregation: ``sqrt(2)`` per undirected edge, ``sqrt(D)`` per node under the degree
+   promise), composed by the accountant, recombined on the ball (post-processing).
+3. **Classifier**: an MLP on each node's own clipped tangent embedding (public to whoever holds
+   its features; not stored), the recombined released point (``log_0``) and the log of its
+   released radius sum; trained with ``Trainer.fit`` on the cached release only (DP-Adam at
+   node level).
+
+Transductive predictions read only the cached release; inductive ones draw it again, with fresh
+noise, on the new graph's own ledger (the release lifecycle of ``PrivateModule``).
+
+The Poincaré pre-training of the slides (eqs. 7/9; in the authors' code HyperIMBA's
+Nickel–Kiela embedding of the graph) is not used: it reads the edges, which edge- and node-level
+DP protect, and the authors' version also every node's label, test labels included. A private
+version would be a mechanism of its own; the radius of the encoder's embedding plays its role
+(the hierarchy level), read from public data and released through the mechanism.
+
+``mode="paper-code"`` reproduces the authors' released code (``WYLucency/PoinDP``) for Table 1
+side by side, and is NOT differentially private: two parallel 2-layer GCNs on the raw graph
+whose logits get bounded noise ``sigma tanh(v / 2)``, ``v ~ N(0, 1)`` per entry (a 1-D wrapped
+normal), every epoch and at test time, with ``sigma`` from networks that never train; nothing
+is accounted in the code. Here it records an infinite spend, its report says NOT differentially
+private, and ``PrivacyBudget`` and the zoo refuse it (:class:`~.paper_code.PaperCodeMode`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from torch_geometric.data import Data
+
+from .. import hyperbolic as H
+from ..levels import Level
+from ..loops import Stage
+from ..nn.mlp import MLP
+from ..nn.poincare import PaperCodeNet, PoincareEncoder
+from ..privacy import PrivacyAccountant
+from ..privacy import random as R
+from ..privacy.dpsgd import unwrap
+from ..privacy.hyperbolic import HyperbolicGaussian, check_beta, check_clip, optimal_beta
+from .ap import LABEL_COUNTS, AggregationPerturbationModule
+from .paper_code import PAPER_CODE, PaperCodeMode
+from .releases import Draw, Release
+from .sage import _the_graph
+
+__all__ = ["PoinDP", "classification_scores", "MODES"]
+
+MODES = ("dp", PAPER_CODE)
+#: the 2-D Poincaré weight the authors' code gives every node missing from its weight file;
+#: the paper-code mode gives it to every node (the file's weights read every node's label)
+PAPER_CODE_WEIGHT = (1.0, 1.0)
+
+
+def classification_scores(probs: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+    """Accuracy, weighted-F1, macro-F1 and the paper's "W-F1" (``f1_score(pred, y,
+    average="weighted")``, arguments swapped: weighted by *predicted* support) of the rows of
+    ``probs`` (``[N, C]``, scores) against ``y``; for parity only, ``paper_swapped_wf1``."""
+    from sklearn.metrics import f1_score
+
+    pred = probs.argmax(-1).cpu().numpy()
+    true = y.cpu().numpy()
+    return {
+        "acc": float(np.mean(pred == true)),
+        "weighted_f1": float(f1_score(true, pred, average="weighted", zero_division=0)),
+        "macro_f1": float(f1_score(true, pred, average="macro", zero_division=0)),
+        "paper_swapped_wf1": float(f1_score(pred, true, average="weighted", zero_division=0)),
+    }
+
+
+class PoinDP(PaperCodeMode, AggregationPerturbationModule):
+    """PoinDP node classifier (module docstring): edge- or node-level private, or the
+    paper-code reference mode (not private).
+
+    Args:
+        privacy: ``"edge"``, ``"node"`` or ``"none"`` (the same model without noise).
+        epsilon: target epsilon of the whole fit (release, and DP-Adam at node level).
+        delta: ``"auto"``, ``"paper"`` or a number (``PrivateModule``).
+        beta: the inter-hierarchy (radius) share of the release's budget, in ``[0, 1]``
+            (``0``: directions only, the "without inter" ablation; ``1``: radii only, "without
+            intra"); ``"auto"``: ``1 / (1 + sqrt(hidden))``, the share that minimises the
+            release's total noise variance (a function of the public width; the "without
+            allocation" ablation fixes ``0.5``).
+        clip: ``C``, the public norm the tangent vectors are clipped to.
+        curvature: ``c`` of the ball (curvature ``-c``).
+        mode: ``"dp"`` or ``"paper-code"`` (NOT differentially private; ``privacy="edge"``).
+        hops: K, releases drawn one after the other, hop ``k`` on the points recombined from
+            hop ``k - 1`` (post-processing of a release, as GAP's hops): each hop costs one
+            mechanism, composed by the accountant (``hop_budget`` splits the budget unevenly).
+        hidden: embedding width (the ball's dimension) and hidden width of every MLP.
+        encoder_layers, classifier_layers: MLP layers.
+        encoder_epochs, classifier_epochs: epochs of the two stages (``mode="dp"``).
+        paper_epochs, paper_patience: ``mode="paper-code"``: epochs, and early-stopping
+            patience on ``val/acc`` (the code's 200 and 100).
+        num_features, num_classes: build the networks now (a restored model).
+        **kwargs: the settings shared with GAP (:class:`~lightning_dpgnn.methods.ap.
+            AggregationPerturbationModule`): ``max_degree`` (node level: the public degree
+            bound D), ``dropout``, ``normalization``, ``activation``, ``lr``,
+            ``weight_decay``, ``batch_size``, ``max_grad_norm``, ``noise_multiplier``,
+            ``seed``, ``noise_seed``, ``edge_unit``, ``log_private_metrics``, ``label_counts``
+            (default off: the paper's model).
+    """
+
+    mechanism_name = "poindp"
+    checkpoint_key = "poindp"
+    caches = ("_hop0_cache",)  # declared (PrivateModule.reset_caches)
+    paper_code_release = "model"
+    paper_code_flaw = (
+        "bounded noise sigma*tanh(v/2) added to the class logits every epoch and at test time, "
+        "never accounted, with sigma from networks that never train"
+    )
+
+    def __init__(
+        self,
+        privacy: Literal["none", "edge", "node"] = "edge",
+        epsilon: float | None = 1.0,
+        delta: float | str = "auto",
+        beta: float | str = "auto",
+        clip: float = 1.0,
+        curvature: float = 1.0,
+        mode: Literal["dp", "paper-code"] = "dp",
+        hops: int = 1,
+        hidden: int = 16,
+        encoder_layers: int = 2,
+        classifier_layers: int = 2,
+        encoder_epochs: int = 100,
+        classifier_epochs: int = 100,
+        paper_epochs: int = 200,
+        paper_patience: int = 100,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
+            raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if not (isinstance(beta, str) and beta == "auto"):
+            check_beta(beta)
+        check_clip(clip)
+        H.check_curvature(curvature)
+        if mode == PAPER_CODE:
+            if privacy != "edge":
+                raise ValueError(
+                    "mode='paper-code' reproduces the authors' code, which protects nothing: it "
+                    "runs as privacy='edge' (only to read the graph) and reports NOT "
+                    f"differentially private; got privacy={privacy!r}"
+                )
+            if kwargs.get("label_counts"):
+                raise ValueError("mode='paper-code' reproduces the authors' code, which has no "
+                                 "label counts: leave label_counts unset")
+        kwargs.setdefault("label_counts", False)
+        super().__init__(privacy, epsilon, delta, **kwargs)
+        self.mode = mode
+        self.beta = optimal_beta(int(hidden)) if beta == "auto" else check_beta(beta)
+        self.clip, self.curvature = check_clip(clip), H.check_curvature(curvature)
+        if mode == PAPER_CODE:
+            self.accountant.unit = self.not_private_note()
+        else:
+            self.declare_releases(Release(
+                self.mechanism_name, self._plan_release, self._draw_release, stage=1,
+                save=self._whole,
+            ))  # fmt: skip
+        self.encoder_model: nn.Module | None = None
+        self.classifier: nn.Module | None = None
+        self.paper_net: PaperCodeNet | None = None
+        if num_features is not None and num_classes is not None:
+            self._build(num_features, num_classes)
+
+    # -- construction ------------------------------------------------------------------------
+    def _build(self, num_features: int, num_classes: int) -> None:
+        hp = self.hparams
+        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        if self.in_paper_code_mode:
+            self.paper_net = PaperCodeNet(int(num_features), int(num_classes))
+            return
+        mlp = self.mlp_options()
+        width = self.input_width(num_features, num_classes)
+        encoder = PoincareEncoder(width, hp.hidden, num_classes, hp.encoder_layers, self.clip,
+                                  self.curvature, **mlp)
+        width = hp.hidden + hp.hops * (hp.hidden + 1)
+        classifier = MLP(width, num_classes, hp.hidden, hp.classifier_layers, **mlp)
+        self.encoder_model = self._dp_wrap(encoder, "PoinDP encoder")
+        self.classifier = self._dp_wrap(classifier, "PoinDP classifier")
+
+    def _encoder(self) -> PoincareEncoder:
+        return unwrap(self.encoder_model)
+
+    def configure_stages(self) -> list[Stage]:
+        hp = self.hparams
+        if self.in_paper_code_mode:
+            return [Stage(PAPER_CODE, hp.paper_epochs, ("paper_net",))]
+        return [
+            Stage("encoder", hp.encoder_epochs, ("encoder_model",)),
+            Stage("classifier", hp.classifier_epochs, ("classifier",)),
+        ]
+
+    def stage_patience(self) -> int | None:
+        return self.hparams.paper_patience if self.in_paper_code_mode else None
+
+    def total_aggregations(self) -> int:
+        return self.hparams.hops
+
+    def stage_model(self, index: int) -> nn.Module:
+        if self.in_paper_code_mode:
+            return self.paper_net
+        return self.encoder_model if index == 0 else self.classifier
+
+    def calibrates_noise(self) -> bool:
+        return self.level.private and not self.in_paper_code_mode
+
+    # -- the release -------------------------------------------------------------------------
+    def mechanism(self, noise_multiplier: float | None = None) -> HyperbolicGaussian:
+        """The hyperbolic Gaussian mechanism at ``noise_multiplier`` (default: the fit's)."""
+        z = noise_multiplier if noise_multiplier is not None else self.noise_multiplier
+        return HyperbolicGaussian(
+            z if z is not None else 1.0, beta=self.beta, clip=self.clip,
+            curvature=self.curvature, level="node" if self.level is Level.NODE else "edge",
+            max_degree=self.max_degree if self.level is Level.NODE else None,
+            edge_unit=self.edge_unit, name=self.mechanism_name,
+        )
+
+    def aggregation_mechanism(self):
+        """The part with the least noise (the larger share), for an audit."""
+        if not self.level.private or self.noise_multiplier is None or self.in_paper_code_mode:
+            return None
+        parts = self.mechanism().parts()
+        mech, scale = min(parts, key=lambda p: p[1])
+        return self._mechanism_for(self.noise_multiplier * scale, mech.name)
+
+    def _plan_release(self, accountant: PrivacyAccountant, z: float | None) -> None:
+        mechanism = self.mechanism(z)
+        for scale in self.hop_scales():
+            mechanism.account(accountant, scale=scale)
+
+    @property
+    def aggregates(self) -> torch.Tensor | None:
+        """``[N, K, 1 + hidden]``: the cached release (each hop's noisy radius and direction
+        sums)."""
+        return self.releases.get(self.mechanism_name)
+
+    @aggregates.setter
+    def aggregates(self, value: torch.Tensor | None) -> None:
+        if value is None and self.in_paper_code_mode:
+            return  # the paper-code mode declares no release
+        self.releases.set(self.mechanism_name, value)
+
+    @torch.no_grad()
+    def _encoded(self, what: str, x: torch.Tensor) -> torch.Tensor:
+        """``encoder.<what>(x)`` in eval mode (the encoder's mode is restored)."""
+        encoder = self._encoder()
+        was_training = encoder.training
+        encoder.eval()
+        out = getattr(encoder, what)(self._input_features(x))
+        encoder.train(was_training)
+        return out
+
+    def _points(self, x: torch.Tensor) -> torch.Tensor:
+        """The encoder's ball embeddings of ``x``'s nodes."""
+        return self._encoded("embed", x)
+
+    def _draw_release(self, d: Draw) -> torch.Tensor:
+        g = d.graph
+        counts = None if d.fit else d.outputs.get(LABEL_COUNTS)  # a new graph's own counts
+        points = self._points(self._features(g, counts))
+        mechanism, hops = self.mechanism(), []
+        for scale in self.hop_scales():
+            if self.level.private:
+                hop = mechanism(points, g.edge_index, g.num_nodes, d.accountant, d.generator,
+                                scale=scale)
+            else:  # the same model without noise
+                hop = mechanism.aggregate(points, g.edge_index, g.num_nodes)
+            hops.append(hop)
+            points = mechanism.recombine(hop)  # post-processing: the next hop's input
+        return torch.stack(hops, dim=1)
+
+    def hyperbolic_embeddings(self, release: torch.Tensor | None = None) -> torch.Tensor:
+        """The released neighbourhood embeddings as points of the ball, ``[N, K, hidden]``
+        (post-processing of the cached release, or of ``release``)."""
+        release = self.aggregates if release is None else release
+        if release is None:
+            self._require_cache()
+        mechanism = self.mechanism()
+        return torch.stack([mechanism.recombine(release[:, k]) for k in range(release.size(1))],
+                           dim=1)
+
+    # -- the classifier's input ------------------------------------------------------------
+    @torch.no_grad()
+    def _hop0(self, x: torch.Tensor) -> torch.Tensor:
+        """Each node's own clipped tangent embedding (units of ``C``): public to whoever
+        holds ``x``, recomputed from the caller's features, never stored."""
+        cached = getattr(self, "_hop0_cache", None)
+        if cached is None or cached[0] is not x:
+            self._hop0_cache = (x, self._encoded("tangent", x))
+        return self._hop0_cache[1]
+
+    def _classifier_input(self, x: torch.Tensor, release: torch.Tensor) -> torch.Tensor:
+        release = release.to(device=x.device)
+        tangent = H.logmap0(self.hyperbolic_embeddings(release), self.curvature) / self.clip
+        radius = torch.log1p(release[:, :, :1].clamp_min(0.0))
+        per_hop = torch.cat([tangent, radius], dim=2).flatten(1)
+        return torch.cat([self._hop0(x), per_hop], dim=1).float()
+
+    def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
+        x = self._features(data)
+        return (x,) if index == 0 else (self._classifier_input(x, self.aggregates),)
+
+    def eval_stage(self) -> int:
+        if self.in_paper_code_mode:
+            return 0
+        return 0 if self._in_fit() and self.current_stage == 0 else 1
+
+    def _logits(self, data: Data) -> torch.Tensor:
+        if self.in_paper_code_mode:
+            return self._paper_logits(data)
+        x = self._features(data)
+        if self.eval_stage() == 0:
+            return self.encoder_model(self._input_features(x))
+        self._require_cache()
+        return self.classifier(self._classifier_input(x, self.aggregates))
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        if self.in_paper_code_mode:
+            return self._paper_logits(graph)
+        x = self._features(graph, outputs.get(LABEL_COUNTS))
+        return self.classifier(self._classifier_input(x, outputs[self.mechanism_name]))
+
+    # -- the paper-code reference mode (NOT differentially private) ---------------------------
+    def _paper_logits(self, data: Data) -> torch.Tensor:
+        """The code's forward: both branches' logits plus bounded noise, summed (the noise is
+        drawn at every call, training and evaluation alike, as in the code)."""
+        branches = self.paper_net(data.x, data.edge_index)  # [2, N, C]
+        weights = torch.tensor(PAPER_CODE_WEIGHT, device=branches.device).expand(
+            data.num_nodes, 2)
+        sigma = self.paper_net.sigmas(weights, float(self.target_epsilon or 1.0))  # [2, N]
+        v = R.normal(tuple(branches.shape), 1.0, dtype=branches.dtype, device=branches.device)
+        noise = sigma.unsqueeze(-1) * torch.tanh(v / 2)  # in (-sigma, sigma): bounded
+        return (branches + noise).sum(dim=0)
+
+    def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        if self.in_paper_code_mode:
+            if not any(e.count for e in self.accountant.ledger):
+                self.record_not_private(accountant, f"{self.mechanism_name}/{PAPER_CODE}")
+            return True
+        return super().plan_steps(accountant, noise_multiplier)
+
+    def inductive_accountant(
+        self, graph: Data, guarantee: str | None = None
+    ) -> PrivacyAccountant:
+        """A new graph's ledger; in the paper-code mode it records the graph read in the clear
+        (an infinite spend: the new graph's report says NOT differentially private)."""
+        acc = super().inductive_accountant(graph, guarantee)
+        if self.in_paper_code_mode:
+            acc.unit = self.not_private_note()
+            self.record_not_private(acc, f"{self.mechanism_name}/{PAPER_CODE}")
+        return acc
+
+    def on_fit_start(self) -> None:
+        super().on_fit_start()
+        if self.in_paper_code_mode:  # the fit reads the graph and labels in the clear
+            self.record_not_private(self.accountant, f"{self.mechanism_name}/{PAPER_CODE}")
+
+    def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
+        if self.in_paper_code_mode:  # full batch on the whole graph
+            return DataLoader([self.on_device(data)], batch_size=1, collate_fn=_the_graph)
+        return super().stage_rows(stage_index, data)
+
+    def loaders_change_within_stage(self) -> bool:
+        return False if self.in_paper_code_mode else super().loaders_change_within_stage()
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        if self.in_paper_code_mode:
+            return self._log_accuracy(self._paper_logits(batch), batch, "train")
+        return super().training_step(batch, batch_idx)
+
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        if self.in_paper_code_mode:
+            return self._log_accuracy(self._paper_logits(data), data, "val")
+        return super().validation_step(data, batch_idx)
+
+    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        if self.in_paper_code_mode:
+            return self._log_accuracy(self._paper_logits(data), data, "test")
+        return super().test_step(data, batch_idx)
+
+    def transductive_probs(self, data: Data) -> torch.Tensor:
+        if self.in_paper_code_mode:
+            return self._paper_logits(self.on_device(data)).softmax(-1)
+        return super().transductive_probs(data)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        hp = self.hparams
+        if not self._is_built() and hp.get("num_features") is not None:
+            self._build(hp["num_features"], hp["num_classes"])
+        super().on_load_checkpoint(checkpoint)
