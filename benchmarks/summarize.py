@@ -1309,15 +1309,20 @@ def _unpaired_ci1(a, b, n_boot: int = 1000, seed: int = 0) -> str:
     return f"{a.mean() - b.mean():.1f} [{lo:.1f}, {hi:.1f}]"
 
 
-def _observed_d_rows(path: Path, dataset: str, method: str) -> list[float]:
-    """Test accuracies (%) of the node-level ``method`` rows of ``path`` (an earlier grid) at
+#: the ProGAP grid's rows before its node-level cells were re-run at the declared degree
+#: bounds (commit 9d6d978 replaced them): the observed-D rows the degree-bound table cites
+OBSERVED_D_REV = "8f54b2b"
+
+
+def _observed_d_rows(rows, dataset: str, method: str) -> list[float]:
+    """Test accuracies (%) of the node-level ``method`` rows of ``rows`` (an earlier grid) at
     :data:`settings.HONEST_EPSILON`, protocol ``public-v2`` and the observed maximum degree."""
     rows = [
-        r for r in load_rows(path)
+        r for r in rows
         if r["dataset"] == dataset and r["method"] == method and r.get("unit") == "node"
         and r.get("target_epsilon") == S.HONEST_EPSILON and r.get("protocol") == PROTOCOL
         and r.get("degree_bound") == S.OBSERVED_MAX_DEGREE[dataset]
-    ] if path.exists() else []  # fmt: skip
+    ]  # fmt: skip
     return [100 * r["test_acc"] for r in rows]
 
 
@@ -1325,10 +1330,10 @@ def degree_bound(path: Path | None = None, doc: bool = True) -> str:
     """``results/honest_degree_bound.md`` (beside ``path``): node-level GAP / ProGAP at the
     observed maximum degree against the declared public bound (``honest_degree_bound.py``),
     with the paired cost per seed. A cell run at the public D only takes its observed-D rows
-    from ``results/progap_accuracy.jsonl`` (unpaired). Not spliced: docs/privacy.md, gap.md
-    and progap.md cite the file."""
+    from ``results/progap_accuracy.jsonl`` as it was at :data:`OBSERVED_D_REV` (unpaired).
+    Not spliced: docs/privacy.md, gap.md and progap.md cite the file."""
     path = path or RESULTS / "honest_degree_bound.jsonl"
-    earlier = RESULTS / "progap_accuracy.jsonl"
+    earlier = Path("progap_accuracy.jsonl")
     rows = [r for r in load_rows(path) if r.get("test_acc") is not None]
     lines = [
         "# Honest node-level degree bound: what it costs (issue 27)",
@@ -1355,12 +1360,15 @@ def degree_bound(path: Path | None = None, doc: bool = True) -> str:
                 obs = [by["observed"][s] for s in seeds]
                 pub = [by["public"][s] for s in seeds]
                 diff = _ci1(list(np.subtract(pub, obs)))
-            elif by["public"] and (old := _observed_d_rows(earlier, dataset, method)):
+            elif by["public"] and (
+                old := _observed_d_rows(_rows_at(earlier.name, OBSERVED_D_REV), dataset, method)
+            ):
                 # observed-D rows of an earlier run (same protocol and settings): unpaired
                 seeds = sorted(by["public"])
                 pub, obs = [by["public"][s] for s in seeds], old
                 diff = _unpaired_ci1(pub, obs)
-                note = f" (observed D: {len(obs)} seeds of {earlier.name}, unpaired)"
+                note = (f" (observed D: {len(obs)} seeds of {earlier.name} at {OBSERVED_D_REV}, "
+                        "unpaired)")
             else:
                 continue
             lines.append(
