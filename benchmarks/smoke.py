@@ -80,6 +80,7 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
                    f"{tmp}/gw-cache"),
             script("gwldp_clustering", "--summarize", "--out", f"{r}/gwldp_cl.jsonl"),
         ], True),
+        ("gpu", [["bash", str(HERE / "gpu.sh"), "--smoke"]], True),
         ("zoo_check", [
             script("zoo_check", "pgc-cora", "--seeds", "1", "--out", f"{r}/zoo_check_smoke.jsonl",
                    "--override", "--trainer.max_epochs", "2"),

@@ -29,9 +29,11 @@ Targets (medians over ``--repeats`` runs on a 2-core machine, one torch thread):
   schools merged in growing sets (``--scale-sets``).
 
 Each row records the load averages before the run (other jobs share the cores), the command
-and the environment. ``results/speed.md`` is rebuilt from ``results/speed.jsonl`` (the latest
-rows of each target) after every invocation (``summarize.py speed``; with ``scale``, also
-``docs/img/performance_scale.png``).
+and the environment. ``--accelerator gpu`` runs the fits (``school``, ``fb``, ``scale``) and
+the ``hop`` on one GPU (target names end in `` [gpu]``); ``benchmarks/gpu.sh`` is the one call
+to make on a lent GPU machine. ``results/speed.md`` is rebuilt from ``results/speed.jsonl``
+(the latest rows of each target) after every invocation (``summarize.py speed``; with
+``scale``, also ``docs/img/performance_scale.png``).
 
     OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/speed.py --targets school
     # smoke (two interpreters, a random 2,000-node graph; into $DPGNN_BENCH_RESULTS):
@@ -76,7 +78,10 @@ LIMITS = {
     "FB GAP-NDP D=100 end to end": (600.0, "s"),
     "FB GAP-NDP D=100 peak RSS": (6144.0, "MiB"),
     "FB load of the processed graph": (10.0, "s"),
+    "FB ProGAP-EDP K=3 end to end [gpu]": (20.0, "s"),
 }
+#: where the fits and the hop run (``--accelerator``; children read it from the environment)
+ACCELERATOR_ENV = "DPGNN_SPEED_ACCELERATOR"
 #: FB-scale runs: benchmark name of each method
 FB_NAMES = {"GAP": "FB GAP-EDP K=2", "ProGAP": "FB ProGAP-EDP K=3", "GAP-NDP": "FB GAP-NDP D=100"}
 PRIVATE = dict(privacy="edge", epsilon=1.0, delta=1e-7, edge_unit="directed")
@@ -92,6 +97,8 @@ def environment() -> dict:
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "accelerator": accelerator(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
     }
 
 
@@ -120,7 +127,14 @@ def child(args: list[str], timeout: float = 1800) -> tuple[dict, float]:
     return {**json.loads(lines[-1]), "process_cpu_s": round(cpu, 3)}, wall
 
 
+def accelerator() -> str:
+    """``"cpu"`` or ``"gpu"``: where this run's fits and hops run."""
+    return os.environ.get(ACCELERATOR_ENV, "cpu")
+
+
 def record(target: str, value: float, unit: str, runs: list[dict], **extra) -> None:
+    if accelerator() != "cpu" and not target.startswith("import"):
+        target = f"{target} [{accelerator()}]"
     limit = LIMITS.get(target, (None, unit))[0]
     row = {
         "target": target,
@@ -175,7 +189,7 @@ def _fit_test(model, dm, profile: str | None = None) -> dict:
 
     trainer = L.Trainer(
         logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, profiler=profile,
+        enable_model_summary=False, profiler=profile, accelerator=accelerator(), devices=1,
     )  # fmt: skip
     start, cpu = time.perf_counter(), time.process_time()
     trainer.fit(model, dm)
@@ -231,23 +245,29 @@ def child_hop(dataset: str) -> dict:
     else:
         data = NodeDataModule(dataset, target="year").data
     loaded = time.perf_counter() - start
+    device = torch.device("cuda" if accelerator() == "gpu" else "cpu")
+    data = data.to(device)
     n, e = data.num_nodes, data.num_edges
-    x = torch.randn(n, 16)
+    x = torch.randn(n, 16, device=device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     mech = GaussianAggregation(1.0, level="edge", name="hop", edge_unit="directed")
     acc = PrivacyAccountant("edge", 1e-7)
     t = time.perf_counter()
     mech(x, data.edge_index, n, acc, None)  # the first hop also builds the CSR in-adjacency
+    sync()
     first = time.perf_counter() - t
     times = []
     for _ in range(3):
         t = time.perf_counter()
         mech(x, data.edge_index, n, acc, None)
+        sync()
         times.append(time.perf_counter() - t)
     adj = in_adjacency(data.edge_index, n, x.dtype)  # the matrix the mechanism multiplies by
     bare = []
     for _ in range(3):
         t = time.perf_counter()
         torch.sparse.mm(adj, x)
+        sync()
         bare.append(time.perf_counter() - t)
     index_bytes = adj.crow_indices().element_size()
     nbytes = e * (index_bytes + 4) + (n + 1) * index_bytes + 2 * n * 16 * 4
@@ -529,8 +549,11 @@ def main() -> None:
     p.add_argument("--lpgnn-timeout", type=float, default=1800,
                    help="seconds after which the LPGNN fit is stopped and recorded unfinished")
     p.add_argument("--scale-sets", nargs="*", type=int, default=[1, 4, 16, 50])
+    p.add_argument("--accelerator", default="cpu", choices=["cpu", "gpu"],
+                   help="where the fits and the hop run (gpu: one device; names end in [gpu])")
     args = p.parse_args()
     os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ[ACCELERATOR_ENV] = args.accelerator
     runners = {"import": run_import, "school": run_school, "hop": run_hop, "lpgnn": run_lpgnn,
                "fb": run_fb, "scale": run_scale}
     for target in args.targets:
