@@ -80,6 +80,7 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
                    f"{tmp}/gw-cache"),
             script("gwldp_clustering", "--summarize", "--out", f"{r}/gwldp_cl.jsonl"),
         ], True),
+        ("gwldp_timing", [script("gwldp_timing", "--smoke", "--out", f"{r}/gwldp_t.jsonl")], True),
         ("honest_degree_bound", [
             script("honest_degree_bound", "--smoke", "--out", f"{r}/honest_smoke.jsonl"),
             script("honest_degree_bound", "--summary", "--smoke", "--out",

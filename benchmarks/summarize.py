@@ -42,6 +42,8 @@ gwldp           gwldp_accuracy.jsonl,                         gwldp_accuracy{,_g
                                                               gwldp-gin
 gwldp_clustering gwldp_clustering.jsonl                       gwldp_clustering.md;
                                                               docs/gwldp.md gwldp-clustering
+gwldp_timing    gwldp_timing.jsonl                            gwldp_timing.md;
+                                                              docs/gwldp.md gwldp-timing
 ==============  ============================================  ==================================
 
 ``--no-doc`` writes the results folder only. The scripts that write their table after a run
@@ -1831,6 +1833,40 @@ def gwldp_clustering(path: Path | None = None, doc: bool = True) -> str:
     return md
 
 
+GWLDP_TASKS = {
+    "fit": "FedAvg fit, MUTAG, 10 clients, GCN, {rounds} rounds, 1 thread",
+    "allpairs": "all pairs of MUTAG, GW_A (POT CG), {jobs} joblib workers",
+    "proteins_pairs": "random pairs of PROTEINS, GW_A (POT CG), {jobs} joblib workers",
+}
+
+
+def gwldp_timing(path: Path | None = None, doc: bool = True) -> str:
+    """``results/gwldp_timing.md`` from ``gwldp_timing.py``'s rows (one line per run, in the
+    order they ran, with the load average before and after), spliced into docs/gwldp.md
+    (``gwldp-timing``) when it is the results folder's file."""
+    default = RESULTS / "gwldp_timing.jsonl"
+    path = path or default
+    rows = load_rows(path)
+    lines = ["| task | library | pairs | seconds | all pairs (estimate) | load avg before / after "
+             "| CPUs |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        task = GWLDP_TASKS[r["task"]].format(rounds=r.get("rounds"), jobs=r.get("jobs"))
+        pairs = f"{r['pairs']:,}" if "pairs" in r else "-"
+        est = "-"
+        if r["task"] == "proteins_pairs":
+            est = f"{r['all_pairs']:,} pairs: {r['all_pairs_estimate_s'] / 60:.0f} min"
+        lines.append(f"| {task} | {r['label']} ({r['revision']}) | {pairs} | {r['seconds']:.1f} "
+                     f"| {est} | {r['load_before']:.2f} / {r['load_after']:.2f} | {r['cpus']} |")
+    commands = "; ".join(dict.fromkeys(f"`{r['command']}`" for r in rows))
+    md = (made_by("gwldp_timing", [path.name], rows) + "\n\n" + "\n".join(lines)
+          + f"\n\nCommand(s): {commands}\n")
+    path.with_suffix(".md").write_text("# GW-LDP timings\n\n" + md)
+    if path.resolve() == default.resolve():
+        _splice_doc(doc, "gwldp.md", "<!-- gwldp-timing-begin -->", "<!-- gwldp-timing-end -->",
+                    md.rstrip("\n"))
+    return md
+
+
 # == command line ==========================================================================
 #: table name -> function(doc) writing it (see the module docstring)
 TABLES = {
@@ -1850,6 +1886,7 @@ TABLES = {
     "audit_power": audit_power,
     "gwldp": gwldp,
     "gwldp_clustering": gwldp_clustering,
+    "gwldp_timing": gwldp_timing,
 }
 
 
