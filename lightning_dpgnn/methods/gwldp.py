@@ -9,14 +9,14 @@ local update (``local_epochs`` full-batch Adam epochs on its training graphs, fr
 weights) is a Lightning Fabric loop on the client's own copy of the network (a ``Trainer``
 cannot nest inside another's fit; the copy is outside the outer DDP wrapper, so no gradient
 hook of the server's model fires), and at the end of the round the server averages the updates
-(weighted by the clients' numbers of training graphs). The clients are simulated in one process;
-under DDP each rank runs its share of the clients (client ``i`` on rank ``i mod world``, never a
-client twice: the loader is padded with empty steps, not repeated clients) and the updates are
-summed across the ranks, so the same code runs with clients as ranks; DP-FedAvg's noise is
-drawn once, on rank 0 (:meth:`~PrivateModule.run_once`). These updates are **not private** in
-the paper's protocol: the report's unit says so. ``dp_fedavg=True`` makes them client-level
-DP (each client's update clipped to ``fedavg_clip``, Gaussian noise on the sum, uniform
-average; accounted by RDP).
+(weighted by the clients' numbers of training graphs). The clients are simulated in one
+process; under DDP each rank runs its share of the clients (Lightning's distributed sampler
+deals them out, each client to one rank per round: the loader is padded with empty steps, never
+with a repeated client) and the updates are summed across the ranks, so the same code runs with
+clients as ranks; DP-FedAvg's noise is drawn once, on rank 0 (:meth:`~PrivateModule.run_once`).
+These updates are **not private** in the paper's protocol: the report's unit says so.
+``dp_fedavg=True`` makes them client-level DP (each client's update clipped to ``fedavg_clip``,
+Gaussian noise on the sum, uniform average; accounted by RDP).
 
 **The release (Alg. 1), once per fit.** After the last round every client encodes the node
 embeddings ``H`` of each of its graphs (the last convolution's outputs mapped into ``[0, 1]`` by
@@ -331,10 +331,10 @@ class GWLDP(PrivateModule):
     # -- federated training --------------------------------------------------------------------
     def train_dataloader_from_clients(self, dm: Any) -> DataLoader:
         """One batch per client (GraphDataModule hands its clients to this model). Under DDP,
-        Lightning shards the loader over the ranks (client ``i`` on rank ``i mod world``); it
-        is padded with empty steps (``-1``) to a multiple of the world size, because Lightning's
-        sampler would pad it with repeated clients (a client counted twice: under DP-FedAvg,
-        twice its sensitivity)."""
+        Lightning's distributed sampler deals the steps out to the ranks (each client to one
+        rank per round); the loader is padded with empty steps (``-1``) to a multiple of the
+        world size, because the sampler would pad it with repeated clients (a client counted
+        twice: under DP-FedAvg, twice its sensitivity)."""
         world = self.trainer.world_size if self._trainer is not None else 1
         k = len(dm.clients)
         steps = list(range(k)) + [-1] * (-k % world)
