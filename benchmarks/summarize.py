@@ -1716,7 +1716,9 @@ def ddp(path: Path | None = None, doc: bool = True) -> str:
 
 # == GW-LDP (docs/gwldp.md) =================================================================
 #: gwldp_accuracy.py's results files (``--gnn``) -> the docs/gwldp.md markers of their tables
-GWLDP_FILES = {"gwldp_accuracy.jsonl": "gwldp-results", "gwldp_accuracy_gin.jsonl": "gwldp-gin"}
+GWLDP_FILES = {"gwldp_accuracy.jsonl": "gwldp-results", "gwldp_accuracy_gin.jsonl": "gwldp-gin",
+               "gwldp_accuracy_proteins.jsonl": "gwldp-proteins",
+               "gwldp_accuracy_nested.jsonl": "gwldp-nested"}
 GWLDP_NAMES = {
     "size_only": "size only: SVM on abs(n_i - n_j) (no embedding at all)",
     "gw_A": "GW_A of the raw graphs (shortest paths; reads the graphs in the clear)",
@@ -1725,9 +1727,19 @@ GWLDP_NAMES = {
     "ldp_H": "GW of LDP embeddings H* (matrix multi-bit, n public)",
     "ldp_padded": f"GW of LDP embeddings H*, padded to n_max = {S.GWLDP_N_MAX} (n protected)",
     "noise_only": "GW of H* of a constant H (noise and size only)",
-    "paper_code": "GW of the paper-code release (std 1/n of the first graph; NOT "
-                  "differentially private)",
+    "paper_code": "GW of the paper-code release (std {std}; NOT differentially private)",
+    "dpfedavg_end_to_end": "federated GNN trained with client-level DP-FedAvg (epsilon {fe:g}, "
+                           "clip {clip:g}), end to end",
+    "dpfedavg_ldp_H": "GW of LDP embeddings H* of the DP-FedAvg model (FedAvg epsilon {fe:g}, "
+                      "clip {clip:g}; n public)",
 }  # fmt: skip
+
+
+def _gwldp_name(row: str, r: dict) -> str:
+    std = r.get("paper_std")
+    return GWLDP_NAMES[row].format(
+        std="1/n of the first graph" if std is None else f"{std:g}",
+        fe=r.get("fedavg_epsilon", 0), clip=r.get("fedavg_clip", 0))
 GWLDP_PROVENANCE = (
     "Provenance: a row's `revision` is the checkout when its seed's rows were written. The "
     "first pass (every row but `ldp_padded`) ran the library as of 235f85c, loaded when it "
@@ -1745,17 +1757,23 @@ def gwldp_table(rows: list[dict], provenance: bool = False) -> str:
     per (row, epsilon), mean and 95% bootstrap CI over seeds, and the setting it ran
     (``provenance``: the note on the committed GCN rows, :data:`GWLDP_PROVENANCE`)."""
     gnn = rows[0]["gnn"].upper() if rows else "GCN"
+    nested = rows[0].get("protocol") == "nested"
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["row"], r.get("epsilon")), []).append(r)
+        key = (r["row"], r.get("epsilon"), r.get("paper_std"), r.get("fedavg_epsilon"),
+               r.get("graphs"))  # fmt: skip
+        groups.setdefault(key, []).append(r)
     lines = [
-        "| row | epsilon per graph | seeds | SVM acc % (95% CI) | kNN-5 acc % (95% CI) |",
+        f"| row | epsilon per graph | {'seeds x outer splits' if nested else 'seeds'} | SVM acc % "
+        "(95% CI) | kNN-5 acc % (95% CI) |",
         "|---|---|---|---|---|",
     ]
     order = {r: i for i, r in enumerate(S.GWLDP_ROWS)}
-    for (row, eps), rs in sorted(groups.items(), key=lambda kv: (order[kv[0][0]],
-                                                                 kv[0][1] or 0)):  # fmt: skip
-        m, lo, hi = bootstrap_ci([100 * r["test_acc"] for r in rs])
+    for (row, eps, _std, fe, graphs), rs in sorted(
+            groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][3] or 0, kv[0][1] or 0,
+                                            kv[0][2] or 0)):  # fmt: skip
+        accs = [100 * a for r in rs for a in (r["fold_accs"] if nested else [r["test_acc"]])]
+        m, lo, hi = bootstrap_ci(accs)
         knn = [100 * r["knn5_acc"] for r in rs if "knn5_acc" in r]
         kcell = "n/a"
         if knn:
@@ -1763,14 +1781,30 @@ def gwldp_table(rows: list[dict], provenance: bool = False) -> str:
             kcell = f"{km:.1f} ({klo:.1f}-{khi:.1f})"
         e = "inf" if row in ("clear_H", "gw_A", "gcn_end_to_end") else (
             "none (not DP)" if row == "paper_code" else ("-" if eps is None else f"{eps:g}"))
-        lines.append(f"| {GWLDP_NAMES[row]} | {e} | {len(rs)} | {m:.1f} ({lo:.1f}-{hi:.1f}) | "
-                     f"{kcell} |")  # fmt: skip
+        if row.startswith("dpfedavg"):
+            reported = [r["reported_epsilon"] for r in rs if "reported_epsilon" in r]
+            e = (f"{'-' if eps is None else f'{eps:g}'} + FedAvg {fe:g}"
+                 + (f" (report: {np.mean(reported):.1f})" if reported else ""))
+        count = f"{len(rs)} x {len(rs[0]['fold_accs'])}" if nested else f"{len(rs)}"
+        name = _gwldp_name(row, rs[0]) + ("" if graphs == rows[0].get("graphs") else
+                                          " [all graphs]" if graphs is None else
+                                          f" [{graphs} graphs]")  # fmt: skip
+        lines.append(f"| {name} | {e} | {count} | {m:.1f} ({lo:.1f}-{hi:.1f})"
+                     f" | {kcell} |")  # fmt: skip
     rev = sorted({r["revision"] for r in rows})
-    cmd = rows[0]["command"] if rows else ""
+    cmds = "; ".join(dict.fromkeys(f"`{r['command']}`" for r in rows))
+    r0 = rows[0] if rows else {}
+    data = r0.get("dataset", "mutag").upper()
+    if r0.get("graphs") is not None:
+        same = r0.get("sample_seed")
+        data += (f", a seeded sample of {r0['graphs']} graphs "
+                 + ("(the same for every seed)" if same is not None else "per seed"))
+    svm = ("SVM by the FGW nested CV over all graphs (10 outer stratified 90/10 splits, (C, "
+           "gamma) by 10 inner folds); CI over seeds x outer splits" if nested else
+           "SVM (C, gamma) chosen on the validation graphs")
     return "\n".join(lines) + (
-        f"\n\nMUTAG, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg {gnn} "
-        f"{rows[0]['rounds']} rounds; SVM (C, gamma) chosen on the validation graphs. "
-        f"Revision(s): {', '.join(rev)}. Command: `{cmd}`\n"
+        f"\n\n{data}, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg {gnn} "
+        f"{r0.get('rounds')} rounds; {svm}. Revision(s): {', '.join(rev)}. Command(s): {cmds}\n"
         + (f"\n{GWLDP_PROVENANCE}\n" if provenance and gnn == "GCN" else "")
     )
 
@@ -1785,7 +1819,8 @@ def gwldp(path: Path | None = None, doc: bool = True) -> str:
         rows = load_rows(p)
         table = gwldp_table(rows, provenance=p.name == "gwldp_accuracy.jsonl")
         md = made_by("gwldp", [p.name], rows) + "\n\n" + table
-        p.with_suffix(".md").write_text(f"# GW-LDP on MUTAG ({rows[0]['gnn'].upper()})\n\n{md}")
+        title = f"{rows[0]['dataset'].upper()}, {rows[0]['gnn'].upper()}"
+        p.with_suffix(".md").write_text(f"# GW-LDP ({title})\n\n{md}")
         marker = GWLDP_FILES.get(p.name)
         if marker and p.resolve() == (RESULTS / p.name).resolve():
             _splice_doc(doc, "gwldp.md", f"<!-- {marker}-begin -->", f"<!-- {marker}-end -->",
