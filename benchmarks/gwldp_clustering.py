@@ -1,10 +1,11 @@
-"""GW-LDP clustering on 1-hop ego graphs of CiteSeer's largest connected component (GW-LDP §4,
-Fig. 2): ``--graphs`` centres drawn per seed, pseudo-label = the centre's label, 10 clients
-(Dirichlet 1.0); FedAvg of the GCN on the pseudo-labels; the server clusters the released
-graphs into 6 clusters (spectral on ``exp(-gamma D / max D)``, and k-medoids on D) and the
-clusters are scored against the pseudo-labels (NMI, ARI). Rows (``settings.GWLDP_CLUSTERING_ROWS``):
-GW_A of the raw ego graphs, clear embeddings, and the sound LDP release at a few epsilons per
-graph (n public, ``settings.GWLDP_EPSILONS``).
+"""GW-LDP clustering on ego graphs (``--hops``, 1 by default) of the largest connected
+component of CiteSeer (``--dataset cora``: Cora) (GW-LDP §4, Fig. 2): ``--graphs`` centres drawn
+per seed, pseudo-label = the centre's label, 10 clients (Dirichlet 1.0); FedAvg of the GCN on
+the pseudo-labels; the server clusters the released graphs into k = number of classes clusters
+(spectral on ``exp(-gamma D / max D)``, and k-medoids on D) and the clusters are scored against
+the pseudo-labels (NMI, ARI). Rows (``settings.GWLDP_CLUSTERING_ROWS``): GW_A of the raw ego
+graphs, clear embeddings, and the sound LDP release at a few epsilons per graph (n public,
+``--epsilons``, default ``settings.GWLDP_EPSILONS``).
 
 One cell per (row, epsilon, clustering, seed), run by ``common.run_cells`` (a re-run skips the
 cells already in the file; a seed's model is trained only when one of its cells is missing).
@@ -13,6 +14,8 @@ is ``summarize.py gwldp_clustering``, also written after a run (``--summarize``:
 Single-threaded:
 
     OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets python benchmarks/gwldp_clustering.py
+    OMP_NUM_THREADS=1 DPGNN_DATA=... python benchmarks/gwldp_clustering.py --dataset cora \\
+        --hops 2 --graphs 60 --seeds 10 --epsilons 1 4 64      # Cora 2-hop, against epsilon
     python benchmarks/summarize.py gwldp_clustering
 
 ``--smoke`` (give ``--out``): one seed, one FedAvg round, 40 ego graphs.
@@ -38,7 +41,8 @@ def train(seed: int, args) -> dict:
     from lightning_dpgnn import GWLDP
     from lightning_dpgnn.data import GraphDataModule
 
-    dm = GraphDataModule.ego(args.dataset, hops=1, num_graphs=args.graphs, sample_seed=seed,
+    dm = GraphDataModule.ego(args.dataset, hops=args.hops, num_graphs=args.graphs,
+                             sample_seed=seed,
                              split=(0.7, 0.2, 0.1), num_clients=10, dirichlet_alpha=1.0,
                              partition_seed=seed, seed=seed, batch_size=64)  # fmt: skip
     dm.setup()
@@ -88,9 +92,12 @@ def cells(args, cache: Path):
                     print(f"seed {seed} {row} {extra} {method} {s}", flush=True)
                     return {**s, "k": p["k"]}
 
-                meta = {"key": f"{row}|{'' if eps is None else eps}|{method}|{seed}", "row": row,
-                        "method": method, **extra, "seed": seed, "dataset": args.dataset,
-                        "hops": 1, "graphs": args.graphs, "rounds": args.rounds}  # fmt: skip
+                tag = ("" if (args.dataset, args.hops) == ("citeseer", 1)
+                       else f"|{args.dataset}|{args.hops}|{args.graphs}")
+                meta = {"key": f"{row}|{'' if eps is None else eps}|{method}|{seed}{tag}",
+                        "row": row, "method": method, **extra, "seed": seed,
+                        "dataset": args.dataset, "hops": args.hops, "graphs": args.graphs,
+                        "rounds": args.rounds}  # fmt: skip
                 yield meta, fit
 
 
@@ -98,6 +105,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--dataset", default="citeseer")
+    parser.add_argument("--hops", type=int, default=1)
     parser.add_argument("--graphs", type=int, default=300)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=30)

@@ -1830,28 +1830,35 @@ def gwldp(path: Path | None = None, doc: bool = True) -> str:
 
 
 def gwldp_clustering_table(rows: list[dict]) -> str:
-    """The GW-LDP clustering table of ``gwldp_clustering.py``'s rows: NMI and ARI per (row,
-    epsilon, clustering), mean and 95% bootstrap CI over seeds."""
-    groups: dict[tuple, list[dict]] = {}
+    """The GW-LDP clustering tables of ``gwldp_clustering.py``'s rows, one per (dataset, hops,
+    graphs): NMI and ARI per (row, epsilon, clustering), mean and 95% bootstrap CI over seeds."""
+    tasks: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["row"], r.get("epsilon"), r["method"]), []).append(r)
-    lines = ["| row | epsilon per graph | clustering | seeds | NMI (95% CI) | ARI (95% CI) |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    order = {r: i for i, r in enumerate(S.GWLDP_CLUSTERING_ROWS)}
-    for (row, eps, method), rs in sorted(groups.items(),
-                                         key=lambda kv: (order[kv[0][0]], kv[0][1] or 0,
-                                                         kv[0][2])):  # fmt: skip
-        nm, nlo, nhi = bootstrap_ci([r["nmi"] for r in rs])
-        am, alo, ahi = bootstrap_ci([r["ari"] for r in rs])
-        lines.append(f"| {row} | {_eps(eps)} | {method} | {len(rs)} | {nm:.3f} ({nlo:.3f}-"
-                     f"{nhi:.3f}) | {am:.3f} ({alo:.3f}-{ahi:.3f}) |")  # fmt: skip
-    rev = sorted({r["revision"] for r in rows})
-    r0 = rows[0]
-    return "\n".join(lines) + (
-        f"\n\n{r0['dataset']} 1-hop ego graphs of the largest component, {r0['graphs']} centres "
-        f"per seed, k = {r0['k']}; FedAvg GCN {r0['rounds']} rounds. Revision(s): "
-        f"{', '.join(rev)}. Command: `{r0['command']}`\n"
-    )
+        tasks.setdefault((r["dataset"], r.get("hops", 1), r["graphs"]), []).append(r)
+    out = []
+    for (dataset, hops, graphs), task_rows in tasks.items():
+        groups: dict[tuple, list[dict]] = {}
+        for r in task_rows:
+            groups.setdefault((r["row"], r.get("epsilon"), r["method"]), []).append(r)
+        lines = [f"**{dataset}, {hops}-hop ego graphs**", "",
+                 "| row | epsilon per graph | clustering | seeds | NMI (95% CI) | ARI (95% CI) |",
+                 "|---|---|---|---|---|---|"]  # fmt: skip
+        order = {r: i for i, r in enumerate(S.GWLDP_CLUSTERING_ROWS)}
+        for (row, eps, method), rs in sorted(groups.items(),
+                                             key=lambda kv: (order[kv[0][0]], kv[0][1] or 0,
+                                                             kv[0][2])):  # fmt: skip
+            nm, nlo, nhi = bootstrap_ci([r["nmi"] for r in rs])
+            am, alo, ahi = bootstrap_ci([r["ari"] for r in rs])
+            lines.append(f"| {row} | {_eps(eps)} | {method} | {len(rs)} | {nm:.3f} ({nlo:.3f}-"
+                         f"{nhi:.3f}) | {am:.3f} ({alo:.3f}-{ahi:.3f}) |")  # fmt: skip
+        rev = sorted({r["revision"] for r in task_rows})
+        r0 = task_rows[0]
+        out.append("\n".join(lines) + (
+            f"\n\n{dataset} {hops}-hop ego graphs of the largest component, {graphs} centres "
+            f"per seed, k = {r0['k']}; FedAvg GCN {r0['rounds']} rounds. Revision(s): "
+            f"{', '.join(rev)}. Command: `{r0['command']}`\n"
+        ))
+    return "\n".join(out)
 
 
 def gwldp_clustering(path: Path | None = None, doc: bool = True) -> str:
