@@ -96,7 +96,7 @@ def row_unit(row: dict) -> str:
     node-level GAP/ProGAP ones :data:`INVALID_NODE_UNIT`."""
     if row.get("unit"):
         return row["unit"]
-    method, level = row["method"], row.get("level")
+    method, level = row.get("method", ""), row.get("level")
     if "EDP" in method or level == "edge":
         return "edge-directed"
     if "NDP" in method:
