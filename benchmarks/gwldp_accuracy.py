@@ -47,6 +47,7 @@ import argparse
 import functools
 import time
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,7 @@ def default_out(gnn: str, dataset: str = "mutag", protocol: str = "split") -> Pa
 
 def _settings(args) -> dict:
     s = {"dataset": args.dataset, "gnn": args.gnn, "rounds": args.rounds, "clients": 10,
+         "release_noise": "seeded",
          "dirichlet_alpha": 0.5, "split": [0.7, 0.2, 0.1], "local_epochs": 1,
          "embedding": "sigmoid", "normalize": "max"}  # fmt: skip
     if args.graphs is not None:  # a sample (PROTEINS, --smoke); MUTAG's runs use all 188 graphs
@@ -126,6 +128,26 @@ def train(seed: int, args, prep, fedavg_epsilon: float | None = None) -> dict:
     return out
 
 
+def _generator(seed: int, name: str):
+    """The benchmark's noise for release ``name`` of ``seed``: reproducible (research only), so
+    that a release, and its cached GW matrix, is the same under every protocol."""
+    from lightning_dpgnn.privacy.random import reproducible_generator
+
+    return reproducible_generator(seed, zlib.crc32(name.encode()))
+
+
+def _resplits(y: np.ndarray, count: int):
+    """``count`` random stratified 7:2:1 splits of all graphs (split ``k`` seeded by ``k``)."""
+    from sklearn.model_selection import StratifiedShuffleSplit
+
+    idx = np.arange(len(y))
+    for k in range(count):
+        (rest, test), = StratifiedShuffleSplit(1, test_size=0.1, random_state=k).split(idx, y)
+        (tr, va), = StratifiedShuffleSplit(1, test_size=2 / 9, random_state=k).split(rest,
+                                                                                     y[rest])
+        yield rest[tr], rest[va], test
+
+
 def cells(args, cache: Path):
     """``(meta, fit)`` of every (seed, row, epsilon) in the order the rows were written (seeds
     outermost): :func:`common.run_cells`."""
@@ -142,7 +164,18 @@ def cells(args, cache: Path):
 
         def score(row: str, d_of, extra: dict, run, seed=seed) -> dict:
             p = run()
-            d = d_of(p)
+            mine = {k: p[k] for k in ("reported_epsilon", "noise_multiplier") if k in p}
+            return {**mine, **evaluate(row, d_of(p), p, extra, seed)}
+
+        def evaluate(row: str, d: np.ndarray, p: dict, extra: dict, seed: int) -> dict:
+            if args.protocol == "resplit":  # 10 random stratified 7:2:1 splits of all graphs
+                accs, knns = [], []
+                for tr, va, te in _resplits(p["y"], S.GWLDP_RESPLITS):
+                    accs.append(gw.svm_split(d, p["y"], tr, va, te)[0])
+                    knns.append(gw.knn_accuracy(d, p["y"], np.concatenate([tr, va]), te, k=5))
+                print(f"seed {seed} {row} {extra} resplit {np.mean(accs):.3f}", flush=True)
+                return {"test_acc": float(np.mean(accs)), "fold_accs": accs,
+                        "knn5_acc": float(np.mean(knns)), "knn_fold_accs": knns}
             if args.protocol == "nested":  # the FGW protocol over all graphs
                 res = gw.svm_nested_cv(d, p["y"], outer_splits=10, test_size=0.1,
                                        inner_folds=10, seed=seed)  # fmt: skip
@@ -158,9 +191,9 @@ def cells(args, cache: Path):
             return gw.pairwise_discrepancy([gw.embedding_cost(m) for m in mats], cache_dir=cache,
                                            n_jobs=args.jobs)  # fmt: skip
 
-        def released(p, mech, mats) -> np.ndarray:
+        def released(p, mech, mats, name: str, seed=seed) -> np.ndarray:
             ids = torch.arange(len(p["graphs"]))
-            rel = mech.release(mats, ids, PrivacyAccountant("ldp"))
+            rel = mech.release(mats, ids, PrivacyAccountant("ldp"), _generator(seed, name))
             return gw_of([mech.rectify(c) for c in rel.matrices])
 
         def size_d(p) -> np.ndarray:
@@ -171,10 +204,11 @@ def cells(args, cache: Path):
             costs = [gw.structure_cost(g.edge_index, g.num_nodes) for g in p["graphs"]]
             return gw.pairwise_discrepancy(costs, cache_dir=cache, n_jobs=args.jobs)
 
-        def paper_code(p, std) -> np.ndarray:
+        def paper_code(p, std, seed=seed) -> np.ndarray:
             ids = torch.arange(len(p["graphs"]))
-            return gw_of(PaperCodeGaussian(std).release(p["raw"], ids, PrivacyAccountant("ldp"))
-                         .matrices)  # fmt: skip
+            return gw_of(PaperCodeGaussian(std).release(
+                p["raw"], ids, PrivacyAccountant("ldp"), _generator(seed, f"paper{std}")
+            ).matrices)  # fmt: skip
 
         def end_to_end(run) -> dict:
             p = run()
@@ -190,15 +224,17 @@ def cells(args, cache: Path):
             ("gw_A", None, {}, gw_a, prep),
             ("gcn_end_to_end", None, {}, None, model),
             ("clear_H", None, {}, lambda p: gw_of(p["h"]), model),
-            *[("ldp_H", eps, {}, lambda p, eps=eps: released(p, MatrixMultiBit(eps), p["h"]),
-               model) for eps in args.epsilons],
+            *[("ldp_H", eps, {},
+               lambda p, eps=eps: released(p, MatrixMultiBit(eps), p["h"], f"ldp_H{eps}"), model)
+              for eps in args.epsilons],
             ("noise_only", noise_eps, {},
              lambda p: released(p, MatrixMultiBit(noise_eps),
-                                [torch.full_like(m, 0.5) for m in p["h"]]), model),
+                                [torch.full_like(m, 0.5) for m in p["h"]], "noise_only"), model),
             # the size hidden: every matrix padded to a public n_max rows
             *[("ldp_padded", eps, {"n_max": S.GWLDP_N_MAX},
                lambda p, eps=eps: released(
-                   p, MatrixMultiBit(eps, size="padded", n_max=S.GWLDP_N_MAX), p["h"]), model)
+                   p, MatrixMultiBit(eps, size="padded", n_max=S.GWLDP_N_MAX), p["h"],
+                   f"ldp_padded{eps}"), model)
               for eps in S.GWLDP_PADDED_EPSILONS],
             *[("paper_code", None, {} if std is None else {"paper_std": std},
                lambda p, std=std: paper_code(p, std), model) for std in args.paper_stds],
@@ -209,7 +245,8 @@ def cells(args, cache: Path):
               for row, eps, d_of in (
                   ("dpfedavg_end_to_end", None, None),
                   ("dpfedavg_ldp_H", noise_eps,
-                   lambda p: released(p, MatrixMultiBit(noise_eps), p["h"])))],
+                   lambda p, fe=fe: released(p, MatrixMultiBit(noise_eps), p["h"],
+                                             f"dpfedavg{fe}")))],
         ]  # fmt: skip
         base = {"seed": seed, **_settings(args)}
         for row, eps, extra, d_of, run in plan:
@@ -241,9 +278,10 @@ def main() -> None:
                         help="write the table of --out only (summarize.py gwldp)")
     parser.add_argument("--gnn", default="gcn", choices=("gcn", "gin"))
     parser.add_argument("--dataset", default="mutag", choices=("mutag", "proteins"))
-    parser.add_argument("--protocol", default="split", choices=("split", "nested"),
+    parser.add_argument("--protocol", default="split", choices=("split", "nested", "resplit"),
                         help="split: the clients' 7:2:1 graphs; nested: the FGW nested CV (10 "
-                        "outer 90/10 splits, 10 inner folds) over all graphs")
+                        "outer 90/10 splits, 10 inner folds) over all graphs; resplit: 10 "
+                        "random stratified 7:2:1 splits of all graphs")
     parser.add_argument("--paper-stds", type=_std, nargs="*", default=[None],
                         help="paper_code rows: noise stds ('code': the code's 1/n, the default)")
     parser.add_argument("--fedavg-epsilons", type=float, nargs="*", default=[],

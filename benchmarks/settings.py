@@ -388,6 +388,8 @@ GWLDP_ROWS = ("size_only", "gw_A", "gcn_end_to_end", "clear_H", "ldp_H", "ldp_pa
 #: gwldp_accuracy.py --fedavg-epsilons: the L2 clip of one client's update (DP-FedAvg); set
 #: before any run, not tuned on the results
 GWLDP_FEDAVG_CLIP = 0.1
+#: gwldp_accuracy.py --protocol resplit: random stratified 7:2:1 splits of one GW matrix
+GWLDP_RESPLITS = 10
 #: gwldp_clustering.py: its rows, in table order
 GWLDP_CLUSTERING_ROWS = ("gw_A", "clear_H", "ldp_H")
 #: ``--smoke`` of both GW-LDP scripts: graphs per seed (a seeded sample of MUTAG's / the ego

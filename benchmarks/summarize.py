@@ -1718,7 +1718,9 @@ def ddp(path: Path | None = None, doc: bool = True) -> str:
 #: gwldp_accuracy.py's results files (``--gnn``) -> the docs/gwldp.md markers of their tables
 GWLDP_FILES = {"gwldp_accuracy.jsonl": "gwldp-results", "gwldp_accuracy_gin.jsonl": "gwldp-gin",
                "gwldp_accuracy_proteins.jsonl": "gwldp-proteins",
-               "gwldp_accuracy_nested.jsonl": "gwldp-nested"}
+               "gwldp_accuracy_nested.jsonl": "gwldp-nested",
+               "gwldp_accuracy_resplit.jsonl": "gwldp-resplit",
+               "gwldp_accuracy_proteins_resplit.jsonl": "gwldp-proteins-resplit"}
 GWLDP_NAMES = {
     "size_only": "size only: SVM on abs(n_i - n_j) (no embedding at all)",
     "gw_A": "GW_A of the raw graphs (shortest paths; reads the graphs in the clear)",
@@ -1757,14 +1759,15 @@ def gwldp_table(rows: list[dict], provenance: bool = False) -> str:
     per (row, epsilon), mean and 95% bootstrap CI over seeds, and the setting it ran
     (``provenance``: the note on the committed GCN rows, :data:`GWLDP_PROVENANCE`)."""
     gnn = rows[0]["gnn"].upper() if rows else "GCN"
-    nested = rows[0].get("protocol") == "nested"
+    protocol = rows[0].get("protocol", "split") if rows else "split"
+    nested = protocol in ("nested", "resplit")  # a row per seed holds its splits' accuracies
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         key = (r["row"], r.get("epsilon"), r.get("paper_std"), r.get("fedavg_epsilon"),
                r.get("graphs"))  # fmt: skip
         groups.setdefault(key, []).append(r)
     lines = [
-        f"| row | epsilon per graph | {'seeds x outer splits' if nested else 'seeds'} | SVM acc % "
+        f"| row | epsilon per graph | {'seeds x splits' if nested else 'seeds'} | SVM acc % "
         "(95% CI) | kNN-5 acc % (95% CI) |",
         "|---|---|---|---|---|",
     ]
@@ -1774,7 +1777,8 @@ def gwldp_table(rows: list[dict], provenance: bool = False) -> str:
                                             kv[0][2] or 0)):  # fmt: skip
         accs = [100 * a for r in rs for a in (r["fold_accs"] if nested else [r["test_acc"]])]
         m, lo, hi = bootstrap_ci(accs)
-        knn = [100 * r["knn5_acc"] for r in rs if "knn5_acc" in r]
+        knn = [100 * a for r in rs if "knn5_acc" in r
+               for a in r.get("knn_fold_accs", [r["knn5_acc"]])]
         kcell = "n/a"
         if knn:
             km, klo, khi = bootstrap_ci(knn)
@@ -1799,9 +1803,13 @@ def gwldp_table(rows: list[dict], provenance: bool = False) -> str:
         same = r0.get("sample_seed")
         data += (f", a seeded sample of {r0['graphs']} graphs "
                  + ("(the same for every seed)" if same is not None else "per seed"))
-    svm = ("SVM by the FGW nested CV over all graphs (10 outer stratified 90/10 splits, (C, "
-           "gamma) by 10 inner folds); CI over seeds x outer splits" if nested else
-           "SVM (C, gamma) chosen on the validation graphs")
+    svm = {
+        "nested": "SVM by the FGW nested CV over all graphs (10 outer stratified 90/10 splits, "
+                  "(C, gamma) by 10 inner folds); CI over seeds x outer splits",
+        "resplit": "the GW matrix of one seed's release scored on 10 random stratified 7:2:1 "
+                   "splits of all graphs (SVM (C, gamma) chosen on each split's validation "
+                   "graphs; kNN-5 on train + validation); CI over seeds x splits",
+    }.get(protocol, "SVM (C, gamma) chosen on the validation graphs")
     return "\n".join(lines) + (
         f"\n\n{data}, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg {gnn} "
         f"{r0.get('rounds')} rounds; {svm}. Revision(s): {', '.join(rev)}. Command(s): {cmds}\n"
