@@ -3,8 +3,9 @@ component of CiteSeer (``--dataset cora``: Cora) (GW-LDP §4, Fig. 2): ``--graph
 per seed, pseudo-label = the centre's label, 10 clients (Dirichlet 1.0); FedAvg of the GCN on
 the pseudo-labels; the server clusters the released graphs into k = number of classes clusters
 (spectral on ``exp(-gamma D / max D)``, and k-medoids on D) and the clusters are scored against
-the pseudo-labels (NMI, ARI). Rows (``settings.GWLDP_CLUSTERING_ROWS``): GW_A of the raw ego
-graphs, clear embeddings, and the sound LDP release at a few epsilons per graph (n public,
+the pseudo-labels (NMI, ARI). Rows (``settings.GWLDP_CLUSTERING_ROWS``): ``random`` (uniform
+random labels: the chance level of NMI, far from 0 for a few dozen graphs), GW_A of the raw
+ego graphs, clear embeddings, and the sound LDP release at a few epsilons per graph (n public,
 ``--epsilons``, default ``settings.GWLDP_EPSILONS``).
 
 One cell per (row, epsilon, clustering, seed), run by ``common.run_cells`` (a re-run skips the
@@ -28,6 +29,7 @@ import functools
 import warnings
 from pathlib import Path
 
+import numpy as np
 import settings as S
 from common import RESULTS, add_smoke_flag, quiet_trainer, run_cells
 
@@ -36,9 +38,8 @@ OUT = RESULTS / "gwldp_clustering.jsonl"
 METHODS = (("spectral", 8.0), ("kmedoids", 1.0))
 
 
-def train(seed: int, args) -> dict:
-    """A seed's ego graphs, FedAvg model and the clients' embeddings (shared by its cells)."""
-    from lightning_dpgnn import GWLDP
+def data(seed: int, args) -> dict:
+    """A seed's ego graphs, their pseudo-labels and clients."""
     from lightning_dpgnn.data import GraphDataModule
 
     dm = GraphDataModule.ego(args.dataset, hops=args.hops, num_graphs=args.graphs,
@@ -46,11 +47,18 @@ def train(seed: int, args) -> dict:
                              split=(0.7, 0.2, 0.1), num_clients=10, dirichlet_alpha=1.0,
                              partition_seed=seed, seed=seed, batch_size=64)  # fmt: skip
     dm.setup()
-    graphs = list(dm.dataset)
     y = dm.graph_labels.numpy()
+    return dict(dm=dm, graphs=list(dm.dataset), y=y, k=int(y.max()) + 1)
+
+
+def train(seed: int, args, prep) -> dict:
+    """A seed's FedAvg model and the clients' embeddings (shared by its cells)."""
+    from lightning_dpgnn import GWLDP
+
+    p = prep()
     model = GWLDP(mode="none", gnn="gcn", seed=seed, local_epochs=1)
-    quiet_trainer(max_epochs=args.rounds, num_sanity_val_steps=0).fit(model, dm)
-    return dict(graphs=graphs, y=y, k=int(y.max()) + 1, h=model.node_embeddings(graphs))
+    quiet_trainer(max_epochs=args.rounds, num_sanity_val_steps=0).fit(model, p["dm"])
+    return dict(p, h=model.node_embeddings(p["graphs"]))
 
 
 def cells(args, cache: Path):
@@ -75,7 +83,20 @@ def cells(args, cache: Path):
         return gw.pairwise_discrepancy(mats, cache_dir=cache)
 
     for seed in range(args.seeds):
-        seed_run = functools.cache(functools.partial(train, seed, args))
+        prep = functools.cache(functools.partial(data, seed, args))
+        seed_run = functools.cache(functools.partial(train, seed, args, prep))
+        tag = ("" if (args.dataset, args.hops) == ("citeseer", 1)
+               else f"|{args.dataset}|{args.hops}|{args.graphs}")
+        base = {"seed": seed, "dataset": args.dataset, "hops": args.hops, "graphs": args.graphs,
+                "rounds": args.rounds}
+
+        def uniform(prep=prep, seed=seed) -> dict:  # the chance level of NMI / ARI at this size
+            p = prep()
+            labels = np.random.default_rng(seed).integers(p["k"], size=len(p["y"]))
+            return {**gw.cluster_scores(labels, p["y"]), "k": p["k"]}
+
+        yield {"key": f"random||uniform|{seed}{tag}", "row": "random", "method": "uniform",
+               **base}, uniform
         plan = [("gw_A", None, gw_a), ("clear_H", None, clear_h),
                 *[("ldp_H", eps, functools.partial(ldp_h, eps=eps)) for eps in args.epsilons]]
 
@@ -92,12 +113,8 @@ def cells(args, cache: Path):
                     print(f"seed {seed} {row} {extra} {method} {s}", flush=True)
                     return {**s, "k": p["k"]}
 
-                tag = ("" if (args.dataset, args.hops) == ("citeseer", 1)
-                       else f"|{args.dataset}|{args.hops}|{args.graphs}")
                 meta = {"key": f"{row}|{'' if eps is None else eps}|{method}|{seed}{tag}",
-                        "row": row, "method": method, **extra, "seed": seed,
-                        "dataset": args.dataset, "hops": args.hops, "graphs": args.graphs,
-                        "rounds": args.rounds}  # fmt: skip
+                        "row": row, "method": method, **extra, **base}
                 yield meta, fit
 
 

@@ -391,7 +391,7 @@ GWLDP_FEDAVG_CLIP = 0.1
 #: gwldp_accuracy.py --protocol resplit: random stratified 7:2:1 splits of one GW matrix
 GWLDP_RESPLITS = 10
 #: gwldp_clustering.py: its rows, in table order
-GWLDP_CLUSTERING_ROWS = ("gw_A", "clear_H", "ldp_H")
+GWLDP_CLUSTERING_ROWS = ("random", "gw_A", "clear_H", "ldp_H")
 #: ``--smoke`` of both GW-LDP scripts: graphs per seed (a seeded sample of MUTAG's / the ego
 #: centres), FedAvg rounds, one seed
 GWLDP_SMOKE = dict(graphs=40, rounds=1, seeds=1)

@@ -1857,10 +1857,11 @@ def gwldp_clustering_table(rows: list[dict]) -> str:
                                                              kv[0][2])):  # fmt: skip
             nm, nlo, nhi = bootstrap_ci([r["nmi"] for r in rs])
             am, alo, ahi = bootstrap_ci([r["ari"] for r in rs])
-            lines.append(f"| {row} | {_eps(eps)} | {method} | {len(rs)} | {nm:.3f} ({nlo:.3f}-"
+            e = "-" if row == "random" else _eps(eps)
+            lines.append(f"| {row} | {e} | {method} | {len(rs)} | {nm:.3f} ({nlo:.3f}-"
                          f"{nhi:.3f}) | {am:.3f} ({alo:.3f}-{ahi:.3f}) |")  # fmt: skip
         rev = sorted({r["revision"] for r in task_rows})
-        r0 = task_rows[0]
+        r0 = next(r for r in task_rows if r["row"] != "random")
         out.append("\n".join(lines) + (
             f"\n\n{dataset} {hops}-hop ego graphs of the largest component, {graphs} centres "
             f"per seed, k = {r0['k']}; FedAvg GCN {r0['rounds']} rounds. Revision(s): "
