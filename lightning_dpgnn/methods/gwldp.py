@@ -525,11 +525,17 @@ class GWLDP(PrivateModule):
 
     # -- refusals ------------------------------------------------------------------------------
     def publication_blockers(self) -> list[str]:
-        """Reasons the zoo refuses this model beyond the common ones."""
+        """Reasons the zoo refuses this model beyond the common ones: the paper-code mode, and
+        private weights trained by FedAvg in the clear (the published weights would carry no
+        guarantee while the card states an epsilon; ``dp_fedavg=True`` covers them)."""
         if self.mode == "paper-code":
             return ["its embedding release is the paper-code reference mode, which is NOT "
                     "differentially private (Gaussian noise whose std the authors' code calls "
                     "epsilon, on unbounded embeddings)"]
+        if self.mode == "ldp" and not self.hparams.dp_fedavg:
+            return ["its weights were trained by FedAvg in the clear on the clients' graphs (the "
+                    "paper's protocol): they are NOT covered by the release's epsilon; train "
+                    "with dp_fedavg=True to publish"]
         return []
 
     # -- checkpoints ---------------------------------------------------------------------------

@@ -198,11 +198,20 @@ def test_clustering_of_the_release_is_scored_against_the_labels() -> None:
 
 
 def test_a_published_model_loads_back_with_its_release(tmp_path: Path) -> None:
-    model = GWLDP(epsilon=2.0, gnn="gcn", seed=0)
+    """Weights trained by FedAvg in the clear carry no guarantee: the publish gate refuses
+    them; with DP-FedAvg the model publishes and loads back with its release and epsilon."""
+    from lightning_dpgnn.publish import hub
+
+    clear = GWLDP(epsilon=2.0, gnn="gcn", seed=0)
+    trainer(1).fit(clear, toy_dm())
+    with pytest.raises(hub.PublishError, match="FedAvg in the clear"):
+        clear.save_pretrained(tmp_path / "clear")
+    assert not (tmp_path / "clear").exists()
+    model = GWLDP(epsilon=2.0, gnn="gcn", seed=0, dp_fedavg=True, fedavg_noise_multiplier=4.0)
     trainer(1).fit(model, toy_dm())
     model.save_pretrained(tmp_path / "gw")
     back = GWLDP.from_pretrained(tmp_path / "gw")
-    assert back.privacy_spent().epsilon == pytest.approx(2.0)
+    assert back.privacy_spent().epsilon == model.privacy_spent().epsilon > 2.0
     assert all(torch.equal(a, b) for a, b in
                zip(model.release().matrices, back.release().matrices, strict=True))
 

@@ -107,6 +107,8 @@ def test_each_registry_accuracy_is_its_benchmark_rows_at_the_recipes_own_setting
             assert {k: r[k] for k in ("gnn", "epsilon", "local_epochs", "embedding")} == {
                 k: init[k] for k in ("gnn", "epsilon", "local_epochs", "embedding")}
             assert init["mode"] == "ldp" and init.get("size", "public") == "public"
+            assert (r.get("fedavg_epsilon"), r.get("fedavg_clip")) == (
+                init.get("fedavg_epsilon"), init.get("fedavg_clip")) and init["dp_fedavg"]
         if hasattr(model, "label_counts"):  # rows made before the option had none (False)
             assert r.get("label_counts", False) == model.label_counts, "re-run at today's default"
 
@@ -210,7 +212,8 @@ def test_gwldp_entry_card_carries_its_interval_and_the_paper_code_mode_is_refuse
 
     e = ENTRIES["gwldp-mutag-eps4"]
     assert e.metric == "test/svm_acc" and e.accuracy["seeds"] == 10
-    model = GWLDP(epsilon=e.epsilon, seed=0, svm_c_grid=[1.0], svm_gamma_grid=[1.0])
+    init = yaml.safe_load(e.recipe_path.read_text())["model"]["init_args"]
+    model = GWLDP(**init, svm_c_grid=[1.0], svm_gamma_grid=[1.0])
     trainer = L.Trainer(max_epochs=1, logger=False, enable_progress_bar=False,
                         enable_checkpointing=False, enable_model_summary=False)
     full = GraphDataModule("mutag")
