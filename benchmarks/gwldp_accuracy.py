@@ -157,7 +157,7 @@ def cells(args, cache: Path):
     from lightning_dpgnn.privacy import MatrixMultiBit, PaperCodeGaussian, PrivacyAccountant
 
     noise_eps = S.GWLDP_EPSILONS[0]  # the noise-only row: the smallest default epsilon
-    for seed in range(args.seeds):
+    for seed in range(args.seed_start, args.seeds):
         prep = functools.cache(functools.partial(prepare, seed, args))
         runs = {fe: functools.cache(functools.partial(train, seed, args, prep, fe))
                 for fe in (None, *args.fedavg_epsilons)}  # fmt: skip
@@ -289,6 +289,8 @@ def main() -> None:
     parser.add_argument("--sample-seed", type=int, default=None,
                         help="with --graphs: one sample for every seed, drawn from this seed")
     parser.add_argument("--jobs", type=int, default=1, help="joblib workers of the GW pairs")
+    parser.add_argument("--seed-start", type=int, default=0,
+                        help="the first seed (split a grid over processes)")
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(S.GWLDP_EPSILONS))
     parser.add_argument("--rows", nargs="+", default=list(S.GWLDP_ROWS), choices=S.GWLDP_ROWS)
     parser.add_argument("--graphs", type=int, default=None,

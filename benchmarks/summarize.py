@@ -1908,6 +1908,14 @@ def gwldp_timing(path: Path | None = None, doc: bool = True) -> str:
             est = f"{r['all_pairs']:,} pairs: {r['all_pairs_estimate_s'] / 60:.0f} min"
         lines.append(f"| {task} | {r['label']} ({r['revision']}) | {pairs} | {r['seconds']:.1f} "
                      f"| {est} | {r['load_before']:.2f} / {r['load_after']:.2f} | {r['cpus']} |")
+    fits: dict[str, list[float]] = {}
+    for r in rows:
+        if r["task"] == "fit":
+            fits.setdefault(r["label"], []).append(r["seconds"])
+    if fits:
+        lines += ["", "FedAvg fit, median over runs: " + "; ".join(
+            f"{label} {statistics.median(v):.1f} s ({len(v)} runs, {min(v):.1f}-{max(v):.1f})"
+            for label, v in fits.items()) + "."]
     commands = "; ".join(dict.fromkeys(f"`{r['command']}`" for r in rows))
     md = (made_by("gwldp_timing", [path.name], rows) + "\n\n" + "\n".join(lines)
           + f"\n\nCommand(s): {commands}\n")
