@@ -36,10 +36,10 @@ speed           speed.jsonl                                   speed.md,
 ddp             ddp.jsonl                                     ddp.md
 degree_bound    honest_degree_bound.jsonl (+ progap rows)     honest_degree_bound.md
 audit_power     audit_power.jsonl                             audit_power.md
-gwldp           gwldp_accuracy.jsonl,                         gwldp_accuracy{,_gin}.md;
-                gwldp_accuracy_gin.jsonl
-                                                              docs/gwldp.md gwldp-results,
-                                                              gwldp-gin
+gwldp           gwldp_accuracy{,_gin,_resplit,_nested,        gwldp_accuracy*.md;
+                _proteins,_proteins_resplit}.jsonl            docs/gwldp.md gwldp-results,
+                                                              gwldp-gin, -resplit, -nested,
+                                                              -proteins, -proteins-resplit
 gwldp_clustering gwldp_clustering.jsonl                       gwldp_clustering.md;
                                                               docs/gwldp.md gwldp-clustering
 gwldp_timing    gwldp_timing.jsonl                            gwldp_timing.md;
