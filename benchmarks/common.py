@@ -96,7 +96,7 @@ def row_unit(row: dict) -> str:
     node-level GAP/ProGAP ones :data:`INVALID_NODE_UNIT`."""
     if row.get("unit"):
         return row["unit"]
-    method, level = row["method"], row.get("level")
+    method, level = row.get("method", ""), row.get("level")
     if "EDP" in method or level == "edge":
         return "edge-directed"
     if "NDP" in method:
@@ -315,7 +315,7 @@ def run_cells(cells, out: Path, *, measured: bool = True, recheck: bool = False)
     failed = 0
     for meta, fit in cells:
         key = meta["key"]
-        if key in done or (recheck and key in done_keys(out)):
+        if key is not None and (key in done or (recheck and key in done_keys(out))):
             continue
         # a one-off run (``key`` None: never skipped) records no key
         meta = {**{k: v for k, v in meta.items() if k != "key" or v is not None},

@@ -384,9 +384,14 @@ GWLDP_PADDED_EPSILONS = (64.0,)
 GWLDP_N_MAX = 30
 #: gwldp_accuracy.py: its rows, in table order
 GWLDP_ROWS = ("size_only", "gw_A", "gcn_end_to_end", "clear_H", "ldp_H", "ldp_padded",
-              "noise_only", "paper_code")  # fmt: skip
+              "noise_only", "paper_code", "dpfedavg_end_to_end", "dpfedavg_ldp_H")  # fmt: skip
+#: gwldp_accuracy.py --fedavg-epsilons: the L2 clip of one client's update (DP-FedAvg); set
+#: before any run, not tuned on the results
+GWLDP_FEDAVG_CLIP = 0.1
+#: gwldp_accuracy.py --protocol resplit: random stratified 7:2:1 splits of one GW matrix
+GWLDP_RESPLITS = 10
 #: gwldp_clustering.py: its rows, in table order
-GWLDP_CLUSTERING_ROWS = ("gw_A", "clear_H", "ldp_H")
+GWLDP_CLUSTERING_ROWS = ("random", "gw_A", "clear_H", "ldp_H")
 #: ``--smoke`` of both GW-LDP scripts: graphs per seed (a seeded sample of MUTAG's / the ego
 #: centres), FedAvg rounds, one seed
 GWLDP_SMOKE = dict(graphs=40, rounds=1, seeds=1)

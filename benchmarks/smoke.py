@@ -85,6 +85,7 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
             script("zoo_check", "pgc-cora", "--seeds", "1", "--out", f"{r}/zoo_check_smoke.jsonl",
                    "--override", "--trainer.max_epochs", "2"),
         ], True),
+        ("gwldp_timing", [script("gwldp_timing", "--smoke", "--out", f"{r}/gwldp_t.jsonl")], True),
         ("honest_degree_bound", [
             script("honest_degree_bound", "--smoke", "--out", f"{r}/honest_smoke.jsonl"),
             script("honest_degree_bound", "--summary", "--smoke", "--out",

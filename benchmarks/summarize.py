@@ -36,16 +36,18 @@ speed           speed.jsonl                                   speed.md,
 ddp             ddp.jsonl                                     ddp.md
 degree_bound    honest_degree_bound.jsonl (+ progap rows)     honest_degree_bound.md
 audit_power     audit_power.jsonl                             audit_power.md
-gwldp           gwldp_accuracy.jsonl,                         gwldp_accuracy{,_gin}.md;
-                gwldp_accuracy_gin.jsonl
-                                                              docs/gwldp.md gwldp-results,
-                                                              gwldp-gin
+gwldp           gwldp_accuracy{,_gin,_resplit,_nested,        gwldp_accuracy*.md;
+                _proteins,_proteins_resplit}.jsonl            docs/gwldp.md gwldp-results,
+                                                              gwldp-gin, -resplit, -nested,
+                                                              -proteins, -proteins-resplit
 gwldp_clustering gwldp_clustering.jsonl                       gwldp_clustering.md;
                                                               docs/gwldp.md gwldp-clustering
 zoo_check       zoo_check.jsonl (+ the rows each zoo entry   zoo_check.md; docs/zoo.md
                 cites)                                        zoo-check
 poindp          poindp_accuracy.jsonl                         poindp_accuracy.md;
                                                               docs/poindp.md poindp-results
+gwldp_timing    gwldp_timing.jsonl                            gwldp_timing.md;
+                                                              docs/gwldp.md gwldp-timing
 ==============  ============================================  ==================================
 
 ``--no-doc`` writes the results folder only. The scripts that write their table after a run
@@ -1727,7 +1729,11 @@ def ddp(path: Path | None = None, doc: bool = True) -> str:
 
 # == GW-LDP (docs/gwldp.md) =================================================================
 #: gwldp_accuracy.py's results files (``--gnn``) -> the docs/gwldp.md markers of their tables
-GWLDP_FILES = {"gwldp_accuracy.jsonl": "gwldp-results", "gwldp_accuracy_gin.jsonl": "gwldp-gin"}
+GWLDP_FILES = {"gwldp_accuracy.jsonl": "gwldp-results", "gwldp_accuracy_gin.jsonl": "gwldp-gin",
+               "gwldp_accuracy_proteins.jsonl": "gwldp-proteins",
+               "gwldp_accuracy_nested.jsonl": "gwldp-nested",
+               "gwldp_accuracy_resplit.jsonl": "gwldp-resplit",
+               "gwldp_accuracy_proteins_resplit.jsonl": "gwldp-proteins-resplit"}
 GWLDP_NAMES = {
     "size_only": "size only: SVM on abs(n_i - n_j) (no embedding at all)",
     "gw_A": "GW_A of the raw graphs (shortest paths; reads the graphs in the clear)",
@@ -1736,9 +1742,19 @@ GWLDP_NAMES = {
     "ldp_H": "GW of LDP embeddings H* (matrix multi-bit, n public)",
     "ldp_padded": f"GW of LDP embeddings H*, padded to n_max = {S.GWLDP_N_MAX} (n protected)",
     "noise_only": "GW of H* of a constant H (noise and size only)",
-    "paper_code": "GW of the paper-code release (std 1/n of the first graph; NOT "
-                  "differentially private)",
+    "paper_code": "GW of the paper-code release (std {std}; NOT differentially private)",
+    "dpfedavg_end_to_end": "federated GNN trained with client-level DP-FedAvg (epsilon {fe:g}, "
+                           "clip {clip:g}), end to end",
+    "dpfedavg_ldp_H": "GW of LDP embeddings H* of the DP-FedAvg model (FedAvg epsilon {fe:g}, "
+                      "clip {clip:g}; n public)",
 }  # fmt: skip
+
+
+def _gwldp_name(row: str, r: dict) -> str:
+    std = r.get("paper_std")
+    return GWLDP_NAMES[row].format(
+        std="1/n of the first graph" if std is None else f"{std:g}",
+        fe=r.get("fedavg_epsilon", 0), clip=r.get("fedavg_clip", 0))
 GWLDP_PROVENANCE = (
     "Provenance: a row's `revision` is the checkout when its seed's rows were written. The "
     "first pass (every row but `ldp_padded`) ran the library as of 235f85c, loaded when it "
@@ -1756,32 +1772,60 @@ def gwldp_table(rows: list[dict], provenance: bool = False) -> str:
     per (row, epsilon), mean and 95% bootstrap CI over seeds, and the setting it ran
     (``provenance``: the note on the committed GCN rows, :data:`GWLDP_PROVENANCE`)."""
     gnn = rows[0]["gnn"].upper() if rows else "GCN"
+    protocol = rows[0].get("protocol", "split") if rows else "split"
+    nested = protocol in ("nested", "resplit")  # a row per seed holds its splits' accuracies
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["row"], r.get("epsilon")), []).append(r)
+        key = (r["row"], r.get("epsilon"), r.get("paper_std"), r.get("fedavg_epsilon"),
+               r.get("graphs"))  # fmt: skip
+        groups.setdefault(key, []).append(r)
     lines = [
-        "| row | epsilon per graph | seeds | SVM acc % (95% CI) | kNN-5 acc % (95% CI) |",
+        f"| row | epsilon per graph | {'seeds x splits' if nested else 'seeds'} | SVM acc % "
+        "(95% CI) | kNN-5 acc % (95% CI) |",
         "|---|---|---|---|---|",
     ]
     order = {r: i for i, r in enumerate(S.GWLDP_ROWS)}
-    for (row, eps), rs in sorted(groups.items(), key=lambda kv: (order[kv[0][0]],
-                                                                 kv[0][1] or 0)):  # fmt: skip
-        m, lo, hi = bootstrap_ci([100 * r["test_acc"] for r in rs])
-        knn = [100 * r["knn5_acc"] for r in rs if "knn5_acc" in r]
+    for (row, eps, _std, fe, graphs), rs in sorted(
+            groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][3] or 0, kv[0][1] or 0,
+                                            kv[0][2] or 0)):  # fmt: skip
+        accs = [100 * a for r in rs for a in (r["fold_accs"] if nested else [r["test_acc"]])]
+        m, lo, hi = bootstrap_ci(accs)
+        knn = [100 * a for r in rs if "knn5_acc" in r
+               for a in r.get("knn_fold_accs", [r["knn5_acc"]])]
         kcell = "n/a"
         if knn:
             km, klo, khi = bootstrap_ci(knn)
             kcell = f"{km:.1f} ({klo:.1f}-{khi:.1f})"
         e = "inf" if row in ("clear_H", "gw_A", "gcn_end_to_end") else (
             "none (not DP)" if row == "paper_code" else ("-" if eps is None else f"{eps:g}"))
-        lines.append(f"| {GWLDP_NAMES[row]} | {e} | {len(rs)} | {m:.1f} ({lo:.1f}-{hi:.1f}) | "
-                     f"{kcell} |")  # fmt: skip
+        if row.startswith("dpfedavg"):
+            reported = [r["reported_epsilon"] for r in rs if "reported_epsilon" in r]
+            e = (f"{'-' if eps is None else f'{eps:g}'} + FedAvg {fe:g}"
+                 + (f" (report: {np.mean(reported):.1f})" if reported else ""))
+        count = f"{len(rs)} x {len(rs[0]['fold_accs'])}" if nested else f"{len(rs)}"
+        name = _gwldp_name(row, rs[0]) + ("" if graphs == rows[0].get("graphs") else
+                                          " [all graphs]" if graphs is None else
+                                          f" [{graphs} graphs]")  # fmt: skip
+        lines.append(f"| {name} | {e} | {count} | {m:.1f} ({lo:.1f}-{hi:.1f})"
+                     f" | {kcell} |")  # fmt: skip
     rev = sorted({r["revision"] for r in rows})
-    cmd = rows[0]["command"] if rows else ""
+    cmds = "; ".join(dict.fromkeys(f"`{r['command']}`" for r in rows))
+    r0 = rows[0] if rows else {}
+    data = r0.get("dataset", "mutag").upper()
+    if r0.get("graphs") is not None:
+        same = r0.get("sample_seed")
+        data += (f", a seeded sample of {r0['graphs']} graphs "
+                 + ("(the same for every seed)" if same is not None else "per seed"))
+    svm = {
+        "nested": "SVM by the FGW nested CV over all graphs (10 outer stratified 90/10 splits, "
+                  "(C, gamma) by 10 inner folds); CI over seeds x outer splits",
+        "resplit": "the GW matrix of one seed's release scored on 10 random stratified 7:2:1 "
+                   "splits of all graphs (SVM (C, gamma) chosen on each split's validation "
+                   "graphs; kNN-5 on train + validation); CI over seeds x splits",
+    }.get(protocol, "SVM (C, gamma) chosen on the validation graphs")
     return "\n".join(lines) + (
-        f"\n\nMUTAG, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg {gnn} "
-        f"{rows[0]['rounds']} rounds; SVM (C, gamma) chosen on the validation graphs. "
-        f"Revision(s): {', '.join(rev)}. Command: `{cmd}`\n"
+        f"\n\n{data}, 10 clients (Dirichlet 0.5), 7:2:1 per client, FedAvg {gnn} "
+        f"{r0.get('rounds')} rounds; {svm}. Revision(s): {', '.join(rev)}. Command(s): {cmds}\n"
         + (f"\n{GWLDP_PROVENANCE}\n" if provenance and gnn == "GCN" else "")
     )
 
@@ -1796,7 +1840,8 @@ def gwldp(path: Path | None = None, doc: bool = True) -> str:
         rows = load_rows(p)
         table = gwldp_table(rows, provenance=p.name == "gwldp_accuracy.jsonl")
         md = made_by("gwldp", [p.name], rows) + "\n\n" + table
-        p.with_suffix(".md").write_text(f"# GW-LDP on MUTAG ({rows[0]['gnn'].upper()})\n\n{md}")
+        title = f"{rows[0]['dataset'].upper()}, {rows[0]['gnn'].upper()}"
+        p.with_suffix(".md").write_text(f"# GW-LDP ({title})\n\n{md}")
         marker = GWLDP_FILES.get(p.name)
         if marker and p.resolve() == (RESULTS / p.name).resolve():
             _splice_doc(doc, "gwldp.md", f"<!-- {marker}-begin -->", f"<!-- {marker}-end -->",
@@ -1806,28 +1851,36 @@ def gwldp(path: Path | None = None, doc: bool = True) -> str:
 
 
 def gwldp_clustering_table(rows: list[dict]) -> str:
-    """The GW-LDP clustering table of ``gwldp_clustering.py``'s rows: NMI and ARI per (row,
-    epsilon, clustering), mean and 95% bootstrap CI over seeds."""
-    groups: dict[tuple, list[dict]] = {}
+    """The GW-LDP clustering tables of ``gwldp_clustering.py``'s rows, one per (dataset, hops,
+    graphs): NMI and ARI per (row, epsilon, clustering), mean and 95% bootstrap CI over seeds."""
+    tasks: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["row"], r.get("epsilon"), r["method"]), []).append(r)
-    lines = ["| row | epsilon per graph | clustering | seeds | NMI (95% CI) | ARI (95% CI) |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    order = {r: i for i, r in enumerate(S.GWLDP_CLUSTERING_ROWS)}
-    for (row, eps, method), rs in sorted(groups.items(),
-                                         key=lambda kv: (order[kv[0][0]], kv[0][1] or 0,
-                                                         kv[0][2])):  # fmt: skip
-        nm, nlo, nhi = bootstrap_ci([r["nmi"] for r in rs])
-        am, alo, ahi = bootstrap_ci([r["ari"] for r in rs])
-        lines.append(f"| {row} | {_eps(eps)} | {method} | {len(rs)} | {nm:.3f} ({nlo:.3f}-"
-                     f"{nhi:.3f}) | {am:.3f} ({alo:.3f}-{ahi:.3f}) |")  # fmt: skip
-    rev = sorted({r["revision"] for r in rows})
-    r0 = rows[0]
-    return "\n".join(lines) + (
-        f"\n\n{r0['dataset']} 1-hop ego graphs of the largest component, {r0['graphs']} centres "
-        f"per seed, k = {r0['k']}; FedAvg GCN {r0['rounds']} rounds. Revision(s): "
-        f"{', '.join(rev)}. Command: `{r0['command']}`\n"
-    )
+        tasks.setdefault((r["dataset"], r.get("hops", 1), r["graphs"]), []).append(r)
+    out = []
+    for (dataset, hops, graphs), task_rows in tasks.items():
+        groups: dict[tuple, list[dict]] = {}
+        for r in task_rows:
+            groups.setdefault((r["row"], r.get("epsilon"), r["method"]), []).append(r)
+        lines = [f"**{dataset}, {hops}-hop ego graphs**", "",
+                 "| row | epsilon per graph | clustering | seeds | NMI (95% CI) | ARI (95% CI) |",
+                 "|---|---|---|---|---|---|"]  # fmt: skip
+        order = {r: i for i, r in enumerate(S.GWLDP_CLUSTERING_ROWS)}
+        for (row, eps, method), rs in sorted(groups.items(),
+                                             key=lambda kv: (order[kv[0][0]], kv[0][1] or 0,
+                                                             kv[0][2])):  # fmt: skip
+            nm, nlo, nhi = bootstrap_ci([r["nmi"] for r in rs])
+            am, alo, ahi = bootstrap_ci([r["ari"] for r in rs])
+            e = "-" if row == "random" else _eps(eps)
+            lines.append(f"| {row} | {e} | {method} | {len(rs)} | {nm:.3f} ({nlo:.3f}-"
+                         f"{nhi:.3f}) | {am:.3f} ({alo:.3f}-{ahi:.3f}) |")  # fmt: skip
+        rev = sorted({r["revision"] for r in task_rows})
+        r0 = next(r for r in task_rows if r["row"] != "random")
+        out.append("\n".join(lines) + (
+            f"\n\n{dataset} {hops}-hop ego graphs of the largest component, {graphs} centres "
+            f"per seed, k = {r0['k']}; FedAvg GCN {r0['rounds']} rounds. Revision(s): "
+            f"{', '.join(rev)}. Command: `{r0['command']}`\n"
+        ))
+    return "\n".join(out)
 
 
 def gwldp_clustering(path: Path | None = None, doc: bool = True) -> str:
@@ -1881,8 +1934,49 @@ def zoo_check(path: Path | None = None, doc: bool = True) -> str:
     return md
 
 
+GWLDP_TASKS = {
+    "fit": "FedAvg fit, MUTAG, 10 clients, GCN, {rounds} rounds, 1 thread",
+    "allpairs": "all pairs of MUTAG, GW_A (POT CG), {jobs} joblib workers",
+    "proteins_pairs": "random pairs of PROTEINS, GW_A (POT CG), {jobs} joblib workers",
+}
 
-# == PoinDP ================================================================================
+
+def gwldp_timing(path: Path | None = None, doc: bool = True) -> str:
+    """``results/gwldp_timing.md`` from ``gwldp_timing.py``'s rows (one line per run, in the
+    order they ran, with the load average before and after), spliced into docs/gwldp.md
+    (``gwldp-timing``) when it is the results folder's file."""
+    default = RESULTS / "gwldp_timing.jsonl"
+    path = path or default
+    rows = load_rows(path)
+    lines = ["| task | library | pairs | seconds | all pairs (estimate) | load avg before / after "
+             "| CPUs |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        task = GWLDP_TASKS[r["task"]].format(rounds=r.get("rounds"), jobs=r.get("jobs"))
+        pairs = f"{r['pairs']:,}" if "pairs" in r else "-"
+        est = "-"
+        if r["task"] == "proteins_pairs":
+            est = f"{r['all_pairs']:,} pairs: {r['all_pairs_estimate_s'] / 60:.0f} min"
+        lines.append(f"| {task} | {r['label']} ({r['revision']}) | {pairs} | {r['seconds']:.1f} "
+                     f"| {est} | {r['load_before']:.2f} / {r['load_after']:.2f} | {r['cpus']} |")
+    fits: dict[str, list[float]] = {}
+    for r in rows:
+        if r["task"] == "fit":
+            fits.setdefault(r["label"], []).append(r["seconds"])
+    if fits:
+        lines += ["", "FedAvg fit, median over runs: " + "; ".join(
+            f"{label} {statistics.median(v):.1f} s ({len(v)} runs, {min(v):.1f}-{max(v):.1f})"
+            for label, v in fits.items()) + "."]
+    commands = "; ".join(dict.fromkeys(f"`{r['command']}`" for r in rows))
+    md = (made_by("gwldp_timing", [path.name], rows) + "\n\n" + "\n".join(lines)
+          + f"\n\nCommand(s): {commands}\n")
+    path.with_suffix(".md").write_text("# GW-LDP timings\n\n" + md)
+    if path.resolve() == default.resolve():
+        _splice_doc(doc, "gwldp.md", "<!-- gwldp-timing-begin -->", "<!-- gwldp-timing-end -->",
+                    md.rstrip("\n"))
+    return md
+
+
+# == PoinDP =========================================================================
 POINDP_TABLE1_ROWS = ("GCN", "MLP", "paper-code", "PoinDP-inf", "PoinDP", "GAP", "ProGAP")
 POINDP_METRICS = (("acc", "accuracy"), ("weighted_f1", "weighted-F1"), ("macro_f1", "macro-F1"),
                   ("paper_swapped_wf1", 'paper\'s "W-F1" (swapped)'),
@@ -1961,6 +2055,7 @@ def poindp(path: Path | None = None, doc: bool = True) -> str:
                     "<!-- poindp-results-end -->", md.rstrip("\n"))  # fmt: skip
     return md
 
+
 # == command line ==========================================================================
 #: table name -> function(doc) writing it (see the module docstring)
 TABLES = {
@@ -1982,6 +2077,7 @@ TABLES = {
     "gwldp_clustering": gwldp_clustering,
     "zoo_check": zoo_check,
     "poindp": poindp,
+    "gwldp_timing": gwldp_timing,
 }
 
 

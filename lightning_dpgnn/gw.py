@@ -39,6 +39,7 @@ __all__ = [
     "embedding_cost",
     "gw_discrepancy",
     "pairwise_discrepancy",
+    "pair_discrepancies",
     "gw_kernel",
     "svm_nested_cv",
     "svm_split",
@@ -153,6 +154,30 @@ def _digest(costs: Sequence[np.ndarray], feats: Sequence[np.ndarray] | None, **s
     return h.hexdigest()[:32]
 
 
+def pair_discrepancies(
+    pairs: Sequence[tuple[int, int]],
+    costs: Sequence[np.ndarray],
+    features: Sequence[np.ndarray] | None = None,
+    alpha: float = 0.5,
+    armijo: bool = False,
+    n_jobs: int = 1,
+    progress: bool = False,
+    chunk: int = 256,
+) -> list[float]:
+    """The GW (FGW with ``features``) discrepancy of each pair ``(i, j)`` of the graphs given
+    by their cost matrices, in order; blocks of ``chunk`` pairs run in ``n_jobs`` joblib
+    workers."""
+    from joblib import Parallel, delayed
+
+    blocks = [pairs[k : k + chunk] for k in range(0, len(pairs), chunk)]
+    if n_jobs == 1 or len(blocks) <= 1:
+        return [v for b in blocks for v in _pair_values(b, costs, features, alpha, armijo)]
+    parts = Parallel(n_jobs=n_jobs, verbose=10 if progress else 0)(
+        delayed(_pair_values)(b, costs, features, alpha, armijo) for b in blocks
+    )
+    return [v for part in parts for v in part]
+
+
 def pairwise_discrepancy(
     costs: Sequence[np.ndarray],
     features: Sequence[torch.Tensor | np.ndarray] | None = None,
@@ -167,8 +192,6 @@ def pairwise_discrepancy(
     pairs of graphs given by their cost matrices. Pairs run in ``n_jobs`` joblib workers;
     with ``cache_dir`` the matrix is stored under a hash of every input and setting and read
     back on a rerun instead of recomputed."""
-    from joblib import Parallel, delayed
-
     costs = [np.asarray(c, dtype=np.float64) for c in costs]
     feats = None if features is None else [
         torch.as_tensor(f).detach().cpu().to(torch.float64).numpy() for f in features
@@ -182,14 +205,7 @@ def pairwise_discrepancy(
         if path.exists():
             return np.load(path)
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    blocks = [pairs[k : k + chunk] for k in range(0, len(pairs), chunk)]
-    if n_jobs == 1 or len(blocks) <= 1:
-        values = [v for b in blocks for v in _pair_values(b, costs, feats, alpha, armijo)]
-    else:
-        parts = Parallel(n_jobs=n_jobs, verbose=10 if progress else 0)(
-            delayed(_pair_values)(b, costs, feats, alpha, armijo) for b in blocks
-        )
-        values = [v for part in parts for v in part]
+    values = pair_discrepancies(pairs, costs, feats, alpha, armijo, n_jobs, progress, chunk)
     d = np.zeros((n, n))
     if pairs:
         idx = np.array(pairs)

@@ -47,6 +47,9 @@ class ZooEntry:
     note: str | None = None
     #: node level: where the recipe's degree bound D comes from (stated on the card)
     degree_bound_source: str | None = None
+    #: the logged test metric the benchmark's accuracy and the card's one-run figure are
+    #: (GW-LDP: ``test/svm_acc``, the server's SVM on the release)
+    metric: str = "test/acc"
 
     @property
     def recipe_path(self) -> Path:
@@ -178,9 +181,14 @@ def build(
         subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
         args=[*args, *(overrides or [])], run=False, auto_configure_optimizers=False,
     )
+    blockers = getattr(cli.model, "publication_blockers", None)
+    if callable(blockers) and blockers():  # known before any fit (GW-LDP's paper-code mode)
+        from lightning_dpgnn.publish import hub
+
+        raise hub.PublishError(f"refusing to build {name}:\n  - " + "\n  - ".join(blockers()))
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     results = cli.trainer.test(cli.model, datamodule=cli.datamodule, verbose=False)
-    measured = results[0].get("test/acc") if results else None
+    measured = results[0].get(e.metric) if results else None
     kwargs = e.card_kwargs()
     if overrides:
         kwargs["command"] = f"{e.command} --override {' '.join(overrides)}"

@@ -6,13 +6,17 @@ Structural Graphs", IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-
 **Federated training (Alg. 2, 3).** ``trainer.fit(model, GraphDataModule(..., num_clients=K))``
 runs FedAvg: one training epoch is one round, one training batch is one client. The client's
 local update (``local_epochs`` full-batch Adam epochs on its training graphs, from the global
-weights) runs inside the training step as a plain PyTorch loop — a Lightning ``Trainer`` cannot
-nest inside another's fit — and at the end of the round the server averages the updates
-(weighted by the clients' numbers of training graphs). The clients are simulated in one process;
-under DDP the client loader is sharded over the ranks and the updates are summed across them, so
-the same code runs with clients as ranks. These updates are **not private** in the paper's
-protocol: the report's unit says so. ``dp_fedavg=True`` makes them client-level DP (each client's
-update clipped to ``fedavg_clip``, Gaussian noise on the sum, uniform average; accounted by RDP).
+weights) is a Lightning Fabric loop on the client's own copy of the network (a ``Trainer``
+cannot nest inside another's fit; the copy is outside the outer DDP wrapper, so no gradient
+hook of the server's model fires), and at the end of the round the server averages the updates
+(weighted by the clients' numbers of training graphs). The clients are simulated in one
+process; under DDP each rank runs its share of the clients (Lightning's distributed sampler
+deals them out, each client to one rank per round: the loader is padded with empty steps, never
+with a repeated client) and the updates are summed across the ranks, so the same code runs with
+clients as ranks; DP-FedAvg's noise is drawn once, on rank 0 (:meth:`~PrivateModule.run_once`).
+These updates are **not private** in the paper's protocol: the report's unit says so.
+``dp_fedavg=True`` makes them client-level DP (each client's update clipped to ``fedavg_clip``,
+Gaussian noise on the sum, uniform average; accounted by RDP).
 
 **The release (Alg. 1), once per fit.** After the last round every client encodes the node
 embeddings ``H`` of each of its graphs (the last convolution's outputs mapped into ``[0, 1]`` by
@@ -36,6 +40,7 @@ private**; its report says so, and ``PrivacyBudget`` and the zoo refuse it).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -43,6 +48,8 @@ from typing import Any, Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
+from lightning.fabric import Fabric
+from lightning.fabric.strategies import SingleDeviceStrategy
 from torch.utils.data import DataLoader
 from torch_geometric.data import Batch, Data
 
@@ -109,6 +116,9 @@ class GWLDP(PaperCodeMode, PrivateModule):
         seed: weight initialisation seed. noise_seed: reproducible noise (research only).
         lr, weight_decay: the clients' local Adam.
     """
+
+    #: the clients' network and Fabric, their training batches (PrivateModule.reset_caches)
+    caches = ("_local", "_client_batches")
 
     def __init__(
         self,
@@ -321,8 +331,15 @@ class GWLDP(PaperCodeMode, PrivateModule):
 
     # -- federated training --------------------------------------------------------------------
     def train_dataloader_from_clients(self, dm: Any) -> DataLoader:
-        """One batch per client (GraphDataModule hands its clients to this model)."""
-        return DataLoader(list(range(len(dm.clients))), batch_size=1, collate_fn=_first)
+        """One batch per client (GraphDataModule hands its clients to this model). Under DDP,
+        Lightning's distributed sampler deals the steps out to the ranks (each client to one
+        rank per round); the loader is padded with empty steps (``-1``) to a multiple of the
+        world size, because the sampler would pad it with repeated clients (a client counted
+        twice: under DP-FedAvg, twice its sensitivity)."""
+        world = self.trainer.world_size if self._trainer is not None else 1
+        k = len(dm.clients)
+        steps = list(range(k)) + [-1] * (-k % world)
+        return DataLoader(steps, batch_size=1, collate_fn=_first)
 
     def configure_optimizers(self) -> None:  # the clients' optimizers are local
         return None
@@ -334,37 +351,64 @@ class GWLDP(PaperCodeMode, PrivateModule):
                      if v.is_floating_point()}
         self._weight = 0.0
 
-    def training_step(self, client: int, batch_idx: int) -> None:
-        dm = self.trainer.datamodule
-        idx = dm.clients[int(client)].train
-        if idx.numel() == 0:
-            return None
-        batch = Batch.from_data_list([dm.dataset[int(i)] for i in idx]).to(self.device)
-        net, start = self.net, self._global
-        assert net is not None and start is not None and self._sum is not None
+    def _client(self) -> tuple[torch.nn.Module, Fabric]:
+        """The clients' network (a copy of the server's, outside its DDP wrapper) and the
+        Fabric that runs their local updates on this rank's device."""
+        local = self.__dict__.get("_local")
+        if local is None or local[1].device != self.device:
+            fabric = Fabric(accelerator="cuda" if self.device.type == "cuda" else "cpu",
+                            devices=1, strategy=SingleDeviceStrategy(self.device))
+            local = (copy.deepcopy(self.net), fabric)
+            self.__dict__["_local"] = local  # not a submodule: no state_dict entry, no DDP
+        return local
+
+    def _client_batch(self, client: int) -> Batch | None:
+        """Client ``client``'s training graphs as one batch on this device (cached per fit)."""
+        batches = self.__dict__.setdefault("_client_batches", {})
+        if client not in batches:
+            dm = self.trainer.datamodule
+            idx = dm.clients[client].train
+            batches[client] = None if idx.numel() == 0 else Batch.from_data_list(
+                [dm.dataset[int(i)] for i in idx]).to(self.device)
+        return batches[client]
+
+    def local_update(self, batch: Batch, start: dict[str, torch.Tensor]) -> tuple[
+            dict[str, torch.Tensor], torch.Tensor]:
+        """One client's local update: ``local_epochs`` full-batch Adam epochs on its training
+        graphs from the global weights ``start``, a Lightning Fabric loop. Returns the change
+        of the floating-point state and the last loss."""
+        net, fabric = self._client()
         net.load_state_dict(start)
         net.train()
         opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        model, opt = fabric.setup(net, opt, move_to_device=False)
+        y = batch.y.view(-1)
         for _ in range(int(self.hparams.local_epochs)):
             opt.zero_grad()
-            loss = F.cross_entropy(net(batch.x.float(), batch.edge_index, batch.batch),
-                                   batch.y.view(-1))
-            loss.backward()
+            loss = F.cross_entropy(model(batch.x.float(), batch.edge_index, batch.batch), y)
+            fabric.backward(loss)
             opt.step()
         state = net.state_dict()
-        delta = {k: state[k].detach() - start[k] for k in self._sum}
+        return {k: state[k].detach() - start[k] for k in start if start[k].is_floating_point()}, \
+            loss.detach()
+
+    def training_step(self, client: int, batch_idx: int) -> None:
+        batch = None if int(client) < 0 else self._client_batch(int(client))
+        if batch is None:  # a padding step (DDP) or a client without training graphs
+            return None
+        assert self._global is not None and self._sum is not None
+        delta, loss = self.local_update(batch, self._global)
         if self.hparams.dp_fedavg:
             norm = torch.sqrt(sum((d.double() ** 2).sum() for d in delta.values()))
             factor = min(1.0, float(self.hparams.fedavg_clip) / max(float(norm), 1e-12))
             weight = 1.0
             delta = {k: d * factor for k, d in delta.items()}
         else:
-            weight = float(idx.numel())
+            weight = float(batch.num_graphs)
         for k, d in delta.items():
             self._sum[k] += weight * d
         self._weight += weight
-        net.load_state_dict(start)
-        self.log("train/loss", loss.detach(), batch_size=1, on_epoch=True, on_step=False)
+        self.log("train/loss", loss, batch_size=1, on_epoch=True, on_step=False)
         return None
 
     def on_train_epoch_end(self) -> None:
@@ -480,10 +524,20 @@ class GWLDP(PaperCodeMode, PrivateModule):
         labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
         return {"labels": labels, **gw.cluster_scores(labels, y)}
 
-    # -- refusals (PaperCodeMode.publication_blockers) ---------------------------------------
+    # -- refusals (PaperCodeMode.publication_blockers, and weights trained in the clear) --------
     paper_code_release = "embedding release"
     paper_code_flaw = ("Gaussian noise whose std the authors' code calls epsilon, on unbounded "
                        "embeddings")
+
+    def publication_blockers(self) -> list[str]:
+        """Reasons the zoo refuses this model beyond the common ones: the paper-code mode, and
+        private weights trained by FedAvg in the clear (the published weights would carry no
+        guarantee while the card states an epsilon; ``dp_fedavg=True`` covers them)."""
+        if self.mode == "ldp" and not self.hparams.dp_fedavg:
+            return ["its weights were trained by FedAvg in the clear on the clients' graphs (the "
+                    "paper's protocol): they are NOT covered by the release's epsilon; train "
+                    "with dp_fedavg=True to publish"]
+        return super().publication_blockers()
 
     # -- checkpoints ---------------------------------------------------------------------------
     def on_releases_changed(self, names: list[str], restored: bool = False) -> None:

@@ -4,7 +4,10 @@ of the paper-code reference mode."""
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -60,6 +63,32 @@ def trainer(rounds: int = 3, **kw) -> L.Trainer:
 
 
 SMALL_GRID = {"svm_c_grid": [0.1, 10.0], "svm_gamma_grid": [1.0, 8.0]}
+
+
+class GWLDPRecording(GWLDP):
+    """GWLDP that records, per round, the clients this process ran (``-1``: a padding step)."""
+
+    def on_train_epoch_start(self) -> None:
+        super().on_train_epoch_start()
+        self.clients_run = [*getattr(self, "clients_run", []), []]
+
+    def training_step(self, client: int, batch_idx: int) -> None:
+        self.clients_run[-1].append(int(client))
+        return super().training_step(client, batch_idx)
+
+
+#: the fits run with clients as DDP ranks (gwldp_ddp_fits.py) and on one process: the clear
+#: release of a GCN, of a GIN (BatchNorm buffers averaged too), DP-FedAvg + the LDP release at a
+#: fixed (test-only) noise seed, and the same with secure (entropy-seeded) noise
+RUNS = {
+    "clear-gcn": dict(mode="none", gnn="gcn", seed=0, local_epochs=2),
+    "clear-gin": dict(mode="none", gnn="gin", gnn_hidden=8, gnn_layers=2, gnn_dropout=0.0,
+                      seed=0, local_epochs=2),
+    "dp-seeded": dict(epsilon=4.0, gnn="gcn", seed=0, dp_fedavg=True, fedavg_clip=0.5,
+                      fedavg_noise_multiplier=1.0, noise_seed=5),
+    "dp-secure": dict(epsilon=4.0, gnn="gcn", seed=0, dp_fedavg=True, fedavg_clip=0.5,
+                      fedavg_noise_multiplier=1.0),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -169,11 +198,20 @@ def test_clustering_of_the_release_is_scored_against_the_labels() -> None:
 
 
 def test_a_published_model_loads_back_with_its_release(tmp_path: Path) -> None:
-    model = GWLDP(epsilon=2.0, gnn="gcn", seed=0)
+    """Weights trained by FedAvg in the clear carry no guarantee: the publish gate refuses
+    them; with DP-FedAvg the model publishes and loads back with its release and epsilon."""
+    from lightning_dpgnn.publish import hub
+
+    clear = GWLDP(epsilon=2.0, gnn="gcn", seed=0)
+    trainer(1).fit(clear, toy_dm())
+    with pytest.raises(hub.PublishError, match="FedAvg in the clear"):
+        clear.save_pretrained(tmp_path / "clear")
+    assert not (tmp_path / "clear").exists()
+    model = GWLDP(epsilon=2.0, gnn="gcn", seed=0, dp_fedavg=True, fedavg_noise_multiplier=4.0)
     trainer(1).fit(model, toy_dm())
     model.save_pretrained(tmp_path / "gw")
     back = GWLDP.from_pretrained(tmp_path / "gw")
-    assert back.privacy_spent().epsilon == pytest.approx(2.0)
+    assert back.privacy_spent().epsilon == model.privacy_spent().epsilon > 2.0
     assert all(torch.equal(a, b) for a, b in
                zip(model.release().matrices, back.release().matrices, strict=True))
 
@@ -223,6 +261,56 @@ def test_budget_refuses_a_release_over_it() -> None:
     model = GWLDP(epsilon=4.0, gnn="gcn", seed=0)
     with pytest.raises(BudgetExceededError):
         trainer(1, callbacks=[PrivacyBudget(epsilon=1.0)]).fit(model, toy_dm())
+
+
+# ------------------------------------------------------------------ clients as DDP ranks
+@pytest.mark.slow
+def test_clients_as_ddp_ranks_release_what_one_process_releases(tmp_path: Path) -> None:
+    """The same fits with the 5 clients spread over 2 DDP processes (gloo, CPU;
+    gwldp_ddp_fits.py): every client runs once per round on one rank (5 clients, 2 ranks: a
+    padding step, never a repeated client); both ranks hold bit-identical weights, release and
+    ledger (the GIN: its BatchNorm buffers averaged too); the release and the weights are the
+    single-process ones (the clear release of a GCN; DP-FedAvg at a fixed test-only noise seed,
+    whose noise would be twice as large if each rank added its own); the ledger counts one
+    DP-FedAvg round per round, not one per rank; with secure (entropy-seeded) noise the ranks
+    still agree, so rank 0 drew it and broadcast it. The GIN is not compared with one process:
+    the order in which client updates are summed changes the sum in its last bits, and Adam
+    turns the ~1e-9 gradient of a bias followed by BatchNorm into steps of about lr (one
+    process in two client orders differs by 0.01)."""
+    script = Path(__file__).with_name("gwldp_ddp_fits.py")
+    run = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path)
+    ranks = [tmp_path / f"gwldp-{r}.json" for r in (0, 1)]
+    assert all(f.is_file() for f in ranks), run.stdout[-2000:] + run.stderr[-4000:]
+    r0, r1 = (json.loads(f.read_text()) for f in ranks)
+    for name, kwargs in RUNS.items():
+        a, b = dict(r0[name]), dict(r1[name])
+        for round0, round1 in zip(a.pop("clients"), b.pop("clients"), strict=True):
+            ran = sorted(c for c in round0 + round1 if c >= 0)
+            assert ran == list(range(5)) and len(round0) == len(round1) == 3, (round0, round1)
+        assert a == b, name  # weights, release, ledger, epsilon: bit-identical on both ranks
+        if name == "dp-secure":
+            assert a["release"] != r0["dp-seeded"]["release"]  # fresh noise
+        if name in ("dp-secure", "clear-gin"):
+            continue
+        ddp = torch.load(tmp_path / f"{name}.pt", weights_only=True)
+        model = GWLDP(**kwargs)
+        trainer(3).fit(model, toy_dm(num_clients=5))
+        assert model.release().graph_ids.tolist() == a["ids"]
+        for p, q in zip(ddp["params"], model.parameters(), strict=True):
+            assert torch.allclose(p, q.detach(), atol=1e-5), name
+        mats = model.release().matrices
+        if name == "clear-gcn":
+            assert all(torch.allclose(x, y, atol=1e-5)
+                       for x, y in zip(ddp["release"], mats, strict=True))
+        else:  # the same codes (a float rounding may move a sampled entry: not in 1%)
+            same = sum(int((x == y).sum()) for x, y in zip(ddp["release"], mats, strict=True))
+            assert same >= 0.99 * sum(m.numel() for m in mats)
+        assert a["ledger"] == model.accountant.state_dict()["ledger"]
+        assert a["epsilon"] == model.privacy_spent().epsilon
+        counts = {e["name"]: e["count"] for e in a["ledger"]}
+        assert counts == ({} if name == "clear-gcn" else
+                          {"gwldp/dp-fedavg": 3, "gwldp/multibit": 1})
 
 
 # ------------------------------------------------------------------ the paper-code reference mode

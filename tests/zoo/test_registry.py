@@ -71,8 +71,8 @@ def test_each_registry_accuracy_is_its_benchmark_rows_at_the_recipes_own_setting
     rows = [r for r in common.load_rows(path)
             if all(r.get(k) == v for k, v in a["rows"].items()) and common.is_valid(r)]
     assert len(rows) == a["seeds"] == len({r["seed"] for r in rows})
-    s = common.seed_stats(rows, "test_acc" if "test_acc" in rows[0] else "test_metric")
-    cell = (s["acc_mean"], *s["acc_ci95"])  # as the benchmark's tables print it
+    metric = "test_acc" if "test_acc" in rows[0] else "test_metric"
+    cell = (round(v, 2) for v in common.bootstrap_ci([100 * r[metric] for r in rows]))
     assert (a["mean"], a["low"], a["high"]) == tuple(float(f"{v:.1f}") for v in cell)
     # what `dpgnn zoo build` compares one build with: these rows' single runs
     metric = "test_acc" if "test_acc" in rows[0] else "test_metric"
@@ -88,7 +88,8 @@ def test_each_registry_accuracy_is_its_benchmark_rows_at_the_recipes_own_setting
     recipe = yaml.safe_load(e.recipe_path.read_text())
     init, data = recipe["model"]["init_args"], recipe["data"]["init_args"]
     model = getattr(lightning_dpgnn, e.method)(**init)  # no data: the settings only
-    settings = _plain(common.datamodule_settings(lightning_dpgnn.data.NodeDataModule(**data)))
+    data_class = getattr(lightning_dpgnn.data, recipe["data"]["class_path"].rsplit(".", 1)[1])
+    settings = _plain(common.datamodule_settings(data_class(**data)))
     stoppers = [c["init_args"] for c in recipe["trainer"].get("callbacks", [])
                 if c["class_path"].endswith("DropEarlyStopping")]
     for r in rows:
@@ -106,6 +107,15 @@ def test_each_registry_accuracy_is_its_benchmark_rows_at_the_recipes_own_setting
                 stoppers[0].get("patience"), recipe["trainer"]["max_epochs"])
         if "epsilon_per_feature" in r:
             assert r["epsilon_per_feature"] == init["x_eps"]
+        if "rounds" in r:  # GW-LDP: its FedAvg rounds, clients, partition, GNN and release
+            assert (r["rounds"], r["clients"], r["dirichlet_alpha"], r["split"]) == (
+                recipe["trainer"]["max_epochs"], data["num_clients"], data["dirichlet_alpha"],
+                data["split"])
+            assert {k: r[k] for k in ("gnn", "epsilon", "local_epochs", "embedding")} == {
+                k: init[k] for k in ("gnn", "epsilon", "local_epochs", "embedding")}
+            assert init["mode"] == "ldp" and init.get("size", "public") == "public"
+            assert (r.get("fedavg_epsilon"), r.get("fedavg_clip")) == (
+                init.get("fedavg_epsilon"), init.get("fedavg_clip")) and init["dp_fedavg"]
         if hasattr(model, "label_counts"):  # rows made before the option had none (False)
             assert r.get("label_counts", False) == model.label_counts, "re-run at today's default"
 
@@ -195,6 +205,40 @@ def test_build_refuses_before_writing_when_the_model_may_not_be_published(tmp_pa
             "--trainer.max_epochs", "2", "--model.init_args.encoder_epochs", "1",
             "--model.init_args.classifier_epochs", "1", "--model.init_args.noise_seed", "1"])
     assert not (tmp_path / "seeded").exists()
+
+
+def test_gwldp_entry_card_carries_its_interval_and_the_paper_code_mode_is_refused(tmp_path):
+    """The GW-LDP entry's card states its benchmark interval and the one-run accuracy of its
+    metric (``test/svm_acc``: the server's SVM on the release; a model fitted on a fifth of
+    MUTAG here, the full build takes minutes); ``dpgnn zoo build`` refuses the paper-code reference
+    mode (not differentially private) before any fit, and writes nothing."""
+    import lightning as L
+
+    from lightning_dpgnn import GWLDP
+    from lightning_dpgnn.data import GraphDataModule
+
+    e = ENTRIES["gwldp-mutag-eps4"]
+    assert e.metric == "test/svm_acc" and e.accuracy["seeds"] == 10
+    init = yaml.safe_load(e.recipe_path.read_text())["model"]["init_args"]
+    model = GWLDP(**init, svm_c_grid=[1.0], svm_gamma_grid=[1.0])
+    trainer = L.Trainer(max_epochs=1, logger=False, enable_progress_bar=False,
+                        enable_checkpointing=False, enable_model_summary=False)
+    full = GraphDataModule("mutag")
+    full.setup()
+    dm = GraphDataModule("mutag", graphs=[full.dataset[i] for i in range(0, 188, 5)],
+                         split=(0.6, 0.2, 0.2), num_clients=4, dirichlet_alpha=5.0)
+    trainer.fit(model, dm)
+    measured = trainer.test(model, dm, verbose=False)[0][e.metric]
+    model.save_pretrained(tmp_path / "gw", model_card_kwargs={**e.card_kwargs(),
+                                                               "measured_accuracy": measured})
+    card = (tmp_path / "gw" / "README.md").read_text()
+    a = e.accuracy
+    assert f"**{a['mean']}%** (95% CI {a['low']}–{a['high']}) over 10 seeds" in card
+    assert f"This model's test accuracy (one run): {100 * measured:.1f}%" in card
+    with pytest.raises(hub.PublishError, match="NOT differentially private"):
+        registry.build("gwldp-mutag-eps4", tmp_path / "paper",
+                       overrides=["--model.init_args.mode", "paper-code"])
+    assert not (tmp_path / "paper").exists()
 
 
 def test_a_pulled_model_predicts_with_the_gap_api(gap_edge, csbm, tmp_path):

@@ -1,0 +1,48 @@
+"""What ``test_gwldp.py::test_clients_as_ddp_ranks_*`` runs on 2 CPU processes (gloo):
+``python gwldp_ddp_fits.py OUT_DIR``. Lightning's DDP launcher starts rank 1 by re-running this
+script; each rank writes what it holds to ``OUT_DIR/gwldp-<rank>.json`` (and rank 0 the
+released matrices to ``OUT_DIR/<run>.pt``): the test compares the ranks with each other and
+with the same fits on one process."""
+
+import hashlib
+import json
+import sys
+import warnings
+from pathlib import Path
+
+warnings.filterwarnings("ignore")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import lightning as L  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from test_gwldp import RUNS, GWLDPRecording, toy_dm  # noqa: E402
+
+OUT = Path(sys.argv[1])
+
+
+def digest(tensors) -> str:
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+out = {}
+for name, kwargs in RUNS.items():
+    model = GWLDPRecording(**kwargs)
+    trainer = L.Trainer(strategy="ddp", devices=2, accelerator="cpu", max_epochs=3, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=OUT)
+    trainer.fit(model, toy_dm(num_clients=5))
+    mats = model.release().matrices
+    out[name] = {
+        "clients": model.clients_run, "params": digest(model.parameters()),
+        "release": digest(mats), "ids": model.release().graph_ids.tolist(),
+        "ledger": model.accountant.state_dict()["ledger"],
+        "epsilon": model.privacy_spent().epsilon,
+    }
+    if dist.get_rank() == 0:
+        torch.save({"release": list(mats), "params": [p.detach() for p in model.parameters()]},
+                   OUT / f"{name}.pt")
+(OUT / f"gwldp-{dist.get_rank()}.json").write_text(json.dumps(out))
