@@ -217,7 +217,7 @@ def test_gwldp_entry_card_carries_its_interval_and_the_paper_code_mode_is_refuse
     from lightning_dpgnn import GWLDP
     from lightning_dpgnn.data import GraphDataModule
 
-    e = ENTRIES["gwldp-mutag-eps4"]
+    e = ENTRIES["gwldp-mutag-eps8"]
     assert e.metric == "test/svm_acc" and e.accuracy["seeds"] == 10
     init = yaml.safe_load(e.recipe_path.read_text())["model"]["init_args"]
     model = GWLDP(**init, svm_c_grid=[1.0], svm_gamma_grid=[1.0])
@@ -236,7 +236,7 @@ def test_gwldp_entry_card_carries_its_interval_and_the_paper_code_mode_is_refuse
     assert f"**{a['mean']}%** (95% CI {a['low']}–{a['high']}) over 10 seeds" in card
     assert f"This model's test accuracy (one run): {100 * measured:.1f}%" in card
     with pytest.raises(hub.PublishError, match="NOT differentially private"):
-        registry.build("gwldp-mutag-eps4", tmp_path / "paper",
+        registry.build("gwldp-mutag-eps8", tmp_path / "paper",
                        overrides=["--model.init_args.mode", "paper-code"])
     assert not (tmp_path / "paper").exists()
 
