@@ -128,6 +128,18 @@ def _splice_doc(doc: bool, page: str, begin: str, end: str, md: str) -> None:
         splice(path, begin, end, md)
 
 
+def _publish(path: Path, default_name: str, title: str, md: str, page: str, marker: str,
+             doc: bool) -> str:
+    """Write ``md`` under ``# title`` beside ``path`` (``.md``) and, when ``path`` is the
+    results folder's ``default_name``, splice it into ``docs/<page>`` between the
+    ``<!-- marker-begin -->`` / ``<!-- marker-end -->`` comments. Returns ``md``."""
+    path.with_suffix(".md").write_text(f"# {title}\n\n{md}")
+    if path.resolve() == (RESULTS / default_name).resolve():
+        _splice_doc(doc, page, f"<!-- {marker}-begin -->", f"<!-- {marker}-end -->",
+                    md.rstrip("\n"))
+    return md
+
+
 def _eps(eps) -> str:
     return "inf" if eps is None else f"{eps:g}"
 
@@ -1890,11 +1902,8 @@ def gwldp_clustering(path: Path | None = None, doc: bool = True) -> str:
     path = path or default
     rows = load_rows(path)
     md = made_by("gwldp_clustering", [path.name], rows) + "\n\n" + gwldp_clustering_table(rows)
-    path.with_suffix(".md").write_text("# GW-LDP clustering (ego graphs)\n\n" + md)
-    if path.resolve() == default.resolve():
-        _splice_doc(doc, "gwldp.md", "<!-- gwldp-clustering-begin -->",
-                    "<!-- gwldp-clustering-end -->", md.rstrip("\n"))  # fmt: skip
-    return md
+    return _publish(path, default.name, "GW-LDP clustering (ego graphs)", md, "gwldp.md",
+                    "gwldp-clustering", doc)
 
 
 def zoo_check(path: Path | None = None, doc: bool = True) -> str:
@@ -1927,11 +1936,8 @@ def zoo_check(path: Path | None = None, doc: bool = True) -> str:
                      f"{hi:.1f}) | {min(accs):.1f}–{max(accs):.1f} | {card} | {spread} | "
                      f"{overlap} |")
     md = made_by("zoo_check", [path.name], rows) + "\n\n" + "\n".join(lines) + "\n"
-    path.with_suffix(".md").write_text("# Zoo builds against their cards\n\n" + md)
-    if path.resolve() == default.resolve():
-        _splice_doc(doc, "zoo.md", "<!-- zoo-check-begin -->", "<!-- zoo-check-end -->",
-                    md.rstrip("\n"))
-    return md
+    return _publish(path, default.name, "Zoo builds against their cards", md, "zoo.md",
+                    "zoo-check", doc)
 
 
 GWLDP_TASKS = {
@@ -1969,11 +1975,7 @@ def gwldp_timing(path: Path | None = None, doc: bool = True) -> str:
     commands = "; ".join(dict.fromkeys(f"`{r['command']}`" for r in rows))
     md = (made_by("gwldp_timing", [path.name], rows) + "\n\n" + "\n".join(lines)
           + f"\n\nCommand(s): {commands}\n")
-    path.with_suffix(".md").write_text("# GW-LDP timings\n\n" + md)
-    if path.resolve() == default.resolve():
-        _splice_doc(doc, "gwldp.md", "<!-- gwldp-timing-begin -->", "<!-- gwldp-timing-end -->",
-                    md.rstrip("\n"))
-    return md
+    return _publish(path, default.name, "GW-LDP timings", md, "gwldp.md", "gwldp-timing", doc)
 
 
 # == PoinDP =========================================================================
@@ -2049,11 +2051,8 @@ def poindp(path: Path | None = None, doc: bool = True) -> str:
     path = path or default
     rows = load_rows(path)
     md = made_by("poindp", [path.name], rows) + "\n\n" + poindp_tables(rows)
-    path.with_suffix(".md").write_text("# PoinDP on Cora and CiteSeer\n\n" + md)
-    if path.resolve() == default.resolve():
-        _splice_doc(doc, "poindp.md", "<!-- poindp-results-begin -->",
-                    "<!-- poindp-results-end -->", md.rstrip("\n"))  # fmt: skip
-    return md
+    return _publish(path, default.name, "PoinDP on Cora and CiteSeer", md, "poindp.md",
+                    "poindp-results", doc)
 
 
 # == command line ==========================================================================
