@@ -5,6 +5,7 @@ from .dpgnn import DPGNN
 from .gap import GAP
 from .gnn import GNN
 from .gwldp import GWLDP
+from .heterorr import HeteroRR, HeteroRRRelease
 from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
 from .pgc import PGC, PGCLinkPrediction
@@ -27,4 +28,6 @@ __all__ = [
     "SAGE",
     "EdgeRand",
     "DPGNN",
+    "HeteroRR",
+    "HeteroRRRelease",
 ]

@@ -19,7 +19,9 @@ from .aggregation import (
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
 from .degree import PrivateDegreeBound, degree_excess, round_candidates
 from .graph_ldp import GraphRelease, MatrixMultiBit, PaperCodeGaussian
+from .hrg import EdgeRR
 from .labels import RandomizedResponse
+from .lapgraph import LapGraph
 from .ldp import (
     AnalyticGaussian,
     Duchi,
@@ -77,4 +79,6 @@ __all__ = [
     "normalize_rows",
     "optimal_m",
     "sum_aggregate",
+    "EdgeRR",
+    "LapGraph",
 ]

@@ -73,6 +73,9 @@ __all__ = [
     "log_likelihood",
     "fit_dendrogram",
     "edge_split",
+    "keyed_uniform",
+    "split_pairs",
+    "sample_private_part",
     "numba_available",
 ]
 
@@ -530,10 +533,21 @@ def fit_dendrogram(
 
 # -- the public / private split ----------------------------------------------------------------
 def _splitmix64(x: np.ndarray) -> np.ndarray:
-    x = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    with np.errstate(over="ignore"):
+        x = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def keyed_uniform(keys: np.ndarray, seed: int) -> np.ndarray:
+    """A uniform in [0, 1) per ``uint64`` key, a hash (splitmix64) of the key and a **public**
+    ``seed``: the same key always gets the same value, whatever else is in the data."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        salt = _splitmix64(np.full_like(keys, np.uint64(int(seed) & (2**64 - 1))))
+        h = _splitmix64(keys ^ salt)
+    return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
 def edge_split(edge_index: torch.Tensor, rho: float, seed: int = 0) -> torch.Tensor:
@@ -546,11 +560,8 @@ def edge_split(edge_index: torch.Tensor, rho: float, seed: int = 0) -> torch.Ten
         raise ValueError(f"rho (the share of private edges) must be in (0, 1], got {rho!r}")
     e = edge_index.detach().cpu().long()
     lo, hi = torch.minimum(e[0], e[1]).numpy(), torch.maximum(e[0], e[1]).numpy()
-    with np.errstate(over="ignore"):
-        key = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
-        h = _splitmix64(key ^ _splitmix64(np.full_like(key, np.uint64(int(seed) & (2**64 - 1)))))
-    u = (h >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-    return torch.from_numpy(u < rho).to(edge_index.device)
+    key = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
+    return torch.from_numpy(keyed_uniform(key, seed) < rho).to(edge_index.device)
 
 
 # -- EdgeRR: the release ------------------------------------------------------------------------
