@@ -324,7 +324,8 @@ class HeteroRR(PrivateModule):
 
     def inductive_graph(self, data: Data) -> Data:
         graph = super().inductive_graph(data)
-        if self.protects_features and self.theta is None:  # a model built without a fit
+        needs_theta = self.protects_features and self.hparams.feature_mechanism == "feature-rr"
+        if self.net is None or (needs_theta and self.theta is None):  # built without a fit
             raise RuntimeError("HeteroRR must be fitted (or loaded) before inductive inference")
         return graph
 
