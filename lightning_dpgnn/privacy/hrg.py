@@ -272,15 +272,22 @@ def log_likelihood(
 
 
 # -- the chain ------------------------------------------------------------------------------------
-def _mcmc_kernel(  # noqa: PLR0913, PLR0915 - one flat loop, compiled by numba when available
-    left, right, parent, size, epub, epri, lca, adj_ptr, adj_nbr_edge, edge_private,
-    root, n_internal, n_leaves_offset, u, temperature, totals, stack, trace, trace_every,
-    step0,
+def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled by numba
+    left, right, parent, size, epub, epri, lca, adj_ptr, adj_edge, edge_ends, edge_private,
+    root, n_internal, n_leaves_offset, u, temperature, totals, stack, mark, trace,
+    trace_every, step0,
 ):
     """Run ``len(u) // 3`` Metropolis moves in place (the pure-Python reference; numba compiles
     the same function). ``u``: three uniforms per move (which internal node, which child stays,
     acceptance). ``totals``: ``[L_pub, L_pri]``, updated. ``trace[k]`` gets ``totals`` after
-    every ``trace_every``-th move (global step ``step0 + i``). Returns the accepted moves."""
+    every ``trace_every``-th move (global step ``step0 + i``). Returns the accepted moves.
+
+    A move at ``r`` (children ``a`` that stays and ``b``, parent ``p``, sibling ``s``) turns
+    ``p = ((a, b), s)`` into ``p = ((a, s), b)``. Only ``r`` and ``p`` change: their new edge
+    counts need ``E(a, s)``, the edges of ``a`` whose lowest common ancestor is ``p`` (or
+    ``e_p - E(b, s)``: the smaller of ``a`` and ``b`` is walked). Accepted, the edges ``a-b``
+    move their ancestor from ``r`` to ``p`` and ``a-s`` from ``p`` to ``r``: the edges of
+    ``a`` are walked, or those of ``b`` and ``s`` (``b``'s leaves marked) when smaller."""
     n_moves = len(u) // 3
     accepted = 0
     for i in range(n_moves):
@@ -296,11 +303,13 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0915 - one flat loop, compiled by numba w
         else:
             a = right[r]
             b = left[r]
-        # edges between the subtree a and the sibling: their lowest common ancestor is p
-        x_pub = 0
-        x_pri = 0
-        top = 0
-        stack[0] = a
+        sa = size[a]
+        sb = size[b]
+        su = size[sib]
+        # E(a, s): the edges of the smaller of a and b whose lowest common ancestor is p
+        c_pub = 0
+        c_pri = 0
+        stack[0] = a if sa <= sb else b
         top = 1
         while top > 0:
             top -= 1
@@ -308,19 +317,22 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0915 - one flat loop, compiled by numba w
             if node >= n_leaves_offset:
                 leaf = node - n_leaves_offset
                 for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                    e = adj_nbr_edge[j]
+                    e = adj_edge[j]
                     if lca[e] == p:
                         if edge_private[e]:
-                            x_pri += 1
+                            c_pri += 1
                         else:
-                            x_pub += 1
+                            c_pub += 1
             else:
                 stack[top] = left[node]
                 stack[top + 1] = right[node]
                 top += 2
-        sa = size[a]
-        sb = size[b]
-        su = size[sib]
+        if sa <= sb:
+            x_pub = c_pub
+            x_pri = c_pri
+        else:
+            x_pub = epub[p] - c_pub
+            x_pri = epri[p] - c_pri
         nr0 = float(sa * sb)
         np0 = float((sa + sb) * su)
         nr1 = float(sa * su)
@@ -358,6 +370,62 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0915 - one flat loop, compiled by numba w
         uu = u[3 * i + 2]
         if log_ratio >= 0.0 or uu <= 0.0 or math.log(uu) < log_ratio:
             accepted += 1
+            stamp = step0 + i + 1
+            if sa <= sb + su:
+                # the edges of a: to b (ancestor r -> p), to the sibling (p -> r)
+                stack[0] = a
+                top = 1
+                while top > 0:
+                    top -= 1
+                    node = stack[top]
+                    if node >= n_leaves_offset:
+                        leaf = node - n_leaves_offset
+                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
+                            e = adj_edge[j]
+                            if lca[e] == r:
+                                lca[e] = p
+                            elif lca[e] == p:
+                                lca[e] = r
+                    else:
+                        stack[top] = left[node]
+                        stack[top + 1] = right[node]
+                        top += 2
+            else:
+                # the edges of b to a (r -> p), b's leaves marked; then the sibling's edges
+                # with ancestor p not into b go to a (p -> r)
+                stack[0] = b
+                top = 1
+                while top > 0:
+                    top -= 1
+                    node = stack[top]
+                    if node >= n_leaves_offset:
+                        leaf = node - n_leaves_offset
+                        mark[leaf] = stamp
+                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
+                            e = adj_edge[j]
+                            if lca[e] == r:
+                                lca[e] = p
+                    else:
+                        stack[top] = left[node]
+                        stack[top + 1] = right[node]
+                        top += 2
+                stack[0] = sib
+                top = 1
+                while top > 0:
+                    top -= 1
+                    node = stack[top]
+                    if node >= n_leaves_offset:
+                        leaf = node - n_leaves_offset
+                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
+                            e = adj_edge[j]
+                            if lca[e] == p:
+                                other = edge_ends[e, 0] + edge_ends[e, 1] - leaf
+                                if mark[other] != stamp:
+                                    lca[e] = r
+                    else:
+                        stack[top] = left[node]
+                        stack[top + 1] = right[node]
+                        top += 2
             # r = (a, sibling), p = (r, b)
             left[r] = a
             right[r] = sib
@@ -372,24 +440,6 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0915 - one flat loop, compiled by numba w
             epri[r] = x_pri
             totals[0] += d_pub
             totals[1] += d_pri
-            # the edges of a: to b (lca r -> p), to the sibling (lca p -> r)
-            stack[0] = a
-            top = 1
-            while top > 0:
-                top -= 1
-                node = stack[top]
-                if node >= n_leaves_offset:
-                    leaf = node - n_leaves_offset
-                    for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                        e = adj_nbr_edge[j]
-                        if lca[e] == r:
-                            lca[e] = p
-                        elif lca[e] == p:
-                            lca[e] = r
-                else:
-                    stack[top] = left[node]
-                    stack[top + 1] = right[node]
-                    top += 2
         step = step0 + i + 1
         if trace_every > 0 and step % trace_every == 0:
             slot = step // trace_every - 1
@@ -498,6 +548,8 @@ def fit_dendrogram(
     trace_every = max(1, steps // max(1, int(trace_points))) if steps else 0
     trace = np.zeros((steps // trace_every if trace_every else 0, 2), dtype=np.float64)
     stack = np.zeros(2 * n + 2, dtype=np.int64)
+    mark = np.zeros(n, dtype=np.int64)  # leaves of b, stamped with the move's step
+    edge_ends = np.ascontiguousarray(edges.T)
     root = den.root
     accepted, done = 0, 0
     bar = None
@@ -511,8 +563,8 @@ def fit_dendrogram(
             u = R.uniform((3 * k,), generator=generator, dtype=torch.float64).numpy()
             accepted += int(kernel(
                 den.left, den.right, den.parent, size, epub, epri, lca, adj_ptr, adj_edge,
-                is_private, root, n - 1, n - 1, u, float(temperature), totals, stack, trace,
-                trace_every, done,
+                edge_ends, is_private, root, n - 1, n - 1, u, float(temperature), totals, stack,
+                mark, trace, trace_every, done,
             ))
             done += k
             if bar is not None:

@@ -56,9 +56,9 @@ def test_the_likelihood_agrees_with_a_brute_force_computation():
 def test_the_chain_keeps_its_counts_and_likelihood_exact():
     """After many swaps the kernel's running counts, sizes and likelihood equal a recomputation
     from the final tree (the O(volume) updates are right)."""
-    n = 14
-    pairs = random_pairs(n, 30, 2)
-    public, private = pairs[:, :18], pairs[:, 18:]
+    n = 40
+    pairs = random_pairs(n, 120, 2)
+    public, private = pairs[:, :70], pairs[:, 70:]
     fit = hrg.fit_dendrogram(n, public, private, 0.7, 3000, generator=seeded(3),
                              backend="python", trace_points=30)
     den = fit.dendrogram
