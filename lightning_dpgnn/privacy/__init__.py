@@ -18,6 +18,7 @@ from .aggregation import (
 )
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
 from .degree import PrivateDegreeBound, degree_excess, round_candidates
+from .feature_rr import FeatureRR, public_feature_weights
 from .graph_ldp import GraphRelease, MatrixMultiBit, PaperCodeGaussian
 from .labels import RandomizedResponse
 from .ldp import (
@@ -77,4 +78,6 @@ __all__ = [
     "normalize_rows",
     "optimal_m",
     "sum_aggregate",
+    "FeatureRR",
+    "public_feature_weights",
 ]
