@@ -31,6 +31,7 @@ from .ldp import (
     Piecewise,
     optimal_m,
 )
+from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
 from .local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollection, LocalCollector
 from .random import SecureModeError, is_secure_mode, secure_mode, set_secure_mode
 from .report import MultipleGuaranteesError, PrivacyReport, SeveralGuarantees, report_from_dict
@@ -80,4 +81,7 @@ __all__ = [
     "sum_aggregate",
     "FeatureRR",
     "public_feature_weights",
+    "Hybrid",
+    "PMSub",
+    "ThreeOutputs",
 ]

@@ -39,6 +39,7 @@ from .accountant import PrivacyAccountant, check_delta, check_epsilon
 from .feature_rr import FeatureRR
 from .labels import RandomizedResponse
 from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
+from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
 
 if TYPE_CHECKING:  # annotations only: the privacy layer loads without PyG
     from torch_geometric.data import Data
@@ -60,8 +61,11 @@ FEATURE_MECHANISMS: dict[str, type[FeatureRandomizer]] = {
     "piecewise": Piecewise,
     "gaussian": AnalyticGaussian,
     "featurerr": FeatureRR,
+    "hybrid": Hybrid,
+    "three_outputs": ThreeOutputs,
+    "pm_sub": PMSub,
 }
-_COORDINATE = ("onebit", "laplace", "duchi", "piecewise")
+_COORDINATE = ("onebit", "laplace", "duchi", "piecewise", "hybrid", "three_outputs", "pm_sub")
 FEATURE_SOURCES = ("private", "ones", "degree", "random")
 FeatureSource = Literal["private", "ones", "degree", "random"]
 
@@ -136,7 +140,9 @@ class LocalCollector:
             ``None``: labels are public in this threat model and are not accounted).
         mechanism: ``"multibit"`` (default), ``"onebit"``, ``"laplace"``, ``"duchi"``,
             ``"piecewise"``, ``"gaussian"`` (analytic Gaussian, at ``gaussian_delta``) or
-            ``"featurerr"`` (HeteroRR's per-feature randomizer, with ``theta`` and ``k``).
+            ``"featurerr"`` (HeteroRR's per-feature randomizer, with ``theta`` and ``k``),
+            ``"hybrid"``, ``"three_outputs"`` or ``"pm_sub"``
+            (:mod:`~lightning_dpgnn.privacy.ldp_numeric`).
         m: multi-bit sampling parameter (``None``: the optimal ``m*`` of eq. 3.19).
         theta: FeatureRR only: PUBLIC per-feature weights (one per feature, summing to 1; see
             :func:`~lightning_dpgnn.privacy.feature_rr.public_feature_weights`); ``None``:
