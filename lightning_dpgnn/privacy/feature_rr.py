@@ -258,7 +258,10 @@ class FeatureRR(FeatureRandomizer):
         returns them) given input rows ``x``: one value per row (sum over features)."""
         probs = self.output_probabilities(x)
         u = self._bins(self._clip64(y.to(torch.float64)))
-        return torch.log(probs.gather(-1, u.unsqueeze(-1)).squeeze(-1)).sum(dim=-1)
+        shape = torch.broadcast_shapes(probs.shape[:-1], u.shape)
+        probs = probs.expand(*shape, self.k)
+        picked = probs.gather(-1, u.expand(shape).unsqueeze(-1)).squeeze(-1)
+        return torch.log(picked).sum(dim=-1)
 
     def _moment(self, x: torch.Tensor, fn) -> torch.Tensor:
         xd = self._prepare(x)
