@@ -18,6 +18,7 @@ from .aggregation import (
 )
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
 from .degree import PrivateDegreeBound, degree_excess, round_candidates
+from .feature_rr import FeatureRR, public_feature_weights
 from .graph_ldp import GraphRelease, MatrixMultiBit, PaperCodeGaussian
 from .hrg import EdgeRR
 from .labels import RandomizedResponse
@@ -32,6 +33,7 @@ from .ldp import (
     Piecewise,
     optimal_m,
 )
+from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
 from .local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollection, LocalCollector
 from .random import SecureModeError, is_secure_mode, secure_mode, set_secure_mode
 from .report import MultipleGuaranteesError, PrivacyReport, SeveralGuarantees, report_from_dict
@@ -81,4 +83,9 @@ __all__ = [
     "sum_aggregate",
     "EdgeRR",
     "LapGraph",
+    "FeatureRR",
+    "public_feature_weights",
+    "Hybrid",
+    "PMSub",
+    "ThreeOutputs",
 ]
