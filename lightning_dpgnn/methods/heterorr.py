@@ -39,6 +39,7 @@ from torch_geometric.transforms import BaseTransform
 from ..levels import Level, Unit
 from ..nn.backbone import GNNBackbone
 from ..privacy import PrivacyAccountant, check_epsilon
+from ..privacy.feature_rr import DEFAULT_K, FeatureRR, public_feature_weights
 from ..privacy.hrg import EdgeRR, edge_split, keyed_uniform
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
 from .base import PrivateModule
@@ -73,7 +74,7 @@ class HeteroRR(PrivateModule):
         feature_mechanism: ``"feature-rr"`` (default), ``"multibit"``, ``"duchi"`` or
             ``"piecewise"``.
         feature_bounds: the public feature range ``(alpha, beta)``; features are clipped into it.
-        bins: FeatureRR's number of bins ``k``.
+        bins: FeatureRR's number of bins ``k`` (32 by default).
         public_fraction, public_seed: FeatureRR's public node subset when the graph has no
             ``public_node_mask``: each node by a hash of the seed and its identity.
         rho, split_seed: the share of private edges when the graph has no
@@ -94,7 +95,7 @@ class HeteroRR(PrivateModule):
         x_epsilon: float | None = None,
         feature_mechanism: str = "feature-rr",
         feature_bounds: tuple[float, float] = (0.0, 1.0),
-        bins: int = 10,
+        bins: int = DEFAULT_K,
         public_fraction: float = 0.1,
         public_seed: int = 0,
         rho: float = 0.3,
@@ -221,8 +222,6 @@ class HeteroRR(PrivateModule):
         (``None`` for the other mechanisms, which have no per-feature budgets)."""
         if self.hparams.feature_mechanism != "feature-rr":
             return None
-        from ..privacy.feature_rr import public_feature_weights
-
         public = self.public_nodes(data)
         if int(public.sum()) < 2:
             raise ValueError(
@@ -241,8 +240,6 @@ class HeteroRR(PrivateModule):
             name = self.hparams.feature_mechanism
             alpha, beta = self.feature_bounds
             if name == "feature-rr":
-                from ..privacy.feature_rr import FeatureRR
-
                 if self.theta is None:
                     raise RuntimeError("FeatureRR's weights are computed when the data is set up")
                 self._randomizer = FeatureRR(self.x_epsilon, self.theta, int(self.hparams.bins),

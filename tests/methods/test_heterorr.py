@@ -188,3 +188,42 @@ def test_the_transform_releases_once_for_any_model(make_trainer):
     with pytest.raises(ValueError, match="one release per model"):
         release(make_csbm(**TINY, seed=1))
     make_trainer(max_epochs=2).fit(GNN(conv="gcn"), dm)
+
+
+def test_featurerr_weights_come_from_the_public_nodes_only(make_trainer, tiny_dm):
+    """The attack: changing the features of a node outside the public subset leaves theta, and
+    so every other node's output distribution, unchanged; theta sums to 1 and is restored with
+    the model (public state), not recomputed."""
+    model = HeteroRR(epsilon=None, x_epsilon=4.0, public_fraction=0.5, **FAST)
+    tiny_dm.setup("fit")
+    data = tiny_dm.data
+    public = model.public_nodes(data)
+    assert 0 < int(public.sum()) < data.num_nodes
+    theta = model.public_theta(data)
+    assert float(theta.sum()) == pytest.approx(1.0) and theta.numel() == data.num_features
+    changed = data.clone()
+    private_node = int(torch.nonzero(~public)[0])
+    changed.x = changed.x.clone()
+    changed.x[private_node] = 1.0 - changed.x[private_node]
+    assert torch.equal(model.public_theta(changed), theta)
+    make_trainer(max_epochs=1).fit(model, tiny_dm)
+    report = model.privacy_spent()
+    assert [e.name for e in report.ledger] == ["featurerr"]
+    assert report.epsilon == pytest.approx(4.0)
+    assert torch.equal(model.theta, theta)
+    loaded = HeteroRR(epsilon=None, x_epsilon=4.0, public_fraction=0.5, **FAST,
+                      num_features=data.num_features, num_classes=3)
+    loaded.load_privacy_state(model.privacy_state())
+    assert torch.equal(loaded.theta, theta)
+    assert torch.equal(loaded.releases.get("features"), model.releases.get("features"))
+
+
+def test_a_public_node_mask_selects_the_public_nodes(tiny_dm):
+    tiny_dm.setup("fit")
+    data = tiny_dm.data.clone()
+    model = HeteroRR(epsilon=None, x_epsilon=1.0)
+    data.public_node_mask = torch.arange(data.num_nodes) < 10
+    assert torch.equal(model.public_nodes(data), data.public_node_mask)
+    data.public_node_mask = torch.ones(3, dtype=torch.bool)
+    with pytest.raises(ValueError, match="public_node_mask"):
+        model.public_nodes(data)
