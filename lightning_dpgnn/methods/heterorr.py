@@ -75,6 +75,10 @@ class HeteroRR(PrivateModule):
             ``"piecewise"``.
         feature_bounds: the public feature range ``(alpha, beta)``; features are clipped into it.
         bins: FeatureRR's number of bins ``k`` (32 by default).
+        feature_dim: the public embedding ``g`` of the paper before the feature mechanism:
+            ``None`` (identity) or a PCA to this many dimensions **fitted on the public nodes**
+            (their features only), each coordinate scaled into [0, 1] by the public nodes'
+            range and clipped; every node applies it to its own features before perturbing.
         public_fraction, public_seed: FeatureRR's public node subset when the graph has no
             ``public_node_mask``: each node by a hash of the seed and its identity.
         rho, split_seed: the share of private edges when the graph has no
@@ -96,6 +100,7 @@ class HeteroRR(PrivateModule):
         feature_mechanism: str = "feature-rr",
         feature_bounds: tuple[float, float] = (0.0, 1.0),
         bins: int = DEFAULT_K,
+        feature_dim: int | None = None,
         public_fraction: float = 0.1,
         public_seed: int = 0,
         rho: float = 0.3,
@@ -140,6 +145,9 @@ class HeteroRR(PrivateModule):
         self.public_fraction = _check_fraction(public_fraction, "public_fraction")
         if int(bins) < 2:
             raise ValueError(f"bins must be >= 2, got {bins!r}")
+        if feature_dim is not None and (x_epsilon is None or int(feature_dim) < 1):
+            raise ValueError("feature_dim (the public PCA before the feature mechanism) needs "
+                             f"x_epsilon and an integer >= 1, got {feature_dim!r}")
         self.edgerr: EdgeRR | None = None
         releases = []
         if x_epsilon is not None:
@@ -165,6 +173,8 @@ class HeteroRR(PrivateModule):
         self.declare_releases(*releases)
         #: FeatureRR's per-feature weights, computed once on the public nodes (public state)
         self.theta: torch.Tensor | None = None
+        #: the public embedding g (PCA fitted on the public nodes; ``None``: identity)
+        self.encoder: dict[str, torch.Tensor] | None = None
         self._randomizer: FeatureRandomizer | None = None
         self.net: GNNBackbone | None = None
         if num_features is not None and num_classes is not None:
@@ -179,10 +189,18 @@ class HeteroRR(PrivateModule):
 
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
-        if self.net is None:
-            self.build_for(data, self.hparams.seed)
+        self.prepare(data)
         self.resolve_delta(data)
-        self._graph = data
+
+    def prepare(self, data: Data) -> None:
+        """What the releases need from public data, once: the public embedding, the network
+        (from public sizes), FeatureRR's theta."""
+        if self.protects_features and self.hparams.feature_dim and self.encoder is None:
+            self.encoder = self.fit_encoder(data)
+        if self.net is None:
+            width = self.hparams.feature_dim if self.encoder is not None else data.num_features
+            with self.seeded(self.hparams.seed):
+                self._build(int(width), self._num_classes(data))
         if self.protects_features and self.theta is None:
             self.theta = self.public_theta(data)
 
@@ -217,6 +235,42 @@ class HeteroRR(PrivateModule):
         u = keyed_uniform(ids.numpy().astype(np.uint64), int(self.hparams.public_seed))
         return torch.from_numpy(u < self.public_fraction)
 
+    def fit_encoder(self, data: Data) -> dict[str, torch.Tensor]:
+        """The public PCA: mean and top ``feature_dim`` directions of the public nodes'
+        features, and each coordinate's range over them (no private node is read)."""
+        public = self.public_nodes(data)
+        x = data.x.detach().cpu().double()[public]
+        dim = int(self.hparams.feature_dim)
+        if x.shape[0] < 2 or dim > min(x.shape):
+            raise ValueError(
+                f"feature_dim={dim} needs at most min(public nodes, features) = "
+                f"{min(x.shape)} dimensions: raise public_fraction or lower feature_dim"
+            )
+        mean = x.mean(0)
+        _, _, vt = torch.linalg.svd(x - mean, full_matrices=False)
+        comps = vt[:dim].T.contiguous()
+        z = (x - mean) @ comps
+        lo, hi = z.min(0).values, z.max(0).values
+        return {"mean": mean, "components": comps, "low": lo,
+                "high": torch.where(hi > lo, hi, lo + 1.0), "raw_width": torch.tensor(x.shape[1])}
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """``g(x)`` into the feature mechanism's range (what each node computes locally)."""
+        if self.encoder is None:
+            return x.float().clamp(*self.feature_bounds)
+        enc = {k: v.to(x.device) for k, v in self.encoder.items()}
+        z = (x.double() - enc["mean"]) @ enc["components"]
+        return ((z - enc["low"]) / (enc["high"] - enc["low"])).clamp(0.0, 1.0).float()
+
+    def check_feature_width(self, data: Data, encoding: str) -> None:
+        if self.encoder is None:
+            return super().check_feature_width(data, encoding)
+        if data.num_features != int(self.encoder["raw_width"]):
+            raise ValueError(
+                f"HeteroRR was trained on {int(self.encoder['raw_width'])} features per node "
+                f"(before its public PCA); this graph has {data.num_features}"
+            )
+
     def public_theta(self, data: Data) -> torch.Tensor | None:
         """FeatureRR's per-feature weights from the public nodes' features and labels only
         (``None`` for the other mechanisms, which have no per-feature budgets)."""
@@ -228,8 +282,7 @@ class HeteroRR(PrivateModule):
                 "FeatureRR needs at least two public nodes to compute its feature weights: "
                 "raise public_fraction or mark more nodes in public_node_mask"
             )
-        x = data.x.detach().cpu().float()
-        x = x.clamp(*self.feature_bounds)
+        x = self.encode(data.x.detach().cpu())
         return torch.as_tensor(public_feature_weights(x[public], data.y.cpu()[public]),
                                dtype=torch.float64)
 
@@ -238,7 +291,7 @@ class HeteroRR(PrivateModule):
         """The feature mechanism (built once theta is known)."""
         if self._randomizer is None:
             name = self.hparams.feature_mechanism
-            alpha, beta = self.feature_bounds
+            alpha, beta = self.feature_bounds if self.encoder is None else (0.0, 1.0)
             if name == "feature-rr":
                 if self.theta is None:
                     raise RuntimeError("FeatureRR's weights are computed when the data is set up")
@@ -255,7 +308,7 @@ class HeteroRR(PrivateModule):
         self.randomizer.account(accountant, d=int(self.hparams.num_features))
 
     def _draw_features(self, d: Draw) -> torch.Tensor:
-        x = d.graph.x.float().clamp(*self.feature_bounds)
+        x = self.encode(d.graph.x)
         out = self.randomizer.perturb(x, d.generator).float()
         d.accountant.mark_reproducible(d.generator)
         self.randomizer.account(d.accountant, d=int(x.size(1)))
@@ -326,13 +379,21 @@ class HeteroRR(PrivateModule):
             raise RuntimeError("HeteroRR must be fitted (or loaded) before inductive inference")
         return graph
 
-    # -- public state: theta ----------------------------------------------------------------------
+    # -- public state: theta and the public embedding ----------------------------------------------------------------------
     def public_state(self) -> dict[str, Any]:
-        return {} if self.theta is None else {"theta": self.theta}
+        state: dict[str, Any] = {}
+        if self.theta is not None:
+            state["theta"] = self.theta
+        if self.encoder is not None:
+            state["encoder"] = self.encoder
+        return state
 
     def load_public_state(self, state: dict[str, Any]) -> None:
         theta = state.get("theta")
         self.theta = None if theta is None else torch.as_tensor(theta, dtype=torch.float64)
+        encoder = state.get("encoder")
+        self.encoder = None if encoder is None else {
+            k: torch.as_tensor(v) for k, v in encoder.items()}
         self._randomizer = None
 
     # -- a release for any model ------------------------------------------------------------------
@@ -349,10 +410,7 @@ class HeteroRR(PrivateModule):
                 "this HeteroRR has released another graph already: one release per model "
                 "(build another HeteroRR / HeteroRRRelease for another graph)"
             )
-        if self.net is None:
-            self.build_for(data, self.hparams.seed)
-        if self.protects_features and self.theta is None:
-            self.theta = self.public_theta(data)
+        self.prepare(data)
         self.releases.draw(self.releases.pending(), data, self.accountant_of,
                            self.noise_generator, lambda f: f())
         self._released_digest = key

@@ -227,3 +227,35 @@ def test_a_public_node_mask_selects_the_public_nodes(tiny_dm):
     data.public_node_mask = torch.ones(3, dtype=torch.bool)
     with pytest.raises(ValueError, match="public_node_mask"):
         model.public_nodes(data)
+
+
+def test_the_public_embedding_reads_public_nodes_only_and_travels_with_the_model(
+    make_trainer, tiny_dm, tmp_path
+):
+    """``feature_dim``: a PCA fitted on the public nodes (a private node's features change
+    neither the PCA nor theta); the GCN reads the embedded width, a new graph comes with the
+    raw width, and a published folder restores the embedding."""
+    model = HeteroRR(epsilon=1.0, x_epsilon=4.0, feature_dim=4, public_fraction=0.5, **FAST)
+    tiny_dm.setup("fit")
+    data = tiny_dm.data
+    public = model.public_nodes(data)
+    enc = model.fit_encoder(data)
+    changed = data.clone()
+    changed.x = changed.x.clone()
+    changed.x[~public] = torch.rand_like(changed.x[~public])
+    for key, value in model.fit_encoder(changed).items():
+        assert torch.equal(value, enc[key]), key
+    make_trainer(max_epochs=1).fit(model, tiny_dm)
+    assert model.hparams.num_features == 4 and model.releases.get("features").shape[1] == 4
+    assert model.privacy_spent()["features"].ledger[0].note.count("over 4 features") == 1
+    other = make_csbm(num_nodes=30, num_features=8, num_classes=3, avg_degree=4.0, seed=6)
+    new = Data(x=other.x.clamp(0, 1), edge_index=other.edge_index, num_nodes=30,
+               inductive=True)
+    assert model.predict_step(new, 0).shape == (30, 3)
+    model.save_pretrained(tmp_path / "pca")
+    loaded = HeteroRR.from_pretrained(tmp_path / "pca")
+    for key, value in model.encoder.items():
+        assert torch.equal(loaded.encoder[key], value)
+    assert torch.allclose(loaded.predict_step(data, 0), model.predict_step(data, 0))
+    with pytest.raises(ValueError, match="feature_dim"):
+        HeteroRR(epsilon=1.0, feature_dim=4)
