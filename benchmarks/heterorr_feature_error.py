@@ -140,8 +140,9 @@ def table(rows: list[dict], source: str) -> str:
         "over the features), per-node budget eps_f. In brackets: the Monte-Carlo check's 95% "
         f"bootstrap CI over {rows[0]['seeds']} seeds x {rows[0]['mc_rows']:,} rows; "
         "`*` marks an analytic value outside it. A percentile bootstrap over 10 seeds covers "
-        "about 90%, so a few stars come by chance (re-run with 60 seeds, the FeatureRR cells "
-        "starred here fall inside). The stars of Piecewise and Hybrid at eps_f >= 32, d = 1 "
+        "about 90%, so a few stars come by chance (the FeatureRR and Three-Outputs cells "
+        "starred in the 10-seed run of 2026-11-26 fall inside with 60 seeds). "
+        "The stars of Piecewise and Hybrid at eps_f >= 32, d = 1 "
         "are the MC's blind spot: their outer pieces have mass e^(-eps/2) < 1e-7 and carry "
         "half of their (tiny) exact error, an event the 200,000 draws almost never see.",
     ]
