@@ -80,6 +80,8 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
                    f"{tmp}/gw-cache"),
             script("gwldp_clustering", "--summarize", "--out", f"{r}/gwldp_cl.jsonl"),
         ], True),
+        ("heterorr_feature_error", [script("heterorr_feature_error", "--smoke", "--out",
+                                           f"{r}/heterorr_fe.jsonl")], False),
         ("honest_degree_bound", [
             script("honest_degree_bound", "--smoke", "--out", f"{r}/honest_smoke.jsonl"),
             script("honest_degree_bound", "--summary", "--smoke", "--out",

@@ -228,10 +228,11 @@ class FeatureRR(FeatureRandomizer):
 
         def distance(w: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
             # smallest j >= 1 with G(j) > w; log q = -rate
-            arg = (-w * safe / q).clamp(min=-1.0 + 1e-300)  # log1p(arg) = log(1 - w (1-q)/q)
+            # log1p(arg) = log(1 - w (1-q)/q); arg > -1 exactly, kept so under rounding
+            arg = (-w * safe / q).clamp(min=-1.0 + 2.0**-53)
             j_geo = torch.floor(torch.log1p(arg) / (-rate)) + 1.0
             j = torch.where(flat, torch.floor(w) + 1.0, j_geo)
-            j = torch.nan_to_num(j, nan=1.0, posinf=1.0, neginf=1.0)
+            j = torch.nan_to_num(j, nan=1.0, posinf=float(k), neginf=1.0)
             return torch.minimum(torch.clamp(j, min=1.0), limit.clamp(min=1.0))
 
         w = v - 1.0

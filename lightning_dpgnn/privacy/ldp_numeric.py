@@ -15,7 +15,14 @@ variance and ``E|y* - x|``.
   for Internet of Things", IEEE IoT Journal 2020 (arXiv 2004.08856), §IV-A: outputs
   ``{-C, 0, C}`` with piecewise-linear probabilities.
 * :class:`PMSub` — the same paper, §IV-C: the piecewise family of
-  :class:`~lightning_dpgnn.privacy.ldp.Piecewise` at ``s = e^{eps/3}``.
+  :class:`~lightning_dpgnn.privacy.ldp.Piecewise` at ``s = e^{eps/3}`` (the value as recalled
+  from the paper, whose text was not available offline; privacy and unbiasedness hold for
+  every ``s > 0`` and are tested).
+
+Three-Outputs' probabilities were derived here from its definition (three outputs, linear
+probabilities on each side of 0, unbiased, every ratio at most ``e^eps``); the minimiser of
+its worst-case variance reproduces the paper's regimes (``P_{0<-0} = 0`` below ``ln 2``,
+``e^eps/(e^eps + 2)`` above ``ln 5.53``), which the tests check.
 
 Pure torch/scipy: no Lightning imports.
 """
