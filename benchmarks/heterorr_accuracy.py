@@ -12,10 +12,12 @@ Parts (``--parts``; each cell is one seed of one setting, ``common.run_cells`` i
   only (CPU): ``EdgeRR``, ``GCN``, ``public-only``;
 * ``features`` — Cora with public edges: FeatureRR, multi-bit, Duchi and Piecewise at equal
   eps_f in {1, 8} per node (``HeteroRR`` features only), and FeatureRR after a public PCA to 64
-  dimensions fitted on the public nodes (``feature-rr+pca64``);
-* ``link`` — Cora, rho = 0.3: LinkTeller's influence attack (``attacks.link_stealing``) on the
-  private edges against as many non-edges, on the non-private GCN and on EdgeRR at eps_e in
-  {0.1, 1}.
+  dimensions fitted on the public nodes (``feature-rr+pca64``, eps_f = 8).
+
+Link stealing rides on the ``edges`` cells of the non-private GCN and of EdgeRR at eps_e in
+{0.1, 1}: LinkTeller's influence attack (``attacks.link_stealing``) on 150 private edges
+against 150 non-edges, querying the deployed model (the GCN on the graph it was trained on:
+the released one for EdgeRR) with features of the attacker's choice.
 
 Every GCN: 2 layers, 128 hidden, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 full-batch
 epochs, the last epoch tested; 75/10/15 split by node identity (the split seed is the row's
@@ -23,7 +25,7 @@ seed). Rows go to ``results/heterorr_accuracy.jsonl``; the tables (mean and 95% 
 over seeds) to ``results/heterorr_accuracy.md`` (``--summarize``: the tables only).
 
     OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets nice -n 10 \\
-        python benchmarks/heterorr_accuracy.py --seeds 10 --parts edges features link graphs
+        python benchmarks/heterorr_accuracy.py --seeds 10 --parts edges features graphs
 
 ``--smoke`` (give ``--out``): the embedded csbm graph, one seed, one epoch, a 5 n-step chain.
 """
@@ -41,7 +43,7 @@ import settings as S
 from common import RESULTS, add_smoke_flag, bootstrap_ci, heterorr_release, load_rows, run_cells
 
 OUT = RESULTS / "heterorr_accuracy.jsonl"
-PARTS = ("edges", "graphs", "features", "link")
+PARTS = ("edges", "graphs", "features")
 EDGE_METHODS = ("GCN", "public-only", "EdgeRR", "LapGraph", "EdgeRand")
 
 
@@ -83,8 +85,10 @@ def _heterorr(seed: int, args, **kwargs):
     return HeteroRR(**S.HETERORR_GCN, seed=seed, steps_per_node=args.steps_per_node, **kwargs)
 
 
-def edge_cell(dataset: str, method: str, eps, rho, seed: int, args) -> dict:
-    """One GCN on one edge release (EdgeRR through the HeteroRR model itself)."""
+def edge_cell(dataset: str, method: str, eps, rho, seed: int, args, attack: bool = False
+              ) -> dict:
+    """One GCN on one edge release (EdgeRR through the HeteroRR model itself); ``attack``:
+    also the influence attack's AUC on the private edges (:func:`attack_auc`)."""
     import torch
 
     from lightning_dpgnn import GNN
@@ -106,8 +110,11 @@ def edge_cell(dataset: str, method: str, eps, rho, seed: int, args) -> dict:
         out = _fit(model, dm, args.epochs)
         extra = {"spent_epsilon": release.accountant.epsilon(),
                  "released_edges": int(dm.data.edge_index.size(1)) // 2}
-    print(f"{dataset} seed {seed} {method} eps={eps} rho={rho} acc={out['test_acc']:.3f}",
-          flush=True)
+    if attack:
+        served = model.releases.get("edges") if method == "EdgeRR" else dm.data.edge_index
+        extra["attack_auc"] = attack_auc(model, dm.data, served, S.HETERORR_CORA_RHO, seed)
+    print(f"{dataset} seed {seed} {method} eps={eps} rho={rho} acc={out['test_acc']:.3f} "
+          f"{extra.get('attack_auc', '')}", flush=True)
     return {**out, **extra}
 
 
@@ -123,35 +130,20 @@ def feature_cell(mechanism: str, eps: float, seed: int, args) -> dict:
     return {**out, "spent_epsilon": model.privacy_spent().epsilon}
 
 
-def link_cell(method: str, eps, seed: int, args) -> dict:
-    """Test accuracy and the influence attack's AUC on the private edges (200 of them against
-    200 non-edges; the attacker queries the deployed model with features of its choice)."""
+def attack_auc(model, graph, served, rho: float, seed: int) -> float:
+    """LinkTeller's influence attack on the private edges (``edge_split(rho, seed)``) of
+    ``graph`` against as many non-edges: the attacker queries the deployed model, which runs
+    on the ``served`` edges, with features of its choice."""
     import torch
 
-    from lightning_dpgnn import GNN
     from lightning_dpgnn.attacks.link_stealing import influence_attack
     from lightning_dpgnn.privacy.hrg import edge_split
 
-    torch.set_num_threads(1)
-    rho = S.HETERORR_CORA_RHO
-    dm = _datamodule(args.feature_dataset)
-    if method == "EdgeRR":
-        model = _heterorr(seed, args, epsilon=eps, rho=rho, split_seed=seed)
-    else:
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            model = GNN(conv="gcn", **S.HETERORR_GCN)
-    out = _fit(model, dm, args.epochs)
-    graph = dm.data
-    served = model.releases.get("edges") if method == "EdgeRR" else graph.edge_index
     private = graph.edge_index[:, edge_split(graph.edge_index, rho, seed)]
     model.eval()
-    x = graph.x.float()
-    auc = influence_attack(lambda f: model(f, served).softmax(-1), x, private, pairs=200,
-                           generator=torch.Generator().manual_seed(seed))
-    print(f"link seed {seed} {method} eps={eps} acc={out['test_acc']:.3f} auc={auc:.3f}",
-          flush=True)
-    return {**out, "attack_auc": float(auc)}
+    return float(influence_attack(lambda f: model(f, served).softmax(-1), graph.x.float(),
+                                  private, pairs=150,
+                                  generator=torch.Generator().manual_seed(seed)))
 
 
 def cells(args):
@@ -162,9 +154,11 @@ def cells(args):
             for method in args.methods:
                 for eps in [None] if method in ("GCN", "public-only") else args.epsilons:
                     r = None if method in ("GCN", "LapGraph", "EdgeRand") else rho
+                    attack = method == "GCN" or (method == "EdgeRR" and eps in args.link_epsilons)
                     meta = {"key": f"edges|{ds}|{method}|{eps}|{r}|{seed}", "part": "edges",
                             "dataset": ds, "method": method, "epsilon": eps, "rho": r, **base}
-                    yield meta, functools.partial(edge_cell, ds, method, eps, r, seed, args)
+                    yield meta, functools.partial(edge_cell, ds, method, eps, r, seed, args,
+                                                  attack)
         if "graphs" in args.parts:
             for ds in args.graphs:
                 for method in ("GCN", "public-only", "EdgeRR"):
@@ -178,16 +172,12 @@ def cells(args):
         if "features" in args.parts:
             for eps in args.feature_epsilons:
                 for mech in args.mechanisms:
+                    if "+pca" in mech and eps != max(args.feature_epsilons):
+                        continue
                     meta = {"key": f"features|{mech}|{eps}|{seed}", "part": "features",
                             "dataset": args.feature_dataset, "method": mech, "epsilon": eps,
                             **base}
                     yield meta, functools.partial(feature_cell, mech, eps, seed, args)
-        if "link" in args.parts:
-            for method, eps in [("GCN", None), *[("EdgeRR", e) for e in args.link_epsilons]]:
-                meta = {"key": f"link|{method}|{eps}|{seed}", "part": "link",
-                        "dataset": args.feature_dataset, "method": method, "epsilon": eps,
-                        "rho": S.HETERORR_CORA_RHO, **base}
-                yield meta, functools.partial(link_cell, method, eps, seed, args)
 
 
 def _ci(values) -> str:
@@ -213,18 +203,16 @@ def tables(out: Path) -> str:
     titles = {"edges": "Edges (rho = share of private edges; LapGraph / EdgeRand: every edge "
                        "private)",
               "graphs": "Larger graphs (eps_e = 1)",
-              "features": "Features at equal eps_f per node (edges public)",
-              "link": "Link stealing on the private edges (influence attack AUC)"}
+              "features": "Features at equal eps_f per node (edges public)"}
     part_now = None
     for (part, ds, method, eps, rho), rs in sorted(groups.items(), key=key):
         if part != part_now:
             part_now = part
             lines += ["", f"**{titles[part]}**", ""]
-            extra = " | attack AUC" if part == "link" else ""
-            lines += [f"| dataset | method | eps | rho | seeds | test accuracy{extra} |",
-                      "|---|---|---|---|---|---|" + ("---|" if extra else "")]
-        auc = ""
-        if part == "link":
+            lines += ["| dataset | method | eps | rho | seeds | test accuracy | link-stealing "
+                      "AUC (private edges) |", "|---|---|---|---|---|---|---|"]
+        auc = " | "
+        if all("attack_auc" in r for r in rs):
             m, lo, hi = bootstrap_ci([r["attack_auc"] for r in rs])
             auc = f" | {m:.3f} [{lo:.3f}, {hi:.3f}]"
         lines.append(
@@ -245,7 +233,8 @@ def main() -> None:
     p.add_argument("--feature-epsilons", nargs="+", type=float,
                    default=list(S.HETERORR_FEATURE_EPSILONS))
     p.add_argument("--mechanisms", nargs="+",
-                   default=[*S.HETERORR_FEATURE_MECHANISMS, "feature-rr+pca64"])
+                   default=[*S.HETERORR_FEATURE_MECHANISMS, "feature-rr+pca64"],
+                   help="a '+pcaD' variant runs at the largest feature epsilon only")
     p.add_argument("--link-epsilons", nargs="+", type=float,
                    default=list(S.HETERORR_LINK_EPSILONS))
     p.add_argument("--epochs", type=int, default=S.HETERORR_EPOCHS)
