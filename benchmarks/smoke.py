@@ -82,6 +82,10 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
         ], True),
         ("heterorr_feature_error", [script("heterorr_feature_error", "--smoke", "--out",
                                            f"{r}/heterorr_fe.jsonl")], False),
+        ("heterorr_edges", [script("heterorr_edges", "--smoke", "--out",
+                                   f"{r}/heterorr_edges.jsonl")], False),
+        ("heterorr_accuracy", [script("heterorr_accuracy", "--smoke", "--out",
+                                      f"{r}/heterorr_accuracy.jsonl")], False),
         ("honest_degree_bound", [
             script("honest_degree_bound", "--smoke", "--out", f"{r}/honest_smoke.jsonl"),
             script("honest_degree_bound", "--summary", "--smoke", "--out",
