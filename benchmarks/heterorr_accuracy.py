@@ -22,7 +22,8 @@ the released one for EdgeRR) with features of the attacker's choice.
 Every GCN: 2 layers, 128 hidden, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 full-batch
 epochs, the last epoch tested; 75/10/15 split by node identity (the split seed is the row's
 seed). Rows go to ``results/heterorr_accuracy.jsonl``; the tables (mean and 95% bootstrap CI
-over seeds) to ``results/heterorr_accuracy.md`` (``--summarize``: the tables only).
+over seeds) to ``results/heterorr_accuracy.md`` and docs/heterorr.md (``HETERORR-ACCURACY``;
+``--summarize``: the tables only).
 
     OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets nice -n 10 \\
         python benchmarks/heterorr_accuracy.py --seeds 10 --parts edges features graphs
@@ -38,9 +39,17 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import settings as S
-from common import RESULTS, add_smoke_flag, bootstrap_ci, heterorr_release, load_rows, run_cells
+from common import (
+    DOCS,
+    RESULTS,
+    add_smoke_flag,
+    bootstrap_ci,
+    heterorr_release,
+    load_rows,
+    run_cells,
+    splice,
+)
 
 OUT = RESULTS / "heterorr_accuracy.jsonl"
 PARTS = ("edges", "graphs", "features")
@@ -251,7 +260,8 @@ def main() -> None:
         args.edge_dataset = args.feature_dataset = S.SMOKE_DATASET
         args.graphs = [S.SMOKE_DATASET]
         args.epsilons, args.graph_rhos = args.epsilons[:1], args.graph_rhos[:1]
-        args.feature_epsilons, args.link_epsilons = args.feature_epsilons[:1], args.link_epsilons[:1]
+        args.feature_epsilons = args.feature_epsilons[:1]
+        args.link_epsilons = args.link_epsilons[:1]
         args.mechanisms = ["feature-rr", "multibit", "feature-rr+pca4"]
         args.epochs = S.HETERORR_SMOKE["epochs"]
         args.steps_per_node = S.HETERORR_SMOKE["steps_per_node"]
@@ -260,6 +270,8 @@ def main() -> None:
         run_cells(cells(args), args.out, measured=False)
     md = tables(args.out)
     args.out.with_suffix(".md").write_text(md)
+    splice(DOCS / "heterorr.md", "<!-- HETERORR-ACCURACY:BEGIN -->",
+           "<!-- HETERORR-ACCURACY:END -->", md)
     print(md)
 
 

@@ -6,7 +6,8 @@ edge private: the paper's baselines, flat in rho).
 
 One cell per (method, rho, seed), run by ``common.run_cells`` in this process; rows go to
 ``results/heterorr_edges.jsonl`` with the chain's time, and the table (mean and 95% bootstrap CI
-over seeds) to ``results/heterorr_edges.md`` (``--summarize``: the table only). The private
+over seeds) to ``results/heterorr_edges.md`` and docs/heterorr.md (``HETERORR-EDGES``;
+``--summarize``: the table only). The private
 edges of a seed are ``edge_split(rho, seed)`` (a public seed); the noise is OS-entropy seeded.
 
     OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets nice -n 10 \\
@@ -25,7 +26,16 @@ from pathlib import Path
 
 import numpy as np
 import settings as S
-from common import RESULTS, add_smoke_flag, bootstrap_ci, heterorr_release, load_rows, run_cells
+from common import (
+    DOCS,
+    RESULTS,
+    add_smoke_flag,
+    bootstrap_ci,
+    heterorr_release,
+    load_rows,
+    run_cells,
+    splice,
+)
 
 OUT = RESULTS / "heterorr_edges.jsonl"
 METHODS = ("EdgeRR", "LapGraph", "EdgeRand")
@@ -138,6 +148,8 @@ def main() -> None:
         run_cells(cells(args), args.out, measured=False)
     md = table(args.out)
     args.out.with_suffix(".md").write_text(md)
+    splice(DOCS / "heterorr.md", "<!-- HETERORR-EDGES:BEGIN -->", "<!-- HETERORR-EDGES:END -->",
+           md)
     print(md)
 
 

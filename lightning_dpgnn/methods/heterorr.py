@@ -379,7 +379,7 @@ class HeteroRR(PrivateModule):
             raise RuntimeError("HeteroRR must be fitted (or loaded) before inductive inference")
         return graph
 
-    # -- public state: theta and the public embedding ----------------------------------------------------------------------
+    # -- public state: theta and the public embedding -----------------------------------------
     def public_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {}
         if self.theta is not None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from lightning_dpgnn.callbacks import PrivacyBudget
+from lightning_dpgnn.callbacks.privacy_budget import BudgetExceededError
 from torch_geometric.data import Data
 
 from lightning_dpgnn import GNN, HeteroRR
-from lightning_dpgnn.callbacks import PrivacyBudget
-from lightning_dpgnn.callbacks.privacy_budget import BudgetExceededError
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.data.synthetic import make_csbm
 from lightning_dpgnn.methods import HeteroRRRelease

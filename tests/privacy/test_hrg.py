@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_dpgnn.privacy import PrivacyAccountant, secure_mode
-from lightning_dpgnn.privacy import hrg
+from lightning_dpgnn.privacy import PrivacyAccountant, hrg, secure_mode
 from lightning_dpgnn.privacy.edgerand import bernoulli_positions
 from lightning_dpgnn.privacy.random import reproducible_generator as seeded
 
