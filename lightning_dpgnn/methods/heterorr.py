@@ -49,7 +49,7 @@ __all__ = ["HeteroRR", "HeteroRRRelease", "FEATURE_MECHANISMS"]
 
 #: the feature mechanisms HeteroRR offers (FeatureRR and the baselines of the paper)
 FEATURE_MECHANISMS = ("feature-rr", "multibit", "duchi", "piecewise")
-FEATURES_UNIT = "each node's features, perturbed on the node (edges and labels are public)"
+FEATURES_UNIT = Unit(Level.LDP, "features").describe()
 
 
 def _check_fraction(value: float, name: str, low_open: bool = True) -> float:
@@ -160,7 +160,7 @@ class HeteroRR(PrivateModule):
                 self.declare_guarantee("features", "ldp", FEATURES_UNIT, epsilon=x_epsilon)
                 feature_guarantee = "features"
             else:
-                self.accountant.unit = Unit(Level.LDP, "features").describe()
+                self.accountant.unit = FEATURES_UNIT
             releases.append(Release("features", self._plan_features, self._draw_features,
                                     guarantee=feature_guarantee))
         if epsilon is not None:
@@ -211,11 +211,6 @@ class HeteroRR(PrivateModule):
     @property
     def protects_edges(self) -> bool:
         return "edges" in self.releases.declared
-
-    def private_units(self, data: Data) -> int:
-        if self.level is Level.EDGE:  # delta="auto" (unused: both releases are pure)
-            return max(int(data.num_edges) // 2, 1)
-        return super().private_units(data)
 
     # -- the feature release ------------------------------------------------------------------
     def public_nodes(self, data: Data) -> torch.Tensor:
