@@ -19,7 +19,7 @@ Link stealing rides on the ``edges`` cells of the non-private GCN and of EdgeRR 
 against 150 non-edges, querying the deployed model (the GCN on the graph it was trained on:
 the released one for EdgeRR) with features of the attacker's choice.
 
-Every GCN: 2 layers, 128 hidden, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 full-batch
+Every GCN: 2 layers, 128 hidden, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 100 full-batch
 epochs, the last epoch tested; 75/10/15 split by node identity (the split seed is the row's
 seed). Rows go to ``results/heterorr_accuracy.jsonl``; the tables (mean and 95% bootstrap CI
 over seeds) to ``results/heterorr_accuracy.md`` and docs/heterorr.md (``HETERORR-ACCURACY``;
