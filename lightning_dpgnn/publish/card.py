@@ -98,10 +98,11 @@ def _protects(
     if level == "edge" and getattr(model, "edgerr", None) is not None:  # HeteroRR's EdgeRR
         return (
             "the presence of any single private edge (the graph is released once by a private "
-            "hierarchical random graph; the MCMC chain's dendrogram is DP at equilibrium only, "
-            "a finite run's guarantee is asymptotic)",
+            "hierarchical random graph)",
             "public edges, the set of nodes, which edges are public, and (unless the features "
-            "guarantee covers them) node features and labels are used in the clear",
+            "guarantee covers them) node features and labels are used in the clear; the MCMC "
+            "chain's dendrogram is DP at equilibrium only: a finite run's guarantee is "
+            "asymptotic",
         )
     if level == "edge":
         return (

@@ -117,6 +117,7 @@ def test_both_guarantees_round_trip_through_a_published_folder(make_trainer, tin
     assert torch.allclose(loaded.predict_step(graph, 0), model.predict_step(graph, 0))
     card = (tmp_path / "h" / "README.md").read_text()
     assert "**edges**" in card and "**features**" in card
+    assert "one private undirected edge" in card and "DP at equilibrium only" in card
 
 
 def test_the_budget_holds_each_guarantee(make_trainer, tiny_dm):
