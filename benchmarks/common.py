@@ -536,7 +536,8 @@ def heterorr_release(method: str, edge_index, num_nodes: int, epsilon: float | N
     """The edge release of a HeteroRR benchmark row: ``(edge_index, accountant)`` of
     ``method`` in ``EdgeRR`` (public edges pass, the private ones by the private HRG; at
     ``rho = 1`` PrivHRG), ``public-only`` (the private edges dropped), ``LapGraph`` and
-    ``EdgeRand`` (every edge private: the paper's baselines) or ``GCN`` (the graph as is). The
+    ``EdgeRand`` (every edge private: the paper's baselines), ``empty`` (no edge: a reference)
+    or ``GCN`` (the graph as is). The
     private edges are :func:`~lightning_dpgnn.privacy.hrg.edge_split` of ``rho`` and the public
     ``split_seed``; every draw is OS-entropy seeded."""
     from lightning_dpgnn.privacy import EdgeRR, LapGraph, PrivacyAccountant
@@ -549,6 +550,8 @@ def heterorr_release(method: str, edge_index, num_nodes: int, epsilon: float | N
         return edge_index, acc
     if method == "public-only":
         return edge_index[:, ~mask], acc
+    if method == "empty":
+        return edge_index[:, :0], acc
     if method == "EdgeRR":
         mech = EdgeRR(epsilon, steps_per_node=steps_per_node)
         return mech(edge_index, num_nodes, mask, acc), acc

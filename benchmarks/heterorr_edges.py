@@ -2,7 +2,8 @@
 between the random-walk matrices ``P^k`` (``P = D^-1 A``, k = 1..4 hops) of Cora and of the
 released graph, at eps_e = 1, against the share rho of private edges, for EdgeRR (public edges
 pass, private ones through the private HRG; rho = 1 is PrivHRG), LapGraph and EdgeRand (every
-edge private: the paper's baselines, flat in rho).
+edge private: the paper's baselines, flat in rho), with two references that spend nothing: the
+public edges alone (the private ones dropped) and the empty graph.
 
 One cell per (method, rho, seed), run by ``common.run_cells`` in this process; rows go to
 ``results/heterorr_edges.jsonl`` with the chain's time, and the table (mean and 95% bootstrap CI
@@ -38,7 +39,7 @@ from common import (
 )
 
 OUT = RESULTS / "heterorr_edges.jsonl"
-METHODS = ("EdgeRR", "LapGraph", "EdgeRand")
+METHODS = ("EdgeRR", "public-only", "LapGraph", "EdgeRand", "empty")
 HOPS = 4
 
 
@@ -86,7 +87,7 @@ def cells(args):
 
     for seed in range(args.seeds):
         for method in args.methods:
-            for rho in args.rhos if method == "EdgeRR" else [None]:
+            for rho in args.rhos if method in ("EdgeRR", "public-only") else [None]:
                 meta = {"key": f"{args.dataset}|{method}|{rho}|{args.epsilon}|{seed}",
                         "dataset": args.dataset, "method": method, "rho": rho,
                         "epsilon": args.epsilon, "seed": seed, "hops": HOPS,
@@ -102,7 +103,8 @@ def table(out: Path) -> str:
         f"`{out.name}`: RMS distance between the random-walk matrices P^k (k = 1..{HOPS}) of "
         "the true and the released graph, mean [95% bootstrap CI] over seeds, x 1e-3 "
         "(lower is closer). EdgeRR at rho = 1 is PrivHRG; LapGraph and EdgeRand make every "
-        "edge private (flat in rho).",
+        "edge private (flat in rho); public-only (the private edges dropped) and the empty "
+        "graph spend nothing.",
         "",
         "| dataset | eps_e | method | rho | seeds | RMS mean of 4 hops | RMS hop 1 | released / "
         "true edges | release s (median) |",

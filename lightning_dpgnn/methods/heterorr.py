@@ -52,7 +52,7 @@ FEATURE_MECHANISMS = ("feature-rr", "multibit", "duchi", "piecewise")
 FEATURES_UNIT = Unit(Level.LDP, "features").describe()
 
 
-def _check_fraction(value: float, name: str, low_open: bool = True) -> float:
+def _check_fraction(value: float, name: str) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):

@@ -54,8 +54,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -219,16 +218,6 @@ class Dendrogram:
         leaves = np.arange(n - 1, 2 * n - 1)
         order[start[leaves]] = leaves - (n - 1)
         return order, start, size
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"num_leaves": self.num_leaves, "left": torch.from_numpy(self.left.copy()),
-                "right": torch.from_numpy(self.right.copy()),
-                "parent": torch.from_numpy(self.parent.copy())}
-
-    @classmethod
-    def from_state_dict(cls, state: dict[str, Any]) -> Dendrogram:
-        return cls(int(state["num_leaves"]), *(np.asarray(state[k], dtype=np.int64)
-                                               for k in ("left", "right", "parent")))
 
 
 def _check_pairs(edges: np.ndarray, n: int, what: str) -> np.ndarray:
@@ -481,7 +470,9 @@ def _kernel(backend: str) -> Callable[..., int]:
 @dataclass
 class HRGFit:
     """The chain's final state: the dendrogram, each internal node's public and private edge
-    counts and ``N_r``, the likelihood trace ``[(step, L_pub, L_pri)]`` and run facts."""
+    counts and ``N_r``, the likelihood trace ``[(step, L_pub, L_pri)]`` and run facts. The
+    exact private counts and ``L_pri`` are computed from the private edges: diagnostics for the
+    curator, not covered by epsilon (only the sampled graph is released)."""
 
     dendrogram: Dendrogram
     public_counts: np.ndarray
@@ -493,7 +484,6 @@ class HRGFit:
     seconds: float
     backend: str
     temperature: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def fit_dendrogram(
@@ -662,7 +652,10 @@ class EdgeRR:
         self.backend = backend
         self.progress = bool(progress)
         self.name = str(name)
-        #: the last run's chain (dendrogram, counts, likelihood trace, time); not a release
+        #: the last run's chain (dendrogram, exact counts, likelihood trace, time): the
+        #: curator's diagnostics, computed from the private edges and **not covered by
+        #: epsilon** (never released, checkpointed or published; the progress bar shows the
+        #: same likelihoods)
         self.last_fit: HRGFit | None = None
 
     @property
