@@ -14,9 +14,10 @@ Parts (``--parts``; each cell is one seed of one setting, ``common.run_cells`` i
   eps_f in {1, 8} per node (``HeteroRR`` features only), and FeatureRR after a public PCA to 64
   dimensions fitted on the public nodes (``feature-rr+pca64``, eps_f = 8).
 
-Link stealing rides on the ``edges`` cells of the non-private GCN and of EdgeRR at eps_e in
-{0.1, 1}: LinkTeller's influence attack (``attacks.link_stealing``) on 150 private edges
-against 150 non-edges, querying the deployed model (the GCN on the graph it was trained on:
+Link stealing rides on the ``edges`` cells of the non-private GCN, of the GCN on the public
+edges alone (what the public structure alone gives away) and of EdgeRR at eps_e in {0.1, 1}:
+LinkTeller's influence attack (``attacks.link_stealing``) on 150 private edges against 150
+non-edges, querying the deployed model (the GCN on the graph it was trained on:
 the released one for EdgeRR) with features of the attacker's choice.
 
 Every GCN: 2 layers, 128 hidden, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 100 full-batch
@@ -163,7 +164,8 @@ def cells(args):
             for method in args.methods:
                 for eps in [None] if method in ("GCN", "public-only") else args.epsilons:
                     r = None if method in ("GCN", "LapGraph", "EdgeRand") else rho
-                    attack = method == "GCN" or (method == "EdgeRR" and eps in args.link_epsilons)
+                    attack = method in ("GCN", "public-only") or (
+                        method == "EdgeRR" and eps in args.link_epsilons)
                     meta = {"key": f"edges|{ds}|{method}|{eps}|{r}|{seed}", "part": "edges",
                             "dataset": ds, "method": method, "epsilon": eps, "rho": r, **base}
                     yield meta, functools.partial(edge_cell, ds, method, eps, r, seed, args,
