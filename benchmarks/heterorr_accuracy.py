@@ -8,7 +8,7 @@ Parts (``--parts``; each cell is one seed of one setting, ``common.run_cells`` i
   non-private ``GCN``, ``public-only`` (the private edges dropped: what EdgeRR must beat to be
   worth its budget), ``LapGraph`` and ``EdgeRand`` (every edge private, as in the paper; a GCN
   on their release);
-* ``graphs`` — musae-facebook and Facebook100 Swarthmore42, rho in {0.05, 0.1, 0.2}, eps_e = 1
+* ``graphs`` — musae-facebook and Facebook100 Caltech36, rho in {0.05, 0.1, 0.2}, eps_e = 1
   only (CPU): ``EdgeRR``, ``GCN``, ``public-only``;
 * ``features`` — Cora with public edges: FeatureRR, multi-bit, Duchi and Piecewise at equal
   eps_f in {1, 8} per node (``HeteroRR`` features only), and FeatureRR after a public PCA to 64
@@ -71,6 +71,7 @@ def _released(method: str, eps, rho, seed: int, steps_per_node: float):
     class Released(BaseTransform):
         def forward(self, data):
             data = data.clone()
+            self.original = data.edge_index  # the true edges (the attack's targets)
             data.edge_index, self.accountant = heterorr_release(
                 method, data.edge_index, int(data.num_nodes), eps, rho, seed, steps_per_node)
             return data
@@ -121,8 +122,14 @@ def edge_cell(dataset: str, method: str, eps, rho, seed: int, args, attack: bool
         extra = {"spent_epsilon": release.accountant.epsilon(),
                  "released_edges": int(dm.data.edge_index.size(1)) // 2}
     if attack:
-        served = model.releases.get("edges") if method == "EdgeRR" else dm.data.edge_index
-        extra["attack_auc"] = attack_auc(model, dm.data, served, S.HETERORR_CORA_RHO, seed)
+        graph = dm.data
+        served, truth = graph.edge_index, graph.edge_index
+        if method == "EdgeRR":
+            served = model.releases.get("edges")
+        elif method != "GCN":
+            truth = release.original
+        extra["attack_auc"] = attack_auc(model, graph.x, truth, served, S.HETERORR_CORA_RHO,
+                                         seed)
     print(f"{dataset} seed {seed} {method} eps={eps} rho={rho} acc={out['test_acc']:.3f} "
           f"{extra.get('attack_auc', '')}", flush=True)
     return {**out, **extra}
@@ -140,18 +147,18 @@ def feature_cell(mechanism: str, eps: float, seed: int, args) -> dict:
     return {**out, "spent_epsilon": model.privacy_spent().epsilon}
 
 
-def attack_auc(model, graph, served, rho: float, seed: int) -> float:
-    """LinkTeller's influence attack on the private edges (``edge_split(rho, seed)``) of
-    ``graph`` against as many non-edges: the attacker queries the deployed model, which runs
-    on the ``served`` edges, with features of its choice."""
+def attack_auc(model, x, edge_index, served, rho: float, seed: int) -> float:
+    """LinkTeller's influence attack on the private edges (``edge_split(rho, seed)``) of the
+    true graph ``edge_index`` against as many non-edges: the attacker queries the deployed
+    model, which runs on the ``served`` edges, with features of its choice (around ``x``)."""
     import torch
 
     from lightning_dpgnn.attacks.link_stealing import influence_attack
     from lightning_dpgnn.privacy.hrg import edge_split
 
-    private = graph.edge_index[:, edge_split(graph.edge_index, rho, seed)]
+    private = edge_index[:, edge_split(edge_index, rho, seed)]
     model.eval()
-    return float(influence_attack(lambda f: model(f, served).softmax(-1), graph.x.float(),
+    return float(influence_attack(lambda f: model(f, served).softmax(-1), x.float(),
                                   private, pairs=150,
                                   generator=torch.Generator().manual_seed(seed)))
 
@@ -239,7 +246,7 @@ def main() -> None:
     p.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
     p.add_argument("--methods", nargs="+", default=list(EDGE_METHODS), choices=EDGE_METHODS)
     p.add_argument("--epsilons", nargs="+", type=float, default=list(S.HETERORR_CORA_EPSILONS))
-    p.add_argument("--graphs", nargs="+", default=["facebook100/Swarthmore42", "musae-facebook"])
+    p.add_argument("--graphs", nargs="+", default=["facebook100/Caltech36", "musae-facebook"])
     p.add_argument("--graph-rhos", nargs="+", type=float, default=list(S.HETERORR_GRAPH_RHOS))
     p.add_argument("--feature-epsilons", nargs="+", type=float,
                    default=list(S.HETERORR_FEATURE_EPSILONS))

@@ -425,7 +425,7 @@ HETERORR_CORA = dict(classes=list(range(7)), remove_isolated=False, feature_rang
 HETERORR_GRAPHS = {
     "cora": HETERORR_CORA,
     "musae-facebook": DATASETS["musae-facebook"],
-    "facebook100/Swarthmore42": DATASETS["facebook100/Rutgers89"],
+    "facebook100/Caltech36": DATASETS["facebook100/Rutgers89"],
 }
 #: Fig. 11 of the supplement: eps_e = 1, the share of private edges rho from 0.01 to 1
 HETERORR_FIG11_EPSILON = 1.0
