@@ -19,11 +19,13 @@ training, validation, test, prediction — is post-processing. :class:`HeteroRRR
 same releases as a data transform: its output graph (released features and edges, with its
 report) is what any model trains on.
 
-Which edges are private: the graph's ``private_edge_mask`` (a bool per edge column, both
-directions agreeing) or, without one, each undirected edge with probability ``rho`` by a hash
-of the public ``split_seed`` (benchmarks). Which nodes are public (FeatureRR's weights theta are
-computed once on them, from their features and labels): the graph's ``public_node_mask`` or a
-``public_fraction`` of the nodes by a hash of ``public_seed`` and node identity.
+Which edges are private: the graph's ``private_pairs`` (``[2, k]`` node pairs, either
+direction), its ``private_edge_mask`` (a bool per edge column of the graph as the model sees
+it, both directions agreeing) or, without either, each undirected edge with probability
+``rho`` by a hash of the public ``split_seed`` (benchmarks). Which nodes are public
+(FeatureRR's weights theta are computed once on them, from their features and labels): the
+graph's ``public_node_mask`` or a ``public_fraction`` of the nodes by a hash of
+``public_seed`` and node identity.
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ class HeteroRR(PrivateModule):
         public_fraction, public_seed: FeatureRR's public node subset when the graph has no
             ``public_node_mask``: each node by a hash of the seed and its identity.
         rho, split_seed: the share of private edges when the graph has no
-            ``private_edge_mask`` (each undirected edge by a hash of the seed and the edge).
+            ``private_pairs`` or ``private_edge_mask`` (each undirected edge by a hash of the
+            seed and the edge).
         mcmc_share: share of ``epsilon`` spent by the HRG chain (the rest: Laplace counts).
         steps_per_node, mcmc_steps: chain length (default ``1000 n``, PrivHRG's).
         mcmc_backend: ``"auto"`` (numba when installed), ``"numba"`` or ``"python"``.
@@ -311,8 +314,14 @@ class HeteroRR(PrivateModule):
 
     # -- the edge release ---------------------------------------------------------------------
     def private_edges(self, data: Data) -> torch.Tensor:
-        """Which edge columns are private: ``data.private_edge_mask`` or the keyed ``rho``
-        split (:func:`~lightning_dpgnn.privacy.hrg.edge_split`)."""
+        """Which edge columns are private: the pairs listed in ``data.private_pairs``
+        (``[2, k]``, either direction, in the node numbering of the graph the model sees;
+        immune to any reordering of the edges by preprocessing), else
+        ``data.private_edge_mask`` (a bool per column of the graph as the model sees it),
+        else the keyed ``rho`` split (:func:`~lightning_dpgnn.privacy.hrg.edge_split`)."""
+        pairs = getattr(data, "private_pairs", None)
+        if pairs is not None:
+            return self._mask_of_pairs(data, torch.as_tensor(pairs))
         mask = getattr(data, "private_edge_mask", None)
         if mask is None:
             return edge_split(data.edge_index, self.rho, int(self.hparams.split_seed))
@@ -323,6 +332,27 @@ class HeteroRR(PrivateModule):
                 f"({data.edge_index.size(1)}), got {tuple(mask.shape)} {mask.dtype}"
             )
         return mask
+
+    @staticmethod
+    def _mask_of_pairs(data: Data, pairs: torch.Tensor) -> torch.Tensor:
+        """The columns of ``data.edge_index`` whose unordered pair is in ``pairs``; a listed
+        pair that is not an edge of the graph is refused (a typo would make no edge private)."""
+        if pairs.dim() != 2 or pairs.size(0) != 2 or pairs.is_floating_point():
+            raise ValueError(f"private_pairs must be an integer tensor [2, k], got "
+                             f"{tuple(pairs.shape)} {pairs.dtype}")
+        n = int(data.num_nodes)
+        e = data.edge_index.cpu().long()
+        p = pairs.cpu().long()
+
+        def keys(t: torch.Tensor) -> torch.Tensor:
+            return torch.minimum(t[0], t[1]) * n + torch.maximum(t[0], t[1])
+
+        edge_keys, pair_keys = keys(e), torch.unique(keys(p))
+        missing = int((~torch.isin(pair_keys, edge_keys)).sum())
+        if missing:
+            raise ValueError(f"private_pairs lists {missing} pair(s) that are not edges of the "
+                             "graph")
+        return torch.isin(edge_keys, pair_keys).to(data.edge_index.device)
 
     def _plan_edges(self, accountant: PrivacyAccountant, z: float | None) -> None:
         self.edgerr.account(accountant)
@@ -412,7 +442,7 @@ class HeteroRR(PrivateModule):
         out = data.clone()
         x, edges = self.released(data)
         out.x, out.edge_index = x.cpu(), edges.cpu()
-        for attr in ("private_edge_mask", "public_node_mask"):
+        for attr in ("private_pairs", "private_edge_mask", "public_node_mask"):
             if attr in out:
                 del out[attr]
         out.privacy_report = self.privacy_spent()

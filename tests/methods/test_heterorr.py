@@ -260,3 +260,27 @@ def test_the_public_embedding_reads_public_nodes_only_and_travels_with_the_model
     assert torch.allclose(loaded.predict_step(data, 0), model.predict_step(data, 0))
     with pytest.raises(ValueError, match="feature_dim"):
         HeteroRR(epsilon=1.0, feature_dim=4)
+
+
+def test_private_pairs_mark_their_edges_whatever_the_edge_order(tiny_dm):
+    """``private_pairs`` names the private edges by their ends: shuffling the edge columns
+    (as preprocessing may) marks the same edges; a pair that is not an edge is refused."""
+    tiny_dm.setup("fit")
+    data = tiny_dm.data.clone()
+    model = HeteroRR(epsilon=1.0)
+    e = data.edge_index
+    data.private_pairs = e[:, :6].flip(0)  # either direction
+    mask = model.private_edges(data)
+    n = data.num_nodes
+    key = torch.minimum(e[0], e[1]) * n + torch.maximum(e[0], e[1])
+    chosen = set(key[:6].tolist())
+    assert set(key[mask].tolist()) == chosen and int(mask.sum()) == 2 * len(chosen)
+    order = torch.randperm(e.size(1), generator=torch.Generator().manual_seed(0))
+    data.edge_index = e[:, order]
+    shuffled = model.private_edges(data)
+    assert torch.equal(shuffled, mask[order])
+    absent = next((i, j) for i in range(n) for j in range(i + 1, n)
+                  if i * n + j not in set(key.tolist()))
+    data.private_pairs = torch.tensor([[absent[0]], [absent[1]]])
+    with pytest.raises(ValueError, match="not edges of the graph"):
+        model.private_edges(data)

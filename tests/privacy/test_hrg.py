@@ -72,6 +72,17 @@ def test_the_chain_keeps_its_counts_and_likelihood_exact():
     assert (den.parent[: n - 1] < 0).sum() == 1
 
 
+def test_the_progress_bar_changes_nothing(capsys):
+    n = 12
+    pairs = random_pairs(n, 20, 11)
+    quiet = hrg.fit_dendrogram(n, pairs[:, :10], pairs[:, 10:], 0.3, 300, generator=seeded(5),
+                               backend="python")
+    shown = hrg.fit_dendrogram(n, pairs[:, :10], pairs[:, 10:], 0.3, 300, generator=seeded(5),
+                               backend="python", progress=True, chunk=100)
+    assert "HRG MCMC" in capsys.readouterr().err
+    assert np.array_equal(quiet.dendrogram.left, shown.dendrogram.left)
+
+
 def test_the_compiled_kernel_is_the_same_code():
     """``backend="auto"`` uses numba only when it is installed (an optional extra), and then
     draws the same chain as the pure-Python reference."""
