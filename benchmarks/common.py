@@ -530,6 +530,37 @@ def audit_table(doc: str, title: str, note: str, columns: list[str]):
     return args, lines
 
 
+
+def heterorr_release(method: str, edge_index, num_nodes: int, epsilon: float | None,
+                     rho: float | None, split_seed: int, steps_per_node: float = 1000.0):
+    """The edge release of a HeteroRR benchmark row: ``(edge_index, accountant)`` of
+    ``method`` in ``EdgeRR`` (public edges pass, the private ones by the private HRG; at
+    ``rho = 1`` PrivHRG), ``public-only`` (the private edges dropped), ``LapGraph`` and
+    ``EdgeRand`` (every edge private: the paper's baselines), ``empty`` (no edge: a reference)
+    or ``GCN`` (the graph as is). The
+    private edges are :func:`~lightning_dpgnn.privacy.hrg.edge_split` of ``rho`` and the public
+    ``split_seed``; every draw is OS-entropy seeded."""
+    from lightning_dpgnn.privacy import EdgeRR, LapGraph, PrivacyAccountant
+    from lightning_dpgnn.privacy.edgerand import AsymmetricRandomizedResponse
+    from lightning_dpgnn.privacy.hrg import edge_split
+
+    acc = PrivacyAccountant("edge")
+    mask = None if rho is None else edge_split(edge_index, rho, split_seed)
+    if method == "GCN":
+        return edge_index, acc
+    if method == "public-only":
+        return edge_index[:, ~mask], acc
+    if method == "empty":
+        return edge_index[:, :0], acc
+    if method == "EdgeRR":
+        mech = EdgeRR(epsilon, steps_per_node=steps_per_node)
+        return mech(edge_index, num_nodes, mask, acc), acc
+    if method == "LapGraph":
+        return LapGraph(epsilon)(edge_index, num_nodes, acc), acc
+    if method == "EdgeRand":
+        return AsymmetricRandomizedResponse(epsilon)(edge_index, num_nodes, acc), acc
+    raise ValueError(f"unknown edge release {method!r}")
+
 def main() -> None:
     import argparse
 

@@ -454,3 +454,36 @@ def use_smoke_settings() -> None:
                            (SAGE, ("epochs",)), (DPGNN, ("epochs",)), (DPMLP, ("epochs",)),
                            (TRAINER, ("max_epochs",))):  # fmt: skip
         settings.update(dict.fromkeys(keys, 1))
+
+
+# -- HeteroRR (heterorr_edges.py, heterorr_accuracy.py; docs/heterorr.md) ------------------------
+#: Cora as the HeteroRR benchmarks load it: classes declared (the 7 topics), isolated nodes
+#: kept, binary bag-of-words features in their public range [0, 1]
+HETERORR_CORA = dict(classes=list(range(7)), remove_isolated=False, feature_range=(0.0, 1.0),
+                     feature_bounds=(0.0, 1.0))
+#: the graphs of the larger-graph EdgeRR rows (musae-facebook and one Facebook100 school)
+HETERORR_GRAPHS = {
+    "cora": HETERORR_CORA,
+    "musae-facebook": DATASETS["musae-facebook"],
+    "facebook100/Caltech36": DATASETS["facebook100/Rutgers89"],
+}
+#: Fig. 11 of the supplement: eps_e = 1, the share of private edges rho from 0.01 to 1
+HETERORR_FIG11_EPSILON = 1.0
+HETERORR_RHOS = (0.01, 0.05, 0.1, 0.3, 0.6, 1.0)
+#: the authors' Cora script: rho = 0.3 and these edge budgets
+HETERORR_CORA_RHO = 0.3
+HETERORR_CORA_EPSILONS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0)
+#: the larger graphs: rho as PPI in the paper, one edge budget (CPU)
+HETERORR_GRAPH_RHOS = (0.05, 0.1, 0.2)
+HETERORR_GRAPH_EPSILON = 1.0
+#: the feature mechanisms at equal eps_f on Cora (edges public)
+HETERORR_FEATURE_EPSILONS = (1.0, 8.0)
+HETERORR_FEATURE_MECHANISMS = ("feature-rr", "multibit", "duchi", "piecewise")
+#: the link-stealing rows: the edge budgets of the EdgeRR models attacked
+HETERORR_LINK_EPSILONS = (0.1, 1.0)
+#: the GCN of every HeteroRR row (the authors' Cora script: 2 layers, 128 hidden; Kipf's
+#: optimiser settings) and its epochs (100: CPU; the last epoch is tested)
+HETERORR_GCN = dict(hidden=128, layers=2, dropout=0.5, lr=0.01, weight_decay=5e-4)
+HETERORR_EPOCHS = 100
+#: ``--smoke``: the chain length per node and the epochs
+HETERORR_SMOKE = dict(steps_per_node=5.0, epochs=1)

@@ -86,6 +86,12 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
                    "--override", "--trainer.max_epochs", "2"),
         ], True),
         ("gwldp_timing", [script("gwldp_timing", "--smoke", "--out", f"{r}/gwldp_t.jsonl")], True),
+        ("heterorr_feature_error", [script("heterorr_feature_error", "--smoke", "--out",
+                                           f"{r}/heterorr_fe.jsonl")], False),
+        ("heterorr_edges", [script("heterorr_edges", "--smoke", "--out",
+                                   f"{r}/heterorr_edges_smoke.jsonl")], False),
+        ("heterorr_accuracy", [script("heterorr_accuracy", "--smoke", "--out",
+                                      f"{r}/heterorr_accuracy_smoke.jsonl")], False),
         ("honest_degree_bound", [
             script("honest_degree_bound", "--smoke", "--out", f"{r}/honest_smoke.jsonl"),
             script("honest_degree_bound", "--summary", "--smoke", "--out",

@@ -66,7 +66,8 @@ class Unit:
 
     Attributes:
         level: the privacy level.
-        detail: ``"undirected"`` / ``"directed"`` at edge level; at local DP what each node
+        detail: ``"undirected"`` / ``"directed"`` at edge level (``"private"``: one private
+            edge of a graph whose other edges are public, HeteroRR); at local DP what each node
             sends (``"features"``: features only, labels public; ``"features+labels"``; or
             ``"graph"``: one client's whole graph); unused at node level.
     """
@@ -77,6 +78,7 @@ class Unit:
     _WORDS = {
         ("edge", "undirected"): "one undirected edge (both of its directions)",
         ("edge", "directed"): "one directed edge (the thesis' unit; a friendship is two of them)",
+        ("edge", "private"): "one private undirected edge (public edges are public; HeteroRR)",
         ("node", None): "one node with all its edges, features and label",
         ("ldp", None): "each node's features and label, perturbed on the node (edges are public)",
         ("ldp", "features+labels"): "each node's features and label, perturbed on the node "
@@ -89,8 +91,9 @@ class Unit:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "level", Level.of(self.level))
-        if self.level is Level.EDGE and self.detail not in EDGE_UNITS:
-            raise ValueError(f"an edge unit is one of {EDGE_UNITS}, got {self.detail!r}")
+        if self.level is Level.EDGE and self.detail not in (*EDGE_UNITS, "private"):
+            raise ValueError(f"an edge unit is one of {EDGE_UNITS} or 'private', got "
+                             f"{self.detail!r}")
 
     def describe(self) -> str:
         """The unit in words (``""`` without privacy)."""

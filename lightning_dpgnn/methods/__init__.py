@@ -5,6 +5,7 @@ from .dpgnn import DPGNN
 from .gap import GAP
 from .gnn import GNN
 from .gwldp import GWLDP
+from .heterorr import HeteroRR, HeteroRRRelease
 from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
 from .pgc import PGC, PGCLinkPrediction
@@ -29,4 +30,6 @@ __all__ = [
     "EdgeRand",
     "DPGNN",
     "PoinDP",
+    "HeteroRR",
+    "HeteroRRRelease",
 ]

@@ -18,9 +18,12 @@ from .aggregation import (
 )
 from .calibration import CalibrationError, calibrate_noise_multiplier, gaussian_plan
 from .degree import PrivateDegreeBound, degree_excess, round_candidates
+from .feature_rr import FeatureRR, public_feature_weights
 from .graph_ldp import GraphRelease, MatrixMultiBit, PaperCodeGaussian
+from .hrg import EdgeRR
 from .hyperbolic import HyperbolicGaussian
 from .labels import RandomizedResponse
+from .lapgraph import LapGraph
 from .ldp import (
     AnalyticGaussian,
     Duchi,
@@ -31,6 +34,7 @@ from .ldp import (
     Piecewise,
     optimal_m,
 )
+from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
 from .local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollection, LocalCollector
 from .random import SecureModeError, is_secure_mode, secure_mode, set_secure_mode
 from .report import MultipleGuaranteesError, PrivacyReport, SeveralGuarantees, report_from_dict
@@ -79,4 +83,11 @@ __all__ = [
     "normalize_rows",
     "optimal_m",
     "sum_aggregate",
+    "EdgeRR",
+    "LapGraph",
+    "FeatureRR",
+    "public_feature_weights",
+    "Hybrid",
+    "PMSub",
+    "ThreeOutputs",
 ]

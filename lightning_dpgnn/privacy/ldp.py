@@ -120,6 +120,16 @@ def _coth_half(eps: float) -> float:
     return 1.0 + 2.0 / math.expm1(eps)
 
 
+def _discrete_abs_error(values: torch.Tensor, probs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``E|y - x|`` of a discrete output: ``sum_j probs[..., j] |values[..., j] - x|``."""
+    return (probs * (values - x.unsqueeze(-1)).abs()).sum(dim=-1)
+
+
+def _uniform_abs_integral(lo, hi, x: torch.Tensor) -> torch.Tensor:
+    """``int_lo^hi |y - x| dy = [(y - x)|y - x| / 2]_lo^hi`` (elementwise)."""
+    return ((hi - x) * (hi - x).abs() - (lo - x) * (lo - x).abs()) / 2.0
+
+
 class FeatureRandomizer(ABC):
     """Common interface of the feature randomizers.
 
@@ -262,6 +272,10 @@ class FeatureRandomizer(ABC):
     @abstractmethod
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """Closed-form variance of each entry of :meth:`perturb`'s output (shape of ``x``)."""
+
+    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+        """Exact ``E|y - x|`` of each entry of :meth:`perturb`'s output (shape of ``x``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form expected error")
 
     def total_epsilon(self, d: int | None = None) -> float:
         """LDP budget one call spends per row (node)."""
@@ -475,6 +489,11 @@ class Laplace(_CoordinateRandomizer):
         v = 2.0 * self._lambda(xd) ** 2 * torch.ones_like(xd)
         return v.to(self._out_dtype(x))
 
+    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+        """``E|y* - x| = lambda = Delta / eps_c``."""
+        xd = self._prepare(x)
+        return (self._lambda(xd) * torch.ones_like(xd)).to(self._out_dtype(x))
+
     def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Output density per entry: ``Lap(y - x | lambda) = exp(-|y-x|/lambda) / (2 lambda)``."""
         xd = self._prepare(x)
@@ -537,6 +556,12 @@ class Duchi(_CoordinateRandomizer):
         ph = self._p_high(xd, xd.shape[-1])
         return torch.stack([1.0 - ph, ph], dim=-1)
 
+    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+        """Exact ``E|y* - x|`` over the two outputs."""
+        xd = self._prepare(x)
+        err = _discrete_abs_error(self.output_values(xd), self.output_probabilities(xd), xd)
+        return err.to(self._out_dtype(x))
+
     def log_prob(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Exact log-probability of an output row ``y`` (values from :meth:`output_values`)."""
         xd = self._prepare(x)
@@ -556,51 +581,84 @@ class Piecewise(_CoordinateRandomizer):
     ``r(t) = l(t) + C - 1`` (eq. 2.29). ``y* = Delta/2 (t* + 1) + alpha`` (eq. 2.33) is unbiased
     with variance eq. 2.34. The thesis applies PM per feature; the dimension handling follows
     the module docstring (``eps = eps_c``).
+
+    PM is the member ``s = e^{eps/2}`` of a one-parameter family of piecewise mechanisms (Zhao
+    et al. 2020, whose PM-SUB is ``s = e^{eps/3}``,
+    :class:`~lightning_dpgnn.privacy.ldp_numeric.PMSub`): with ``E = e^eps``,
+    ``C = (E + s)(s + 1) / (s (E - 1))``, the high-density interval is centred at
+    ``(E + s)/(E - 1) t`` with half-width ``(E + s)/(s (E - 1))``, its density is
+    ``p = s E (E - 1) / (2 (E + s)^2)`` and its mass ``E / (E + s)``; every member is
+    eps-LDP (density ratio exactly ``e^eps``) and unbiased. Subclasses set :meth:`shape`.
     """
 
     name: ClassVar[str] = "piecewise"
 
     @staticmethod
-    def _constants(eps: float) -> tuple[float, float, float]:
-        """``C`` (eq. 2.28), centre density ``p`` (eq. 2.29), centre mass ``p (C - 1)``."""
-        em1 = math.expm1(eps / 2.0)  # e^{eps/2} - 1
-        a = em1 + 1.0
-        c = (a + 1.0) / em1
-        p = a * em1 / (2.0 * (a + 1.0))  # (e^eps - e^{eps/2}) / (2 e^{eps/2} + 2)
-        centre_mass = a / (a + 1.0)  # p * (C - 1)
-        return c, p, centre_mass
+    def shape(eps: float) -> float:
+        """The family parameter ``s``: ``e^{eps/2}`` for PM."""
+        return math.exp(eps / 2.0)
+
+    def _geometry(self, eps: float) -> tuple[float, float, float, float, float]:
+        """``C``, centre slope, half-width, centre density ``p`` and centre mass."""
+        s = self.shape(eps)
+        em1 = math.expm1(eps)  # E - 1
+        e = em1 + 1.0
+        c = (e + s) * (s + 1.0) / (s * em1)
+        slope = (e + s) / em1
+        half = (e + s) / (s * em1)
+        p = s * e * em1 / (2.0 * (e + s) ** 2)
+        return c, slope, half, p, e / (e + s)
 
     def _perturb_rows(self, x, d, generator):
         eps = self.coordinate_epsilon(d)
-        c, _, centre_mass = self._constants(eps)
+        c, slope, half, _, centre_mass = self._geometry(eps)
         t = self._std_input(x)
-        left = (c + 1.0) / 2.0 * t - (c - 1.0) / 2.0  # l(t)
-        right = left + c - 1.0  # r(t)
+        left = slope * t - half  # l(t)
+        right = left + 2.0 * half  # r(t)
         shape = tuple(x.shape)
         u1 = R.uniform(shape, generator=generator, dtype=torch.float64, device=x.device)
         u2 = R.uniform(shape, generator=generator, dtype=torch.float64, device=x.device)
         in_centre = u1 < centre_mass
-        centre = left + (c - 1.0) * u2
-        # outer part [-C, l) U (r, C], total length C + 1, uniform
-        v = (c + 1.0) * u2
+        centre = left + 2.0 * half * u2
+        # outer part [-C, l) U (r, C], total length 2C - 2 half, uniform
+        v = (2.0 * c - 2.0 * half) * u2
         left_len = left + c
         outer = torch.where(v < left_len, -c + v, right + (v - left_len))
         t_star = torch.where(in_centre, centre, outer)
         return self._from_std(t_star)
 
     def variance(self, x: torch.Tensor) -> torch.Tensor:
-        """``Var[y*] = (x - (alpha+beta)/2)^2 / (e^{eps/2} - 1)
-        + (e^{eps/2} + 3) / (3 (e^{eps/2} - 1)^2) * Delta^2 / 4`` (eq. 2.34)."""
+        """``Var[y*] = Delta^2/4 (E[t*^2] - t^2)`` with ``E[t*^2] = p/e^eps * 2C^3/3 +
+        p (1 - e^-eps) * 2h (3 (slope t)^2 + h^2) / 3`` (h: the half-width). For PM this is
+        eq. 2.34, ``(x - (alpha+beta)/2)^2 / (e^{eps/2} - 1)
+        + (e^{eps/2} + 3) / (3 (e^{eps/2} - 1)^2) * Delta^2 / 4``."""
         xd = self._prepare(x)
         a, b = self._bounds(xd)
-        em1 = math.expm1(self.coordinate_epsilon(xd.shape[-1]) / 2.0)
-        v = (xd - (a + b) / 2.0) ** 2 / em1 + (em1 + 4.0) / (3.0 * em1**2) * (b - a) ** 2 / 4.0
-        return v.to(self._out_dtype(x))
+        eps = self.coordinate_epsilon(xd.shape[-1])
+        c, slope, half, p, _ = self._geometry(eps)
+        t = self._std_input(xd)
+        second = p * math.exp(-eps) * 2.0 * c**3 / 3.0 + p * (-math.expm1(-eps)) * 2.0 * half * (
+            3.0 * (slope * t) ** 2 + half**2
+        ) / 3.0
+        return ((b - a) ** 2 / 4.0 * (second - t**2)).to(self._out_dtype(x))
+
+    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+        """Exact ``E|y* - x| = Delta/2 E|t* - t|``: density ``p/e^eps`` on ``[-C, C]`` plus
+        ``p (1 - e^-eps)`` on ``[l(t), r(t)]``, each integrated in closed form."""
+        xd = self._prepare(x)
+        a, b = self._bounds(xd)
+        eps = self.coordinate_epsilon(xd.shape[-1])
+        c, slope, half, p, _ = self._geometry(eps)
+        t = self._std_input(xd)
+        low = p * math.exp(-eps) * _uniform_abs_integral(-c, c, t)
+        centre = _uniform_abs_integral(slope * t - half, slope * t + half, t)
+        high = p * (-math.expm1(-eps)) * centre
+        return ((b - a) / 2.0 * (low + high)).to(self._out_dtype(x))
 
     def support(self, x: torch.Tensor) -> torch.Tensor:
         """``[low, high]`` of the output ``y*`` per entry (``t* = -C`` and ``t* = +C``)."""
         xd = self._prepare(x)
-        c, _, _ = self._constants(self.coordinate_epsilon(xd.shape[-1]))
+        c = self._geometry(self.coordinate_epsilon(xd.shape[-1]))[0]
         return torch.stack(
             [self._from_std(torch.full_like(xd, -c)), self._from_std(torch.full_like(xd, c))],
             dim=-1,
@@ -611,13 +669,13 @@ class Piecewise(_CoordinateRandomizer):
         xd = self._prepare(x)
         a, b = self._bounds(xd)
         eps = self.coordinate_epsilon(xd.shape[-1])
-        c, p, _ = self._constants(eps)
+        c, slope, half, p, _ = self._geometry(eps)
         t = self._std_input(xd)
         t_star = 2.0 * (y.to(torch.float64) - a) / (b - a) - 1.0
-        left = (c + 1.0) / 2.0 * t - (c - 1.0) / 2.0  # l(t); r(t) = l(t) + C - 1
+        left = slope * t - half
         t_star, left = torch.broadcast_tensors(t_star, left)
         dens = torch.where(
-            (t_star >= left) & (t_star <= left + (c - 1.0)),
+            (t_star >= left) & (t_star <= left + 2.0 * half),
             torch.full_like(t_star, p),
             torch.full_like(t_star, p * math.exp(-eps)),
         )
@@ -740,6 +798,12 @@ class AnalyticGaussian(FeatureRandomizer):
         """``Var[y*] = sigma(d)^2`` for every entry."""
         xd = self._prepare(x)
         return torch.full_like(xd, self.sigma(xd.shape[-1]) ** 2).to(self._out_dtype(x))
+
+    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+        """``E|y* - x| = sigma(d) sqrt(2 / pi)``."""
+        xd = self._prepare(x)
+        err = torch.full_like(xd, self.sigma(xd.shape[-1]) * math.sqrt(2.0 / math.pi))
+        return err.to(self._out_dtype(x))
 
     def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Output density per entry: ``N(y | x, sigma^2)``."""
@@ -926,6 +990,14 @@ class MultiBit(FeatureRandomizer):
         p1 = self._p_one(xd, m)
         q = m / d
         return torch.stack([q * (1.0 - p1), torch.full_like(p1, 1.0 - q), q * p1], dim=-1)
+
+    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+        """Exact ``E|x' - x|`` over the three rectified values (codes -1, 0, 1)."""
+        xd = self._prepare(x)
+        codes = torch.tensor([-1, 0, 1], dtype=torch.float64, device=xd.device)
+        values = self._rectify64(codes.expand(*xd.shape, 3).transpose(-1, -2))  # [..., 3, d]
+        err = _discrete_abs_error(values.transpose(-1, -2), self.output_probabilities(xd), xd)
+        return err.to(self._out_dtype(x))
 
     def log_prob(self, x: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
         """Exact joint log-probability of a code row given ``x`` (one value per row).

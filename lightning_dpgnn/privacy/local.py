@@ -36,8 +36,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from .accountant import PrivacyAccountant, check_delta, check_epsilon
+from .feature_rr import FeatureRR
 from .labels import RandomizedResponse
 from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
+from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
 
 if TYPE_CHECKING:  # annotations only: the privacy layer loads without PyG
     from torch_geometric.data import Data
@@ -58,8 +60,12 @@ FEATURE_MECHANISMS: dict[str, type[FeatureRandomizer]] = {
     "duchi": Duchi,
     "piecewise": Piecewise,
     "gaussian": AnalyticGaussian,
+    "featurerr": FeatureRR,
+    "hybrid": Hybrid,
+    "three_outputs": ThreeOutputs,
+    "pm_sub": PMSub,
 }
-_COORDINATE = ("onebit", "laplace", "duchi", "piecewise")
+_COORDINATE = ("onebit", "laplace", "duchi", "piecewise", "hybrid", "three_outputs", "pm_sub")
 FEATURE_SOURCES = ("private", "ones", "degree", "random")
 FeatureSource = Literal["private", "ones", "degree", "random"]
 
@@ -133,8 +139,15 @@ class LocalCollector:
         y_eps: label budget per labelled node (``math.inf``: labels read in the clear;
             ``None``: labels are public in this threat model and are not accounted).
         mechanism: ``"multibit"`` (default), ``"onebit"``, ``"laplace"``, ``"duchi"``,
-            ``"piecewise"`` or ``"gaussian"`` (analytic Gaussian, at ``gaussian_delta``).
+            ``"piecewise"``, ``"gaussian"`` (analytic Gaussian, at ``gaussian_delta``) or
+            ``"featurerr"`` (HeteroRR's per-feature randomizer, with ``theta`` and ``k``),
+            ``"hybrid"``, ``"three_outputs"`` or ``"pm_sub"``
+            (:mod:`~lightning_dpgnn.privacy.ldp_numeric`).
         m: multi-bit sampling parameter (``None``: the optimal ``m*`` of eq. 3.19).
+        theta: FeatureRR only: PUBLIC per-feature weights (one per feature, summing to 1; see
+            :func:`~lightning_dpgnn.privacy.feature_rr.public_feature_weights`); ``None``:
+            uniform.
+        k: FeatureRR only: the number of bins (``None``: its default).
         alpha, beta: feature range known to the server (features are clipped into it).
         per_coordinate: for the coordinate-wise mechanisms, give *every feature* budget
             ``x_eps`` as in thesis ch. 2 (the per-node spend is then ``d * x_eps``); default:
@@ -153,6 +166,8 @@ class LocalCollector:
         mechanism: str = "multibit",
         *,
         m: int | None = None,
+        theta: torch.Tensor | None = None,
+        k: int | None = None,
         alpha: float = 0.0,
         beta: float = 1.0,
         per_coordinate: bool = False,
@@ -175,8 +190,11 @@ class LocalCollector:
             )
         if m is not None and mechanism != "multibit":
             raise ValueError(f"m is the multi-bit sampling parameter; mechanism={mechanism!r}")
+        if (theta is not None or k is not None) and mechanism != "featurerr":
+            raise ValueError(f"theta and k are FeatureRR's parameters; mechanism={mechanism!r}")
         self.mechanism = mechanism
         self.m = m
+        self.theta, self.k = theta, k
         for name, value in (("alpha", alpha), ("beta", beta)):
             if isinstance(value, bool) or not isinstance(value, Real):
                 raise ValueError(f"{name} must be a number (the feature range), got {value!r}")
@@ -205,6 +223,9 @@ class LocalCollector:
             return MultiBit(self.x_eps, self.alpha, self.beta, m=self.m)
         if self.mechanism == "gaussian":
             return AnalyticGaussian(self.x_eps, self.gaussian_delta, self.alpha, self.beta)
+        if self.mechanism == "featurerr":
+            k = {} if self.k is None else {"k": self.k}
+            return FeatureRR(self.x_eps, self.theta, alpha=self.alpha, beta=self.beta, **k)
         return cls(self.x_eps, self.alpha, self.beta, per_coordinate=self.per_coordinate)
 
     @property

@@ -75,6 +75,12 @@ METHODS: dict[str, tuple[str, str]] = {
         "Daigavane et al. Node-Level Differentially Private Graph Neural Networks (2021); "
         "baseline SAGE-NDP of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
     ),
+    "HeteroRR": (
+        "HeteroRR: FeatureRR features (local DP per node) and/or an EdgeRR graph (private HRG "
+        "over public and private edges, released once), then a GCN",
+        "Tran, Lai, Phan, Khalil, Ma, Khreishah, Thai, Wu. Heterogeneous Randomized Response "
+        "for Differential Privacy in Graph Neural Networks. IEEE BigData 2022",
+    ),
     "GNN": (
         "GraphSAGE / GCN without privacy protection",
         "Hamilton, Ying, Leskovec. Inductive Representation Learning on Large Graphs. NeurIPS "
@@ -89,6 +95,15 @@ def _protects(
     model: PublishableModel, level: str, degree_bound_source: str | None = None
 ) -> tuple[str, str]:
     """(what is protected, what is not) in words."""
+    if level == "edge" and getattr(model, "edgerr", None) is not None:  # HeteroRR's EdgeRR
+        return (
+            "the presence of any single private edge (the graph is released once by a private "
+            "hierarchical random graph)",
+            "public edges, the set of nodes, which edges are public, and (unless the features "
+            "guarantee covers them) node features and labels are used in the clear; the MCMC "
+            "chain's dendrogram is DP at equilibrium only: a finite run's guarantee is "
+            "asymptotic",
+        )
     if level == "edge":
         return (
             "the presence of any single edge of the training graph (removing or adding one "

@@ -10,6 +10,7 @@ import torch
 from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy import random as R
 from lightning_dpgnn.privacy.aggregation import GaussianAggregation
+from lightning_dpgnn.privacy.feature_rr import FeatureRR
 from lightning_dpgnn.privacy.labels import RandomizedResponse
 from lightning_dpgnn.privacy.ldp import (
     AnalyticGaussian,
@@ -19,6 +20,7 @@ from lightning_dpgnn.privacy.ldp import (
     OneBit,
     Piecewise,
 )
+from lightning_dpgnn.privacy.ldp_numeric import Hybrid, PMSub, ThreeOutputs
 
 X = torch.rand(64, 8, generator=torch.Generator().manual_seed(0))
 Y = torch.randint(0, 5, (512,), generator=torch.Generator().manual_seed(0))
@@ -31,6 +33,10 @@ FEATURE_MECHS = {
     "piecewise": lambda **kw: Piecewise(1.0, **kw),
     "multibit": lambda **kw: MultiBit(1.0, **kw),
     "analytic_gaussian": lambda **kw: AnalyticGaussian(1.0, 1e-5, **kw),
+    "hybrid": lambda **kw: Hybrid(8.0, **kw),
+    "three_outputs": lambda **kw: ThreeOutputs(1.0, **kw),
+    "pm_sub": lambda **kw: PMSub(1.0, **kw),
+    "featurerr": lambda **kw: FeatureRR(1.0, **kw),
 }
 
 

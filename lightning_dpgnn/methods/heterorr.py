@@ -1,0 +1,476 @@
+"""HeteroRR (Tran et al.): locally private features (FeatureRR) and an edge-level private graph
+over public and private edges (EdgeRR), released once, on which a GCN trains.
+
+Two releases, each optional, under **two guarantees that are never added**
+(docs/heterorr.md, docs/privacy.md#several-guarantees):
+
+* ``"features"`` — every node perturbs its feature vector on its own side with a feature
+  randomizer (``feature_mechanism``: FeatureRR's per-feature budgets from public scores, or the
+  multi-bit, Duchi or Piecewise baselines), ``x_epsilon``-LDP per node (edges and labels public);
+* ``"edges"`` — the curator releases ``G_pub + sampled private part`` by the private HRG
+  (:class:`~lightning_dpgnn.privacy.hrg.EdgeRR`): ``epsilon``-edge-DP for one **private** edge
+  (the public edges are public), at the MCMC chain's equilibrium (the finite chain is DP only
+  asymptotically, as PrivHRG).
+
+Both are declared releases (:class:`~lightning_dpgnn.methods.releases.Release`): drawn once per
+fit when it starts, cached, checkpointed, published and restored without a redraw, drawn afresh
+on a new graph (inductive inference) on that graph's own ledgers. Everything after them —
+training, validation, test, prediction — is post-processing. :class:`HeteroRRRelease` is the
+same releases as a data transform: its output graph (released features and edges, with its
+report) is what any model trains on.
+
+Which edges are private: the graph's ``private_pairs`` (``[2, k]`` node pairs, either
+direction), its ``private_edge_mask`` (a bool per edge column of the graph as the model sees
+it, both directions agreeing) or, without either, each undirected edge with probability
+``rho`` by a hash of the public ``split_seed`` (benchmarks). Which nodes are public
+(FeatureRR's weights theta are computed once on them, from their features and labels): the
+graph's ``public_node_mask`` or a ``public_fraction`` of the nodes by a hash of
+``public_seed`` and node identity.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+
+from ..levels import Level, Unit
+from ..nn.backbone import GNNBackbone
+from ..privacy import PrivacyAccountant, check_epsilon
+from ..privacy.feature_rr import DEFAULT_K, FeatureRR, public_feature_weights
+from ..privacy.hrg import EdgeRR, edge_split, keyed_uniform
+from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
+from .base import PrivateModule
+from .releases import Draw, Release, graph_digest
+
+__all__ = ["HeteroRR", "HeteroRRRelease", "FEATURE_MECHANISMS"]
+
+#: the feature mechanisms HeteroRR offers (FeatureRR and the baselines of the paper)
+FEATURE_MECHANISMS = ("feature-rr", "multibit", "duchi", "piecewise")
+FEATURES_UNIT = Unit(Level.LDP, "features").describe()
+
+
+def _check_fraction(value: float, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}") from None
+    if not (0.0 < v <= 1.0) or math.isnan(v):
+        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+    return v
+
+
+class HeteroRR(PrivateModule):
+    """HeteroRR: FeatureRR features (local DP) and/or an EdgeRR graph (edge-level DP on private
+    edges), then a GCN trained on the released graph (module doc).
+
+    Args:
+        epsilon: edge budget ``eps_e`` for one private edge (``None``: no edge release, every
+            edge is public and the GCN reads the graph as is).
+        x_epsilon: feature budget ``eps_f`` per node (``None``: no feature release, the
+            features are public).
+        feature_mechanism: ``"feature-rr"`` (default), ``"multibit"``, ``"duchi"`` or
+            ``"piecewise"``.
+        feature_bounds: the public feature range ``(alpha, beta)``; features are clipped into it.
+        bins: FeatureRR's number of bins ``k`` (32 by default).
+        feature_dim: the public embedding ``g`` of the paper before the feature mechanism:
+            ``None`` (identity) or a PCA to this many dimensions **fitted on the public nodes**
+            (their features only), each coordinate scaled into [0, 1] by the public nodes'
+            range and clipped; every node applies it to its own features before perturbing.
+        public_fraction, public_seed: FeatureRR's public node subset when the graph has no
+            ``public_node_mask``: each node by a hash of the seed and its identity.
+        rho, split_seed: the share of private edges when the graph has no
+            ``private_pairs`` or ``private_edge_mask`` (each undirected edge by a hash of the
+            seed and the edge).
+        mcmc_share: share of ``epsilon`` spent by the HRG chain (the rest: Laplace counts).
+        steps_per_node, mcmc_steps: chain length (default ``1000 n``, PrivHRG's).
+        mcmc_backend: ``"auto"`` (numba when installed), ``"numba"`` or ``"python"``.
+        progress: a progress bar over the chain.
+        hidden, layers, dropout: the GCN (the authors' Cora script: 128 hidden, 2 layers).
+        lr, weight_decay: Adam settings.
+        noise_seed: reproducible noise (research only; the report says so).
+        seed: seed of the weight initialisation.
+    """
+
+    def __init__(
+        self,
+        epsilon: float | None = 1.0,
+        x_epsilon: float | None = None,
+        feature_mechanism: str = "feature-rr",
+        feature_bounds: tuple[float, float] = (0.0, 1.0),
+        bins: int = DEFAULT_K,
+        feature_dim: int | None = None,
+        public_fraction: float = 0.1,
+        public_seed: int = 0,
+        rho: float = 0.3,
+        split_seed: int = 0,
+        mcmc_share: float = 0.5,
+        steps_per_node: float = 1000.0,
+        mcmc_steps: int | None = None,
+        mcmc_backend: str = "auto",
+        progress: bool = False,
+        hidden: int = 128,
+        layers: int = 2,
+        dropout: float = 0.5,
+        lr: float = 0.01,
+        weight_decay: float = 5e-4,
+        noise_seed: int | None = None,
+        seed: int | None = None,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+    ) -> None:
+        if epsilon is None and x_epsilon is None:
+            raise ValueError(
+                "HeteroRR protects nothing with epsilon=None and x_epsilon=None: give the edge "
+                "budget (epsilon), the feature budget (x_epsilon) or both (a non-private GCN is "
+                "lightning_dpgnn.GNN(conv='gcn'))"
+            )
+        privacy = "edge" if epsilon is not None else "ldp"
+        super().__init__(
+            privacy, epsilon if epsilon is not None else x_epsilon, "auto",
+            levels=("edge", "ldp"), noise_seed=noise_seed, lr=lr, weight_decay=weight_decay,
+        )
+        self.save_hyperparameters()
+        if feature_mechanism not in FEATURE_MECHANISMS:
+            raise ValueError(
+                f"feature_mechanism must be one of {FEATURE_MECHANISMS}, got {feature_mechanism!r}"
+            )
+        alpha, beta = (float(b) for b in feature_bounds)
+        if not alpha < beta:
+            raise ValueError(f"feature_bounds must be (alpha, beta) with alpha < beta, got "
+                             f"{tuple(feature_bounds)!r}")
+        self.feature_bounds = (alpha, beta)
+        self.rho = _check_fraction(rho, "rho")
+        self.public_fraction = _check_fraction(public_fraction, "public_fraction")
+        if int(bins) < 2:
+            raise ValueError(f"bins must be >= 2, got {bins!r}")
+        if feature_dim is not None and (x_epsilon is None or int(feature_dim) < 1):
+            raise ValueError("feature_dim (the public PCA before the feature mechanism) needs "
+                             f"x_epsilon and an integer >= 1, got {feature_dim!r}")
+        self.edgerr: EdgeRR | None = None
+        releases = []
+        if x_epsilon is not None:
+            self.x_epsilon = check_epsilon(x_epsilon, "x_epsilon")
+            if not math.isfinite(self.x_epsilon):
+                raise ValueError(f"x_epsilon must be finite, got {x_epsilon!r}")
+            feature_guarantee = None
+            if epsilon is not None:
+                self.guarantee_name = "edges"
+                self.declare_guarantee("features", "ldp", FEATURES_UNIT, epsilon=x_epsilon)
+                feature_guarantee = "features"
+            else:
+                self.accountant.unit = FEATURES_UNIT
+            releases.append(Release("features", self._plan_features, self._draw_features,
+                                    guarantee=feature_guarantee))
+        if epsilon is not None:
+            self.edgerr = EdgeRR(
+                epsilon, mcmc_share=mcmc_share, steps_per_node=steps_per_node,
+                steps=mcmc_steps, backend=mcmc_backend, progress=progress,
+            )
+            self.accountant.unit = Unit(Level.EDGE, "private").describe()
+            releases.append(Release("edges", self._plan_edges, self._draw_edges))
+        self.declare_releases(*releases)
+        #: FeatureRR's per-feature weights, computed once on the public nodes (public state)
+        self.theta: torch.Tensor | None = None
+        #: the public embedding g (PCA fitted on the public nodes; ``None``: identity)
+        self.encoder: dict[str, torch.Tensor] | None = None
+        self._randomizer: FeatureRandomizer | None = None
+        self.net: GNNBackbone | None = None
+        if num_features is not None and num_classes is not None:
+            self._build(num_features, num_classes)
+
+    # -- networks --------------------------------------------------------------------------------
+    def _build(self, num_features: int, num_classes: int) -> None:
+        hp = self.hparams
+        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        self.net = GNNBackbone("gcn", num_features, hp.hidden, num_classes, hp.layers,
+                               dropout=hp.dropout, activation="relu")
+
+    def setup(self, stage: str) -> None:
+        data = self._datamodule_graph()
+        self.prepare(data)
+        self.resolve_delta(data)
+
+    def prepare(self, data: Data) -> None:
+        """What the releases need from public data, once: the public embedding, the network
+        (from public sizes), FeatureRR's theta."""
+        if self.protects_features and self.hparams.feature_dim and self.encoder is None:
+            self.encoder = self.fit_encoder(data)
+        if self.net is None:
+            width = self.hparams.feature_dim if self.encoder is not None else data.num_features
+            with self.seeded(self.hparams.seed):
+                self._build(int(width), self._num_classes(data))
+        if self.protects_features and self.theta is None:
+            self.theta = self.public_theta(data)
+
+    @property
+    def protects_features(self) -> bool:
+        return "features" in self.releases.declared
+
+    @property
+    def protects_edges(self) -> bool:
+        return "edges" in self.releases.declared
+
+    # -- the feature release ------------------------------------------------------------------
+    def public_nodes(self, data: Data) -> torch.Tensor:
+        """The public node subset FeatureRR's theta is computed on: ``data.public_node_mask``,
+        or each node with probability ``public_fraction`` by a hash of ``public_seed`` and its
+        identity (``data.node_id``, else its position)."""
+        n = int(data.num_nodes)
+        mask = getattr(data, "public_node_mask", None)
+        if mask is not None:
+            mask = torch.as_tensor(mask)
+            if mask.dtype != torch.bool or tuple(mask.shape) != (n,):
+                raise ValueError(f"public_node_mask must be a bool tensor of shape ({n},), got "
+                                 f"{tuple(mask.shape)} {mask.dtype}")
+            return mask.cpu()
+        ids = getattr(data, "node_id", None)
+        ids = torch.arange(n) if ids is None else ids.cpu().long()
+        u = keyed_uniform(ids.numpy().astype(np.uint64), int(self.hparams.public_seed))
+        return torch.from_numpy(u < self.public_fraction)
+
+    def fit_encoder(self, data: Data) -> dict[str, torch.Tensor]:
+        """The public PCA: mean and top ``feature_dim`` directions of the public nodes'
+        features, and each coordinate's range over them (no private node is read)."""
+        public = self.public_nodes(data)
+        x = data.x.detach().cpu().double()[public]
+        dim = int(self.hparams.feature_dim)
+        if x.shape[0] < 2 or dim > min(x.shape):
+            raise ValueError(
+                f"feature_dim={dim} needs at most min(public nodes, features) = "
+                f"{min(x.shape)} dimensions: raise public_fraction or lower feature_dim"
+            )
+        mean = x.mean(0)
+        _, _, vt = torch.linalg.svd(x - mean, full_matrices=False)
+        comps = vt[:dim].T.contiguous()
+        z = (x - mean) @ comps
+        lo, hi = z.min(0).values, z.max(0).values
+        return {"mean": mean, "components": comps, "low": lo,
+                "high": torch.where(hi > lo, hi, lo + 1.0), "raw_width": torch.tensor(x.shape[1])}
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """``g(x)`` into the feature mechanism's range (what each node computes locally)."""
+        if self.encoder is None:
+            return x.float().clamp(*self.feature_bounds)
+        enc = {k: v.to(x.device) for k, v in self.encoder.items()}
+        z = (x.double() - enc["mean"]) @ enc["components"]
+        return ((z - enc["low"]) / (enc["high"] - enc["low"])).clamp(0.0, 1.0).float()
+
+    def check_feature_width(self, data: Data, encoding: str) -> None:
+        if self.encoder is None:
+            return super().check_feature_width(data, encoding)
+        if data.num_features != int(self.encoder["raw_width"]):
+            raise ValueError(
+                f"HeteroRR was trained on {int(self.encoder['raw_width'])} features per node "
+                f"(before its public PCA); this graph has {data.num_features}"
+            )
+
+    def public_theta(self, data: Data) -> torch.Tensor | None:
+        """FeatureRR's per-feature weights from the public nodes' features and labels only
+        (``None`` for the other mechanisms, which have no per-feature budgets)."""
+        if self.hparams.feature_mechanism != "feature-rr":
+            return None
+        public = self.public_nodes(data)
+        if int(public.sum()) < 2:
+            raise ValueError(
+                "FeatureRR needs at least two public nodes to compute its feature weights: "
+                "raise public_fraction or mark more nodes in public_node_mask"
+            )
+        x = self.encode(data.x.detach().cpu())
+        return torch.as_tensor(public_feature_weights(x[public], data.y.cpu()[public]),
+                               dtype=torch.float64)
+
+    @property
+    def randomizer(self) -> FeatureRandomizer:
+        """The feature mechanism (built once theta is known)."""
+        if self._randomizer is None:
+            name = self.hparams.feature_mechanism
+            alpha, beta = self.feature_bounds if self.encoder is None else (0.0, 1.0)
+            if name == "feature-rr":
+                if self.theta is None:
+                    raise RuntimeError("FeatureRR's weights are computed when the data is set up")
+                self._randomizer = FeatureRR(self.x_epsilon, self.theta, int(self.hparams.bins),
+                                             alpha, beta)
+            elif name == "multibit":
+                self._randomizer = MultiBit(self.x_epsilon, alpha, beta)
+            else:
+                self._randomizer = {"duchi": Duchi, "piecewise": Piecewise}[name](
+                    self.x_epsilon, alpha, beta)
+        return self._randomizer
+
+    def _plan_features(self, accountant: PrivacyAccountant, z: float | None) -> None:
+        self.randomizer.account(accountant, d=int(self.hparams.num_features))
+
+    def _draw_features(self, d: Draw) -> torch.Tensor:
+        x = self.encode(d.graph.x)
+        out = self.randomizer.perturb(x, d.generator).float()
+        d.accountant.mark_reproducible(d.generator)
+        self.randomizer.account(d.accountant, d=int(x.size(1)))
+        return out
+
+    # -- the edge release ---------------------------------------------------------------------
+    def private_edges(self, data: Data) -> torch.Tensor:
+        """Which edge columns are private: the pairs listed in ``data.private_pairs``
+        (``[2, k]``, either direction, in the node numbering of the graph the model sees;
+        immune to any reordering of the edges by preprocessing), else
+        ``data.private_edge_mask`` (a bool per column of the graph as the model sees it),
+        else the keyed ``rho`` split (:func:`~lightning_dpgnn.privacy.hrg.edge_split`)."""
+        pairs = getattr(data, "private_pairs", None)
+        if pairs is not None:
+            return self._mask_of_pairs(data, torch.as_tensor(pairs))
+        mask = getattr(data, "private_edge_mask", None)
+        if mask is None:
+            return edge_split(data.edge_index, self.rho, int(self.hparams.split_seed))
+        mask = torch.as_tensor(mask)
+        if mask.dtype != torch.bool or tuple(mask.shape) != (data.edge_index.size(1),):
+            raise ValueError(
+                "private_edge_mask must be a bool tensor with one entry per edge column "
+                f"({data.edge_index.size(1)}), got {tuple(mask.shape)} {mask.dtype}"
+            )
+        return mask
+
+    @staticmethod
+    def _mask_of_pairs(data: Data, pairs: torch.Tensor) -> torch.Tensor:
+        """The columns of ``data.edge_index`` whose unordered pair is in ``pairs``; a listed
+        pair that is not an edge of the graph is refused (a typo would make no edge private)."""
+        if pairs.dim() != 2 or pairs.size(0) != 2 or pairs.is_floating_point():
+            raise ValueError(f"private_pairs must be an integer tensor [2, k], got "
+                             f"{tuple(pairs.shape)} {pairs.dtype}")
+        n = int(data.num_nodes)
+        e = data.edge_index.cpu().long()
+        p = pairs.cpu().long()
+
+        def keys(t: torch.Tensor) -> torch.Tensor:
+            return torch.minimum(t[0], t[1]) * n + torch.maximum(t[0], t[1])
+
+        edge_keys, pair_keys = keys(e), torch.unique(keys(p))
+        missing = int((~torch.isin(pair_keys, edge_keys)).sum())
+        if missing:
+            raise ValueError(f"private_pairs lists {missing} pair(s) that are not edges of the "
+                             "graph")
+        return torch.isin(edge_keys, pair_keys).to(data.edge_index.device)
+
+    def _plan_edges(self, accountant: PrivacyAccountant, z: float | None) -> None:
+        self.edgerr.account(accountant)
+
+    def _draw_edges(self, d: Draw) -> torch.Tensor:
+        g = d.graph
+        return self.edgerr(g.edge_index, int(g.num_nodes), self.private_edges(g),
+                           d.accountant, d.generator)
+
+    # -- what the GCN reads ---------------------------------------------------------------------
+    def released(self, data: Data, outputs: dict[str, Any] | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(features, edge_index)`` the GCN reads: the releases, or the public parts."""
+        outputs = self.releases.values if outputs is None else outputs
+        x = outputs.get("features") if self.protects_features else data.x.float()
+        edges = outputs.get("edges") if self.protects_edges else data.edge_index
+        if x is None or edges is None:
+            raise RuntimeError(
+                "HeteroRR has not released its graph yet: fit the model (or load a fitted "
+                "checkpoint) before validating, testing or predicting"
+            )
+        return x.to(self.device), edges.to(self.device)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        return self.net(x, edge_index)
+
+    def _logits(self, data: Data) -> torch.Tensor:
+        return self(*self.released(data))
+
+    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        return self._log_accuracy(self._logits(data), data, "train")
+
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        return self._log_accuracy(self._logits(data), data, "val")
+
+    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+        return self._log_accuracy(self._logits(data), data, "test")
+
+    def transductive_probs(self, data: Data) -> torch.Tensor:
+        return self._logits(data).softmax(-1)
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        return self(*self.released(graph, outputs))
+
+    def inductive_graph(self, data: Data) -> Data:
+        graph = super().inductive_graph(data)
+        needs_theta = self.protects_features and self.hparams.feature_mechanism == "feature-rr"
+        if self.net is None or (needs_theta and self.theta is None):  # built without a fit
+            raise RuntimeError("HeteroRR must be fitted (or loaded) before inductive inference")
+        return graph
+
+    # -- public state: theta and the public embedding -----------------------------------------
+    def public_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {}
+        if self.theta is not None:
+            state["theta"] = self.theta
+        if self.encoder is not None:
+            state["encoder"] = self.encoder
+        return state
+
+    def load_public_state(self, state: dict[str, Any]) -> None:
+        theta = state.get("theta")
+        self.theta = None if theta is None else torch.as_tensor(theta, dtype=torch.float64)
+        encoder = state.get("encoder")
+        self.encoder = None if encoder is None else {
+            k: torch.as_tensor(v) for k, v in encoder.items()}
+        self._randomizer = None
+
+    # -- a release for any model ------------------------------------------------------------------
+    def release(self, data: Data) -> Data:
+        """The released graph of ``data`` as a new ``Data`` (released ``x`` and
+        ``edge_index``, the rest as is) carrying ``privacy_report``: the model's declared
+        releases, drawn once on ``data`` with :class:`~lightning_dpgnn.methods.releases.Releases`
+        (the lifecycle's own draw) and cached; a repeated call on the same graph returns the
+        same release, another graph is refused (one release per model)."""
+        key = graph_digest(data)
+        done = getattr(self, "_released_digest", None)
+        if done is not None and done != key:
+            raise ValueError(
+                "this HeteroRR has released another graph already: one release per model "
+                "(build another HeteroRR / HeteroRRRelease for another graph)"
+            )
+        self.prepare(data)
+        self.releases.draw(self.releases.pending(), data, self.accountant_of,
+                           self.noise_generator, lambda f: f())
+        self._released_digest = key
+        out = data.clone()
+        x, edges = self.released(data)
+        out.x, out.edge_index = x.cpu(), edges.cpu()
+        for attr in ("private_pairs", "private_edge_mask", "public_node_mask"):
+            if attr in out:
+                del out[attr]
+        out.privacy_report = self.privacy_spent()
+        return out
+
+
+class HeteroRRRelease(BaseTransform):
+    """HeteroRR's releases as a data transform: ``Data -> Data`` with the released features
+    and edges (and ``privacy_report``), drawn once by a :class:`HeteroRR`'s declared releases
+    (:meth:`HeteroRR.release`: the same code the model's fit runs). Give it to a data module
+    (``NodeDataModule(..., transform=HeteroRRRelease(epsilon=1.0))``) and train any model on
+    the released graph: training on it is post-processing.
+
+    Args: those of :class:`HeteroRR` (the release settings; the GCN settings are unused).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.model = HeteroRR(**kwargs)
+
+    @property
+    def report(self):
+        """The releases' report (two guarantees when both parts are released)."""
+        return self.model.privacy_spent()
+
+    def forward(self, data: Data) -> Data:
+        return self.model.release(data)
+
+    def __repr__(self) -> str:
+        hp = self.model.hparams
+        return (f"HeteroRRRelease(epsilon={hp.epsilon}, x_epsilon={hp.x_epsilon}, "
+                f"feature_mechanism={hp.feature_mechanism!r}, rho={hp.rho})")

@@ -1,0 +1,789 @@
+"""Private hierarchical random graphs: EdgeRR (HeteroRR, Tran et al.) and PrivHRG (Xiao et al.).
+
+A *dendrogram* over the ``n`` nodes is a binary tree whose leaves are the nodes and whose
+``n - 1`` internal nodes ``r`` split the leaves below them into a left set of ``L_r`` and a
+right set of ``R_r`` leaves; ``N_r = L_r R_r`` pairs have ``r`` as their lowest common
+ancestor. The hierarchical random graph (HRG; Clauset, Moore and Newman 2008) puts an edge on
+each of those pairs with probability ``p_r``; the maximum-likelihood ``p_r = e_r / N_r`` for
+``e_r`` edges between the two sides gives the log-likelihood ``sum_r N_r chi(e_r / N_r)`` with
+``chi(t) = t log t + (1 - t) log(1 - t)``.
+
+HeteroRR's EdgeRR (eqs. 10-15) splits the edges into **public** ones (known to everyone) and
+**private** ones (protected under edge-level DP) and the likelihood into two terms,
+``L_pub`` (public edges) and ``L_pri`` (private edges). This module implements a sound version
+of it (docs/heterorr.md lists the gaps of the paper and of the authors' code):
+
+* every count is over a **public node set**, all ``n`` nodes: ``N_r = L_r R_r`` for both terms
+  (the paper counts the private term over the nodes that have a private edge, a set that one
+  private edge can change);
+* ``Delta = log N + (N - 1) log(1 + 1 / (N - 1))`` with ``N = ceil(n/2) floor(n/2)``
+  (Lemma 4 as proven in the supplement and used by the C++ code; main-text eq. 15 drops the
+  factor ``N - 1``): one private edge moves one ``e_r`` by one, and :func:`sensitivity` bounds
+  the change of ``N_r chi(e_r / N_r)`` (it is attained at ``e_r = 0 -> 1``, ``N_r = N``);
+* **one** Metropolis chain over dendrograms targets
+  ``pi(D) ~ exp(L_pub(D) + eps_e1 / (2 Delta) * L_pri(D))``: the exponential mechanism with
+  utility ``L_pri`` (sensitivity ``Delta``, hence the factor 2 that eq. 14 omits) over the base
+  measure ``exp(L_pub)``, which reads public edges only. The moves are Clauset-Moore-Newman's
+  subtree swaps (pick a non-root internal node ``r``, move one of its two children to the place
+  of ``r``'s sibling: a symmetric proposal), so the acceptance is
+  ``min(1, exp(dL_pub + eps_e1 / (2 Delta) dL_pri))``. The authors' code alternates a public
+  and a private round instead, a chain whose stationary law is not this one;
+* a move touches two internal nodes; the edge counts of both are updated by walking the edges
+  of the one subtree that moves (``O(volume)`` per move), so ``1000 n`` moves run in minutes on
+  Cora with the optional compiled kernel (``pip install numba``) and the pure-Python kernel, the
+  same code, is the reference the tests run;
+* after the chain, ``Laplace(1 / eps_e2)`` is added to each internal node's private-edge count
+  (one private edge changes one count by one, the dendrogram fixed), and only the **private
+  part** is sampled: each internal node ``r`` gets independent Bernoulli draws with
+  ``p_r = clip(noisy count / (N_r - e_r), 0, 1)`` on its ``N_r - e_r`` pairs that are not
+  public edges (a binomial number of uniformly chosen pairs, by geometric gaps, never
+  ``O(n^2)`` draws); the public edges pass through unchanged.
+
+**Equilibrium caveat (as for PrivHRG).** The exponential mechanism is ``eps_e1``-DP for an
+exact draw from ``pi``. A finite chain only approaches ``pi``: its output is ``eps_e1``-DP
+*at equilibrium*, the guarantee of a finite run is asymptotic. PrivHRG runs at least ``1000 n``
+steps; that is the default here (the authors' HeteroRR code stops at ``50 n``).
+
+Every draw (the initial dendrogram, the proposals and acceptance uniforms, the Laplace noise,
+the sampling) goes through :mod:`lightning_dpgnn.privacy.random`, in batches. Pure numpy/torch:
+no Lightning imports.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from . import random as R
+from .accountant import PrivacyAccountant, check_epsilon
+from .edgerand import bernoulli_positions
+
+__all__ = [
+    "Dendrogram",
+    "HRGFit",
+    "EdgeRR",
+    "sensitivity",
+    "pair_log_likelihood",
+    "log_likelihood",
+    "fit_dendrogram",
+    "edge_split",
+    "keyed_uniform",
+    "split_pairs",
+    "sample_private_part",
+    "numba_available",
+]
+
+BACKENDS = ("auto", "numba", "python")
+
+
+def sensitivity(num_nodes: int) -> float:
+    """Lemma 4: the global sensitivity of ``L_pri`` to one private edge over ``num_nodes``
+    public leaves, ``log N + (N - 1) log(1 + 1 / (N - 1))`` with
+    ``N = ceil(n / 2) * floor(n / 2)`` the largest ``N_r`` (``log 1 = 0`` when ``N = 1``)."""
+    n = int(num_nodes)
+    if n < 3:
+        raise ValueError(f"the private HRG needs at least three nodes, got {n}")
+    big = ((n + 1) // 2) * (n // 2)
+    return math.log(big) + (big - 1) * math.log1p(1.0 / (big - 1))
+
+
+def pair_log_likelihood(e: np.ndarray | float, n_pairs: np.ndarray | float) -> np.ndarray:
+    """``N chi(e / N) = e log(e / N) + (N - e) log(1 - e / N)`` (0 at ``e`` = 0 or ``N``)."""
+    e = np.asarray(e, dtype=np.float64)
+    big = np.asarray(n_pairs, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(e > 0, e * np.log(e / big), 0.0)
+        b = np.where(big - e > 0, (big - e) * np.log((big - e) / big), 0.0)
+    return a + b
+
+
+# -- the dendrogram -----------------------------------------------------------------------------
+@dataclass
+class Dendrogram:
+    """A binary tree over ``n`` leaves: internal nodes ``0 .. n - 2``, leaf ``i`` is node
+    ``n - 1 + i``; ``left``/``right`` are the internal nodes' children, ``parent`` every
+    node's parent (``-1`` at the root)."""
+
+    num_leaves: int
+    left: np.ndarray
+    right: np.ndarray
+    parent: np.ndarray
+
+    @property
+    def root(self) -> int:
+        return int(np.flatnonzero(self.parent[: self.num_leaves - 1] < 0)[0])
+
+    def leaf(self, i: np.ndarray | int) -> np.ndarray | int:
+        return np.asarray(i) + self.num_leaves - 1
+
+    @classmethod
+    def random(cls, n: int, generator: torch.Generator | None = None) -> Dendrogram:
+        """A balanced dendrogram over a uniformly random order of the leaves (the chain's
+        start; drawn through :mod:`~lightning_dpgnn.privacy.random`)."""
+        n = int(n)
+        if n < 2:
+            raise ValueError(f"a dendrogram needs at least two nodes, got {n}")
+        order = torch.argsort(R.uniform((n,), generator=generator, dtype=torch.float64)).numpy()
+        return cls.from_order(order)
+
+    @classmethod
+    def from_order(cls, order: np.ndarray) -> Dendrogram:
+        """The balanced dendrogram whose leaves, left to right, are ``order``."""
+        n = len(order)
+        left = np.empty(n - 1, dtype=np.int64)
+        right = np.empty(n - 1, dtype=np.int64)
+        parent = np.full(2 * n - 1, -1, dtype=np.int64)
+        nxt = 0
+        stack: list[tuple[int, int, int, int]] = [(0, n, -1, 0)]  # lo, hi, parent, side
+        while stack:
+            lo, hi, par, side = stack.pop()
+            if hi - lo == 1:
+                node = n - 1 + int(order[lo])
+            else:
+                node = nxt
+                nxt += 1
+                mid = (lo + hi) // 2
+                stack.append((mid, hi, node, 1))
+                stack.append((lo, mid, node, 0))
+            if par >= 0:
+                (left if side == 0 else right)[par] = node
+                parent[node] = par
+        return cls(n, left, right, parent)
+
+    def sizes(self) -> np.ndarray:
+        """Leaves below every node (1 at a leaf)."""
+        n = self.num_leaves
+        size = np.ones(2 * n - 1, dtype=np.int64)
+        for node in self._postorder():
+            size[node] = size[self.left[node]] + size[self.right[node]]
+        return size
+
+    def _postorder(self) -> list[int]:
+        """Internal nodes, children before parents."""
+        n = self.num_leaves
+        out, stack = [], [self.root]
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            for child in (self.left[node], self.right[node]):
+                if child < n - 1:
+                    stack.append(int(child))
+        return out[::-1]
+
+    def depths(self) -> np.ndarray:
+        n = self.num_leaves
+        depth = np.zeros(2 * n - 1, dtype=np.int64)
+        for node in self._postorder()[::-1]:  # parents first
+            depth[self.left[node]] = depth[node] + 1
+            depth[self.right[node]] = depth[node] + 1
+        return depth
+
+    def lca(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The lowest common ancestor (an internal node) of each leaf pair ``(src, dst)``
+        (node indices ``0 .. n - 1``, ``src != dst``), vectorised over the pairs."""
+        depth = self.depths()
+        a = self.leaf(np.asarray(src, dtype=np.int64))
+        b = self.leaf(np.asarray(dst, dtype=np.int64))
+        if np.any(a == b):
+            raise ValueError("a pair of a node with itself has no lowest common ancestor")
+        while True:
+            deeper_a = depth[a] > depth[b]
+            deeper_b = depth[b] > depth[a]
+            if not (deeper_a.any() or deeper_b.any()):
+                break
+            a = np.where(deeper_a, self.parent[a], a)
+            b = np.where(deeper_b, self.parent[b], b)
+        while np.any(a != b):
+            diff = a != b
+            a = np.where(diff, self.parent[a], a)
+            b = np.where(diff, self.parent[b], b)
+        return a
+
+    def leaf_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(order, start, size)``: the leaves left to right (node indices ``0 .. n - 1``)
+        and, for every tree node, where its leaves start in that order and how many they are
+        (a subtree's leaves are contiguous)."""
+        n = self.num_leaves
+        size = self.sizes()
+        start = np.zeros(2 * n - 1, dtype=np.int64)
+        order = np.empty(n, dtype=np.int64)
+        for node in self._postorder()[::-1]:  # parents first
+            start[self.left[node]] = start[node]
+            start[self.right[node]] = start[node] + size[self.left[node]]
+        leaves = np.arange(n - 1, 2 * n - 1)
+        order[start[leaves]] = leaves - (n - 1)
+        return order, start, size
+
+
+def _check_pairs(edges: np.ndarray, n: int, what: str) -> np.ndarray:
+    edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    if edges.size and (edges.min() < 0 or edges.max() >= n):
+        raise ValueError(f"{what}: node indices must be in [0, {n})")
+    if np.any(edges[0] == edges[1]):
+        raise ValueError(f"{what}: self-loops are not pairs of the dendrogram")
+    return edges
+
+
+def _undirected(edge_index: torch.Tensor | np.ndarray, n: int) -> np.ndarray:
+    """The distinct unordered pairs ``i < j`` of ``edge_index`` (either direction), ``[2, m]``."""
+    e = np.asarray(edge_index.cpu() if isinstance(edge_index, torch.Tensor) else edge_index,
+                   dtype=np.int64).reshape(2, -1)
+    lo, hi = np.minimum(e[0], e[1]), np.maximum(e[0], e[1])
+    keep = lo != hi
+    keys = np.unique(lo[keep] * n + hi[keep])
+    return np.stack([keys // n, keys % n])
+
+
+def edge_counts(dendrogram: Dendrogram, edges: np.ndarray) -> np.ndarray:
+    """How many of the unordered pairs ``edges`` (``[2, m]``) have each internal node as their
+    lowest common ancestor (``[n - 1]``)."""
+    n = dendrogram.num_leaves
+    edges = _check_pairs(edges, n, "edges")
+    if edges.shape[1] == 0:
+        return np.zeros(n - 1, dtype=np.int64)
+    return np.bincount(dendrogram.lca(edges[0], edges[1]), minlength=n - 1).astype(np.int64)
+
+
+def log_likelihood(
+    dendrogram: Dendrogram, public: np.ndarray, private: np.ndarray
+) -> tuple[float, float]:
+    """``(L_pub, L_pri)`` of the dendrogram: ``sum_r N_r chi(e_r / N_r)`` over the public and
+    the private pairs, with ``N_r = L_r R_r`` counted over all ``n`` (public) leaves."""
+    size = dendrogram.sizes()
+    pairs = size[dendrogram.left] * size[dendrogram.right]
+    return (float(pair_log_likelihood(edge_counts(dendrogram, public), pairs).sum()),
+            float(pair_log_likelihood(edge_counts(dendrogram, private), pairs).sum()))
+
+
+# -- the chain ------------------------------------------------------------------------------------
+def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled by numba
+    left, right, parent, size, epub, epri, lca, adj_ptr, adj_edge, edge_ends, edge_private,
+    root, n_internal, n_leaves_offset, u, temperature, totals, stack, mark, trace,
+    trace_every, step0,
+):
+    """Run ``len(u) // 3`` Metropolis moves in place (the pure-Python reference; numba compiles
+    the same function). ``u``: three uniforms per move (which internal node, which child stays,
+    acceptance). ``totals``: ``[L_pub, L_pri]``, updated. ``trace[k]`` gets ``totals`` after
+    every ``trace_every``-th move (global step ``step0 + i``). Returns the accepted moves.
+
+    A move at ``r`` (children ``a`` that stays and ``b``, parent ``p``, sibling ``s``) turns
+    ``p = ((a, b), s)`` into ``p = ((a, s), b)``. Only ``r`` and ``p`` change: their new edge
+    counts need ``E(a, s)``, the edges of ``a`` whose lowest common ancestor is ``p`` (or
+    ``e_p - E(b, s)``: the smaller of ``a`` and ``b`` is walked). Accepted, the edges ``a-b``
+    move their ancestor from ``r`` to ``p`` and ``a-s`` from ``p`` to ``r``: the edges of
+    ``a`` are walked, or those of ``b`` and ``s`` (``b``'s leaves marked) when smaller."""
+    n_moves = len(u) // 3
+    accepted = 0
+    for i in range(n_moves):
+        k = int(u[3 * i] * (n_internal - 1))
+        if k >= n_internal - 1:
+            k = n_internal - 2
+        r = k + 1 if k >= root else k  # uniform over the non-root internal nodes
+        p = parent[r]
+        sib = right[p] if left[p] == r else left[p]
+        if u[3 * i + 1] < 0.5:
+            a = left[r]
+            b = right[r]
+        else:
+            a = right[r]
+            b = left[r]
+        sa = size[a]
+        sb = size[b]
+        su = size[sib]
+        # E(a, s): the edges of the smaller of a and b whose lowest common ancestor is p
+        c_pub = 0
+        c_pri = 0
+        stack[0] = a if sa <= sb else b
+        top = 1
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            if node >= n_leaves_offset:
+                leaf = node - n_leaves_offset
+                for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
+                    e = adj_edge[j]
+                    if lca[e] == p:
+                        if edge_private[e]:
+                            c_pri += 1
+                        else:
+                            c_pub += 1
+            else:
+                stack[top] = left[node]
+                stack[top + 1] = right[node]
+                top += 2
+        if sa <= sb:
+            x_pub = c_pub
+            x_pri = c_pri
+        else:
+            x_pub = epub[p] - c_pub
+            x_pri = epri[p] - c_pri
+        nr0 = float(sa * sb)
+        np0 = float((sa + sb) * su)
+        nr1 = float(sa * su)
+        np1 = float((sa + su) * sb)
+        d_pub = 0.0
+        d_pri = 0.0
+        for t in range(8):  # N chi(e / N) of r and p, after (+) and before (-), pub and pri
+            if t < 4:
+                e_r = x_pub if t < 2 else epub[r]
+                e_both = epub[r] + epub[p]
+            else:
+                e_r = x_pri if t < 6 else epri[r]
+                e_both = epri[r] + epri[p]
+            q = t % 4
+            if q == 0:
+                ef, big = float(e_r), nr1
+            elif q == 1:
+                ef, big = float(e_both - e_r), np1
+            elif q == 2:
+                ef, big = float(e_r), nr0
+            else:
+                ef, big = float(e_both - e_r), np0
+            v = 0.0
+            if ef > 0.0:
+                v += ef * math.log(ef / big)
+            if big - ef > 0.0:
+                v += (big - ef) * math.log((big - ef) / big)
+            if q >= 2:
+                v = -v
+            if t < 4:
+                d_pub += v
+            else:
+                d_pri += v
+        log_ratio = d_pub + temperature * d_pri
+        uu = u[3 * i + 2]
+        if log_ratio >= 0.0 or uu <= 0.0 or math.log(uu) < log_ratio:
+            accepted += 1
+            stamp = step0 + i + 1
+            if sa <= sb + su:
+                # the edges of a: to b (ancestor r -> p), to the sibling (p -> r)
+                stack[0] = a
+                top = 1
+                while top > 0:
+                    top -= 1
+                    node = stack[top]
+                    if node >= n_leaves_offset:
+                        leaf = node - n_leaves_offset
+                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
+                            e = adj_edge[j]
+                            if lca[e] == r:
+                                lca[e] = p
+                            elif lca[e] == p:
+                                lca[e] = r
+                    else:
+                        stack[top] = left[node]
+                        stack[top + 1] = right[node]
+                        top += 2
+            else:
+                # the edges of b to a (r -> p), b's leaves marked; then the sibling's edges
+                # with ancestor p not into b go to a (p -> r)
+                stack[0] = b
+                top = 1
+                while top > 0:
+                    top -= 1
+                    node = stack[top]
+                    if node >= n_leaves_offset:
+                        leaf = node - n_leaves_offset
+                        mark[leaf] = stamp
+                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
+                            e = adj_edge[j]
+                            if lca[e] == r:
+                                lca[e] = p
+                    else:
+                        stack[top] = left[node]
+                        stack[top + 1] = right[node]
+                        top += 2
+                stack[0] = sib
+                top = 1
+                while top > 0:
+                    top -= 1
+                    node = stack[top]
+                    if node >= n_leaves_offset:
+                        leaf = node - n_leaves_offset
+                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
+                            e = adj_edge[j]
+                            if lca[e] == p:
+                                other = edge_ends[e, 0] + edge_ends[e, 1] - leaf
+                                if mark[other] != stamp:
+                                    lca[e] = r
+                    else:
+                        stack[top] = left[node]
+                        stack[top + 1] = right[node]
+                        top += 2
+            # r = (a, sibling), p = (r, b)
+            left[r] = a
+            right[r] = sib
+            parent[sib] = r
+            left[p] = r
+            right[p] = b
+            parent[b] = p
+            size[r] = sa + su
+            epub[p] = epub[r] + epub[p] - x_pub
+            epri[p] = epri[r] + epri[p] - x_pri
+            epub[r] = x_pub
+            epri[r] = x_pri
+            totals[0] += d_pub
+            totals[1] += d_pri
+        step = step0 + i + 1
+        if trace_every > 0 and step % trace_every == 0:
+            slot = step // trace_every - 1
+            if slot < trace.shape[0]:
+                trace[slot, 0] = totals[0]
+                trace[slot, 1] = totals[1]
+    return accepted
+
+
+_COMPILED: dict[str, Callable[..., int]] = {}
+
+
+def numba_available() -> bool:
+    """Whether the optional compiled kernel can be used (``pip install numba``)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _kernel(backend: str) -> Callable[..., int]:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "python" or (backend == "auto" and not numba_available()):
+        return _mcmc_kernel
+    if "numba" not in _COMPILED:
+        try:
+            import numba
+        except ImportError:
+            raise ImportError(
+                "backend='numba' needs the optional numba package: pip install numba "
+                "(or backend='python'/'auto')"
+            ) from None
+        _COMPILED["numba"] = numba.njit(cache=True, nogil=True)(_mcmc_kernel)
+    return _COMPILED["numba"]
+
+
+@dataclass
+class HRGFit:
+    """The chain's final state: the dendrogram, each internal node's public and private edge
+    counts and ``N_r``, the likelihood trace ``[(step, L_pub, L_pri)]`` and run facts. The
+    exact private counts and ``L_pri`` are computed from the private edges: diagnostics for the
+    curator, not covered by epsilon (only the sampled graph is released)."""
+
+    dendrogram: Dendrogram
+    public_counts: np.ndarray
+    private_counts: np.ndarray
+    pairs: np.ndarray
+    trace: np.ndarray
+    steps: int
+    accepted: int
+    seconds: float
+    backend: str
+    temperature: float
+
+
+def fit_dendrogram(
+    num_nodes: int,
+    public: np.ndarray,
+    private: np.ndarray,
+    temperature: float,
+    steps: int,
+    *,
+    generator: torch.Generator | None = None,
+    backend: str = "auto",
+    progress: bool = False,
+    trace_points: int = 200,
+    chunk: int = 1 << 16,
+) -> HRGFit:
+    """Run one Metropolis chain of ``steps`` subtree swaps from a random dendrogram, targeting
+    ``exp(L_pub + temperature * L_pri)``, and return its final state.
+
+    ``public`` and ``private``: disjoint unordered pairs ``[2, m]`` over ``num_nodes`` leaves.
+    Uniforms come from :mod:`~lightning_dpgnn.privacy.random` in batches of ``chunk`` moves;
+    ``progress`` shows a tqdm bar; the trace keeps about ``trace_points`` points."""
+    n = int(num_nodes)
+    if n < 3:
+        raise ValueError(f"the chain needs at least three nodes (one non-root move), got {n}")
+    steps = int(steps)
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    public = _check_pairs(public, n, "public edges")
+    private = _check_pairs(private, n, "private edges")
+    kernel = _kernel(backend)
+    used = "python" if kernel is _mcmc_kernel else "numba"
+    start_time = time.perf_counter()
+    den = Dendrogram.random(n, generator)
+    edges = np.concatenate([public, private], axis=1)
+    is_private = np.concatenate([np.zeros(public.shape[1], dtype=np.bool_),
+                                 np.ones(private.shape[1], dtype=np.bool_)])
+    m = edges.shape[1]
+    lca = den.lca(edges[0], edges[1]) if m else np.zeros(0, dtype=np.int64)
+    epub = np.bincount(lca[~is_private], minlength=n - 1).astype(np.int64)
+    epri = np.bincount(lca[is_private], minlength=n - 1).astype(np.int64)
+    size = den.sizes()
+    # adjacency: every edge listed at both endpoints, by edge id
+    ends = np.concatenate([edges[0], edges[1]])
+    ids = np.concatenate([np.arange(m), np.arange(m)])
+    order = np.argsort(ends, kind="stable")
+    adj_edge = ids[order].astype(np.int64)
+    adj_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ends, minlength=n), out=adj_ptr[1:])
+    pairs = size[den.left] * size[den.right]
+    totals = np.array([pair_log_likelihood(epub, pairs).sum(),
+                       pair_log_likelihood(epri, pairs).sum()], dtype=np.float64)
+    trace_every = max(1, steps // max(1, int(trace_points))) if steps else 0
+    trace = np.zeros((steps // trace_every if trace_every else 0, 2), dtype=np.float64)
+    stack = np.zeros(2 * n + 2, dtype=np.int64)
+    mark = np.zeros(n, dtype=np.int64)  # leaves of b, stamped with the move's step
+    edge_ends = np.ascontiguousarray(edges.T)
+    root = den.root
+    accepted, done = 0, 0
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, desc=f"HRG MCMC ({used})", unit="move", unit_scale=True)
+    try:
+        while done < steps:
+            k = min(int(chunk), steps - done)
+            u = R.uniform((3 * k,), generator=generator, dtype=torch.float64).numpy()
+            accepted += int(kernel(
+                den.left, den.right, den.parent, size, epub, epri, lca, adj_ptr, adj_edge,
+                edge_ends, is_private, root, n - 1, n - 1, u, float(temperature), totals, stack,
+                mark, trace, trace_every, done,
+            ))
+            done += k
+            if bar is not None:
+                bar.update(k)
+                bar.set_postfix(L_pub=f"{totals[0]:.4g}", L_pri=f"{totals[1]:.4g}")
+    finally:
+        if bar is not None:
+            bar.close()
+    pairs = size[den.left] * size[den.right]
+    steps_at = (np.arange(1, trace.shape[0] + 1) * trace_every).astype(np.float64)
+    return HRGFit(
+        dendrogram=den, public_counts=epub, private_counts=epri, pairs=pairs,
+        trace=np.column_stack([steps_at, trace]) if trace.size else np.zeros((0, 3)),
+        steps=steps, accepted=accepted, seconds=time.perf_counter() - start_time,
+        backend=used, temperature=float(temperature),
+    )
+
+
+# -- the public / private split ----------------------------------------------------------------
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        x = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def keyed_uniform(keys: np.ndarray, seed: int) -> np.ndarray:
+    """A uniform in [0, 1) per ``uint64`` key, a hash (splitmix64) of the key and a **public**
+    ``seed``: the same key always gets the same value, whatever else is in the data."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        salt = _splitmix64(np.full_like(keys, np.uint64(int(seed) & (2**64 - 1))))
+        h = _splitmix64(keys ^ salt)
+    return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+def edge_split(edge_index: torch.Tensor, rho: float, seed: int = 0) -> torch.Tensor:
+    """A public/private split for benchmarks: each undirected edge is private with probability
+    ``rho``, by a hash of the **public** ``seed`` and the edge itself (both directions agree;
+    adding or removing one edge changes no other edge's side). Returns a bool mask over the
+    columns of ``edge_index``: ``True`` where the edge is private."""
+    rho = float(rho)
+    if not 0.0 < rho <= 1.0:
+        raise ValueError(f"rho (the share of private edges) must be in (0, 1], got {rho!r}")
+    e = edge_index.detach().cpu().long()
+    lo, hi = torch.minimum(e[0], e[1]).numpy(), torch.maximum(e[0], e[1]).numpy()
+    key = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
+    return torch.from_numpy(keyed_uniform(key, seed) < rho).to(edge_index.device)
+
+
+# -- EdgeRR: the release ------------------------------------------------------------------------
+class EdgeRR:
+    """HeteroRR's edge release: a private HRG over all nodes, fitted with public edges for
+    utility and private edges under edge-level DP, then a sampled private part (module doc).
+
+    With every edge private (``rho = 1``) it is PrivHRG (Xiao, Chen and Tan, KDD'14).
+
+    Args:
+        epsilon: budget for one private edge (pure DP at the chain's equilibrium):
+            ``eps_e1 = mcmc_share * epsilon`` for the exponential mechanism (the chain),
+            ``eps_e2`` the rest for the Laplace counts.
+        mcmc_share: share of epsilon spent by the chain (PrivHRG's example: 0.5).
+        steps_per_node: chain length ``steps_per_node * n`` (default 1000, PrivHRG's minimum
+            equilibrium time; the released dendrogram is the state after them).
+        steps: an explicit chain length (overrides ``steps_per_node``).
+        backend: ``"auto"`` (numba when installed, else Python), ``"numba"``, ``"python"``.
+        progress: a tqdm progress bar over the moves.
+        name: ledger name prefix (``<name>/mcmc``, ``<name>/counts``).
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        *,
+        mcmc_share: float = 0.5,
+        steps_per_node: float = 1000.0,
+        steps: int | None = None,
+        backend: str = "auto",
+        progress: bool = False,
+        name: str = "edgerr",
+    ) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        if not 0.0 < float(mcmc_share) < 1.0:
+            raise ValueError(f"mcmc_share must be in (0, 1), got {mcmc_share!r}")
+        if not float(steps_per_node) >= 0:
+            raise ValueError(f"steps_per_node must be >= 0, got {steps_per_node!r}")
+        if steps is not None and int(steps) < 0:
+            raise ValueError(f"steps must be >= 0, got {steps!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.mcmc_share = float(mcmc_share)
+        self.steps_per_node = float(steps_per_node)
+        self.steps = None if steps is None else int(steps)
+        self.backend = backend
+        self.progress = bool(progress)
+        self.name = str(name)
+        #: the last run's chain (dendrogram, exact counts, likelihood trace, time): the
+        #: curator's diagnostics, computed from the private edges and **not covered by
+        #: epsilon** (never released, checkpointed or published; the progress bar shows the
+        #: same likelihoods)
+        self.last_fit: HRGFit | None = None
+
+    @property
+    def eps_mcmc(self) -> float:
+        return self.epsilon * self.mcmc_share
+
+    @property
+    def eps_counts(self) -> float:
+        return self.epsilon * (1.0 - self.mcmc_share)
+
+    def num_steps(self, num_nodes: int) -> int:
+        return self.steps if self.steps is not None else int(self.steps_per_node * num_nodes)
+
+    def temperature(self, num_nodes: int) -> float:
+        """``eps_e1 / (2 Delta)``: the exponential mechanism's factor on ``L_pri``."""
+        return self.eps_mcmc / (2.0 * sensitivity(num_nodes))
+
+    def account(self, accountant: PrivacyAccountant) -> None:
+        """Record one release: the chain (exponential mechanism) and the Laplace counts."""
+        accountant.add_pure(
+            f"{self.name}/mcmc", self.eps_mcmc,
+            note="exponential mechanism over dendrograms (utility L_pri, Lemma 4 sensitivity), "
+            "one Metropolis chain: DP at equilibrium only",
+        )
+        accountant.add_pure(
+            f"{self.name}/counts", self.eps_counts,
+            note="Laplace(1/eps) on each internal node's private-edge count, sensitivity 1",
+        )
+
+    def __call__(
+        self,
+        edge_index: torch.Tensor,
+        num_nodes: int,
+        private_mask: torch.Tensor,
+        accountant: PrivacyAccountant,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """The released graph ``G_pub + sampled private part`` as a sorted, symmetric
+        ``[2, E']`` edge index; records the release on ``accountant`` (edge level).
+
+        ``private_mask``: bool per column of ``edge_index`` (``True``: private); both
+        directions of an edge must agree."""
+        if accountant is None or not callable(getattr(accountant, "add_pure", None)):
+            raise TypeError(f"{self.name}: an accountant (PrivacyAccountant) is required")
+        if getattr(accountant, "level", None) != "edge":
+            raise ValueError(
+                f"{self.name}: the HRG release is edge-level DP on private edges; got an "
+                f"accountant at level {getattr(accountant, 'level', None)!r}"
+            )
+        n = int(num_nodes)
+        public, private = split_pairs(edge_index, n, private_mask)
+        fit = fit_dendrogram(
+            n, public, private, self.temperature(n), self.num_steps(n), generator=generator,
+            backend=self.backend, progress=self.progress,
+        )
+        self.last_fit = fit
+        sampled = sample_private_part(fit, public, self.eps_counts, generator)
+        accountant.mark_reproducible(generator)
+        self.account(accountant)
+        return symmetric_edge_index(np.concatenate([public, sampled], axis=1), n,
+                                    edge_index.device)
+
+    def __repr__(self) -> str:
+        return (f"EdgeRR(epsilon={self.epsilon}, mcmc_share={self.mcmc_share}, "
+                f"steps_per_node={self.steps_per_node}, steps={self.steps})")
+
+
+def split_pairs(
+    edge_index: torch.Tensor, n: int, private_mask: torch.Tensor
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(public, private)`` unordered pairs of ``edge_index`` split by ``private_mask`` (a bool
+    per column; the two directions of an edge must agree)."""
+    if n < 3:
+        raise ValueError(f"the HRG release needs at least three nodes, got {n}")
+    mask = torch.as_tensor(private_mask)
+    if mask.dtype != torch.bool or mask.shape != (edge_index.size(1),):
+        raise ValueError(
+            f"private_mask must be a bool tensor with one entry per edge column "
+            f"({edge_index.size(1)}), got {tuple(mask.shape)} {mask.dtype}"
+        )
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
+        raise ValueError(f"edge_index refers to nodes outside [0, {n})")
+    public = _undirected(edge_index[:, ~mask.to(edge_index.device)], n)
+    private = _undirected(edge_index[:, mask.to(edge_index.device)], n)
+    if np.intersect1d(public[0] * n + public[1], private[0] * n + private[1]).size:
+        raise ValueError(
+            "an edge is marked private in one direction and public in the other: the "
+            "private_mask must agree on both directions of every edge"
+        )
+    return public, private
+
+
+def sample_private_part(
+    fit: HRGFit, public: np.ndarray, eps_counts: float, generator: torch.Generator | None
+) -> np.ndarray:
+    """Laplace(1/eps) on each internal node's private-edge count, then independent Bernoulli
+    draws with ``p_r = clip(noisy / (N_r - e_r), 0, 1)`` on the ``N_r - e_r`` pairs under ``r``
+    that are not public edges (geometric gaps over the ``N_r`` pairs, public hits dropped).
+    Returns the sampled unordered pairs ``[2, k]``."""
+    den = fit.dendrogram
+    n = den.num_leaves
+    noisy = fit.private_counts.astype(np.float64) + R.laplace(
+        (n - 1,), 1.0 / check_epsilon(eps_counts, "eps_counts"), generator=generator,
+        dtype=torch.float64,
+    ).numpy()
+    free = (fit.pairs - fit.public_counts).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(free > 0, np.clip(noisy / free, 0.0, 1.0), 0.0)
+    seg, pos = bernoulli_positions(
+        torch.from_numpy(fit.pairs.astype(np.int64)), torch.from_numpy(rate),
+        generator=generator,
+    )
+    seg, pos = seg.numpy(), pos.numpy()
+    order, start, size = den.leaf_order()
+    width = size[den.right[seg]]
+    src = order[start[den.left[seg]] + pos // width]
+    dst = order[start[den.right[seg]] + pos % width]
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    keys = lo * n + hi
+    keys = keys[~np.isin(keys, public[0] * n + public[1])]
+    return np.stack([keys // n, keys % n])
+
+
+def symmetric_edge_index(pairs: np.ndarray, n: int, device: torch.device | None = None
+                         ) -> torch.Tensor:
+    """Unordered pairs ``[2, m]`` as a sorted ``[2, 2m]`` edge index with both directions."""
+    pairs = torch.from_numpy(np.ascontiguousarray(pairs, dtype=np.int64))
+    src = torch.cat([pairs[0], pairs[1]])
+    dst = torch.cat([pairs[1], pairs[0]])
+    order = torch.argsort(src * n + dst)
+    return torch.stack([src[order], dst[order]]).to(device or "cpu")
