@@ -454,9 +454,10 @@ class PrivateModule(
         """The training graph the fit's releases read, on this module's device."""
         return self.on_device(self._datamodule_graph())
 
-    def draw_releases(self, stage: int = 0) -> list[str]:
-        """Draw the releases the fit needs up to ``stage`` that are not cached yet, tell the
-        method (:meth:`on_releases_changed`) and return the names drawn now.
+    def draw_releases(self, stage: int | None = 0, graph: Data | None = None) -> list[str]:
+        """Draw the releases the fit needs up to ``stage`` (``None``: every one) that are not
+        cached yet, tell the method (:meth:`on_releases_changed`) and return the names drawn
+        now. ``graph``: the training graph (default :meth:`release_graph`, the fit's).
 
         Each release's mechanism runs once: under DDP rank 0 alone calls it and broadcasts the
         output with the ledger (:meth:`run_once`); a ``collective`` release is called on every
@@ -464,7 +465,7 @@ class PrivateModule(
         drawn = []
         for r in self.releases.pending(stage):
             d = Draw(
-                self.release_graph(), self.accountant_of(r.guarantee),
+                self.release_graph() if graph is None else graph, self.accountant_of(r.guarantee),
                 self.noise_generator(r.stream), self.releases.outputs(), fit=True,
             )
             self.releases.store(r.name, r.draw(d) if r.collective else self.run_once(

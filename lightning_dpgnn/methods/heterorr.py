@@ -425,9 +425,10 @@ class HeteroRR(PrivateModule):
     def release(self, data: Data) -> Data:
         """The released graph of ``data`` as a new ``Data`` (released ``x`` and
         ``edge_index``, the rest as is) carrying ``privacy_report``: the model's declared
-        releases, drawn once on ``data`` with :class:`~lightning_dpgnn.methods.releases.Releases`
-        (the lifecycle's own draw) and cached; a repeated call on the same graph returns the
-        same release, another graph is refused (one release per model)."""
+        releases, drawn once on ``data`` by the lifecycle's own draw
+        (:meth:`~lightning_dpgnn.methods.base.PrivateModule.draw_releases`) and cached; a
+        repeated call on the same graph returns the same release, another graph is refused
+        (one release per model)."""
         key = graph_digest(data)
         done = getattr(self, "_released_digest", None)
         if done is not None and done != key:
@@ -436,8 +437,7 @@ class HeteroRR(PrivateModule):
                 "(build another HeteroRR / HeteroRRRelease for another graph)"
             )
         self.prepare(data)
-        self.releases.draw(self.releases.pending(), data, self.accountant_of,
-                           self.noise_generator, lambda f: f())
+        self.draw_releases(None, data)
         self._released_digest = key
         out = data.clone()
         x, edges = self.released(data)
