@@ -487,3 +487,24 @@ HETERORR_GCN = dict(hidden=128, layers=2, dropout=0.5, lr=0.01, weight_decay=5e-
 HETERORR_EPOCHS = 100
 #: ``--smoke``: the chain length per node and the epochs
 HETERORR_SMOKE = dict(steps_per_node=5.0, epochs=1)
+#: heterorr_accuracy.py's parts and edge rows (table order)
+HETERORR_PARTS = ("edges", "graphs", "features")
+HETERORR_EDGE_METHODS = ("GCN", "public-only", "EdgeRR", "LapGraph", "EdgeRand")
+#: heterorr_edges.py (Fig. 11): the releases compared and the random-walk hops
+HETERORR_FIG11_METHODS = ("EdgeRR", "public-only", "LapGraph", "EdgeRand", "empty")
+HETERORR_HOPS = 4
+#: heterorr_feature_error.py (Fig. 10): the mechanisms (table and plot order) and the skewed
+#: public weights theta_i ~ HETERORR_SKEW^i
+HETERORR_ERROR_MECHANISMS = (
+    "FeatureRR (uniform theta)", "FeatureRR (skewed theta)", "Duchi", "Piecewise", "Hybrid",
+    "Three-Outputs", "PM-SUB", "Laplace", "Gaussian", "Multi-bit (LPGNN)",
+)
+HETERORR_SKEW = 0.75
+
+
+def skewed_theta(d: int):
+    """The skewed public weights ``theta_i ~ HETERORR_SKEW^i`` over ``d`` features (sum 1)."""
+    import torch
+
+    w = HETERORR_SKEW ** torch.arange(d, dtype=torch.float64)
+    return w / w.sum()
