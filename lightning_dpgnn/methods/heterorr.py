@@ -52,6 +52,9 @@ __all__ = ["HeteroRR", "HeteroRRRelease", "FEATURE_MECHANISMS"]
 #: the feature mechanisms HeteroRR offers (FeatureRR and the baselines of the paper)
 FEATURE_MECHANISMS = ("feature-rr", "multibit", "duchi", "piecewise")
 FEATURES_UNIT = Unit(Level.LDP, "features").describe()
+#: the features' unit beside an edges guarantee: the private edges are not "public" there
+FEATURES_BESIDE_EDGES_UNIT = ("each node's features, perturbed on the node (labels are public; "
+                              "the private edges are covered by the edges guarantee only)")
 
 
 def _check_fraction(value: float, name: str) -> float:
@@ -160,7 +163,8 @@ class HeteroRR(PrivateModule):
             feature_guarantee = None
             if epsilon is not None:
                 self.guarantee_name = "edges"
-                self.declare_guarantee("features", "ldp", FEATURES_UNIT, epsilon=x_epsilon)
+                self.declare_guarantee("features", "ldp", FEATURES_BESIDE_EDGES_UNIT,
+                                       epsilon=x_epsilon)
                 feature_guarantee = "features"
             else:
                 self.accountant.unit = FEATURES_UNIT

@@ -41,6 +41,8 @@ def test_two_guarantees_are_reported_separately_and_never_added(make_trainer, ti
     assert [e.name for e in edges.ledger] == ["edgerr/mcmc", "edgerr/counts"]
     assert "private" in edges.unit and "public edges are public" in edges.unit
     assert [e.name for e in features.ledger] == ["multibit"]
+    # the features' unit does not call the private edges public beside the edges guarantee
+    assert "edges are public" not in features.unit and "edges guarantee" in features.unit
     with pytest.raises(MultipleGuaranteesError, match="never added"):
         report.epsilon  # noqa: B018 - two units
     acc = make_trainer().test(model, tiny_dm, verbose=False)[0]["test/acc"]
