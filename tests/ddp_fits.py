@@ -27,6 +27,7 @@ from lightning_dpgnn import (  # noqa: E402
     MLP,
     PGC,
     EdgeRand,
+    PoinDP,
     ProGAP,
 )
 from lightning_dpgnn.data import NodeDataModule  # noqa: E402
@@ -138,6 +139,10 @@ t, out["ProGAP-counts"] = fit(model)
 out["ProGAP-counts"]["cache"] = digest([model.counts, *model.aggregates])
 model = ProGAP(privacy="none", depth=1, epochs_per_stage=2)
 t, out["ProGAP-none"] = fit(model)
+# PoinDP: its hyperbolic release is a collective neighbour sum, drawn once on rank 0
+model = PoinDP(privacy="edge", epsilon=4.0, encoder_epochs=3, classifier_epochs=10)
+t, out["PoinDP"] = fit(model)
+out["PoinDP"]["cache"] = digest([model.aggregates])
 model = MLP(privacy="none", epochs=2)
 t, out["MLP"] = fit(model)
 model = LPGNN(x_eps=1.0, y_eps=2.0)

@@ -13,7 +13,7 @@ import lightning as L
 import pytest
 import torch
 
-from lightning_dpgnn import DPMLP, GAP, ProGAP, zoo
+from lightning_dpgnn import DPMLP, GAP, PoinDP, ProGAP, zoo
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods.base import AccountingError
 
@@ -49,7 +49,7 @@ def single_process(model, make_trainer, **trainer_args):
 RUNS = (
     "GAP", "GAP-again", "ProGAP", "ProGAP-none", "MLP", "LPGNN", "DPMLP", "GAP-node", "EdgeRand",
     "DPGNN", "GAP-seeded-True", "GAP-seeded-False", "partitioned-sum", "ProGAP-counts", "PGC",
-    "GNN",
+    "GNN", "PoinDP",
 )
 
 
@@ -74,6 +74,8 @@ def test_every_rank_holds_the_same_model_noise_and_ledger(ranks):
         ("GAP", lambda: GAP(privacy="edge", epsilon=4.0, hops=2, encoder_epochs=3,
                             classifier_epochs=10, seed=0)),
         ("ProGAP", lambda: ProGAP(privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=5)),
+        ("PoinDP", lambda: PoinDP(privacy="edge", epsilon=4.0, encoder_epochs=3,
+                                  classifier_epochs=10)),
         ("DPMLP", lambda: DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=128)),
         # DP-SGD on sharded rows: Poisson batches over the global rows
         ("GAP-node", lambda: GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1,
