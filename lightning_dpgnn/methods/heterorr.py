@@ -42,9 +42,10 @@ from ..levels import Level, Unit
 from ..nn.backbone import GNNBackbone
 from ..privacy import PrivacyAccountant, check_epsilon
 from ..privacy.feature_rr import DEFAULT_K, FeatureRR, public_feature_weights
-from ..privacy.hrg import EdgeRR, edge_split, keyed_uniform
+from ..privacy.hrg import PAPER_CODE_FLAW, EdgeRR, PaperCodeEdgeRR, edge_split, keyed_uniform
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
 from .base import PrivateModule
+from .paper_code import PAPER_CODE, PaperCodeMode
 from .releases import Draw, Release, graph_digest
 
 __all__ = ["HeteroRR", "HeteroRRRelease", "FEATURE_MECHANISMS"]
@@ -67,7 +68,7 @@ def _check_fraction(value: float, name: str) -> float:
     return v
 
 
-class HeteroRR(PrivateModule):
+class HeteroRR(PaperCodeMode, PrivateModule):
     """HeteroRR: FeatureRR features (local DP) and/or an EdgeRR graph (edge-level DP on private
     edges), then a GCN trained on the released graph (module doc).
 
@@ -97,7 +98,15 @@ class HeteroRR(PrivateModule):
         lr, weight_decay: Adam settings.
         noise_seed: reproducible noise (research only; the report says so).
         seed: seed of the weight initialisation.
+        mode: ``"dp"`` (default) or ``"paper-code"``: the edge release of the authors' code
+            (:class:`~lightning_dpgnn.privacy.hrg.PaperCodeEdgeRR`: the sensitivity over the
+            nodes with a private edge, alternating public and private rounds, 50 n moves),
+            for side-by-side figures only. It is **NOT differentially private**: its report
+            says so, and ``PrivacyBudget`` and the zoo refuse it. Features are unchanged.
     """
+
+    paper_code_release = "edge release"
+    paper_code_flaw = PAPER_CODE_FLAW
 
     def __init__(
         self,
@@ -125,7 +134,14 @@ class HeteroRR(PrivateModule):
         seed: int | None = None,
         num_features: int | None = None,
         num_classes: int | None = None,
+        mode: str = "dp",
     ) -> None:
+        if mode not in ("dp", PAPER_CODE):
+            raise ValueError(f"mode must be 'dp' or {PAPER_CODE!r}, got {mode!r}")
+        if mode == PAPER_CODE and epsilon is None:
+            raise ValueError("mode='paper-code' reproduces the authors' edge release: give the "
+                             "edge budget epsilon")
+        self.mode = mode
         if epsilon is None and x_epsilon is None:
             raise ValueError(
                 "HeteroRR protects nothing with epsilon=None and x_epsilon=None: give the edge "
@@ -171,11 +187,14 @@ class HeteroRR(PrivateModule):
             releases.append(Release("features", self._plan_features, self._draw_features,
                                     guarantee=feature_guarantee))
         if epsilon is not None:
-            self.edgerr = EdgeRR(
-                epsilon, mcmc_share=mcmc_share, steps_per_node=steps_per_node,
-                steps=mcmc_steps, backend=mcmc_backend, progress=progress,
+            release = PaperCodeEdgeRR if mode == PAPER_CODE else EdgeRR
+            chain = {} if mode == PAPER_CODE else dict(steps_per_node=steps_per_node)
+            self.edgerr = release(
+                epsilon, mcmc_share=mcmc_share, steps=mcmc_steps, backend=mcmc_backend,
+                progress=progress, **chain,
             )
-            self.accountant.unit = Unit(Level.EDGE, "private").describe()
+            self.accountant.unit = (self.not_private_note() if mode == PAPER_CODE
+                                    else Unit(Level.EDGE, "private").describe())
             releases.append(Release("edges", self._plan_edges, self._draw_edges))
         self.declare_releases(*releases)
         #: FeatureRR's per-feature weights, computed once on the public nodes (public state)

@@ -67,6 +67,7 @@ __all__ = [
     "Dendrogram",
     "HRGFit",
     "EdgeRR",
+    "PaperCodeEdgeRR",
     "sensitivity",
     "pair_log_likelihood",
     "log_likelihood",
@@ -264,11 +265,12 @@ def log_likelihood(
 def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled by numba
     left, right, parent, size, epub, epri, lca, adj_ptr, adj_edge, edge_ends, edge_private,
     root, n_internal, n_leaves_offset, u, temperature, totals, stack, mark, trace,
-    trace_every, step0,
+    trace_every, step0, pub_weight=1.0,
 ):
     """Run ``len(u) // 3`` Metropolis moves in place (the pure-Python reference; numba compiles
     the same function). ``u``: three uniforms per move (which internal node, which child stays,
-    acceptance). ``totals``: ``[L_pub, L_pri]``, updated. ``trace[k]`` gets ``totals`` after
+    acceptance). The target is ``exp(pub_weight * L_pub + temperature * L_pri)``.
+    ``totals``: ``[L_pub, L_pri]``, updated. ``trace[k]`` gets ``totals`` after
     every ``trace_every``-th move (global step ``step0 + i``). Returns the accepted moves.
 
     A move at ``r`` (children ``a`` that stays and ``b``, parent ``p``, sibling ``s``) turns
@@ -355,7 +357,7 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
                 d_pub += v
             else:
                 d_pri += v
-        log_ratio = d_pub + temperature * d_pri
+        log_ratio = pub_weight * d_pub + temperature * d_pri
         uu = u[3 * i + 2]
         if log_ratio >= 0.0 or uu <= 0.0 or math.log(uu) < log_ratio:
             accepted += 1
@@ -498,9 +500,14 @@ def fit_dendrogram(
     progress: bool = False,
     trace_points: int = 200,
     chunk: int = 1 << 16,
+    rounds: tuple[int, int] | None = None,
 ) -> HRGFit:
     """Run one Metropolis chain of ``steps`` subtree swaps from a random dendrogram, targeting
     ``exp(L_pub + temperature * L_pri)``, and return its final state.
+
+    ``rounds=(p, q)``: the authors' HeteroRR code instead (paper-code mode, NOT the exponential
+    mechanism): ``p`` moves on ``L_pub`` alone, then ``q`` moves on ``temperature * L_pri``
+    alone, in turn — a chain whose stationary law is not ``exp(L_pub + temperature L_pri)``.
 
     ``public`` and ``private``: disjoint unordered pairs ``[2, m]`` over ``num_nodes`` leaves.
     Uniforms come from :mod:`~lightning_dpgnn.privacy.random` in batches of ``chunk`` moves;
@@ -511,6 +518,8 @@ def fit_dendrogram(
     steps = int(steps)
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
+    if rounds is not None and (min(rounds) < 0 or sum(rounds) < 1):
+        raise ValueError(f"rounds must be two move counts >= 0, not both 0; got {rounds!r}")
     public = _check_pairs(public, n, "public edges")
     private = _check_pairs(private, n, "private edges")
     kernel = _kernel(backend)
@@ -549,12 +558,18 @@ def fit_dendrogram(
         bar = tqdm(total=steps, desc=f"HRG MCMC ({used})", unit="move", unit_scale=True)
     try:
         while done < steps:
-            k = min(int(chunk), steps - done)
+            k, weight, temp = min(int(chunk), steps - done), 1.0, float(temperature)
+            if rounds is not None:  # the authors' alternation: where in the current round
+                at = done % (rounds[0] + rounds[1])
+                public_round = at < rounds[0]
+                left_in_round = rounds[0] - at if public_round else rounds[0] + rounds[1] - at
+                k = min(k, left_in_round)
+                weight, temp = (1.0, 0.0) if public_round else (0.0, temp)
             u = R.uniform((3 * k,), generator=generator, dtype=torch.float64).numpy()
             accepted += int(kernel(
                 den.left, den.right, den.parent, size, epub, epri, lca, adj_ptr, adj_edge,
-                edge_ends, is_private, root, n - 1, n - 1, u, float(temperature), totals, stack,
-                mark, trace, trace_every, done,
+                edge_ends, is_private, root, n - 1, n - 1, u, temp, totals, stack,
+                mark, trace, trace_every, done, weight,
             ))
             done += k
             if bar is not None:
@@ -666,8 +681,15 @@ class EdgeRR:
     def eps_counts(self) -> float:
         return self.epsilon * (1.0 - self.mcmc_share)
 
+    #: the authors' alternation of public and private rounds (``None``: one chain)
+    rounds: tuple[int, int] | None = None
+
     def num_steps(self, num_nodes: int) -> int:
         return self.steps if self.steps is not None else int(self.steps_per_node * num_nodes)
+
+    def chain_temperature(self, num_nodes: int, private: np.ndarray) -> float:
+        """The factor on ``L_pri`` in the chain (the private edges are not read here)."""
+        return self.temperature(num_nodes)
 
     def temperature(self, num_nodes: int) -> float:
         """``eps_e1 / (2 Delta)``: the exponential mechanism's factor on ``L_pri``."""
@@ -708,8 +730,9 @@ class EdgeRR:
         n = int(num_nodes)
         public, private = split_pairs(edge_index, n, private_mask)
         fit = fit_dendrogram(
-            n, public, private, self.temperature(n), self.num_steps(n), generator=generator,
-            backend=self.backend, progress=self.progress,
+            n, public, private, self.chain_temperature(n, private), self.num_steps(n),
+            generator=generator, backend=self.backend, progress=self.progress,
+            rounds=self.rounds,
         )
         self.last_fit = fit
         sampled = sample_private_part(fit, public, self.eps_counts, generator)
@@ -719,8 +742,44 @@ class EdgeRR:
                                     edge_index.device)
 
     def __repr__(self) -> str:
-        return (f"EdgeRR(epsilon={self.epsilon}, mcmc_share={self.mcmc_share}, "
+        return (f"{type(self).__name__}(epsilon={self.epsilon}, mcmc_share={self.mcmc_share}, "
                 f"steps_per_node={self.steps_per_node}, steps={self.steps})")
+
+
+#: what :class:`PaperCodeEdgeRR` reproduces of the authors' code, and why it is not DP
+PAPER_CODE_FLAW = (
+    "the authors' HeteroRR edge code: the sensitivity over the nodes that have a private edge "
+    "(a set one private edge changes), public and private Metropolis rounds in turn (not the "
+    "exponential mechanism's chain), 50 n moves"
+)
+
+
+class PaperCodeEdgeRR(EdgeRR):
+    """The authors' HeteroRR edge release (``khangtran2020/DPGNN``, ``ERand/src/main.cpp``),
+    for side-by-side figures only: **NOT differentially private** (:data:`PAPER_CODE_FLAW`).
+
+    It reproduces the code's chain: ``Delta`` from ``N = ceil(n_priv/2) floor(n_priv/2)`` over
+    the ``n_priv`` nodes that have a private edge, alternating rounds of ``rounds[0]`` moves on
+    ``L_pub`` and ``rounds[1]`` on ``eps_e1 / (2 Delta) L_pri`` (the README's 1000 / 10), and
+    ``50 n`` moves. It keeps the sound sampler (public edges pass through) and releases one
+    graph, where the code samples ten and resamples public pairs. Its ``account`` records an
+    infinite spend, so a report says NOT differentially private and ``PrivacyBudget`` refuses
+    it."""
+
+    def __init__(self, epsilon: float, *, rounds: tuple[int, int] = (1000, 10),
+                 steps_per_node: float = 50.0, **kwargs) -> None:
+        super().__init__(epsilon, steps_per_node=steps_per_node, **kwargs)
+        if len(rounds) != 2 or min(int(r) for r in rounds) < 1:
+            raise ValueError(f"rounds must be two move counts >= 1, got {rounds!r}")
+        self.rounds = (int(rounds[0]), int(rounds[1]))
+
+    def chain_temperature(self, num_nodes: int, private: np.ndarray) -> float:
+        n_priv = int(np.unique(private).size)  # read off the private edges: not DP
+        return self.eps_mcmc / (2.0 * sensitivity(max(n_priv, 3)))
+
+    def account(self, accountant: PrivacyAccountant) -> None:
+        accountant.add_pure(f"{self.name}/paper-code", math.inf,
+                            note=f"NOT differentially private: {PAPER_CODE_FLAW}")
 
 
 def split_pairs(

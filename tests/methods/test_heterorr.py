@@ -3,6 +3,8 @@ public edges passing through, budgets held per guarantee, the release as a data 
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from lightning_dpgnn.callbacks import PrivacyBudget
@@ -286,3 +288,23 @@ def test_private_pairs_mark_their_edges_whatever_the_edge_order(tiny_dm):
     data.private_pairs = torch.tensor([[absent[0]], [absent[1]]])
     with pytest.raises(ValueError, match="not edges of the graph"):
         model.private_edges(data)
+
+
+def test_the_paper_code_mode_is_not_private_and_refused_by_the_budget_and_the_zoo(
+    make_trainer, tiny_dm, tmp_path
+):
+    from lightning_dpgnn.publish import hub
+
+    with pytest.raises(BudgetExceededError):
+        fitted(make_trainer, tiny_dm, mode="paper-code", callbacks=[PrivacyBudget(epsilon=100.0)])
+    model = fitted(make_trainer, tiny_dm, mode="paper-code")
+    report = model.privacy_spent()
+    assert math.isinf(report.epsilon) and "NOT differentially private" in report.unit
+    assert model.edgerr.rounds == (1000, 10)  # the authors' alternation
+    assert any("NOT differentially private" in r for r in hub.publication_refusals(model))
+    with pytest.raises(hub.PublishError):
+        model.save_pretrained(tmp_path / "out")
+    with pytest.raises(ValueError, match="paper-code"):
+        HeteroRR(epsilon=None, x_epsilon=1.0, mode="paper-code")
+    with pytest.raises(ValueError, match="mode"):
+        HeteroRR(mode="paper")

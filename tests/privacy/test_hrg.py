@@ -268,3 +268,30 @@ def test_bad_settings_are_refused():
             hrg.EdgeRR(**kwargs)
     with pytest.raises(ValueError, match="three nodes"):
         hrg.sensitivity(2)
+
+
+def test_the_paper_code_chain_alternates_and_reads_the_private_node_count():
+    """The authors' chain (paper-code mode, NOT DP): a public round is a chain on L_pub alone,
+    and its temperature is read off the private edges (one private edge to a new node moves
+    it), which is why it is refused a guarantee."""
+    n = 30
+    pairs = random_pairs(n, 60, 4)
+    public, private = pairs[:, :40], pairs[:, 40:]
+    only_public = hrg.fit_dendrogram(n, public, private, 0.0, 400, generator=seeded(6),
+                                     backend="python")
+    first_round = hrg.fit_dendrogram(n, public, private, 5.0, 400, generator=seeded(6),
+                                     backend="python", rounds=(400, 10))
+    assert np.array_equal(only_public.dendrogram.parent, first_round.dendrogram.parent)
+    alternating = hrg.fit_dendrogram(n, public, private, 5.0, 400, generator=seeded(6),
+                                     backend="python", rounds=(5, 5))
+    assert not np.array_equal(only_public.dendrogram.parent, alternating.dendrogram.parent)
+    paper = hrg.PaperCodeEdgeRR(1.0)
+    few = np.array([[0, 1], [1, 2]])
+    more = np.array([[0, 1, 5], [1, 2, 9]])  # one more private edge, two new nodes
+    assert paper.chain_temperature(n, few) != paper.chain_temperature(n, more)
+    assert hrg.EdgeRR(1.0).chain_temperature(n, few) == hrg.EdgeRR(1.0).chain_temperature(n, more)
+    acc = PrivacyAccountant("edge")
+    paper.account(acc)
+    assert math.isinf(acc.epsilon()) and "NOT differentially private" in acc.ledger[0].note
+    with pytest.raises(ValueError, match="rounds"):
+        hrg.fit_dendrogram(n, public, private, 1.0, 10, rounds=(0, 0))
