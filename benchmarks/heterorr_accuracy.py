@@ -6,8 +6,9 @@ Parts (``--parts``; each cell is one seed of one setting, ``common.run_cells`` i
 * ``edges`` — Cora, rho = 0.3 private edges (the authors' script), eps_e in
   {0.1, 0.2, 0.4, 0.6, 0.8, 1, 2}: ``EdgeRR`` (the ``HeteroRR`` model, edges only) against the
   non-private ``GCN``, ``public-only`` (the private edges dropped: what EdgeRR must beat to be
-  worth its budget), ``LapGraph`` and ``EdgeRand`` (every edge private, as in the paper; a GCN
-  on their release);
+  worth its budget), ``EdgeRR-paper-code`` (the authors' chain: NOT differentially private,
+  for the side-by-side figure), ``LapGraph`` and ``EdgeRand`` (every edge private, as in the
+  paper; a GCN on their release);
 * ``graphs`` — musae-facebook and Facebook100 Caltech36, rho in {0.05, 0.1, 0.2}, eps_e = 1
   only (CPU): ``EdgeRR``, ``GCN``, ``public-only``;
 * ``features`` — Cora with public edges: FeatureRR, multi-bit, Duchi and Piecewise at equal
@@ -101,8 +102,9 @@ def edge_cell(dataset: str, method: str, eps, rho, seed: int, args, attack: bool
     from lightning_dpgnn import GNN
 
     torch.set_num_threads(1)
-    if method == "EdgeRR":
-        model = _heterorr(seed, args, epsilon=eps, rho=rho, split_seed=seed)
+    if method.startswith("EdgeRR"):  # the sound release, or the authors' (paper-code, NOT DP)
+        mode = "paper-code" if method == "EdgeRR-paper-code" else "dp"
+        model = _heterorr(seed, args, epsilon=eps, rho=rho, split_seed=seed, mode=mode)
         dm = _datamodule(dataset)
         out = _fit(model, dm, args.epochs)
         report = model.privacy_spent()
@@ -120,7 +122,7 @@ def edge_cell(dataset: str, method: str, eps, rho, seed: int, args, attack: bool
     if attack:
         graph = dm.data
         served, truth = graph.edge_index, graph.edge_index
-        if method == "EdgeRR":
+        if method.startswith("EdgeRR"):
             served = model.releases.get("edges")
         elif method != "GCN":
             truth = release.original
@@ -168,7 +170,7 @@ def cells(args):
                 for eps in [None] if method in ("GCN", "public-only") else args.epsilons:
                     r = None if method in ("GCN", "LapGraph", "EdgeRand") else rho
                     attack = method in ("GCN", "public-only") or (
-                        method == "EdgeRR" and eps in args.link_epsilons)
+                        method.startswith("EdgeRR") and eps in args.link_epsilons)
                     meta = {"key": f"edges|{ds}|{method}|{eps}|{r}|{seed}", "part": "edges",
                             "dataset": ds, "method": method, "epsilon": eps, "rho": r, **base}
                     yield meta, functools.partial(edge_cell, ds, method, eps, r, seed, args,

@@ -489,7 +489,8 @@ HETERORR_EPOCHS = 100
 HETERORR_SMOKE = dict(steps_per_node=5.0, epochs=1)
 #: heterorr_accuracy.py's parts and edge rows (table order)
 HETERORR_PARTS = ("edges", "graphs", "features")
-HETERORR_EDGE_METHODS = ("GCN", "public-only", "EdgeRR", "LapGraph", "EdgeRand")
+HETERORR_EDGE_METHODS = ("GCN", "public-only", "EdgeRR", "EdgeRR-paper-code", "LapGraph",
+                         "EdgeRand")
 #: heterorr_edges.py (Fig. 11): the releases compared and the random-walk hops
 HETERORR_FIG11_METHODS = ("EdgeRR", "public-only", "LapGraph", "EdgeRand", "empty")
 HETERORR_HOPS = 4
