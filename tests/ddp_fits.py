@@ -259,3 +259,8 @@ for ghost in (True, False):
 out["expected_std"] = Z * C / B
 with open(f"{OUT}/result-{rank}.json", "w") as fh:  # ranks share stdout
     json.dump(out, fh)
+# every rank has written its result before any leaves; then leave the process group (gloo's
+# threads otherwise can abort a finished rank at interpreter shutdown, "terminate called
+# without an active exception", and Lightning's observer then kills the other rank)
+dist.barrier()
+dist.destroy_process_group()

@@ -46,3 +46,7 @@ for name, kwargs in RUNS.items():
         torch.save({"release": list(mats), "params": [p.detach() for p in model.parameters()]},
                    OUT / f"{name}.pt")
 (OUT / f"gwldp-{dist.get_rank()}.json").write_text(json.dumps(out))
+# every rank has written its result before any leaves; then leave the process group (gloo's
+# threads otherwise can abort a finished rank at interpreter shutdown)
+dist.barrier()
+dist.destroy_process_group()
