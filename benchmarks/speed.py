@@ -82,6 +82,8 @@ LIMITS = {
 }
 #: where the fits and the hop run (``--accelerator``; children read it from the environment)
 ACCELERATOR_ENV = "DPGNN_SPEED_ACCELERATOR"
+#: the children's torch threads (``--threads``; read from the environment)
+THREADS_ENV = "DPGNN_SPEED_THREADS"
 #: FB-scale runs: benchmark name of each method
 FB_NAMES = {"GAP": "FB GAP-EDP K=2", "ProGAP": "FB ProGAP-EDP K=3", "GAP-NDP": "FB GAP-NDP D=100"}
 PRIVATE = dict(privacy="edge", epsilon=1.0, delta=1e-7, edge_unit="directed")
@@ -110,7 +112,7 @@ def child(args: list[str], timeout: float = 1800) -> tuple[dict, float]:
     """Run ``speed.py --child ARGS`` in a fresh interpreter; its JSON result and wall time."""
     import resource
 
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads()))
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
@@ -127,6 +129,11 @@ def child(args: list[str], timeout: float = 1800) -> tuple[dict, float]:
     return {**json.loads(lines[-1]), "process_cpu_s": round(cpu, 3)}, wall
 
 
+def threads() -> int:
+    """Torch threads of this run's children (``--threads``; 1 by default)."""
+    return int(os.environ.get(THREADS_ENV, "1"))
+
+
 def accelerator() -> str:
     """``"cpu"`` or ``"gpu"``: where this run's fits and hops run."""
     return os.environ.get(ACCELERATOR_ENV, "cpu")
@@ -135,6 +142,8 @@ def accelerator() -> str:
 def record(target: str, value: float, unit: str, runs: list[dict], **extra) -> None:
     if accelerator() != "cpu" and not target.startswith("import"):
         target = f"{target} [{accelerator()}]"
+    if threads() != 1 and not target.startswith("import"):
+        target = f"{target} [{threads()} threads]"
     limit = LIMITS.get(target, (None, unit))[0]
     row = {
         "target": target,
@@ -214,7 +223,7 @@ def child_import(what: str) -> dict:
 def child_school(method: str, school: str) -> dict:
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads())
     start = time.perf_counter()
     import lightning as L
 
@@ -231,7 +240,7 @@ def child_school(method: str, school: str) -> dict:
 def child_hop(dataset: str) -> dict:
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads())
     from lightning_dpgnn.data import NodeDataModule
     from lightning_dpgnn.privacy import PrivacyAccountant
     from lightning_dpgnn.privacy.aggregation import GaussianAggregation, in_adjacency
@@ -283,7 +292,7 @@ def child_hop(dataset: str) -> dict:
 def child_lpgnn(what: str) -> dict:
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads())
     _quiet()
     if what == "collect":
         from lightning_dpgnn.data import NodeDataModule
@@ -322,7 +331,7 @@ def child_fb_load(dataset: str) -> dict:
     """``load_dataset`` of the processed graph (a cache hit once built), nothing else."""
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads())
     from lightning_dpgnn.data import load_dataset
 
     start = time.perf_counter()
@@ -376,7 +385,7 @@ def _fb_ndp(dataset: str, max_degree: int = 100):
 def child_fb(method: str, dataset: str, profile: str = "") -> dict:
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads())
     start = time.perf_counter()
     import lightning as L
 
@@ -412,7 +421,7 @@ def child_scale(method: str, schools: str) -> dict:
     """Fit + test on the listed schools merged into one graph (a temporary folder of links)."""
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads())
     import lightning as L
 
     from lightning_dpgnn.data import NodeDataModule
@@ -551,9 +560,12 @@ def main() -> None:
     p.add_argument("--scale-sets", nargs="*", type=int, default=[1, 4, 16, 50])
     p.add_argument("--accelerator", default="cpu", choices=["cpu", "gpu"],
                    help="where the fits and the hop run (gpu: one device; names end in [gpu])")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads of each run (names end in [N threads] when not 1)")
     args = p.parse_args()
-    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ[ACCELERATOR_ENV] = args.accelerator
+    os.environ[THREADS_ENV] = str(args.threads)
     runners = {"import": run_import, "school": run_school, "hop": run_hop, "lpgnn": run_lpgnn,
                "fb": run_fb, "scale": run_scale}
     for target in args.targets:
