@@ -274,8 +274,15 @@ class FeatureRandomizer(ABC):
         """Closed-form variance of each entry of :meth:`perturb`'s output (shape of ``x``)."""
 
     def expected_error(self, x: torch.Tensor) -> torch.Tensor:
-        """Exact ``E|y - x|`` of each entry of :meth:`perturb`'s output (shape of ``x``)."""
-        raise NotImplementedError(f"{type(self).__name__} has no closed-form expected error")
+        """Exact ``E|y - x|`` of each entry of :meth:`perturb`'s output (shape of ``x``): here
+        for a mechanism with finitely many outputs per entry (``output_values`` and
+        ``output_probabilities``, the last axis over the outputs); the others override it."""
+        values = getattr(self, "output_values", None)
+        if values is None:
+            raise NotImplementedError(f"{type(self).__name__} has no closed-form expected error")
+        xd = self._prepare(x)
+        err = _discrete_abs_error(values(xd), self.output_probabilities(xd), xd)
+        return err.to(self._out_dtype(x))
 
     def total_epsilon(self, d: int | None = None) -> float:
         """LDP budget one call spends per row (node)."""
@@ -555,12 +562,6 @@ class Duchi(_CoordinateRandomizer):
         xd = self._prepare(x)
         ph = self._p_high(xd, xd.shape[-1])
         return torch.stack([1.0 - ph, ph], dim=-1)
-
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
-        """Exact ``E|y* - x|`` over the two outputs."""
-        xd = self._prepare(x)
-        err = _discrete_abs_error(self.output_values(xd), self.output_probabilities(xd), xd)
-        return err.to(self._out_dtype(x))
 
     def log_prob(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Exact log-probability of an output row ``y`` (values from :meth:`output_values`)."""

@@ -37,7 +37,7 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from . import random as R
-from .ldp import Bounds, Duchi, Piecewise, _CoordinateRandomizer, _coth_half, _discrete_abs_error
+from .ldp import Bounds, Duchi, Piecewise, _CoordinateRandomizer, _coth_half
 
 __all__ = ["Hybrid", "ThreeOutputs", "PMSub", "HYBRID_EPS_STAR", "three_outputs_p0"]
 
@@ -248,12 +248,6 @@ class ThreeOutputs(_CoordinateRandomizer):
         t = self._std_input(xd)
         p_zero = self._probs_std(t, d)[..., 1]
         return ((b - a) ** 2 / 4.0 * (c**2 * (1.0 - p_zero) - t**2)).to(self._out_dtype(x))
-
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
-        """Exact ``E|y* - x|`` over the three outputs."""
-        xd = self._prepare(x)
-        err = _discrete_abs_error(self.output_values(xd), self.output_probabilities(xd), xd)
-        return err.to(self._out_dtype(x))
 
     def log_prob(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Exact log-probability of an output row ``y`` (values from :meth:`output_values`)."""
