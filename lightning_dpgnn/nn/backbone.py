@@ -12,9 +12,11 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import coalesce, spmm, to_torch_csr_tensor
 
-from .mlp import make_norm
+from ..caches import TensorCache
+from .mlp import compact_features, make_norm, sparse_linear
 
 __all__ = ["GNNBackbone", "BACKBONES", "SAGE_AGGREGATIONS", "SparseAdjacency", "make_activation"]
 
@@ -129,16 +131,25 @@ class GNNBackbone(nn.Module):
     def adjacency(
         self, edge_index: torch.Tensor, num_nodes: int, *, with_transpose: bool = False
     ) -> torch.Tensor | SparseAdjacency:
-        """The graph in the fastest form :meth:`forward` takes, computed once per graph.
+        """The graph in the fastest form :meth:`forward` takes, computed once per graph
+        (:meth:`forward` converts an ``[2, E]`` edge list itself, once per edge tensor).
 
         GraphSAGE: the transposed adjacency as sparse CSR, so the mean aggregation is one sparse
         product instead of gathering an ``[edges, features]`` message tensor (4x faster on
         Cora's 1433 features; the gather would need 6 GB on Facebook page-page). Same output,
-        for graphs without repeated edges; otherwise, and for GCN/GAT, ``edge_index``.
+        for graphs without repeated edges; otherwise, and for GAT, ``edge_index``.
         ``with_transpose=True``: a :class:`SparseAdjacency` that also holds the adjacency for
         the backward pass (no CSR transpose per step: on Facebook100 Rutgers89, 1.3 M edges,
-        the transpose took 60% of an epoch).
+        the transpose took 60% of an epoch). GCN with ``with_transpose=True``: the
+        :class:`SparseAdjacency` of PyG's ``gcn_norm`` weights (self-loops added, repeated
+        edges summed), so the layer is two sparse products instead of a gather and a scatter
+        of ``[edges, hidden]`` messages (Facebook page-page, hidden 128: ~4x less per epoch);
+        without it, ``edge_index``.
         """
+        if self.backbone == "gcn" and with_transpose:
+            edges, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+            edges, weight = coalesce(edges, weight, num_nodes=num_nodes, reduce="sum")
+            return SparseAdjacency.of(edges, num_nodes, weight)
         if self.backbone != "sage" or coalesce(edge_index, num_nodes=num_nodes).size(1) != (
             edge_index.size(1)
         ):
@@ -150,6 +161,14 @@ class GNNBackbone(nn.Module):
     def layer_outputs(self, x: torch.Tensor, edge_index: torch.Tensor) -> list[torch.Tensor]:
         """The output of every layer (for jumping knowledge); the last is :meth:`forward`'s."""
         outs = []
+        if _is_edge_list(edge_index) and self.backbone != "gat":  # once per edge tensor
+            n = x.size(0)
+            edge_index = _once(_GRAPHS, edge_index, (self.backbone, n),
+                               lambda: self.adjacency(edge_index, n, with_transpose=True))
+        if not x.requires_grad and _takes_sparse(self.convs[0], edge_index):
+            compact = _once(_FEATURES, x, (), lambda: _SAME if (
+                c := compact_features(x)) is x else c)
+            x = x if compact is _SAME else compact
         for i, conv in enumerate(self.convs):
             x = _conv(conv, x, edge_index)
             if i < len(self.norms):
@@ -163,6 +182,51 @@ class GNNBackbone(nn.Module):
         return self.layer_outputs(x, edge_index)[-1]
 
 
+_GRAPHS = TensorCache("backbone graph", size=8)
+_FEATURES = TensorCache("backbone compact features", size=8)
+_SAME = object()  # cached: "the features are used as they are"
+
+
+def _once(cache: TensorCache, t: torch.Tensor, key: tuple, make):
+    """``make()``, cached for ``t`` under its in-place version and ``key``: full-batch training
+    feeds the same features and edges at every step. Inference tensors (no version counter to
+    tell an in-place change) are converted at every call."""
+    if t.is_inference():
+        return make()
+    key = (t._version, *key)
+    value = cache.get(t, key)
+    return value if value is not None else cache.put(t, key, make())
+
+
+def _takes_sparse(conv: nn.Module, edge_index: torch.Tensor | SparseAdjacency) -> bool:
+    """Whether ``_conv(conv, x, edge_index)`` computes with a CSR ``x``: GCN projects first;
+    GraphSAGE only on its narrowing sparse-adjacency paths (which project first too)."""
+    if isinstance(conv, GCNConv):
+        return True
+    return _narrowing_sage(conv) and (isinstance(edge_index, SparseAdjacency)
+                                      or _is_csr(edge_index))
+
+
+def _narrowing_sage(conv: nn.Module) -> bool:
+    """A plain mean/sum GraphSAGE layer that narrows (it projects before it aggregates)."""
+    return (
+        isinstance(conv, SAGEConv)
+        and conv.aggr in SAGE_AGGREGATIONS
+        and not conv.project
+        and not conv.normalize
+        and conv.root_weight
+        and conv.in_channels > conv.out_channels
+    )
+
+
+def _is_edge_list(edge_index: object) -> bool:
+    return isinstance(edge_index, torch.Tensor) and edge_index.layout == torch.strided
+
+
+def _is_csr(edge_index: object) -> bool:
+    return isinstance(edge_index, torch.Tensor) and edge_index.layout == torch.sparse_csr
+
+
 class SparseAdjacency:
     """A graph as two CSR matrices: ``adj_t`` (row ``i``: the in-neighbours of ``i``) for the
     aggregation and ``adj`` for its gradient, plus the in-degrees (mean aggregation)."""
@@ -171,12 +235,14 @@ class SparseAdjacency:
         self.adj_t, self.adj, self.in_degree = adj_t, adj, in_degree
 
     @classmethod
-    def of(cls, edge_index: torch.Tensor, num_nodes: int) -> SparseAdjacency:
+    def of(cls, edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None = None
+           ) -> SparseAdjacency:
+        """The graph ``edge_index`` (``j -> i`` sends ``x_j`` to ``i``, times ``weight``)."""
         size = (num_nodes, num_nodes)
         deg = torch.bincount(edge_index[1], minlength=num_nodes).clamp(min=1)
         return cls(
-            to_torch_csr_tensor(edge_index.flip(0), size=size),
-            to_torch_csr_tensor(edge_index, size=size),
+            to_torch_csr_tensor(edge_index.flip(0), weight, size=size),
+            to_torch_csr_tensor(edge_index, weight, size=size),
             deg.unsqueeze(-1).to(torch.get_default_dtype()),
         )
 
@@ -212,17 +278,11 @@ def _conv(
     (4714 KProp'd features, hidden 16) trains an epoch in about 0.4 s instead of 1.8 s on one core.
     """
     if isinstance(edge_index, SparseAdjacency):
+        if isinstance(conv, GCNConv):  # the adjacency holds gcn_norm's weights
+            out = edge_index.aggregate(sparse_linear(x, conv.lin), "sum")
+            return out if conv.bias is None else out + conv.bias
         return _sage_on(conv, x, edge_index)
-    if not (
-        isinstance(conv, SAGEConv)
-        and conv.aggr in SAGE_AGGREGATIONS
-        and not conv.project
-        and not conv.normalize
-        and conv.root_weight
-        and isinstance(edge_index, torch.Tensor)
-        and edge_index.layout == torch.sparse_csr
-        and conv.in_channels > conv.out_channels
-    ):
+    if not (_narrowing_sage(conv) and _is_csr(edge_index)):
         return conv(x, edge_index)
     lin_l, lin_r = conv.lin_l, conv.lin_r
     # one pass over the wide input for both weights: the product is memory-bound
