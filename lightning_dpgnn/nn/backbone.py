@@ -16,7 +16,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import coalesce, spmm, to_torch_csr_tensor
 
 from ..caches import TensorCache
-from .mlp import compact_features, make_norm, sparse_linear
+from .mlp import compact_features, input_linear, make_norm, sparse_linear
 
 __all__ = ["GNNBackbone", "BACKBONES", "SAGE_AGGREGATIONS", "SparseAdjacency", "make_activation"]
 
@@ -284,12 +284,18 @@ def _conv(
         return _sage_on(conv, x, edge_index)
     if not (_narrowing_sage(conv) and _is_csr(edge_index)):
         return conv(x, edge_index)
+    return _narrowing_sage_layer(conv, x, lambda left: spmm(edge_index, left, reduce=conv.aggr))
+
+
+def _narrowing_sage_layer(conv: SAGEConv, x: torch.Tensor, aggregate) -> torch.Tensor:
+    """``lin_l(aggr_j x_j) + lin_r(x)`` as ``aggr_j (x_j W_l^T) + x W_r^T`` plus the biases:
+    both weights in one pass over the wide input (the product is memory-bound), through
+    :func:`~lightning_dpgnn.nn.mlp.input_linear` (CSR features, subnormal-free gradients)."""
     lin_l, lin_r = conv.lin_l, conv.lin_r
-    # one pass over the wide input for both weights: the product is memory-bound
-    left, right = nn.functional.linear(x, torch.cat([lin_l.weight, lin_r.weight])).split(
+    left, right = input_linear(x, torch.cat([lin_l.weight, lin_r.weight])).split(
         conv.out_channels, dim=-1
     )
-    out = spmm(edge_index, left, reduce=conv.aggr) + right
+    out = aggregate(left) + right
     for lin in (lin_l, lin_r):
         if lin.bias is not None:
             out = out + lin.bias
@@ -303,10 +309,6 @@ def _sage_on(conv: SAGEConv, x: torch.Tensor, adj: SparseAdjacency) -> torch.Ten
         SAGE_AGGREGATIONS
     ):
         raise ValueError("SparseAdjacency supports plain mean/sum GraphSAGE layers only")
-    lin_l, lin_r = conv.lin_l, conv.lin_r
     if conv.in_channels > conv.out_channels:
-        left = nn.functional.linear(x, lin_l.weight)
-        out = adj.aggregate(left, conv.aggr) + (lin_l.bias if lin_l.bias is not None else 0)
-    else:
-        out = lin_l(adj.aggregate(x, conv.aggr))
-    return out + lin_r(x)
+        return _narrowing_sage_layer(conv, x, lambda left: adj.aggregate(left, conv.aggr))
+    return conv.lin_l(adj.aggregate(x, conv.aggr)) + conv.lin_r(x)

@@ -76,3 +76,49 @@ def test_sparse_linear_matches_dense_linear_in_output_and_every_parameter_gradie
     from lightning_dpgnn.nn.mlp import _TRANSPOSED
 
     torch.testing.assert_close(_TRANSPOSED.get(xc, xc._version).to_dense(), x.t())
+
+
+def subnormal_grad(n: int, width: int, seed: int = 2) -> torch.Tensor:
+    """An output gradient like a saturated softmax's: normal entries and ~5% subnormal ones."""
+    g = torch.Generator().manual_seed(seed)
+    grad = torch.randn(n, width, generator=g) * 1e-6
+    return torch.where(torch.rand(n, width, generator=g) < 0.05, torch.tensor(3e-39), grad)
+
+
+def test_wide_dense_inputs_get_weight_gradients_without_subnormal_terms():
+    """Through ``sparse_linear``, ``input_linear``, an ``MLP`` and a GraphSAGE backbone, a wide
+    dense input's weight gradient is ``(grad with subnormals zeroed)^T @ x``: exactly what
+    flush-to-zero computes; a narrow input's gradient is left as it is."""
+    from lightning_dpgnn.nn.backbone import GNNBackbone
+    from lightning_dpgnn.nn.mlp import WIDE_INPUT, input_linear, sparse_linear
+
+    tiny = torch.finfo(torch.float32).tiny
+    for width in (WIDE_INPUT, 64):
+        x = torch.randn(40, width)
+        layer = torch.nn.Linear(width, 8)
+        grad = subnormal_grad(40, 8)
+        assert bool(((grad.abs() < tiny) & (grad != 0)).any())
+        flushed = grad.masked_fill(grad.abs() < tiny, 0.0)
+        want = (flushed if width >= WIDE_INPUT else grad).t() @ x
+        for out in (sparse_linear(x, layer), input_linear(x, layer.weight, layer.bias)):
+            layer.zero_grad()
+            out.backward(grad)
+            assert torch.equal(layer.weight.grad, want), width
+    mlp = MLP(WIDE_INPUT, 8, layers=1)
+    x = torch.randn(40, WIDE_INPUT)
+    mlp(x).backward(subnormal_grad(40, 8))
+    grad = subnormal_grad(40, 8)
+    assert torch.equal(mlp.net[0].weight.grad, grad.masked_fill(grad.abs() < tiny, 0).t() @ x)
+    # GraphSAGE projects first: both weights' gradients come from the flushed product
+    ei = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]])
+    body = GNNBackbone("sage", WIDE_INPUT, 8, 8, layers=1)
+    hooked = []
+    real = torch.Tensor.register_hook
+    torch.Tensor.register_hook = lambda t, fn: hooked.append(fn) or real(t, fn)
+    try:
+        body(torch.randn(4, WIDE_INPUT), ei).sum().backward()
+    finally:
+        torch.Tensor.register_hook = real
+    assert len(hooked) == 1
+    assert torch.equal(hooked[0](torch.tensor([3e-39, 1e-6, -3e-39])),
+                       torch.tensor([0.0, 1e-6, 0.0]))
