@@ -9,7 +9,8 @@ methods interleaved, so both sides see the same load. Each row: whole-process wa
 (subprocess start to exit, from this parent) and CPU time, fit + test in process, peak RSS
 (``ru_maxrss`` of the child), test accuracy, the 1-minute load average before and after.
 
-* **ours**: ``speed.py``'s in-process measurement (:func:`speed.child_school`: ``Trainer.fit``
+* **ours**: ``speed.py``'s in-process measurement, run as it runs it (``speed.py --child
+  school METHOD SCHOOL MODEL_KWARGS``, its ``child_school``: ``Trainer.fit``
   + ``Trainer.test``, which include the datamodule's setup: the processed-graph cache load,
   class filter and split) with the papers' model (``label_counts=False``; ``speed.py`` keeps
   today's default, label counts on);
@@ -24,7 +25,9 @@ batch norm, dropout 0, Adam at lr 0.01 without weight decay, full batch; 100 enc
 classifier epochs (GAP), 100 epochs per stage (ProGAP). Differences: the reference runs its
 whole default pipeline (its split and class filter are computed once, when its processed cache
 is built; ours on every fit, inside the timed fit); each side selects its model on validation
-accuracy its own way. ``--epochs N`` (development, smoke) sets every epoch count of both sides.
+accuracy its own way; the reference's split is drawn once, when its processed cache is built
+(the warm-up run, ``--seed``), its initialisation and noise by ``--seed`` + repeat.
+``--epochs N`` (development, smoke) sets every epoch count of both sides.
 
 **The reference runs offline, unmodified**, from ``git archive`` of the mirror
 (``/work/.mirror/sisaman+ProGAP/repo``, ``$DPGNN_REFERENCE_MIRROR``) extracted under ``--work``.
@@ -176,20 +179,6 @@ def _max_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child_ours(method: str, school: str, epochs: str) -> dict:
-    """``speed.py``'s school measurement with the papers' model (``label_counts=False``) and,
-    given ``epochs``, that many epochs of every phase."""
-    import speed
-
-    kw: dict = {"label_counts": False}
-    if epochs:
-        e = int(epochs)
-        kw.update(dict(encoder_epochs=e, classifier_epochs=e) if method == "GAP"
-                  else dict(epochs_per_stage=e))  # fmt: skip
-    speed._make = partial(speed._make, **kw)  # child_school builds its model with _make(method)
-    return speed.child_school(method, school)
-
-
 def _never(name: str):
     """A function that raises when called: a stand-in off the timed path."""
 
@@ -321,27 +310,39 @@ def child_reference(
     }
 
 
-CHILDREN = {"ours": child_ours, "reference": child_reference}
+CHILDREN = {"reference": child_reference}
+SPEED = HERE.with_name("speed.py")
 
 
-def spawn(python: str, args: list[str], timeout: float) -> dict:
-    """``reference_speed.py --child ARGS`` in a fresh interpreter: its result, the whole
-    process's wall and CPU time, the load average before and after."""
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), env.get("PYTHONPATH")]))
+def ours_command(method: str, school: str, epochs: str) -> list[str]:
+    """``speed.py``'s school measurement (its ``--child school``) with the papers' model
+    (``label_counts=False``) and, given ``epochs``, that many epochs of every phase."""
+    kw: dict = {"label_counts": False}
+    if epochs:
+        e = int(epochs)
+        kw.update(dict(encoder_epochs=e, classifier_epochs=e) if method == "GAP"
+                  else dict(epochs_per_stage=e))  # fmt: skip
+    return [sys.executable, str(SPEED), "--child", "school", method, school, json.dumps(kw)]
+
+
+def spawn(command: list[str], marker: str, timeout: float) -> dict:
+    """Run ``command`` (a fresh interpreter, one thread): the JSON of its last stdout line that
+    starts with ``marker``, the whole process's wall and CPU time, the load average before and
+    after."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", DPGNN_SPEED_THREADS="1",
+               DPGNN_SPEED_ACCELERATOR="cpu")  # fmt: skip
     before, used = os.getloadavg(), resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([python, str(HERE), "--child", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout)  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(marker)]
     if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"child {args[:2]} failed:\n{proc.stdout[-3000:]}\n"
+        raise RuntimeError(f"{command[1:5]} failed:\n{proc.stdout[-3000:]}\n"
                            f"{proc.stderr[-4000:]}")  # fmt: skip
     cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
     return {
-        **json.loads(lines[-1][len(MARK) :]),
+        **json.loads(lines[-1].removeprefix(MARK)),
         "process_s": wall,
         "process_cpu_s": cpu,
         "load_before": [round(v, 2) for v in before],
@@ -364,7 +365,9 @@ def main() -> None:
         default=None,
         help="every epoch count of both sides (default: their defaults, 100)",
     )
-    p.add_argument("--seed", type=int, default=0, help="the reference's --seed (ours: 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the reference's --seed of repeat 0 (repeat i: seed + i; ours: "
+                        "speed.py's seed 0 and OS-entropy noise)")  # fmt: skip
     p.add_argument("--work", type=Path, default=None,
                    help="the reference's copy, stand-ins and processed data (default: "
                         "$TMPDIR/dpgnn-reference-speed)")  # fmt: skip
@@ -389,36 +392,26 @@ def main() -> None:
     out = args.out or OUT
     epochs = "" if args.epochs is None else str(args.epochs)
 
-    def run(side: str, method: str, e: str) -> dict:
-        if side == "ours":
-            return spawn(sys.executable, ["ours", method, args.school, e], args.timeout)
-        return spawn(
-            ref["python"],
-            [
-                "reference",
-                ref["src"],
-                ref["standins"],
-                ref["data_dir"],
-                method,
-                args.school,
-                e,
-                str(args.seed),
-            ],
-            args.timeout,
-        )
+    def run(side: str, method: str, e: str, seed: int) -> dict:
+        if side == "ours":  # speed.py's child prints its JSON line as is
+            return spawn(ours_command(method, args.school, e), "{", args.timeout)
+        child = [ref["src"], ref["standins"], ref["data_dir"], method, args.school, e, str(seed)]
+        return spawn([ref["python"], str(HERE), "--child", "reference", *child], MARK,
+                     args.timeout)  # fmt: skip
 
     if not args.no_warmup:  # the processed caches of both sides, not timed
         for side in ("ours", "reference"):
-            run(side, args.methods[0], "1")
+            run(side, args.methods[0], "1", args.seed)
     invocation = time.strftime("%Y-%m-%d %H:%M:%S")
     for repeat in range(args.repeats):
         order = ("ours", "reference") if repeat % 2 == 0 else ("reference", "ours")
         for method in args.methods:
             for position, side in enumerate(order):
-                out_row = run(side, method, epochs)
+                out_row = run(side, method, epochs, args.seed + repeat)
                 append(out, {
                     "invocation": invocation, "method": method, "side": side,
                     "repeat": repeat, "position": position, "school": args.school,
+                    "reference_seed": args.seed + repeat,
                     "epochs": args.epochs, **out_row,
                     "reference_commit": ref["commit"], "time": time.strftime("%Y-%m-%d %H:%M:%S"),
                     "command": command_line(), "revision": code_revision(),

@@ -33,6 +33,8 @@ parity          reference_parity.jsonl                        reference_parity.m
                                                               docs/progap.md LABEL-COUNTS
 speed           speed.jsonl                                   speed.md,
                                                               docs/img/performance_scale.png
+reference_speed reference_speed.jsonl                         reference_speed.md (none
+                                                              without rows)
 ddp             ddp.jsonl                                     ddp.md
 degree_bound    honest_degree_bound.jsonl (+ progap rows)     honest_degree_bound.md
 audit_power     audit_power.jsonl                             audit_power.md
@@ -1652,6 +1654,7 @@ def reference_speed_table(path: Path) -> str:
     latest = [r for r in rows if r["invocation"] == rows[-1]["invocation"]]
     first = latest[0]
     epochs = "their defaults" if first["epochs"] is None else f"{first['epochs']} (not a result)"
+    deltas = ", ".join(sorted({f"{r['ref_delta']:g}" for r in latest if r["side"] == "reference"}))
     lines = [
         "# Side by side with the authors' GAP/ProGAP code (issue 32)",
         "",
@@ -1659,7 +1662,8 @@ def reference_speed_table(path: Path) -> str:
         "",
         f"Command: `{first['command']}`; the reference at commit {first['reference_commit'][:12]} "
         f"({first['reference_python']}), {first['school']}, epochs: {epochs}, one thread, "
-        f"paired ABBA runs started {first['invocation']}.",
+        f"paired ABBA runs started {first['invocation']}; the reference's delta (its `auto`): "
+        f"{deltas}.",
         "",
         "Medians over the runs; `fit+test` is in process (ours: `Trainer.fit` + `test`, with the "
         "datamodule's setup; the reference: its `method.run`, from the loaded graph), `process` "
