@@ -123,6 +123,8 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
         ("progap_scale", [script("progap_scale", "--smoke", "--out", f"{r}/scale.jsonl")], False),
         ("reference_parity", [script("reference_parity", "--smoke", "--out", f"{r}/p.jsonl")],
          True),
+        ("reference_speed", [script("reference_speed", "--smoke", "--out",
+                                    f"{r}/reference_speed_smoke.jsonl")], True),
         ("speed", [script("speed", "--targets", "import", "hop", "--repeats", "1",
                           "--hop-dataset", "random:2000:20000")], False),
         ("common", [script("common", "fold", f"{r}/gap_smoke_copy.jsonl",

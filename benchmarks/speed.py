@@ -220,7 +220,9 @@ def child_import(what: str) -> dict:
     return {"import_s": time.perf_counter() - start, "rss_mib": _max_rss_mib()}
 
 
-def child_school(method: str, school: str) -> dict:
+def child_school(method: str, school: str, model_kwargs: str = "{}") -> dict:
+    """``model_kwargs``: a JSON object of keyword arguments of the model (``reference_speed.py``:
+    the papers' model, fewer epochs)."""
     import torch
 
     torch.set_num_threads(threads())
@@ -233,7 +235,7 @@ def child_school(method: str, school: str) -> dict:
     _quiet()
     L.seed_everything(0, verbose=False)
     dm = NodeDataModule(f"facebook100/{school}", target="year", min_class_size=1000, seed=0)
-    out = _fit_test(_make(method), dm)
+    out = _fit_test(_make(method, **json.loads(model_kwargs)), dm)
     return {**out, "import_s": imported, "rss_mib": _max_rss_mib()}
 
 

@@ -33,6 +33,8 @@ parity          reference_parity.jsonl                        reference_parity.m
                                                               docs/progap.md LABEL-COUNTS
 speed           speed.jsonl                                   speed.md,
                                                               docs/img/performance_scale.png
+reference_speed reference_speed.jsonl                         reference_speed.md (none
+                                                              without rows)
 ddp             ddp.jsonl                                     ddp.md
 degree_bound    honest_degree_bound.jsonl (+ progap rows)     honest_degree_bound.md
 audit_power     audit_power.jsonl                             audit_power.md
@@ -1645,6 +1647,74 @@ def speed(path: Path | None = None, doc: bool = True, plot: bool = True) -> str:
     return md
 
 
+def reference_speed_table(path: Path) -> str:
+    """``results/reference_speed.md``: medians of the latest invocation of
+    ``reference_speed.py``, per method and side, and the ratios reference / ours."""
+    rows = load_rows(path)
+    latest = [r for r in rows if r["invocation"] == rows[-1]["invocation"]]
+    first = latest[0]
+    epochs = "their defaults" if first["epochs"] is None else f"{first['epochs']} (not a result)"
+    deltas = ", ".join(sorted({f"{r['ref_delta']:g}" for r in latest if r["side"] == "reference"}))
+    lines = [
+        "# Side by side with the authors' GAP/ProGAP code (issue 32)",
+        "",
+        made_by("reference_speed", [path.name], latest),
+        "",
+        f"Command: `{first['command']}`; the reference at commit {first['reference_commit'][:12]} "
+        f"({first['reference_python']}), {first['school']}, epochs: {epochs}, one thread, "
+        f"paired ABBA runs started {first['invocation']}; the reference's delta (its `auto`): "
+        f"{deltas}.",
+        "",
+        "Medians over the runs; `fit+test` is in process (ours: `Trainer.fit` + `test`, with the "
+        "datamodule's setup; the reference: its `method.run`, from the loaded graph), `process` "
+        "the whole process from the parent, `CPU` its CPU time. `ratio` = reference / ours "
+        "(above 1: ours is faster). `load` is the 1-minute load average before the runs (min-max; "
+        "2 cores: above ~1 another job shares the machine).",
+        "",
+        "| method | side | runs | fit+test (s) | process (s) | process CPU (s) | peak RSS (MiB) "
+        "| test acc (%) | load before | load after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def med(rs: list[dict], key: str) -> float:
+        return float(statistics.median(r[key] for r in rs))
+
+    ratios = []
+    for method in dict.fromkeys(r["method"] for r in latest):
+        sides = {s: [r for r in latest if r["method"] == method and r["side"] == s]
+                 for s in ("ours", "reference")}
+        for side, rs in sides.items():
+            if not rs:
+                continue
+            before = [r["load_before"][0] for r in rs]
+            after = [r["load_after"][0] for r in rs]
+            acc = [100 * r["test_acc"] for r in rs]
+            lines.append(
+                f"| {method} | {side} | {len(rs)} | {med(rs, 'fit_test_s'):.2f} | "
+                f"{med(rs, 'process_s'):.2f} | {med(rs, 'process_cpu_s'):.2f} | "
+                f"{med(rs, 'rss_mib'):.0f} | {statistics.mean(acc):.1f} | "
+                f"{min(before):g}-{max(before):g} | {min(after):g}-{max(after):g} |")
+        if all(sides.values()):
+            ours, ref = sides["ours"], sides["reference"]
+            ratios.append(
+                f"| {method} | {med(ref, 'fit_test_s') / med(ours, 'fit_test_s'):.2f} | "
+                f"{med(ref, 'process_s') / med(ours, 'process_s'):.2f} | "
+                f"{med(ref, 'process_cpu_s') / med(ours, 'process_cpu_s'):.2f} |")
+    lines += ["", "| method | fit+test ratio | process ratio | process CPU ratio |",
+              "|---|---|---|---|", *ratios]
+    return "\n".join(lines) + "\n"
+
+
+def reference_speed(path: Path | None = None, doc: bool = True) -> str:
+    """``results/reference_speed.md`` (nothing without rows)."""
+    path = path or RESULTS / "reference_speed.jsonl"
+    if not path.exists():
+        return ""
+    md = reference_speed_table(path)
+    path.with_suffix(".md").write_text(md)
+    return md
+
+
 # == DDP (docs/distributed.md) ================================================================
 DDP_NOTE = (
     "On a machine shared with other jobs, N processes also get N shares of the contended "
@@ -2261,6 +2331,7 @@ TABLES = {
     "heterorr_feature_error": heterorr_feature_error,
     "heterorr_edges": heterorr_edges,
     "heterorr_accuracy": heterorr_accuracy,
+    "reference_speed": reference_speed,
 }
 
 
