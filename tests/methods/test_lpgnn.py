@@ -201,7 +201,7 @@ def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(ldp_dm, make_
     for flag in (True, False):
         models[flag] = LPGNN(x_eps=0.5, y_eps=1.0, x_steps=2, standardize=flag, noise_seed=0)
         make_trainer(max_epochs=1).fit(models[flag], ldp_dm)
-    h, raw = models[True].server_view()["h"], models[False].server_view()["h"]
+    h, raw = models[True].server_view()["h"], models[False].server_view()["h"].dense()
     assert raw.abs().max() > 10  # the rectifier scales codes by ~ d coth(eps/2)/2 (eq. 3.10)
     assert torch.allclose(h.mean(0), torch.zeros(h.size(1)), atol=1e-4)
     assert torch.allclose(h.std(0), torch.ones(h.size(1)), atol=1e-4)
