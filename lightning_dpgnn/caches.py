@@ -2,7 +2,8 @@
 
 Some derived forms are costly and reused many times: the CSR ``A^T`` of an edge index (every hop
 of a fit), the range check of its node ids, the CSR transpose of sparse features (every
-backward), a GNN backbone's sparse adjacency and CSR features (every full-batch step). They are kept in a :class:`TensorCache` keyed by the tensor's identity and a key
+backward), a GNN backbone's sparse adjacency and CSR features (every full-batch step).
+They are kept in a :class:`TensorCache` keyed by the tensor's identity and a key
 (its in-place version, the node count, ...), never stored on the tensor itself: an entry goes
 when its tensor is freed, the caches are bounded, and :func:`clear_caches` empties every one
 (``PrivateModule`` calls it when a fit ends).

@@ -35,7 +35,7 @@ from torch_geometric.data import Data
 
 from .._deprecation import renamed
 from ..nn.backbone import GNNBackbone, check_backbone
-from ..nn.kprop import KProp, check_steps
+from ..nn.kprop import KProp, PropagatedCodes, check_steps
 from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
 from .base import accuracy
 from .local import LocallyPrivateModule
@@ -178,14 +178,14 @@ class LPGNN(LocallyPrivateModule):
             graph = self._graph_or_error(data)
             c = self.collection()
             ei = graph.edge_index.to(self.device)
-            h = self._propagated(self.received_features(), ei)  # line 14
+            h = self._server_features(c, ei, graph.num_nodes)  # line 14
             noisy = c.labels.to(self.device)
             y_one_hot = self._labelled_one_hot(noisy, c.label_mask.to(self.device))
             y_prop = self.y_prop(y_one_hot, ei)  # line 15
             self._view = {
                 "h": h,
                 "edge_index": ei,
-                "adj": self.net.adjacency(ei, graph.num_nodes),  # the backbone's graph input
+                "adj": self.net.adjacency(ei, graph.num_nodes, with_transpose=True),
                 "y_noisy": noisy,
                 "labelled": c.label_mask.to(self.device),
                 "y_tilde": y_prop.argmax(-1),
@@ -193,6 +193,18 @@ class LPGNN(LocallyPrivateModule):
                 "has_y_tilde": y_prop.sum(-1) > 0,
             }
         return self._view
+
+    def _server_features(self, collection, edge_index: torch.Tensor, num_nodes: int
+                         ) -> torch.Tensor | PropagatedCodes:
+        """``h`` of line 14. Multi-bit codes without ``standardize`` stay factored
+        (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`: the network's first product runs on
+        the sparse codes; the same ``h``), otherwise the dense KProp of the features."""
+        factors = None if self.hparams.standardize else self.collector.affine_codes(collection)
+        if factors is None:
+            return self._propagated(self.received_features(), edge_index)
+        codes, scale, offset = (t.to(self.device) for t in factors)
+        return PropagatedCodes(codes, scale, offset,
+                               self.x_prop.adjacency(edge_index, num_nodes), self.x_prop.steps)
 
     def _propagated(self, features: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """``h``: KProp of the rectified features, column z-scored when ``standardize``
@@ -247,7 +259,7 @@ class LPGNN(LocallyPrivateModule):
         ei = graph.edge_index
         h = self._propagated(features, ei)
         with self.net.on_new_graph():
-            return self(h, self.net.adjacency(ei, graph.num_nodes))
+            return self(h, self.net.adjacency(ei, graph.num_nodes, with_transpose=True))
 
     def _labelled_one_hot(self, labels: torch.Tensor, labelled: torch.Tensor) -> torch.Tensor:
         """One-hot ``y'`` for labelled nodes, the zero vector elsewhere (Alg. 4 line 9)."""

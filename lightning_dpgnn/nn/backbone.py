@@ -16,7 +16,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import coalesce, spmm, to_torch_csr_tensor
 
 from ..caches import TensorCache
-from .mlp import compact_features, input_linear, make_norm, sparse_linear
+from .mlp import compact_features, input_linear, make_norm
 
 __all__ = ["GNNBackbone", "BACKBONES", "SAGE_AGGREGATIONS", "SparseAdjacency", "make_activation"]
 
@@ -165,7 +165,9 @@ class GNNBackbone(nn.Module):
             n = x.size(0)
             edge_index = _once(_GRAPHS, edge_index, (self.backbone, n),
                                lambda: self.adjacency(edge_index, n, with_transpose=True))
-        if not x.requires_grad and _takes_sparse(self.convs[0], edge_index):
+        if not isinstance(x, torch.Tensor):  # factored features (nn.kprop.PropagatedCodes)
+            x = x if _takes_sparse(self.convs[0], edge_index) else x.dense()
+        elif not x.requires_grad and _takes_sparse(self.convs[0], edge_index):
             compact = _once(_FEATURES, x, (), lambda: _SAME if (
                 c := compact_features(x)) is x else c)
             x = x if compact is _SAME else compact
@@ -279,7 +281,7 @@ def _conv(
     """
     if isinstance(edge_index, SparseAdjacency):
         if isinstance(conv, GCNConv):  # the adjacency holds gcn_norm's weights
-            out = edge_index.aggregate(sparse_linear(x, conv.lin), "sum")
+            out = edge_index.aggregate(input_linear(x, conv.lin.weight, conv.lin.bias), "sum")
             return out if conv.bias is None else out + conv.bias
         return _sage_on(conv, x, edge_index)
     if not (_narrowing_sage(conv) and _is_csr(edge_index)):

@@ -147,7 +147,10 @@ def input_linear(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` in the fast forms of :func:`sparse_linear`, for a weight
-    that is not one module's (e.g. two layers' weights stacked for one pass over ``x``)."""
+    that is not one module's (e.g. two layers' weights stacked for one pass over ``x``), or
+    for features kept factored (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`)."""
+    if not isinstance(x, torch.Tensor):
+        return x.linear(weight, bias)
     if x.layout == torch.sparse_csr and not x.requires_grad:
         return _SparseLinear.apply(x, weight, bias)
     return flush_subnormal_grad(nn.functional.linear(x, weight, bias), x)

@@ -960,13 +960,18 @@ class MultiBit(FeatureRandomizer):
             raise ValueError("multibit: codes must contain only -1, 0 and 1")
         return self._rectify64(codes).to(dtype or torch.get_default_dtype())
 
-    def _rectify64(self, codes: torch.Tensor) -> torch.Tensor:
-        d = codes.shape[-1]
-        cd = codes.to(torch.float64)
-        a, b = self._bounds(cd)
+    def rectifier(self, d: int, device: torch.device | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(scale, offset)``, ``[d]`` float64 vectors with ``rectify(codes) = codes * scale
+        + offset`` (eq. 3.10): the rectified features are an affine map of the sparse codes."""
+        a, b = self._bounds(torch.empty(d, dtype=torch.float64, device=device))
         m = self.resolve_m(d)
-        factor = d * (b - a) / (2.0 * m) * _coth_half(self.epsilon / m)
-        return factor * cd + (a + b) / 2.0
+        scale = d * (b - a) / (2.0 * m) * _coth_half(self.epsilon / m)
+        return scale.expand(d).clone(), ((a + b) / 2.0).expand(d).clone()
+
+    def _rectify64(self, codes: torch.Tensor) -> torch.Tensor:
+        scale, offset = self.rectifier(codes.shape[-1], codes.device)
+        return codes.to(torch.float64) * scale + offset
 
     def _perturb_rows(self, x, d, generator):
         """``rectify(encode(x))`` on a chunk of rows: the unbiased estimate (Prop. 1)."""

@@ -342,6 +342,18 @@ class LocalCollector:
             )
         return rnd.rectify(codes, torch.float32)
 
+    def affine_codes(
+        self, collection: LocalCollection
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """``(codes, scale, offset)`` with ``features(collection) = codes * scale + offset``
+        when the features are multi-bit codes (``m`` non-zeros per row: sparse), else ``None``.
+        A server that multiplies the features by a weight can then multiply the sparse codes
+        (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`); post-processing, no budget."""
+        if collection.encoding != "codes" or not isinstance(self._randomizer, MultiBit):
+            return None
+        scale, offset = self._randomizer.rectifier(collection.num_features)
+        return collection.payload, scale, offset
+
     def __repr__(self) -> str:
         return (
             f"LocalCollector(x_eps={self.x_eps}, y_eps={self.y_eps}, "
