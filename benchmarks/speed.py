@@ -465,17 +465,24 @@ def run_import(args) -> None:
         record(name, median([r["import_s"] for r in runs]), "s", runs)
 
 
+#: the school-scale runs: name -> (method, model keyword arguments)
+SCHOOL_RUNS = {"ProGAP": ("ProGAP", {}), "GAP": ("GAP", {}),
+               "ProGAP-LW": ("ProGAP", {"training": "layerwise"})}
+SCHOOL_NAMES = {"ProGAP": "ProGAP K=3", "GAP": "GAP K=2", "ProGAP-LW": "ProGAP K=3 layerwise"}
+
+
 def run_school(args) -> None:
-    runs: dict[str, list[dict]] = {"ProGAP": [], "GAP": []}
+    runs: dict[str, list[dict]] = {name: [] for name in args.school_runs}
     for _ in range(args.repeats):
-        for method in runs:  # interleaved, so both see the same load
+        for name in runs:  # interleaved, so all see the same load
+            method, kwargs = SCHOOL_RUNS[name]
             before = load()
-            out, wall = child(["school", method, args.school])
-            runs[method].append({**out, "process_s": wall, "load": before})
-            print(f"  {method}: {out['fit_test_s']:.2f} s fit+test, {wall:.2f} s process, "
+            out, wall = child(["school", method, args.school, json.dumps(kwargs)])
+            runs[name].append({**out, "process_s": wall, "load": before})
+            print(f"  {name}: {out['fit_test_s']:.2f} s fit+test, {wall:.2f} s process, "
                   f"{out['rss_mib']:.0f} MiB, load {before}", flush=True)
     for method, rs in runs.items():
-        name = "ProGAP K=3" if method == "ProGAP" else "GAP K=2"
+        name = SCHOOL_NAMES[method]
         extra = {"school": args.school}
         record(f"{name} fit+test", median([r["fit_test_s"] for r in rs]), "s", rs, **extra)
         record(f"{name} fit+test CPU", median([r["fit_test_cpu_s"] for r in rs]), "s", rs,
@@ -548,6 +555,8 @@ def main() -> None:
                    choices=TARGETS)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--school", default="Rutgers89")
+    p.add_argument("--school-runs", nargs="+", default=["ProGAP", "GAP"], choices=SCHOOL_RUNS,
+                   help="school-scale fits, interleaved (ProGAP-LW: training='layerwise')")
     p.add_argument("--hop-dataset", default="facebook100/Rutgers89")
     p.add_argument("--fb-dataset", default="facebook100/all")
     p.add_argument("--fb-methods", nargs="*", default=list(FB_NAMES), choices=list(FB_NAMES))
