@@ -173,7 +173,8 @@ class LPGNN(LocallyPrivateModule):
         return graph
 
     def server_view(self, data: Data | None = None) -> dict[str, torch.Tensor]:
-        """``h`` (KProp of the rectified features), ``y'`` and ``y~`` with their masks."""
+        """``h`` (KProp of the rectified features: a ``PropagatedCodes`` for multi-bit codes,
+        whose ``dense()`` is the matrix), ``y'`` and ``y~`` with their masks."""
         if self._view is None:
             graph = self._graph_or_error(data)
             c = self.collection()
@@ -196,15 +197,17 @@ class LPGNN(LocallyPrivateModule):
 
     def _server_features(self, collection, edge_index: torch.Tensor, num_nodes: int
                          ) -> torch.Tensor | PropagatedCodes:
-        """``h`` of line 14. Multi-bit codes without ``standardize`` stay factored
+        """``h`` of line 14. Multi-bit codes stay factored
         (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`: the network's first product runs on
-        the sparse codes; the same ``h``), otherwise the dense KProp of the features."""
-        factors = None if self.hparams.standardize else self.collector.affine_codes(collection)
+        the sparse codes; the same ``h``, z-scored when ``standardize``), other features give
+        the dense KProp."""
+        factors = self.collector.affine_codes(collection)
         if factors is None:
             return self._propagated(self.received_features(), edge_index)
         codes, scale, offset = (t.to(self.device) for t in factors)
-        return PropagatedCodes(codes, scale, offset,
-                               self.x_prop.adjacency(edge_index, num_nodes), self.x_prop.steps)
+        h = PropagatedCodes(codes, scale, offset,
+                            self.x_prop.adjacency(edge_index, num_nodes), self.x_prop.steps)
+        return h.standardize() if self.hparams.standardize else h
 
     def _propagated(self, features: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """``h``: KProp of the rectified features, column z-scored when ``standardize``

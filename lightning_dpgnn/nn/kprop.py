@@ -164,6 +164,8 @@ class PropagatedCodes:
         self.dtype, self.device = torch.float32, codes.device
         self._reach = self.propagate(torch.ones(self.shape[0], 1, device=self.device))  # A^K 1
         self._dense: torch.Tensor | None = None
+        #: the column z-score ``(1 / std, -mean / std)`` (:meth:`standardize`)
+        self._z: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def size(self, dim: int | None = None):
         return self.shape if dim is None else self.shape[dim]
@@ -178,14 +180,28 @@ class PropagatedCodes:
         return h
 
     def linear(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """``h @ weight.T + bias`` from the factors."""
-        out = self.propagate(input_linear(self.codes, weight * self.scale))
-        out = out + self._reach * (weight @ self.offset)
+        """``h @ weight.T + bias`` from the factors (and the column z-score, if any)."""
+        w = weight if self._z is None else weight * self._z[0]
+        out = self.propagate(input_linear(self.codes, w * self.scale))
+        out = out + self._reach * (w @ self.offset)
+        if self._z is not None:
+            out = out + weight @ self._z[1]
         return out if bias is None else out + bias
 
     def dense(self) -> torch.Tensor:
         """``h`` as a dense matrix (computed once)."""
         if self._dense is None:
             with torch.no_grad():
-                self._dense = self.propagate(self.codes.to_dense() * self.scale + self.offset)
+                h = self.propagate(self.codes.to_dense() * self.scale + self.offset)
+                self._dense = h if self._z is None else h * self._z[0] + self._z[1]
         return self._dense
+
+    def standardize(self) -> PropagatedCodes:
+        """Column z-score ``(h - mean) / std`` (LPGNN's ``standardize``), kept factored as
+        ``h diag(1/std) - 1 (mean/std)^T``; the statistics come from the dense ``h`` once."""
+        if self._z is not None:
+            raise RuntimeError("already standardized")
+        h = self.dense()
+        std = h.std(0).clamp_min(1e-12)
+        self._z, self._dense = (1.0 / std, -h.mean(0) / std), None
+        return self
