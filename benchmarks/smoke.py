@@ -125,6 +125,8 @@ def steps(tmp: Path) -> list[tuple[str, list[list[str]], bool]]:
          True),
         ("reference_speed", [script("reference_speed", "--smoke", "--out",
                                     f"{r}/reference_speed_smoke.jsonl")], True),
+        ("minibatch_lever", [script("minibatch_lever", "--smoke", "--out",
+                                    f"{r}/minibatch_smoke.jsonl")], False),
         ("speed", [script("speed", "--targets", "import", "hop", "--repeats", "1",
                           "--hop-dataset", "random:2000:20000")], False),
         ("common", [script("common", "fold", f"{r}/gap_smoke_copy.jsonl",

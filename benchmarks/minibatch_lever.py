@@ -1,0 +1,159 @@
+"""Issue 32's mini-batch lever, measured: GAP's modules after the private aggregation (and its
+encoder) trained on shuffled mini-batches of their rows instead of one full batch.
+
+At edge level every stage of GAP trains on rows that are post-processing of the release (the
+cached noisy aggregates) or carry no edge at all (the encoder on the node's own features), so
+the batch size is free of privacy cost; what it changes is how many optimizer steps an epoch
+gives, and so how many epochs reach a given accuracy. The library trains these stages full
+batch; this study swaps in a shuffled mini-batch loader for the full-batch one
+(``RowTrainingMixin.rows_loader``, patched here only) and measures, on Facebook100 Rutgers89
+(the protocol of ``reference_parity.py``: target year, classes >= 1000 nodes, 75/10/15,
+edge epsilon 1, delta 1e-7, directed unit; split seed = weight seed = the row's seed, noise
+from the OS), fit + test wall time (one thread, the settings alternated within each seed)
+and test accuracy:
+
+* ``full-100``: the library's default, one full batch, 100 + 100 epochs;
+* ``b{B}-{E}``: batches of ``B`` rows (``--batch-size``), ``E`` epochs per stage
+  (``--epochs``, default 100 and 25).
+
+Rows go to ``results/minibatch_lever.jsonl``; the table (mean and 95% bootstrap CI over
+seeds, median time) to ``results/minibatch_lever.md`` and docs/performance.md.
+
+    OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets python benchmarks/minibatch_lever.py
+    python benchmarks/minibatch_lever.py --smoke --out /tmp/m.jsonl   # csbm, one seed
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+from pathlib import Path
+
+import settings as S
+from common import (
+    RESULTS,
+    add_smoke_flag,
+    bootstrap_ci,
+    load_rows,
+    quiet,
+    quiet_trainer,
+    run_cells,
+)
+
+OUT = RESULTS / "minibatch_lever.jsonl"
+PRIVATE = dict(privacy="edge", epsilon=1.0, delta=1e-7, edge_unit="directed",
+               label_counts=False)
+
+
+@contextlib.contextmanager
+def minibatches(batch_size: int | None, seed: int):
+    """Full-batch stages train on shuffled batches of ``batch_size`` rows (``None``: as is)."""
+    import torch
+
+    from lightning_dpgnn.methods.rows import RowTrainingMixin
+    from lightning_dpgnn.privacy.dpsgd import _identity, _Rows
+
+    full = RowTrainingMixin.rows_loader
+
+    def loader(self, rows, phase=None, shard=None):
+        if batch_size is None or phase is not None or shard is not None:
+            return full(self, rows, phase, shard)
+        dense = [r if r.layout == torch.strided else r.to_dense() for r in rows]
+        return torch.utils.data.DataLoader(
+            _Rows(*dense), batch_size=batch_size, shuffle=True, collate_fn=_identity,
+            generator=torch.Generator().manual_seed(seed))
+
+    RowTrainingMixin.rows_loader = loader
+    try:
+        yield
+    finally:
+        RowTrainingMixin.rows_loader = full
+
+
+def fit(dataset: str, batch_size: int | None, epochs: int, seed: int) -> dict:
+    import torch
+
+    from lightning_dpgnn import GAP
+    from lightning_dpgnn.data import NodeDataModule
+
+    torch.set_num_threads(1)
+    kwargs = S.SMOKE_DATA if dataset == S.SMOKE_DATASET else dict(target="year",
+                                                                  min_class_size=1000)
+    dm = NodeDataModule(dataset, seed=seed, **kwargs)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = GAP(hops=2, encoder_epochs=epochs, classifier_epochs=epochs, seed=seed,
+                    **PRIVATE)
+    with minibatches(batch_size, seed):
+        start = time.perf_counter()
+        trainer = quiet_trainer()
+        trainer.fit(model, dm)
+        acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+        seconds = time.perf_counter() - start
+    return {"test_acc": float(acc), "fit_test_s": seconds,
+            "epsilon": model.privacy_spent().epsilon}
+
+
+def settings_of(args) -> list[tuple[str, int | None, int]]:
+    out = [("full-100", None, 100)]
+    out += [(f"b{args.batch_size}-{e}", args.batch_size, e) for e in args.epochs]
+    return out
+
+
+def cells(args):
+    for seed in range(args.seeds):
+        runs = settings_of(args)
+        if seed % 2:  # alternate the order, so every setting sees the same load
+            runs = runs[::-1]
+        for name, batch, epochs in runs:
+            epochs = 1 if args.smoke else epochs
+            meta = {"key": f"{args.dataset}|{name}|{seed}", "dataset": args.dataset,
+                    "setting": name, "batch_size": batch, "epochs": epochs, "seed": seed}
+
+            def run(batch=batch, epochs=epochs, seed=seed):
+                return fit(args.dataset, batch, epochs, seed)
+
+            yield meta, run
+
+
+def table(path: Path) -> str:
+    rows = load_rows(path)
+    lines = [
+        "# GAP K=2 with mini-batches after the aggregation (issue 32)", "",
+        f"From `{path.name}` ({len(rows)} rows). Test accuracy (%), mean (95% bootstrap CI) "
+        "over seeds; fit + test wall time, median (one thread, settings alternated).", "",
+        "| dataset | setting | seeds | test accuracy | fit + test |", "|---|---|---|---|---|",
+    ]
+    keys = sorted({(r["dataset"], r["setting"]) for r in rows},
+                  key=lambda k: (k[0], k[1] != "full-100", k[1]))
+    for dataset, setting in keys:
+        rs = [r for r in rows if (r["dataset"], r["setting"]) == (dataset, setting)]
+        mean, lo, hi = bootstrap_ci([100 * r["test_acc"] for r in rs])
+        secs = statistics.median(r["fit_test_s"] for r in rs)
+        lines.append(f"| {dataset} | {setting} | {len(rs)} | {mean:.1f} ({lo:.1f}-{hi:.1f}) "
+                     f"| {secs:.2f} s |")
+    commands = sorted({r["command"] for r in rows if r.get("command")})
+    return "\n".join(lines + ["", *(f"Command: `{c}`" for c in commands)]) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--dataset", default="facebook100/Rutgers89")
+    p.add_argument("--batch-size", type=int, default=2048)
+    p.add_argument("--epochs", nargs="+", type=int, default=[100, 25])
+    p.add_argument("--out", type=Path, default=OUT)
+    add_smoke_flag(p)
+    args = p.parse_args()
+    if args.smoke:
+        args.seeds, args.dataset, args.batch_size = 1, S.SMOKE_DATASET, 64
+    quiet()
+    run_cells(cells(args), args.out, measured=False)
+    args.out.with_suffix(".md").write_text(table(args.out))
+    print(table(args.out))
+
+
+if __name__ == "__main__":
+    main()
