@@ -4,9 +4,9 @@ encoder) trained on shuffled mini-batches of their rows instead of one full batc
 At edge level every stage of GAP trains on rows that are post-processing of the release (the
 cached noisy aggregates) or carry no edge at all (the encoder on the node's own features), so
 the batch size is free of privacy cost; what it changes is how many optimizer steps an epoch
-gives, and so how many epochs reach a given accuracy. The library trains these stages full
-batch; this study swaps in a shuffled mini-batch loader for the full-batch one
-(``RowTrainingMixin.rows_loader``, patched here only) and measures, on Facebook100 Rutgers89
+gives, and so how many epochs reach a given accuracy. GAP trains these stages full batch by
+default; ``train_batch_size=B`` trains them on shuffled batches of ``B`` rows. This study
+measures, on Facebook100 Rutgers89
 (the protocol of ``reference_parity.py``: target year, classes >= 1000 nodes, 75/10/15,
 edge epsilon 1, delta 1e-7, directed unit; split seed = weight seed = the row's seed, noise
 from the OS), fit + test wall time (one thread, the settings alternated within each seed)
@@ -26,7 +26,6 @@ seeds, median time) to ``results/minibatch_lever.md`` and docs/performance.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import statistics
 import time
 from pathlib import Path
@@ -47,31 +46,6 @@ PRIVATE = dict(privacy="edge", epsilon=1.0, delta=1e-7, edge_unit="directed",
                label_counts=False)
 
 
-@contextlib.contextmanager
-def minibatches(batch_size: int | None, seed: int):
-    """Full-batch stages train on shuffled batches of ``batch_size`` rows (``None``: as is)."""
-    import torch
-
-    from lightning_dpgnn.methods.rows import RowTrainingMixin
-    from lightning_dpgnn.privacy.dpsgd import _identity, _Rows
-
-    full = RowTrainingMixin.rows_loader
-
-    def loader(self, rows, phase=None, shard=None):
-        if batch_size is None or phase is not None or shard is not None:
-            return full(self, rows, phase, shard)
-        dense = [r if r.layout == torch.strided else r.to_dense() for r in rows]
-        return torch.utils.data.DataLoader(
-            _Rows(*dense), batch_size=batch_size, shuffle=True, collate_fn=_identity,
-            generator=torch.Generator().manual_seed(seed))
-
-    RowTrainingMixin.rows_loader = loader
-    try:
-        yield
-    finally:
-        RowTrainingMixin.rows_loader = full
-
-
 def fit(dataset: str, batch_size: int | None, epochs: int, seed: int) -> dict:
     import torch
 
@@ -82,16 +56,14 @@ def fit(dataset: str, batch_size: int | None, epochs: int, seed: int) -> dict:
     kwargs = S.SMOKE_DATA if dataset == S.SMOKE_DATASET else dict(target="year",
                                                                   min_class_size=1000)
     dm = NodeDataModule(dataset, seed=seed, **kwargs)
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = GAP(hops=2, encoder_epochs=epochs, classifier_epochs=epochs, seed=seed,
-                    **PRIVATE)
-    with minibatches(batch_size, seed):
-        start = time.perf_counter()
-        trainer = quiet_trainer()
-        trainer.fit(model, dm)
-        acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
-        seconds = time.perf_counter() - start
+    torch.manual_seed(seed)  # the weights and the batches' shuffling (never the noise)
+    model = GAP(hops=2, encoder_epochs=epochs, classifier_epochs=epochs, seed=seed,
+                train_batch_size=batch_size, **PRIVATE)
+    start = time.perf_counter()
+    trainer = quiet_trainer()
+    trainer.fit(model, dm)
+    acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
+    seconds = time.perf_counter() - start
     return {"test_acc": float(acc), "fit_test_s": seconds,
             "epsilon": model.privacy_spent().epsilon}
 

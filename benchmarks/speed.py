@@ -384,7 +384,7 @@ def _fb_ndp(dataset: str, max_degree: int = 100):
     return dm, model
 
 
-def child_fb(method: str, dataset: str, profile: str = "") -> dict:
+def child_fb(method: str, dataset: str, profile: str = "", model_kwargs: str = "{}") -> dict:
     import torch
 
     torch.set_num_threads(threads())
@@ -399,7 +399,8 @@ def child_fb(method: str, dataset: str, profile: str = "") -> dict:
     if method == "GAP-NDP":
         dm, model = _fb_ndp(dataset)
     else:
-        dm, model = NodeDataModule(dataset, target="year"), _make(method)
+        dm = NodeDataModule(dataset, target="year")
+        model = _make(method, **json.loads(model_kwargs))
     dm.setup()
     loaded = time.perf_counter() - t
     if profile == "cprofile":  # the functions that take the time of fit + test
@@ -526,9 +527,12 @@ def run_fb(args) -> None:
         name, runs = FB_NAMES[method], []
         for _ in range(args.fb_repeats):
             before = load()
-            out, wall = child(["fb", method, args.fb_dataset, args.fb_profile], timeout=3600)
+            out, wall = child(["fb", method, args.fb_dataset, args.fb_profile, args.fb_model],
+                              timeout=3600)
             runs.append({**out, "process_s": wall, "load": before})
             print(f"  {name}: {wall:.1f} s, {out['rss_mib']:.0f} MiB, load {before}", flush=True)
+        if args.fb_model != "{}":  # another model than the default: named by its settings
+            name = f"{name} {args.fb_model}"
         record(f"{name} end to end", median([r["process_s"] for r in runs]), "s", runs)
         record(f"{name} peak RSS", median([r["rss_mib"] for r in runs]), "MiB", runs)
 
@@ -561,6 +565,9 @@ def main() -> None:
     p.add_argument("--fb-dataset", default="facebook100/all")
     p.add_argument("--fb-methods", nargs="*", default=list(FB_NAMES), choices=list(FB_NAMES))
     p.add_argument("--fb-repeats", type=int, default=1, help="runs of each FB-scale fit")
+    p.add_argument("--fb-model", default="{}",
+                   help='JSON keyword arguments of the FB-scale models (target names carry '
+                        'them), e.g. \'{"train_batch_size": 8192, "epochs": 25}\'')
     p.add_argument("--fb-profile", default="", choices=["", "cprofile", "simple"],
                    help="profile fit + test of the FB-scale runs (cProfile: top functions "
                         "stored in the row; 'simple': Lightning's SimpleProfiler)")

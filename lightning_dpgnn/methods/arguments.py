@@ -123,6 +123,7 @@ RULES: dict[str, Rule] = {
     "num_features": _integer(1, optional=True),
     "num_classes": _integer(1, optional=True),
     "patience": _integer(0, optional=True),
+    "train_batch_size": _integer(1, optional=True),
     "dropout": _real(0.0, 1.0, low_open=False),
     "lr": _real(0.0, low_open=False),  # 0 freezes the weights (a test device), not an error
     "weight_decay": _real(0.0, low_open=False),

@@ -116,13 +116,14 @@ class RowTrainingMixin:
         rows: tuple[torch.Tensor, ...],
         phase: DPSGDPhase | None = None,
         shard: tuple[int, int, int] | None = None,
+        batch_size: int | None = None,
     ) -> torch.utils.data.DataLoader:
-        """One full batch of ``rows``, or (``phase`` given) one epoch of Poisson batches drawn
-        from the fit's noise generator. ``shard=(start, stop, total)``: ``rows`` are this
-        rank's global rows ``start..stop-1`` of ``total`` (see
-        :func:`~lightning_dpgnn.privacy.dpsgd.row_loader`)."""
+        """One full batch of ``rows`` (``batch_size``: shuffled batches of that many rows), or
+        (``phase`` given) one epoch of Poisson batches drawn from the fit's noise generator.
+        ``shard=(start, stop, total)``: ``rows`` are this rank's global rows ``start..stop-1``
+        of ``total`` (see :func:`~lightning_dpgnn.privacy.dpsgd.row_loader`)."""
         if phase is None:
-            return row_loader(*rows, shard=shard)
+            return row_loader(*rows, shard=shard, batch_size=batch_size)
         gen = self.noise_generator(BATCH_STREAM + self.trainer.current_epoch)
         return phase.loader(*rows, generator=gen, shard=None if shard is None else shard[:2])
 

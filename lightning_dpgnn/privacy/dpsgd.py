@@ -495,8 +495,11 @@ def row_loader(
     steps: int | None = None,
     generator: torch.Generator | None = None,
     shard: tuple[int, int, int] | None = None,
+    batch_size: int | None = None,
 ) -> torch.utils.data.DataLoader:
-    """A loader over rows: Poisson batches when ``sample_rate`` is set, else one full batch.
+    """A loader over rows: Poisson batches when ``sample_rate`` is set, else one full batch
+    (``batch_size``: shuffled batches of that many rows, for rows whose training costs no
+    privacy; never a DP-SGD batch).
 
     The full batch is a plain ``batch_size=len(rows)`` loader, so that under a distributed
     strategy (full-batch training: no DP-SGD) Lightning can swap in a ``DistributedSampler`` and
@@ -512,11 +515,13 @@ def row_loader(
     if shard is not None and shard[1] - shard[0] != len(ds):
         raise ValueError(f"shard {shard[:2]} does not match the {len(ds)} rows given")
     if sample_rate is None:
-        sampler = None
+        sampler, shuffle = None, batch_size is not None
         if shard is not None:
             sampler = torch.utils.data.DistributedSampler(ds, num_replicas=1, rank=0,
-                                                          shuffle=False)
-        return torch.utils.data.DataLoader(ds, batch_size=max(len(ds), 1), sampler=sampler,
+                                                          shuffle=shuffle)
+            shuffle = False
+        return torch.utils.data.DataLoader(ds, batch_size=batch_size or max(len(ds), 1),
+                                           sampler=sampler, shuffle=shuffle,
                                            collate_fn=_identity)
     rank, world_size = process_group()
     total = len(ds) if shard is None else shard[2]

@@ -177,3 +177,62 @@ def test_ldp_input_check_counts_what_float64_counts(bounds):
     x[3, 5] = float("nan")
     with pytest.raises(ValueError, match="1 NaN"):
         mech.encode(x)
+
+
+class _BatchSizes(__import__("lightning").Callback):
+    """The number of rows of every training batch, per stage."""
+
+    def __init__(self) -> None:
+        self.sizes: dict[int, list[int]] = {}
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx):
+        self.sizes.setdefault(module.current_stage, []).append(len(batch[-1]))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **k: GAP(privacy="edge", epsilon=1.0, hops=2, hidden=8, encoder_epochs=2,
+                        classifier_epochs=2, noise_seed=0, **k),
+        lambda **k: ProGAP(privacy="edge", epsilon=1.0, depth=2, hidden=8, epochs_per_stage=2,
+                           noise_seed=0, **k),
+    ],
+    ids=["gap", "progap"],
+)
+def test_train_batch_size_trains_every_stage_on_shuffled_batches_of_that_size(
+        one_hot_dm, make_trainer, make):
+    """Every stage's epoch is ceil(n / B) batches of at most B rows covering the n training
+    rows (the encoder's one-hot rows travel as CSR); the default stays one full batch; the
+    privacy spent does not change with the batch size."""
+    n = int(one_hot_dm.data.train_mask.sum())
+    spent = {}
+    for batch in (None, 64):
+        sizes = _BatchSizes()
+        model = make(train_batch_size=batch)
+        make_trainer(callbacks=[sizes]).fit(model, one_hot_dm)
+        spent[batch] = model.privacy_spent().epsilon
+        assert len(sizes.sizes) == len(model.stages)
+        for per_stage in sizes.sizes.values():
+            if batch is None:
+                assert per_stage == [n] * 2  # 2 epochs of one full batch
+            else:
+                per_epoch = -(-n // batch)
+                assert len(per_stage) == 2 * per_epoch
+                assert max(per_stage) == batch and sum(per_stage) == 2 * n
+    assert spent[None] == spent[64]
+
+
+def test_row_loader_batches_are_a_shuffled_partition_and_node_level_refuses_them():
+    from lightning_dpgnn.privacy.dpsgd import row_loader
+
+    x, y = torch.arange(10.0).unsqueeze(1), torch.arange(10)
+    torch.manual_seed(0)
+    epochs = [[b[1].tolist() for b in row_loader(x, y, batch_size=4)] for _ in range(2)]
+    for batches in epochs:
+        assert [len(b) for b in batches] == [4, 4, 2]
+        assert sorted(i for b in batches for i in b) == list(range(10))
+    assert epochs[0] != epochs[1] and epochs[0] != [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    with pytest.raises(ValueError, match="Poisson batches"):
+        GAP(privacy="node", epsilon=8.0, train_batch_size=64)
+    with pytest.raises(ValueError, match="train_batch_size"):
+        GAP(privacy="edge", epsilon=1.0, train_batch_size=0)
