@@ -12,14 +12,16 @@ edge epsilon 1, delta 1e-7, directed unit; split seed = weight seed = the row's 
 from the OS), fit + test wall time (one thread, the settings alternated within each seed)
 and test accuracy:
 
-* ``full-100``: the library's default, one full batch, 100 + 100 epochs;
+* ``full-100``: the library's default, one full batch, 100 epochs per stage;
 * ``b{B}-{E}``: batches of ``B`` rows (``--batch-size``), ``E`` epochs per stage
   (``--epochs``, default 100 and 25).
 
 Rows go to ``results/minibatch_lever.jsonl``; the table (mean and 95% bootstrap CI over
-seeds, median time) to ``results/minibatch_lever.md`` and docs/performance.md.
+seeds, median time) to ``results/minibatch_lever.md`` (quoted in docs/performance.md).
 
     OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets python benchmarks/minibatch_lever.py
+    OMP_NUM_THREADS=1 DPGNN_DATA=... python benchmarks/minibatch_lever.py --method ProGAP \\
+        --epochs 25
     python benchmarks/minibatch_lever.py --smoke --out /tmp/m.jsonl   # csbm, one seed
 """
 
@@ -46,10 +48,10 @@ PRIVATE = dict(privacy="edge", epsilon=1.0, delta=1e-7, edge_unit="directed",
                label_counts=False)
 
 
-def fit(dataset: str, batch_size: int | None, epochs: int, seed: int) -> dict:
+def fit(method: str, dataset: str, batch_size: int | None, epochs: int, seed: int) -> dict:
     import torch
 
-    from lightning_dpgnn import GAP
+    from lightning_dpgnn import GAP, ProGAP
     from lightning_dpgnn.data import NodeDataModule
 
     torch.set_num_threads(1)
@@ -57,8 +59,12 @@ def fit(dataset: str, batch_size: int | None, epochs: int, seed: int) -> dict:
                                                                   min_class_size=1000)
     dm = NodeDataModule(dataset, seed=seed, **kwargs)
     torch.manual_seed(seed)  # the weights and the batches' shuffling (never the noise)
-    model = GAP(hops=2, encoder_epochs=epochs, classifier_epochs=epochs, seed=seed,
-                train_batch_size=batch_size, **PRIVATE)
+    if method == "GAP":
+        model = GAP(hops=2, encoder_epochs=epochs, classifier_epochs=epochs, seed=seed,
+                    train_batch_size=batch_size, **PRIVATE)
+    else:
+        model = ProGAP(depth=3, epochs_per_stage=epochs, seed=seed,
+                       train_batch_size=batch_size, **PRIVATE)
     start = time.perf_counter()
     trainer = quiet_trainer()
     trainer.fit(model, dm)
@@ -81,11 +87,13 @@ def cells(args):
             runs = runs[::-1]
         for name, batch, epochs in runs:
             epochs = 1 if args.smoke else epochs
-            meta = {"key": f"{args.dataset}|{name}|{seed}", "dataset": args.dataset,
-                    "setting": name, "batch_size": batch, "epochs": epochs, "seed": seed}
+            key = f"{args.dataset}|{name}|{seed}"
+            meta = {"key": key if args.method == "GAP" else f"{args.method}|{key}",
+                    "method": args.method, "dataset": args.dataset, "setting": name,
+                    "batch_size": batch, "epochs": epochs, "seed": seed}
 
             def run(batch=batch, epochs=epochs, seed=seed):
-                return fit(args.dataset, batch, epochs, seed)
+                return fit(args.method, args.dataset, batch, epochs, seed)
 
             yield meta, run
 
@@ -93,19 +101,23 @@ def cells(args):
 def table(path: Path) -> str:
     rows = load_rows(path)
     lines = [
-        "# GAP K=2 with mini-batches after the aggregation (issue 32)", "",
+        "# GAP K=2 and ProGAP K=3 with mini-batches (issue 32)", "",
         f"From `{path.name}` ({len(rows)} rows). Test accuracy (%), mean (95% bootstrap CI) "
         "over seeds; fit + test wall time, median (one thread, settings alternated).", "",
-        "| dataset | setting | seeds | test accuracy | fit + test |", "|---|---|---|---|---|",
+        "| method | dataset | setting | seeds | test accuracy | fit + test |",
+        "|---|---|---|---|---|---|",
     ]
-    keys = sorted({(r["dataset"], r["setting"]) for r in rows},
-                  key=lambda k: (k[0], k[1] != "full-100", k[1]))
-    for dataset, setting in keys:
-        rs = [r for r in rows if (r["dataset"], r["setting"]) == (dataset, setting)]
+
+    def cell(r):
+        return r.get("method", "GAP"), r["dataset"], r["setting"]
+
+    keys = sorted({cell(r) for r in rows}, key=lambda k: (k[0], k[1], k[2] != "full-100", k[2]))
+    for method, dataset, setting in keys:
+        rs = [r for r in rows if cell(r) == (method, dataset, setting)]
         mean, lo, hi = bootstrap_ci([100 * r["test_acc"] for r in rs])
         secs = statistics.median(r["fit_test_s"] for r in rs)
-        lines.append(f"| {dataset} | {setting} | {len(rs)} | {mean:.1f} ({lo:.1f}-{hi:.1f}) "
-                     f"| {secs:.2f} s |")
+        lines.append(f"| {method} | {dataset} | {setting} | {len(rs)} | "
+                     f"{mean:.1f} ({lo:.1f}-{hi:.1f}) | {secs:.2f} s |")
     commands = sorted({r["command"] for r in rows if r.get("command")})
     return "\n".join(lines + ["", *(f"Command: `{c}`" for c in commands)]) + "\n"
 
@@ -113,6 +125,7 @@ def table(path: Path) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--method", default="GAP", choices=["GAP", "ProGAP"])
     p.add_argument("--dataset", default="facebook100/Rutgers89")
     p.add_argument("--batch-size", type=int, default=2048)
     p.add_argument("--epochs", nargs="+", type=int, default=[100, 25])
