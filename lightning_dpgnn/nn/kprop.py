@@ -146,9 +146,6 @@ class PropagatedCodes:
         steps: ``K``.
     """
 
-    requires_grad = False
-    layout = torch.strided  # stands in for a dense feature matrix
-
     def __init__(self, codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor,
                  adjacency: SparseAdjacency, steps: int) -> None:
         self.steps = check_steps(steps)
@@ -161,7 +158,7 @@ class PropagatedCodes:
         self._step = adjacency
         self.scale, self.offset = scale.float(), offset.float()
         self.shape = torch.Size(codes.shape)
-        self.dtype, self.device = torch.float32, codes.device
+        self.device = codes.device
         self._reach = self.propagate(torch.ones(self.shape[0], 1, device=self.device))  # A^K 1
         self._dense: torch.Tensor | None = None
         #: the column z-score ``(1 / std, -mean / std)`` (:meth:`standardize`)
@@ -169,9 +166,6 @@ class PropagatedCodes:
 
     def size(self, dim: int | None = None):
         return self.shape if dim is None else self.shape[dim]
-
-    def dim(self) -> int:
-        return 2
 
     def propagate(self, h: torch.Tensor) -> torch.Tensor:
         """``A^K h`` (differentiable in ``h``)."""
