@@ -27,6 +27,7 @@ import math
 from typing import Any
 
 import lightning as L
+import torch
 from lightning.pytorch.utilities import rank_zero_info
 
 from lightning_dpgnn.attacks import (
@@ -38,6 +39,7 @@ from lightning_dpgnn.attacks import (
 )
 from lightning_dpgnn.data import NodeDataSource
 from lightning_dpgnn.methods import PrivateModule, require_private_model
+from lightning_dpgnn.privacy.random import reproducible_generator
 from lightning_dpgnn.publish.card import describe_audit as describe  # the card's audit line
 
 __all__ = ["PrivacyAudit", "run_audit"]
@@ -54,9 +56,15 @@ def run_audit(
     aggregation_trials: int = 1_000_000,
     shadow_trainer: dict[str, Any] | None = None,
     seed: int = 0,
+    noise_seed: int | None = None,
 ) -> dict[str, Any]:
     """Audit a fitted private ``model`` trained on ``data``; the results as a flat dict (also
-    stored as ``model.empirical_audit``)."""
+    stored as ``model.empirical_audit``).
+
+    ``noise_seed`` seeds the noise of the audit's own simulations (the DP-SGD and aggregation
+    canaries run on synthetic gadgets, never on ``data``), which makes the epsilon bounds
+    reproducible; ``None`` draws fresh entropy. The model's own noise is never touched.
+    """
     report = require_private_model(model, "PrivacyAudit").privacy_spent()
     out: dict[str, Any] = {
         "epsilon": None if math.isinf(report.epsilon) else report.epsilon,
@@ -83,14 +91,24 @@ def run_audit(
         r = audit_dpsgd(
             z, steps=steps, sample_rate=phase.sample_rate, max_grad_norm=phase.max_grad_norm,
             trials=epsilon_trials, delta=report.delta or 1e-5, ghost=True,
+            noise_generator=_audit_generator(noise_seed, 0),
+            batch_generator=_audit_generator(noise_seed, 1),
         )  # fmt: skip
         out.update(_bound_fields("", r))
     agg = model.aggregation_mechanism() if isinstance(model, PrivateModule) else None
     if aggregation_trials and agg is not None:
-        r = audit_mechanism(agg, trials=aggregation_trials, delta=report.delta or 1e-5)
+        r = audit_mechanism(
+            agg, trials=aggregation_trials, delta=report.delta or 1e-5,
+            noise_generator=_audit_generator(noise_seed, 2),
+        )  # fmt: skip
         out.update(_bound_fields("aggregation_", r))
     model.empirical_audit = out
     return out
+
+
+def _audit_generator(seed: int | None, stream: int) -> torch.Generator | None:
+    """The seeded generator of one of the audit's simulations (``None``: fresh entropy)."""
+    return None if seed is None else reproducible_generator(seed, stream)
 
 
 def _bound_fields(prefix: str, r: AuditResult) -> dict[str, Any]:
@@ -119,6 +137,9 @@ class PrivacyAudit(L.Callback):
             gadget nodes (1,000 at least), so large D audits with fewer trials and less power.
         shadow_max_epochs: ``max_epochs`` of the shadow fits (default: the fit's own).
         seed: seeds the shadow splits and attack models (never privacy noise).
+        noise_seed: seeds the noise of the audit's own canary simulations (synthetic gadgets,
+            not the private data), so that its epsilon bounds are reproducible; ``None``
+            (default) draws fresh entropy. Never the model's noise; refused in secure mode.
     """
 
     def __init__(
@@ -130,12 +151,13 @@ class PrivacyAudit(L.Callback):
         shadow_max_epochs: int | None = None,
         seed: int = 0,
         aggregation_trials: int = 1_000_000,
+        noise_seed: int | None = None,
     ) -> None:
         if repeats < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats}")
         self.membership, self.links, self.repeats = membership, links, int(repeats)
         self.epsilon_trials, self.seed = epsilon_trials, seed
-        self.aggregation_trials = aggregation_trials
+        self.aggregation_trials, self.noise_seed = aggregation_trials, noise_seed
         self.shadow_max_epochs = shadow_max_epochs
         self.results: dict[str, Any] | None = None
 
@@ -156,7 +178,7 @@ class PrivacyAudit(L.Callback):
             pl_module, dm.data, membership=self.membership, links=self.links,
             repeats=self.repeats, epsilon_trials=self.epsilon_trials,
             aggregation_trials=self.aggregation_trials, shadow_trainer={"max_epochs": epochs},
-            seed=self.seed,
+            seed=self.seed, noise_seed=self.noise_seed,
         )  # fmt: skip
         pl_module.train(training)
         metrics = {

@@ -473,7 +473,7 @@ def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
     audit = PrivacyAudit(
         membership=not ns.audit_no_membership, links=not ns.audit_no_links,
         repeats=ns.audit_repeats, epsilon_trials=ns.audit_epsilon_trials,
-        aggregation_trials=ns.audit_aggregation_trials,
+        aggregation_trials=ns.audit_aggregation_trials, noise_seed=ns.audit_noise_seed,
     )  # fmt: skip
     return type("AuditCLI", (DPGNNCLI,), {"extra_callbacks": (audit,)}), rest
 

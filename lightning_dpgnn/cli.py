@@ -182,7 +182,10 @@ def _audit_parser() -> ArgumentParser:
                         "(default: 20000)")
     parser.add_argument("--audit_aggregation_trials", type=int, default=1_000_000,
                         help="trials per hypothesis of the aggregation audit, 0 to skip "
-                        "(default: 20000)")
+                        "(default: 1000000)")
+    parser.add_argument("--audit_noise_seed", type=int, default=None,
+                        help="seed the noise of the audit's canary simulations, for "
+                        "reproducible bounds (default: fresh entropy; never the model's noise)")
     parser.add_argument("--audit_no_links", action="store_true",
                         help="skip the link-stealing attack")
     parser.add_argument("--audit_no_membership", action="store_true",
