@@ -14,7 +14,11 @@ and test accuracy:
 
 * ``full-100``: the library's default, one full batch, 100 epochs per stage;
 * ``b{B}-{E}``: batches of ``B`` rows (``--batch-size``), ``E`` epochs per stage
-  (``--epochs``, default 100 and 25).
+  (``--epochs``, default 100 and 25);
+* ``full-100-v{N}`` (``--val-every N ...``, none by default): the same lever list's other
+  per-epoch item, validation every ``N`` epochs (``Trainer(check_val_every_n_epoch=N)``) on the
+  full batch: each stage then keeps its best *validated* epoch, so model selection sees a
+  ``1/N`` sample of the epochs.
 
 Rows go to ``results/minibatch_lever.jsonl``; the table (mean and 95% bootstrap CI over
 seeds, median time) to ``results/minibatch_lever.md`` (quoted in docs/performance.md).
@@ -48,7 +52,9 @@ PRIVATE = dict(privacy="edge", epsilon=1.0, delta=1e-7, edge_unit="directed",
                label_counts=False)
 
 
-def fit(method: str, dataset: str, batch_size: int | None, epochs: int, seed: int) -> dict:
+def fit(
+    method: str, dataset: str, batch_size: int | None, epochs: int, seed: int, val_every: int = 1
+) -> dict:
     import torch
 
     from lightning_dpgnn import GAP, ProGAP
@@ -66,7 +72,7 @@ def fit(method: str, dataset: str, batch_size: int | None, epochs: int, seed: in
         model = ProGAP(depth=3, epochs_per_stage=epochs, seed=seed,
                        train_batch_size=batch_size, **PRIVATE)
     start = time.perf_counter()
-    trainer = quiet_trainer()
+    trainer = quiet_trainer(check_val_every_n_epoch=val_every)
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     seconds = time.perf_counter() - start
@@ -74,9 +80,11 @@ def fit(method: str, dataset: str, batch_size: int | None, epochs: int, seed: in
             "epsilon": model.privacy_spent().epsilon}
 
 
-def settings_of(args) -> list[tuple[str, int | None, int]]:
-    out = [("full-100", None, 100)]
-    out += [(f"b{args.batch_size}-{e}", args.batch_size, e) for e in args.epochs]
+def settings_of(args) -> list[tuple[str, int | None, int, int]]:
+    """(name, batch size, epochs per stage, validate every n epochs) of each setting."""
+    out = [("full-100", None, 100, 1)]
+    out += [(f"b{args.batch_size}-{e}", args.batch_size, e, 1) for e in args.epochs]
+    out += [(f"full-100-v{n}", None, 100, n) for n in args.val_every]
     return out
 
 
@@ -85,15 +93,15 @@ def cells(args):
         runs = settings_of(args)
         if seed % 2:  # alternate the order, so every setting sees the same load
             runs = runs[::-1]
-        for name, batch, epochs in runs:
+        for name, batch, epochs, every in runs:
             epochs = 1 if args.smoke else epochs
             key = f"{args.dataset}|{name}|{seed}"
             meta = {"key": key if args.method == "GAP" else f"{args.method}|{key}",
                     "method": args.method, "dataset": args.dataset, "setting": name,
-                    "batch_size": batch, "epochs": epochs, "seed": seed}
+                    "batch_size": batch, "epochs": epochs, "val_every": every, "seed": seed}
 
-            def run(batch=batch, epochs=epochs, seed=seed):
-                return fit(args.method, args.dataset, batch, epochs, seed)
+            def run(batch=batch, epochs=epochs, seed=seed, every=every):
+                return fit(args.method, args.dataset, batch, epochs, seed, every)
 
             yield meta, run
 
@@ -128,12 +136,16 @@ def main() -> None:
     p.add_argument("--method", default="GAP", choices=["GAP", "ProGAP"])
     p.add_argument("--dataset", default="facebook100/Rutgers89")
     p.add_argument("--batch-size", type=int, default=2048)
-    p.add_argument("--epochs", nargs="+", type=int, default=[100, 25])
+    p.add_argument("--epochs", nargs="*", type=int, default=[100, 25],
+                   help="epochs per stage of the mini-batch settings (an empty list: none)")
+    p.add_argument("--val-every", nargs="*", type=int, default=[],
+                   help="full-batch settings validated every N epochs (default: none)")
     p.add_argument("--out", type=Path, default=OUT)
     add_smoke_flag(p)
     args = p.parse_args()
     if args.smoke:
         args.seeds, args.dataset, args.batch_size = 1, S.SMOKE_DATASET, 64
+        args.val_every = args.val_every or [2]
     quiet()
     run_cells(cells(args), args.out, measured=False)
     args.out.with_suffix(".md").write_text(table(args.out))
