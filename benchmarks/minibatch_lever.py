@@ -109,7 +109,7 @@ def cells(args):
 def table(path: Path) -> str:
     rows = load_rows(path)
     lines = [
-        "# GAP K=2 and ProGAP K=3 with mini-batches (issue 32)", "",
+        "# GAP K=2 and ProGAP K=3: mini-batches and validation frequency (issue 32)", "",
         f"From `{path.name}` ({len(rows)} rows). Test accuracy (%), mean (95% bootstrap CI) "
         "over seeds; fit + test wall time, median (one thread, settings alternated).", "",
         "| method | dataset | setting | seeds | test accuracy | fit + test |",
