@@ -69,6 +69,7 @@ from .releases import Draw, Release, Releases
 
 __all__ = [
     "PrivateModule",
+    "WholeGraphSteps",
     "PrivateModel",
     "require_private_model",
     "PRIVACY_LEVELS",
@@ -1040,3 +1041,25 @@ class PrivateModule(
         self.log(f"{stage}/loss", values[0], batch_size=n, prog_bar=False, sync_dist=True)
         self.log(f"{stage}/acc", values[1], batch_size=n, prog_bar=True, sync_dist=True)
         return loss
+
+
+class WholeGraphSteps:
+    """Train, validate and test a :class:`PrivateModule` on the logits of every node of its one
+    (full-batch) graph: each step logs the loss and accuracy of its split's rows.
+
+    A method defines ``_logits(data)``, the logits of every node of ``data`` (what it reads:
+    the raw graph, a released graph, a collection); this mixin comes before
+    :class:`PrivateModule` in the bases.
+    """
+
+    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        return self._log_accuracy(self._logits(data), data, "train")  # type: ignore[attr-defined]
+
+    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        return self._log_accuracy(self._logits(data), data, "val")  # type: ignore[attr-defined]
+
+    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        return self._log_accuracy(self._logits(data), data, "test")  # type: ignore[attr-defined]
+
+    def transductive_probs(self, data: Data) -> torch.Tensor:
+        return self._logits(data).softmax(-1)  # type: ignore[attr-defined]

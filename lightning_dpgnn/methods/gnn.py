@@ -9,12 +9,12 @@ from torch import nn
 from torch_geometric.data import Data
 
 from ..nn.backbone import BACKBONES, GNNBackbone, check_backbone
-from .base import PrivateModule
+from .base import PrivateModule, WholeGraphSteps
 
 __all__ = ["GNN"]
 
 
-class GNN(PrivateModule):
+class GNN(WholeGraphSteps, PrivateModule):
     """Full-batch GraphSAGE/GCN/GAT without any privacy protection (epsilon = inf), on the
     shared :class:`~lightning_dpgnn.nn.backbone.GNNBackbone` (ReLU, dropout).
 
@@ -60,17 +60,8 @@ class GNN(PrivateModule):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         return self.net(x, edge_index)
 
-    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self(data.x, data.edge_index), data, "train")
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self(data.x, data.edge_index), data, "val")
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self(data.x, data.edge_index), data, "test")
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self(data.x, data.edge_index).softmax(-1)
+    def _logits(self, data: Data) -> torch.Tensor:
+        return self(data.x, data.edge_index)
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         return self(graph.x, graph.edge_index)

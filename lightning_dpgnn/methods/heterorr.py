@@ -44,7 +44,7 @@ from ..privacy import PrivacyAccountant, check_epsilon
 from ..privacy.feature_rr import DEFAULT_K, FeatureRR, public_feature_weights
 from ..privacy.hrg import PAPER_CODE_FLAW, EdgeRR, PaperCodeEdgeRR, edge_split, keyed_uniform
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
-from .base import PrivateModule
+from .base import PrivateModule, WholeGraphSteps
 from .paper_code import PAPER_CODE, PaperCodeMode
 from .releases import Draw, Release, graph_digest
 
@@ -68,7 +68,7 @@ def _check_fraction(value: float, name: str) -> float:
     return v
 
 
-class HeteroRR(PaperCodeMode, PrivateModule):
+class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
     """HeteroRR: FeatureRR features (local DP) and/or an EdgeRR graph (edge-level DP on private
     edges), then a GCN trained on the released graph (module doc).
 
@@ -404,18 +404,6 @@ class HeteroRR(PaperCodeMode, PrivateModule):
 
     def _logits(self, data: Data) -> torch.Tensor:
         return self(*self.released(data))
-
-    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self._logits(data), data, "train")
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self._logits(data), data, "val")
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self._logits(data), data, "test")
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self._logits(data).softmax(-1)
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         return self(*self.released(graph, outputs))

@@ -40,6 +40,7 @@ from ..nn.backbone import GNNBackbone
 from ..nn.kprop import normalized_adjacency
 from ..privacy.local import LocalCollector
 from .arguments import check_arguments
+from .base import WholeGraphSteps
 from .local import LocallyPrivateModule
 
 __all__ = [
@@ -128,7 +129,7 @@ class _PGCModule(LocallyPrivateModule):
         self.save_hyperparameters()
 
 
-class PGC(_PGCModule):
+class PGC(WholeGraphSteps, _PGCModule):
     """Node classification with private features: GCN over the 1-bit estimates (Alg. 1).
 
     Args:
@@ -181,24 +182,12 @@ class PGC(_PGCModule):
         return self.gcn(x, edge_index)
 
     def _logits(self, data: Data) -> torch.Tensor:
+        """Logits on the training graph (post-processing of the collection)."""
         return self(self.received_features(), data.edge_index)
 
     def logits_from(self, features: torch.Tensor, graph: Data) -> torch.Tensor:
         with self.gcn.on_new_graph():
             return self(features, graph.edge_index)
-
-    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self._logits(data), data, "train")
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self._logits(data), data, "val")
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self._logits(data), data, "test")
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        """Probabilities on the training graph (post-processing of the collection)."""
-        return self._logits(data).softmax(-1)
 
 
 # -- link prediction ----------------------------------------------------------------------------
