@@ -191,14 +191,16 @@ def _make(method: str, seed: int = 0, **kw):
     return ProGAP(depth=3, seed=seed, **PRIVATE, **kw)
 
 
-def _fit_test(model, dm, profile: str | None = None) -> dict:
+def _fit_test(model, dm, profile: str | None = None, **trainer_kwargs) -> dict:
     """Fit and test ``model`` on ``dm`` like ``reference_parity.py`` (no logger, checkpoint,
-    progress bar or summary), timing the two calls."""
+    progress bar or summary; ``trainer_kwargs``: other ``Trainer`` settings), timing the two
+    calls."""
     import lightning as L
 
     trainer = L.Trainer(
         logger=False, enable_checkpointing=False, enable_progress_bar=False,
         enable_model_summary=False, profiler=profile, accelerator=accelerator(), devices=1,
+        **trainer_kwargs,
     )  # fmt: skip
     start, cpu = time.perf_counter(), time.process_time()
     trainer.fit(model, dm)
@@ -384,7 +386,10 @@ def _fb_ndp(dataset: str, max_degree: int = 100):
     return dm, model
 
 
-def child_fb(method: str, dataset: str, profile: str = "", model_kwargs: str = "{}") -> dict:
+def child_fb(
+    method: str, dataset: str, profile: str = "", model_kwargs: str = "{}",
+    trainer_kwargs: str = "{}",
+) -> dict:  # fmt: skip
     import torch
 
     torch.set_num_threads(threads())
@@ -409,12 +414,12 @@ def child_fb(method: str, dataset: str, profile: str = "", model_kwargs: str = "
         import pstats
 
         prof = cProfile.Profile()
-        out = prof.runcall(_fit_test, model, dm)
+        out = prof.runcall(_fit_test, model, dm, **json.loads(trainer_kwargs))
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
         out["profile"] = text.getvalue().splitlines()
     else:
-        out = _fit_test(model, dm, profile or None)
+        out = _fit_test(model, dm, profile or None, **json.loads(trainer_kwargs))
     return {**out, "load_s": loaded, "wall_s": time.perf_counter() - start,
             "num_edges": dm.data.num_edges, "num_nodes": dm.data.num_nodes,
             "rss_mib": _max_rss_mib()}
@@ -527,12 +532,14 @@ def run_fb(args) -> None:
         name, runs = FB_NAMES[method], []
         for _ in range(args.fb_repeats):
             before = load()
-            out, wall = child(["fb", method, args.fb_dataset, args.fb_profile, args.fb_model],
-                              timeout=3600)
+            out, wall = child(["fb", method, args.fb_dataset, args.fb_profile, args.fb_model,
+                               args.fb_trainer], timeout=3600)
             runs.append({**out, "process_s": wall, "load": before})
             print(f"  {name}: {wall:.1f} s, {out['rss_mib']:.0f} MiB, load {before}", flush=True)
         if args.fb_model != "{}":  # another model than the default: named by its settings
             name = f"{name} {args.fb_model}"
+        if args.fb_trainer != "{}":
+            name = f"{name} Trainer {args.fb_trainer}"
         record(f"{name} end to end", median([r["process_s"] for r in runs]), "s", runs)
         record(f"{name} peak RSS", median([r["rss_mib"] for r in runs]), "MiB", runs)
 
@@ -568,6 +575,9 @@ def main() -> None:
     p.add_argument("--fb-model", default="{}",
                    help='JSON keyword arguments of the FB-scale models (target names carry '
                         'them), e.g. \'{"train_batch_size": 8192, "epochs": 25}\'')
+    p.add_argument("--fb-trainer", default="{}",
+                   help='JSON keyword arguments of the FB-scale Trainer (target names carry '
+                        'them), e.g. \'{"check_val_every_n_epoch": 10}\'')
     p.add_argument("--fb-profile", default="", choices=["", "cprofile", "simple"],
                    help="profile fit + test of the FB-scale runs (cProfile: top functions "
                         "stored in the row; 'simple': Lightning's SimpleProfiler)")
