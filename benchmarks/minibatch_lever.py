@@ -15,10 +15,10 @@ and test accuracy:
 * ``full-100``: the library's default, one full batch, 100 epochs per stage;
 * ``b{B}-{E}``: batches of ``B`` rows (``--batch-size``), ``E`` epochs per stage
   (``--epochs``, default 100 and 25);
-* ``full-100-v{N}`` (``--val-every N ...``, none by default): the same lever list's other
-  per-epoch item, validation every ``N`` epochs (``Trainer(check_val_every_n_epoch=N)``) on the
-  full batch: each stage then keeps its best *validated* epoch, so model selection sees a
-  ``1/N`` sample of the epochs.
+* ``<setting>-v{N}`` (``--val-every N ...``, none by default): each setting above again with
+  the issue's other per-epoch lever, validation every ``N`` epochs
+  (``Trainer(check_val_every_n_epoch=N)``): each stage then keeps its best *validated* epoch,
+  so model selection sees a ``1/N`` sample of the epochs.
 
 Rows go to ``results/minibatch_lever.jsonl``; the table (mean and 95% bootstrap CI over
 seeds, median time) to ``results/minibatch_lever.md`` (quoted in docs/performance.md).
@@ -82,10 +82,11 @@ def fit(
 
 def settings_of(args) -> list[tuple[str, int | None, int, int]]:
     """(name, batch size, epochs per stage, validate every n epochs) of each setting."""
-    out = [("full-100", None, 100, 1)]
-    out += [(f"b{args.batch_size}-{e}", args.batch_size, e, 1) for e in args.epochs]
-    out += [(f"full-100-v{n}", None, 100, n) for n in args.val_every]
-    return out
+    base = [("full-100", None, 100)]
+    base += [(f"b{args.batch_size}-{e}", args.batch_size, e) for e in args.epochs]
+    return [(name, b, e, 1) for name, b, e in base] + [
+        (f"{name}-v{n}", b, e, n) for n in args.val_every for name, b, e in base
+    ]
 
 
 def cells(args):
@@ -139,7 +140,7 @@ def main() -> None:
     p.add_argument("--epochs", nargs="*", type=int, default=[100, 25],
                    help="epochs per stage of the mini-batch settings (an empty list: none)")
     p.add_argument("--val-every", nargs="*", type=int, default=[],
-                   help="full-batch settings validated every N epochs (default: none)")
+                   help="every setting again, validated every N epochs (default: none)")
     p.add_argument("--out", type=Path, default=OUT)
     add_smoke_flag(p)
     args = p.parse_args()
