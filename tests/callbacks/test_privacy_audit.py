@@ -8,7 +8,7 @@ from lightning.pytorch.loggers import Logger
 from lightning_dpgnn.callbacks import PrivacyAudit
 from lightning_dpgnn.callbacks.privacy_audit import describe, run_audit
 
-from lightning_dpgnn.cli import RUN_FILE, main
+from lightning_dpgnn.cli import RUN_FILE, _audit_cli, main
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPGNN, DPMLP, GAP, ap
 from lightning_dpgnn.privacy.aggregation import GaussianAggregation, degrees
@@ -192,3 +192,14 @@ def test_privacy_audit_noise_seed_reproduces_the_bounds_and_never_reaches_the_mo
     assert fresh[0][lower] != fresh[1][lower]  # continuous bounds: equal only if replayed
     # the audit simulates on its own gadget: the model's ledger and noise state are untouched
     assert model.privacy_spent() == spent and not model.privacy_spent().reproducible_noise
+
+
+def test_dpgnn_audit_passes_its_options_to_the_callback():
+    cli, rest = _audit_cli(
+        ["--audit_noise_seed=3", "--audit_aggregation_trials=500", "--audit_no_links", "--x=1"]
+    )
+    (audit,) = cli.extra_callbacks
+    assert isinstance(audit, PrivacyAudit) and rest == ["--x=1"]
+    assert (audit.noise_seed, audit.aggregation_trials, audit.links) == (3, 500, False)
+    (default,) = _audit_cli([])[0].extra_callbacks
+    assert default.noise_seed is None and default.aggregation_trials == 1_000_000
