@@ -12,6 +12,7 @@ from lightning_dpgnn.cli import RUN_FILE, _audit_cli, main
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods import DPGNN, DPMLP, GAP, ap
 from lightning_dpgnn.privacy.aggregation import GaussianAggregation, degrees
+from lightning_dpgnn.privacy.random import SecureModeError, secure_mode
 from lightning_dpgnn.publish.card import model_card
 
 SMALL = dict(num_nodes=300, num_features=16)
@@ -193,6 +194,8 @@ def test_privacy_audit_noise_seed_reproduces_the_bounds_and_never_reaches_the_mo
     assert fresh[0][lower] != fresh[1][lower]  # continuous bounds: equal only if replayed
     # the audit simulates on its own gadget: the model's ledger and noise state are untouched
     assert model.privacy_spent() == spent and not model.privacy_spent().reproducible_noise
+    with secure_mode(), pytest.raises(SecureModeError):  # a seeded audit is never "secure"
+        run_audit(model, dm.data, noise_seed=7, **kw)
 
 
 def test_dpgnn_audit_passes_its_options_to_the_callback():
