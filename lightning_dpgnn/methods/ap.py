@@ -47,7 +47,7 @@ from ..privacy.aggregation import (
 from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
-from .releases import Draw, Release
+from .releases import EDGES, TRAIN_LABELS, Draw, Release
 from .rows import RowTrainingMixin
 
 #: ledger and cache name of the label-count aggregation (``label_counts=True``)
@@ -193,7 +193,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         if self.label_counts:
             self.declare_releases(Release(
                 LABEL_COUNTS, self._plan_counts, self._draw_counts, stage=0,
-                stream=LABEL_STREAM, collective=True,
+                stream=LABEL_STREAM, collective=True, reads=(EDGES, TRAIN_LABELS),
             ))  # fmt: skip
 
     # -- the releases -------------------------------------------------------------------------

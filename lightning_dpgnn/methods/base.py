@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -469,9 +470,12 @@ class PrivateModule(
                 self.release_graph() if graph is None else graph, self.accountant_of(r.guarantee),
                 self.noise_generator(r.stream), self.releases.outputs(), fit=True,
             )
-            self.releases.store(r.name, r.draw(d) if r.collective else self.run_once(
-                lambda r=r, d=d: r.draw(d)
-            ))
+            self.releases.fit_graph = d.graph  # in memory only: new graphs are compared with it
+            before = d.accountant.copy()
+            out = r.draw(d) if r.collective else self.run_once(lambda r=r, d=d: r.draw(d))
+            if Level.of(d.accountant.level).private:
+                self.releases.check_spend(r, before, d.accountant, self.noise_multiplier)
+            self.releases.store(r.name, out)
             drawn.append(r.name)
         if drawn:
             self.on_releases_changed(drawn)
@@ -545,11 +549,23 @@ class PrivateModule(
         its ledger (:meth:`inference_report`). Eval mode, no gradient."""
         self.ready_for_inductive()
         graph = self.inductive_graph(data)
+        spent = self._ledgers()
         outputs, ledgers = self.releases.on_graph(
-            graph, lambda g: self.inductive_accountant(graph, g), given, self.inductive_release
+            graph, lambda g: self.inductive_accountant(graph, g), given, self.inductive_release,
+            fit_accountant=self.accountant_of, noise_multiplier=self.noise_multiplier,
+            check=self.level.private,
         )
         if not given:
             self.last_inference_report = self._graph_report(ledgers)
+        if self._ledgers() != spent:  # a graph sharing private data with the training graph
+            warnings.warn(
+                f"{type(self).__name__}: this graph shares private data with the training graph "
+                f"({self.releases.last_overlap}): its releases were drawn again and composed into "
+                f"the training ledger: epsilon {self.accountant.epsilon():.4g} now "
+                f"(target {self.target_epsilon}). "
+                "Predict on the training graph without data.inductive (its cached releases, "
+                "no spend)", UserWarning, stacklevel=3,
+            )
         with self.evaluating():
             return self.inductive_logits(graph, outputs).softmax(-1)
 

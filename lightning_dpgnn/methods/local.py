@@ -21,7 +21,7 @@ from ..levels import Level, Unit
 from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.local import LocalCollection, LocalCollector
 from .base import PrivateModule
-from .releases import Draw, Release
+from .releases import FEATURES, Draw, Release
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
 
@@ -56,6 +56,7 @@ class LocallyPrivateModule(PrivateModule):
         self.declare_releases(Release(
             COLLECTION_KEY, self._plan_collection, self._collect,
             save=LocalCollection.state_dict, load=LocalCollection.from_state_dict,
+            reads=(FEATURES,),  # on a new graph; the fit's also reads the labels it collects
         ))  # fmt: skip
         self._features: torch.Tensor | None = None  # decoded collection (post-processing)
         self._graph: Data | None = None

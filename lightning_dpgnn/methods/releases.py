@@ -18,10 +18,17 @@ every method used to write for itself:
   a checkpoint or a published folder holds besides parameters);
 * **checkpoint and restore** — :meth:`Releases.state_dict` / :meth:`Releases.load_state_dict`:
   a restored release is never drawn again;
+* **check** — every draw must record on its ledger exactly what its plan says one draw costs
+  (:meth:`Releases.check_spend`): a draw that records nothing, less or more fails loudly
+  (:class:`UnaccountedRelease`) before its output is used;
 * **new graphs** — :meth:`Releases.on_graph` draws the releases of a graph the model did not
-  train on with fresh noise, on that graph's own ledger, keyed by a digest of the graph: a
-  repeated call on the same graph returns the cached release (no new noise, nothing more
-  spent); once that cache has dropped the graph, a new draw composes into the same ledger.
+  train on with fresh noise, on that graph's own ledger, keyed by a digest of exactly what the
+  releases read (:attr:`Release.reads`): a repeated call on the same graph returns the cached
+  release (no new noise, nothing more spent); once that cache has dropped the graph, a new
+  draw composes into the same ledger. A "new" graph that shares private data with the
+  training graph (the training graph itself, an edited copy of it, or one whose ``n_id``
+  names training nodes) composes into the *training* ledgers instead (invariant
+  overlapping-releases, docs/privacy.md).
 
 Stage switches draw in Lightning hooks (``on_fit_start`` for the first stage, the end of a
 stage's last epoch for the next), never from a dataloader request.
@@ -31,16 +38,31 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch_geometric.data import Data
 
 from ..privacy import PrivacyAccountant
 
-__all__ = ["Draw", "Release", "Releases", "graph_digest"]
+__all__ = [
+    "Draw", "Release", "Releases", "UnaccountedRelease", "graph_digest",
+    "EDGES", "FEATURES", "TRAIN_LABELS", "LABELS",
+]
+
+#: what a release may read of a graph (:attr:`Release.reads`)
+EDGES, FEATURES, TRAIN_LABELS, LABELS = "edges", "features", "train_labels", "labels"
+READS = (EDGES, FEATURES, TRAIN_LABELS, LABELS)
+#: the Rényi orders at which a draw's recorded spend is compared with its plan
+_CHECK_ORDERS = np.array([1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 16.0, 32.0, 64.0, 256.0])
+
+
+class UnaccountedRelease(RuntimeError):
+    """A release's draw recorded on its ledger something other than what its plan says one
+    draw costs (nothing, less or more): its epsilon would be wrong."""
 
 
 def _identity(value: Any) -> Any:
@@ -87,6 +109,11 @@ class Release:
             local DP beside the model's edge-level guarantee).
         save, load: the output to and from what checkpoints and published folders store
             (tensors, numbers, lists and dicts of them); identity by default.
+        reads: what the draw reads of its graph, among :data:`EDGES`, :data:`FEATURES`,
+            :data:`TRAIN_LABELS` (the labels of ``train_mask``, and the mask) and
+            :data:`LABELS` (every label). A new graph's cache and ledger key
+            (:func:`graph_digest`) covers exactly the union of what its releases read: a change
+            no release reads is the same graph, and buys no fresh ledger.
     """
 
     name: str
@@ -99,11 +126,20 @@ class Release:
     guarantee: str | None = None
     save: Callable[[Any], Any] = _identity
     load: Callable[[Any], Any] = _identity
+    reads: tuple[str, ...] = (EDGES, FEATURES)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.reads) - set(READS))
+        if unknown or not self.reads:
+            raise ValueError(f"release {self.name!r}: reads must name some of {READS}, got "
+                             f"{self.reads!r}")
 
 
-def graph_digest(graph: Data) -> str:
-    """A digest of everything a release may read of ``graph``: its size, edges, features,
-    labels and training mask (two graphs with the same digest get the same cached release).
+def graph_digest(graph: Data, reads: Iterable[str] = READS) -> str:
+    """A digest of what releases that read ``reads`` see of ``graph`` (default: everything a
+    release may read): its size, and its edges, features, training labels (with the training
+    mask) or every label as named (two graphs with the same digest get the same cached
+    release and ledger).
 
     Canonical where the same graph can be written differently, so that rewriting it does not
     buy a fresh release: the edges are hashed in sorted order, features by their non-zeros as
@@ -121,19 +157,56 @@ def graph_digest(graph: Data) -> str:
             h.update(str(tuple(part.shape)).encode())
             h.update(part.view(torch.uint8).numpy().tobytes() if part.numel() else b"")
 
-    edges = graph.edge_index.long()
-    update("edge_index", edges[:, torch.argsort(edges[0] * max(n, 1) + edges[1])])
+    reads = set(reads)
+    if EDGES in reads:
+        update("edge_index", _edge_keys(graph))
     x = getattr(graph, "x", None)
-    if x is not None:
+    if FEATURES in reads and x is not None:
         coo = (x.to_sparse_coo() if x.layout != torch.strided else x.to_sparse()).coalesce()
         update("x", torch.tensor(x.shape), coo.indices(), coo.values().double())
-    for key, dtype in (("y", torch.long), ("train_mask", torch.bool)):
-        t = getattr(graph, key, None)
-        if t is None:
-            h.update(f"{key}:-".encode())
+    y, mask = getattr(graph, "y", None), getattr(graph, "train_mask", None)
+    if LABELS in reads:
+        if y is None:
+            h.update(b"y:-")
         else:
-            update(key, t.to(dtype))
+            update("y", y.long())
+    if TRAIN_LABELS in reads:  # the training rows' labels only: the others are never read
+        if mask is None:
+            h.update(b"train_mask:-")
+        else:
+            mask = mask.bool()
+            update("train_mask", mask)
+            if y is not None:
+                update("train_labels", torch.where(mask, y.long(), -1))
     return h.hexdigest()
+
+
+def _edge_keys(graph: Data) -> torch.Tensor:
+    """The edges of ``graph`` as sorted ``source * n + target`` keys (order-free)."""
+    edges = graph.edge_index.long()
+    return torch.sort(edges[0] * max(int(graph.num_nodes), 1) + edges[1]).values
+
+
+def shares_private_data(graph: Data, fit: Data, reads: Iterable[str]) -> str | None:
+    """Why releases reading ``reads`` on ``graph`` would read private data of the training
+    graph ``fit`` again (``None``: no sign of it). Detected: the same content
+    (:func:`graph_digest`); node identities (``n_id``, as PyG's loaders and ``subgraph``
+    utilities set them) that name a training node; the same number of nodes with half or more
+    of ``graph``'s edges among ``fit``'s (an edited copy). A relabelled copy without ``n_id`` is
+    not detected (no canonical form is cheap): the docs leave that to the user."""
+    if graph is fit or graph_digest(graph, reads) == graph_digest(fit, reads):
+        return "it is the training graph"
+    ids, fit_ids = getattr(graph, "n_id", None), getattr(fit, "n_id", None)
+    if isinstance(ids, torch.Tensor) and isinstance(fit_ids, torch.Tensor):
+        shared = int(torch.isin(ids.cpu(), fit_ids.cpu()).sum())
+        if shared:
+            return f"{shared} of its nodes (n_id) are training nodes"
+    if EDGES in reads and graph.num_nodes == fit.num_nodes and graph.num_edges:
+        shared = int(torch.isin(_edge_keys(graph).cpu(), _edge_keys(fit).cpu()).sum())
+        if 2 * shared >= graph.num_edges:
+            return (f"it has the training graph's {graph.num_nodes} nodes and {shared} of its "
+                    f"{graph.num_edges} edges (an edited copy)")
+    return None
 
 
 @dataclass
@@ -159,6 +232,11 @@ class Releases:
         self.graphs_cached = int(graphs_cached)
         self._ledgers: dict[str, dict[str | None, PrivacyAccountant]] = {}
         self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        #: the graph the fit's releases read, in memory only (never checkpointed: a digest of
+        #: it would tell neighbouring graphs apart): a "new" graph is compared with it
+        self.fit_graph: Data | None = None
+        #: why the last new graph was found to share private data with the training graph
+        self.last_overlap: str | None = None
 
     # -- declaration -----------------------------------------------------------------------
     def declare(self, *releases: Release) -> None:
@@ -199,6 +277,36 @@ class Releases:
         for r in self.pending():
             if r.guarantee == guarantee:
                 r.plan(accountant, noise_multiplier)
+
+    def reads(self) -> tuple[str, ...]:
+        """What the inductive releases read, together (the new graphs' key covers this)."""
+        read = {x for r in self.declared.values() if r.inductive for x in r.reads}
+        return tuple(x for x in READS if x in read)
+
+    # -- check: a draw records what its plan says -------------------------------------------
+    @staticmethod
+    def check_spend(
+        release: Release, before: PrivacyAccountant, after: PrivacyAccountant,
+        noise_multiplier: float | None,
+    ) -> None:
+        """Raise :class:`UnaccountedRelease` unless drawing ``release`` took its ledger from
+        ``before`` to ``after`` by exactly what ``release.plan`` says one draw costs at
+        ``noise_multiplier`` (compared as Rényi curves: the order of entries is free)."""
+        planned = PrivacyAccountant(after.level, after.delta)
+        release.plan(planned, noise_multiplier)
+        was = before.rdp(_CHECK_ORDERS)
+        known = np.isfinite(was)  # where the ledger was infinite already, nothing can grow
+        grown = after.rdp(_CHECK_ORDERS)[known] - was[known]
+        expected = planned.rdp(_CHECK_ORDERS)[known]
+        if grown.size and not np.allclose(grown, expected, rtol=1e-6, atol=1e-12):
+            what = "nothing" if not np.any(grown) else (
+                "less" if np.all(grown <= expected) else "more or other")
+            raise UnaccountedRelease(
+                f"release {release.name!r} recorded {what} than its plan says one draw costs "
+                f"(Rényi epsilon at order {_CHECK_ORDERS[known][0]:g}: {grown[0]:.6g} recorded, "
+                f"{expected[0]:.6g} planned): its output is not used, the guarantee would be "
+                "wrong"
+            )
 
     # -- the fit: draw once (``PrivateModule.draw_releases`` runs the mechanisms) ----------
     def store(self, name: str, value: Any) -> None:
@@ -244,28 +352,50 @@ class Releases:
         new_accountant: Callable[[str | None], PrivacyAccountant],
         given: dict[str, Any] | None = None,
         until: Callable[[Release], bool] = lambda r: True,
+        *,
+        fit_accountant: Callable[[str | None], PrivacyAccountant] | None = None,
+        noise_multiplier: float | None = None,
+        check: bool = True,
     ) -> tuple[dict[str, Any], dict[str | None, PrivacyAccountant]]:
         """The releases of a graph the model did not train on, and that graph's ledgers (one
         per guarantee; ``None``: the model's own).
 
-        A graph seen before (same :func:`graph_digest`) whose releases are still cached gets
-        them back: no new noise, nothing spent. Otherwise each inductive release (``until``
-        selects them) is drawn with fresh noise on the graph's own ledger, which composes with
-        what earlier calls on the same graph spent. ``given`` supplies outputs computed
-        elsewhere (e.g. what the nodes of an LDP method sent from their devices): they are not
-        drawn here and cost nothing here (their spend is reported where they were made)."""
-        key = graph_digest(graph)
+        A graph seen before (same :func:`graph_digest` of what the releases read) whose
+        releases are still cached gets them back: no new noise, nothing spent. Otherwise each
+        inductive release (``until`` selects them) is drawn with fresh noise on the graph's
+        own ledger, which composes with what earlier calls on the same graph spent; each draw
+        is checked against its plan at ``noise_multiplier`` (:meth:`check_spend`, when
+        ``check``). A graph that shares private data with the training graph
+        (:func:`shares_private_data`) is no new graph: its draws compose into the training
+        ledgers (``fit_accountant``; without one, e.g. before a fit, it is refused). ``given``
+        supplies outputs computed elsewhere (e.g. what the nodes of an LDP method sent from
+        their devices): they are not drawn here and cost nothing here (their spend is
+        reported where they were made)."""
+        reads = self.reads() or READS
+        key = graph_digest(graph, reads)
         if not given and key in self._recent:
             self._recent.move_to_end(key)
             return self._recent[key], self._ledgers[key]
         ledgers = self._ledgers.get(key) or {}
+        overlap = None if self.fit_graph is None else shares_private_data(
+            graph, self.fit_graph, reads)
+        self.last_overlap = overlap
+        if overlap is not None:
+            if fit_accountant is None:
+                raise ValueError(f"this graph shares private data with the training graph "
+                                 f"({overlap}): it is no new graph")
+            new_accountant = fit_accountant
+            ledgers = {g: fit_accountant(g) for g in ledgers}  # the training ledgers
         outputs: dict[str, Any] = dict(given or {})
         for r in self.declared.values():
             if not r.inductive or not until(r) or r.name in outputs:
                 continue
             if r.guarantee not in ledgers:
                 ledgers[r.guarantee] = new_accountant(r.guarantee)
+            before = ledgers[r.guarantee].copy()
             outputs[r.name] = r.draw(Draw(graph, ledgers[r.guarantee], None, outputs, fit=False))
+            if check:
+                self.check_spend(r, before, ledgers[r.guarantee], noise_multiplier)
         if None not in ledgers:
             ledgers[None] = new_accountant(None)
         self._ledgers[key] = ledgers
@@ -277,4 +407,4 @@ class Releases:
 
     def ledgers_of(self, graph: Data) -> dict[str | None, PrivacyAccountant] | None:
         """The ledgers of releases drawn on ``graph`` so far (``None``: none)."""
-        return self._ledgers.get(graph_digest(graph))
+        return self._ledgers.get(graph_digest(graph, self.reads() or READS))

@@ -24,7 +24,7 @@ from ..nn.sage import SAGENet
 from ..privacy import PrivacyAccountant
 from ..privacy.edgerand import AsymmetricRandomizedResponse
 from .base import PrivateModule
-from .releases import Draw, Release
+from .releases import EDGES, Draw, Release
 
 __all__ = ["SAGE", "EdgeRand"]
 
@@ -222,7 +222,7 @@ class EdgeRand(_SAGEModule):
         )
         # the release: the randomized graph's ``[2, E']`` edge index, drawn before the fit
         self.declare_releases(Release(
-            "edges", self._plan_randomize, self._randomize,
+            "edges", self._plan_randomize, self._randomize, reads=(EDGES,),
         ))  # fmt: skip
 
     @property

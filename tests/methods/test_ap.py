@@ -133,7 +133,7 @@ def test_inductive_inference_counts_the_new_graphs_known_labels_at_its_own_cost(
     model = GAP(privacy="edge", epsilon=1.0, label_counts=True, **FAST_GAP)
     make_trainer().fit(model, csbm_dm)
     spent = model.privacy_spent()
-    other = NodeDataModule("csbm", seed=1).data.clone()
+    other = NodeDataModule("csbm", seed=1, dataset_kwargs={"seed": 1}).data.clone()
     other.inductive = True
     probs = model.predict_step(other, 0)
     assert probs.shape == (other.num_nodes, csbm_dm.num_classes)

@@ -81,7 +81,7 @@ def test_edgerand_at_a_large_epsilon_keeps_most_of_the_graph_signal(csbm_dm, mak
 def test_edgerand_predicts_inductively_with_fresh_noise(csbm_dm, make_trainer):
     model = EdgeRand(epsilon=2.0, epochs=2)
     fit(model, csbm_dm, make_trainer)
-    graph = csbm_dm.data.clone()
+    graph = NodeDataModule("csbm", dataset_kwargs={"seed": 1}).data  # another graph
     graph.inductive = True
     probs = model.predict_step(graph, 0)
     assert probs.shape == (graph.num_nodes, model.hparams.num_classes)

@@ -110,7 +110,8 @@ def test_inductive_inference_draws_fresh_noise_on_the_new_graph_only(csbm_dm, ma
     fit(model, csbm_dm, make_trainer)
     cached = model.aggregates.clone()
     ledger = model.accountant.state_dict()
-    other = NodeDataModule("csbm", seed=1).data  # a disjoint graph from the same distribution
+    # a disjoint graph from the same distribution (the split seed alone keeps the graph)
+    other = NodeDataModule("csbm", seed=1, dataset_kwargs={"seed": 1}).data
     new = Data(x=other.x, edge_index=other.edge_index, num_nodes=other.num_nodes)
     new.inductive = True
     p1 = model.predict_inductive(new)
@@ -137,7 +138,7 @@ def test_repeated_inductive_calls_on_one_graph_cannot_average_the_noise_away(
     composes into that graph's own ledger, and its report says so."""
     model = GAP(privacy="edge", epsilon=1.0, **FAST)
     fit(model, csbm_dm, make_trainer)
-    other = NodeDataModule("csbm", seed=1).data
+    other = NodeDataModule("csbm", seed=1, dataset_kwargs={"seed": 1}).data
     new = Data(x=other.x, edge_index=other.edge_index, num_nodes=other.num_nodes,
                train_mask=other.train_mask, y=other.y)
     new.inductive = True
@@ -243,3 +244,74 @@ def test_gap_without_encoder_fits_under_a_default_trainer(csbm_dm, make_trainer)
     assert model.aggregates.shape == (csbm_dm.data.num_nodes, 1, width)
     (result,) = trainer.test(model, csbm_dm, verbose=False)
     assert 0 <= result["test/acc"] <= 1 and model.pma.calls == 1
+
+
+def test_releasing_on_the_training_graph_again_composes_into_the_training_ledger(
+    csbm_dm, make_trainer
+):
+    """Review 3, N3: ``predict_step`` with ``data.inductive = True`` on the training graph drew
+    every release again with fresh noise on a *new* ledger, so the model still reported 0.9999
+    while the training edges had spent 1.4545 (the same ledger twice) and the mean of the two
+    releases had sqrt(2) less noise. Such a graph is no new graph: its draws compose into the
+    training ledger, the model's report says so, and a warning names the new epsilon. An
+    edited copy (same nodes, most edges shared) and a subgraph whose ``n_id`` names training
+    nodes are caught the same way."""
+    model = GAP(privacy="edge", epsilon=1.0, **FAST)
+    fit(model, csbm_dm, make_trainer)
+    once = model.privacy_spent().epsilon
+    assert 0.99 < once <= 1.0
+    again = csbm_dm.data.clone()
+    again.inductive = True
+    with pytest.warns(UserWarning, match="shares private data with the training graph"):
+        model.predict_step(again, 0)
+    twice = model.privacy_spent()
+    assert twice.count("pma") == 4 and twice.count("label_counts") == 2
+    assert twice.epsilon == pytest.approx(1.4545, abs=0.01)  # the same ledger, twice
+    assert model.last_inference_report.epsilon == pytest.approx(twice.epsilon)
+    model.predict_step(again, 0)  # the same graph once more: cached, nothing more spent
+    assert model.privacy_spent().epsilon == pytest.approx(twice.epsilon)
+
+    edited = csbm_dm.data.clone()  # one feature row and a few edges changed
+    edited.x = edited.x.clone()
+    edited.x[0] += 1.0
+    edited.edge_index = edited.edge_index[:, 10:]
+    with pytest.warns(UserWarning, match="an edited copy"):
+        model.predict_inductive(edited)
+    assert model.privacy_spent().count("pma") == 6
+
+    # another graph, but it names training nodes
+    sub = NodeDataModule("csbm", seed=1, dataset_kwargs={"seed": 1}).data
+    sub = Data(x=sub.x, edge_index=sub.edge_index, num_nodes=sub.num_nodes,
+               n_id=torch.arange(sub.num_nodes) + csbm_dm.data.num_nodes - 3)
+    model.releases.fit_graph.n_id = torch.arange(csbm_dm.data.num_nodes)
+    with pytest.warns(UserWarning, match="3 of its nodes"):
+        model.predict_inductive(sub)
+    assert model.privacy_spent().count("pma") == 8
+
+
+def test_a_change_no_release_reads_buys_no_fresh_ledger(csbm_dm, make_trainer):
+    """Review 3, N4: the per-graph key hashed every label while GAP's releases read only the
+    training labels; resubmitting one new graph four times, each with one *test* label
+    changed, gave four fresh ledgers at 0.9999 each over bit-identical clean aggregates. The
+    key now covers exactly what the releases read: the four calls are one release."""
+    model = GAP(privacy="edge", epsilon=1.0, **FAST)
+    fit(model, csbm_dm, make_trainer)
+    other = NodeDataModule("csbm", seed=1, dataset_kwargs={"seed": 1}).data
+    probs, reports = [], []
+    for i in range(4):
+        y = other.y.clone()
+        test = other.test_mask.nonzero().view(-1)[i]
+        y[test] = (y[test] + 1) % int(other.y.max() + 1)  # a label no release reads
+        g = Data(x=other.x, edge_index=other.edge_index, num_nodes=other.num_nodes, y=y,
+                 train_mask=other.train_mask, test_mask=other.test_mask)
+        probs.append(model.predict_inductive(g))
+        reports.append(model.inference_report(g))
+    assert all(torch.equal(probs[0], p) for p in probs[1:])  # one draw, read four times
+    assert all(r.epsilon == pytest.approx(reports[0].epsilon) for r in reports)
+    assert reports[0].count("pma") == 2 and 0.99 < reports[0].epsilon <= 1.0
+    y = other.y.clone()  # a training label *is* read: another release
+    train = other.train_mask.nonzero().view(-1)[0]
+    y[train] = (y[train] + 1) % int(other.y.max() + 1)
+    changed = Data(x=other.x, edge_index=other.edge_index, num_nodes=other.num_nodes, y=y,
+                   train_mask=other.train_mask)
+    assert not torch.equal(model.predict_inductive(changed), probs[0])

@@ -7,7 +7,16 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from lightning_dpgnn.methods.releases import Draw, Release, Releases, graph_digest
+from lightning_dpgnn.methods.releases import (
+    EDGES,
+    FEATURES,
+    TRAIN_LABELS,
+    Draw,
+    Release,
+    Releases,
+    UnaccountedRelease,
+    graph_digest,
+)
 from lightning_dpgnn.privacy import PrivacyAccountant
 
 
@@ -133,3 +142,51 @@ def test_the_digest_cannot_be_dodged_by_rewriting_the_same_graph():
         h = g.clone()
         rewrite(h)
         assert graph_digest(h) == base
+
+
+@pytest.mark.parametrize("recorded", [0.0, 0.5, 2.0])
+def test_a_draw_that_records_other_than_its_plan_fails_loudly(recorded):
+    """A release whose draw forgets its spend (or records less or more than planned) is
+    refused before its output is used: its epsilon would be wrong (issue 37)."""
+
+    def plan(acc, z):
+        acc.add_pure("r", 1.0)
+
+    def draw(d):
+        if recorded:
+            d.accountant.add_pure("r", recorded)
+        return torch.zeros(())
+
+    rel = Releases()
+    rel.declare(Release("r", plan, draw))
+    acc = PrivacyAccountant("ldp")
+    before = acc.copy()
+    draw(Draw(graph(), acc, None, {}, True))
+    with pytest.raises(UnaccountedRelease, match="recorded (nothing|less|more)"):
+        Releases.check_spend(rel.declared["r"], before, acc, None)
+    with pytest.raises(UnaccountedRelease):  # the same check guards every new graph's draw
+        rel.on_graph(graph(seed=7), lambda g: PrivacyAccountant("ldp"))
+
+
+def test_a_draw_that_records_its_plan_passes_the_check():
+    rel = Releases()
+    rel.declare(counting_release("a")[0])
+    out, ledgers = rel.on_graph(graph(seed=8), lambda g: PrivacyAccountant("ldp"))
+    assert ledgers[None].epsilon() == pytest.approx(1.0) and "a" in out
+
+
+def test_the_new_graph_key_covers_exactly_what_the_releases_read():
+    g = graph()
+    g.y, g.train_mask = torch.tensor([0, 1, 0, 1]), torch.tensor([True, True, False, False])
+    base = graph_digest(g, (EDGES, FEATURES, TRAIN_LABELS))
+    h = g.clone()
+    h.y = torch.tensor([0, 1, 1, 0])  # labels outside the training mask: never read
+    assert graph_digest(h, (EDGES, FEATURES, TRAIN_LABELS)) == base
+    assert graph_digest(h) != graph_digest(g)  # every label: read
+    h.y = torch.tensor([1, 1, 0, 1])  # a training label
+    assert graph_digest(h, (EDGES, FEATURES, TRAIN_LABELS)) != base
+    h = g.clone()
+    h.x = h.x + 1  # features are not read by an edge-only release
+    assert graph_digest(h, (EDGES,)) == graph_digest(g, (EDGES,))
+    with pytest.raises(ValueError, match="reads must name"):
+        Release("bad", lambda a, z: None, lambda d: 0, reads=("degrees",))
