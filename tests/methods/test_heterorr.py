@@ -380,3 +380,18 @@ def test_the_edge_epsilon_prints_its_equilibrium_condition_and_short_chains_are_
     assert HeteroRR(epsilon=1.0, mcmc_steps=10**6).privacy_spent().unit.endswith(
         "assumed reached after 1000000 moves (PrivHRG's burn-in, at least 1000 n; no mixing "
         "bound is proven)")
+
+
+def test_a_long_chain_shows_its_bar_unless_the_trainer_shows_none(make_trainer, tiny_dm,
+                                                                  monkeypatch, capsys):
+    """Issue 41 item 5: a long chain shows a bar by default; inside a fit it follows the
+    Trainer (the test trainers show no progress bar), and ``progress=True`` forces it."""
+    from lightning_dpgnn.privacy import hrg
+
+    monkeypatch.setattr(hrg, "PROGRESS_AFTER_SECONDS", 0.0)  # every chain is "long"
+    fitted(make_trainer, tiny_dm, epsilon=1.0, epochs=1)
+    assert "HRG MCMC" not in capsys.readouterr().err
+    fitted(make_trainer, tiny_dm, epsilon=1.0, epochs=1, progress=True)
+    assert "HRG MCMC" in capsys.readouterr().err
+    HeteroRRRelease(epsilon=1.0)(make_csbm(**TINY, seed=3))  # no Trainer: the default shows it
+    assert "HRG MCMC" in capsys.readouterr().err
