@@ -21,10 +21,14 @@ TINY = {"num_nodes": 80, "avg_degree": 5.0, "num_features": 8, "num_classes": 3}
 FAST = {"hidden": 16}  # the chain: the default (and minimum) 1000 n moves, compiled
 
 
-@pytest.fixture
-def tiny_dm():
+def tiny_datamodule() -> NodeDataModule:
     return NodeDataModule("csbm", seed=0, dataset_kwargs=TINY, feature_range=(0.0, 1.0),
                           feature_bounds=(-4.0, 4.0))
+
+
+@pytest.fixture
+def tiny_dm():
+    return tiny_datamodule()
 
 
 def fitted(make_trainer, dm, epochs=3, callbacks=(), **kwargs):
@@ -309,10 +313,9 @@ def test_the_paper_code_mode_is_not_private_and_refused_by_the_budget_and_the_zo
         HeteroRR(mode="paper")
 
 
-def _with_features(dm: NodeDataModule, change) -> NodeDataModule:
-    """A copy of ``dm`` (set up) whose graph's features are ``change(x)`` (a neighbour)."""
-    other = NodeDataModule("csbm", seed=0, dataset_kwargs=TINY, feature_range=(0.0, 1.0),
-                           feature_bounds=(-4.0, 4.0))
+def _with_features(change) -> NodeDataModule:
+    """The tiny data module (set up) with its graph's features ``change(x)`` (a neighbour)."""
+    other = tiny_datamodule()
     other.setup("fit")
     other.data.x = change(other.data.x.clone())
     return other
@@ -329,7 +332,7 @@ def test_no_node_is_read_in_the_clear_unless_declared_and_then_the_unit_names_th
     tiny_dm.setup("fit")
     x = tiny_dm.data.x
     states = []
-    for dm in (tiny_dm, _with_features(tiny_dm, lambda v: 1.0 - v)):
+    for dm in (tiny_dm, _with_features(lambda v: 1.0 - v)):
         model = HeteroRR(epsilon=None, x_epsilon=4.0, **FAST)
         make_trainer(max_epochs=1).fit(model, dm)
         states.append(model.public_state())
@@ -343,7 +346,7 @@ def test_no_node_is_read_in_the_clear_unless_declared_and_then_the_unit_names_th
     public = model.public_nodes(tiny_dm.data)
     node = int(torch.nonzero(public)[0])
     neighbour = HeteroRR(epsilon=1.0, x_epsilon=4.0, public_fraction=0.5, **FAST)
-    changed = _with_features(tiny_dm, lambda v: torch.where(
+    changed = _with_features(lambda v: torch.where(
         torch.arange(len(v))[:, None] == node, 1.0 - x[node], v))
     make_trainer(max_epochs=1).fit(neighbour, changed)
     assert not torch.equal(model.theta, neighbour.theta)  # read in the clear: so named
