@@ -482,8 +482,8 @@ def resolve_backend(backend: str) -> str:
 
 def shows_progress(steps: int, backend: str = "auto") -> bool:
     """Whether a chain of ``steps`` moves shows its progress bar by default: when it is expected
-    to take more than :data:`PROGRESS_AFTER_SECONDS` (e.g. 1000 n moves in pure Python from
-    n = 100, compiled from n = 10,000)."""
+    to take more than :data:`PROGRESS_AFTER_SECONDS` (e.g. 1000 n moves in pure Python above
+    n = 100, compiled above n = 10,000)."""
     return int(steps) * _SECONDS_PER_MOVE[resolve_backend(backend)] > PROGRESS_AFTER_SECONDS
 
 
