@@ -30,7 +30,7 @@ over seeds) to ``results/heterorr_accuracy.md`` and docs/heterorr.md (``HETERORR
     OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets nice -n 10 \\
         python benchmarks/heterorr_accuracy.py --seeds 10 --parts edges features graphs
 
-``--smoke`` (give ``--out``): the embedded csbm graph, one seed, one epoch, a 5 n-step chain.
+``--smoke`` (give ``--out``): the embedded csbm graph, one seed, one epoch, a 1000 n-step chain.
 """
 
 from __future__ import annotations
@@ -139,7 +139,8 @@ def feature_cell(mechanism: str, eps: float, seed: int, args) -> dict:
     torch.set_num_threads(1)
     name, _, pca = mechanism.partition("+pca")
     model = _heterorr(seed, args, epsilon=None, x_epsilon=eps, feature_mechanism=name,
-                      feature_dim=int(pca) if pca else None, public_seed=seed)
+                      feature_dim=int(pca) if pca else None,
+                      public_fraction=S.HETERORR_PUBLIC_FRACTION, public_seed=seed)
     out = _fit(model, _datamodule(args.feature_dataset), args.epochs)
     print(f"features seed {seed} {mechanism} eps_f={eps} acc={out['test_acc']:.3f}", flush=True)
     return {**out, "spent_epsilon": model.privacy_spent().epsilon}

@@ -14,7 +14,7 @@ edges of a seed are ``edge_split(rho, seed)`` (a public seed); the noise is OS-e
     OMP_NUM_THREADS=1 DPGNN_DATA=/abs/path/shared/datasets nice -n 10 \\
         python benchmarks/heterorr_edges.py --seeds 10
 
-``--smoke`` (give ``--out``): the embedded csbm graph, one seed, a 5 n-step chain.
+``--smoke`` (give ``--out``): the embedded csbm graph, one seed, a 1000 n-step chain (the minimum).
 """
 
 from __future__ import annotations

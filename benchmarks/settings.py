@@ -485,8 +485,12 @@ HETERORR_LINK_EPSILONS = (0.1, 1.0)
 #: optimiser settings) and its epochs (100: CPU; the last epoch is tested)
 HETERORR_GCN = dict(hidden=128, layers=2, dropout=0.5, lr=0.01, weight_decay=5e-4)
 HETERORR_EPOCHS = 100
-#: ``--smoke``: the chain length per node and the epochs
-HETERORR_SMOKE = dict(steps_per_node=5.0, epochs=1)
+#: ``--smoke``: the chain length per node (EdgeRR's minimum, PrivHRG's burn-in: shorter chains
+#: are refused) and the epochs
+HETERORR_SMOKE = dict(steps_per_node=1000.0, epochs=1)
+#: the feature rows declare this share of Cora's nodes public (by a hash of the seed): their
+#: features and labels fit FeatureRR's theta and the PCA in the clear, as the unit says
+HETERORR_PUBLIC_FRACTION = 0.1
 #: heterorr_accuracy.py's parts and edge rows (table order)
 HETERORR_PARTS = ("edges", "graphs", "features")
 HETERORR_EDGE_METHODS = ("GCN", "public-only", "EdgeRR", "EdgeRR-paper-code", "LapGraph",

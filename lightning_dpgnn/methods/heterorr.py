@@ -10,7 +10,8 @@ Two releases, each optional, under **two guarantees that are never added**
 * ``"edges"`` — the curator releases ``G_pub + sampled private part`` by the private HRG
   (:class:`~lightning_dpgnn.privacy.hrg.EdgeRR`): ``epsilon``-edge-DP for one **private** edge
   (the public edges are public), at the MCMC chain's equilibrium (the finite chain is DP only
-  asymptotically, as PrivHRG).
+  asymptotically, as PrivHRG): the unit says so, and chains shorter than PrivHRG's ``1000 n``
+  moves are refused.
 
 Both are declared releases (:class:`~lightning_dpgnn.methods.releases.Release`): drawn once per
 fit when it starts, cached, checkpointed, published and restored without a redraw, drawn afresh
@@ -23,9 +24,10 @@ Which edges are private: the graph's ``private_pairs`` (``[2, k]`` node pairs, e
 direction), its ``private_edge_mask`` (a bool per edge column of the graph as the model sees
 it, both directions agreeing) or, without either, each undirected edge with probability
 ``rho`` by a hash of the public ``split_seed`` (benchmarks). Which nodes are public
-(FeatureRR's weights theta are computed once on them, from their features and labels): the
-graph's ``public_node_mask`` or a ``public_fraction`` of the nodes by a hash of
-``public_seed`` and node identity.
+(FeatureRR's weights theta and the PCA ``feature_dim`` are fitted on them, reading their
+features and labels in the clear): none by default (theta is uniform), or those the user
+declares, the graph's ``public_node_mask`` or a ``public_fraction`` of the nodes by a hash of
+``public_seed`` and node identity; the features' unit then names them (invariant 15).
 """
 
 from __future__ import annotations
@@ -85,15 +87,21 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
             ``None`` (identity) or a PCA to this many dimensions **fitted on the public nodes**
             (their features only), each coordinate scaled into [0, 1] by the public nodes'
             range and clipped; every node applies it to its own features before perturbing.
-        public_fraction, public_seed: FeatureRR's public node subset when the graph has no
-            ``public_node_mask``: each node by a hash of the seed and its identity.
+        public_fraction, public_seed: declare a public node subset when the graph has no
+            ``public_node_mask``: each node by a hash of the seed and its identity
+            (``None``, the default: no public node; FeatureRR's theta is uniform). The public
+            nodes' raw features and labels are read in the clear (theta, the PCA), and the
+            features guarantee's unit names them: it protects the other nodes.
         rho, split_seed: the share of private edges when the graph has no
             ``private_pairs`` or ``private_edge_mask`` (each undirected edge by a hash of the
             seed and the edge).
         mcmc_share: share of ``epsilon`` spent by the HRG chain (the rest: Laplace counts).
-        steps_per_node, mcmc_steps: chain length (default ``1000 n``, PrivHRG's).
-        mcmc_backend: ``"auto"`` (numba when installed), ``"numba"`` or ``"python"``.
-        progress: a progress bar over the chain.
+        steps_per_node, mcmc_steps: chain length (default and minimum ``1000 n``, PrivHRG's
+            burn-in; the edge epsilon holds at the chain's equilibrium, as the unit says).
+        mcmc_backend: ``"auto"`` (numba, a dependency; Python where it cannot be imported),
+            ``"numba"`` or ``"python"``.
+        progress: a progress bar over the chain (``None``: when the chain is expected to take
+            more than a few seconds and the Trainer shows its progress bar).
         hidden, layers, dropout: the GCN (the authors' Cora script: 128 hidden, 2 layers).
         lr, weight_decay: Adam settings.
         noise_seed: reproducible noise (research only; the report says so).
@@ -116,7 +124,7 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
         feature_bounds: tuple[float, float] = (0.0, 1.0),
         bins: int = DEFAULT_K,
         feature_dim: int | None = None,
-        public_fraction: float = 0.1,
+        public_fraction: float | None = None,
         public_seed: int = 0,
         rho: float = 0.3,
         split_seed: int = 0,
@@ -124,7 +132,7 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
         steps_per_node: float = 1000.0,
         mcmc_steps: int | None = None,
         mcmc_backend: str = "auto",
-        progress: bool = False,
+        progress: bool | None = None,
         hidden: int = 128,
         layers: int = 2,
         dropout: float = 0.5,
@@ -164,28 +172,29 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
                              f"{tuple(feature_bounds)!r}")
         self.feature_bounds = (alpha, beta)
         self.rho = _check_fraction(rho, "rho")
-        self.public_fraction = _check_fraction(public_fraction, "public_fraction")
+        self.public_fraction = (None if public_fraction is None
+                                else _check_fraction(public_fraction, "public_fraction"))
         if int(bins) < 2:
             raise ValueError(f"bins must be >= 2, got {bins!r}")
         if feature_dim is not None and (x_epsilon is None or int(feature_dim) < 1):
             raise ValueError("feature_dim (the public PCA before the feature mechanism) needs "
                              f"x_epsilon and an integer >= 1, got {feature_dim!r}")
         self.edgerr: EdgeRR | None = None
+        #: the guarantee the feature release spends under (``None``: the model's own)
+        self.features_guarantee: str | None = None
         releases = []
         if x_epsilon is not None:
             self.x_epsilon = check_epsilon(x_epsilon, "x_epsilon")
             if not math.isfinite(self.x_epsilon):
                 raise ValueError(f"x_epsilon must be finite, got {x_epsilon!r}")
-            feature_guarantee = None
             if epsilon is not None:
-                self.guarantee_name = "edges"
+                self.guarantee_name, self.features_guarantee = "edges", "features"
                 self.declare_guarantee("features", "ldp", FEATURES_BESIDE_EDGES_UNIT,
                                        epsilon=x_epsilon)
-                feature_guarantee = "features"
             else:
                 self.accountant.unit = FEATURES_UNIT
             releases.append(Release("features", self._plan_features, self._draw_features,
-                                    guarantee=feature_guarantee))
+                                    guarantee=self.features_guarantee))
         if epsilon is not None:
             release = PaperCodeEdgeRR if mode == PAPER_CODE else EdgeRR
             chain = {} if mode == PAPER_CODE else dict(steps_per_node=steps_per_node)
@@ -193,8 +202,8 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
                 epsilon, mcmc_share=mcmc_share, steps=mcmc_steps, backend=mcmc_backend,
                 progress=progress, **chain,
             )
-            self.accountant.unit = (self.not_private_note() if mode == PAPER_CODE
-                                    else Unit(Level.EDGE, "private").describe())
+            self.accountant.unit = (self.not_private_note() if mode == PAPER_CODE else
+                                    f"{Unit(Level.EDGE, 'private')}, {self.edgerr.condition()}")
             releases.append(Release("edges", self._plan_edges, self._draw_edges))
         self.declare_releases(*releases)
         #: FeatureRR's per-feature weights, computed once on the public nodes (public state)
@@ -219,16 +228,25 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
         self.resolve_delta(data)
 
     def prepare(self, data: Data) -> None:
-        """What the releases need from public data, once: the public embedding, the network
-        (from public sizes), FeatureRR's theta."""
+        """What the releases need from public data, once: the chain length checked, the
+        public embedding, the network (from public sizes), FeatureRR's theta; the public nodes
+        read for them are named in the features' unit."""
+        if self.edgerr is not None:
+            self.edgerr.check_chain(int(data.num_nodes))
+        read = []
         if self.protects_features and self.hparams.feature_dim and self.encoder is None:
             self.encoder = self.fit_encoder(data)
+            read.append("their raw features fit the PCA (feature_dim)")
         if self.net is None:
             width = self.hparams.feature_dim if self.encoder is not None else data.num_features
             with self.seeded(self.hparams.seed):
                 self._build(int(width), self._num_classes(data))
         if self.protects_features and self.theta is None:
             self.theta = self.public_theta(data)
+            if self.theta is not None and self.public_nodes(data) is not None:
+                read.append("their raw features and labels fit FeatureRR's theta")
+        if read:
+            self.name_public_nodes(data, read)
 
     @property
     def protects_features(self) -> bool:
@@ -239,10 +257,11 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
         return "edges" in self.releases.declared
 
     # -- the feature release ------------------------------------------------------------------
-    def public_nodes(self, data: Data) -> torch.Tensor:
-        """The public node subset FeatureRR's theta is computed on: ``data.public_node_mask``,
-        or each node with probability ``public_fraction`` by a hash of ``public_seed`` and its
-        identity (``data.node_id``, else its position)."""
+    def public_nodes(self, data: Data) -> torch.Tensor | None:
+        """The declared public node subset (theta and the PCA are fitted on it):
+        ``data.public_node_mask``, or each node with probability ``public_fraction`` by a hash
+        of ``public_seed`` and its identity (``data.node_id``, else its position); ``None``
+        when none is declared."""
         n = int(data.num_nodes)
         mask = getattr(data, "public_node_mask", None)
         if mask is not None:
@@ -251,15 +270,35 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
                 raise ValueError(f"public_node_mask must be a bool tensor of shape ({n},), got "
                                  f"{tuple(mask.shape)} {mask.dtype}")
             return mask.cpu()
+        if self.public_fraction is None:
+            return None
         ids = getattr(data, "node_id", None)
         ids = torch.arange(n) if ids is None else ids.cpu().long()
         u = keyed_uniform(ids.numpy().astype(np.uint64), int(self.hparams.public_seed))
         return torch.from_numpy(u < self.public_fraction)
 
+    def name_public_nodes(self, data: Data, uses: list[str]) -> None:
+        """Name the public nodes read in the clear, and what they fit, in the features'
+        unit (printed in the report and on the card): the guarantee covers the other nodes."""
+        public = self.public_nodes(data)
+        source = ("given by the graph's public_node_mask" if "public_node_mask" in data else
+                  f"chosen as public_fraction={self.public_fraction:g} of the nodes by a hash of "
+                  f"public_seed={self.hparams.public_seed} and node identity")
+        note = (f"the {int(public.sum())} public nodes of the training graph, {source}, are "
+                f"read in the clear: {' and '.join(uses)}, published with the model")
+        base = FEATURES_BESIDE_EDGES_UNIT if self.protects_edges else FEATURES_UNIT
+        unit = base.replace("each node's", "each non-public node's", 1)
+        self.accountant_of(self.features_guarantee).unit = f"{unit[:-1]}; {note})"
+
     def fit_encoder(self, data: Data) -> dict[str, torch.Tensor]:
         """The public PCA: mean and top ``feature_dim`` directions of the public nodes'
-        features, and each coordinate's range over them (no private node is read)."""
+        features, and each coordinate's range over them (no other node is read)."""
         public = self.public_nodes(data)
+        if public is None:
+            raise ValueError(
+                "feature_dim (a PCA fitted on public nodes) needs declared public nodes: give "
+                "public_fraction or the graph's public_node_mask"
+            )
         x = data.x.detach().cpu().double()[public]
         dim = int(self.hparams.feature_dim)
         if x.shape[0] < 2 or dim > min(x.shape):
@@ -293,11 +332,14 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
             )
 
     def public_theta(self, data: Data) -> torch.Tensor | None:
-        """FeatureRR's per-feature weights from the public nodes' features and labels only
-        (``None`` for the other mechanisms, which have no per-feature budgets)."""
+        """FeatureRR's per-feature weights from the declared public nodes' features and labels
+        only, uniform without public nodes (``None`` for the other mechanisms, which have no
+        per-feature budgets)."""
         if self.hparams.feature_mechanism != "feature-rr":
             return None
         public = self.public_nodes(data)
+        if public is None:  # nothing read: every feature gets epsilon / d
+            return torch.full((data.num_features,), 1.0 / data.num_features, dtype=torch.float64)
         if int(public.sum()) < 2:
             raise ValueError(
                 "FeatureRR needs at least two public nodes to compute its feature weights: "
@@ -382,6 +424,10 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
 
     def _draw_edges(self, d: Draw) -> torch.Tensor:
         g = d.graph
+        if self.hparams.progress is None:  # a long chain's bar, unless the Trainer shows none
+            trainer = getattr(self, "_trainer", None)
+            quiet = trainer is not None and trainer.progress_bar_callback is None
+            self.edgerr.progress = False if quiet else None
         return self.edgerr(g.edge_index, int(g.num_nodes), self.private_edges(g),
                            d.accountant, d.generator)
 

@@ -325,7 +325,8 @@ class FeatureRR(FeatureRandomizer):
 
     def _note(self, d: int | None = None) -> str:
         d = self._last_d if d is None else int(d)
-        split = "uniform theta" if self.theta is None else "public theta"
+        uniform = self.theta is None or bool((self.theta == self.theta[0]).all())
+        split = "uniform theta" if uniform else "public theta"
         tail = "" if d is None else f" over {d} features"
         return (
             f"FeatureRR feature LDP (HeteroRR Theorem 3): k={self.k}, {split}, epsilon_i = "

@@ -29,9 +29,9 @@ of it (docs/heterorr.md lists the gaps of the paper and of the authors' code):
   ``min(1, exp(dL_pub + eps_e1 / (2 Delta) dL_pri))``. The authors' code alternates a public
   and a private round instead, a chain whose stationary law is not this one;
 * a move touches two internal nodes; the edge counts of both are updated by walking the edges
-  of the one subtree that moves (``O(volume)`` per move), so ``1000 n`` moves run in minutes on
-  Cora with the optional compiled kernel (``pip install numba``) and the pure-Python kernel, the
-  same code, is the reference the tests run;
+  of the one subtree that moves (``O(volume)`` per move). The loop is one plain-Python
+  function, the reference; numba (a dependency) compiles the same function, about 100 times
+  faster (``1000 n`` moves on Cora: about a CPU-second compiled, 38 in Python);
 * after the chain, ``Laplace(1 / eps_e2)`` is added to each internal node's private-edge count
   (one private edge changes one count by one, the dendrogram fixed), and only the **private
   part** is sampled: each internal node ``r`` gets independent Bernoulli draws with
@@ -39,10 +39,17 @@ of it (docs/heterorr.md lists the gaps of the paper and of the authors' code):
   public edges (a binomial number of uniformly chosen pairs, by geometric gaps, never
   ``O(n^2)`` draws); the public edges pass through unchanged.
 
-**Equilibrium caveat (as for PrivHRG).** The exponential mechanism is ``eps_e1``-DP for an
+**Equilibrium condition (as for PrivHRG).** The exponential mechanism is ``eps_e1``-DP for an
 exact draw from ``pi``. A finite chain only approaches ``pi``: its output is ``eps_e1``-DP
-*at equilibrium*, the guarantee of a finite run is asymptotic. PrivHRG runs at least ``1000 n``
-steps; that is the default here (the authors' HeteroRR code stops at ``50 n``).
+*at equilibrium*, and a short chain is not DP at all (n = 4, one move: a dendrogram that one
+graph reaches is unreachable under its neighbour). No mixing bound is proven for this chain, so
+:class:`EdgeRR` states the condition with its epsilon (:meth:`EdgeRR.condition`, printed in the
+unit) and refuses chains shorter than :data:`MIN_STEPS_PER_NODE` ``* n`` moves: PrivHRG's
+burn-in (Xiao et al.; ``kaseyxiao/privHRG`` declares equilibrium after at least ``1000 n``
+moves), the only published equilibrium time for this chain. It is a convention, not a proof; it
+is far above the coupon-collector bound ``(n - 2) H(n - 2)`` below which some internal node is
+typically never proposed (so the chain cannot have forgotten its start). The authors' HeteroRR
+code stops at ``50 n`` (paper-code mode only).
 
 Every draw (the initial dendrogram, the proposals and acceptance uniforms, the Laplace noise,
 the sampling) goes through :mod:`lightning_dpgnn.privacy.random`, in batches. Pure numpy/torch:
@@ -64,6 +71,7 @@ from .accountant import PrivacyAccountant, check_epsilon
 from .edgerand import bernoulli_positions
 
 __all__ = [
+    "MIN_STEPS_PER_NODE",
     "Dendrogram",
     "HRGFit",
     "EdgeRR",
@@ -80,6 +88,16 @@ __all__ = [
 ]
 
 BACKENDS = ("auto", "numba", "python")
+
+#: the shortest chain :class:`EdgeRR` runs, in moves per node: PrivHRG's burn-in (module doc)
+MIN_STEPS_PER_NODE = 1000.0
+
+#: rough CPU seconds per move of each kernel (measured on a 300-node csbm: 36 us in Python,
+#: 0.33 us compiled), for :func:`shows_progress`
+_SECONDS_PER_MOVE = {"python": 3e-5, "numba": 3e-7}
+
+#: a chain expected to run longer than this many seconds shows a progress bar by default
+PROGRESS_AFTER_SECONDS = 3.0
 
 
 def sensitivity(num_nodes: int) -> float:
@@ -444,7 +462,7 @@ _COMPILED: dict[str, Callable[..., int]] = {}
 
 
 def numba_available() -> bool:
-    """Whether the optional compiled kernel can be used (``pip install numba``)."""
+    """Whether the compiled kernel can be used (numba, a dependency, imports)."""
     try:
         import numba  # noqa: F401
     except ImportError:
@@ -452,18 +470,33 @@ def numba_available() -> bool:
     return True
 
 
-def _kernel(backend: str) -> Callable[..., int]:
+def resolve_backend(backend: str) -> str:
+    """The kernel ``backend`` runs: ``"numba"`` (a dependency of the library) or ``"python"``
+    (the reference, and the fallback of ``"auto"`` where numba cannot be imported)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "python" or (backend == "auto" and not numba_available()):
+    if backend == "auto":
+        return "numba" if numba_available() else "python"
+    return backend
+
+
+def shows_progress(steps: int, backend: str = "auto") -> bool:
+    """Whether a chain of ``steps`` moves shows its progress bar by default: when it is expected
+    to take more than :data:`PROGRESS_AFTER_SECONDS` (e.g. 1000 n moves in pure Python above
+    n = 100, compiled above n = 10,000)."""
+    return int(steps) * _SECONDS_PER_MOVE[resolve_backend(backend)] > PROGRESS_AFTER_SECONDS
+
+
+def _kernel(backend: str) -> Callable[..., int]:
+    if resolve_backend(backend) == "python":
         return _mcmc_kernel
     if "numba" not in _COMPILED:
         try:
             import numba
         except ImportError:
             raise ImportError(
-                "backend='numba' needs the optional numba package: pip install numba "
-                "(or backend='python'/'auto')"
+                "backend='numba' needs numba (a dependency of lightning-dpgnn: pip install "
+                "numba), or use backend='python'/'auto'"
             ) from None
         _COMPILED["numba"] = numba.njit(cache=True, nogil=True)(_mcmc_kernel)
     return _COMPILED["numba"]
@@ -497,7 +530,7 @@ def fit_dendrogram(
     *,
     generator: torch.Generator | None = None,
     backend: str = "auto",
-    progress: bool = False,
+    progress: bool | None = None,
     trace_points: int = 200,
     chunk: int = 1 << 16,
     rounds: tuple[int, int] | None = None,
@@ -511,7 +544,9 @@ def fit_dendrogram(
 
     ``public`` and ``private``: disjoint unordered pairs ``[2, m]`` over ``num_nodes`` leaves.
     Uniforms come from :mod:`~lightning_dpgnn.privacy.random` in batches of ``chunk`` moves;
-    ``progress`` shows a tqdm bar; the trace keeps about ``trace_points`` points."""
+    ``progress`` shows a tqdm bar of the moves (``None``: when the chain is long,
+    :func:`shows_progress`; the bar shows no likelihood, which is computed from the private
+    edges); the trace keeps about ``trace_points`` points."""
     n = int(num_nodes)
     if n < 3:
         raise ValueError(f"the chain needs at least three nodes (one non-root move), got {n}")
@@ -552,7 +587,7 @@ def fit_dendrogram(
     root = den.root
     accepted, done = 0, 0
     bar = None
-    if progress:
+    if progress or (progress is None and shows_progress(steps, used)):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=steps, desc=f"HRG MCMC ({used})", unit="move", unit_scale=True)
@@ -574,7 +609,6 @@ def fit_dendrogram(
             done += k
             if bar is not None:
                 bar.update(k)
-                bar.set_postfix(L_pub=f"{totals[0]:.4g}", L_pri=f"{totals[1]:.4g}")
     finally:
         if bar is not None:
             bar.close()
@@ -629,43 +663,53 @@ class EdgeRR:
     With every edge private (``rho = 1``) it is PrivHRG (Xiao, Chen and Tan, KDD'14).
 
     Args:
-        epsilon: budget for one private edge (pure DP at the chain's equilibrium):
-            ``eps_e1 = mcmc_share * epsilon`` for the exponential mechanism (the chain),
-            ``eps_e2`` the rest for the Laplace counts.
+        epsilon: budget for one private edge (pure DP at the chain's equilibrium:
+            :meth:`condition`): ``eps_e1 = mcmc_share * epsilon`` for the exponential mechanism
+            (the chain), ``eps_e2`` the rest for the Laplace counts.
         mcmc_share: share of epsilon spent by the chain (PrivHRG's example: 0.5).
-        steps_per_node: chain length ``steps_per_node * n`` (default 1000, PrivHRG's minimum
-            equilibrium time; the released dendrogram is the state after them).
-        steps: an explicit chain length (overrides ``steps_per_node``).
-        backend: ``"auto"`` (numba when installed, else Python), ``"numba"``, ``"python"``.
-        progress: a tqdm progress bar over the moves.
+        steps_per_node: chain length ``steps_per_node * n`` (default and minimum 1000,
+            :data:`MIN_STEPS_PER_NODE`, PrivHRG's burn-in; the released dendrogram is the state
+            after them).
+        steps: an explicit chain length (overrides ``steps_per_node``; at least ``1000 n``,
+            checked when ``n`` is known: :meth:`check_chain`).
+        backend: ``"auto"`` (numba, else Python), ``"numba"``, ``"python"``.
+        progress: a tqdm progress bar over the moves (``None``: when the chain is long,
+            :func:`shows_progress`).
         name: ledger name prefix (``<name>/mcmc``, ``<name>/counts``).
     """
+
+    #: the shortest chain run, in moves per node (0 in the paper-code mode, which is not DP)
+    min_steps_per_node: float = MIN_STEPS_PER_NODE
 
     def __init__(
         self,
         epsilon: float,
         *,
         mcmc_share: float = 0.5,
-        steps_per_node: float = 1000.0,
+        steps_per_node: float = MIN_STEPS_PER_NODE,
         steps: int | None = None,
         backend: str = "auto",
-        progress: bool = False,
+        progress: bool | None = None,
         name: str = "edgerr",
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
         if not 0.0 < float(mcmc_share) < 1.0:
             raise ValueError(f"mcmc_share must be in (0, 1), got {mcmc_share!r}")
-        if not float(steps_per_node) >= 0:
-            raise ValueError(f"steps_per_node must be >= 0, got {steps_per_node!r}")
         if steps is not None and int(steps) < 0:
             raise ValueError(f"steps must be >= 0, got {steps!r}")
+        if steps is None and not float(steps_per_node) >= self.min_steps_per_node:
+            raise ValueError(
+                f"steps_per_node must be >= {self.min_steps_per_node:g} (PrivHRG's burn-in: "
+                f"the epsilon of the HRG chain holds at equilibrium only, and a shorter chain "
+                f"is refused), got {steps_per_node!r}"
+            )
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.mcmc_share = float(mcmc_share)
         self.steps_per_node = float(steps_per_node)
         self.steps = None if steps is None else int(steps)
         self.backend = backend
-        self.progress = bool(progress)
+        self.progress = None if progress is None else bool(progress)
         self.name = str(name)
         #: the last run's chain (dendrogram, exact counts, likelihood trace, time): the
         #: curator's diagnostics, computed from the private edges and **not covered by
@@ -686,6 +730,27 @@ class EdgeRR:
 
     def num_steps(self, num_nodes: int) -> int:
         return self.steps if self.steps is not None else int(self.steps_per_node * num_nodes)
+
+    def check_chain(self, num_nodes: int) -> int:
+        """The chain length on ``num_nodes`` nodes, refused below ``min_steps_per_node * n``
+        moves (one sentence naming the fix); nothing is drawn or spent before it."""
+        steps, least = self.num_steps(num_nodes), math.ceil(self.min_steps_per_node * num_nodes)
+        if steps < least:
+            raise ValueError(
+                f"{self.name}: a chain of {steps} moves on {num_nodes} nodes is shorter than "
+                f"the minimum {self.min_steps_per_node:g} n = {least} (PrivHRG's burn-in; the "
+                "epsilon holds at the chain's equilibrium only): give steps (HeteroRR: "
+                f"mcmc_steps) >= {least}, or leave the default"
+            )
+        return steps
+
+    def condition(self) -> str:
+        """The condition the epsilon holds under, in words (printed in the unit)."""
+        length = (f"{self.steps} moves" if self.steps is not None
+                  else f"{self.steps_per_node:g} n moves")
+        return (f"at the HRG chain's equilibrium only, assumed reached after {length} "
+                f"(PrivHRG's burn-in, at least {self.min_steps_per_node:g} n; no mixing bound "
+                "is proven)")
 
     def chain_temperature(self, num_nodes: int, private: np.ndarray) -> float:
         """The factor on ``L_pri`` in the chain (the private edges are not read here)."""
@@ -728,9 +793,10 @@ class EdgeRR:
                 f"accountant at level {getattr(accountant, 'level', None)!r}"
             )
         n = int(num_nodes)
+        steps = self.check_chain(n)
         public, private = split_pairs(edge_index, n, private_mask)
         fit = fit_dendrogram(
-            n, public, private, self.chain_temperature(n, private), self.num_steps(n),
+            n, public, private, self.chain_temperature(n, private), steps,
             generator=generator, backend=self.backend, progress=self.progress,
             rounds=self.rounds,
         )
@@ -765,6 +831,8 @@ class PaperCodeEdgeRR(EdgeRR):
     graph, where the code samples ten and resamples public pairs. Its ``account`` records an
     infinite spend, so a report says NOT differentially private and ``PrivacyBudget`` refuses
     it."""
+
+    min_steps_per_node = 0.0  # the code's 50 n: not DP at any length (its account: infinite)
 
     def __init__(self, epsilon: float, *, rounds: tuple[int, int] = (1000, 10),
                  steps_per_node: float = 50.0, **kwargs) -> None:

@@ -18,13 +18,17 @@ from lightning_dpgnn.methods import HeteroRRRelease
 from lightning_dpgnn.privacy import MultipleGuaranteesError, PrivacyReport, SeveralGuarantees
 
 TINY = {"num_nodes": 80, "avg_degree": 5.0, "num_features": 8, "num_classes": 3}
-FAST = {"mcmc_steps": 800, "mcmc_backend": "python", "hidden": 16}
+FAST = {"hidden": 16}  # the chain: the default (and minimum) 1000 n moves, compiled
+
+
+def tiny_datamodule() -> NodeDataModule:
+    return NodeDataModule("csbm", seed=0, dataset_kwargs=TINY, feature_range=(0.0, 1.0),
+                          feature_bounds=(-4.0, 4.0))
 
 
 @pytest.fixture
 def tiny_dm():
-    return NodeDataModule("csbm", seed=0, dataset_kwargs=TINY, feature_range=(0.0, 1.0),
-                          feature_bounds=(-4.0, 4.0))
+    return tiny_datamodule()
 
 
 def fitted(make_trainer, dm, epochs=3, callbacks=(), **kwargs):
@@ -174,8 +178,7 @@ def test_the_transform_releases_once_for_any_model(make_trainer):
     """``HeteroRRRelease`` draws the releases with the model's own code, once: the data
     module's graph carries the released features and edges and the two-guarantee report, and a
     non-private GNN trains on it (post-processing)."""
-    release = HeteroRRRelease(epsilon=1.0, x_epsilon=2.0, feature_mechanism="multibit",
-                              mcmc_steps=500, mcmc_backend="python")
+    release = HeteroRRRelease(epsilon=1.0, x_epsilon=2.0, feature_mechanism="multibit")
     dm = NodeDataModule("csbm", seed=0, dataset_kwargs=TINY, feature_range=(0.0, 1.0),
                         feature_bounds=(-4.0, 4.0), transform=release)
     dm.setup("fit")
@@ -185,7 +188,7 @@ def test_the_transform_releases_once_for_any_model(make_trainer):
     assert torch.equal(data.edge_index, release.model.releases.get("edges"))
     assert torch.equal(data.x, release.model.releases.get("features"))
     raw = make_csbm(**TINY, seed=3)
-    again = HeteroRRRelease(epsilon=1.0, mcmc_steps=100, mcmc_backend="python")
+    again = HeteroRRRelease(epsilon=1.0)
     first = again(raw)
     assert torch.equal(again(raw).edge_index, first.edge_index)  # the same graph: cached
     assert again.report.count("edgerr/mcmc") == 1 and not hasattr(raw, "privacy_report")
@@ -308,3 +311,90 @@ def test_the_paper_code_mode_is_not_private_and_refused_by_the_budget_and_the_zo
         HeteroRR(epsilon=None, x_epsilon=1.0, mode="paper-code")
     with pytest.raises(ValueError, match="mode"):
         HeteroRR(mode="paper")
+
+
+def _with_features(change) -> NodeDataModule:
+    """The tiny data module (set up) with its graph's features ``change(x)`` (a neighbour)."""
+    other = tiny_datamodule()
+    other.setup("fit")
+    other.data.x = change(other.data.x.clone())
+    return other
+
+
+def test_no_node_is_read_in_the_clear_unless_declared_and_then_the_unit_names_them(
+    make_trainer, tiny_dm, tmp_path
+):
+    """Review 3, N2 (the attack): without a declared public subset, FeatureRR's published
+    state is the same whatever any node's features are (theta uniform, nothing read in the
+    clear), and the unit protects every node. With ``public_fraction``, changing one public
+    node's features moves the published theta, so the unit, the printed report and the card
+    name those nodes as read in the clear, and the guarantee covers the other nodes."""
+    tiny_dm.setup("fit")
+    x = tiny_dm.data.x
+    states = []
+    for dm in (tiny_dm, _with_features(lambda v: 1.0 - v)):
+        model = HeteroRR(epsilon=None, x_epsilon=4.0, **FAST)
+        make_trainer(max_epochs=1).fit(model, dm)
+        states.append(model.public_state())
+    assert torch.equal(states[0]["theta"], states[1]["theta"]) and "encoder" not in states[0]
+    report = model.privacy_spent()
+    assert report.unit.startswith("each node's features") and "clear" not in report.unit
+    assert "uniform theta" in report.ledger[0].note
+
+    model = HeteroRR(epsilon=1.0, x_epsilon=4.0, public_fraction=0.5, **FAST)
+    make_trainer(max_epochs=1).fit(model, tiny_dm)
+    public = model.public_nodes(tiny_dm.data)
+    node = int(torch.nonzero(public)[0])
+    neighbour = HeteroRR(epsilon=1.0, x_epsilon=4.0, public_fraction=0.5, **FAST)
+    changed = _with_features(lambda v: torch.where(
+        torch.arange(len(v))[:, None] == node, 1.0 - x[node], v))
+    make_trainer(max_epochs=1).fit(neighbour, changed)
+    assert not torch.equal(model.theta, neighbour.theta)  # read in the clear: so named
+    unit = model.privacy_spent()["features"].unit
+    named = (f"the {int(public.sum())} public nodes of the training graph, chosen as "
+             "public_fraction=0.5 of the nodes by a hash of public_seed=0")
+    assert unit.startswith("each non-public node's features") and named in unit
+    assert "are read in the clear: their raw features and labels fit FeatureRR's theta" in unit
+    assert named in str(model.privacy_spent())
+    model.save_pretrained(tmp_path / "h")
+    card = (tmp_path / "h" / "README.md").read_text()
+    assert named in card and "each non-public node's features" in card
+    with pytest.raises(ValueError, match="needs declared public nodes"):
+        make_trainer(max_epochs=1).fit(HeteroRR(epsilon=None, x_epsilon=4.0, feature_dim=4,
+                                                **FAST), tiny_dm)
+
+
+def test_the_edge_epsilon_prints_its_equilibrium_condition_and_short_chains_are_refused(
+    make_trainer, tiny_dm
+):
+    """Review 3, N7: the chain's epsilon holds at equilibrium only. The unit, printed under
+    the epsilon (report and card), says so with the chain length; a chain shorter than
+    PrivHRG's 1000 n moves is refused before anything is drawn or spent."""
+    with pytest.raises(ValueError, match="steps_per_node must be >= 1000"):
+        HeteroRR(epsilon=1.0, steps_per_node=50.0)
+    short = HeteroRR(epsilon=1.0, mcmc_steps=800, **FAST)  # 10 n on 80 nodes
+    with pytest.raises(ValueError, match=r"shorter than the minimum 1000 n = 80000.*mcmc_steps"):
+        make_trainer(max_epochs=1).fit(short, tiny_dm)
+    assert not short.privacy_spent().ledger and short.releases.get("edges") is None
+    model = fitted(make_trainer, tiny_dm, epsilon=1.0, epochs=1)
+    headline, protects = str(model.privacy_spent()).splitlines()[:2]
+    assert headline.startswith("edge-level DP: epsilon = 1")
+    assert "at the HRG chain's equilibrium only, assumed reached after 1000 n moves" in protects
+    assert HeteroRR(epsilon=1.0, mcmc_steps=10**6).privacy_spent().unit.endswith(
+        "assumed reached after 1000000 moves (PrivHRG's burn-in, at least 1000 n; no mixing "
+        "bound is proven)")
+
+
+def test_a_long_chain_shows_its_bar_unless_the_trainer_shows_none(make_trainer, tiny_dm,
+                                                                  monkeypatch, capsys):
+    """Issue 41 item 5: a long chain shows a bar by default; inside a fit it follows the
+    Trainer (the test trainers show no progress bar), and ``progress=True`` forces it."""
+    from lightning_dpgnn.privacy import hrg
+
+    monkeypatch.setattr(hrg, "PROGRESS_AFTER_SECONDS", 0.0)  # every chain is "long"
+    fitted(make_trainer, tiny_dm, epsilon=1.0, epochs=1)
+    assert "HRG MCMC" not in capsys.readouterr().err
+    fitted(make_trainer, tiny_dm, epsilon=1.0, epochs=1, progress=True)
+    assert "HRG MCMC" in capsys.readouterr().err
+    HeteroRRRelease(epsilon=1.0)(make_csbm(**TINY, seed=3))  # no Trainer: the default shows it
+    assert "HRG MCMC" in capsys.readouterr().err

@@ -83,15 +83,53 @@ def test_the_progress_bar_changes_nothing(capsys):
     assert np.array_equal(quiet.dendrogram.left, shown.dendrogram.left)
 
 
-def test_the_compiled_kernel_is_the_same_code():
-    """``backend="auto"`` uses numba only when it is installed (an optional extra), and then
-    draws the same chain as the pure-Python reference."""
+def test_long_chains_show_progress_by_default_without_private_figures(capsys, monkeypatch):
+    """A chain expected to take more than a few seconds shows a bar by default (1000 n moves
+    on Cora in Python, on musae-facebook compiled); a short one stays quiet. The bar counts
+    moves only: the likelihoods are computed from the private edges."""
+    assert hrg.shows_progress(1000 * 2708, "python") and hrg.shows_progress(1000 * 22470, "numba")
+    assert not hrg.shows_progress(1000 * 80, "python")
+    assert not hrg.shows_progress(1000 * 2708, "numba")
+    assert hrg.EdgeRR(1.0).progress is None
+    n = 12
+    pairs = random_pairs(n, 20, 11)
+    hrg.fit_dendrogram(n, pairs[:, :10], pairs[:, 10:], 0.3, 300, generator=seeded(5))
+    assert "HRG MCMC" not in capsys.readouterr().err
+    monkeypatch.setattr(hrg, "PROGRESS_AFTER_SECONDS", 0.0)  # every chain is "long"
+    hrg.fit_dendrogram(n, pairs[:, :10], pairs[:, 10:], 0.3, 300, generator=seeded(5))
+    err = capsys.readouterr().err
+    assert "HRG MCMC" in err and "L_pri" not in err and "L_pub" not in err
+
+
+def test_a_chain_shorter_than_privhrgs_burn_in_is_refused_before_anything_is_spent():
+    """Review 3, N7: a short chain is not the exponential mechanism (n = 4, one move: a
+    dendrogram one graph reaches is unreachable under its neighbour), so EdgeRR refuses fewer
+    than 1000 n moves, before any draw, and its condition names the length."""
+    n = 12
+    pairs = random_pairs(n, 20, 9)
+    edge_index = torch.from_numpy(np.concatenate([pairs, pairs[::-1]], axis=1).copy())
+    with pytest.raises(ValueError, match="steps_per_node must be >= 1000"):
+        hrg.EdgeRR(1.0, steps_per_node=50.0)
+    mech, acc = hrg.EdgeRR(1.0, steps=1), PrivacyAccountant("edge")
+    with pytest.raises(ValueError, match=r"a chain of 1 moves on 12 nodes is shorter than the "
+                                         r"minimum 1000 n = 12000"):
+        mech(edge_index, n, hrg.edge_split(edge_index, 0.5), acc)
+    assert acc.ledger == [] and mech.last_fit is None
+    assert hrg.EdgeRR(1.0, steps=12000).check_chain(n) == 12000
+    assert "equilibrium only, assumed reached after 1000 n moves" in hrg.EdgeRR(1.0).condition()
+    assert hrg.PaperCodeEdgeRR(1.0).check_chain(n) == 50 * n  # not DP at any length
+
+
+def test_the_compiled_kernel_is_installed_and_the_same_code():
+    """numba is a dependency: ``backend="auto"`` runs the compiled kernel (about 100 times
+    faster), which draws the same chain as the pure-Python reference (the fallback where numba
+    cannot be imported)."""
     n = 12
     pairs = random_pairs(n, 25, 4)
     ref = hrg.fit_dendrogram(n, pairs[:, :15], pairs[:, 15:], 0.3, 500, generator=seeded(1),
                              backend="python")
     auto = hrg.fit_dendrogram(n, pairs[:, :15], pairs[:, 15:], 0.3, 500, generator=seeded(1))
-    assert auto.backend == ("numba" if hrg.numba_available() else "python")
+    assert hrg.numba_available() and auto.backend == "numba"
     assert np.array_equal(auto.dendrogram.left, ref.dendrogram.left)
     assert np.array_equal(auto.dendrogram.right, ref.dendrogram.right)
     assert auto.accepted == ref.accepted
@@ -207,7 +245,7 @@ def test_the_release_keeps_public_edges_and_is_accounted():
     edge_index = torch.from_numpy(np.concatenate([pairs, pairs[::-1]], axis=1).copy())
     mask = hrg.edge_split(edge_index, 0.5, seed=3)
     acc = PrivacyAccountant("edge")
-    mech = hrg.EdgeRR(2.0, steps=500, backend="python")
+    mech = hrg.EdgeRR(2.0, backend="python")
     out = mech(edge_index, n, mask, acc, seeded(4))
     released = set(map(tuple, out.T.tolist()))
     assert set(map(tuple, edge_index[:, ~mask].T.tolist())) <= released
@@ -216,7 +254,7 @@ def test_the_release_keeps_public_edges_and_is_accounted():
     assert acc.epsilon() == pytest.approx(2.0)
     assert [e.name for e in acc.ledger] == ["edgerr/mcmc", "edgerr/counts"]
     assert acc.ledger[0].epsilon == pytest.approx(1.0) and acc.reproducible
-    assert mech.last_fit.steps == 500
+    assert mech.last_fit.steps == 1000 * n
     assert mech.temperature(n) == pytest.approx(1.0 / (2 * hrg.sensitivity(n)))
     with pytest.raises(ValueError, match="edge-level"):
         mech(edge_index, n, mask, PrivacyAccountant("ldp"))
@@ -236,10 +274,10 @@ def test_every_draw_goes_through_the_secure_source():
     edge_index = torch.from_numpy(np.concatenate([pairs, pairs[::-1]], axis=1).copy())
     before = R.secure_draw_count()
     with secure_mode():
-        hrg.EdgeRR(1.0, steps=300, backend="python")(
+        hrg.EdgeRR(1.0, backend="python")(
             edge_index, n, hrg.edge_split(edge_index, 0.5), PrivacyAccountant("edge"))
         with pytest.raises(R.SecureModeError):
-            hrg.EdgeRR(1.0, steps=10)(edge_index, n, hrg.edge_split(edge_index, 0.5),
+            hrg.EdgeRR(1.0)(edge_index, n, hrg.edge_split(edge_index, 0.5),
                                        PrivacyAccountant("edge"), torch.Generator())
     assert R.secure_draw_count() >= before + 4  # start, moves, Laplace, sampling
 
