@@ -48,7 +48,7 @@ from ..privacy.hrg import PAPER_CODE_FLAW, EdgeRR, PaperCodeEdgeRR, edge_split, 
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
 from .base import PrivateModule, WholeGraphSteps
 from .paper_code import PAPER_CODE, PaperCodeMode
-from .releases import Draw, Release, graph_digest
+from .releases import EDGES, FEATURES, Draw, Release, graph_digest
 
 __all__ = ["HeteroRR", "HeteroRRRelease", "FEATURE_MECHANISMS"]
 
@@ -194,7 +194,7 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
             else:
                 self.accountant.unit = FEATURES_UNIT
             releases.append(Release("features", self._plan_features, self._draw_features,
-                                    guarantee=self.features_guarantee))
+                                    guarantee=self.features_guarantee, reads=(FEATURES,)))
         if epsilon is not None:
             release = PaperCodeEdgeRR if mode == PAPER_CODE else EdgeRR
             chain = {} if mode == PAPER_CODE else dict(steps_per_node=steps_per_node)
@@ -204,7 +204,7 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
             )
             self.accountant.unit = (self.not_private_note() if mode == PAPER_CODE else
                                     f"{Unit(Level.EDGE, 'private')}, {self.edgerr.condition()}")
-            releases.append(Release("edges", self._plan_edges, self._draw_edges))
+            releases.append(Release("edges", self._plan_edges, self._draw_edges, reads=(EDGES,)))
         self.declare_releases(*releases)
         #: FeatureRR's per-feature weights, computed once on the public nodes (public state)
         self.theta: torch.Tensor | None = None

@@ -160,6 +160,12 @@ def graph_digest(graph: Data, reads: Iterable[str] = READS) -> str:
     reads = set(reads)
     if EDGES in reads:
         update("edge_index", _edge_keys(graph))
+        mask = getattr(graph, "private_edge_mask", None)
+        pairs = getattr(graph, "private_pairs", None)
+        if isinstance(mask, torch.Tensor):  # which edges are private (HeteroRR), order-free
+            update("private_edges", _edge_keys(graph, graph.edge_index[:, mask.bool()]))
+        if isinstance(pairs, torch.Tensor):
+            update("private_pairs", _edge_keys(graph, pairs))
     x = getattr(graph, "x", None)
     if FEATURES in reads and x is not None:
         coo = (x.to_sparse_coo() if x.layout != torch.strided else x.to_sparse()).coalesce()
@@ -181,9 +187,9 @@ def graph_digest(graph: Data, reads: Iterable[str] = READS) -> str:
     return h.hexdigest()
 
 
-def _edge_keys(graph: Data) -> torch.Tensor:
-    """The edges of ``graph`` as sorted ``source * n + target`` keys (order-free)."""
-    edges = graph.edge_index.long()
+def _edge_keys(graph: Data, edges: torch.Tensor | None = None) -> torch.Tensor:
+    """``edges`` (default: ``graph``'s) as sorted ``source * n + target`` keys (order-free)."""
+    edges = (graph.edge_index if edges is None else edges).long()
     return torch.sort(edges[0] * max(int(graph.num_nodes), 1) + edges[1]).values
 
 

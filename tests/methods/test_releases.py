@@ -190,3 +190,19 @@ def test_the_new_graph_key_covers_exactly_what_the_releases_read():
     assert graph_digest(h, (EDGES,)) == graph_digest(g, (EDGES,))
     with pytest.raises(ValueError, match="reads must name"):
         Release("bad", lambda a, z: None, lambda d: 0, reads=("degrees",))
+
+
+def test_which_edges_are_private_is_part_of_what_an_edge_release_reads():
+    """HeteroRR's edge release reads which edges are private: another partition is another
+    release, while the same partition written in another edge order is the same graph."""
+    g = graph(6)
+    g.edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]])
+    g.private_edge_mask = torch.tensor([True, False, True, False])
+    base = graph_digest(g, (EDGES,))
+    h = g.clone()
+    h.private_edge_mask = torch.tensor([False, True, True, False])
+    assert graph_digest(h, (EDGES,)) != base
+    h = g.clone()
+    order = torch.tensor([2, 0, 3, 1])
+    h.edge_index, h.private_edge_mask = g.edge_index[:, order], g.private_edge_mask[order]
+    assert graph_digest(h, (EDGES,)) == base
