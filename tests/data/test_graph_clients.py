@@ -62,6 +62,42 @@ def test_dirichlet_partition_is_seeded_complete_and_non_iid() -> None:
         dirichlet_partition(y, 200)
 
 
+def test_one_flipped_label_moves_no_graph_of_the_default_partition() -> None:
+    """N6: the default partition reads no label, so flipping one MUTAG label leaves every
+    graph on its client and in its split; the paper's label-Dirichlet partition reads them all
+    (one flip moves other graphs), so the module declares the graph labels public."""
+    from lightning_dpgnn.data import load_graph_dataset
+
+    mutag = load_graph_dataset("mutag", str(_data_root()))
+    graphs = [mutag[i] for i in range(len(mutag))]
+    flipped = list(graphs)
+    flipped[0] = graphs[0].clone()
+    flipped[0].y = 1 - graphs[0].y
+
+    def clients(gs: list[Data], **kw) -> GraphDataModule:
+        return GraphDataModule("mutag", graphs=gs, split=(0.7, 0.2, 0.1), num_clients=10, **kw)
+
+    def owners(dm: GraphDataModule) -> list[tuple[int, str]]:
+        owner = {}
+        for c in dm.clients:
+            for part in ("train", "val", "test"):
+                owner.update({int(i): (c.client, part) for i in getattr(c, part)})
+        return [owner[i] for i in range(len(graphs))]
+
+    assert owners(clients(graphs)) == owners(clients(flipped))  # no graph moved
+    assert clients(graphs).declared_public() == []
+    skewed = clients(graphs, dirichlet_alpha=0.5)
+    a, b = owners(skewed), owners(clients(flipped, dirichlet_alpha=0.5))
+    assert sum(x != y for x, y in zip(a[1:], b[1:], strict=True)) > 0  # the flip moved others
+    (public,) = skewed.declared_public()
+    assert "label" in public and "dirichlet_alpha=0.5" in public
+    from lightning_dpgnn.data import keyed_partition
+
+    owner = keyed_partition(188, 10, seed=3)  # every client, near-equal shares, seeded
+    assert torch.bincount(owner).tolist() == [19] * 8 + [18] * 2
+    assert torch.equal(owner, keyed_partition(188, 10, seed=3))
+
+
 def test_each_client_splits_its_own_graphs_seven_two_one() -> None:
     owner = torch.tensor([0] * 20 + [1] * 10)
     splits = client_splits(owner, (0.7, 0.2, 0.1), seed=0)
