@@ -704,7 +704,10 @@ class GraphDataModule(L.LightningDataModule):
     ) -> GraphDataModule:
         """Ego subgraphs of a citation graph's largest connected component (GW-LDP's clustering
         task): ``num_graphs`` centres drawn at random (``sample_seed``; ``None``: every node),
-        ``hops``-hop neighbourhoods, pseudo-label = the centre's label."""
+        ``hops``-hop neighbourhoods, pseudo-label = the centre's label. The graphs keep their
+        nodes' ids in the citation graph (``node_id``: :attr:`source_nodes`), so a release over
+        them composes by how many graphs hold one node; the citation graph's edges are public
+        (:meth:`declared_public`)."""
         from .graphs import ego_graphs, largest_connected_component
 
         data = load_dataset(name, root, cache_dir=kwargs.get("cache_dir"))

@@ -25,7 +25,14 @@ embeddings ``H`` of each of its graphs (the last convolution's outputs mapped in
 keeps them (checkpointed; a resumed or repeated fit never re-encodes). The release is declared
 once (:class:`~lightning_dpgnn.methods.releases.Release` ``gwldp_release``: its plan is the
 mechanism's ``account``, its draw :meth:`GWLDP._draw_release`); the lifecycle draws it once,
-on rank 0, when training ends, and caches, checkpoints and publishes it.
+on rank 0, when training ends, and caches, checkpoints and publishes it. Graphs cut from one
+source graph (ego graphs: the data module's ``source_nodes``) overlap: the release composes by
+the largest number of released graphs that hold one source node, DP-FedAvg by the number of
+clients that train on it, and the unit says so (and that the source graph's edges are public).
+
+**Logging.** A private fit logs nothing computed in the clear from the clients' graphs (no
+``train/loss``, no ``val/*``; ``log_private_metrics=True`` opts in), and shows the planned spend
+of the whole fit on the progress bar (``privacy/epsilon_planned``).
 
 **The server** (post-processing): rectified codes -> Euclidean cost matrix per graph (normalised
 by its maximum) -> GW discrepancy of all pairs (POT) -> SVM on ``exp(-gamma D / max D)``
