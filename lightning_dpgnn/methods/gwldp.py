@@ -515,7 +515,8 @@ class GWLDP(PaperCodeMode, PrivateModule):
         the release is drawn after the last round, so the spend alone reads 0 until then."""
         planned = self.privacy_planned() if self.level.private else None
         if planned is not None and math.isfinite(planned.epsilon):
-            self.log("privacy/epsilon_planned", planned.epsilon, prog_bar=True)
+            # equal on every rank; sync_dist keeps Lightning's epoch-level check quiet
+            self.log("privacy/epsilon_planned", planned.epsilon, prog_bar=True, sync_dist=True)
 
     def _fedavg_noise(self) -> dict[str, torch.Tensor]:
         assert self._sum is not None and self._fedavg_z is not None
