@@ -824,7 +824,16 @@ class GraphDataModule(L.LightningDataModule):
         if self._given is None:
             return None
         ids = [getattr(g, "node_id", None) for g in self.dataset]
-        return None if any(i is None for i in ids) else ids
+        missing = sum(i is None for i in ids)
+        if missing == len(ids):
+            return None
+        if missing:
+            raise ValueError(
+                f"graphs: {len(ids) - missing} of {len(ids)} graphs carry node_id (their nodes' "
+                "ids in a source graph) and the others do not: give node_id to every graph cut "
+                "from one source graph, or to none, so that overlaps can be accounted"
+            )
+        return ids
 
     def graph_stats(self) -> dict[str, float]:
         """Number of graphs, mean nodes and mean (directed) edges — GW-LDP's Table 3."""

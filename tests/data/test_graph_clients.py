@@ -198,6 +198,13 @@ def test_ego_graphs_of_the_largest_component() -> None:
     assert [int(g.num_nodes) for g in egos] == [4, 2, 3, 3]
     assert [int(g.y) for g in egos] == [0, 1, 1, 2]  # pseudo-label: the centre's label
     assert int(egos[1].node_id[egos[1].centre]) == 1
+    dm = GraphDataModule("ego", graphs=egos)  # cut from one graph: its node ids travel along
+    assert [s.tolist() for s in dm.source_nodes] == [g.node_id.tolist() for g in egos]
+    assert "source graph's edges" in dm.declared_public()[0]
+    assert GraphDataModule("toy", graphs=[_graph(2, [(0, 1)], 0)]).source_nodes is None
+    mixed = [egos[0], _graph(2, [(0, 1)], 0)]
+    with pytest.raises(ValueError, match="1 of 2 graphs carry node_id"):
+        _ = GraphDataModule("mixed", graphs=mixed).source_nodes
 
 
 @pytest.mark.slow
