@@ -167,6 +167,9 @@ def test_a_pure_release_and_dp_fedavg_compose_to_at_most_their_sum() -> None:
     assert 3.99 < acc.epsilon() <= 4.0  # the calibration never overshoots
     MatrixMultiBit(4.0).account(acc)
     assert 7.99 < acc.epsilon() <= 8.0  # was 8.32 by RDP alone
+    from lightning_dpgnn.privacy import PrivacyReport
+
+    assert "basic composition" in PrivacyReport.from_accountant(acc).accountant  # named
 
 
 def test_inputs_outside_the_public_range_are_clipped_not_trusted() -> None:
