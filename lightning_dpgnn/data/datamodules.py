@@ -16,7 +16,14 @@ from torch_geometric.transforms import BaseTransform
 from .._deprecation import renamed
 from ..levels import LEVELS
 from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
-from .graphs import ClientSplit, SimpleGraph, client_splits, dirichlet_partition, graph_stats
+from .graphs import (
+    ClientSplit,
+    SimpleGraph,
+    client_splits,
+    dirichlet_partition,
+    graph_stats,
+    keyed_partition,
+)
 from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
 from .simple import simple_graph
 from .transforms import (
@@ -594,10 +601,18 @@ class GraphDataModule(L.LightningDataModule):
 
     Without clients, the graphs are split at random into train/val/test (seeded). With
     ``num_clients`` (federated learning, GW-LDP), the graphs are first partitioned over the
-    clients by a Dirichlet draw over the labels (public ``partition_seed``, concentration
-    ``dirichlet_alpha``), then every client splits its own graphs by ``split`` (GW-LDP: 7:2:1);
+    clients, then every client splits its own graphs by ``split`` (GW-LDP: 7:2:1);
     ``train_dataset`` etc. are the union over clients and :attr:`clients` lists who holds what.
-    Batches come from :class:`torch_geometric.loader.DataLoader`.
+    The partition is keyed by the graphs' identities and the public ``partition_seed`` and
+    reads no label (:func:`~lightning_dpgnn.data.graphs.keyed_partition`), unless
+    ``dirichlet_alpha`` asks for the label-skewed partition of the paper, which reads every
+    graph's label: the module then declares the graph labels public (:meth:`declared_public`,
+    named in the model's unit). Batches come from :class:`torch_geometric.loader.DataLoader`.
+
+    Graphs given in memory are independent units, unless every one carries ``node_id`` (its
+    nodes' ids in one source graph, as :meth:`ego` cuts them): they are then cut from one
+    source graph (:attr:`source_nodes`), and a release over them composes by the number of
+    graphs that hold one source node.
 
     Args:
         name: ``"mutag"``, ``"proteins"``, ``"proteins-full"``, ``"imdb-binary"`` (or the name
@@ -611,8 +626,10 @@ class GraphDataModule(L.LightningDataModule):
             datasets that are not shipped offline, PROTEINS_full and IMDB-BINARY).
         use_node_attr: append continuous node attributes to the one-hot node labels.
         num_workers: dataloader worker processes.
-        num_clients: partition the graphs over this many clients (``None``: no clients).
-        dirichlet_alpha: concentration of the label-Dirichlet partition.
+        num_clients: partition the graphs over this many clients, at least 2 (``None``: no
+            clients, one holder of every graph).
+        dirichlet_alpha: ``None`` (default): the label-free keyed partition; a number: the
+            label-Dirichlet partition with this concentration (graph labels declared public).
         partition_seed: seed of the partition (public: it only simulates who holds what).
         graphs: graphs given in memory instead of a named dataset (each with ``x``,
             ``edge_index`` and a graph label ``y`` of shape ``[1]``); see :meth:`ego`.
@@ -630,7 +647,7 @@ class GraphDataModule(L.LightningDataModule):
         use_node_attr: bool = False,
         num_workers: int = 0,
         num_clients: int | None = None,
-        dirichlet_alpha: float = 0.5,
+        dirichlet_alpha: float | None = None,
         partition_seed: int = 0,
         graphs: Sequence[Data] | None = None,
     ) -> None:
@@ -659,12 +676,15 @@ class GraphDataModule(L.LightningDataModule):
         self.download = download
         self.use_node_attr = use_node_attr
         self.num_workers = int(num_workers)
-        if num_clients is not None and int(num_clients) < 1:
-            raise ValueError(f"num_clients must be >= 1 or None, got {num_clients}")
-        if not float(dirichlet_alpha) > 0:
-            raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
+        if num_clients is not None and int(num_clients) < 2:
+            raise ValueError(
+                f"num_clients={num_clients} is not a federation: give at least 2 clients, or "
+                "num_clients=None for one holder of every graph"
+            )
+        if dirichlet_alpha is not None and not float(dirichlet_alpha) > 0:
+            raise ValueError(f"dirichlet_alpha must be > 0 or None, got {dirichlet_alpha}")
         self.num_clients = None if num_clients is None else int(num_clients)
-        self.dirichlet_alpha = float(dirichlet_alpha)
+        self.dirichlet_alpha = None if dirichlet_alpha is None else float(dirichlet_alpha)
         self.partition_seed = int(partition_seed)
         self._dataset: Any = None
         self._clients: list[ClientSplit] | None = None
@@ -684,7 +704,10 @@ class GraphDataModule(L.LightningDataModule):
     ) -> GraphDataModule:
         """Ego subgraphs of a citation graph's largest connected component (GW-LDP's clustering
         task): ``num_graphs`` centres drawn at random (``sample_seed``; ``None``: every node),
-        ``hops``-hop neighbourhoods, pseudo-label = the centre's label."""
+        ``hops``-hop neighbourhoods, pseudo-label = the centre's label. The graphs keep their
+        nodes' ids in the citation graph (``node_id``: :attr:`source_nodes`), so a release over
+        them composes by how many graphs hold one node; the citation graph's edges are public
+        (:meth:`declared_public`)."""
         from .graphs import ego_graphs, largest_connected_component
 
         data = load_dataset(name, root, cache_dir=kwargs.get("cache_dir"))
@@ -730,8 +753,11 @@ class GraphDataModule(L.LightningDataModule):
             tr, va, te = perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]
             self._clients = [ClientSplit(0, tr, va, te)]
         else:
-            owner = dirichlet_partition(
-                self.graph_labels, self.num_clients, self.dirichlet_alpha, self.partition_seed
+            owner = (
+                keyed_partition(n, self.num_clients, self.partition_seed)
+                if self.dirichlet_alpha is None else dirichlet_partition(
+                    self.graph_labels, self.num_clients, self.dirichlet_alpha,
+                    self.partition_seed)
             )
             self._clients = client_splits(owner, self._fractions, self.seed)
             tr, va, te = (torch.cat([getattr(c, k) for c in self._clients])
@@ -767,9 +793,47 @@ class GraphDataModule(L.LightningDataModule):
 
     def private_reads(self, level: str) -> list[str]:
         """Private reads of the preprocessing at ``level``: none. Making graphs simple is a
-        per-graph map (on the client), the client partition simulates who holds which graph,
-        and each client splits its own graphs."""
+        per-graph map (on the client), the keyed partition reads no graph, and each client
+        splits its own graphs; what the label-Dirichlet partition and graphs cut from one
+        source graph read is declared public instead (:meth:`declared_public`)."""
         return []
+
+    def declared_public(self) -> list[str]:
+        """What this module's preprocessing treats as public, in words (the model names it in
+        its unit): the graph labels when the label-Dirichlet partition reads them, and the
+        source graph's edges when the graphs are cut from one (they decide which nodes each
+        graph holds, hence how many graphs hold one node)."""
+        public = []
+        if self.num_clients is not None and self.dirichlet_alpha is not None:
+            public.append(
+                "every graph's label (the label-Dirichlet partition over the clients reads "
+                f"them all: dirichlet_alpha={self.dirichlet_alpha:g})"
+            )
+        if self.source_nodes is not None:
+            public.append(
+                "the source graph's edges (they decide which nodes each released graph holds, "
+                "and so how many graphs hold one node)"
+            )
+        return public
+
+    @property
+    def source_nodes(self) -> list[torch.Tensor] | None:
+        """Each graph's nodes in the source graph the graphs are cut from (their ``node_id``,
+        as :meth:`ego` sets it); ``None``: independent graphs (a TU dataset, or given graphs
+        without ``node_id``)."""
+        if self._given is None:
+            return None
+        ids = [getattr(g, "node_id", None) for g in self.dataset]
+        missing = sum(i is None for i in ids)
+        if missing == len(ids):
+            return None
+        if missing:
+            raise ValueError(
+                f"graphs: {len(ids) - missing} of {len(ids)} graphs carry node_id (their nodes' "
+                "ids in a source graph) and the others do not: give node_id to every graph cut "
+                "from one source graph, or to none, so that overlaps can be accounted"
+            )
+        return ids
 
     def graph_stats(self) -> dict[str, float]:
         """Number of graphs, mean nodes and mean (directed) edges — GW-LDP's Table 3."""

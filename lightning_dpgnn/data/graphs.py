@@ -3,10 +3,14 @@
 * :class:`SimpleGraph` — every graph that enters a :class:`~lightning_dpgnn.data.GraphDataModule`
   is made simple (repeated edges merged, self-loops dropped; design invariant 12) and gets
   all-one node features when its dataset has none (IMDB-BINARY).
+* :func:`keyed_partition` — the default client partition: a public seed keys a permutation of
+  the graphs' identities (their positions in the dataset), dealt to the clients in turn. It
+  reads no label and no graph: changing one graph moves no other graph to another client.
 * :func:`dirichlet_partition` — the non-IID client partition of federated graph learning
   (Wang et al. 2020, as used by GW-LDP §4): for every class, the shares of the clients are drawn
   from ``Dirichlet(alpha)``; a public seed makes it reproducible. It *simulates which client
-  holds which graph* — it is the setting of the experiment, not a computation a server runs.
+  holds which graph*, but it reads every graph's label (flipping one label can move many other
+  graphs), so a data module that uses it declares the graph labels public.
 * :func:`client_splits` — each client splits its own graphs into train/val/test (GW-LDP: 7:2:1).
 * :func:`ego_graphs` — 1- or 2-hop ego subgraphs of the largest connected component of one graph
   (GW-LDP's clustering task on Cora/CiteSeer; pseudo-label = the centre node's label).
@@ -28,6 +32,7 @@ from torch_geometric.utils import coalesce, k_hop_subgraph, subgraph
 __all__ = [
     "SimpleGraph",
     "ClientSplit",
+    "keyed_partition",
     "dirichlet_partition",
     "client_splits",
     "ego_graphs",
@@ -73,6 +78,21 @@ def copy_shallow(data: Data) -> Data:
     if "x" not in out:
         out.num_nodes = data.num_nodes
     return out
+
+
+def keyed_partition(num_graphs: int, num_clients: int, seed: int = 0) -> Tensor:
+    """The client of every graph, read from nothing but the graphs' identities (their
+    positions) and the public ``seed``: a seeded permutation of the positions dealt to the
+    clients in turn (sizes differ by at most one). Returns a long tensor ``[num_graphs]``."""
+    n, k = int(num_graphs), int(num_clients)
+    if k < 1:
+        raise ValueError(f"num_clients must be >= 1, got {num_clients}")
+    if k > n:
+        raise ValueError(f"{n} graphs cannot give {k} clients one graph each")
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(int(seed)))
+    owner = torch.empty(n, dtype=torch.long)
+    owner[order] = torch.arange(n) % k
+    return owner
 
 
 def dirichlet_partition(

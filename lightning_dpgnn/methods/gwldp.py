@@ -25,7 +25,14 @@ embeddings ``H`` of each of its graphs (the last convolution's outputs mapped in
 keeps them (checkpointed; a resumed or repeated fit never re-encodes). The release is declared
 once (:class:`~lightning_dpgnn.methods.releases.Release` ``gwldp_release``: its plan is the
 mechanism's ``account``, its draw :meth:`GWLDP._draw_release`); the lifecycle draws it once,
-on rank 0, when training ends, and caches, checkpoints and publishes it.
+on rank 0, when training ends, and caches, checkpoints and publishes it. Graphs cut from one
+source graph (ego graphs: the data module's ``source_nodes``) overlap: the release composes by
+the largest number of released graphs that hold one source node, DP-FedAvg by the number of
+clients that train on it, and the unit says so (and that the source graph's edges are public).
+
+**Logging.** A private fit logs nothing computed in the clear from the clients' graphs (no
+``train/loss``, no ``val/*``; ``log_private_metrics=True`` opts in), and shows the planned spend
+of the whole fit on the progress bar (``privacy/epsilon_planned``).
 
 **The server** (post-processing): rectified codes -> Euclidean cost matrix per graph (normalised
 by its maximum) -> GW discrepancy of all pairs (POT) -> SVM on ``exp(-gamma D / max D)``
@@ -65,6 +72,7 @@ from ..privacy.graph_ldp import (
     MatrixMultiBit,
     PaperCodeGaussian,
     graph_unit,
+    multiplicity,
 )
 from .base import PrivateModule, accuracy
 from .paper_code import PaperCodeMode
@@ -114,6 +122,8 @@ class GWLDP(PaperCodeMode, PrivateModule):
         n_jobs, gw_cache_dir: parallel workers and on-disk cache of the all-pairs GW matrix.
         num_features, num_classes: public sizes (default: read from the data module).
         seed: weight initialisation seed. noise_seed: reproducible noise (research only).
+        log_private_metrics: log ``train/loss`` and ``val/*`` during a private fit (computed in
+            the clear from the clients' graphs: not covered by epsilon; off by default).
         lr, weight_decay: the clients' local Adam.
     """
 
@@ -149,6 +159,7 @@ class GWLDP(PaperCodeMode, PrivateModule):
         num_classes: int | None = None,
         seed: int | None = None,
         noise_seed: int | None = None,
+        log_private_metrics: bool = False,
         lr: float = 0.01,
         weight_decay: float = 0.0,
     ) -> None:
@@ -160,6 +171,9 @@ class GWLDP(PaperCodeMode, PrivateModule):
             raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {embedding!r}")
         if size not in SIZE_MODES:
             raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
+        if size == "padded" and n_max is not None and int(n_max) < 2:
+            raise ValueError(f"n_max must be >= 2 (with one row per graph every GW discrepancy "
+                             f"is 0), got {n_max!r}")
         if fgw_alpha is not None and not 0.0 < float(fgw_alpha) <= 1.0:
             raise ValueError(f"fgw_alpha must be in (0, 1] or None, got {fgw_alpha!r}")
         if gnn_dropout is not None and not 0.0 <= float(gnn_dropout) < 1.0:
@@ -174,7 +188,8 @@ class GWLDP(PaperCodeMode, PrivateModule):
                 raise ValueError(f"fedavg_clip must be > 0, got {fedavg_clip!r}")
         super().__init__(
             "none" if mode == "none" else "ldp", None, delta, levels=("none", "ldp"),
-            noise_seed=noise_seed, lr=lr, weight_decay=weight_decay,
+            noise_seed=noise_seed, log_private_metrics=log_private_metrics, lr=lr,
+            weight_decay=weight_decay,
         )
         self.save_hyperparameters()
         self.mode = mode
@@ -197,6 +212,9 @@ class GWLDP(PaperCodeMode, PrivateModule):
             save=GraphRelease.state_dict, load=GraphRelease.from_state_dict,
         ))  # fmt: skip
         self._rounds_done = 0
+        #: how many clients' DP-FedAvg updates one protected unit can change (graphs cut from
+        #: one source graph: a node in the training graphs of several clients; set in setup)
+        self._clients_per_unit = 1
         self._fedavg_z = fedavg_noise_multiplier
         self._global: dict[str, torch.Tensor] | None = None
         self._sum: dict[str, torch.Tensor] | None = None
@@ -249,7 +267,31 @@ class GWLDP(PaperCodeMode, PrivateModule):
 
     def _plan_release(self, accountant: PrivacyAccountant, z: float | None) -> None:
         if self._mechanism is not None:
-            self._mechanism.account(accountant)
+            dm = self._trainer.datamodule if self._trainer is not None else None
+            sources = None if dm is None else self._sources(dm)
+            self._mechanism.account(accountant, overlap=multiplicity(sources))
+
+    @staticmethod
+    def _released_ids(dm: Any) -> torch.Tensor:
+        """The graphs the release reads: every client's (all of them: the server's SVM
+        trains on some and predicts the others), in the dataset's order."""
+        return torch.cat([c.all for c in dm.clients]).sort().values
+
+    def _sources(self, dm: Any) -> list[torch.Tensor] | None:
+        """Each released graph's nodes in the source graph they are cut from (``None``:
+        independent graphs): what the release's composition is computed from."""
+        sources = dm.source_nodes
+        return None if sources is None else [sources[int(i)] for i in self._released_ids(dm)]
+
+    @staticmethod
+    def _clients_holding_a_unit(dm: Any) -> int:
+        """The most clients whose training graphs hold one node of the source graph (1 for
+        independent graphs: one graph is on one client)."""
+        sources = dm.source_nodes
+        if sources is None:
+            return 1
+        held = [(sources[int(i)], c.client) for c in dm.clients for i in c.train]
+        return multiplicity([h for h, _ in held], [c for _, c in held])
 
     def release_graph(self) -> None:
         """No single graph: the release reads every client's graphs (``_draw_release``)."""
@@ -259,13 +301,13 @@ class GWLDP(PaperCodeMode, PrivateModule):
         """Every client encodes every one of its graphs once (all of them: the server's SVM
         trains on some and predicts the others); one release round on the ledger."""
         dm = self.trainer.datamodule
-        ids = torch.cat([c.all for c in dm.clients]).sort().values
+        ids = self._released_ids(dm)
         embeddings = self.node_embeddings([dm.dataset[int(i)] for i in ids])
         mech = self._mechanism
         if mech is None:
             return GraphRelease("values", [h.float() for h in embeddings], ids,
                                 {"mechanism": "clear"})
-        return mech.release(embeddings, ids, d.accountant, d.generator)
+        return mech.release(embeddings, ids, d.accountant, d.generator, self._sources(dm))
 
     def release(self) -> GraphRelease:
         """What the server received (a clear error before the first fit)."""
@@ -278,6 +320,13 @@ class GWLDP(PaperCodeMode, PrivateModule):
         dm = self.trainer.datamodule
         if dm is None or not hasattr(dm, "clients"):
             raise TypeError("GWLDP needs a GraphDataModule (trainer.fit(model, datamodule=dm))")
+        if not any(int(g.num_nodes) > 1 for g in dm.dataset):
+            raise ValueError(
+                "GWLDP: every graph has a single node, so every GW discrepancy is 0 and the "
+                "server has nothing to compare: give graphs of at least 2 nodes"
+            )
+        if stage == "fit" and self.level.private and self._release is None:
+            self._declare_unit(dm)
         if self.net is None:
             nf = self.hparams.num_features or int(dm.num_features)
             nc = self.hparams.num_classes or int(dm.num_classes)
@@ -286,10 +335,27 @@ class GWLDP(PaperCodeMode, PrivateModule):
             self.net.to(self.device)
         if self.hparams.dp_fedavg and self.privacy != "none":
             if self.accountant.delta is None:
-                self.accountant.delta = resolve_delta(self.target_delta, len(dm.dataset))
+                sources = dm.source_nodes  # the units: source nodes, or graphs
+                units = len(dm.dataset) if sources is None else int(
+                    torch.cat(sources).unique().numel())
+                self.accountant.delta = resolve_delta(self.target_delta, units)
             if self._fedavg_z is None and stage == "fit":
                 self._fedavg_z = self._calibrate_fedavg()
                 self.hparams.fedavg_noise_multiplier = self._fedavg_z
+
+    def _declare_unit(self, dm: Any) -> None:
+        """The unit of the fit's release, from its data: independent graphs or graphs cut
+        from one source graph (how many graphs, and clients, hold one of its nodes), and what
+        the data module treats as public (invariant 15)."""
+        self._clients_per_unit = self._clients_holding_a_unit(dm)
+        if self.mode == "paper-code":
+            return
+        sources = self._sources(dm)
+        self.accountant.unit = graph_unit(
+            self.hparams.size, self.hparams.n_max, "dp" if self.hparams.dp_fedavg else "clear",
+            overlap=None if sources is None else multiplicity(sources),
+            clients_per_node=self._clients_per_unit, public=dm.declared_public(),
+        )
 
     def _fedavg_rounds(self) -> int:
         trainer = self._trainer
@@ -310,13 +376,17 @@ class GWLDP(PaperCodeMode, PrivateModule):
     def _record_fedavg(self, acc: PrivacyAccountant, z: float, rounds: int) -> None:
         """One DP-FedAvg round: the sum of clipped updates (norm <= S each) plus N(0, (z S)^2).
         Changing one graph changes one client's clipped update by at most 2 S (replacement),
-        so the recorded Gaussian has sensitivity 2 S and noise multiplier z / 2."""
+        so the recorded Gaussian has sensitivity 2 S and noise multiplier z / 2. Graphs cut from
+        one source graph: one node is in the training graphs of up to ``c`` clients, which it
+        changes together: sensitivity ``2 c S``, noise multiplier ``z / (2 c)``."""
         if rounds > 0:
-            s = float(self.hparams.fedavg_clip)
+            s, c = float(self.hparams.fedavg_clip), int(self._clients_per_unit)
+            unit = ("replacement of one graph" if c == 1 else
+                    f"one node of the source graph in the training graphs of up to {c} clients")
             acc.add_gaussian(
-                FEDAVG_NAME, z / 2.0, count=rounds, sensitivity=2.0 * s,
+                FEDAVG_NAME, z / (2.0 * c), count=rounds, sensitivity=2.0 * c * s,
                 note=f"client-level DP-FedAvg: clip {s:g}, noise std {z * s:g} on the sum of "
-                "client updates, full participation; replacement of one graph",
+                f"client updates, full participation; {unit}",
             )
 
     # -- plan ------------------------------------------------------------------------------------
@@ -408,8 +478,17 @@ class GWLDP(PaperCodeMode, PrivateModule):
         for k, d in delta.items():
             self._sum[k] += weight * d
         self._weight += weight
-        self.log("train/loss", loss, batch_size=1, on_epoch=True, on_step=False)
+        if self._logs_private_metrics():
+            self.log("train/loss", loss, batch_size=1, on_epoch=True, on_step=False)
         return None
+
+    def _logs_private_metrics(self) -> bool:
+        """Whether metrics computed in the clear from the clients' graphs (the training loss,
+        ``val/*``) may be logged now: not during a private fit, unless ``log_private_metrics``
+        (invariant 16); ``trainer.test`` figures are evaluation figures, not covered by
+        epsilon."""
+        in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
+        return not (in_fit and self.level.private and not self.log_private_metrics)
 
     def on_train_epoch_end(self) -> None:
         assert self.net is not None and self._global is not None and self._sum is not None
@@ -429,6 +508,15 @@ class GWLDP(PaperCodeMode, PrivateModule):
         state.update(new)
         self.net.load_state_dict(state)
         self._rounds_done += 1
+        self._show_planned_spend()
+
+    def _show_planned_spend(self) -> None:
+        """The whole fit's planned epsilon on the progress bar (``privacy/epsilon_planned``):
+        the release is drawn after the last round, so the spend alone reads 0 until then."""
+        planned = self.privacy_planned() if self.level.private else None
+        if planned is not None and math.isfinite(planned.epsilon):
+            # equal on every rank; sync_dist keeps Lightning's epoch-level check quiet
+            self.log("privacy/epsilon_planned", planned.epsilon, prog_bar=True, sync_dist=True)
 
     def _fedavg_noise(self) -> dict[str, torch.Tensor]:
         assert self._sum is not None and self._fedavg_z is not None
@@ -447,6 +535,8 @@ class GWLDP(PaperCodeMode, PrivateModule):
     # -- evaluation of the federated GNN --------------------------------------------------------
     def _eval_step(self, batch: Batch, stage: str) -> None:
         assert self.net is not None
+        if stage == "val" and not self._logs_private_metrics():
+            return
         logits = self.net(batch.x.float(), batch.edge_index, batch.batch)
         y = batch.y.view(-1)
         self.log(f"{stage}/acc", accuracy(logits, y), batch_size=y.numel(), prog_bar=True)

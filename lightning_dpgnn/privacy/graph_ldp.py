@@ -17,9 +17,17 @@ noise.
 
 **The protected unit** is one graph held by a client, all of it (edges, node features, node
 labels): the released matrix of any graph and of any other graph are within ``e^epsilon`` of
-each other in probability. Graphs are disjoint units, so the releases of different graphs
-compose in parallel: one release round is one ``epsilon`` entry in the ledger, whatever the
-number of graphs (a client holding k graphs spends ``k * epsilon`` on its whole collection).
+each other in probability. Independent graphs are disjoint units, so the releases of different
+graphs compose in parallel: one release round is one ``epsilon`` entry in the ledger, whatever
+the number of graphs (a client holding k graphs spends ``k * epsilon`` on its whole collection).
+
+**Graphs cut from one source graph** (ego graphs of a citation graph) are not disjoint: a node
+of the source graph sits in every released graph that holds it, and each of those releases
+reads its features. They compose sequentially, by the true multiplicity
+(:func:`multiplicity`: the largest number of released graphs that hold one source node, read
+from the graphs' ``node_id``): one round is ``k * epsilon`` for the worst node, and the unit is
+"one node of the source graph". ``k`` (and which graph holds which node) is a function of the
+source graph's edges, which are therefore public: the unit says so.
 
 **The graph size.** The matrix has one row per node, so ``size="public"`` releases the number of
 nodes ``n`` in the clear (the unit then says so: on MUTAG a classifier on n alone reaches about
@@ -45,6 +53,7 @@ Pure torch: no Lightning imports.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -59,6 +68,7 @@ __all__ = [
     "PaperCodeGaussian",
     "GraphRelease",
     "graph_unit",
+    "multiplicity",
     "SIZE_MODES",
     "PAPER_CODE_UNIT",
 ]
@@ -73,23 +83,59 @@ PAPER_CODE_UNIT = (
 )
 
 
-def graph_unit(size: SizeMode, n_max: int | None = None, fedavg: str = "clear") -> str:
-    """The protected unit and the scope of the GW-LDP guarantee, in words (for reports)."""
-    if size == "public":
-        what = (
-            "one client's whole graph (edges, node features, node labels); its number of nodes "
-            "is public (the released matrix has one row per node)"
-        )
+def multiplicity(
+    node_ids: Sequence[torch.Tensor] | None, groups: Sequence[int] | None = None
+) -> int:
+    """The largest number of graphs (or, with ``groups``, of distinct groups of graphs, e.g.
+    the clients that train on them) that hold one node of the source graph the graphs are cut
+    from; ``node_ids[i]`` are graph ``i``'s nodes in the source graph. ``None`` (independent
+    graphs, no source graph): 1. A function of which node each graph holds, never of features
+    or labels."""
+    if not node_ids:
+        return 1
+    holders: dict[int, set[int]] = {}
+    for ids, group in zip(node_ids, range(len(node_ids)) if groups is None else groups,
+                          strict=True):
+        for node in ids.view(-1).tolist():
+            holders.setdefault(int(node), set()).add(int(group))
+    return max((len(h) for h in holders.values()), default=1)
+
+
+def graph_unit(
+    size: SizeMode,
+    n_max: int | None = None,
+    fedavg: str = "clear",
+    *,
+    overlap: int | None = None,
+    clients_per_node: int = 1,
+    public: Sequence[str] = (),
+) -> str:
+    """The protected unit and the scope of the GW-LDP guarantee, in words (for reports).
+
+    ``overlap``: the graphs are cut from one source graph and one of its nodes is in up to
+    ``overlap`` released graphs (``None``: independent graphs); ``clients_per_node``: how many
+    clients' DP-FedAvg updates one source node can change; ``public``: what the data module
+    treats as public (named in the unit, invariant 15)."""
+    rows = ("one row per node, so each graph's number of nodes is public" if size == "public"
+            else f"every released matrix is padded or truncated to n_max={n_max} rows")
+    if overlap is None:
+        what = ("one client's whole graph (edges, node features, node labels)"
+                + ("; its number of nodes is public (the released matrix has one row per node)"
+                   if size == "public" else f" and its number of nodes ({rows})"))
     else:
         what = (
-            f"one client's whole graph (edges, node features, node labels) and its number of "
-            f"nodes (every released matrix is padded or truncated to n_max={n_max} rows)"
+            f"one node of the source graph the released graphs are cut from (its features and "
+            f"label), in up to {overlap} released graph(s): their releases compose sequentially "
+            f"({overlap} x epsilon per graph); {rows}"
         )
     if fedavg == "dp":
+        spread = ("" if clients_per_node == 1 else
+                  f"; one source node is in the training graphs of up to {clients_per_node} "
+                  "clients, and the recorded sensitivity covers all of them")
         scope = (
             "; covers the released node-embedding matrices and the DP-FedAvg model updates "
-            "(client-level, composed with the release); graph labels given to the server for "
-            "its classifier are not covered"
+            f"(client-level, composed with the release{spread}); graph labels given to the "
+            "server for its classifier are not covered"
         )
     else:
         scope = (
@@ -97,7 +143,8 @@ def graph_unit(size: SizeMode, n_max: int | None = None, fedavg: str = "clear") 
             "FedAvg model updates are sent in the clear (the paper's protocol) and are NOT "
             "private, nor are the graph labels given to the server"
         )
-    return what + scope
+    assumed = "; public: " + "; ".join(public) if public else ""
+    return what + scope + assumed
 
 
 @dataclass
@@ -231,16 +278,24 @@ class MatrixMultiBit:
         return self.randomizer(x.size(0)).output_probabilities(x)
 
     # -- accounting --------------------------------------------------------------------------
-    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
-        """Record ``count`` release rounds: ``epsilon`` each per graph (graphs are disjoint
-        units: one round over all graphs is one entry, parallel composition)."""
+    def account(
+        self, accountant: PrivacyAccountant, count: int = 1, overlap: int = 1
+    ) -> LedgerEntry:
+        """Record ``count`` release rounds: ``epsilon`` each per graph. Independent graphs are
+        disjoint units (one round over all graphs is one entry, parallel composition); graphs
+        cut from one source graph, whose nodes sit in up to ``overlap`` released graphs
+        (:func:`multiplicity`), compose sequentially: ``overlap * epsilon`` per round."""
         m = "m* (optimal)" if self.m is None else f"m={self.m}"
         rows = "n rows (n public)" if self.size == "public" else f"n_max={self.n_max} rows"
+        across = ("graphs compose in parallel" if overlap == 1 else
+                  f"a node of the source graph is in up to {overlap} released graphs: "
+                  f"sequential composition, {overlap} x {self.epsilon:g}")
         note = (
             f"GW-LDP matrix multi-bit encoder, epsilon {self.epsilon:g} per graph = "
-            f"epsilon/r per row over r = {rows}, {m} entries per row; graphs compose in parallel"
+            f"epsilon/r per row over r = {rows}, {m} entries per row; {across}"
         )
-        return accountant.add_pure(self.name, self.epsilon, count=count, note=note)
+        return accountant.add_pure(self.name, self.epsilon * int(overlap), count=count,
+                                   note=note)
 
     def release(
         self,
@@ -248,11 +303,14 @@ class MatrixMultiBit:
         graph_ids: torch.Tensor,
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
+        node_ids: Sequence[torch.Tensor] | None = None,
     ) -> GraphRelease:
-        """Encode every graph's embedding once and record one release round."""
+        """Encode every graph's embedding once and record one release round, composed over
+        the graphs that share a source node (``node_ids``: each graph's nodes in the source
+        graph it is cut from; ``None``: independent graphs)."""
         accountant.mark_reproducible(generator)
         codes = [self.encode(h, generator).cpu() for h in embeddings]
-        self.account(accountant)
+        self.account(accountant, overlap=multiplicity(node_ids))
         meta = {"mechanism": self.name, "epsilon": self.epsilon, "size": self.size,
                 "n_max": self.n_max, "alpha": self.alpha, "beta": self.beta, "m": self.m}
         return GraphRelease("codes", codes, graph_ids.cpu(), meta)
@@ -303,7 +361,10 @@ class PaperCodeGaussian:
             return [1.0 / int(n) for n in sizes]
         return [1.0 / int(sizes[0])] * len(sizes) if sizes else []
 
-    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
+    def account(
+        self, accountant: PrivacyAccountant, count: int = 1, overlap: int = 1
+    ) -> LedgerEntry:
+        """Record ``count`` release rounds at an infinite spend (``overlap`` changes nothing)."""
         std = f"{self.std:g}" if self.std is not None else (
             "1/n" if self.per_graph else "1/n of the first graph")
         note = (
@@ -318,6 +379,7 @@ class PaperCodeGaussian:
         graph_ids: torch.Tensor,
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
+        node_ids: Sequence[torch.Tensor] | None = None,
     ) -> GraphRelease:
         accountant.mark_reproducible(generator)
         stds = self.stds([int(h.size(0)) for h in embeddings])

@@ -22,6 +22,7 @@ _ACCOUNTANT_NAMES = {
     "basic": "RDP (autodp/opacus curves) + Mironov 2017 conversion",
     "pure": "pure-epsilon sequential composition",
     "exact_gaussian": "exact Gaussian composition (analytic Gaussian, Balle & Wang 2018)",
+    "mixed": "the smaller of {} and basic composition (pure entries' sum + the rest's epsilon)",
     "none": "no private data is read",
 }
 
@@ -75,6 +76,8 @@ class PrivacyReport:
         name = _ACCOUNTANT_NAMES[acc.conversion]
         if acc.conversion == "improved" and active and all(e.kind == "gaussian" for e in active):
             name = _ACCOUNTANT_NAMES["exact_gaussian"]
+        if any(e.kind == "pure" for e in active):  # mixed (PrivacyAccountant.epsilon)
+            name = _ACCOUNTANT_NAMES["mixed"].format(name)
         return cls(eps, float(delta), acc.level, name, ledger, **noise)
 
     def count(self, name: str) -> int:

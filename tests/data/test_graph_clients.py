@@ -62,6 +62,42 @@ def test_dirichlet_partition_is_seeded_complete_and_non_iid() -> None:
         dirichlet_partition(y, 200)
 
 
+def test_one_flipped_label_moves_no_graph_of_the_default_partition() -> None:
+    """N6: the default partition reads no label, so flipping one MUTAG label leaves every
+    graph on its client and in its split; the paper's label-Dirichlet partition reads them all
+    (one flip moves other graphs), so the module declares the graph labels public."""
+    from lightning_dpgnn.data import load_graph_dataset
+
+    mutag = load_graph_dataset("mutag", str(_data_root()))
+    graphs = [mutag[i] for i in range(len(mutag))]
+    flipped = list(graphs)
+    flipped[0] = graphs[0].clone()
+    flipped[0].y = 1 - graphs[0].y
+
+    def clients(gs: list[Data], **kw) -> GraphDataModule:
+        return GraphDataModule("mutag", graphs=gs, split=(0.7, 0.2, 0.1), num_clients=10, **kw)
+
+    def owners(dm: GraphDataModule) -> list[tuple[int, str]]:
+        owner = {}
+        for c in dm.clients:
+            for part in ("train", "val", "test"):
+                owner.update({int(i): (c.client, part) for i in getattr(c, part)})
+        return [owner[i] for i in range(len(graphs))]
+
+    assert owners(clients(graphs)) == owners(clients(flipped))  # no graph moved
+    assert clients(graphs).declared_public() == []
+    skewed = clients(graphs, dirichlet_alpha=0.5)
+    a, b = owners(skewed), owners(clients(flipped, dirichlet_alpha=0.5))
+    assert sum(x != y for x, y in zip(a[1:], b[1:], strict=True)) > 0  # the flip moved others
+    (public,) = skewed.declared_public()
+    assert "label" in public and "dirichlet_alpha=0.5" in public
+    from lightning_dpgnn.data import keyed_partition
+
+    owner = keyed_partition(188, 10, seed=3)  # every client, near-equal shares, seeded
+    assert torch.bincount(owner).tolist() == [19] * 8 + [18] * 2
+    assert torch.equal(owner, keyed_partition(188, 10, seed=3))
+
+
 def test_each_client_splits_its_own_graphs_seven_two_one() -> None:
     owner = torch.tensor([0] * 20 + [1] * 10)
     splits = client_splits(owner, (0.7, 0.2, 0.1), seed=0)
@@ -162,6 +198,13 @@ def test_ego_graphs_of_the_largest_component() -> None:
     assert [int(g.num_nodes) for g in egos] == [4, 2, 3, 3]
     assert [int(g.y) for g in egos] == [0, 1, 1, 2]  # pseudo-label: the centre's label
     assert int(egos[1].node_id[egos[1].centre]) == 1
+    dm = GraphDataModule("ego", graphs=egos)  # cut from one graph: its node ids travel along
+    assert [s.tolist() for s in dm.source_nodes] == [g.node_id.tolist() for g in egos]
+    assert "source graph's edges" in dm.declared_public()[0]
+    assert GraphDataModule("toy", graphs=[_graph(2, [(0, 1)], 0)]).source_nodes is None
+    mixed = [egos[0], _graph(2, [(0, 1)], 0)]
+    with pytest.raises(ValueError, match="1 of 2 graphs carry node_id"):
+        _ = GraphDataModule("mixed", graphs=mixed).source_nodes
 
 
 @pytest.mark.slow
