@@ -238,9 +238,9 @@ def main() -> None:
                     rows.append(row)
     everything = kept + rows
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in everything))
-    from summarize import ddp_report  # results/ddp.md (= summarize.py ddp)
+    import summarize
 
-    ddp_report(everything)
+    summarize.write("ddp", jsonl)  # results/ddp.md (= summarize.py ddp)
 
 
 if __name__ == "__main__":

@@ -423,9 +423,9 @@ def main() -> None:
                     f"acc {100 * out_row['test_acc']:.1f}, load {out_row['load_before'][0]}",
                     flush=True,
                 )
-    from summarize import reference_speed  # the table beside the results file
+    import summarize  # the table beside the results file
 
-    print(reference_speed(out))
+    print(summarize.write("reference_speed", out))
 
 
 if __name__ == "__main__":
