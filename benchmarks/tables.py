@@ -2,49 +2,8 @@
 notes, docs page and marker (:class:`summarize.Table`). ``TABLES`` maps each name of the
 command line to its declaration(s); a table whose layout is not one grouped table declares a
 ``body`` here, and the GAP / ProGAP / baselines family and the defaults history (several
-files, pages and plots each) are functions.
-
-==================  =============================================  ===========================
-table               reads (``benchmarks/results/``)                writes / splices
-==================  =============================================  ===========================
-gap                 gap_accuracy.jsonl                             gap_accuracy.{md,json,png};
-                                                                   docs/gap.md BENCHMARK
-progap              progap_accuracy.jsonl, gap_accuracy.jsonl      progap_accuracy.{md,json,
-                                                                   png}; docs/progap.md
-                                                                   BENCHMARK
-baselines           baselines.jsonl (+ gap, progap rows)           baselines.{md,json,png};
-                                                                   docs/baselines.md
-                                                                   BENCHMARK, docs/{gap,
-                                                                   progap}.md BASELINES
-defaults            the GAP/ProGAP files and their re-runs at      defaults_change.{md,png},
-                    :data:`GENERATIONS_REV` (git history)          docs/img; docs/{gap,progap}
-                                                                   .md DEFAULTS
-lpgnn               lpgnn_accuracy.jsonl                           lpgnn_accuracy.{md,json,
-                                                                   png}; docs/lpgnn.md
-pgc                 pgc_accuracy.jsonl, pgc_estimation_error.json  pgc_accuracy.{md,json},
-                                                                   pgc_estimation_error.md;
-                                                                   docs/pgc.md
-attacks             audit_attacks.jsonl                            audit_attacks.md; audits.md
-diagnosis           mia_diagnosis.jsonl                            mia_diagnosis.md; audits.md
-recalibration       mia_recalibration.jsonl                        mia_recalibration.md;
-                                                                   audits.md
-parity              reference_parity.jsonl                         reference_parity.md;
-                                                                   progap.md LABEL-COUNTS
-speed               speed.jsonl                                    speed.md, docs/img/
-                                                                   performance_scale.png
-reference_speed     reference_speed.jsonl                          reference_speed.md
-ddp                 ddp.jsonl                                      ddp.md
-degree_bound        honest_degree_bound.jsonl (+ progap rows)      honest_degree_bound.md
-audit_power         audit_power.jsonl                              audit_power.md
-gwldp               gwldp_accuracy{,_gin,_resplit,_nested,         gwldp_accuracy*.md;
-                    _proteins,_proteins_resplit}.jsonl             docs/gwldp.md
-gwldp_clustering    gwldp_clustering.jsonl                         gwldp_clustering.md; gwldp
-zoo_check           zoo_check.jsonl (+ the rows each card cites)   zoo_check.md; docs/zoo.md
-poindp              poindp_accuracy.jsonl                          poindp_accuracy.md; poindp
-gwldp_timing        gwldp_timing.jsonl                             gwldp_timing.md; gwldp.md
-heterorr_*          heterorr_{feature_error,edges,accuracy}.jsonl  heterorr_*.md (+ the error
-                                                                   plot); docs/heterorr.md
-==================  =============================================  ===========================
+files, pages and plots each) are functions. Which file each table reads and which page it
+splices: ``benchmarks/README.md``, "Tables and the docs pages that splice them".
 
 GAP / ProGAP / baselines: a setting is (dataset, method, epsilon, protected unit,
 preprocessing protocol). Rows written before units and protocols were recorded count as
