@@ -128,7 +128,8 @@ def grouped(rows: list[dict], fields: tuple) -> dict[tuple, list[dict]]:
     return out
 
 
-def _names(fields: tuple) -> list[str]:
+def field_names(fields: tuple) -> list[str]:
+    """The names of :func:`grouped`'s ``fields``."""
     return [f if isinstance(f, str) else f[0] for f in fields]
 
 
@@ -139,9 +140,9 @@ def _lines(value, rows: list[dict]) -> list[str]:
 def grid(spec: Table, rows: list[dict]) -> list[str]:
     """The table lines of a declaration without a ``body``: its sections, groups, columns."""
     fields = (*spec.sections, *spec.group)
-    names = _names(fields)
+    names = field_names(fields)
     groups = [(dict(zip(names, k)), rs) for k, rs in grouped(rows, fields).items()]  # noqa: B905
-    sections = _names(spec.sections)
+    sections = field_names(spec.sections)
     first = {}  # sections in the order they first come, unless ``section_order``
     for key, _ in groups:
         first.setdefault(tuple(key[n] for n in sections), len(first))

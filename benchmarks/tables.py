@@ -38,7 +38,6 @@ from common import (
     RESULTS,
     ROOT,
     bootstrap_ci,
-    cell_of,
     invalid_reason,
     is_valid,
     load_rows,
@@ -46,7 +45,7 @@ from common import (
     row_unit,
     seed_stats,
 )
-from summarize import Table, ci, eps_text, grouped, made_by, publish, splice_doc
+from summarize import Table, ci, eps_text, field_names, grouped, made_by, publish, splice_doc
 
 
 def _commands(rows: list[dict], bullet: str = "- `{}`") -> list[str]:
@@ -56,6 +55,24 @@ def _commands(rows: list[dict], bullet: str = "- `{}`") -> list[str]:
 def col(name: str, fmt: str = "{}"):
     """A column cell: the group's value of ``name`` (or its first row's), formatted."""
     return lambda key, rows: fmt.format(key[name] if name in key else rows[0][name])
+
+
+def summaries(rows: list[dict], fields: tuple, order, extra, metric: str = "test_acc"
+              ) -> list[dict]:
+    """One summary per group of ``fields`` (:func:`summarize.grouped`), sorted by ``order``
+    (of a summary): the group's values, ``extra(key, rows)`` and :func:`common.seed_stats` of
+    ``metric`` (mean and 95% bootstrap CI over seeds, timings)."""
+    out = []
+    for values, rs in grouped(rows, fields).items():
+        key = dict(zip(field_names(fields), values, strict=True))
+        out.append({**key, **extra(key, rs), **seed_stats(rs, metric)})
+    return sorted(out, key=order)
+
+
+def _reported(rows: list[dict]) -> float | None:
+    """The largest epsilon the rows report (``None``: one is infinite)."""
+    eps = [r["epsilon"] for r in rows]
+    return None if any(e is None for e in eps) else max(eps)
 
 
 def _rank(order, value, missing: int) -> int:
@@ -129,35 +146,20 @@ PROTOCOLS = {
 
 
 def summarize(rows: list[dict]) -> list[dict]:
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in rows:
-        groups[setting(r)].append(r)
-    out = []
-    for (dataset, method, eps, unit, protocol), rs in sorted(
-        groups.items(),
-        key=lambda kv: (
-            kv[0][0],
-            kv[0][1],
-            kv[0][3],
-            kv[0][4] != LEGACY_PROTOCOL,
-            -1 if kv[0][2] is None else kv[0][2],
-        ),
-    ):
+    """A summary per setting (:func:`common.cell_of`): its degree bound(s), largest epsilon,
+    defaults and :func:`common.seed_stats`."""
+
+    def extra(key: dict, rs: list[dict]) -> dict:
         bounds = sorted({r["degree_bound"] for r in rs if r.get("degree_bound") is not None})
-        out.append(
-            dict(
-                dataset=dataset,
-                method=method,
-                target_epsilon=eps,
-                unit=unit,
-                protocol=protocol,
-                degree_bound=bounds[0] if len(bounds) == 1 else bounds or None,
-                epsilon_max=max((r["epsilon"] or 0.0) for r in rs) if eps is not None else None,
-                defaults=rs[0].get("defaults", "old"),
-                **seed_stats(rs),
-            )
-        )
-    return out
+        return dict(degree_bound=bounds[0] if len(bounds) == 1 else bounds or None,
+                    epsilon_max=(max((r["epsilon"] or 0.0) for r in rs)
+                                 if key["target_epsilon"] is not None else None),
+                    defaults=rs[0].get("defaults", "old"))  # fmt: skip
+
+    fields = ("dataset", "method", "target_epsilon", ("unit", row_unit), ("protocol", row_protocol))
+    return summaries(rows, fields, lambda s: (
+        s["dataset"], s["method"], s["unit"], s["protocol"] != LEGACY_PROTOCOL,
+        -1 if s["target_epsilon"] is None else s["target_epsilon"]), extra)
 
 
 def superseded(summary: list[dict], invalid: list[dict]) -> str:
@@ -346,7 +348,6 @@ def plot(summary: list[dict], path: Path, curves, lines) -> None:
     fig.savefig(path, dpi=120)
 
 
-setting = cell_of  # (dataset, method, epsilon, unit, protocol): the rows of one table cell
 
 
 @functools.cache
@@ -782,39 +783,15 @@ for ds, vals in {
 
 
 def lpgnn_summary(rows: list[dict]) -> list[dict]:
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in rows:
-        key = (r["dataset"], r["table"], r["method"], r["x_eps"], r["y_eps"], row_protocol(r))
-        groups[key].append(r)
-    out = []
+    """A summary per (dataset, table, method, eps_x, eps_y, protocol), beside the thesis."""
+    fields = ("dataset", "table", "method", "x_eps", "y_eps", ("unit", lambda r: "ldp"),
+              ("protocol", row_protocol))
     order = {"3.2": 0, "3.3": 1, "3.4": 2}
-    for key, rs in sorted(
-        groups.items(),
-        key=lambda kv: (
-            kv[0][0],
-            order[kv[0][1]],
-            kv[0][2],
-            kv[0][3] or 1e9,
-            kv[0][4] or 1e9,
-            kv[0][5] != LEGACY_PROTOCOL,
-        ),
-    ):
-        eps = [r["epsilon"] for r in rs]
-        out.append(
-            dict(
-                dataset=key[0],
-                table=key[1],
-                method=key[2],
-                x_eps=key[3],
-                y_eps=key[4],
-                unit="ldp",
-                protocol=key[5],
-                paper=LPGNN_PAPER.get(key[:5]),
-                epsilon_reported=None if any(e is None for e in eps) else max(eps),
-                **seed_stats(rs),
-            )
-        )
-    return out
+    return summaries(rows, fields, lambda s: (
+        s["dataset"], order[s["table"]], s["method"], s["x_eps"] or 1e9, s["y_eps"] or 1e9,
+        s["protocol"] != LEGACY_PROTOCOL), lambda k, rs: dict(
+        paper=LPGNN_PAPER.get((k["dataset"], k["table"], k["method"], k["x_eps"], k["y_eps"])),
+        epsilon_reported=_reported(rs)))  # fmt: skip
 
 
 def lpgnn_table(summary: list[dict]) -> str:
@@ -930,30 +907,15 @@ for ds, paper_rows in {
 
 
 def pgc_summary(rows: list[dict]) -> list[dict]:
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in rows:
-        key = (r["dataset"], r["task"], r["method"], r["epsilon_per_feature"], row_protocol(r))
-        groups[key].append(r)
-    out = []
-    for key, rs in sorted(
-        groups.items(),
-        key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3] or 1e9, kv[0][4] != LEGACY_PROTOCOL),
-    ):
-        eps = [r["epsilon"] for r in rs]
-        out.append(
-            dict(
-                dataset=key[0],
-                task=key[1],
-                method=key[2],
-                epsilon_per_feature=key[3],
-                unit="none" if key[2] == "RAW" else "ldp",
-                protocol=key[4],
-                paper=PGC_PAPER.get(key[:4]),
-                epsilon_per_node=None if any(e is None for e in eps) else max(eps),
-                **seed_stats(rs, "test_metric"),
-            )
-        )
-    return out
+    """A summary per (dataset, task, method, eps per feature, protocol), beside the thesis."""
+    fields = ("dataset", "task", "method", "epsilon_per_feature",
+              ("unit", lambda r: "none" if r["method"] == "RAW" else "ldp"),
+              ("protocol", row_protocol))
+    return summaries(rows, fields, lambda s: (
+        s["dataset"], s["task"], s["method"], s["epsilon_per_feature"] or 1e9,
+        s["protocol"] != LEGACY_PROTOCOL), lambda k, rs: dict(
+        paper=PGC_PAPER.get((k["dataset"], k["task"], k["method"], k["epsilon_per_feature"])),
+        epsilon_per_node=_reported(rs)), "test_metric")  # fmt: skip
 
 
 def pgc_table(summary: list[dict]) -> str:
