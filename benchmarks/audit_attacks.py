@@ -148,9 +148,9 @@ def main() -> None:
     )
     args = p.parse_args()
     if args.summarize:  # the same as `python benchmarks/summarize.py attacks`
-        from summarize import attacks
+        import summarize
 
-        attacks(args.out, min_seeds=args.min_seeds)
+        summarize.write("attacks", args.out, min_seeds=args.min_seeds)
         return
     smoke_args(args)
     if args.smoke:  # one cell: the first method at the first epsilon

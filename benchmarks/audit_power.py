@@ -79,7 +79,7 @@ def main() -> None:
     if args.summary:
         import summarize
 
-        print(summarize.audit_power(args.out))
+        print(summarize.write("audit_power", args.out))
         return
     import torch
 

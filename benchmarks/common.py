@@ -504,17 +504,33 @@ def _measured_child(meta: dict, fit, out: Path) -> None:
     print(f"{meta['key']}: {shown} {row['wall_s']}s {row['peak_rss_mb']}MB", flush=True)
 
 
-def audit_table(doc: str, title: str, note: str, columns: list[str]):
-    """Arguments (``--trials``, ``--delta``) and the header lines of a mechanism-audit table
-    (``audit_aggregation.py``, ``audit_dpsgd.py``); ``note`` describes the trials."""
+def run_audits(doc: str, title: str, note: str, cases: list[tuple[dict, object]],
+               default_out: Path) -> None:
+    """The mechanism-audit scripts (``audit_aggregation.py``, ``audit_dpsgd.py``): every
+    ``(columns, audit)`` case is a cell of :func:`run_cells` (``audit(trials=, delta=)``
+    returns an ``AuditResult``; its row holds ``columns``, the trials, delta and the result),
+    then the table of this trial count and delta goes beside ``--out`` (``.md``); ``note``
+    describes the trials."""
     import argparse
+    import dataclasses
 
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1_000_000)
     parser.add_argument("--delta", type=float, default=1e-5)
+    parser.add_argument("--out", type=Path, default=default_out)
     args = parser.parse_args()
     quiet()
-    cols = [*columns, "accounted eps", "measured eps >=", "verdict"]
+
+    def fit(audit) -> dict:
+        result = audit(trials=args.trials, delta=args.delta)
+        print(result, flush=True)
+        return {**dataclasses.asdict(result), "table_cells": result.table_cells}
+
+    run = dict(trials=args.trials, delta=args.delta)
+    run_cells(((dict(key="|".join(map(str, [*cols.values(), *run.values()])), **cols, **run),
+                partial(fit, audit)) for cols, audit in cases), args.out, measured=False)
+    rows = [r for r in load_rows(args.out) if (r["trials"], r["delta"]) == tuple(run.values())]
+    columns = [*cases[0][0], "accounted eps", "measured eps >=", "verdict"]
     lines = [
         f"# {title}",
         "",
@@ -524,11 +540,12 @@ def audit_table(doc: str, title: str, note: str, columns: list[str]):
         f"{args.delta:g}. A row is a violation when the measured lower bound exceeds the "
         "accounted epsilon.",
         "",
-        "| " + " | ".join(cols) + " |",
-        "|" + "---|" * len(cols),
-    ]
-    return args, lines
-
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(f"{r[c]:g}" if isinstance(r[c], float) else str(r[c])
+                            for c in cases[0][0]) + f" | {r['table_cells']} |" for r in rows),
+    ]  # fmt: skip
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
 def heterorr_release(method: str, edge_index, num_nodes: int, epsilon: float | None,
@@ -560,6 +577,7 @@ def heterorr_release(method: str, edge_index, num_nodes: int, epsilon: float | N
     if method == "EdgeRand":
         return AsymmetricRandomizedResponse(epsilon)(edge_index, num_nodes, acc), acc
     raise ValueError(f"unknown edge release {method!r}")
+
 
 def main() -> None:
     import argparse

@@ -5,8 +5,8 @@ Runs what a user runs, ``dpgnn fit --config zoo/recipes/<recipe>.yaml`` with
 default single-device trainer), once per seed, and writes every run to
 ``benchmarks/results/ddp.jsonl`` and a table (mean wall time, speed-up, accuracy, epsilon) to
 ``benchmarks/results/ddp.md`` (``summarize.py ddp``), with the command, the machine and its
-load. It measures processes, so it keeps its own loop (one ``dpgnn fit`` subprocess per run)
-instead of ``common.run_cells``.
+load. Each run (a ``dpgnn fit`` subprocess) is a cell of ``common.run_cells``; a run of one
+mode first drops that mode's earlier rows (``--append`` keeps them and skips their cells).
 
     python benchmarks/ddp.py --recipes gap-edge-rutgers89 progap-edge-rutgers89 \\
         --devices 1 2 --seeds 2
@@ -37,9 +37,10 @@ import sys
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
-from common import RESULTS, ROOT
+from common import RESULTS, ROOT, load_rows, run_cells
 
 DPGNN = Path(sys.executable).with_name("dpgnn")
 
@@ -163,19 +164,19 @@ def run_once(
            "wall_s": round(wall, 2), "test_acc": acc, "epsilon": eps,
            "load_avg_1m": os.getloadavg()[0], "cpus": os.cpu_count(),
            "machine": platform.processor() or platform.machine(),
-           "command": shlex.join(["dpgnn", *cmd[1:]]).replace(str(repo) + "/", "")}
+           "fit_command": shlex.join(["dpgnn", *cmd[1:]]).replace(str(repo) + "/", "")}
     if measure:
         row["peak_rss_mib"] = {str(r): round(v, 1) for r, v in sorted(peaks.items())}
         row["fit_start_mib"] = {r: round(m["start_mib"], 1)
                                 for r, m in sorted(fit_memory.items())}
         row["fit_peak_mib"] = {r: round(max(m["stage_peak_mib"].values()), 1)
                                for r, m in sorted(fit_memory.items())}
+    print(json.dumps(row), flush=True)
     return row
 
 
-def measure_memory(args: argparse.Namespace, command: str) -> list[dict]:
+def memory_cells(args: argparse.Namespace, command: str):
     """Peak memory per rank: 1 process, 2 with and without sharded rows, on each graph."""
-    rows = []
     settings = [(1, True), (2, True), (2, False)]
     for graph in args.datasets:
         for recipe in args.recipes:
@@ -195,13 +196,22 @@ def measure_memory(args: argparse.Namespace, command: str) -> list[dict]:
             for repeat in range(args.repeats):
                 for devices, shard in settings:  # interleaved: load drifts hit all alike
                     flag = f"--model.init_args.shard_rows={str(shard).lower()}"
-                    row = run_once(recipe, devices, args.accelerator, repeat,
-                                   [*extra, flag], measure=True)
-                    row.update(mode="memory", graph=graph, shard_rows=shard,
-                               repeat=repeat, bench_command=command)
-                    print(json.dumps(row), flush=True)
-                    rows.append(row)
-    return rows
+                    meta = dict(key=f"memory|{recipe}|{graph}|{devices}|{shard}|{repeat}",
+                                mode="memory", graph=graph, shard_rows=shard, repeat=repeat,
+                                bench_command=command)  # fmt: skip
+                    yield meta, partial(run_once, recipe, devices, args.accelerator, repeat,
+                                        [*extra, flag], measure=True)  # fmt: skip
+
+
+def wall_cells(args: argparse.Namespace, command: str):
+    """1 vs N processes: every recipe, seed and device count (interleaved: load drifts hit
+    both alike)."""
+    for recipe in args.recipes:
+        for seed in range(args.seeds):
+            for devices in args.devices:
+                meta = dict(key=f"wall|{recipe}|{devices}|{args.accelerator}|{seed}",
+                            mode="wall", bench_command=command)  # fmt: skip
+                yield meta, partial(run_once, recipe, devices, args.accelerator, seed)
 
 
 def main() -> None:
@@ -223,24 +233,14 @@ def main() -> None:
     command = shlex.join(["python", "benchmarks/ddp.py", *sys.argv[1:]])
     mode = "memory" if args.memory else "wall"
     jsonl = RESULTS / "ddp.jsonl"
-    old = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
+    old = load_rows(jsonl) if jsonl.exists() else []
     kept = [r for r in old if args.append or r.get("mode", "wall") != mode]
-    if args.memory:
-        rows = measure_memory(args, command)
-    else:
-        rows = []
-        for recipe in args.recipes:
-            for seed in range(args.seeds):
-                for devices in args.devices:  # interleaved: load drifts hit both alike
-                    row = run_once(recipe, devices, args.accelerator, seed)
-                    row.update(mode="wall", bench_command=command)
-                    print(json.dumps(row), flush=True)
-                    rows.append(row)
-    everything = kept + rows
-    jsonl.write_text("".join(json.dumps(r) + "\n" for r in everything))
-    from summarize import ddp_report  # results/ddp.md (= summarize.py ddp)
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    cells = memory_cells(args, command) if args.memory else wall_cells(args, command)
+    run_cells(cells, jsonl, measured=False)
+    import summarize
 
-    ddp_report(everything)
+    summarize.write("ddp", jsonl)  # results/ddp.md (= summarize.py ddp)
 
 
 if __name__ == "__main__":

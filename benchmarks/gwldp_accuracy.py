@@ -315,7 +315,7 @@ def main() -> None:
         run_cells(cells(args, Path(args.cache)), out, measured=False)
     import summarize
 
-    print(summarize.gwldp(out))
+    print(summarize.write("gwldp", out))
 
 
 if __name__ == "__main__":

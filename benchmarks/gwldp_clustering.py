@@ -146,7 +146,7 @@ def main() -> None:
         run_cells(cells(args, Path(args.cache)), args.out, measured=False)
     import summarize
 
-    print(summarize.gwldp_clustering(args.out))
+    print(summarize.write("gwldp_clustering", args.out))
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ def main() -> None:
         run_cells(cells(args), args.out, measured=False)
     import summarize
 
-    print(summarize.gwldp_timing(args.out))
+    print(summarize.write("gwldp_timing", args.out))
 
 
 if __name__ == "__main__":

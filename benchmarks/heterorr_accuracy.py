@@ -236,7 +236,7 @@ def main() -> None:
         run_cells(cells(args), args.out, measured=False)
     import summarize
 
-    print(summarize.heterorr_accuracy(args.out, doc=not args.smoke))
+    print(summarize.write("heterorr_accuracy", args.out, doc=not args.smoke))
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def main() -> None:
         run_cells(cells(args), args.out, measured=False)
     import summarize
 
-    print(summarize.heterorr_edges(args.out, doc=not args.smoke))
+    print(summarize.write("heterorr_edges", args.out, doc=not args.smoke))
 
 
 if __name__ == "__main__":

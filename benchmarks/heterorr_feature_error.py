@@ -122,7 +122,7 @@ def main() -> None:
         run_cells(cells(args), args.out, measured=False)
     import summarize
 
-    print(summarize.heterorr_feature_error(args.out, doc=not args.smoke))
+    print(summarize.write("heterorr_feature_error", args.out, doc=not args.smoke))
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def main() -> None:
 
         if args.smoke:  # the csbm rows of a smoke run: its bounds and dataset table
             S.use_smoke_settings()
-        print(summarize.degree_bound(args.out))
+        print(summarize.write("degree_bound", args.out))
         return
     import torch
 

@@ -156,9 +156,9 @@ def main() -> None:
     add_smoke_flag(p)
     args = p.parse_args()
     if args.summarize:
-        from summarize import diagnosis
+        import summarize
 
-        diagnosis(args.out)
+        summarize.write("diagnosis", args.out)
         return
     smoke_args(args)
     sys.exit(run(args) > 0)

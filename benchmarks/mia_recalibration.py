@@ -125,9 +125,9 @@ def main() -> None:
     add_smoke_flag(p)
     args = p.parse_args()
     if args.summarize:  # the same as `python benchmarks/summarize.py recalibration`
-        from summarize import recalibration
+        import summarize
 
-        recalibration(args.out)
+        summarize.write("recalibration", args.out)
         return
     smoke_args(args)
     if args.smoke:  # one plan: the first method at the first epsilon, seed 0

@@ -7,8 +7,10 @@ unbiased estimates (eq. 2.4) from the 1-bit mechanism (PGC), Laplace (LM) or Pie
 each feature with budget eps, features scaled to [0, 1] from the public bounds (0, 1) (0/1
 features; protocol ``common.PROTOCOL``). Fig. 2.2: eps in {1, 3, 5, 7, 9},
 MAE averaged over all nodes. Fig. 2.3: eps = 1, MAE averaged per degree for degrees up to the
-99% quantile. Results (mean over seeds) go to ``results/pgc_estimation_error.json`` and two
-plots; ``summarize.py pgc`` puts the table into docs/pgc.md.
+99% quantile. One cell of ``common.run_cells`` per (dataset, mechanism, epsilon, seed) and per
+(dataset, mechanism, seed) for the degrees (rows in ``results/pgc_estimation_error.jsonl``; a
+re-run skips the cells it has); the means over seeds go to ``results/pgc_estimation_error.json``
+and two plots; ``summarize.py pgc`` puts the table into docs/pgc.md.
 
     DPGNN_DATA=../shared/datasets python benchmarks/pgc_estimation_error.py --seeds 10
     # smoke: python benchmarks/pgc_estimation_error.py --seeds 1 --datasets cora --out /tmp/e.json
@@ -18,10 +20,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+from functools import partial
 from pathlib import Path
 
-from common import PROTOCOL, RESULTS, PeakRSS, code_revision, command_line, cpu_info, quiet
+from common import (
+    PROTOCOL,
+    RESULTS,
+    code_revision,
+    command_line,
+    cpu_info,
+    load_rows,
+    quiet,
+    run_cells,
+)
 
 DATASETS = ["cora", "citeseer", "musae-twitch-en", "musae-facebook"]
 EPSILONS = [1.0, 3.0, 5.0, 7.0, 9.0]
@@ -41,68 +52,76 @@ def node_errors(data, mechanism: str, eps: float, seed: int):
     return (graph_convolution(estimate, data.edge_index) - truth).abs().mean(dim=1)
 
 
+def mean_error(data, mechanism: str, eps: float, seed: int) -> dict:
+    """A cell of Fig. 2.2: the MAE averaged over all nodes."""
+    return {"mae": float(node_errors(data, mechanism, eps, seed).mean())}
+
+
+def cells(args):
+    """One cell per (dataset, mechanism, epsilon, seed): the MAE over all nodes (Fig. 2.2);
+    and per (dataset, mechanism, seed) at epsilon 1, the MAE per degree up to the 99%
+    quantile (Fig. 2.3)."""
+    import torch
+
+    from lightning_dpgnn.data import NodeDataModule
+
+    def per_degree(data, mech: str, seed: int) -> dict:
+        deg = torch.bincount(data.edge_index[1], minlength=data.num_nodes)
+        errors = node_errors(data, mech, 1.0, seed)
+        ks = [k for k in range(1, int(torch.quantile(deg.float(), 0.99)) + 1)
+              if bool((deg == k).any())]  # fmt: skip
+        return {"degrees": ks, "mae": [float(errors[deg == k].mean()) for k in ks],
+                "nodes": [int((deg == k).sum()) for k in ks]}  # fmt: skip
+
+    for name in args.datasets:
+        data = NodeDataModule(
+            name, seed=0, feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0), split="lpgnn"
+        ).data
+        for label, mech in MECHANISMS.items():
+            for seed in range(args.seeds):
+                for eps in args.epsilons:
+                    meta = dict(key=f"{name}|{label}|{eps}|{seed}", dataset=name, method=label,
+                                epsilon=eps, seed=seed, protocol=PROTOCOL)  # fmt: skip
+                    yield meta, partial(mean_error, data, mech, eps, seed)
+                meta = dict(key=f"{name}|{label}|degree|{seed}", dataset=name, method=label,
+                            epsilon=1.0, seed=seed, protocol=PROTOCOL, by="degree")  # fmt: skip
+                yield meta, partial(per_degree, data, mech, seed)
+
+
+def figures(rows: list[dict], args) -> dict:
+    """The figures' JSON (``summarize.py pgc`` reads it) from the cells' rows: the MAE mean
+    over seeds per (dataset, mechanism, epsilon), and per degree (eps = 1)."""
+    rows = [r for r in rows if r["dataset"] in args.datasets and r["seed"] < args.seeds]
+    result = {"command": command_line(), "revision": code_revision(), "hardware": cpu_info(),
+              "unit": "ldp", "protocol": PROTOCOL, "vs_epsilon": [], "vs_degree": []}
+    for name in args.datasets:
+        for label in MECHANISMS:
+            mine = [r for r in rows if (r["dataset"], r["method"]) == (name, label)]
+            for eps in args.epsilons:
+                maes = [r["mae"] for r in mine if r.get("by") != "degree" and r["epsilon"] == eps]
+                result["vs_epsilon"].append(dict(dataset=name, method=label, epsilon=eps,
+                                                 mae=sum(maes) / len(maes), mae_per_seed=maes))
+            degree = [r for r in mine if r.get("by") == "degree"]
+            for i, k in enumerate(degree[0]["degrees"] if degree else []):
+                result["vs_degree"].append(dict(
+                    dataset=name, method=label, epsilon=1.0, degree=k,
+                    mae=sum(r["mae"][i] for r in degree) / len(degree),
+                    nodes=degree[0]["nodes"][i]))
+    return result
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--datasets", nargs="*", default=DATASETS)
     p.add_argument("--epsilons", nargs="*", type=float, default=EPSILONS)
-    p.add_argument("--out", type=Path, default=RESULTS / "pgc_estimation_error.json")
+    p.add_argument("--out", type=Path, default=RESULTS / "pgc_estimation_error.json",
+                   help="the figures' JSON; the cells' rows go beside it (.jsonl)")
     args = p.parse_args()
     quiet()
-    import torch
-
-    from lightning_dpgnn.data import NodeDataModule
-
-    result = {
-        "command": command_line(),
-        "revision": code_revision(),
-        "hardware": cpu_info(),
-        "unit": "ldp",
-        "protocol": PROTOCOL,
-        "vs_epsilon": [],
-        "vs_degree": [],
-    }
-    for name in args.datasets:
-        dm = NodeDataModule(
-            name, seed=0, feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0), split="lpgnn"
-        )
-        data = dm.data
-        deg = torch.bincount(data.edge_index[1], minlength=data.num_nodes)
-        cutoff = int(torch.quantile(deg.float(), 0.99))
-        t0 = time.perf_counter()
-        with PeakRSS() as mem:
-            for label, mech in MECHANISMS.items():
-                for eps in args.epsilons:
-                    maes = [
-                        float(node_errors(data, mech, eps, s).mean()) for s in range(args.seeds)
-                    ]
-                    result["vs_epsilon"].append(
-                        dict(
-                            dataset=name,
-                            method=label,
-                            epsilon=eps,
-                            mae=sum(maes) / len(maes),
-                            mae_per_seed=maes,
-                        )
-                    )
-                per_node = torch.stack(
-                    [node_errors(data, mech, 1.0, s) for s in range(args.seeds)]
-                ).mean(0)
-                for k in range(1, cutoff + 1):
-                    sel = deg == k
-                    if bool(sel.any()):
-                        result["vs_degree"].append(
-                            dict(
-                                dataset=name,
-                                method=label,
-                                epsilon=1.0,
-                                degree=k,
-                                mae=float(per_node[sel].mean()),
-                                nodes=int(sel.sum()),
-                            )
-                        )
-        print(f"{name}: {time.perf_counter() - t0:.1f}s, peak {mem.peak_mb:.0f} MB", flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    cells_out = args.out.with_suffix(".jsonl")
+    run_cells(cells(args), cells_out, measured=False)
+    result = figures(load_rows(cells_out), args)
     args.out.write_text(json.dumps(result, indent=1))
     plot(result, args.out.with_suffix(""))
 

@@ -141,7 +141,7 @@ def main() -> None:
         run_cells(cells(args), args.out, measured=False)
     import summarize
 
-    print(summarize.poindp(args.out))
+    print(summarize.write("poindp", args.out))
 
 
 if __name__ == "__main__":

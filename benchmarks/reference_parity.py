@@ -121,9 +121,9 @@ def main() -> None:
         if not (args.only and method.removesuffix(COUNTS) not in args.only)
     )  # fmt: skip
     failed = run_cells(runs, out, measured=False)
-    from summarize import parity  # the tables: results/<out>.md, and docs/progap.md
+    import summarize  # the tables: results/<out>.md, and docs/progap.md
 
-    parity(out, doc=not args.one_split and args.out is None)
+    summarize.write("parity", out, doc=not args.one_split and args.out is None)
     sys.exit(failed > 0)
 
 

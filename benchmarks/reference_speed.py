@@ -97,7 +97,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from common import RESULTS, append, code_revision, command_line
+from common import RESULTS, run_cells
 
 OUT = RESULTS / "reference_speed.jsonl"
 HERE = Path(__file__).resolve()
@@ -403,29 +403,28 @@ def main() -> None:
         for side in ("ours", "reference"):
             run(side, args.methods[0], "1", args.seed)
     invocation = time.strftime("%Y-%m-%d %H:%M:%S")
-    for repeat in range(args.repeats):
-        order = ("ours", "reference") if repeat % 2 == 0 else ("reference", "ours")
-        for method in args.methods:
-            for position, side in enumerate(order):
-                out_row = run(side, method, epochs, args.seed + repeat)
-                append(out, {
-                    "invocation": invocation, "method": method, "side": side,
-                    "repeat": repeat, "position": position, "school": args.school,
-                    "reference_seed": args.seed + repeat,
-                    "epochs": args.epochs, **out_row,
-                    "reference_commit": ref["commit"], "time": time.strftime("%Y-%m-%d %H:%M:%S"),
-                    "command": command_line(), "revision": code_revision(),
-                    "python": sys.version.split()[0], "reference_python": ref["python"],
-                })  # fmt: skip
-                print(
-                    f"  {method} {side}: {out_row['fit_test_s']:.2f} s fit+test, "
-                    f"{out_row['process_s']:.2f} s process, {out_row['rss_mib']:.0f} MiB, "
-                    f"acc {100 * out_row['test_acc']:.1f}, load {out_row['load_before'][0]}",
-                    flush=True,
-                )
-    from summarize import reference_speed  # the table beside the results file
 
-    print(reference_speed(out))
+    def measure(side: str, method: str, repeat: int) -> dict:
+        row = run(side, method, epochs, args.seed + repeat)
+        print(f"  {method} {side}: {row['fit_test_s']:.2f} s fit+test, {row['process_s']:.2f} s "
+              f"process, {row['rss_mib']:.0f} MiB, acc {100 * row['test_acc']:.1f}, load "
+              f"{row['load_before'][0]}", flush=True)  # fmt: skip
+        return {**row, "reference_commit": ref["commit"], "python": sys.version.split()[0],
+                "time": time.strftime("%Y-%m-%d %H:%M:%S"), "reference_python": ref["python"]}
+
+    # paired ABBA cells; the invocation in the key: every invocation measures afresh
+    cells = (
+        (dict(key=f"{invocation}|{repeat}|{method}|{side}", invocation=invocation, method=method,
+              side=side, repeat=repeat, position=position, school=args.school,
+              reference_seed=args.seed + repeat, epochs=args.epochs),
+         partial(measure, side, method, repeat))
+        for repeat in range(args.repeats) for method in args.methods
+        for position, side in enumerate(("ours", "reference")[:: 1 if repeat % 2 == 0 else -1])
+    )  # fmt: skip
+    run_cells(cells, out, measured=False)
+    import summarize  # the table beside the results file
+
+    print(summarize.write("reference_speed", out))
 
 
 if __name__ == "__main__":

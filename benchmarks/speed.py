@@ -598,9 +598,9 @@ def main() -> None:
                "fb": run_fb, "scale": run_scale}
     for target in args.targets:
         runners[target](args)
-    from summarize import speed  # results/speed.md (= summarize.py speed)
+    import summarize  # results/speed.md (= summarize.py speed)
 
-    speed(OUT, plot="scale" in args.targets)
+    summarize.write("speed", OUT, plot="scale" in args.targets)
 
 
 if __name__ == "__main__":

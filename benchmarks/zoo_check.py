@@ -69,7 +69,7 @@ def main() -> None:
     failed = run_cells(cells(names, args.seeds, args.fixed_split, args.override), args.out)
     import summarize
 
-    print(summarize.zoo_check(args.out, doc=not args.override))
+    print(summarize.write("zoo_check", args.out, doc=not args.override))
     raise SystemExit(1 if failed else 0)
 
 
