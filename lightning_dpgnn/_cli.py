@@ -40,7 +40,7 @@ from .cli import (  # noqa: F401 - re-exported: the light module defines them
 from .loops import StagedTrainingMixin
 from .methods import PrivateModel
 from .methods.rows import OnePhaseDPSGDMixin
-from .privacy.report import PrivacyReport
+from .privacy.report import PrivacyReport, SeveralGuarantees
 
 
 class DPGNNCLI(LightningCLI):
@@ -230,7 +230,7 @@ _LEVELS = {
 
 def fit_summary(
     metrics: dict[str, float],
-    report: PrivacyReport | None,
+    report: PrivacyReport | SeveralGuarantees | None,
     units: int | None = None,
     majority: float | None = None,
 ) -> str:
@@ -251,8 +251,9 @@ def fit_summary(
     if report is None:
         return "\n".join(lines)
     if len(report.guarantees) > 1:  # several guarantees over different units: each, never added
-        for name, part in report.guarantees.items():
-            lines += [f"[{name}]", *(f"  {line}" for line in fit_summary({}, part).splitlines())]
+        for i, (name, part) in enumerate(report.guarantees.items()):
+            text = fit_summary({}, part, units=units if i == 0 else None)  # n: the model's own
+            lines += [f"[{name}]", *(f"  {line}" for line in text.splitlines())]
         return "\n".join(lines)
     if report.level == "none" or math.isinf(report.epsilon):
         lines.append("epsilon spent: inf (non-private)")
@@ -282,9 +283,11 @@ def _node_graph(datamodule: Any) -> Any:
     return graph if graph is not None and hasattr(graph, "num_nodes") else None
 
 
-def _private_units(model: Any, graph: Any, report: PrivacyReport | None) -> int | None:
-    """``n``, the number of units the report's delta is over (``None`` if unknown)."""
-    if report is None or not report.delta or graph is None:
+def _private_units(model: Any, graph: Any, report: Any) -> int | None:
+    """``n``, the number of units the delta of the model's own guarantee (the report's first)
+    is over (``None`` if unknown)."""
+    own = None if report is None else next(iter(report.guarantees.values()))
+    if own is None or not own.delta or graph is None:
         return None
     try:
         return int(model.private_units(graph))
@@ -331,7 +334,7 @@ def write_run(
     model: L.LightningModule,
     datamodule: L.LightningDataModule | None,
     metrics: dict[str, float],
-    report: PrivacyReport | None,
+    report: PrivacyReport | SeveralGuarantees | None,
     checkpoint: str | None,
     command: str = "fit",
 ) -> None:
