@@ -27,7 +27,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
-from .cli import (  # noqa: F401 - re-exported: the light module defines them
+from ._cli_args import (
     CLI_MAX_EPOCHS,
     DEFAULT_DATA,
     DEFAULT_MODEL,

@@ -170,7 +170,7 @@ def build(
     they make a different model than the entry's, so the card records them."""
     import lightning as L
 
-    from lightning_dpgnn.cli import DPGNNCLI
+    from lightning_dpgnn._cli import DPGNNCLI  # the recipe runner, not the `dpgnn` entry point
 
     e = entry(name, registry)
     # the hub folder is the build's only output: no checkpoint of the fit (optimizer moments

@@ -360,10 +360,11 @@ def _sha256(path: Path) -> str:
 
 
 def _class_path(cls: type) -> str:
-    """``lightning_dpgnn.GAP`` for the library's methods (their public import path)."""
+    """``lightning_dpgnn.GAP`` for the library's methods (their public import path; read from
+    the package's ``__all__``, without importing ``methods/`` through the package root)."""
     import lightning_dpgnn
 
-    if getattr(lightning_dpgnn, cls.__name__, None) is cls:
+    if cls.__name__ in lightning_dpgnn.__all__ and cls.__module__.startswith("lightning_dpgnn."):
         return f"lightning_dpgnn.{cls.__name__}"
     return f"{cls.__module__}.{cls.__qualname__}"
 
