@@ -373,3 +373,24 @@ def test_setuptools_has_nothing_to_warn_about():
                 rel = path.parent.relative_to(ROOT / folder).parts
                 shipped.add(".".join((package, *rel)))
     assert shipped == set(tool["packages"]), "list these folders as packages in pyproject.toml"
+
+
+#: the method classes the package root exports (``PrivateModule`` is their base, not one)
+METHOD_NAMES = sorted(n for n, m in ROOT_EXPORTS.items()
+                      if m == "lightning_dpgnn.methods" and n != "PrivateModule")
+
+
+@pytest.mark.parametrize("path", _modules("publish"), ids=lambda p: p.name)
+def test_publish_names_no_method_and_sniffs_no_attribute_of_a_model(path):
+    """The card and the hub gate read a model's guarantees (``model.guarantees()``) and its own
+    description (``model.describe()``): no method class is named, not even in prose, and no
+    attribute of a model is probed with ``getattr`` / ``hasattr``."""
+    import re
+
+    text = path.read_text()
+    named = [n for n in METHOD_NAMES if re.search(rf"\b{n}\b", text)]
+    assert named == [], f"{path.name} names {named}"
+    probes = [ast.unparse(node) for node in ast.walk(ast.parse(text))
+              if isinstance(node, ast.Call) and ast.unparse(node.func) in ("getattr", "hasattr")
+              and node.args and ast.unparse(node.args[0]) in ("model", "cls")]
+    assert probes == [], f"{path.name} probes {probes}"
