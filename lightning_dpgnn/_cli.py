@@ -37,6 +37,7 @@ from ._cli_args import (
     _named_in_configs,
     _run_guarded,
 )
+from .levels import Level
 from .loops import StagedTrainingMixin
 from .methods import PrivateModel
 from .methods.rows import OnePhaseDPSGDMixin
@@ -221,10 +222,10 @@ class _HeldLog(logging.Filter):
 
 
 _LEVELS = {
-    "edge": "edge-level DP",
-    "node": "node-level DP",
-    "ldp": "local DP, each node perturbs its own data",
-    "none": "non-private",
+    Level.EDGE: "edge-level DP",
+    Level.NODE: "node-level DP",
+    Level.LDP: "local DP, each node perturbs its own data",
+    Level.NONE: "non-private",
 }
 
 
@@ -255,7 +256,7 @@ def fit_summary(
             text = fit_summary({}, part, units=units if i == 0 else None)  # n: the model's own
             lines += [f"[{name}]", *(f"  {line}" for line in text.splitlines())]
         return "\n".join(lines)
-    if report.level == "none" or math.isinf(report.epsilon):
+    if not report.level.private or math.isinf(report.epsilon):
         lines.append("epsilon spent: inf (non-private)")
         lines.append("delta: n/a")
     else:
@@ -266,10 +267,10 @@ def fit_summary(
             line += f" (n*delta = {risk:.3g} over n = {units:,} protected units"
             line += "; delta >= 1/n: not every unit is protected)" if risk >= 1 else ")"
         lines.append(line)
-    level = _LEVELS.get(report.level, report.level)
+    level = _LEVELS[report.level]
     if _per_graph(report):
         level = "local DP, each client perturbs its own graph's release"
-    lines.append(f"level: {report.level} ({level})")
+    lines.append(f"level: {report.level.value} ({level})")
     if report.unit:
         lines.append(f"protects: {report.unit}")
     if report.reproducible_noise:
@@ -309,7 +310,7 @@ def _majority_rate(graph: Any) -> float | None:
 
 def _per_graph(report: PrivacyReport) -> bool:
     """GW-LDP: the LDP unit is one client's graph, not one node."""
-    return report.level == "ldp" and any(e.name.startswith("gwldp/") for e in report.ledger)
+    return report.level is Level.LDP and any(e.name.startswith("gwldp/") for e in report.ledger)
 
 
 def _composition(report: PrivacyReport) -> str:
@@ -317,7 +318,7 @@ def _composition(report: PrivacyReport) -> str:
     per feature x 128 features)``; empty for Gaussian ledgers (composed by the accountant)."""
     if not report.ledger or any(e.kind != "pure" or e.epsilon is None for e in report.ledger):
         return ""
-    per = "per node" if report.level == "ldp" else "in all"
+    per = "per node" if report.level is Level.LDP else "in all"
     if _per_graph(report):
         per = "per graph"
     parts = [

@@ -394,3 +394,29 @@ def test_publish_names_no_method_and_sniffs_no_attribute_of_a_model(path):
               if isinstance(node, ast.Call) and ast.unparse(node.func) in ("getattr", "hasattr")
               and node.args and ast.unparse(node.args[0]) in ("model", "cls")]
     assert probes == [], f"{path.name} probes {probes}"
+
+
+def _level_string_comparisons(path: Path) -> list[str]:
+    """``x == "node"``, ``x != "none"``, ``x in ("edge", "node")``, ... in ``path``."""
+    levels = {"none", "edge", "node", "ldp"}
+
+    def is_level(node: ast.AST) -> bool:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return bool(items) and all(
+            isinstance(i, ast.Constant) and i.value in levels for i in items)
+
+    return [ast.unparse(node) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Compare)
+            and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops)
+            and any(map(is_level, [node.left, *node.comparators]))]
+
+
+#: the modules that compare privacy levels as ``Level`` only (argument parsing aside)
+LEVEL_TYPED = [*_modules("publish"), *_modules("zoo"), *_modules("callbacks"),
+               *(PACKAGE / f for f in ("cli.py", "_cli.py", "_cli_args.py")),
+               PACKAGE / "privacy" / "report.py", PACKAGE / "privacy" / "guarantee.py"]
+
+
+@pytest.mark.parametrize("path", LEVEL_TYPED, ids=lambda p: p.name)
+def test_the_outer_ring_compares_privacy_levels_as_levels_not_strings(path):
+    assert _level_string_comparisons(path) == []

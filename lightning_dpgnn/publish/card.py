@@ -89,8 +89,8 @@ def _use_lines(method: str, card: MethodCard) -> list[str]:
 def guarantee_meta(r: Any) -> dict[str, Any]:
     """One guarantee (a :class:`~lightning_dpgnn.privacy.PrivacyReport`) as YAML metadata."""
     return {
-        "level": r.level,
-        "unit": r.unit or ("none" if r.level == "none" else ""),
+        "level": r.level.value,
+        "unit": r.unit or ("" if r.level.private else "none"),
         "epsilon": None if math.isinf(r.epsilon) else round(float(r.epsilon), 6),
         "epsilon_is_infinite": math.isinf(r.epsilon),
         "delta": float(r.delta),

@@ -289,13 +289,13 @@ def folder_refusals(folder: str | Path) -> list[str]:
     reasons: list[str] = []
     if any(v is None for v in _read_outputs(folder)["outputs"].values()):
         reasons.append(_NOT_FITTED)
-    elif gate.get("calibrates_noise") and report.level != "none" and not any(
+    elif gate.get("calibrates_noise") and report.level.private and not any(
         e.count for e in accountant.ledger
     ):
         reasons.append(_NO_MECHANISM)
     if spent.reproducible_noise or config.get("noise_seed") is not None:
         reasons.append(_reproducible(config.get("noise_seed")))
-    if report.level == "none":
+    if not report.level.private:
         return reasons
     planned = gate.get("planned_count")
     if gate.get("halted") or (planned is not None and planned > accountant.total_count()):
@@ -516,7 +516,7 @@ def _recompute(
     """The report the carried accountants give: one guarantee, or several (the model's own
     first, under the name the report gives it)."""
     own = next(iter(report.guarantees.values()))
-    main = PrivacyReport.from_accountant(accountant, private=own.level != "none")
+    main = PrivacyReport.from_accountant(accountant, private=own.level.private)
     if len(report.guarantees) == 1 and not others:
         return main
     parts = [(next(iter(report.guarantees)), main)]
@@ -570,7 +570,7 @@ def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path)
         parts = report["guarantees"]
         report = {**parts[0], "reproducible_noise": any(
             p.get("reproducible_noise", True) for p in parts)}
-    level = config.get("privacy", "ldp" if report["level"] == "ldp" else None)
+    level = config.get("privacy", "ldp" if Level.of(report["level"]) is Level.LDP else None)
     if level is not None and level != report["level"]:
         raise VerificationError(
             f"{folder}: {CONFIG} says privacy={level!r} but {REPORT} reports level "
