@@ -105,13 +105,23 @@ def _guarantee_line(report) -> str:
     )
 
 
+#: the columns ``dpgnn zoo list`` prints (``zoo.list()`` has them all)
+LIST_COLUMNS = ["method", "dataset", "level", "epsilon", "test acc % (95% CI)"]
+
+
+def _narrow(table) -> str:
+    """The registry as a table that fits a terminal (under 100 columns): the dataset's name
+    without its description, no unit or hub repository (``dpgnn zoo info NAME`` has them)."""
+    table = table[LIST_COLUMNS].copy()
+    table["dataset"] = table["dataset"].str.split(" (", regex=False).str[0]
+    return table.to_string()
+
+
 def run(args: list[str]) -> None:
     ns = _parser().parse_args(args)
     if ns.command == "list":
-        import pandas as pd
-
-        with pd.option_context("display.width", 200, "display.max_colwidth", 40):
-            print(registry.table().drop(columns=["unit"]).to_string())
+        print(_narrow(registry.table()))
+        print("(dpgnn zoo info NAME: the unit, split, hub repository and notes)")
     elif ns.command == "info":
         print(_info(ns.name))
     elif ns.command == "build":
