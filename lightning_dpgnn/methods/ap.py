@@ -441,10 +441,16 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         return self.run_once(lambda: mechanism.perturb(agg, accountant, generator, scale))
 
     def describe(self) -> MethodCard:
-        """The card's method line with the label counts when the model reads them (an addition
-        of this library, not in the papers), what their ledger entry rests on, and what a new
-        graph needs for them (its known labels)."""
+        """The card's method line as the model was built: whether its aggregations are
+        perturbed (and, at node level, its modules trained with DP-SGD), and the label counts
+        when the model reads them (an addition of this library, not in the papers), what their
+        ledger entry rests on, and what a new graph needs for them (its known labels)."""
         card = super().describe()
+        how = ("every aggregation perturbed once with calibrated Gaussian noise and cached"
+               if self.level.private else "aggregations in the clear: non-private")
+        if self.uses_dpsgd():
+            how += "; the modules that read private rows train with DP-SGD"
+        card = replace(card, method=f"{card.method} ({how})")
         if not self.label_counts:
             return card
         noisy = "noisy " if self.level.private else ""

@@ -115,7 +115,7 @@ class GAP(AggregationPerturbationModule):
             (``"undirected"`` or ``"directed"``), ``log_private_metrics``.
     """
 
-    card_method = "GAP: encoder, private multi-hop aggregation (PMA), classification module"
+    card_method = "GAP: encoder, multi-hop aggregation (PMA), classification module"
     card_paper = (
         "Sajadmanesh, Shamsabadi, Bellet, Gatica-Perez. GAP: Differentially Private Graph Neural "
         "Networks with Aggregation Perturbation. USENIX Security 2023"

@@ -434,3 +434,21 @@ def test_each_guarantee_states_what_it_protects_uses_in_the_clear_and_holds_unde
     assert features.public in lines["**Not protected (features)"]
     node, = GAP(privacy="node", epsilon=1.0, max_degree=21).guarantees()
     assert node.name == "node" and "D = 21" in node.conditions[0]
+
+
+@pytest.mark.parametrize("privacy, says, not_says", [
+    ("edge", ["perturbed once with calibrated Gaussian noise", "with label counts"],
+     ["DP-SGD", "in the clear"]),
+    ("node", ["perturbed once", "train with DP-SGD"], ["label counts"]),
+    ("none", ["aggregations in the clear: non-private", "with label counts"], ["perturbed"]),
+])
+def test_the_gap_method_line_states_the_model_as_built(privacy, says, not_says):
+    """Review 2's F7: the card's GAP method line said "private multi-hop aggregation" whatever
+    was built; it states whether the aggregations are perturbed, DP-SGD at node level, and
+    the label counts when the model reads them."""
+    from lightning_dpgnn.publish.card import model_card
+
+    model = GAP(privacy=privacy, epsilon=1.0, max_degree=21)
+    method = next(line for line in model_card(model).text.splitlines()
+                  if line.startswith("**Method:**"))
+    assert all(s in method for s in says) and not any(s in method for s in not_says), method
