@@ -759,13 +759,12 @@ class PrivateModule(
         self, own: PrivacyAccountant, others: dict[str, PrivacyAccountant] | None = None
     ) -> PrivacyReport | SeveralGuarantees:
         """The report of ``own`` (and of the other guarantees' accountants, never added)."""
-        parts = self.guarantees()
-        main = parts[0].report(own)
-        if len(parts) == 1:
+        main = PrivacyReport.from_accountant(own, private=self.level.private)
+        if not self._other_guarantees:
             return main
         others = self.other_accountants if others is None else others
-        return SeveralGuarantees(
-            ((parts[0].name, main), *((g.name, g.report(others[g.name])) for g in parts[1:])))
+        return SeveralGuarantees(((self.guarantee_name, main), *(
+            (n, g.report(others[n])) for n, g in self._other_guarantees.items())))
 
     # -- report ------------------------------------------------------------------------------
     def privacy_spent(self) -> PrivacyReport | SeveralGuarantees:
