@@ -42,7 +42,7 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from huggingface_hub import HfApi, constants, hf_hub_download
@@ -57,6 +57,9 @@ from lightning_dpgnn.privacy import (
     report_from_dict,
 )
 from lightning_dpgnn.privacy.guarantee import Guarantee
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .card import MethodCard
 
 __all__ = [
     "FILES",
@@ -122,7 +125,7 @@ class PublishableModel(Protocol):
 
     def guarantees(self) -> list[Guarantee]: ...
 
-    def describe(self) -> Any: ...
+    def describe(self) -> MethodCard: ...
 
     def publication_blockers(self) -> list[str]: ...
 
