@@ -69,7 +69,7 @@ def run_audit(
     out: dict[str, Any] = {
         "epsilon": None if math.isinf(report.epsilon) else report.epsilon,
         "delta": report.delta,
-        "level": report.level,
+        "level": report.level.value,
     }
     if membership:
         mia = node_membership_inference(

@@ -27,7 +27,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
-from .cli import (  # noqa: F401 - re-exported: the light module defines them
+from ._cli_args import (
     CLI_MAX_EPOCHS,
     DEFAULT_DATA,
     DEFAULT_MODEL,
@@ -37,10 +37,11 @@ from .cli import (  # noqa: F401 - re-exported: the light module defines them
     _named_in_configs,
     _run_guarded,
 )
+from .levels import Level
 from .loops import StagedTrainingMixin
 from .methods import PrivateModel
 from .methods.rows import OnePhaseDPSGDMixin
-from .privacy.report import PrivacyReport
+from .privacy.report import PrivacyReport, SeveralGuarantees
 
 
 class DPGNNCLI(LightningCLI):
@@ -221,16 +222,16 @@ class _HeldLog(logging.Filter):
 
 
 _LEVELS = {
-    "edge": "edge-level DP",
-    "node": "node-level DP",
-    "ldp": "local DP, each node perturbs its own data",
-    "none": "non-private",
+    Level.EDGE: "edge-level DP",
+    Level.NODE: "node-level DP",
+    Level.LDP: "local DP, each node perturbs its own data",
+    Level.NONE: "non-private",
 }
 
 
 def fit_summary(
     metrics: dict[str, float],
-    report: PrivacyReport | None,
+    report: PrivacyReport | SeveralGuarantees | None,
     units: int | None = None,
     majority: float | None = None,
 ) -> str:
@@ -251,10 +252,11 @@ def fit_summary(
     if report is None:
         return "\n".join(lines)
     if len(report.guarantees) > 1:  # several guarantees over different units: each, never added
-        for name, part in report.guarantees.items():
-            lines += [f"[{name}]", *(f"  {line}" for line in fit_summary({}, part).splitlines())]
+        for i, (name, part) in enumerate(report.guarantees.items()):
+            text = fit_summary({}, part, units=units if i == 0 else None)  # n: the model's own
+            lines += [f"[{name}]", *(f"  {line}" for line in text.splitlines())]
         return "\n".join(lines)
-    if report.level == "none" or math.isinf(report.epsilon):
+    if not report.level.private or math.isinf(report.epsilon):
         lines.append("epsilon spent: inf (non-private)")
         lines.append("delta: n/a")
     else:
@@ -265,10 +267,10 @@ def fit_summary(
             line += f" (n*delta = {risk:.3g} over n = {units:,} protected units"
             line += "; delta >= 1/n: not every unit is protected)" if risk >= 1 else ")"
         lines.append(line)
-    level = _LEVELS.get(report.level, report.level)
+    level = _LEVELS[report.level]
     if _per_graph(report):
         level = "local DP, each client perturbs its own graph's release"
-    lines.append(f"level: {report.level} ({level})")
+    lines.append(f"level: {report.level.value} ({level})")
     if report.unit:
         lines.append(f"protects: {report.unit}")
     if report.reproducible_noise:
@@ -282,9 +284,11 @@ def _node_graph(datamodule: Any) -> Any:
     return graph if graph is not None and hasattr(graph, "num_nodes") else None
 
 
-def _private_units(model: Any, graph: Any, report: PrivacyReport | None) -> int | None:
-    """``n``, the number of units the report's delta is over (``None`` if unknown)."""
-    if report is None or not report.delta or graph is None:
+def _private_units(model: Any, graph: Any, report: Any) -> int | None:
+    """``n``, the number of units the delta of the model's own guarantee (the report's first)
+    is over (``None`` if unknown)."""
+    own = None if report is None else next(iter(report.guarantees.values()))
+    if own is None or not own.delta or graph is None:
         return None
     try:
         return int(model.private_units(graph))
@@ -306,7 +310,7 @@ def _majority_rate(graph: Any) -> float | None:
 
 def _per_graph(report: PrivacyReport) -> bool:
     """GW-LDP: the LDP unit is one client's graph, not one node."""
-    return report.level == "ldp" and any(e.name.startswith("gwldp/") for e in report.ledger)
+    return report.level is Level.LDP and any(e.name.startswith("gwldp/") for e in report.ledger)
 
 
 def _composition(report: PrivacyReport) -> str:
@@ -314,7 +318,7 @@ def _composition(report: PrivacyReport) -> str:
     per feature x 128 features)``; empty for Gaussian ledgers (composed by the accountant)."""
     if not report.ledger or any(e.kind != "pure" or e.epsilon is None for e in report.ledger):
         return ""
-    per = "per node" if report.level == "ldp" else "in all"
+    per = "per node" if report.level is Level.LDP else "in all"
     if _per_graph(report):
         per = "per graph"
     parts = [
@@ -331,7 +335,7 @@ def write_run(
     model: L.LightningModule,
     datamodule: L.LightningDataModule | None,
     metrics: dict[str, float],
-    report: PrivacyReport | None,
+    report: PrivacyReport | SeveralGuarantees | None,
     checkpoint: str | None,
     command: str = "fit",
 ) -> None:

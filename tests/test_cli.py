@@ -454,3 +454,23 @@ def test_the_noise_filters_are_undone_after_a_command():
     main(["fit", *QUIET, "--model.encoder_epochs=1", "--model.classifier_epochs=1"])
     assert warnings.filters == before
     assert not logging.getLogger("lightning.pytorch.utilities.rank_zero").filters
+
+
+def test_a_model_with_two_guarantees_ends_with_both_each_with_its_unit(tmp_path, capsys):
+    """``dpgnn fit`` on HeteroRR with both budgets (issue 38): the summary and the run file show
+    the edges and the features guarantee, each with its epsilon, delta and unit, never added
+    (it exited 1 with MultipleGuaranteesError after the fit)."""
+    from lightning_dpgnn.privacy import report_from_dict
+
+    main(["fit", *QUIET, "--model=lightning_dpgnn.HeteroRR", "--model.x_epsilon=1",
+          "--model.mcmc_steps=200", "--trainer.max_epochs=1"])
+    out = capsys.readouterr().out
+    edges, features = out.split("[edges]")[1].split("[features]")
+    assert "epsilon spent: 1" in edges and "level: edge" in edges
+    assert "protects: one private undirected edge" in edges
+    assert "epsilon spent: 1" in features and "pure epsilon" in features
+    assert "level: ldp" in features and "protects: each node's features" in features
+    record = report_from_dict(json.loads((tmp_path / RUN_FILE).read_text())["privacy"])
+    assert {n: g.level for n, g in record.guarantees.items()} == {"edges": "edge",
+                                                                  "features": "ldp"}
+    assert all(g.unit for g in record.guarantees.values())

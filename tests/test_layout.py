@@ -168,38 +168,151 @@ def _group_arrows() -> dict[tuple[str, str], list[str]]:
     return arrows
 
 
-def _cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
-    """Every elementary cycle of a small directed graph (as node lists)."""
-    found = []
-    nodes = sorted({a for a, _ in edges} | {b for _, b in edges})
+def _tangles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """The import cycles of a directed graph: its strongly connected components of two or
+    more nodes (Tarjan), each sorted; ``[]`` when it has none."""
+    graph: dict[str, list[str]] = {}
+    for a, b in sorted(edges):
+        graph.setdefault(a, []).append(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
 
-    def walk(start: str, node: str, path: list[str]) -> None:
-        for a, b in sorted(edges):
-            if a != node:
-                continue
-            if b == start:
-                found.append([*path, b])
-            elif b not in path and b > start:  # each cycle once, from its smallest node
-                walk(start, b, [*path, b])
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(component) > 1:
+                found.append(sorted(component))
 
-    for n in nodes:
-        walk(n, n, [n])
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
     return found
 
 
 def test_the_cycle_finder_finds_a_cycle():
-    assert _cycles({("methods", "publish"), ("publish", "methods")}) == [
-        ["methods", "publish", "methods"]]
-    assert _cycles({("zoo", "methods"), ("methods", "publish"), ("zoo", "publish")}) == []
+    assert _tangles({("methods", "publish"), ("publish", "methods")}) == [
+        ["methods", "publish"]]
+    assert _tangles({("zoo", "methods"), ("methods", "publish"), ("zoo", "publish")}) == []
+    assert _tangles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [["a", "b", "c"]]
 
 
 def test_no_import_cycle_joins_methods_zoo_callbacks_and_publish():
     arrows = _group_arrows()
-    cycles = _cycles(set(arrows))
-    detail = {" -> ".join(c): [arrows[(a, b)][0] for a, b in zip(c, c[1:], strict=False)]
-              for c in cycles}
-    assert not cycles, f"import cycles (one import per arrow): {detail}"
+    cycles = _tangles(set(arrows))
+    assert not cycles, f"import cycles between groups: {cycles}, e.g. {arrows}"
     assert ("methods", "publish") in arrows  # save_pretrained & co. use publish/
+
+
+#: every module of the package, ``callbacks/`` and ``zoo/`` included, by import name
+MODULES = {_module_name(p): p for folder in PACKAGE_DIRS.values() for p in folder.rglob("*.py")}
+
+
+def _root_exports() -> dict[str, str]:
+    """The package root's lazy exports (``_EXPORTS``: ``"GAP" -> "methods"``), as modules."""
+    for node in ast.walk(ast.parse((PACKAGE / "__init__.py").read_text())):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id == "_EXPORTS":
+                exports = ast.literal_eval(node.value)
+                return {k: f"lightning_dpgnn.{v}" for k, v in exports.items()}
+    raise AssertionError("lightning_dpgnn/__init__.py has no _EXPORTS table")
+
+
+ROOT_EXPORTS = _root_exports()
+
+
+def _targets(module: str, names: tuple[str, ...] | list[str]) -> set[str]:
+    """The modules an import of ``names`` from ``module`` runs: a submodule when the name is
+    one, the module a name of the package root is exported from (PEP 562), else ``module``."""
+    if module != "lightning_dpgnn" and module not in MODULES:
+        return set()  # not ours
+    found = set()
+    for n in names:
+        if f"{module}.{n}" in MODULES:
+            found.add(f"{module}.{n}")
+        else:
+            found.add(ROOT_EXPORTS.get(n, module) if module == "lightning_dpgnn" else module)
+    return found or {module}
+
+
+def _root_attributes(tree: ast.AST) -> set[str]:
+    """What ``lightning_dpgnn.NAME`` and ``getattr(lightning_dpgnn, ...)`` reach through the
+    package root (a computed name: every export)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+            node.value.id == "lightning_dpgnn"
+        ):
+            found |= _targets("lightning_dpgnn", [node.attr])
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr" and (
+            node.args and ast.unparse(node.args[0]) == "lightning_dpgnn"
+        ):
+            name = node.args[1]
+            found |= (_targets("lightning_dpgnn", [name.value]) if isinstance(name, ast.Constant)
+                      else set(ROOT_EXPORTS.values()))
+    return found
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """``module -> the package's modules it imports``, every import counted (those inside
+    functions too; not ``if TYPE_CHECKING:``), and attribute access on the package root."""
+    graph = {}
+    for name, path in MODULES.items():
+        found = _root_attributes(ast.parse(path.read_text(), str(path)))
+        for module, names in _imports(path, runtime_only=True):
+            found |= _targets(module, names)
+        graph[name] = found - {name}
+    return graph
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for m in graph.get(todo.pop(), ()):
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return seen
+
+
+def test_the_module_graph_sees_function_local_imports_and_the_package_root():
+    graph = _module_graph()
+    assert "lightning_dpgnn._cli" in graph["lightning_dpgnn.cli"]  # inside main()
+    assert "lightning_dpgnn.publish.hub" in graph["lightning_dpgnn.methods.base"]  # inside a method
+    assert "lightning_dpgnn.methods" in graph["lightning_dpgnn.zoo.registry"]  # getattr(root, ..)
+    assert "lightning_dpgnn.methods" in _targets("lightning_dpgnn", ["GAP"])
+
+
+def test_no_module_of_the_package_is_in_an_import_cycle():
+    """Every import counts, those inside functions included (``cli`` and ``_cli`` imported each
+    other; ``dpgnn zoo build`` went ``cli -> zoo.cli -> zoo.registry -> cli``)."""
+    graph = _module_graph()
+    assert {"lightning_dpgnn.cli", "lightning_dpgnn._cli", "lightning_dpgnn.zoo.cli"} <= set(graph)
+    cycles = _tangles({(a, b) for a, targets in graph.items() for b in targets})
+    assert cycles == [], f"import cycles: {cycles}"
+
+
+def test_publish_reaches_no_method_and_the_zoo_registry_no_command_line():
+    """``publish/`` reads a model through its interface: no path of imports (through the
+    package root included) leads from it to ``methods/``; the zoo registry runs recipes with
+    the LightningCLI class, not through the ``dpgnn`` entry point."""
+    graph = _module_graph()
+    for module in (m for m in graph if _within(m, "lightning_dpgnn.publish")):
+        reached = _reach(graph, module)
+        assert not [m for m in reached if _within(m, "lightning_dpgnn.methods")], module
+    reached = _reach(graph, "lightning_dpgnn.zoo.registry")
+    assert not reached & {"lightning_dpgnn.cli", "lightning_dpgnn.zoo.cli"}
 
 
 @pytest.mark.parametrize("path", _modules("publish"), ids=lambda p: p.name)
@@ -260,3 +373,50 @@ def test_setuptools_has_nothing_to_warn_about():
                 rel = path.parent.relative_to(ROOT / folder).parts
                 shipped.add(".".join((package, *rel)))
     assert shipped == set(tool["packages"]), "list these folders as packages in pyproject.toml"
+
+
+#: the method classes the package root exports (``PrivateModule`` is their base, not one)
+METHOD_NAMES = sorted(n for n, m in ROOT_EXPORTS.items()
+                      if m == "lightning_dpgnn.methods" and n != "PrivateModule")
+
+
+@pytest.mark.parametrize("path", _modules("publish"), ids=lambda p: p.name)
+def test_publish_names_no_method_and_sniffs_no_attribute_of_a_model(path):
+    """The card and the hub gate read a model's guarantees (``model.guarantees()``) and its own
+    description (``model.describe()``): no method class is named, not even in prose, and no
+    attribute of a model is probed with ``getattr`` / ``hasattr``."""
+    import re
+
+    text = path.read_text()
+    named = [n for n in METHOD_NAMES if re.search(rf"\b{n}\b", text)]
+    assert named == [], f"{path.name} names {named}"
+    probes = [ast.unparse(node) for node in ast.walk(ast.parse(text))
+              if isinstance(node, ast.Call) and ast.unparse(node.func) in ("getattr", "hasattr")
+              and node.args and ast.unparse(node.args[0]) in ("model", "cls")]
+    assert probes == [], f"{path.name} probes {probes}"
+
+
+def _level_string_comparisons(path: Path) -> list[str]:
+    """``x == "node"``, ``x != "none"``, ``x in ("edge", "node")``, ... in ``path``."""
+    levels = {"none", "edge", "node", "ldp"}
+
+    def is_level(node: ast.AST) -> bool:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return bool(items) and all(
+            isinstance(i, ast.Constant) and i.value in levels for i in items)
+
+    return [ast.unparse(node) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Compare)
+            and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops)
+            and any(map(is_level, [node.left, *node.comparators]))]
+
+
+#: the modules that compare privacy levels as ``Level`` only (argument parsing aside)
+LEVEL_TYPED = [*_modules("publish"), *_modules("zoo"), *_modules("callbacks"),
+               *(PACKAGE / f for f in ("cli.py", "_cli.py", "_cli_args.py")),
+               PACKAGE / "privacy" / "report.py", PACKAGE / "privacy" / "guarantee.py"]
+
+
+@pytest.mark.parametrize("path", LEVEL_TYPED, ids=lambda p: p.name)
+def test_the_outer_ring_compares_privacy_levels_as_levels_not_strings(path):
+    assert _level_string_comparisons(path) == []

@@ -15,7 +15,6 @@ over-budget fit, a report edited after it was written) before anything leaves th
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
@@ -62,12 +61,8 @@ def _info(name: str) -> str:
         lines.append(f"  note: {e.note}")
     folder = registry.build_dir(name)
     if folder.is_dir():
-        from lightning_dpgnn.publish import hub
-
-        content = hub.read_report(folder)
-        r = content["report"]
-        eps = "inf" if r["epsilon_is_infinite"] else f"{r['epsilon']:.4g}"
-        lines.append(f"  built: {folder} (epsilon {eps}, delta {r['delta']:.3g}, verified)"
+        report = _folder_report(folder)
+        lines.append(f"  built: {folder} ({_guarantee_line(report)}; verified)"
                      f"{_built_accuracy(folder)}")
     else:
         lines.append(f"  built: no (dpgnn zoo build {name})")
@@ -92,34 +87,52 @@ def _built_accuracy(folder) -> str:
     return "" if acc is None else f"; test accuracy {100 * acc:.1f}% (this build)"
 
 
-def _report_line(model) -> str:
-    r = model.privacy_spent()
-    eps = "inf" if math.isinf(r.epsilon) else f"{r.epsilon:.4g}"
-    return f"{r.level}-level DP, epsilon {eps}, delta {r.delta:.3g}; protects {r.unit}"
+def _folder_report(folder):
+    """The verified privacy report of a built folder."""
+    from lightning_dpgnn.privacy import report_from_dict
+    from lightning_dpgnn.publish import hub
+
+    return report_from_dict(hub.read_report(folder)["report"])
+
+
+def _guarantee_line(report) -> str:
+    """Each guarantee of ``report`` (one, or several never added): level, epsilon, delta."""
+    parts = report.guarantees
+    return "; ".join(
+        f"{n + ': ' if len(parts) > 1 else ''}{g.level}-level DP, epsilon "
+        f"{'inf' if math.isinf(g.epsilon) else f'{g.epsilon:.4g}'}, delta {g.delta:.3g}"
+        for n, g in parts.items()
+    )
+
+
+#: the columns ``dpgnn zoo list`` prints (``zoo.list()`` has them all)
+LIST_COLUMNS = ["method", "dataset", "level", "epsilon", "test acc % (95% CI)"]
+
+
+def _narrow(table) -> str:
+    """The registry as a table that fits a terminal (under 100 columns): the dataset's name
+    without its description, no unit or hub repository (``dpgnn zoo info NAME`` has them)."""
+    table = table[LIST_COLUMNS].copy()
+    table["dataset"] = table["dataset"].str.split(" (", regex=False).str[0]
+    return table.to_string()
 
 
 def run(args: list[str]) -> None:
     ns = _parser().parse_args(args)
     if ns.command == "list":
-        import pandas as pd
-
-        with pd.option_context("display.width", 200, "display.max_colwidth", 40):
-            print(registry.table().drop(columns=["unit"]).to_string())
+        print(_narrow(registry.table()))
+        print("(dpgnn zoo info NAME: the unit, split, hub repository and notes)")
     elif ns.command == "info":
         print(_info(ns.name))
     elif ns.command == "build":
         if ns.all == bool(ns.name):
             raise ValueError("give one entry name or --all")
-        from lightning_dpgnn.publish import hub
-
         names = list(registry.entries()) if ns.all else [ns.name]
         for name in names:
             out = registry.build_dir(name, ns.out)
             folder = registry.build(name, out, overrides=ns.override)
-            report = json.loads((folder / hub.REPORT).read_text())["report"]
-            print(f"{name}: built {folder} (epsilon {report['epsilon']}, delta "
-                  f"{report['delta']:.3g}, {report['level']}-level){_built_accuracy(folder)}",
-                  flush=True)
+            print(f"{name}: built {folder} ({_guarantee_line(_folder_report(folder))})"
+                  f"{_built_accuracy(folder)}", flush=True)
             if not ns.override:
                 print(f"  {registry.entry(name).compare_build(_measured(folder))}", flush=True)
     elif ns.command == "push":
@@ -128,7 +141,8 @@ def run(args: list[str]) -> None:
     elif ns.command == "pull":
         model = registry.load(ns.name, repo_id=ns.repo_id, revision=ns.revision,
                               prefer_local=False)
-        print(f"{ns.name}: {type(model).__name__}, verified; {_report_line(model)}")
+        print(f"{ns.name}: {type(model).__name__}, verified; "
+              f"{_guarantee_line(model.privacy_spent())}")
 
 
 def main(args: list[str] | None = None) -> None:

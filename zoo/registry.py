@@ -170,7 +170,7 @@ def build(
     they make a different model than the entry's, so the card records them."""
     import lightning as L
 
-    from lightning_dpgnn.cli import DPGNNCLI
+    from lightning_dpgnn._cli import DPGNNCLI  # the recipe runner, not the `dpgnn` entry point
 
     e = entry(name, registry)
     # the hub folder is the build's only output: no checkpoint of the fit (optimizer moments
@@ -181,11 +181,11 @@ def build(
         subclass_mode_data=True, seed_everything_default=0, save_config_callback=None,
         args=[*args, *(overrides or [])], run=False, auto_configure_optimizers=False,
     )
-    blockers = getattr(cli.model, "publication_blockers", None)
-    if callable(blockers) and blockers():  # known before any fit (GW-LDP's paper-code mode)
+    blockers = cli.model.publication_blockers()
+    if blockers:  # known before any fit (a paper-code mode)
         from lightning_dpgnn.publish import hub
 
-        raise hub.PublishError(f"refusing to build {name}:\n  - " + "\n  - ".join(blockers()))
+        raise hub.PublishError(f"refusing to build {name}:\n  - " + "\n  - ".join(blockers))
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     results = cli.trainer.test(cli.model, datamodule=cli.datamodule, verbose=False)
     measured = results[0].get(e.metric) if results else None

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -46,6 +47,7 @@ from ..privacy.aggregation import (
 )
 from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
+from ..publish.card import MethodCard
 from .base import PrivateModule
 from .releases import EDGES, TRAIN_LABELS, Draw, Release
 from .rows import RowTrainingMixin
@@ -437,6 +439,36 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         if mechanism is None:
             return agg
         return self.run_once(lambda: mechanism.perturb(agg, accountant, generator, scale))
+
+    def describe(self) -> MethodCard:
+        """The card's method line as the model was built: whether its aggregations are
+        perturbed (and, at node level, its modules trained with DP-SGD), and the label counts
+        when the model reads them (an addition of this library, not in the papers), what their
+        ledger entry rests on, and what a new graph needs for them (its known labels)."""
+        card = super().describe()
+        how = ("every aggregation perturbed once with calibrated Gaussian noise and cached"
+               if self.level.private else "aggregations in the clear: non-private")
+        if self.uses_dpsgd():
+            how += "; the modules that read private rows train with DP-SGD"
+        card = replace(card, method=f"{card.method} ({how})")
+        if not self.label_counts:
+            return card
+        noisy = "noisy " if self.level.private else ""
+        return replace(
+            card,
+            method=f"{card.method}; with label counts: each node's input also holds the {noisy}"
+            "count of its in-neighbours' training labels per class (`A^T Y_train`"
+            + (" + Gaussian noise, one more mechanism in the ledger" if noisy else "")
+            + "), an addition of lightning-dpgnn that is not in the paper (`label_counts=False` "
+            "gives the paper's model)",
+            ledger_notes={LABEL_COUNTS: (
+                "sum aggregation of one-hot training-label rows (norm 1): one edge changes it by "
+                "at most its sensitivity, as for one hop of normalized features; a mechanism of "
+                "lightning-dpgnn, not of the GAP/ProGAP papers or the thesis (docs/privacy.md, "
+                "Label counts)")},
+            new_graph=("new_graph.train_mask, new_graph.y = known, labels   # label counts read "
+                       "the labels you already know (without them every count is noise only)",),
+        )
 
     # -- label counts (``label_counts=True``) --------------------------------------------
     def input_width(self, num_features: int, num_classes: int) -> int:

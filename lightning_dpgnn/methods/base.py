@@ -34,6 +34,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -64,7 +65,9 @@ from ..privacy import (
 from ..privacy.accountant import DELTA_RULES
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.dpsgd import DPSGDPhase
+from ..privacy.guarantee import Guarantee, default_words
 from ..privacy.random import reproducible_generator
+from ..publish.card import MethodCard
 from .arguments import check_argument_names, check_arguments
 from .releases import Draw, Release, Releases
 
@@ -251,10 +254,8 @@ class PrivateModule(
         self.accountant = PrivacyAccountant(level=self.privacy)
         #: the name of the model's own guarantee, when it declares others (``None``: one only)
         self.guarantee_name: str | None = None
-        #: the accountants of the other guarantees (:meth:`declare_guarantee`)
-        self.other_accountants: dict[str, PrivacyAccountant] = {}
-        #: the target epsilon of each other guarantee, where it has one
-        self.other_targets: dict[str, float] = {}
+        #: the other guarantees, by name (:meth:`declare_guarantee`; all: :meth:`guarantees`)
+        self._other_guarantees: dict[str, Guarantee] = {}
         detail = edge_unit if self.level is Level.EDGE else None
         self.accountant.unit = Unit(self.level, detail).describe()
         #: the noise multiplier of the whole fit (``None`` until calibrated, or not calibrated)
@@ -686,6 +687,19 @@ class PrivateModule(
         return self.accountant.delta
 
     # -- guarantees --------------------------------------------------------------------------
+    #: what a guarantee of a level (by its value) protects and uses in the clear, where the
+    #: method says more than :func:`~lightning_dpgnn.privacy.guarantee.default_words`: data
+    guarantee_words: dict[str, tuple[str, str]] = {}
+    #: what a guarantee of a level holds only under, in words (besides a degree bound D)
+    guarantee_conditions: dict[str, tuple[str, ...]] = {}
+    #: the model card's method line and the paper the method implements (data)
+    card_method: str = ""
+    card_paper: str = "see the lightning-dpgnn documentation"
+    #: the value of each hyper-parameter that folders published before it existed had
+    legacy_hparams: dict[str, Any] = {}
+    #: what an empirical audit measured (set by ``PrivacyAudit``; ``None``: none ran)
+    empirical_audit: dict[str, Any] | None = None
+
     def declare_guarantee(
         self,
         name: str,
@@ -704,36 +718,69 @@ class PrivateModule(
                 f"{type(self).__name__}: name the model's own guarantee (guarantee_name) before "
                 "declaring another one"
             )
-        if name == self.guarantee_name or name in self.other_accountants:
+        if name == self.guarantee_name or name in self._other_guarantees:
             raise ValueError(f"a guarantee named {name!r} is already declared")
+        target = None if epsilon is None else check_epsilon(epsilon, f"{name}: epsilon")
         acc = PrivacyAccountant(level, delta, unit=unit)
-        self.other_accountants[name] = acc
-        if epsilon is not None:
-            self.other_targets[name] = check_epsilon(epsilon, f"{name}: epsilon")
+        self._other_guarantees[name] = Guarantee(name, acc, target)
         return acc
+
+    def guarantees(self) -> list[Guarantee]:
+        """The model's guarantees, its own first: each with its level, unit, accountant,
+        target, and in words what it protects, uses in the clear and holds only under."""
+        target = self.target_epsilon
+        own = Guarantee(self.guarantee_name or self.level.value, self.accountant,
+                        target if target is not None and math.isfinite(target) else None)
+        return [self._described(g) for g in (own, *self._other_guarantees.values())]
+
+    def _described(self, g: Guarantee) -> Guarantee:
+        """``g`` with its words and conditions (the method's data, else the level's)."""
+        level = g.level
+        protects, public = self.guarantee_words.get(level.value) or default_words(
+            level, self.labels_private())
+        conditions = self.guarantee_conditions.get(level.value, ())
+        bound = self.hparams.get("max_degree") if level is Level.NODE else None
+        if bound is not None:
+            conditions = (f"on graphs whose every in- and out-degree is at most D = {bound} "
+                          "(the fit refuses graphs above it)", *conditions)
+        return replace(g, protects=protects, public=public, conditions=conditions)
+
+    @property
+    def other_accountants(self) -> dict[str, PrivacyAccountant]:
+        """The accountants of the guarantees besides the model's own, by name."""
+        return {n: g.accountant for n, g in self._other_guarantees.items()}
 
     def accountant_of(self, guarantee: str | None) -> PrivacyAccountant:
         """The accountant of ``guarantee`` (``None``: the model's own)."""
         if guarantee is None or guarantee == self.guarantee_name:
             return self.accountant
         try:
-            return self.other_accountants[guarantee]
+            return self._other_guarantees[guarantee].accountant
         except KeyError:
             raise KeyError(
                 f"{type(self).__name__} declares no guarantee named {guarantee!r}"
             ) from None
+
+    def describe(self) -> MethodCard:
+        """What the model card says of the method (``publish/`` reads this, never a method's
+        attributes): its line, its paper, notes on its ledger entries, what a new graph
+        needs."""
+        return MethodCard(self.card_method or type(self).__name__, self.card_paper)
+
+    def publication_blockers(self) -> list[str]:
+        """Reasons the zoo refuses this model beyond the common ones (none by default)."""
+        return []
 
     def _report(
         self, own: PrivacyAccountant, others: dict[str, PrivacyAccountant] | None = None
     ) -> PrivacyReport | SeveralGuarantees:
         """The report of ``own`` (and of the other guarantees' accountants, never added)."""
         main = PrivacyReport.from_accountant(own, private=self.level.private)
-        if not self.other_accountants:
+        if not self._other_guarantees:
             return main
         others = self.other_accountants if others is None else others
-        parts = [(self.guarantee_name, main)]
-        parts += [(n, PrivacyReport.from_accountant(a)) for n, a in others.items()]
-        return SeveralGuarantees(tuple(parts))
+        return SeveralGuarantees(((self.guarantee_name, main), *(
+            (n, g.report(others[n])) for n, g in self._other_guarantees.items())))
 
     # -- report ------------------------------------------------------------------------------
     def privacy_spent(self) -> PrivacyReport | SeveralGuarantees:

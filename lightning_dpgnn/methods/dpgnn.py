@@ -64,6 +64,14 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         log_private_metrics: log ``val/*`` on private labels during the fit.
     """
 
+    card_method = (
+        "DP-GNN: node-level DP-SGD for a one-layer GraphSAGE, noisy aggregation at inference"
+    )
+    card_paper = (
+        "Daigavane et al. Node-Level Differentially Private Graph Neural Networks (2021); "
+        "baseline SAGE-NDP of Sajadmanesh et al., GAP (USENIX Security 2023), §6"
+    )
+
     mechanism_name = "aggregation"
     sparse_features = False  # concatenates x with its aggregate: dense features
 

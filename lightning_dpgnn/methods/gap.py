@@ -115,6 +115,12 @@ class GAP(AggregationPerturbationModule):
             (``"undirected"`` or ``"directed"``), ``log_private_metrics``.
     """
 
+    card_method = "GAP: encoder, multi-hop aggregation (PMA), classification module"
+    card_paper = (
+        "Sajadmanesh, Shamsabadi, Bellet, Gatica-Perez. GAP: Differentially Private Graph Neural "
+        "Networks with Aggregation Perturbation. USENIX Security 2023"
+    )
+
     mechanism_name = "pma"
     caches = ("_hop0_cache",)  # declared (PrivateModule.reset_caches)
     checkpoint_key = "gap"

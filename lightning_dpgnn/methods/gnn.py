@@ -24,6 +24,12 @@ class GNN(WholeGraphSteps, PrivateModule):
         dropout, lr, weight_decay: training settings.
     """
 
+    card_method = "GraphSAGE / GCN without privacy protection"
+    card_paper = (
+        "Hamilton, Ying, Leskovec. Inductive Representation Learning on Large Graphs. NeurIPS "
+        "2017"
+    )
+
     def __init__(
         self,
         conv: str = "sage",

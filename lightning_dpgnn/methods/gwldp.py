@@ -616,6 +616,8 @@ class GWLDP(PaperCodeMode, PrivateModule):
 
     # -- refusals (PaperCodeMode.publication_blockers, and weights trained in the clear) --------
     paper_code_release = "embedding release"
+    #: the unit (one client's whole graph) says what is protected, and what is not (the card)
+    guarantee_words = {"ldp": ("", "see the unit: what the release does not cover is listed there")}
     paper_code_flaw = ("Gaussian noise whose std the authors' code calls epsilon, on unbounded "
                        "embeddings")
 

@@ -113,7 +113,25 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
             says so, and ``PrivacyBudget`` and the zoo refuse it. Features are unchanged.
     """
 
+    card_method = (
+        "HeteroRR: FeatureRR features (local DP per node) and/or an EdgeRR graph (private HRG "
+        "over public and private edges, released once), then a GCN"
+    )
+    card_paper = (
+        "Tran, Lai, Phan, Khalil, Ma, Khreishah, Thai, Wu. Heterogeneous Randomized Response for "
+        "Differential Privacy in Graph Neural Networks. IEEE BigData 2022"
+    )
+
     paper_code_release = "edge release"
+    #: what the edge guarantee protects, uses in the clear and holds only under (the card)
+    guarantee_words = {"edge": (
+        "the presence of any single private edge (the graph is released once by a private "
+        "hierarchical random graph)",
+        "public edges, the set of nodes, which edges are public, and (unless the features "
+        "guarantee covers them) node features and labels are used in the clear")}
+    guarantee_conditions = {"edge": (
+        "at the MCMC chain's equilibrium: the dendrogram is DP at equilibrium only, a finite "
+        "run's guarantee is asymptotic",)}
     paper_code_flaw = PAPER_CODE_FLAW
 
     def __init__(

@@ -75,6 +75,11 @@ class LPGNN(LocallyPrivateModule):
             the report says the guarantee does not hold against anyone who knows the seed).
     """
 
+    card_method = (
+        "LPGNN: multi-bit feature encoder and rectifier, KProp, randomized-response labels, Drop"
+    )
+    card_paper = "Sajadmanesh, Gatica-Perez. Locally Private Graph Neural Networks. ACM CCS 2021"
+
     def __init__(
         self,
         backbone: Literal["sage", "gcn", "gat"] = "sage",

@@ -114,6 +114,9 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         seed: seed of the weight initialisation.
     """
 
+    card_method = "MLP on node features (reads no edge)"
+    card_paper = "baseline of Sajadmanesh et al., GAP (USENIX Security 2023), §6"
+
     fixed_arguments = ("epsilon", "delta")
 
     def __init__(
@@ -156,6 +159,9 @@ class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
             report says the guarantee does not hold against anyone who knows it).
         log_private_metrics: log ``val/*`` on private labels during the fit.
     """
+
+    card_method = "DP-MLP: MLP on node features trained with DP-Adam (node-level DP)"
+    card_paper = "baseline of Sajadmanesh et al., GAP (USENIX Security 2023), §6"
 
     fixed_arguments = ("privacy",)
 

@@ -144,6 +144,11 @@ class PGC(WholeGraphSteps, _PGCModule):
             ``noise_seed`` (research only), ``lr``, ``weight_decay`` (Adam).
     """
 
+    card_method = "PGC: 1-bit locally private features and a GCN (node classification)"
+    card_paper = (
+        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2"
+    )
+
     def __init__(
         self,
         x_eps: float = 1.0,
@@ -276,6 +281,11 @@ class PGCLinkPrediction(_PGCModule):
 
     Logs ``train/loss``, ``val/loss``, ``val/auc`` and ``test/auc``.
     """
+
+    card_method = "PGC: 1-bit locally private features and a VGAE (link prediction)"
+    card_paper = (
+        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2"
+    )
 
     collect_labels = False
 

@@ -190,6 +190,12 @@ class ProGAP(AggregationPerturbationModule):
             ``"directed"``), ``log_private_metrics``.
     """
 
+    card_method = "ProGAP: progressive stages over normalize-aggregate-perturb (NAP)"
+    card_paper = (
+        "Sajadmanesh, Gatica-Perez. ProGAP: Progressive Graph Neural Networks with Differential "
+        "Privacy Guarantees. WSDM 2024"
+    )
+
     mechanism_name = "nap"
     checkpoint_key = "progap"
 

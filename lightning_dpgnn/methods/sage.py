@@ -176,6 +176,11 @@ class SAGE(_SAGEModule):
         seed: seed of the weight initialisation.
     """
 
+    card_method = (
+        "GraphSAGE with sum aggregation, pre/post MLPs and jumping knowledge (non-private)"
+    )
+    card_paper = "baseline SAGE-inf of Sajadmanesh et al., GAP (USENIX Security 2023), §6"
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("none", None, levels=("none",), **kwargs)
 
@@ -200,6 +205,12 @@ class EdgeRand(_SAGEModule):
         hidden, layers, pre_layers, post_layers, jk, dropout, normalization, activation, lr,
         weight_decay, epochs, seed: the GraphSAGE of :class:`SAGE`.
     """
+
+    card_method = "EdgeRand: GraphSAGE on a graph perturbed once by asymmetric randomized response"
+    card_paper = (
+        "Wu et al. LinkTeller (IEEE S&P 2022); Imola et al. (USENIX Security 2022); baseline "
+        "SAGE-EDP of Sajadmanesh et al., GAP (USENIX Security 2023), §6"
+    )
 
     mechanism_name = "arr"
     fixed_arguments = ("privacy", "delta")

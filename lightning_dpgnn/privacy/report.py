@@ -13,6 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from ..levels import Level
 from .accountant import LedgerEntry, PrivacyAccountant
 
 __all__ = ["PrivacyReport", "SeveralGuarantees", "MultipleGuaranteesError", "report_from_dict"]
@@ -35,7 +36,7 @@ class PrivacyReport:
         epsilon: total epsilon spent (``math.inf`` for a non-private model that read private
             data without a mechanism; 0.0 when nothing private was read).
         delta: the delta the epsilon holds at (``0.0`` for pure-epsilon LDP).
-        level: ``"edge"``, ``"node"``, ``"ldp"`` or ``"none"``.
+        level: a :class:`~lightning_dpgnn.levels.Level` (given as its name or itself).
         accountant: how the ledger was composed and converted.
         ledger: one entry per mechanism kind with its invocation count.
         unit: the protected unit in words (``"one undirected edge"``, ``"one node with all its
@@ -52,12 +53,15 @@ class PrivacyReport:
 
     epsilon: float
     delta: float
-    level: str
+    level: Level
     accountant: str
     ledger: tuple[LedgerEntry, ...] = field(default_factory=tuple)
     unit: str = ""
     secure_randomness: bool | None = None
     reproducible_noise: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "level", Level.of(self.level))
 
     @classmethod
     def from_accountant(cls, acc: PrivacyAccountant, *, private: bool = True) -> PrivacyReport:
@@ -67,7 +71,7 @@ class PrivacyReport:
             unit=acc.unit, secure_randomness=acc.secure, reproducible_noise=acc.reproducible
         )
         if not private:
-            return cls(math.inf, 0.0, "none", _ACCOUNTANT_NAMES["none"], ledger, **noise)
+            return cls(math.inf, 0.0, Level.NONE, _ACCOUNTANT_NAMES["none"], ledger, **noise)
         active = [e for e in acc.ledger if e.count > 0]
         if active and all(e.kind == "pure" for e in active):
             return cls(acc.epsilon(), 0.0, acc.level, _ACCOUNTANT_NAMES["pure"], ledger, **noise)
@@ -94,7 +98,7 @@ class PrivacyReport:
             "epsilon": None if math.isinf(self.epsilon) else self.epsilon,
             "epsilon_is_infinite": math.isinf(self.epsilon),
             "delta": self.delta,
-            "level": self.level,
+            "level": self.level.value,
             "accountant": self.accountant,
             "ledger": [e.to_dict() for e in self.ledger],
             "unit": self.unit,
@@ -133,7 +137,7 @@ class PrivacyReport:
         return str(self).splitlines()
 
     def __str__(self) -> str:
-        if self.level == "none":
+        if not self.level.private:
             return "non-private (epsilon = inf)"
         eps = "inf" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         d = f", delta = {self.delta:.3g}" if self.delta else ""

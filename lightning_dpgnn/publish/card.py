@@ -10,13 +10,16 @@ the model and the library version, and the empirical audit's results when a ``Pr
 ran (else it says that none was recorded).
 
 Like :mod:`~lightning_dpgnn.publish.hub`, it sits below the methods: a model is read through
-its interface (:class:`~lightning_dpgnn.publish.hub.PublishableModel`), never through a method
-class or a callback.
+its interface (:class:`~lightning_dpgnn.publish.hub.PublishableModel`): its guarantees
+(``model.guarantees()``: what each protects, uses in the clear and holds only under) and what
+it says of its method (``model.describe()``, a :class:`MethodCard`), never through a method
+class, a method's attributes or a callback.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
@@ -24,144 +27,33 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 if TYPE_CHECKING:  # pragma: no cover
     from .hub import PublishableModel
 
-__all__ = ["METHODS", "model_card", "card_privacy", "describe_audit", "LABEL_COUNTS"]
+__all__ = ["MethodCard", "model_card", "card_privacy", "describe_audit"]
 
-#: ledger name of GAP/ProGAP's label-count aggregation (``label_counts=True``)
-LABEL_COUNTS = "label_counts"
+@dataclass(frozen=True)
+class MethodCard:
+    """What a model card says of a method (``PrivateModule.describe()``: each method states
+    its own, as data).
 
-#: method -> (what it is, paper)
-METHODS: dict[str, tuple[str, str]] = {
-    "GAP": (
-        "GAP: encoder, private multi-hop aggregation (PMA), classification module",
-        "Sajadmanesh, Shamsabadi, Bellet, Gatica-Perez. GAP: Differentially Private Graph "
-        "Neural Networks with Aggregation Perturbation. USENIX Security 2023",
-    ),
-    "ProGAP": (
-        "ProGAP: progressive stages over normalize-aggregate-perturb (NAP)",
-        "Sajadmanesh, Gatica-Perez. ProGAP: Progressive Graph Neural Networks with "
-        "Differential Privacy Guarantees. WSDM 2024",
-    ),
-    "LPGNN": (
-        "LPGNN: multi-bit feature encoder and rectifier, KProp, randomized-response labels, Drop",
-        "Sajadmanesh, Gatica-Perez. Locally Private Graph Neural Networks. ACM CCS 2021",
-    ),
-    "PGC": (
-        "PGC: 1-bit locally private features and a GCN (node classification)",
-        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2",
-    ),
-    "PGCLinkPrediction": (
-        "PGC: 1-bit locally private features and a VGAE (link prediction)",
-        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2",
-    ),
-    "MLP": (
-        "MLP on node features (reads no edge)",
-        "baseline of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
-    ),
-    "DPMLP": (
-        "DP-MLP: MLP on node features trained with DP-Adam (node-level DP)",
-        "baseline of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
-    ),
-    "SAGE": (
-        "GraphSAGE with sum aggregation, pre/post MLPs and jumping knowledge (non-private)",
-        "baseline SAGE-inf of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
-    ),
-    "EdgeRand": (
-        "EdgeRand: GraphSAGE on a graph perturbed once by asymmetric randomized response",
-        "Wu et al. LinkTeller (IEEE S&P 2022); Imola et al. (USENIX Security 2022); baseline "
-        "SAGE-EDP of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
-    ),
-    "DPGNN": (
-        "DP-GNN: node-level DP-SGD for a one-layer GraphSAGE, noisy aggregation at inference",
-        "Daigavane et al. Node-Level Differentially Private Graph Neural Networks (2021); "
-        "baseline SAGE-NDP of Sajadmanesh et al., GAP (USENIX Security 2023), §6",
-    ),
-    "HeteroRR": (
-        "HeteroRR: FeatureRR features (local DP per node) and/or an EdgeRR graph (private HRG "
-        "over public and private edges, released once), then a GCN",
-        "Tran, Lai, Phan, Khalil, Ma, Khreishah, Thai, Wu. Heterogeneous Randomized Response "
-        "for Differential Privacy in Graph Neural Networks. IEEE BigData 2022",
-    ),
-    "GNN": (
-        "GraphSAGE / GCN without privacy protection",
-        "Hamilton, Ying, Leskovec. Inductive Representation Learning on Large Graphs. NeurIPS "
-        "2017",
-    ),
-}
+    Attributes:
+        method: the method line (what the model is, as built).
+        paper: the paper it implements.
+        ledger_notes: a note per ledger entry name, in place of the mechanism's own (what its
+            analysis rests on).
+        new_graph: lines of the usage snippet a new graph needs besides ``inductive = True``.
+    """
+
+    method: str
+    paper: str
+    ledger_notes: dict[str, str] = field(default_factory=dict)
+    new_graph: tuple[str, ...] = ()
+
 
 _TEMPLATE = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
 
 
-def _protects(
-    model: PublishableModel, level: str, degree_bound_source: str | None = None
-) -> tuple[str, str]:
-    """(what is protected, what is not) in words."""
-    if level == "edge" and getattr(model, "edgerr", None) is not None:  # HeteroRR's EdgeRR
-        return (
-            "the presence of any single private edge (the graph is released once by a private "
-            "hierarchical random graph)",
-            "public edges, the set of nodes, which edges are public, and (unless the features "
-            "guarantee covers them) node features and labels are used in the clear; the MCMC "
-            "chain's dendrogram is DP at equilibrium only: a finite run's guarantee is "
-            "asymptotic",
-        )
-    if level == "edge":
-        return (
-            "the presence of any single edge of the training graph (removing or adding one "
-            "edge changes what is released by at most the stated epsilon, delta)",
-            "node features, labels and the set of nodes are used in the clear: edge-level DP "
-            "does not protect them",
-        )
-    if level == "node":
-        d = model.hparams.get("max_degree")
-        source = degree_bound_source or "declared as a public bound"
-        promise = (
-            f" on graphs whose every in- and out-degree is at most D = {d} (D: {source}; "
-            "the fit refuses graphs above it)" if d is not None and type(model).__name__ != "DPMLP"
-            else ""
-        )
-        return (
-            f"any single node with all its edges, features and label{promise}",
-            "public metadata declared to the model (the class list, the degree bound, the "
-            "number of features) is not protected",
-        )
-    if level == "ldp" and hasattr(model, "release_mechanism"):  # GW-LDP: one graph per unit
-        return (
-            model.privacy_spent().unit,
-            "see the unit: what the release does not cover is listed there",
-        )
-    if level == "ldp":
-        labels = model.labels_private()
-        what = "its features and its label" if labels else "its features"
-        return (
-            f"each node's data is perturbed on the node before it is sent: {what} (local "
-            "DP, epsilon per node)",
-            "the graph structure (edges) is public in this threat model and not protected"
-            + ("" if labels else "; labels are not perturbed"),
-        )
-    return ("nothing: this model is not private (epsilon = infinity)", "everything")
-
-
-def _uses_label_counts(model: PublishableModel) -> bool:
-    """GAP/ProGAP with label counts (``label_counts``; on by default at edge level)."""
-    return bool(getattr(model, "label_counts", False))
-
-
-def _method_line(model: PublishableModel, what: str) -> str:
-    if not _uses_label_counts(model):
-        return what
-    noisy = "noisy " if model.privacy != "none" else ""
-    return (
-        f"{what}; with label counts: each node's input also holds the {noisy}count of its "
-        "in-neighbours' training labels per class (`A^T Y_train`"
-        + (" + Gaussian noise, one more mechanism in the ledger" if noisy else "")
-        + "), an addition of lightning-dpgnn that is not in the paper (`label_counts=False` "
-        "gives the paper's model)"
-    )
-
-
-def _ledger_lines(report: Any) -> list[str]:
-    """One line per ledger entry, as the report prints them; the label-count entry's note says
-    what its analysis rests on (no thesis or paper result covers that mechanism)."""
+def _ledger_lines(report: Any, notes: dict[str, str]) -> list[str]:
+    """One line per ledger entry, as the report prints them; ``notes`` (the method's) replace
+    an entry's note, e.g. to say what its analysis rests on."""
     lines = []
     for e in report.ledger:
         what = (
@@ -169,20 +61,13 @@ def _ledger_lines(report: Any) -> list[str]:
             else f"noise_multiplier={e.noise_multiplier:.4g}, sensitivity={e.sensitivity:g}"
         )
         rate = f", sample_rate={e.sample_rate:.4g}" if e.sample_rate else ""
-        note = e.note
-        if e.name == LABEL_COUNTS:
-            note = (
-                "sum aggregation of one-hot training-label rows (norm 1): one edge changes it "
-                f"by at most {e.sensitivity:.4g}, as for one hop of normalized features; a "
-                "mechanism of lightning-dpgnn, not of the GAP/ProGAP papers or the thesis "
-                "(docs/privacy.md, Label counts)"
-            )
+        note = notes.get(e.name, e.note)
         note = f"; {note}" if note else ""
         lines.append(f"  - `{e.name}: {e.kind} x{e.count} ({what}{rate}{note})`")
     return lines or ["  - (none)"]
 
 
-def _use_lines(model: PublishableModel, method: str) -> list[str]:
+def _use_lines(method: str, card: MethodCard) -> list[str]:
     lines = [
         "```python",
         f"from lightning_dpgnn import {method}",
@@ -191,12 +76,8 @@ def _use_lines(model: PublishableModel, method: str) -> list[str]:
         "cached outputs, no new spend)",
         "# a new graph (inductive inference): the mechanisms run on it, with fresh noise",
         "new_graph.inductive = True",
+        *card.new_graph,
     ]
-    if _uses_label_counts(model):
-        lines.append(
-            "new_graph.train_mask, new_graph.y = known, labels   # label counts read the labels "
-            "you already know (without them every count is noise only)"
-        )
     lines += [
         "probs = model.predict_step(new_graph, 0)",
         "print(model.last_inference_report)   # the new graph's own spend",
@@ -208,8 +89,8 @@ def _use_lines(model: PublishableModel, method: str) -> list[str]:
 def guarantee_meta(r: Any) -> dict[str, Any]:
     """One guarantee (a :class:`~lightning_dpgnn.privacy.PrivacyReport`) as YAML metadata."""
     return {
-        "level": r.level,
-        "unit": r.unit or ("none" if r.level == "none" else ""),
+        "level": r.level.value,
+        "unit": r.unit or ("" if r.level.private else "none"),
         "epsilon": None if math.isinf(r.epsilon) else round(float(r.epsilon), 6),
         "epsilon_is_infinite": math.isinf(r.epsilon),
         "delta": float(r.delta),
@@ -233,7 +114,7 @@ def card_privacy(model: PublishableModel) -> dict[str, Any]:
     }
 
 
-def _guarantee_lines(parts: dict[str, Any]) -> list[str]:
+def _guarantee_lines(parts: dict[str, Any], notes: dict[str, str]) -> list[str]:
     """Level, unit, epsilon, delta, accountant and ledger of each guarantee."""
     lines: list[str] = []
     for name, g in parts.items():
@@ -246,8 +127,23 @@ def _guarantee_lines(parts: dict[str, Any]) -> list[str]:
             f"{indent}- epsilon = **{eps}**, delta = **{g.delta:.3g}**.",
             f"{indent}- Accountant and conversion: {g.accountant}.",
             f"{indent}- Mechanisms (ledger):",
-            *(f"{indent}{line}" for line in _ledger_lines(g)),
+            *(f"{indent}{line}" for line in _ledger_lines(g, notes)),
         ]
+    return lines
+
+
+def _protection_lines(guarantees: list[Any], degree_bound_source: str | None) -> list[str]:
+    """What each guarantee protects (with the conditions it holds under) and uses in the clear
+    (invariant 15), as the model's :class:`~lightning_dpgnn.privacy.guarantee.Guarantee` objects
+    state it; where the degree bound D comes from, when the zoo says."""
+    lines = []
+    for g in guarantees:
+        which = f" ({g.name})" if len(guarantees) > 1 else ""
+        protects = " ".join((g.protects or g.unit, *g.conditions))
+        lines += [f"**Protected{which}:** {protects}.  ", f"**Not protected{which}:** {g.public}."]
+    if degree_bound_source:
+        lines[-1] += "  "
+        lines.append(f"**Degree bound D:** {degree_bound_source}.")
     return lines
 
 
@@ -369,15 +265,11 @@ def model_card(
     import lightning_dpgnn
 
     method = type(model).__name__
-    what, paper = METHODS.get(method, (method, "see the lightning-dpgnn documentation"))
+    card = model.describe()
     privacy = card_privacy(model)
     report = model.privacy_spent()
-    audit = audit if audit is not None else getattr(model, "empirical_audit", None)
+    audit = audit if audit is not None else model.empirical_audit
     parts = report.guarantees
-    own = next(iter(parts.values()))  # the model's own guarantee comes first
-    protected, unprotected = _protects(model, own.level, degree_bound_source)
-    if len(parts) > 1:
-        protected = "; ".join(f"{n}: {g.unit}" for n, g in parts.items())
     noise = (
         "reproducible (explicit noise seed): NOT private against anyone who knows the seed"
         if report.reproducible_noise
@@ -402,7 +294,7 @@ def model_card(
         ] if accuracy and dataset else None,
         privacy=privacy,
         method=method,
-        paper=paper,
+        paper=card.paper,
         library_version=lightning_dpgnn.__version__,
         rebuild_command=command,
         measured_test_accuracy=None if measured_accuracy is None else float(measured_accuracy),
@@ -412,18 +304,17 @@ def model_card(
     body = "\n".join([
         f"# {name or method}",
         "",
-        f"**Method:** {_method_line(model, what)}.  ",
-        f"**Paper:** {paper}.  ",
+        f"**Method:** {card.method}.  ",
+        f"**Paper:** {card.paper}.  ",
         f"**Library:** lightning-dpgnn {lightning_dpgnn.__version__}.",
         "",
         "## Privacy guarantee" if len(parts) == 1 else
         f"## Privacy guarantees ({len(parts)}, over different units: never added)",
         "",
-        *_guarantee_lines(parts),
+        *_guarantee_lines(parts, card.ledger_notes),
         f"- Noise: {noise}.",
         "",
-        f"**Protected:** {protected}.  ",
-        f"**Not protected:** {unprotected}.",
+        *_protection_lines(model.guarantees(), degree_bound_source),
         "",
         "Everything released here (weights, cached noisy aggregates or locally private "
         "messages, this card's epsilon) is covered by the guarantee above; the accuracy and "
@@ -442,7 +333,7 @@ def model_card(
         "",
         "## Use",
         "",
-        *_use_lines(model, method),
+        *_use_lines(method, card),
         "",
         "## Rebuild",
         "",

@@ -7,10 +7,10 @@ A published model is a folder (or a Hugging Face Hub repository) in the
 * ``model.safetensors`` — the parameters (``state_dict``);
 * ``config.json`` — the hyper-parameters (the method's ``__init__`` arguments, with the public
   sizes ``num_features`` / ``num_classes`` and the calibrated ``noise_multiplier``);
-* ``mechanism_outputs.safetensors`` — the recorded mechanisms' cached outputs (GAP's noisy hops
-  and label counts, ProGAP's noisy stage aggregates, the LDP collection) and values public at
-  the model's level (PGC link prediction's edge split): what transductive prediction on the
-  training graph needs;
+* ``mechanism_outputs.safetensors`` — the recorded mechanisms' cached outputs (noisy
+  aggregates and label counts, an LDP collection, a released graph) and values public at the
+  model's level (a link predictor's edge split under local DP): what transductive prediction
+  on the training graph needs;
 * ``privacy_report.json`` — the :class:`~lightning_dpgnn.privacy.PrivacyReport`, the accountant
   it was computed from, the noise multiplier, what the publishing gate reads (halted, planned
   spend, target epsilon), the SHA-256 of the three files above, and the SHA-256 of its own
@@ -42,19 +42,24 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from huggingface_hub import HfApi, constants, hf_hub_download
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from lightning_dpgnn.levels import Level
 from lightning_dpgnn.privacy import (
     PrivacyAccountant,
     PrivacyReport,
     SeveralGuarantees,
     report_from_dict,
 )
+from lightning_dpgnn.privacy.guarantee import Guarantee
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .card import MethodCard
 
 __all__ = [
     "FILES",
@@ -109,15 +114,20 @@ class PublishableModel(Protocol):
     """What publishing reads from a model (``PrivateModule`` has all of it). Publishing sits
     below the methods, so it names this interface instead of their classes."""
 
-    privacy: str
+    level: Level
     noise_seed: int | None
     noise_multiplier: float | None
     privacy_halted: bool
     accountant: PrivacyAccountant
     hparams: Any
+    empirical_audit: dict[str, Any] | None
+    legacy_hparams: dict[str, Any]
 
-    @property
-    def target_epsilon(self) -> float | None: ...
+    def guarantees(self) -> list[Guarantee]: ...
+
+    def describe(self) -> MethodCard: ...
+
+    def publication_blockers(self) -> list[str]: ...
 
     def privacy_spent(self) -> PrivacyReport: ...
 
@@ -209,7 +219,7 @@ def _over_budget(epsilon: float, target: float | None) -> str | None:
 
 def _planned_count(model: PublishableModel) -> int | None:
     """Mechanism invocations the model's plan calls for (``None``: it cannot plan)."""
-    if model.privacy == "none":
+    if not model.level.private:
         return None
     try:
         planned = model.planned_accountant(model.noise_multiplier)
@@ -222,31 +232,29 @@ def publication_refusals(model: PublishableModel) -> list[str]:
     """Every reason ``model`` may not be published (empty: it may)."""
     reasons: list[str] = []
     spent = model.privacy_spent()
-    report = next(iter(spent.guarantees.values()))  # the model's own guarantee
+    guarantees = model.guarantees()  # the model's own first
+    own = guarantees[0]
     if not any(True for _ in model.parameters()):
         return ["the model has no parameters yet: fit it (or load a fitted checkpoint) first"]
     if any(v is None for v in model.mechanism_outputs().values()):
         reasons.append(_NOT_FITTED)
-    elif (model.privacy != "none" and model.calibrates_noise()
-          and not any(e.count for e in model.accountant.ledger)):
+    elif (own.level.private and model.calibrates_noise()
+          and not any(e.count for e in own.accountant.ledger)):
         reasons.append(_NO_MECHANISM)
-    blockers = getattr(model, "publication_blockers", None)
-    if callable(blockers):  # a method's own refusals (e.g. GW-LDP's paper-code mode)
-        reasons.extend(blockers())
+    reasons.extend(model.publication_blockers())  # a method's own (e.g. a paper-code mode)
     if spent.reproducible_noise or model.noise_seed is not None:
         reasons.append(_reproducible(model.noise_seed))
-    if model.privacy == "none":
+    if not own.level.private:
         return reasons  # non-private: published as such, the card says epsilon = inf
     planned = _planned_count(model)
     if model.privacy_halted or (
-        planned is not None and planned > model.accountant.total_count()
+        planned is not None and planned > own.accountant.total_count()
     ):
         reasons.append(_HALTED)
-    targets = {**getattr(model, "other_targets", {}), None: model.target_epsilon}
-    for name, g in spent.guarantees.items():
-        over = _over_budget(g.epsilon, targets.get(None if g is report else name))
+    for g in guarantees:
+        over = _over_budget(spent.guarantees[g.name].epsilon, g.target)
         if over:
-            reasons.append(over if len(spent.guarantees) == 1 else f"{name}: {over}")
+            reasons.append(over if len(guarantees) == 1 else f"{g.name}: {over}")
     return reasons
 
 
@@ -284,13 +292,13 @@ def folder_refusals(folder: str | Path) -> list[str]:
     reasons: list[str] = []
     if any(v is None for v in _read_outputs(folder)["outputs"].values()):
         reasons.append(_NOT_FITTED)
-    elif gate.get("calibrates_noise") and report.level != "none" and not any(
+    elif gate.get("calibrates_noise") and report.level.private and not any(
         e.count for e in accountant.ledger
     ):
         reasons.append(_NO_MECHANISM)
     if spent.reproducible_noise or config.get("noise_seed") is not None:
         reasons.append(_reproducible(config.get("noise_seed")))
-    if report.level == "none":
+    if not report.level.private:
         return reasons
     planned = gate.get("planned_count")
     if gate.get("halted") or (planned is not None and planned > accountant.total_count()):
@@ -360,10 +368,11 @@ def _sha256(path: Path) -> str:
 
 
 def _class_path(cls: type) -> str:
-    """``lightning_dpgnn.GAP`` for the library's methods (their public import path)."""
+    """``lightning_dpgnn.<Name>`` for the library's methods (their public import path; read from
+    the package's ``__all__``, without importing ``methods/`` through the package root)."""
     import lightning_dpgnn
 
-    if getattr(lightning_dpgnn, cls.__name__, None) is cls:
+    if cls.__name__ in lightning_dpgnn.__all__ and cls.__module__.startswith("lightning_dpgnn."):
         return f"lightning_dpgnn.{cls.__name__}"
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -413,7 +422,7 @@ def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
     skeleton = _flatten({"outputs": state["outputs"], "public": state["public"]}, "s", tensors)
     save_file(tensors, folder / OUTPUTS, metadata={"skeleton": json.dumps(skeleton)})
     (folder / CONFIG).write_text(json.dumps(model_config(model), sort_keys=True, indent=2))
-    target = model.target_epsilon
+    own, *others = model.guarantees()
     content: dict[str, Any] = {
         "format": FORMAT,
         "library": "lightning-dpgnn",
@@ -428,14 +437,13 @@ def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
         "publication": {
             "halted": bool(model.privacy_halted),
             "planned_count": _planned_count(model),
-            "target_epsilon": None if target is None or not math.isfinite(target)
-            else float(target),
+            "target_epsilon": own.target,
             "calibrates_noise": bool(model.calibrates_noise()),
-            "other_targets": dict(getattr(model, "other_targets", {})),
+            "other_targets": {g.name: g.target for g in others if g.target is not None},
         },
         "sha256": {name: _sha256(folder / name) for name in HASHED},
     }
-    audit = getattr(model, "empirical_audit", None)
+    audit = model.empirical_audit
     if audit:  # measured by attacks (PrivacyAudit), outside the guarantee
         content["empirical_audit"] = audit
     content = json.loads(json.dumps(content))  # as it reads back (tuples as lists)
@@ -511,7 +519,7 @@ def _recompute(
     """The report the carried accountants give: one guarantee, or several (the model's own
     first, under the name the report gives it)."""
     own = next(iter(report.guarantees.values()))
-    main = PrivacyReport.from_accountant(accountant, private=own.level != "none")
+    main = PrivacyReport.from_accountant(accountant, private=own.level.private)
     if len(report.guarantees) == 1 and not others:
         return main
     parts = [(next(iter(report.guarantees)), main)]
@@ -565,7 +573,7 @@ def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path)
         parts = report["guarantees"]
         report = {**parts[0], "reproducible_noise": any(
             p.get("reproducible_noise", True) for p in parts)}
-    level = config.get("privacy", "ldp" if report["level"] == "ldp" else None)
+    level = config.get("privacy", "ldp" if Level.of(report["level"]) is Level.LDP else None)
     if level is not None and level != report["level"]:
         raise VerificationError(
             f"{folder}: {CONFIG} says privacy={level!r} but {REPORT} reports level "
@@ -599,7 +607,7 @@ def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
     whichever method the folder holds).
 
     A class may declare ``legacy_hparams``: the value of each hyper-parameter that folders
-    written before it existed were published with (GAP/ProGAP: ``label_counts=False``)."""
+    written before it existed were published with (``PrivateModule.legacy_hparams``)."""
     from safetensors.torch import load_file
 
     content = read_report(folder)
@@ -617,7 +625,7 @@ def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
             f"{', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} fixed by the published "
             f"{CONFIG} (covered by its report); load the model as published"
         )
-    for k, v in (getattr(cls, "legacy_hparams", None) or {}).items():
+    for k, v in cls.legacy_hparams.items():
         config.setdefault(k, v)  # published before the hyper-parameter existed
     model = cls(**{**config, **overrides})
     try:

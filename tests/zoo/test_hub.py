@@ -408,3 +408,47 @@ def test_a_folder_published_before_label_counts_existed_loads_as_the_papers_mode
     loaded = GAP.from_pretrained(folder)
     assert loaded.label_counts is False and loaded.counts is None
     assert torch.allclose(loaded.predict_step(csbm.data, 0), want, atol=1e-5)
+
+
+def test_each_guarantee_states_what_it_protects_uses_in_the_clear_and_holds_under():
+    """The model owns its guarantees as objects (name, level, unit, accountant, target, words,
+    conditions); the card states each one's protection and conditions from them (HeteroRR's
+    features guarantee had no "not protected" line; its chain condition sat under the edges'
+    "not protected")."""
+    from lightning_dpgnn import HeteroRR
+    from lightning_dpgnn.levels import Level
+    from lightning_dpgnn.publish.card import model_card
+
+    model = HeteroRR(epsilon=1.0, x_epsilon=2.0, feature_mechanism="multibit")
+    edges, features = model.guarantees()
+    assert (edges.name, edges.level, edges.target) == ("edges", Level.EDGE, 1.0)
+    assert (features.name, features.level, features.target) == ("features", Level.LDP, 2.0)
+    assert edges.accountant is model.accountant
+    assert features.accountant is model.accountant_of("features")
+    assert edges.unit == model.privacy_spent()["edges"].unit
+    assert "equilibrium" in edges.conditions[0] and features.conditions == ()
+    lines = {line.split(":**")[0]: line for line in model_card(model).text.splitlines()
+             if ":**" in line}
+    assert "private edge" in lines["**Protected (edges)"]
+    assert edges.conditions[0] in lines["**Protected (edges)"]
+    assert features.public in lines["**Not protected (features)"]
+    node, = GAP(privacy="node", epsilon=1.0, max_degree=21).guarantees()
+    assert node.name == "node" and "D = 21" in node.conditions[0]
+
+
+@pytest.mark.parametrize("privacy, says, not_says", [
+    ("edge", ["perturbed once with calibrated Gaussian noise", "with label counts"],
+     ["DP-SGD", "in the clear"]),
+    ("node", ["perturbed once", "train with DP-SGD"], ["label counts"]),
+    ("none", ["aggregations in the clear: non-private", "with label counts"], ["perturbed"]),
+])
+def test_the_gap_method_line_states_the_model_as_built(privacy, says, not_says):
+    """Review 2's F7: the card's GAP method line said "private multi-hop aggregation" whatever
+    was built; it states whether the aggregations are perturbed, DP-SGD at node level, and
+    the label counts when the model reads them."""
+    from lightning_dpgnn.publish.card import model_card
+
+    model = GAP(privacy=privacy, epsilon=1.0, max_degree=21)
+    method = next(line for line in model_card(model).text.splitlines()
+                  if line.startswith("**Method:**"))
+    assert all(s in method for s in says) and not any(s in method for s in not_says), method

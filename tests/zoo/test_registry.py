@@ -50,6 +50,8 @@ def test_every_entry_matches_its_recipe_and_its_benchmark(name):
         assert (e.level, args["epsilon"]) == ("node", e.epsilon)
     elif e.method == "LPGNN":  # features and labels: sequential composition per node
         assert (e.level, args["x_eps"] + args["y_eps"]) == ("ldp", e.epsilon)
+    elif e.method == "HeteroRR":  # the edge release only: one guarantee
+        assert (e.level, args["epsilon"], args["x_epsilon"]) == ("edge", e.epsilon, None)
     else:
         assert e.level == "ldp"
     assert recipe["data"]["init_args"]["name"] in e.dataset
@@ -145,6 +147,16 @@ def test_zoo_list_is_a_table_of_the_registry():
     assert {"method", "level", "epsilon", "test acc % (95% CI)", "repo_id"} <= set(t.columns)
     a = ENTRIES[MEASURED[0]].accuracy
     assert t.loc[MEASURED[0], "test acc % (95% CI)"] == f"{a['mean']} ({a['low']}–{a['high']})"
+
+
+def test_dpgnn_zoo_list_is_narrow_and_lists_every_method_with_a_recipe(capsys):
+    """``dpgnn zoo list`` printed a ~210-column table and had no PoinDP or HeteroRR entry
+    although both have recipes (issue 41)."""
+    main(["zoo", "list"])
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 100
+    assert all(name in out for name in ENTRIES)
+    assert {"PoinDP", "HeteroRR"} <= {e.method for e in ENTRIES.values()}
 
 
 def test_unknown_entries_are_reported_with_the_known_ones(capsys):
