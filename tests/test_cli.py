@@ -463,7 +463,7 @@ def test_a_model_with_two_guarantees_ends_with_both_each_with_its_unit(tmp_path,
     from lightning_dpgnn.privacy import report_from_dict
 
     main(["fit", *QUIET, "--model=lightning_dpgnn.HeteroRR", "--model.x_epsilon=1",
-          "--model.mcmc_steps=200", "--trainer.max_epochs=1"])
+          "--trainer.max_epochs=1"])  # the default chain (1000 n moves, the minimum)
     out = capsys.readouterr().out
     edges, features = out.split("[edges]")[1].split("[features]")
     assert "epsilon spent: 1" in edges and "level: edge" in edges
