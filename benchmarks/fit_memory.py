@@ -36,14 +36,19 @@ class FitMemory(L.Callback):
         self.peaks[stage] = max(self.peaks.get(stage, 0.0), peak)
         Path("/proc/self/clear_refs").write_text("5")
 
+    @staticmethod
+    def _stage(pl_module):
+        staged = getattr(pl_module, "staged", None)
+        return 0 if staged is None else staged.current_stage
+
     def on_train_epoch_start(self, trainer, pl_module):  # noqa: D102
-        stage = getattr(pl_module, "current_stage", 0)
+        stage = self._stage(pl_module)
         if self.stage is not None:
             self._close(self.stage)
         self.stage = stage
 
     def on_train_epoch_end(self, trainer, pl_module):
-        self._close(getattr(pl_module, "current_stage", 0))
+        self._close(self._stage(pl_module))
 
     def on_fit_end(self, trainer, pl_module):
         self._close("end")

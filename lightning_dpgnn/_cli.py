@@ -38,9 +38,7 @@ from ._cli_args import (
     _run_guarded,
 )
 from .levels import Level
-from .loops import StagedTrainingMixin
 from .methods import PrivateModel
-from .methods.rows import OnePhaseDPSGDMixin
 from .privacy.report import PrivacyReport, SeveralGuarantees
 
 
@@ -191,10 +189,11 @@ def _epochs_set_by(model: L.LightningModule) -> int | None:
     """The ``max_epochs`` a model sets itself, in place of the CLI's default: -1 for a staged
     fit (its stages set the length at setup), ``epochs`` for a DP-SGD fit calibrated to a
     target (DP-MLP, DPGNN: it stops where its noise was calibrated); ``None`` otherwise."""
-    if isinstance(model, StagedTrainingMixin):
+    if getattr(model, "staged", None) is not None:
         return -1
-    if isinstance(model, OnePhaseDPSGDMixin) and model.target_epsilon is not None:
-        return model.phase.epochs
+    phase = getattr(getattr(model, "row_trainer", None), "phase", None)
+    if phase is not None and model.target_epsilon is not None:
+        return phase.epochs
     return None
 
 

@@ -113,7 +113,7 @@ def test_noise_is_drawn_for_the_device_it_lands_on(cuda, noise_seed):
 def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, graph, make):
     model = private(make(), graph)
     cuda.module(model)
-    last = len(model.stages) - 1
+    last = len(model.staged.stages) - 1
     for stage in range(last + 1):
         model.draw_releases(stage)  # the fit's one-time aggregations (the graph is on the CPU)
     cache = model.aggregates
@@ -140,7 +140,7 @@ def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, gra
     # a model restored from the checkpoint state (a CPU cache) and moved to the device
     restored = private(make(), graph)
     restored.load_privacy_state(state)
-    restored.load_staged_state(model.staged_state(), {"epoch": len(model.stages)})
+    restored.staged.load_state_dict(model.staged.state_dict())
     cuda.module(restored)
     assert cuda.on_device(restored.predict_step(batch, 0))
     assert on_cuda(cuda, restored.aggregates)

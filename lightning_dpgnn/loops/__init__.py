@@ -1,3 +1,3 @@
-from .staged import Stage, StagedTrainingMixin
+from .staged import Stage, StagedFit
 
-__all__ = ["Stage", "StagedTrainingMixin"]
+__all__ = ["Stage", "StagedFit"]

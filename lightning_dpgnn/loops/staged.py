@@ -1,7 +1,10 @@
-"""The staged fit loop: many training phases inside one ``trainer.fit`` (GAP, ProGAP).
+"""The staged fit loop: many training phases inside one ``trainer.fit`` (GAP, ProGAP, PoinDP,
+and the one-stage MLP and SAGE baselines).
 
 Lightning 2 removed its public loop-customisation API, so this module stays on public API
-(a deliberate choice; see docs/staged-training.md):
+(a deliberate choice; see docs/staged-training.md). :class:`StagedFit` is a component the
+model holds (``model.staged``) and a ``Callback`` the model returns from
+``configure_callbacks()``:
 
 * the active stage is a pure function of ``trainer.current_epoch`` (stage ``s`` owns epochs
   ``[sum(epochs[:s]), sum(epochs[:s+1]))``), so resuming from any checkpoint lands in the right
@@ -10,19 +13,21 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
   given another ``max_epochs``) and
   ``trainer.reload_dataloaders_every_n_epochs = 1``, so the module is asked for its stage's
   training rows (``train_dataloader_from``); when a stage's loader is the same at every epoch
-  (``loaders_change_within_stage()`` is False: full-batch rows, no per-epoch Poisson
-  generator), each epoch sets it to reload only before the first epoch of the next stage
-  (reloading costs Lightning a few milliseconds per epoch, more than a full-batch step);
+  (``reload_every_epoch=False``: full-batch rows, no per-epoch Poisson generator), each epoch
+  sets it to reload only before the first epoch of the next stage (reloading costs Lightning a
+  few milliseconds per epoch, more than a full-batch step);
 * entering a stage (``enter_stage``) restores the previous stage's best weights, draws the
   releases the stage reads (e.g. the private aggregation — cached, never redrawn once present)
   and swaps optimizers with ``trainer.strategy.setup_optimizers(trainer)``;
 * per-stage model selection: after each validation the weights of the stage's trainable modules
   are kept if ``val/acc`` improved; they are restored when the stage ends and at fit end
-  (skipped when ``select_on_validation()`` is False, e.g. node-level DP); with a
-  ``stage_patience()`` the rest of a stage is skipped once ``val/acc`` stops improving;
+  (skipped with ``select=False``, e.g. node-level DP); with a ``patience`` the rest of a stage
+  is skipped once ``val/acc`` stops improving;
 * the progress bar (Rich, Lightning's default, or TQDM) shows the stage name, and ``stage`` is
   logged; the fit announces its stages once (the model owns its epochs, so Lightning's
-  "``max_epochs=N`` reached" line, which would contradict ``Trainer(max_epochs)``, is left out).
+  "``max_epochs=N`` reached" line, which would contradict ``Trainer(max_epochs)``, is left out);
+* the active stage and the best snapshots are the callback's state: Lightning checkpoints them
+  once, under ``checkpoint["callbacks"]["StagedFit"]``.
 
 ``tests/loops/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks stage switching,
 dataloader reloading or checkpoint resume.
@@ -33,17 +38,19 @@ from __future__ import annotations
 import copy
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar
+from lightning.pytorch.callbacks import Callback, RichProgressBar, TQDMProgressBar
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.utilities.rank_zero import rank_zero_info, rank_zero_warn
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torch import nn
+from torch.utils.data import DataLoader
 
-__all__ = ["Stage", "StagedTrainingMixin"]
+__all__ = ["Stage", "StagedFit"]
 
 _LIGHTNING_DEFAULT_EPOCHS = 1000
 
@@ -110,46 +117,40 @@ class Stage:
     modules: tuple[str, ...] = field(default_factory=tuple)
 
 
-class StagedTrainingMixin:
-    """Mixin for a ``LightningModule`` whose fit runs several stages.
+class StagedFit(Callback):
+    """The fit of a ``LightningModule`` in stages: a component the module holds
+    (``module.staged``) and returns from ``configure_callbacks()``, whose Lightning hooks switch
+    the stages; the module's ``on_fit_start``, ``configure_optimizers``,
+    ``on_train_batch_start`` and ``train_dataloader_from`` delegate to it.
 
-    Subclasses implement ``configure_stages()`` and ``stage_rows(stage_index, data)`` (the
-    training loader of a stage), and may override ``stage_optimizer(stage_index)`` (default:
-    the model's Adam over the stage's modules). Entering a stage draws the releases it reads
-    (``PrivateModule.draw_releases``: once, cached, never redrawn on a resume).
+    The method declares its stages (``module.configure_stages()``) and the training loader of a
+    stage (``rows(stage_index, data)``), and may give the optimizer of a stage
+    (``optimizer(stage_index)``; default: the model's Adam over the stage's modules). Entering a
+    stage draws the releases it reads (``module.draw_releases``: once, cached, never redrawn on
+    a resume).
+
+    Attributes:
+        patience: per-stage early stopping: skip the rest of a stage once ``val/acc`` has not
+            improved for this many epochs (``None``: never). Only with ``select``.
+        select: whether stage weights may be chosen by ``val/acc``; ``False`` when validation
+            labels are private and unaccounted (node-level DP): the last epoch is kept.
+        reload_every_epoch: whether the training loader differs between epochs of one stage
+            (e.g. Poisson batches from a per-epoch generator). ``False``: loaders are reloaded
+            only when a new stage starts.
+        active_stage: the stage entered last (``None``: none yet); travels in checkpoints.
+        best: stage -> ``{"acc", "epoch", "state"}``, the best validation epoch of each stage.
     """
 
-    # -- to implement ------------------------------------------------------------------------
-    def configure_stages(self) -> list[Stage]:
-        raise NotImplementedError
-
-    def stage_optimizer(self, stage_index: int):
-        """The optimizer of stage ``stage_index``. Default: the model's Adam (``self.adam``)
-        over the trainable parameters of the stage's ``modules``."""
-        modules = [getattr(self, name) for name in self.stages[stage_index].modules]
-        return self.adam(p for m in modules for p in m.parameters() if p.requires_grad)
-
-    def stage_rows(self, stage_index: int, data) -> torch.utils.data.DataLoader:
-        raise NotImplementedError
-
-    def loaders_change_within_stage(self) -> bool:
-        """Whether the training loader differs between epochs of one stage (e.g. Poisson
-        batches from a per-epoch generator). ``False``: loaders are reloaded only when a new
-        stage starts."""
-        return True
-
-    def stage_patience(self) -> int | None:
-        """Per-stage early stopping: skip the rest of a stage once ``val/acc`` has not improved
-        for this many epochs (``None``: never). Only active with ``select_on_validation()``."""
-        return None
-
-    def select_on_validation(self) -> bool:
-        """Whether stage weights may be chosen by ``val/acc``. Return ``False`` when validation
-        labels are private and unaccounted (node-level DP): the last epoch is kept instead."""
-        return True
-
-    # -- bookkeeping -----------------------------------------------------------------------
-    def _staged_init(self) -> None:
+    def __init__(
+        self,
+        module: Any,
+        rows: Callable[[int, Any], DataLoader],
+        optimizer: Callable[[int], torch.optim.Optimizer] | None = None,
+        *,
+        patience: int | None = None,
+        select: bool = True,
+        reload_every_epoch: bool = True,
+    ) -> None:
         # Trainer() without max_epochs warns at the start of every fit, before any model hook,
         # that it will run 1000 epochs: a staged model sets its own length (announced at
         # setup), so the line would contradict it. Hidden from the first staged model on (a
@@ -157,14 +158,17 @@ class StagedTrainingMixin:
         warnings.filterwarnings(
             "ignore", message="`max_epochs` was not set", category=PossibleUserWarning
         )
-        self._active_stage: int | None = None
+        self.module, self.rows, self._optimizer = module, rows, optimizer
+        self.patience, self.select, self.reload_every_epoch = patience, select, reload_every_epoch
+        self.active_stage: int | None = None
+        self.best: dict[int, dict[str, Any]] = {}
         self._optimizer_stage: int | None = None
-        self._best: dict[int, dict[str, Any]] = {}  # stage -> {"acc": float, "state": {...}}
         self._resume_epoch = 0  # the epoch a fit resumed from a checkpoint starts at
 
+    # -- the stages ----------------------------------------------------------------------------
     @property
     def stages(self) -> list[Stage]:
-        return self.configure_stages()
+        return self.module.configure_stages()
 
     def total_epochs(self) -> int:
         return sum(s.epochs for s in self.stages)
@@ -180,7 +184,7 @@ class StagedTrainingMixin:
 
     @property
     def current_stage(self) -> int:
-        return self.stage_of_epoch(self.trainer.current_epoch)
+        return self.stage_of_epoch(self.module.trainer.current_epoch)
 
     def enter_stage(self, index: int) -> None:
         """Move to stage ``index``, closing each earlier stage on the way.
@@ -188,166 +192,167 @@ class StagedTrainingMixin:
         Closing stage ``s`` restores its best weights; entering ``s + 1`` draws the releases it
         reads. The active stage travels in checkpoints, so a resumed fit repeats no transition.
         """
-        if self._active_stage is None:
-            self._active_stage = 0
-            self.draw_releases(0)
-        while self._active_stage < index:
-            self._restore_best(self._active_stage)
-            self._active_stage += 1
-            self.draw_releases(self._active_stage)
+        if self.active_stage is None:
+            self.active_stage = 0
+            self.module.draw_releases(0)
+        while self.active_stage < index:
+            self._restore_best(self.active_stage)
+            self.active_stage += 1
+            self.module.draw_releases(self.active_stage)
 
-    # -- Lightning hooks (call super() when overriding) ------------------------------------
-    def setup(self, stage: str) -> None:
-        if stage == "fit":
-            trainer = self.trainer
-            total = self.total_epochs()
-            asked = trainer.fit_loop.max_epochs
-            # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
-            # nothing was asked for then, so there is nothing to warn about
-            default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
-            if asked not in (None, -1, total) and not default:
-                epochs = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
-                rank_zero_warn(
-                    f"{type(self).__name__}: the stages' epochs set the length of a staged fit "
-                    f"({epochs} = {total}), not Trainer(max_epochs={asked}); set the model's "
-                    "epoch arguments instead"
-                )
-            trainer.fit_loop.max_epochs = total
-            trainer.reload_dataloaders_every_n_epochs = 1
-            _allow_unused_parameters(trainer.strategy)
-            plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
-            rank_zero_info(
-                f"{type(self).__name__} trains in stages: {plan}; {self.total_epochs()} epochs "
-                "in all, set by the model (Trainer(max_epochs) does not apply)"
+    def start(self) -> None:
+        """Enter the stage the fit starts in (the first, or the one a resumed checkpoint was
+        in): its one-time work (releases) runs in the module's ``on_fit_start``, after its
+        checks, never from a dataloader request."""
+        self.enter_stage(self.stage_of_epoch(self._resume_epoch))
+
+    # -- what the module's hooks delegate ------------------------------------------------------
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The optimizer of the stage now training. On resume, Lightning restores the
+        optimizer state after this call: it is the one of the stage the checkpoint was written
+        in, so the states match."""
+        stage = self._optimizer_stage
+        if stage is None:
+            stage = self.current_stage if self.module._trainer is not None else 0
+        self._optimizer_stage = stage
+        if self._optimizer is not None:
+            return self._optimizer(stage)
+        modules = [getattr(self.module, name) for name in self.stages[stage].modules]
+        return self.module.adam(p for m in modules for p in m.parameters() if p.requires_grad)
+
+    def loader(self, data: Any) -> DataLoader:
+        """The training rows of the current stage: read from its releases, which the stage
+        hooks drew (a dataloader request never draws)."""
+        index = self.current_stage
+        if self.active_stage is None or index > self.active_stage:
+            raise RuntimeError(
+                f"{type(self.module).__name__}: the training rows of stage {index} were "
+                f"requested before the stage was entered (entered: {self.active_stage}); stages "
+                "are entered in on_fit_start and on_train_epoch_end"
             )
-            _rank_zero_log().addFilter(_HIDE_MAX_EPOCHS)
+        return self.rows(index, data)
 
-    def teardown(self, stage: str) -> None:
+    def out_of_patience(self) -> bool:
+        """Whether the current stage has run out of patience: the rest of its epochs are
+        skipped (no step, no privacy spend); its best epoch is kept."""
+        if self.patience is None or not self.select:
+            return False
+        best = self.best.get(self.current_stage)
+        epoch = self.module.trainer.current_epoch
+        return best is not None and epoch - best["epoch"] > self.patience
+
+    # -- Lightning hooks -----------------------------------------------------------------------
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        if stage != "fit":
+            return
+        name = type(pl_module).__name__
+        total = self.total_epochs()
+        asked = trainer.fit_loop.max_epochs
+        # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
+        # nothing was asked for then, so there is nothing to warn about
+        default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
+        if asked not in (None, -1, total) and not default:
+            epochs = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
+            rank_zero_warn(
+                f"{name}: the stages' epochs set the length of a staged fit "
+                f"({epochs} = {total}), not Trainer(max_epochs={asked}); set the model's "
+                "epoch arguments instead"
+            )
+        trainer.fit_loop.max_epochs = total
+        trainer.reload_dataloaders_every_n_epochs = 1
+        _allow_unused_parameters(trainer.strategy)
+        plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
+        rank_zero_info(
+            f"{name} trains in stages: {plan}; {total} epochs "
+            "in all, set by the model (Trainer(max_epochs) does not apply)"
+        )
+        _rank_zero_log().addFilter(_HIDE_MAX_EPOCHS)
+
+    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage == "fit":
             _rank_zero_log().removeFilter(_HIDE_MAX_EPOCHS)
 
-    def configure_optimizers(self):
-        # on resume, Lightning restores the optimizer state after this call: build the
-        # optimizer of the stage the checkpoint was written in, so the states match.
-        stage = self._optimizer_stage
-        if stage is None:
-            stage = self.current_stage if self._trainer is not None else 0
-        self._optimizer_stage = stage
-        return self.stage_optimizer(stage)
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        index = self.current_stage
+        if self._optimizer_stage != index:
+            self._optimizer_stage = index
+            trainer.strategy.setup_optimizers(trainer)
+        if not self.reload_every_epoch:
+            # Lightning reads this before each epoch: reload only for the next stage's rows
+            next_stage = self.stage_of_epoch(trainer.current_epoch + 1)
+            trainer.reload_dataloaders_every_n_epochs = int(next_stage != index)
+        stage = self.stages[index]
+        pl_module.log("stage", float(index), prog_bar=False, on_epoch=True, on_step=False)
+        show_stage(
+            trainer,
+            f"Stage {index + 1}/{len(self.stages)} ({stage.name}) epoch {trainer.current_epoch}",
+        )
 
-    def on_fit_start(self) -> None:
-        """Enter the stage the fit starts in (the first, or the one a resumed checkpoint was
-        in): its one-time work (releases) runs here, never from a dataloader request."""
-        super().on_fit_start()
-        self.enter_stage(self.stage_of_epoch(self._resume_epoch))
-
-    def on_train_epoch_end(self) -> None:
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         """After the last epoch of a stage, close it and enter the next (drawing its releases)
         — unless the fit ends here (its last epoch, ``max_steps``, or a stop), so that no
         release is drawn that no step will read. Checkpoints written after this hook (Lightning's
         ``ModelCheckpoint``) hold the new stage's releases."""
-        trainer = self.trainer
         following = trainer.current_epoch + 1
         ends = (
             following >= trainer.fit_loop.max_epochs
             or trainer.should_stop
             or (trainer.max_steps != -1 and trainer.global_step >= trainer.max_steps)
         )
-        if not ends and self.stage_of_epoch(following) != self._active_stage:
+        if not ends and self.stage_of_epoch(following) != self.active_stage:
             self.enter_stage(self.stage_of_epoch(following))
 
-    def train_dataloader_from(self, data) -> torch.utils.data.DataLoader:
-        """The training rows of the current stage: read from its releases, which the stage
-        hooks drew (a dataloader request never draws)."""
-        index = self.current_stage
-        if self._active_stage is None or index > self._active_stage:
-            raise RuntimeError(
-                f"{type(self).__name__}: the training rows of stage {index} were requested "
-                f"before the stage was entered (entered: {self._active_stage}); stages are "
-                "entered in on_fit_start and on_train_epoch_end"
-            )
-        return self.stage_rows(index, data)
-
-    def on_train_epoch_start(self) -> None:
-        index = self.current_stage
-        if self._optimizer_stage != index:
-            self._optimizer_stage = index
-            self.trainer.strategy.setup_optimizers(self.trainer)
-        if not self.loaders_change_within_stage():
-            # Lightning reads this before each epoch: reload only for the next stage's rows
-            next_stage = self.stage_of_epoch(self.trainer.current_epoch + 1)
-            self.trainer.reload_dataloaders_every_n_epochs = int(next_stage != index)
-        stage = self.stages[index]
-        self.log("stage", float(index), prog_bar=False, on_epoch=True, on_step=False)
-        show_stage(
-            self.trainer,
-            f"Stage {index + 1}/{len(self.stages)} ({stage.name}) "
-            f"epoch {self.trainer.current_epoch}",
-        )
-
-    def stage_stopped_early(self) -> bool:
-        """Whether the current stage has run out of patience (its best epoch is kept)."""
-        patience = self.stage_patience()
-        if patience is None or not self.select_on_validation():
-            return False
-        best = self._best.get(self.current_stage)
-        return best is not None and self.trainer.current_epoch - best["epoch"] > patience
-
-    def skip_epoch_reason(self) -> str | None:
-        """A stage out of patience skips the rest of its epochs: no step, no privacy spend."""
-        if self.stage_stopped_early():
-            return f"stage {self.stages[self.current_stage].name!r} ran out of patience"
-        return super().skip_epoch_reason()
-
-    def on_validation_epoch_end(self) -> None:
-        if self.trainer.sanity_checking or self._trainer is None or self.trainer.state.fn != "fit":
+    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        """Keep the stage's weights when ``val/acc`` improved (with ``select``)."""
+        if trainer.sanity_checking or trainer.state.fn != "fit" or not self.select:
             return
-        if not self.select_on_validation():
-            return
-        acc = self.trainer.callback_metrics.get("val/acc")
+        acc = trainer.callback_metrics.get("val/acc")
         if acc is None:
             return
         # averaged over the processes: under DDP every rank keeps the same epoch's weights
-        strategy = self.trainer.strategy
+        strategy = trainer.strategy
         acc = strategy.reduce(
             torch.as_tensor(acc, dtype=torch.float32, device=strategy.root_device),
             reduce_op="mean",
         )
         index = self.current_stage
-        best = self._best.get(index)
+        best = self.best.get(index)
         if best is None or float(acc) > best["acc"]:
-            self._best[index] = {
+            self.best[index] = {
                 "acc": float(acc),
-                "epoch": self.trainer.current_epoch,
+                "epoch": trainer.current_epoch,
                 "state": {
-                    name: _snapshot(getattr(self, name)) for name in self.stages[index].modules
+                    name: _snapshot(getattr(pl_module, name))
+                    for name in self.stages[index].modules
                 },
             }
 
     def _restore_best(self, index: int) -> None:
-        best = self._best.get(index)
+        best = self.best.get(index)
         if best is None:
             return
         for name, state in best["state"].items():
-            module: nn.Module = getattr(self, name)
+            module: nn.Module = getattr(self.module, name)
             module.load_state_dict(state)
 
-    def on_train_end(self) -> None:
-        if self._active_stage is not None:
-            self._restore_best(self._active_stage)
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if self.active_stage is not None:
+            self._restore_best(self.active_stage)
         self._resume_epoch = 0
-        super().on_train_end()
 
-    def staged_state(self) -> dict[str, Any]:
-        return {"best": self._best, "active_stage": self._active_stage}
+    # -- checkpoints (Lightning saves a callback's state under its ``state_key``) -----------
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "active_stage": self.active_stage}
 
-    def load_staged_state(self, state: dict[str, Any], checkpoint: dict[str, Any]) -> None:
-        """Restore :meth:`staged_state` from a Lightning ``checkpoint``; a resumed fit enters
-        the stage of the epoch it restarts at (after an epoch-end checkpoint: the next one)."""
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.best = state_dict.get("best", {})
+        # the stage the checkpoint was written in: its one-time work is done (or cached)
+        self.active_stage = state_dict.get("active_stage")
+
+    def on_load_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
+        """A resumed fit enters the stage of the epoch it restarts at (after an epoch-end
+        checkpoint: the next one), with the optimizer of the stage the checkpoint was in."""
         epoch = checkpoint.get("epoch", 0)
         progress = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_progress", {})
         self._resume_epoch = int(progress.get("current", {}).get("processed", epoch))
-        self._best = state.get("best", {})
-        # the stage the checkpoint was written in: its one-time work is done (or cached)
-        self._active_stage = state.get("active_stage")
         self._optimizer_stage = self.stage_of_epoch(epoch)

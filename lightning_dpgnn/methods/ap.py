@@ -35,7 +35,7 @@ from torch import nn
 from torch_geometric.data import Data
 
 from ..levels import Level
-from ..loops import StagedTrainingMixin
+from ..loops import StagedFit
 from ..nn.mlp import resolve_normalization
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import (
@@ -50,7 +50,7 @@ from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from ..publish.card import MethodCard
 from .base import PrivateModule
 from .releases import EDGES, TRAIN_LABELS, Draw, Release
-from .rows import RowTrainingMixin
+from .rows import RowTrainer
 
 #: ledger and cache name of the label-count aggregation (``label_counts=True``)
 LABEL_COUNTS = "label_counts"
@@ -59,15 +59,16 @@ LABEL_STREAM = 7919
 
 __all__ = ["AggregationPerturbationModule"]
 
-class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, PrivateModule):
-    """Base of GAP and ProGAP. Subclasses set ``mechanism_name`` and ``checkpoint_key``.
+class AggregationPerturbationModule(PrivateModule):
+    """Base of GAP and ProGAP. Subclasses set ``mechanism_name``. The model holds its staged
+    fit (``self.staged``) and its row trainer (``self.row_trainer``: DP-SGD at node level).
 
     ``self.aggregates`` holds the cached private output of the mechanism (its type is the
     subclass's business); ``self.aggregation`` is the mechanism, ``None`` until first used.
     """
 
     mechanism_name = "aggregation"
-    checkpoint_key = "ap"
+    sparse_features = True  # rows gathered as sparse COO (``RowTrainer.node_rows``)
     caches = ("_features_cache_lc", "_local_view")  # declared (PrivateModule.reset_caches)
     #: what a hub folder published before a hyper-parameter existed was made with (read by
     #: ``lightning_dpgnn.publish.hub.read_folder``): the papers' model had no label counts
@@ -187,7 +188,14 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         #: ``[lo, hi)``: the node rows ``self.aggregates`` holds when sharded (``None``: all)
         self._cache_block: tuple[int, int] | None = None
         self.hop_budget = None if hop_budget is None else tuple(hop_budget)
-        self._staged_init()
+        node = self.level is Level.NODE
+        self.row_trainer = RowTrainer(self, dpsgd=node)
+        # node level: validation labels are private and no mechanism covers them, so model
+        # selection on ``val/acc`` would leak them (the last epoch of each stage is kept);
+        # Poisson batches (DP-SGD) come from a per-epoch generator, full-batch rows do not
+        self.staged = StagedFit(
+            self, self.stage_rows, self.stage_optimizer, select=not node, reload_every_epoch=node
+        )
         self.noise_multiplier = noise_multiplier
         self.aggregation: GaussianAggregation | None = None
         self._phases: list[DPSGDPhase] = []
@@ -251,7 +259,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         if restored:
             self._cache_block = None
             self.aggregation = None  # a mechanism built before the restore: stale multiplier
-        self._clear_rows_cache()  # rows gathered from replaced releases
+        self.row_trainer.clear_rows()  # rows gathered from replaced releases
         if not restored:
             self._hold_local_rows()  # this rank's block of what was just drawn
 
@@ -311,11 +319,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             return module
         return grad_sample_module(module, self.max_grad_norm, where=what)
 
-    def select_on_validation(self) -> bool:
-        """Node level: validation labels are private and no mechanism covers them, so model
-        selection on ``val/acc`` would leak them; the last epoch of each stage is kept."""
-        return self.level is not Level.NODE
-
     # -- data and the privacy plan --------------------------------------------------------
     def setup(self, stage: str) -> None:
         data = self._datamodule_graph()
@@ -328,12 +331,11 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             DPSGDPhase(f"{s.name}/dpsgd", s.epochs, self.batch_size, self.max_grad_norm).bind(
                 n_train
             )
-            for s in self.stages
+            for s in self.staged.stages
         ]
         if stage == "fit":
             self.calibrate()
             self.aggregation = None  # built on first use from the (possibly restored) multiplier
-            super().setup(stage)
 
     def _is_built(self) -> bool:
         return any(True for _ in self.parameters())
@@ -348,17 +350,10 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def calibrates_noise(self) -> bool:
         return self.level.private
 
-    def uses_dpsgd(self) -> bool:
-        return self.level is Level.NODE
-
-    def loaders_change_within_stage(self) -> bool:
-        """Poisson batches (DP-SGD) come from a per-epoch generator; full-batch rows do not."""
-        return self.uses_dpsgd()
-
     def dpsgd_phase(self) -> DPSGDPhase | None:
         if self.level is not Level.NODE or not self._phases or self._trainer is None:
             return None
-        return self._phases[self.current_stage]
+        return self._phases[self.staged.current_stage]
 
     def _sensitivity(self) -> float:
         return self._mechanism_for(1.0).sensitivity
@@ -448,7 +443,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         card = super().describe()
         how = ("every aggregation perturbed once with calibrated Gaussian noise and cached"
                if self.level.private else "aggregations in the clear: non-private")
-        if self.uses_dpsgd():
+        if self.row_trainer.dpsgd:
             how += "; the modules that read private rows train with DP-SGD"
         card = replace(card, method=f"{card.method} ({how})")
         if not self.label_counts:
@@ -576,7 +571,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         )
         if any(away):
             self.aggregates = self.on_device(self.aggregates)
-            self._clear_rows_cache()
+            self.row_trainer.clear_rows()
 
     def _hold_local_rows(self) -> None:
         """Keep only this rank's block of the cached aggregates (after an aggregation, or a
@@ -592,7 +587,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             self.aggregates, torch.Tensor, lambda t: t[lo:hi].clone() if t.size(0) == n else t
         )
         self._cache_block = block
-        self._clear_rows_cache()
+        self.row_trainer.clear_rows()
 
     def _full_cache(self) -> Any:
         """The cached aggregates of every node: gathered from the ranks' blocks (a collective)
@@ -606,7 +601,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         """Every rank gets the whole cache back (test, predict, checkpoints, the hub)."""
         self.aggregates = self._full_cache()
         self._cache_block = None
-        self._clear_rows_cache()
+        self.row_trainer.clear_rows()
         self.__dict__.pop("_local_view", None)  # views of the fit's graph
         super().on_fit_end()
 
@@ -624,14 +619,15 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
         self._hold_local_rows()
         local = self._local(self.on_device(data))  # rows built where the parameters are
-        rows = self._train_rows(
+        rows = self.row_trainer.node_rows(
             stage_index,
             local,
             lambda: self.stage_inputs(stage_index, local),
             compact=self.level is not Level.NODE,  # DP-SGD needs dense rows (per-sample gradients)
         )
-        return self.rows_loader(rows, self._phase(stage_index), shard=self._train_shard(data),
-                                batch_size=self.train_batch_size)
+        return self.row_trainer.loader(rows, self._phase(stage_index),
+                                       shard=self._train_shard(data),
+                                       batch_size=self.train_batch_size)
 
     def _phase(self, stage_index: int) -> DPSGDPhase | None:
         """The DP-SGD phase of stage ``stage_index`` (node level), else ``None``."""
@@ -640,10 +636,13 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
     def stage_optimizer(self, stage_index: int):
         opt = self.adam(self.stage_parameters(stage_index))
         model = self.stage_model(stage_index)
-        return self.dp_optimizer(self._phase(stage_index), model, opt, run=stage_index)
+        return self.row_trainer.optimizer(self._phase(stage_index), model, opt, run=stage_index)
+
+    def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
+        return self.staged.loader(data)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        return self._rows_step(self.stage_model(self.current_stage), batch)
+        return self.row_trainer.step(self.stage_model(self.staged.current_stage), batch)
 
     def _require_cache(self) -> None:
         if self.aggregates is None:
@@ -670,7 +669,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             self._require_cache()
         self._hold_local_rows()
         local = self._local(data)  # sharded fit: this rank's rows (metrics reduced over ranks)
-        *inputs, y = self._node_rows(
+        *inputs, y = self.row_trainer.node_rows(
             ("eval", index, id(self.aggregates)), local,
             lambda: self.stage_inputs(index, local), split, compact=True,
         )  # fmt: skip
@@ -680,7 +679,7 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         if not self._logs_metrics("val"):
             return None
         if self.trainer.sanity_checking and (
-            (self.current_stage > 0 and self.aggregates is None)
+            (self.staged.current_stage > 0 and self.aggregates is None)
             or (self.label_counts and self.counts is None)
         ):
             return None  # e.g. GAP without encoder, or label counts: a mechanism runs first
@@ -725,10 +724,6 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
         return out
 
     # -- checkpoints -----------------------------------------------------------------------
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_save_checkpoint(checkpoint)
-        checkpoint[self.checkpoint_key] = {"staged": self.staged_state()}
-
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         saved = checkpoint.get("hyper_parameters", {})
         if self.label_counts and "label_counts" not in saved:
@@ -738,5 +733,3 @@ class AggregationPerturbationModule(StagedTrainingMixin, RowTrainingMixin, Priva
             if self.hparams.get("num_features") is not None:
                 self._build(self.hparams["num_features"], self.hparams["num_classes"])
         super().on_load_checkpoint(checkpoint)
-        state = checkpoint[self.checkpoint_key]
-        self.load_staged_state(state["staged"], checkpoint)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import lightning as L
 import torch
@@ -70,6 +70,10 @@ from ..privacy.random import reproducible_generator
 from ..publish.card import MethodCard
 from .arguments import check_argument_names, check_arguments
 from .releases import Draw, Release, Releases
+
+if TYPE_CHECKING:
+    from ..loops import StagedFit
+    from .rows import RowTrainer
 
 __all__ = [
     "PrivateModule",
@@ -187,6 +191,10 @@ class PrivateModule(
     #: declared caches: attributes holding views derived from the data or the releases (each
     #: class lists its own; :meth:`reset_caches` drops every one of the hierarchy)
     caches: tuple[str, ...] = ("_graph_on_device",)
+    #: the components a method holds (``None``: it has none): its fit in stages (a Lightning
+    #: callback, :meth:`configure_callbacks`) and its trainer on per-node rows
+    staged: StagedFit | None = None
+    row_trainer: RowTrainer | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> PrivateModule:
         """Refuse a keyword argument the class does not take, naming the class the user
@@ -613,12 +621,15 @@ class PrivateModule(
 
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
         """Record the optimizer steps the rest of the fit will take on private data (DP-SGD);
-        ``False``: their number is not known in advance. Default: steps read nothing private."""
-        return True
+        ``False``: their number is not known in advance. Default: the steps of the row
+        trainer's one DP-SGD phase (:meth:`RowTrainer.plan`), else none (steps read nothing
+        private)."""
+        return self.row_trainer is None or self.row_trainer.plan(accountant, noise_multiplier)
 
     def dpsgd_phase(self) -> DPSGDPhase | None:
-        """The DP-SGD phase the next optimizer step belongs to (``None``: steps are free)."""
-        return None
+        """The DP-SGD phase the next optimizer step belongs to (``None``: steps are free).
+        Default: the row trainer's one phase, if any."""
+        return None if self.row_trainer is None else self.row_trainer.phase
 
     def aggregation_mechanism(self) -> Any:
         """The Gaussian aggregation (a :class:`~lightning_dpgnn.privacy.GaussianAggregation`)
@@ -628,8 +639,9 @@ class PrivateModule(
         return None
 
     def calibrates_noise(self) -> bool:
-        """Whether the noise multiplier is solved from the target epsilon (Gaussian methods)."""
-        return False
+        """Whether the noise multiplier is solved from the target epsilon (Gaussian methods).
+        Default: when the fit is one DP-SGD phase (DP-MLP, DPGNN)."""
+        return self.dpsgd_phase() is not None
 
     # -- calibrate ---------------------------------------------------------------------------
     def planned_accountant(self, noise_multiplier: float | None) -> PrivacyAccountant | None:
@@ -827,20 +839,25 @@ class PrivateModule(
         (``"ddp_spawn"``, ``"ddp_notebook"``) hand only the weights back to the launching
         process, so its model would report a spend without its cached outputs; sharded
         strategies (FSDP, DeepSpeed) split parameters across ranks, which per-sample clipping
-        cannot see. Both are refused."""
+        cannot see. Both are refused. Then the settings DP-SGD accounting cannot live with
+        (:meth:`RowTrainer.refused_settings`)."""
         trainer = self.trainer
         world = getattr(trainer, "world_size", 1)
-        if not self.level.private or world == 1:
-            return
         strategy = trainer.strategy
         launcher = getattr(strategy, "launcher", None)
-        if not isinstance(strategy, DDPStrategy) or (
+        if self.level.private and world > 1 and (not isinstance(strategy, DDPStrategy) or (
             launcher is not None and not isinstance(launcher, _SubprocessScriptLauncher)
-        ):
+        )):
             raise AccountingError(
                 f"private training on {world} processes needs strategy='ddp' (one script per "
                 f"process: the ddp launcher, torchrun or SLURM); {type(strategy).__name__} with "
                 f"{type(launcher).__name__} is not supported (see docs/distributed.md)"
+            )
+        bad = [] if self.row_trainer is None else self.row_trainer.refused_settings(trainer)
+        if bad:
+            raise AccountingError(
+                f"{type(self).__name__} trains with DP-SGD; these Trainer settings break its "
+                "privacy accounting:\n  - " + "\n  - ".join(bad)
             )
 
     def reset_caches(self) -> None:
@@ -850,6 +867,8 @@ class PrivateModule(
         for klass in type(self).__mro__:
             for name in vars(klass).get("caches", ()):
                 self.__dict__.pop(name, None)
+        if self.row_trainer is not None:
+            self.row_trainer.reset()
         clear_caches()
 
     def on_fit_end(self) -> None:
@@ -862,6 +881,8 @@ class PrivateModule(
         self.privacy_halted = False
         self.check_trainer()
         self.draw_releases(0)  # the releases the first steps read (a restored one is kept)
+        if self.staged is not None:
+            self.staged.start()  # the stage the fit starts or resumes in, and its releases
 
     # -- why a fit ends: every reason in one place (like Lightning's ``_FitLoop.done``) --------
     def stop_reason(self) -> str | None:
@@ -884,15 +905,15 @@ class PrivateModule(
             )
         return None
 
-    def skip_epoch_reason(self) -> str | None:
-        """Why the rest of this epoch is skipped while the fit goes on (``None``: it is not);
-        e.g. a stage out of patience in the staged loop."""
-        return None
-
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        """Stop before a step :meth:`stop_reason` refuses; skip the rest of an epoch of a stage
+        out of patience (:meth:`StagedFit.out_of_patience`: no step, no spend)."""
+        if self.row_trainer is not None:
+            self.row_trainer.sync_gradients(self.trainer)
         reason = self.stop_reason()
+        skip = self.staged is not None and self.staged.out_of_patience()
         # every rank stops (or skips) before the same step
-        stop, skip = self.agreed(reason is not None, self.skip_epoch_reason() is not None)
+        stop, skip = self.agreed(reason is not None, skip)
         if stop:
             self._halt_reason = reason or "another process stopped the fit"
             self.trainer.should_stop = True
@@ -920,8 +941,21 @@ class PrivateModule(
         return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        """Default: Adam over every trainable parameter."""
+        """The optimizer of the stage now training (:meth:`StagedFit.optimizer`); without
+        stages, Adam over every trainable parameter."""
+        if self.staged is not None:
+            return self.staged.optimizer()
         return self.adam(p for p in self.parameters() if p.requires_grad)
+
+    def configure_callbacks(self) -> list[L.Callback]:
+        """The staged fit, when the method trains in stages (its hooks switch them)."""
+        return [] if self.staged is None else [self.staged]
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """Ghost clipping when a ghost-clipped DP-SGD run trains (:meth:`RowTrainer.backward`),
+        else Lightning's backward."""
+        if self.row_trainer is None or not self.row_trainer.backward(loss):
+            super().backward(loss, *args, **kwargs)
 
     # -- checkpoints -------------------------------------------------------------------------
     def mechanism_outputs(self) -> dict[str, Any]:

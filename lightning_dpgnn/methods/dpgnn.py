@@ -37,12 +37,12 @@ from ..privacy.aggregation import (
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .base import PrivateModule
 from .releases import Draw, Release
-from .rows import OnePhaseDPSGDMixin, RowTrainingMixin
+from .rows import RowTrainer, check_noise_arguments
 
 __all__ = ["DPGNN"]
 
 
-class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
+class DPGNN(PrivateModule):
     """Node-level private one-layer GraphSAGE trained with DP-SGD (SAGE-NDP).
 
     Args:
@@ -73,7 +73,6 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
     )
 
     mechanism_name = "aggregation"
-    sparse_features = False  # concatenates x with its aggregate: dense features
 
     def __init__(
         self,
@@ -102,7 +101,7 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
             "node", epsilon, delta, levels=("node",), noise_seed=noise_seed,
             log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
         )
-        self.check_noise_arguments(epsilon, noise_multiplier)
+        check_noise_arguments(epsilon, noise_multiplier)
         if normalization == "batch":
             raise ValueError(
                 "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
@@ -113,6 +112,7 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
         self.phase = DPSGDPhase(
             "sage/dpsgd", epochs, batch_size, max_grad_norm, group_size=max_degree + 1
         )
+        self.row_trainer = RowTrainer(self, phase=self.phase)  # the fit is one DP-SGD phase
         self.noise_multiplier = noise_multiplier
         self.mlp: torch.nn.Module | None = None
         # the release: the noisy aggregate of the graph ``[N, F]`` that inference reads
@@ -185,10 +185,13 @@ class DPGNN(OnePhaseDPSGDMixin, RowTrainingMixin, PrivateModule):
             exact = sum_aggregate(normalize_rows(data.x), data.edge_index, data.num_nodes)
             return (self._rows(data.x, exact),)
 
-        return self.rows_loader(self._train_rows("dpgnn", data, rows), self.phase)
+        return self.row_trainer.loader(self.row_trainer.node_rows("dpgnn", data, rows), self.phase)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        return self._rows_step(self.mlp, batch)
+        return self.row_trainer.step(self.mlp, batch)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return self.row_trainer.optimizer(self.phase, self.mlp, self.adam(self.mlp.parameters()))
 
     # -- evaluation: the cached noisy aggregate only ------------------------------------------
     def _logits(self, data: Data) -> torch.Tensor:

@@ -123,7 +123,6 @@ class GAP(AggregationPerturbationModule):
 
     mechanism_name = "pma"
     caches = ("_hop0_cache",)  # declared (PrivateModule.reset_caches)
-    checkpoint_key = "gap"
 
     def __init__(
         self,
@@ -218,7 +217,7 @@ class GAP(AggregationPerturbationModule):
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
         if not self._uses_encoder:
             return x
-        return self._eval_forward(self._encoder().mlp, self._input_features(x))
+        return self._eval_forward(self._encoder().mlp, self.row_trainer.input_features(x))
 
     @torch.no_grad()
     def _hop0(self, x: torch.Tensor) -> torch.Tensor:
@@ -253,12 +252,12 @@ class GAP(AggregationPerturbationModule):
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
     def eval_stage(self) -> int:
-        return 0 if self._in_fit() and self.current_stage == 0 else 1
+        return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
 
     def _logits(self, data: Data) -> torch.Tensor:
         x = self._features(data)
         if self.eval_stage() == 0:
-            return self.encoder_model(self._input_features(x))
+            return self.encoder_model(self.row_trainer.input_features(x))
         self._require_cache()
         return self.classifier(self._with_hop0(x, self.aggregates))
 

@@ -8,19 +8,22 @@ from typing import Any, Literal
 import torch
 from torch_geometric.data import Data
 
-from ..loops import Stage, StagedTrainingMixin
+from ..loops import Stage, StagedFit
 from ..nn.mlp import MLP as MLPBlock
 from ..nn.mlp import resolve_normalization, select_rows
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .arguments import check_arguments
 from .base import PrivateModule
-from .rows import OnePhaseDPSGDMixin, RowTrainingMixin
+from .rows import RowTrainer, check_noise_arguments
 
 __all__ = ["MLP", "DPMLP"]
 
 
-class _NodeMLP(RowTrainingMixin, PrivateModule):
-    """An MLP on node features trained on the training rows; evaluation on the full graph."""
+class _NodeMLP(PrivateModule):
+    """An MLP on node features trained on the training rows (its :class:`RowTrainer`);
+    evaluation on the full graph."""
+
+    sparse_features = True  # rows gathered as sparse COO (``RowTrainer.node_rows``)
 
     def __init__(
         self,
@@ -52,6 +55,7 @@ class _NodeMLP(RowTrainingMixin, PrivateModule):
         self.dropout, self.normalization = dropout, normalization
         self.seed = seed
         self.mlp: torch.nn.Module | None = None
+        self.row_trainer = RowTrainer(self)
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
 
@@ -76,13 +80,14 @@ class _NodeMLP(RowTrainingMixin, PrivateModule):
         return self.mlp(x)
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
-        return self.rows_loader(self._train_rows("mlp", data, lambda: (data.x,), compact=True))
+        rows = self.row_trainer.node_rows("mlp", data, lambda: (data.x,), compact=True)
+        return self.row_trainer.loader(rows)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        return self._rows_step(self.mlp, batch)
+        return self.row_trainer.step(self.mlp, batch)
 
     def _eval(self, data: Data, stage: str) -> torch.Tensor:
-        return self._log_accuracy(self(self._input_features(data.x)), data, stage)
+        return self._log_accuracy(self(self.row_trainer.input_features(data.x)), data, stage)
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         return self._eval(data, "val") if self._logs_metrics("val") else None
@@ -91,14 +96,14 @@ class _NodeMLP(RowTrainingMixin, PrivateModule):
         return self._eval(data, "test")
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self(self._input_features(data.x)).softmax(-1)
+        return self(self.row_trainer.input_features(data.x)).softmax(-1)
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         """A new graph's nodes: their features only (no edge is read, nothing is released)."""
-        return self(self._input_features(graph.x))
+        return self(self.row_trainer.input_features(graph.x))
 
 
-class MLP(StagedTrainingMixin, _NodeMLP):
+class MLP(_NodeMLP):
     """Node-feature MLP. Reads no edges, so at edge level it spends epsilon = 0.
 
     Trains for ``epochs`` full-batch epochs and keeps the epoch with the best ``val/acc`` (the
@@ -123,23 +128,20 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         self, privacy: Literal["none", "edge"] = "edge", epochs: int = 100, **kwargs: Any
     ) -> None:
         super().__init__(privacy, None, "auto", levels=("none", "edge"), **kwargs)
-        self._staged_init()
+        # one full batch of cached rows: the loader is the same at every epoch
+        self.staged = StagedFit(self, self.stage_rows, reload_every_epoch=False)
 
     def configure_stages(self) -> list[Stage]:
         return [Stage("mlp", self.hparams.epochs, ("mlp",))]
 
-    def setup(self, stage: str) -> None:
-        _NodeMLP.setup(self, stage)
-        StagedTrainingMixin.setup(self, stage)
-
-    def loaders_change_within_stage(self) -> bool:
-        return False  # one full batch of cached rows
+    def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
+        return self.staged.loader(data)
 
     def stage_rows(self, stage_index: int, data: Data) -> torch.utils.data.DataLoader:
-        return _NodeMLP.train_dataloader_from(self, data)
+        return super().train_dataloader_from(data)
 
 
-class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
+class DPMLP(_NodeMLP):
     """Node-level private MLP trained with DP-Adam (Poisson batches, clipping, Gaussian noise).
 
     Args:
@@ -177,7 +179,7 @@ class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
         log_private_metrics: bool = False,
         **kwargs: Any,
     ) -> None:
-        self.check_noise_arguments(epsilon, noise_multiplier)
+        check_noise_arguments(epsilon, noise_multiplier)
         check_arguments(
             {"epochs": epochs, "batch_size": batch_size, "max_grad_norm": max_grad_norm}
         )
@@ -187,6 +189,7 @@ class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
             log_private_metrics=log_private_metrics, **kwargs,
         )
         self.noise_multiplier = noise_multiplier
+        self.row_trainer = RowTrainer(self, phase=self.phase)  # the fit is one DP-SGD phase
 
     def _build(self, num_features: int, num_classes: int) -> None:
         super()._build(num_features, num_classes)
@@ -200,4 +203,7 @@ class DPMLP(OnePhaseDPSGDMixin, _NodeMLP):
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         m = data.train_mask
-        return self.rows_loader((select_rows(data.x, m), data.y[m]), self.phase)
+        return self.row_trainer.loader((select_rows(data.x, m), data.y[m]), self.phase)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return self.row_trainer.optimizer(self.phase, self.mlp, self.adam(self.mlp.parameters()))

@@ -118,7 +118,6 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
     """
 
     mechanism_name = "poindp"
-    checkpoint_key = "poindp"
     caches = ("_hop0_cache",)  # declared (PrivateModule.reset_caches)
     paper_code_release = "model"
     paper_code_flaw = (
@@ -172,6 +171,8 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         self.clip, self.curvature = check_clip(clip), H.check_curvature(curvature)
         if mode == PAPER_CODE:
             self.accountant.unit = self.not_private_note()
+            # full batch on the whole graph; early stopping on val/acc, as the code does
+            self.staged.patience, self.staged.reload_every_epoch = paper_patience, False
         else:
             self.declare_releases(Release(
                 self.mechanism_name, self._plan_release, self._draw_release, stage=1,
@@ -210,9 +211,6 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
             Stage("encoder", hp.encoder_epochs, ("encoder_model",)),
             Stage("classifier", hp.classifier_epochs, ("classifier",)),
         ]
-
-    def stage_patience(self) -> int | None:
-        return self.hparams.paper_patience if self.in_paper_code_mode else None
 
     def total_aggregations(self) -> int:
         return self.hparams.hops
@@ -267,7 +265,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         encoder = self._encoder()
         was_training = encoder.training
         encoder.eval()
-        out = getattr(encoder, what)(self._input_features(x))
+        out = getattr(encoder, what)(self.row_trainer.input_features(x))
         encoder.train(was_training)
         return out
 
@@ -324,14 +322,14 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
     def eval_stage(self) -> int:
         if self.in_paper_code_mode:
             return 0
-        return 0 if self._in_fit() and self.current_stage == 0 else 1
+        return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
 
     def _logits(self, data: Data) -> torch.Tensor:
         if self.in_paper_code_mode:
             return self._paper_logits(data)
         x = self._features(data)
         if self.eval_stage() == 0:
-            return self.encoder_model(self._input_features(x))
+            return self.encoder_model(self.row_trainer.input_features(x))
         self._require_cache()
         return self.classifier(self._classifier_input(x, self.aggregates))
 
@@ -380,9 +378,6 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         if self.in_paper_code_mode:  # full batch on the whole graph
             return DataLoader([self.on_device(data)], batch_size=1, collate_fn=_the_graph)
         return super().stage_rows(stage_index, data)
-
-    def loaders_change_within_stage(self) -> bool:
-        return False if self.in_paper_code_mode else super().loaders_change_within_stage()
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         if self.in_paper_code_mode:

@@ -197,7 +197,6 @@ class ProGAP(AggregationPerturbationModule):
     )
 
     mechanism_name = "nap"
-    checkpoint_key = "progap"
 
     def __init__(
         self,
@@ -228,6 +227,7 @@ class ProGAP(AggregationPerturbationModule):
             raise ValueError(f"training must be one of {TRAINING}, got {training!r}")
         self.normalize_jk, self.normalize_nap = normalize_jk, normalize_nap
         self.warm_start = warm_start
+        self.staged.patience = patience
         # X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1))), one release per stage s = 1..K
         self.declare_releases(*(
             Release(
@@ -277,9 +277,6 @@ class ProGAP(AggregationPerturbationModule):
     def configure_stages(self) -> list[Stage]:
         n = self.hparams.epochs_per_stage
         return [Stage(f"stage{s}", n, ("network",)) for s in range(self.hparams.depth + 1)]
-
-    def stage_patience(self) -> int | None:
-        return self.hparams.patience
 
     def total_aggregations(self) -> int:
         return self.hparams.depth
@@ -332,10 +329,11 @@ class ProGAP(AggregationPerturbationModule):
         def draw(d: Draw) -> torch.Tensor:
             earlier = [d.outputs[self._nap_name(s)] for s in range(1, stage)]
             if d.fit:
-                x = self._sparse_as_csr(self._features(self._local(d.graph)))
+                x = self.row_trainer.sparse_as_csr(self._features(self._local(d.graph)))
                 inputs = self._gather(self._eval_forward(self._net().base[k], [x, *earlier][k]))
             else:
-                x = self._input_features(self._features(d.graph, d.outputs.get(LABEL_COUNTS)))
+                x = self._features(d.graph, d.outputs.get(LABEL_COUNTS))
+                x = self.row_trainer.input_features(x)
                 inputs = self._eval_forward(self.release_bases[k], [x, *earlier][k])
             generator = d.generator if d.fit else None
             out = self._aggregate_once(inputs, d.graph, d.accountant, generator, k, fit=d.fit)
@@ -357,22 +355,22 @@ class ProGAP(AggregationPerturbationModule):
         """The stage whose submodel answers: during a fit the one being trained; after it the
         last one the fit entered (a loaded model: as many as its cached NAPs)."""
         if self._in_fit():
-            return self.current_stage
-        if self._active_stage is not None:
-            return self._active_stage
+            return self.staged.current_stage
+        if self.staged.active_stage is not None:
+            return self.staged.active_stage
         return len(self.aggregates or [])
 
     def _logits(self, data: Data) -> torch.Tensor:
         if not self._in_fit():  # during a fit: validation of the submodel being trained
             self._require_cache()
         x, *aggregates = self.stage_inputs(self.eval_stage(), data)
-        return self.network(self._input_features(x), *aggregates)
+        return self.network(self.row_trainer.input_features(x), *aggregates)
 
     def inductive_release(self, release: Release) -> bool:
         """The NAPs of the stages this model was fitted through."""
         return release.stage <= self.eval_stage()
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
-        x = self._input_features(self._features(graph, outputs.get(LABEL_COUNTS)))
+        x = self.row_trainer.input_features(self._features(graph, outputs.get(LABEL_COUNTS)))
         naps = [outputs[self._nap_name(s)] for s in range(1, self.eval_stage() + 1)]
         return self.network(x, *naps)

@@ -1,11 +1,14 @@
 """Training on per-node input rows: one full batch, or Poisson batches with DP-SGD.
 
-The methods whose training step reads one row per training node — MLP, DP-MLP and the stages
-of GAP and ProGAP — share this mixin; the methods that train on the whole graph (GNN, PGC,
-LPGNN) do not carry it. It holds the DP-SGD *training* plumbing: the training-row cache, Poisson
-loaders, the DP optimizer of the run now training, ghost-clipping ``backward`` and the trainer
-settings DP-SGD accounting cannot live with. What a DP-SGD step *costs* is declared to the
-privacy lifecycle by ``PrivateModule.dpsgd_phase``.
+The methods whose training step reads one row per training node — MLP, DP-MLP, DPGNN and the
+stages of GAP, ProGAP and PoinDP — hold a :class:`RowTrainer` (``module.row_trainer``); the
+methods that train on the whole graph (GNN, PGC, LPGNN) do not. It holds the DP-SGD *training*
+plumbing: the training-row cache, Poisson loaders, the DP optimizer of the run now training,
+ghost-clipping ``backward`` and the trainer settings DP-SGD accounting cannot live with; the
+module's Lightning hooks (``backward``, ``on_train_batch_start``, ``check_trainer``) delegate
+to it. What a DP-SGD step *costs* is declared to the privacy lifecycle by
+``PrivateModule.dpsgd_phase``: the row trainer's one ``phase`` for a fit that is one DP-SGD
+phase (DP-MLP, DPGNN), one phase per stage for the staged methods.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 
 from ..nn.mlp import compact_features, select_rows
+from ..privacy.accountant import PrivacyAccountant
 from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward, row_loader
 from .arguments import check_arguments
-from .base import AccountingError, accuracy, cross_entropy
+from .base import accuracy, cross_entropy
 
-__all__ = ["RowTrainingMixin", "OnePhaseDPSGDMixin"]
+__all__ = ["RowTrainer", "check_noise_arguments"]
 
 #: generator streams of one fit (only used with an explicit ``noise_seed``): Poisson batches of
 #: epoch ``e`` use ``BATCH_STREAM + e``, the gradient noise of DP-SGD run ``i``
@@ -30,88 +34,85 @@ __all__ = ["RowTrainingMixin", "OnePhaseDPSGDMixin"]
 BATCH_STREAM, GRADIENT_STREAM = 1_000, 2_000_000
 
 
-class RowTrainingMixin:
-    caches = ("_rows_cache", "_features_cache")  # declared caches (PrivateModule.reset_caches)
+def check_noise_arguments(epsilon: float | None, noise_multiplier: float | None) -> None:
+    """Refuse a DP-SGD fit with neither a target epsilon nor a fixed noise multiplier."""
+    if epsilon is None and noise_multiplier is None:
+        raise ValueError("give epsilon (to calibrate the noise) or a fixed noise_multiplier")
+    check_arguments({"noise_multiplier": noise_multiplier})
 
-    """Mixin for a :class:`~lightning_dpgnn.methods.base.PrivateModule` trained on node rows.
 
-    Subclasses say whether any step of the fit is a DP-SGD step (:meth:`uses_dpsgd`), build
-    their loaders with :meth:`rows_loader` and their optimizers with :meth:`dp_optimizer`, and
-    compute the loss of a batch with :meth:`_rows_step`.
+class RowTrainer:
+    """The row-training component of a :class:`~lightning_dpgnn.methods.base.PrivateModule`.
+
+    Args:
+        module: the model it trains (its noise generator, accountant, trainer and ``log``).
+        dpsgd: whether any training step of the fit is a DP-SGD step (Poisson batches).
+        phase: the fit's one DP-SGD phase, when the whole fit is one (DP-MLP, DPGNN): the
+            lifecycle plans its steps (:meth:`plan`) and the model stops where its noise was
+            calibrated.
     """
 
-    #: the model reads sparse COO features (``data.x`` kept sparse by the reader, FB-scale):
-    #: rows are gathered as COO, compacted to CSR for full-batch steps and densified per
-    #: Poisson batch for DP-SGD; a datamodule densifies ``x`` for a model that says ``False``
-    sparse_features: bool = True
+    def __init__(
+        self, module: Any, *, dpsgd: bool = False, phase: DPSGDPhase | None = None
+    ) -> None:
+        self.module = module
+        self.phase = phase
+        self.dpsgd = dpsgd or phase is not None
+        #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none);
+        #: with ghost clipping, :meth:`backward` clips through it
+        self.dp_training: tuple[Any, Any] | None = None
+        self._loss_per_sample: torch.Tensor | None = None
+        self.reset()
 
-    #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none); with
-    #: ghost clipping, :meth:`backward` clips through it
-    dp_training: tuple[Any, Any] | None = None
-    _loss_per_sample: torch.Tensor | None = None
+    def reset(self) -> None:
+        """Forget cached rows and feature forms (when a fit starts and ends)."""
+        self.clear_rows()
+        self._features: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    def uses_dpsgd(self) -> bool:
-        """Whether any training step of this fit is a DP-SGD step (Poisson batches)."""
-        return False
+    def clear_rows(self) -> None:
+        """Forget cached rows (the inputs they were gathered from were replaced)."""
+        self._rows: dict[str, tuple[Any, tuple[torch.Tensor, ...]]] = {}
 
     # -- rows and loaders --------------------------------------------------------------------
-    def _train_rows(
+    def node_rows(
         self,
         key: Any,
         data: Data,
         tensors: Callable[[], tuple[torch.Tensor, ...]],
-        *,
-        compact: bool = False,
-    ) -> tuple[torch.Tensor, ...]:
-        """Training-node rows of ``tensors()`` plus the labels, gathered once per ``key`` and
-        graph (loaders are rebuilt every epoch; re-indexing wide features each time is slow).
-
-        ``compact=True`` (full-batch training only, never DP-SGD) stores wide one-hot rows as
-        sparse CSR (:func:`~lightning_dpgnn.nn.mlp.compact_features`)."""
-        return self._node_rows(key, data, tensors, "train", compact=compact)
-
-    def _node_rows(
-        self,
-        key: Any,
-        data: Data,
-        tensors: Callable[[], tuple[torch.Tensor, ...]],
-        split: str,
+        split: str = "train",
         *,
         compact: bool = False,
     ) -> tuple[torch.Tensor, ...]:
         """Rows of ``tensors()`` at ``data.<split>_mask`` plus their labels, gathered once per
-        ``key``, split and graph. Row-wise models in eval mode (no dropout, running norm
-        statistics) give each node the same logits on its rows as on the whole graph, so
-        validation and test read only these rows."""
-        cache: dict[str, tuple[Any, tuple[torch.Tensor, ...]]]
-        cache = self.__dict__.setdefault("_rows_cache", {})
+        ``key``, split and graph (loaders are rebuilt every epoch; re-indexing wide features
+        each time is slow). Row-wise models in eval mode (no dropout, running norm statistics)
+        give each node the same logits on its rows as on the whole graph, so validation and
+        test read only these rows.
+
+        ``compact=True`` (full-batch training and evaluation only, never DP-SGD) stores wide
+        one-hot rows as sparse CSR (:func:`~lightning_dpgnn.nn.mlp.compact_features`)."""
         cache_key = (key, id(data), data.num_nodes, compact)
-        cached = cache.get(split)
+        cached = self._rows.get(split)
         if cached is None or cached[0] != cache_key:
             m = getattr(data, f"{split}_mask")
             rows = tuple(select_rows(t, m) for t in tensors())  # sparse features too
             if compact:
                 rows = tuple(compact_features(r) for r in rows)
-            cache[split] = (cache_key, (*rows, data.y[m]))
-        return cache[split][1]
+            self._rows[split] = cached = (cache_key, (*rows, data.y[m]))
+        return cached[1]
 
-    def _clear_rows_cache(self) -> None:
-        """Forget cached rows (the inputs they were gathered from were replaced)."""
-        self.__dict__.pop("_rows_cache", None)
-
-    def _input_features(self, x: torch.Tensor) -> torch.Tensor:
+    def input_features(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` for a full-graph forward pass: a cached CSR copy when it is wide one-hot."""
-        cached = getattr(self, "_features_cache", None)
-        if cached is None or cached[0] is not x:
-            self._features_cache = (x, compact_features(x))
-        return self._features_cache[1]
+        if self._features is None or self._features[0] is not x:
+            self._features = (x, compact_features(x))
+        return self._features[1]
 
-    def _sparse_as_csr(self, x: torch.Tensor) -> torch.Tensor:
+    def sparse_as_csr(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` for an eval-mode forward pass: sparse COO features as their cached CSR copy
         (what the first linear layer takes), dense features as they are."""
-        return self._input_features(x) if x.layout == torch.sparse_coo else x
+        return self.input_features(x) if x.layout == torch.sparse_coo else x
 
-    def rows_loader(
+    def loader(
         self,
         rows: tuple[torch.Tensor, ...],
         phase: DPSGDPhase | None = None,
@@ -124,40 +125,58 @@ class RowTrainingMixin:
         of ``total`` (see :func:`~lightning_dpgnn.privacy.dpsgd.row_loader`)."""
         if phase is None:
             return row_loader(*rows, shard=shard, batch_size=batch_size)
-        gen = self.noise_generator(BATCH_STREAM + self.trainer.current_epoch)
+        module = self.module
+        gen = module.noise_generator(BATCH_STREAM + module.trainer.current_epoch)
         return phase.loader(*rows, generator=gen, shard=None if shard is None else shard[:2])
 
     # -- optimizers ----------------------------------------------------------------------------
-    def dp_optimizer(
+    def optimizer(
         self,
         phase: DPSGDPhase | None,
-        module: torch.nn.Module,
+        net: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
         run: int = 0,
     ) -> torch.optim.Optimizer:
         """``optimizer`` as is (``phase=None``), or wrapped for DP-SGD run ``run`` of the fit:
-        clipping through ``module``'s per-sample gradients, noise, steps recorded on the
+        clipping through ``net``'s per-sample gradients, noise, steps recorded on the
         accountant. The wrapped pair becomes :attr:`dp_training`."""
         if phase is None:
             self.dp_training = None
             return optimizer
-        gen = self.noise_generator(GRADIENT_STREAM + run)
+        module = self.module
+        gen = module.noise_generator(GRADIENT_STREAM + run)
         self.dp_training = phase.wrap(
-            module, optimizer, self.noise_multiplier, self.accountant, gen
+            net, optimizer, module.noise_multiplier, module.accountant, gen
         )
         return self.dp_training[1]
 
+    # -- the fit's one DP-SGD phase (DP-MLP, DPGNN) --------------------------------------------
+    def plan(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
+        """The remaining steps of :attr:`phase`: ``epochs`` epochs when calibrated to a target,
+        else as many as the trainer will run (``False``: open-ended, no ``max_epochs``)."""
+        if self.phase is None:
+            return True
+        module = self.module
+        steps = self.phase.total_steps
+        if module.target_epsilon is None:  # as many as the trainer will run
+            epochs = module.trainer.max_epochs if module._trainer is not None else None
+            if epochs is None or epochs < 0:
+                return False
+            steps = epochs * self.phase.steps_per_epoch
+        done = module.accountant.total_count(self.phase.name)
+        self.phase.plan(accountant, noise_multiplier, max(0, steps - done))
+        return True
+
     # -- steps ---------------------------------------------------------------------------------
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+    def sync_gradients(self, trainer: Any) -> None:
         """Under DDP, a DP-SGD step's gradients are summed by the DP optimizer (clipped per
         sample, noised once, then all-reduced); DDP's own averaging of the unclipped gradients
         is switched off for it (and back on for full-batch steps)."""
-        model = self.trainer.strategy.model
+        model = trainer.strategy.model
         if isinstance(model, DistributedDataParallel):
             model.require_backward_grad_sync = self.dp_training is None
-        return super().on_train_batch_start(batch, batch_idx)
 
-    def _rows_step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, ...]):
+    def step(self, net: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """Cross-entropy on a batch of (*input rows, labels); empty Poisson batches give 0."""
         *inputs, y = batch
         logits = net(*inputs)
@@ -165,31 +184,31 @@ class RowTrainingMixin:
         if len(y) == 0:  # still a forward pass through the GradSampleModule, loss 0
             return logits.sum() * 0.0
         loss = self._loss_per_sample.mean()
-        if not self._logs_metrics("train"):
+        module = self.module
+        if not module._logs_metrics("train"):
             return loss  # node level: batch loss/accuracy on private labels are not released
-        self.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
+        module.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
         acc = accuracy(logits, y)
-        self.log("train/acc", acc, batch_size=len(y), on_step=False, on_epoch=True)
+        module.log("train/acc", acc, batch_size=len(y), on_step=False, on_epoch=True)
         return loss
 
-    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """Plain backward, or ghost clipping when a ghost-clipped DP-SGD run is training."""
+    def backward(self, loss: torch.Tensor) -> bool:
+        """Ghost clipping when a ghost-clipped DP-SGD run is training (``True``: done);
+        ``False``: the plain backward is the module's."""
         dp = self.dp_training
-        if dp is not None and isinstance(dp[1], GhostDPOptimizer):
-            if self._loss_per_sample is None:
-                raise RuntimeError("ghost clipping needs the per-sample losses of the batch")
-            ghost_backward(dp[0], dp[1], self._loss_per_sample)
-            self._loss_per_sample = None
-            return
-        super().backward(loss, *args, **kwargs)
+        if dp is None or not isinstance(dp[1], GhostDPOptimizer):
+            return False
+        if self._loss_per_sample is None:
+            raise RuntimeError("ghost clipping needs the per-sample losses of the batch")
+        ghost_backward(dp[0], dp[1], self._loss_per_sample)
+        self._loss_per_sample = None
+        return True
 
     # -- enforce -------------------------------------------------------------------------------
-    def check_trainer(self) -> None:
-        """The base checks, plus the Trainer settings that break DP-SGD accounting."""
-        super().check_trainer()
-        if not self.uses_dpsgd():
-            return
-        trainer = self.trainer
+    def refused_settings(self, trainer: Any) -> list[str]:
+        """The Trainer settings that break DP-SGD accounting (none without DP-SGD)."""
+        if not self.dpsgd:
+            return []
         bad = []
         if getattr(trainer, "accumulate_grad_batches", 1) != 1:
             bad.append(
@@ -207,54 +226,4 @@ class RowTrainingMixin:
                 f"limit_train_batches={limit}: epochs would be cut short of the calibrated plan "
                 "of Poisson-sampled steps"
             )
-        if bad:
-            raise AccountingError(
-                f"{type(self).__name__} trains with DP-SGD; these Trainer settings break its "
-                "privacy accounting:\n  - " + "\n  - ".join(bad)
-            )
-
-
-class OnePhaseDPSGDMixin:
-    """For a :class:`RowTrainingMixin` model whose whole fit is one DP-SGD phase
-    (``self.phase``, e.g. DP-MLP, DPGNN): the lifecycle's plan of its steps, the optimizer, and
-    the argument check. Subclasses set ``self.phase`` and ``self.mlp`` (the trained module)."""
-
-    phase: DPSGDPhase
-
-    @staticmethod
-    def check_noise_arguments(epsilon: float | None, noise_multiplier: float | None) -> None:
-        """Refuse a fit with neither a target epsilon nor a fixed noise multiplier."""
-        if epsilon is None and noise_multiplier is None:
-            raise ValueError("give epsilon (to calibrate the noise) or a fixed noise_multiplier")
-        check_arguments({"noise_multiplier": noise_multiplier})
-
-    def calibrates_noise(self) -> bool:
-        return True
-
-    def uses_dpsgd(self) -> bool:
-        return True
-
-    def dpsgd_phase(self) -> DPSGDPhase:
-        return self.phase
-
-    def plan_phase(self, accountant: Any, noise_multiplier: float | None) -> bool:
-        """The remaining DP-SGD steps: ``epochs`` epochs when calibrated to a target, else as
-        many as the trainer will run (``False``: open-ended, no ``max_epochs``)."""
-        steps = self.phase.total_steps if self.target_epsilon is not None else self._trainer_steps()
-        if steps is None:
-            return False
-        done = self.accountant.total_count(self.phase.name)
-        self.phase.plan(accountant, noise_multiplier, max(0, steps - done))
-        return True
-
-    def plan_steps(self, accountant: Any, noise_multiplier: float | None) -> bool:
-        return self.plan_phase(accountant, noise_multiplier)
-
-    def _trainer_steps(self) -> int | None:
-        max_epochs = self.trainer.max_epochs if self._trainer is not None else None
-        if max_epochs is None or max_epochs < 0:
-            return None
-        return max_epochs * self.phase.steps_per_epoch
-
-    def configure_optimizers(self):
-        return self.dp_optimizer(self.phase, self.mlp, self.adam(self.mlp.parameters()))
+        return bad

@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader
 from torch_geometric.data import Data
 
-from ..loops import Stage, StagedTrainingMixin
+from ..loops import Stage, StagedFit
 from ..nn.mlp import compact_features, resolve_normalization
 from ..nn.sage import SAGENet
 from ..privacy import PrivacyAccountant
@@ -34,7 +34,7 @@ def _the_graph(batch: list[Data]) -> Data:
     return batch[0]
 
 
-class _SAGEModule(StagedTrainingMixin, PrivateModule):
+class _SAGEModule(PrivateModule):
     """Full-batch GraphSAGE (:class:`SAGENet`) on the graph :meth:`training_edges` returns."""
 
     fixed_arguments: tuple[str, ...] = ("privacy", "epsilon", "delta")
@@ -71,7 +71,7 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
         # subclass fixes itself
         self.save_hyperparameters(ignore=["levels", *self.fixed_arguments])
         self.seed = seed
-        self._staged_init()
+        self.staged = StagedFit(self, self.stage_rows)
         self.net: SAGENet | None = None
         self._adjacency: tuple[torch.Tensor, torch.Tensor] | None = None
         if num_features is not None and num_classes is not None:
@@ -117,14 +117,15 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
         if self.net is None:
             self.build_for(data, self.seed)
         self.resolve_delta(data)
-        if stage == "fit":
-            StagedTrainingMixin.setup(self, stage)
 
     def configure_stages(self) -> list[Stage]:
         return [Stage("sage", self.hparams.epochs, ("net",))]
 
     def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
         return DataLoader([data], batch_size=1, collate_fn=_the_graph)
+
+    def train_dataloader_from(self, data: Data) -> DataLoader:
+        return self.staged.loader(data)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         return self.net(x, edge_index)
@@ -150,14 +151,6 @@ class _SAGEModule(StagedTrainingMixin, PrivateModule):
         """A new graph: its own edges (SAGE) or its randomized release (EdgeRand)."""
         edges = outputs.get("edges", graph.edge_index)
         return self.net(graph.x, edges)
-
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_save_checkpoint(checkpoint)
-        checkpoint["sage"] = {"staged": self.staged_state()}
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)
-        self.load_staged_state(checkpoint["sage"]["staged"], checkpoint)
 
 
 class SAGE(_SAGEModule):

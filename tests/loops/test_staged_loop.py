@@ -19,7 +19,7 @@ class Spy(L.Callback):
         self.stages, self.optim_params, self.row_shapes = [], [], []
 
     def on_train_epoch_start(self, trainer, pl_module):
-        self.stages.append(pl_module.current_stage)
+        self.stages.append(pl_module.staged.current_stage)
         params = {id(p) for g in trainer.optimizers[0].param_groups for p in g["params"]}
         self.optim_params.append(params)
         x, _ = next(iter(trainer.train_dataloader))
@@ -45,10 +45,10 @@ def test_stages_switch_inside_one_fit(csbm_dm, make_trainer):
 def test_per_stage_best_model_is_restored(csbm_dm, make_trainer):
     model = GAP(privacy="none", encoder_epochs=4, classifier_epochs=4)
     make_trainer().fit(model, csbm_dm)
-    best = model._best[1]
+    best = model.staged.best[1]
     current = model.classifier.state_dict()
     assert all(torch.equal(current[k], v) for k, v in best["state"]["classifier"].items())
-    assert set(model._best) == {0, 1}
+    assert set(model.staged.best) == {0, 1}
 
 
 @pytest.mark.parametrize(
@@ -62,6 +62,11 @@ def test_killed_and_resumed_fit_ends_with_the_same_ledger(
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_top_k=-1, every_n_epochs=1, filename="{epoch}")
     full = GAP(**args)
     make_trainer(enable_checkpointing=True, callbacks=[ckpt]).fit(full, csbm_dm)
+    # the staged state (active stage, best snapshots) is checkpointed once, as the state of
+    # the staged fit's callback, and under no per-method key
+    saved = torch.load(tmp_path / "epoch=2.ckpt", weights_only=False)
+    assert saved["callbacks"]["StagedFit"]["active_stage"] == 1
+    assert not {"gap", "staged"} & set(saved)
 
     for epoch in (1, 2, 4):  # mid-encoder, at the encoder/classifier boundary, mid-classifier
         resumed = GAP(**args)
@@ -102,7 +107,7 @@ def test_node_level_never_selects_weights_on_private_validation_labels(csbm_dm, 
         classifier_epochs=2,
     )
     make_trainer().fit(model, csbm_dm)
-    assert model._best == {}  # no snapshot chosen by val/acc: the last epoch is kept
+    assert model.staged.best == {}  # no snapshot chosen by val/acc: the last epoch is kept
 
 
 class BarSpy(L.Callback):

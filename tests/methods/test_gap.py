@@ -238,7 +238,7 @@ def test_gap_without_encoder_fits_under_a_default_trainer(csbm_dm, make_trainer)
     model = GAP(privacy="edge", epsilon=1.0, hops=1, encoder_layers=0, classifier_epochs=2)
     trainer = fit(model, csbm_dm, make_trainer)
     assert trainer.num_sanity_val_steps == 2  # Lightning's default, not switched off
-    assert [s.epochs for s in model.stages] == [0, 2]  # no encoder stage
+    assert [s.epochs for s in model.staged.stages] == [0, 2]  # no encoder stage
     # the raw features and (the default at edge level) the classes' label counts
     width = csbm_dm.data.num_features + csbm_dm.num_classes
     assert model.aggregates.shape == (csbm_dm.data.num_nodes, 1, width)

@@ -10,7 +10,7 @@ def test_mlp_trains_its_own_epochs_and_keeps_the_best_validation_epoch(csbm_dm, 
     trainer = make_trainer(max_epochs=1000)  # the model, not the trainer, sets the length
     trainer.fit(model, csbm_dm)
     assert trainer.current_epoch == 6
-    best = model._best[0]
+    best = model.staged.best[0]
     assert 0 <= best["epoch"] < 6
     val = trainer.validate(model, csbm_dm, verbose=False)[0]["val/acc"]
     assert val == pytest.approx(best["acc"], abs=1e-6)  # the restored weights are the best ones

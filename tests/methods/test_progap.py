@@ -32,7 +32,7 @@ class StageSpy(L.Callback):
         self.stages, self.optim_params, self.row_shapes, self.base_sums = [], [], [], []
 
     def on_train_epoch_start(self, trainer, pl_module):
-        self.stages.append(pl_module.current_stage)
+        self.stages.append(pl_module.staged.current_stage)
         groups = trainer.optimizers[0].param_groups
         self.optim_params.append({id(p) for g in groups for p in g["params"]})
         *inputs, _ = next(iter(trainer.train_dataloader))
@@ -111,7 +111,7 @@ def test_node_level_composes_k_naps_and_k_plus_1_dpsgd_runs(csbm_dm, make_traine
     # group normalization with one group replaces batch norm (thesis §5.5.3)
     norms = [m for m in model._net().modules() if isinstance(m, torch.nn.GroupNorm)]
     assert norms and all(m.num_groups == 1 for m in norms)
-    assert model._best == {}  # no model selection on private validation labels
+    assert model.staged.best == {}  # no model selection on private validation labels
 
 
 def test_node_level_refuses_batchnorm_and_bad_arguments():

@@ -36,9 +36,8 @@ def test_split_rows_give_the_logits_of_the_whole_graph(one_hot_dm, make_trainer,
     trainer = make_trainer()
     trainer.fit(model, one_hot_dm)
     data = one_hot_dm.data
-    assert model._node_rows("probe", data, lambda: (data.x,), "val", compact=True)[0].layout == (
-        torch.sparse_csr
-    )
+    rows = model.row_trainer.node_rows("probe", data, lambda: (data.x,), "val", compact=True)
+    assert rows[0].layout == torch.sparse_csr
     model.eval()
     with torch.no_grad():
         full = model._logits(data)  # every node, dense straightforward path
@@ -186,7 +185,7 @@ class _BatchSizes(__import__("lightning").Callback):
         self.sizes: dict[int, list[int]] = {}
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx):
-        self.sizes.setdefault(module.current_stage, []).append(len(batch[-1]))
+        self.sizes.setdefault(module.staged.current_stage, []).append(len(batch[-1]))
 
 
 @pytest.mark.parametrize(
@@ -211,7 +210,7 @@ def test_train_batch_size_trains_every_stage_on_shuffled_batches_of_that_size(
         model = make(train_batch_size=batch)
         make_trainer(callbacks=[sizes]).fit(model, one_hot_dm)
         spent[batch] = model.privacy_spent().epsilon
-        assert len(sizes.sizes) == len(model.stages)
+        assert len(sizes.sizes) == len(model.staged.stages)
         for per_stage in sizes.sizes.values():
             if batch is None:
                 assert per_stage == [n] * 2  # 2 epochs of one full batch

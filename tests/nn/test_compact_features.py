@@ -49,11 +49,12 @@ def test_training_rows_are_compacted_only_when_asked():
     x = one_hot_rows()
     data = Data(x=x, y=torch.zeros(300, dtype=torch.long), train_mask=torch.arange(300) < 200)
     module = NodeMLP("none")  # a row-trained method
-    dense = module._train_rows("a", data, lambda: (data.x,))
-    sparse = module._train_rows("a", data, lambda: (data.x,), compact=True)
+    dense = module.row_trainer.node_rows("a", data, lambda: (data.x,))
+    sparse = module.row_trainer.node_rows("a", data, lambda: (data.x,), compact=True)
     assert dense[0].layout == torch.strided and sparse[0].layout == torch.sparse_csr
     torch.testing.assert_close(sparse[0].to_dense(), x[:200])
-    assert module._input_features(x) is module._input_features(x)  # cached per tensor
+    features = module.row_trainer.input_features
+    assert features(x) is features(x)  # cached per tensor
 
 
 def test_sparse_linear_matches_dense_linear_in_output_and_every_parameter_gradient():

@@ -237,8 +237,8 @@ def _allowed(path: tuple) -> bool:
         return True  # recorded mechanism outputs
     if path[:2] == ("dpgnn_privacy", "public") and path[2:3] == ("edge_split",):
         return True  # LDP: the graph is public, so is a split of its edges
-    # per-stage best-epoch snapshots are parameter state dicts
-    return len(path) > 3 and path[1:3] == ("staged", "best") and "state" in path
+    # per-stage best-epoch snapshots (the staged fit's callback state) are parameter state dicts
+    return len(path) > 3 and path[:3] == ("callbacks", "StagedFit", "best") and "state" in path
 
 
 LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0))
