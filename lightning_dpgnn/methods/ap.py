@@ -433,7 +433,7 @@ class AggregationPerturbationModule(PrivateModule):
             agg = gather_rows(block_sum_aggregate(x, graph.edge_index, block), n)
         if mechanism is None:
             return agg
-        return self.run_once(lambda: mechanism.perturb(agg, accountant, generator, scale))
+        return self.run_once(mechanism.perturb, agg, accountant, generator, scale)
 
     def describe(self) -> MethodCard:
         """The card's method line as the model was built: whether its aggregations are

@@ -412,12 +412,12 @@ class PrivateModule(
         return cached[2]
 
     # -- one draw for the whole process group (invariant one-draw-under-ddp) ------------------
-    def run_once(self, mechanism: Callable[[], T]) -> T:
+    def run_once(self, mechanism: Callable[..., T], *args: Any) -> T:
         """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
         graph) once, whatever the number of processes.
 
         On one process, or outside a running fit (e.g. called on rank 0 after it), this is
-        ``mechanism()``. Under DDP rank 0 alone runs it, drawing from its entropy-seeded
+        ``mechanism(*args)``. Under DDP rank 0 alone runs it, drawing from its entropy-seeded
         generator (or the explicit ``noise_seed``), and broadcasts its output and the model's
         ledger over the process group: every rank then holds bit-identical noisy outputs and the
         single-process ledger, and no rank draws noise of its own. Tensors travel through the
@@ -433,12 +433,12 @@ class PrivateModule(
             or trainer.world_size == 1
             or trainer.state.status != TrainerStatus.RUNNING
         ):
-            return mechanism()
+            return mechanism(*args)
         strategy = trainer.strategy
         payload: tuple[Any, dict[str, Any] | None, BaseException | None] = (None, None, None)
         if strategy.global_rank == 0:
             try:
-                out = apply_to_collection(mechanism(), torch.Tensor, lambda t: t.cpu())
+                out = apply_to_collection(mechanism(*args), torch.Tensor, lambda t: t.cpu())
                 payload = (out, self._ledgers(), None)
             except BaseException as err:  # noqa: BLE001 - re-raised below, on every rank
                 payload = (None, None, err)
@@ -481,7 +481,7 @@ class PrivateModule(
             )
             self.releases.fit_graph = d.graph  # in memory only: new graphs are compared with it
             before = d.accountant.copy()
-            out = r.draw(d) if r.collective else self.run_once(lambda r=r, d=d: r.draw(d))
+            out = r.draw(d) if r.collective else self.run_once(r.draw, d)
             if Level.of(d.accountant.level).private:
                 self.releases.check_spend(r, before, d.accountant, self.noise_multiplier)
             self.releases.store(r.name, out)
