@@ -715,11 +715,12 @@ class AggregationPerturbationModule(PrivateModule):
 
     @staticmethod
     @torch.no_grad()
-    def _eval_forward(module: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
-        """Run ``module`` in eval mode (no dropout, running norm stats), then restore its mode."""
+    def _eval_forward(module: nn.Module, *inputs: torch.Tensor, call: Any = None) -> torch.Tensor:
+        """Run ``module`` (or ``call``, one of its methods) in eval mode (no dropout, running
+        norm stats), then restore its mode."""
         was_training = module.training
         module.eval()
-        out = module(*inputs)
+        out = (call or module)(*inputs)
         module.train(was_training)
         return out
 

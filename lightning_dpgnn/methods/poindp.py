@@ -259,19 +259,10 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
             return  # the paper-code mode declares no release
         self.releases.set(self.mechanism_name, value)
 
-    @torch.no_grad()
-    def _encoded(self, what: str, x: torch.Tensor) -> torch.Tensor:
-        """``encoder.<what>(x)`` in eval mode (the encoder's mode is restored)."""
-        encoder = self._encoder()
-        was_training = encoder.training
-        encoder.eval()
-        out = getattr(encoder, what)(self.row_trainer.input_features(x))
-        encoder.train(was_training)
-        return out
-
     def _points(self, x: torch.Tensor) -> torch.Tensor:
         """The encoder's ball embeddings of ``x``'s nodes."""
-        return self._encoded("embed", x)
+        enc = self._encoder()
+        return self._eval_forward(enc, self.row_trainer.input_features(x), call=enc.embed)
 
     def _draw_release(self, d: Draw) -> torch.Tensor:
         g = d.graph
@@ -305,7 +296,9 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         holds ``x``, recomputed from the caller's features, never stored."""
         cached = getattr(self, "_hop0_cache", None)
         if cached is None or cached[0] is not x:
-            self._hop0_cache = (x, self._encoded("tangent", x))
+            enc = self._encoder()
+            rows = self.row_trainer.input_features(x)
+            self._hop0_cache = (x, self._eval_forward(enc, rows, call=enc.tangent))
         return self._hop0_cache[1]
 
     def _classifier_input(self, x: torch.Tensor, release: torch.Tensor) -> torch.Tensor:
