@@ -37,7 +37,7 @@ def recipes() -> dict[str, dict]:
     paper = {"delta": S.PAPER_DELTA}  # as the rows the zoo entries cite were measured
     for data, short in S.SHORT.items():
         degree = S.node_degree(data)
-        out |= {
+        out |= S.without_unbounded_node_recipes({
             f"gap-edge-{short}": S.recipe(
                 "lightning_dpgnn.GAP",
                 {"privacy": "edge", "epsilon": 4.0, **gap, **S.GAP_EDGE, **paper}, data, 200,
@@ -71,7 +71,7 @@ def recipes() -> dict[str, dict]:
             f"dpmlp-{short}": S.recipe(
                 "lightning_dpgnn.DPMLP", {"epsilon": 8.0, **S.DPMLP, **paper}, data, 10, "node"
             ),
-        }  # fmt: skip
+        }, data)  # fmt: skip
     return out
 
 

@@ -192,10 +192,10 @@ WHOLE_FITS = {
     "DPGNN": (lambda: DPGNN(epsilon=None, noise_multiplier=1.0, max_degree=200, epochs=1,
                             batch_size=512), CSBM),
     "EdgeRand": (lambda: EdgeRand(epsilon=2.0, epochs=1), CSBM),
-    "LPGNN": (lambda: LPGNN(x_eps=1.0, y_eps=2.0), LDP),
+    "LPGNN": (lambda: LPGNN(x_epsilon=1.0, y_epsilon=2.0), LDP),
     # LPGNN predicts on a new graph only without a noise draw (tests/methods/test_inductive.py)
-    "LPGNN-clear": (lambda: LPGNN(x_eps=math.inf, y_eps=2.0), LDP),
-    "PGC": (lambda: PGC(x_eps=2.0), LDP),
+    "LPGNN-clear": (lambda: LPGNN(x_epsilon=math.inf, y_epsilon=2.0), LDP),
+    "PGC": (lambda: PGC(x_epsilon=2.0), LDP),
     "MLP": (lambda: MLP(privacy="none", epochs=1), CSBM),
     "DPMLP": (lambda: DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=512, epochs=1), CSBM),
     "GNN": (lambda: GNN(), CSBM),

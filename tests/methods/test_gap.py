@@ -243,3 +243,20 @@ def test_gap_without_encoder_fits_under_a_default_trainer(csbm_dm, make_trainer)
     assert model.aggregates.shape == (csbm_dm.data.num_nodes, 1, width)
     (result,) = trainer.test(model, csbm_dm, verbose=False)
     assert 0 <= result["test/acc"] <= 1 and model.pma.calls == 1
+
+
+@pytest.mark.parametrize("name", ["GAP", "ProGAP", "PoinDP", "DPGNN"])
+def test_node_level_without_a_degree_bound_is_refused_when_the_model_is_built(name):
+    import lightning_dpgnn as ld
+
+    node = {} if name == "DPGNN" else {"privacy": "node"}
+    with pytest.raises(ValueError, match="needs max_degree=D, an upper bound .* public knowledge"):
+        getattr(ld, name)(epsilon=8.0, **node)
+    bounded = getattr(ld, name)(epsilon=8.0, max_degree=21, **node)
+    # the condition is part of the unit every report, run file and card prints
+    assert bounded.privacy_spent().unit == (
+        "one node with all its edges, features and label, among graphs whose degrees are <= 21"
+    )
+    # edge level takes no bound
+    if name != "DPGNN":
+        assert "among graphs" not in getattr(ld, name)(epsilon=1.0).privacy_spent().unit
