@@ -324,11 +324,13 @@ def degree_comment(name: str, data: str) -> str:
     return "\n".join([*lines, line]) + "\n"
 
 
-def recipe(model_cls: str, init: dict, data: str, epochs: int, level: str) -> dict:
-    """A ``dpgnn fit --config`` recipe of a GAP / ProGAP / baseline setting."""
+def recipe(model_cls: str, init: dict, data: str, epochs: int | None, level: str) -> dict:
+    """A ``dpgnn fit --config`` recipe of a GAP / ProGAP / baseline setting; ``epochs=None``:
+    no ``trainer.max_epochs`` (a staged model's stages set the length of its fit)."""
+    trainer = {} if epochs is None else {"trainer": {"max_epochs": epochs}}
     return {
         "seed_everything": 0,
-        "trainer": {"max_epochs": epochs},
+        **trainer,
         "model": {"class_path": model_cls, "init_args": init},
         "data": {
             "class_path": "lightning_dpgnn.data.NodeDataModule",

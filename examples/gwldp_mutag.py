@@ -6,8 +6,6 @@ private release of every graph's node embeddings, GW on the server, SVM on the G
 
 from __future__ import annotations
 
-import warnings
-
 import lightning as L
 import torch
 from lightning_dpgnn.callbacks import PrivacyBudget
@@ -17,7 +15,6 @@ from lightning_dpgnn.data import GraphDataModule, load_graph_dataset
 
 
 def main() -> None:
-    warnings.filterwarnings("ignore")
     mutag = load_graph_dataset("mutag")
     y = mutag._data.y
     # 30 graphs of each class: a small, balanced demo set

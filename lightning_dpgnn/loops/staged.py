@@ -245,6 +245,8 @@ class StagedTrainingMixin:
             return
         stages = [s for s in self.stages if s.epochs > 0 and s.argument is not None]
         count = Counter(s.argument for s in stages)
+        if not count:  # no epoch argument to scale: the stages are the plan
+            return
         plan = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
         names = ", ".join(count)
         given = [a for a in count if self.hparams[a] != _default_of(type(self), a)]
@@ -282,6 +284,7 @@ class StagedTrainingMixin:
     def teardown(self, stage: str) -> None:
         if stage == "fit":
             _rank_zero_log().removeFilter(_HIDE_MAX_EPOCHS)
+        super().teardown(stage)
 
     def configure_optimizers(self):
         # on resume, Lightning restores the optimizer state after this call: build the

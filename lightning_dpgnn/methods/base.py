@@ -32,7 +32,7 @@ import copy
 import inspect
 import math
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -49,6 +49,7 @@ from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
 
 from .._init_args import init_arguments
+from .._quiet import quiet_lightning
 from ..caches import clear_caches
 from ..data.datamodules import NodeDataSource
 from ..data.simple import require_simple
@@ -791,6 +792,26 @@ class PrivateModule(
 
     def on_fit_end(self) -> None:
         self.reset_caches()  # the fit's copy of the graph, its rows, views and derived forms
+
+    # -- quiet by default: the noise the library causes in Lightning, until teardown ----------
+    def _quiet(self) -> None:
+        """Drop the warnings and lines the library causes in Lightning (one-batch epochs,
+        Opacus' hooks, Lightning's deprecations: :mod:`lightning_dpgnn._quiet`) from here to
+        :meth:`teardown`; the user's own warnings pass."""
+        if self.__dict__.get("_quiet_stack") is None:
+            self._quiet_stack = ExitStack()
+            self._quiet_stack.enter_context(quiet_lightning())
+
+    def configure_model(self) -> None:
+        """Lightning calls it once per ``fit``/``validate``/``test``/``predict``, after
+        ``setup`` and before any loader is read: the library's noise is dropped from here."""
+        self._quiet()
+
+    def teardown(self, stage: str) -> None:
+        quiet = self.__dict__.pop("_quiet_stack", None)
+        if quiet is not None:
+            quiet.close()
+        super().teardown(stage)
 
     def on_fit_start(self) -> None:
         self.reset_caches()  # views built before this fit (another data module, a restore)

@@ -44,7 +44,8 @@ def test_every_argument_of_every_method_is_checked_at_construction(name):
         ("GAP", {"delta": 1.5}, "delta must be in the open interval (0, 1), got 1.5"),
         ("GAP", {"hops": 2.5}, "hops must be an integer >= 1, got 2.5"),
         ("PGC", {"epsilon": -1},
-         "PGC got an unexpected keyword argument 'epsilon' (did you mean 'x_epsilon'?); it takes: "),
+         "PGC got an unexpected keyword argument 'epsilon' (did you mean 'x_epsilon'?); "
+         "it takes: "),
         ("PGC", {"x_epsilon": -1}, "x_epsilon must be > 0"),
         # values of the right type out of range, for every method
         ("GAP", {"hop_budget": 2}, "hop_budget must be a list"),

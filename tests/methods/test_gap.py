@@ -172,7 +172,7 @@ def test_nonprivate_gap_is_accurate_and_edge_gap_beats_mlp(csbm_dm, make_trainer
     acc_mlp = trainer.test(mlp, csbm_dm, verbose=False)[0]["test/acc"]
 
     gap_edge = GAP(privacy="edge", epsilon=8.0, encoder_epochs=40, classifier_epochs=60, seed=0)
-    trainer = make_trainer()
+    trainer = make_trainer(max_epochs=100)
     trainer.fit(gap_edge, csbm_dm)
     acc_edge = trainer.test(gap_edge, csbm_dm, verbose=False)[0]["test/acc"]
     assert acc_edge > acc_mlp + 0.1

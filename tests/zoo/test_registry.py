@@ -93,7 +93,7 @@ def test_each_registry_accuracy_is_its_benchmark_rows_at_the_recipes_own_setting
     model = getattr(lightning_dpgnn, e.method)(**init)  # no data: the settings only
     data_class = getattr(lightning_dpgnn.data, recipe["data"]["class_path"].rsplit(".", 1)[1])
     settings = _plain(common.datamodule_settings(data_class(**data)))
-    stoppers = [c["init_args"] for c in recipe["trainer"].get("callbacks", [])
+    stoppers = [c["init_args"] for c in recipe.get("trainer", {}).get("callbacks", [])
                 if c["class_path"].endswith("DropEarlyStopping")]
     for r in rows:
         assert r["dataset"] == data["name"]
