@@ -40,6 +40,12 @@ class Level(StrEnum):
             ) from None
 
     @property
+    def phrase(self) -> str:
+        """The level in reports, cards and the CLI: ``"edge-level DP"``, ``"node-level DP"``,
+        ``"local DP"`` (``"non-private"`` without privacy)."""
+        return {"none": "non-private", "ldp": "local DP"}.get(self.value, f"{self.value}-level DP")
+
+    @property
     def private(self) -> bool:
         """Whether the level protects anything (every level but ``none``)."""
         return self is not Level.NONE

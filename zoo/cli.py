@@ -95,7 +95,9 @@ def _built_accuracy(folder) -> str:
 def _report_line(model) -> str:
     r = model.privacy_spent()
     eps = "inf" if math.isinf(r.epsilon) else f"{r.epsilon:.4g}"
-    return f"{r.level}-level DP, epsilon {eps}, delta {r.delta:.3g}; protects {r.unit}"
+    from lightning_dpgnn.levels import Level  # one phrase per level, as the reports say
+
+    return f"{Level.of(r.level).phrase}, epsilon {eps}, delta {r.delta:.3g}; protects {r.unit}"
 
 
 def run(args: list[str]) -> None:
