@@ -211,8 +211,9 @@ def test_a_whole_fit_runs_on_the_device(cuda, name):
     ProGAP's CPU aggregation whenever validation ran before it."""
     make, data = WHOLE_FITS[name]
     model, dm = make(), NodeDataModule("csbm", **data)
+    epochs = model.total_epochs() if hasattr(model, "total_epochs") else 1  # staged: its plan
     trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_epochs=1, limit_val_batches=0, logger=False,
+        accelerator="cpu", devices=1, max_epochs=epochs, limit_val_batches=0, logger=False,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
         callbacks=[OnFakeCuda()],
     )

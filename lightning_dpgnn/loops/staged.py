@@ -34,7 +34,6 @@ dataloader reloading or checkpoint resume.
 from __future__ import annotations
 
 import copy
-import inspect
 import logging
 import warnings
 from collections import Counter
@@ -117,12 +116,6 @@ class Stage:
     modules: tuple[str, ...] = field(default_factory=tuple)
     #: the hyper-parameter that sets ``epochs`` (several stages may share one); ``None``: none
     argument: str | None = None
-
-
-def _default_of(cls: type, argument: str) -> Any:
-    """The default of ``argument`` in ``cls``'s constructor (``None`` when it has none)."""
-    parameter = inspect.signature(cls.__init__).parameters.get(argument)
-    return None if parameter is None else parameter.default
 
 
 def _split_epochs(
@@ -230,11 +223,11 @@ class StagedTrainingMixin:
     # -- Lightning hooks (call super() when overriding) ------------------------------------
     def follow_trainer_epochs(self) -> None:
         """Make the stages add up to ``Trainer(max_epochs=N)`` when one was asked for: scale
-        the stages' epoch arguments in proportion when they are at their defaults. Epochs the
-        model was given are its plan: ``N`` above their total is a maximum not reached (as
-        with early stopping), ``N`` below it is refused (one line), and so is an ``N`` that
-        cannot be split into whole epochs per argument. Call before the privacy plan is made
-        (``setup``)."""
+        the stages' epoch arguments in proportion when the model was not given them. Epochs
+        the model was given (``given_arguments``) are its plan: ``N`` above their total is a
+        maximum not reached (as with early stopping), ``N`` below it is refused (one line),
+        and so is an ``N`` that cannot be split into whole epochs per argument. Call before
+        the privacy plan is made (``setup``)."""
         trainer = self.trainer
         asked = trainer.fit_loop.max_epochs
         # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
@@ -249,7 +242,7 @@ class StagedTrainingMixin:
             return
         plan = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
         names = ", ".join(count)
-        given = [a for a in count if self.hparams[a] != _default_of(type(self), a)]
+        given = [a for a in count if a in getattr(self, "given_arguments", count)]
         if given and asked > total:  # a maximum the model's own plan stays below
             return
         if given:

@@ -190,7 +190,10 @@ class PrivateModule(
         called (not the base class it forwards its keywords to)."""
         accepted = init_arguments(cls) - {"levels", *cls.fixed_arguments}
         check_argument_names(cls, kwargs, accepted)
-        return super().__new__(cls, *args, **kwargs)  # ModelHubMixin records them
+        instance = super().__new__(cls, *args, **kwargs)  # ModelHubMixin records them
+        #: the keyword arguments the caller gave (a default is not a choice the user made)
+        object.__setattr__(instance, "given_arguments", frozenset(kwargs))
+        return instance
 
     def save_hyperparameters(self, *args: Any, frame: Any = None, **kwargs: Any) -> None:
         """Lightning's, then the constructor checks every method shares

@@ -275,7 +275,7 @@ CASES = {
 def test_every_tensor_in_a_checkpoint_is_a_parameter_or_a_recorded_output(case, tmp_path):
     make, dm_kw = CASES[case]
     model, dm = make(), NodeDataModule("csbm", **dm_kw)
-    trainer = _quiet(tmp_path, max_epochs=2)
+    trainer = _quiet(tmp_path, max_epochs=4)  # the longest plan: GAP edge, 2 + 2 epochs
     trainer.fit(model, dm)
     path = tmp_path / "model.ckpt"
     trainer.save_checkpoint(path)
