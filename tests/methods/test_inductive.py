@@ -138,5 +138,5 @@ def test_edge_level_dp_on_a_graph_without_edges_is_refused(make_trainer):
     empty = Data(x=graph.x, y=graph.y, edge_index=torch.empty(2, 0, dtype=torch.long))
     dm = NodeDataModule.from_data(empty)
     with pytest.raises(ValueError, match="no edges, so edge-level DP has nothing to protect"):
-        make_trainer(max_epochs=1).fit(GAP(privacy="edge", epsilon=1.0, encoder_epochs=1,
+        make_trainer(max_epochs=2).fit(GAP(privacy="edge", epsilon=1.0, encoder_epochs=1,
                                            classifier_epochs=1), dm)
