@@ -425,7 +425,10 @@ def _fit_and_test(build, seed: int, dm, unit: str | None = None) -> dict:
         raise RuntimeError(f"config says {unit!r}, the model protects {model_unit(model)!r}")
     import settings
 
-    trainer = quiet_trainer(**settings.TRAINER)  # staged models set their own total
+    from lightning_dpgnn.loops import StagedTrainingMixin
+
+    staged = isinstance(model, StagedTrainingMixin)  # its stages' epochs set its length
+    trainer = quiet_trainer(**({} if staged else settings.TRAINER))
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     val = trainer.validate(model, dm, verbose=False)[0]["val/acc"]  # for model selection

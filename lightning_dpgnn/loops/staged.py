@@ -6,8 +6,11 @@ Lightning 2 removed its public loop-customisation API, so this module stays on p
 * the active stage is a pure function of ``trainer.current_epoch`` (stage ``s`` owns epochs
   ``[sum(epochs[:s]), sum(epochs[:s+1]))``), so resuming from any checkpoint lands in the right
   stage with no extra state;
-* ``setup`` sets ``trainer.fit_loop.max_epochs`` to the total (warning when the Trainer was
-  given another ``max_epochs``) and
+* ``Trainer(max_epochs=N)`` sets the length of the whole fit: stages at their default epochs
+  are scaled so that they add up to ``N`` (their epoch arguments in the hyper-parameters are
+  rewritten, so the plan, checkpoints and cards say what ran); epochs given to the model are
+  its plan, which ``N`` may exceed (a maximum not reached) but not cut short (refused, one
+  line); ``setup`` then sets ``trainer.fit_loop.max_epochs`` to the total and
   ``trainer.reload_dataloaders_every_n_epochs = 1``, so the module is asked for its stage's
   training rows (``train_dataloader_from``); when a stage's loader is the same at every epoch
   (``loaders_change_within_stage()`` is False: full-batch rows, no per-epoch Poisson
@@ -33,13 +36,14 @@ from __future__ import annotations
 import copy
 import logging
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar
 from lightning.pytorch.strategies import DDPStrategy
-from lightning.pytorch.utilities.rank_zero import rank_zero_info, rank_zero_warn
+from lightning.pytorch.utilities.rank_zero import rank_zero_info
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torch import nn
 
@@ -103,11 +107,31 @@ class Stage:
         epochs: epochs the stage trains for (0 skips training but still draws its releases).
         modules: names of the attributes holding the stage's trainable modules (model
             selection snapshots and restores these).
+        argument: the model's hyper-parameter that sets ``epochs`` (scaled to follow
+            ``Trainer(max_epochs)``, see :meth:`StagedTrainingMixin.follow_trainer_epochs`).
     """
 
     name: str
     epochs: int
     modules: tuple[str, ...] = field(default_factory=tuple)
+    #: the hyper-parameter that sets ``epochs`` (several stages may share one); ``None``: none
+    argument: str | None = None
+
+
+def _split_epochs(
+    total: int, current: dict[str, int], count: Counter
+) -> dict[str, int] | None:
+    """Epoch arguments in proportion to ``current`` such that ``sum(count[a] * value[a])`` is
+    ``total`` (each at least 1), or ``None`` when whole epochs cannot add up to it."""
+    size = sum(count[a] * e for a, e in current.items())
+    exact = {a: total * e / size for a, e in current.items()}
+    values = {a: max(1, int(v)) for a, v in exact.items()}
+    left = total - sum(count[a] * v for a, v in values.items())
+    for a in sorted(exact, key=lambda a: exact[a] - int(exact[a]), reverse=True):
+        if 0 < count[a] <= left:
+            values[a] += left // count[a]
+            left -= count[a] * (left // count[a])
+    return values if left == 0 else None
 
 
 class StagedTrainingMixin:
@@ -197,34 +221,63 @@ class StagedTrainingMixin:
             self.draw_releases(self._active_stage)
 
     # -- Lightning hooks (call super() when overriding) ------------------------------------
+    def follow_trainer_epochs(self) -> None:
+        """Make the stages add up to ``Trainer(max_epochs=N)`` when one was asked for: scale
+        the stages' epoch arguments in proportion when the model was not given them. Epochs
+        the model was given (``given_arguments``) are its plan: ``N`` above their total is a
+        maximum not reached (as with early stopping), ``N`` below it is refused (one line),
+        and so is an ``N`` that cannot be split into whole epochs per argument. Call before
+        the privacy plan is made (``setup``)."""
+        trainer = self.trainer
+        asked = trainer.fit_loop.max_epochs
+        # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
+        # nothing was asked for then
+        default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
+        total = self.total_epochs()
+        if asked in (None, -1, total) or default:
+            return
+        stages = [s for s in self.stages if s.epochs > 0 and s.argument is not None]
+        count = Counter(s.argument for s in stages)
+        if not count:  # no epoch argument to scale: the stages are the plan
+            return
+        plan = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
+        names = ", ".join(count)
+        given = [a for a in count if a in getattr(self, "given_arguments", count)]
+        if given and asked > total:  # a maximum the model's own plan stays below
+            return
+        if given:
+            raise ValueError(
+                f"{type(self).__name__}: Trainer(max_epochs={asked}) is shorter than the "
+                f"stages' epochs ({plan} = {total}, set by {', '.join(given)}); drop one of them"
+            )
+        values = _split_epochs(asked, {a: self.hparams[a] for a in count}, count)
+        if values is None:
+            raise ValueError(
+                f"{type(self).__name__}: Trainer(max_epochs={asked}) cannot be split into whole "
+                f"epochs over its stages ({plan}); give a multiple of their number, or set "
+                f"{names}"
+            )
+        self.hparams.update(values)
+
     def setup(self, stage: str) -> None:
         if stage == "fit":
             trainer = self.trainer
+            self.follow_trainer_epochs()
             total = self.total_epochs()
-            asked = trainer.fit_loop.max_epochs
-            # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
-            # nothing was asked for then, so there is nothing to warn about
-            default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
-            if asked not in (None, -1, total) and not default:
-                epochs = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
-                rank_zero_warn(
-                    f"{type(self).__name__}: the stages' epochs set the length of a staged fit "
-                    f"({epochs} = {total}), not Trainer(max_epochs={asked}); set the model's "
-                    "epoch arguments instead"
-                )
             trainer.fit_loop.max_epochs = total
             trainer.reload_dataloaders_every_n_epochs = 1
             _allow_unused_parameters(trainer.strategy)
             plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
             rank_zero_info(
                 f"{type(self).__name__} trains in stages: {plan}; {self.total_epochs()} epochs "
-                "in all, set by the model (Trainer(max_epochs) does not apply)"
+                "in all"
             )
             _rank_zero_log().addFilter(_HIDE_MAX_EPOCHS)
 
     def teardown(self, stage: str) -> None:
         if stage == "fit":
             _rank_zero_log().removeFilter(_HIDE_MAX_EPOCHS)
+        super().teardown(stage)
 
     def configure_optimizers(self):
         # on resume, Lightning restores the optimizer state after this call: build the

@@ -102,8 +102,8 @@ class MLP(StagedTrainingMixin, _NodeMLP):
     """Node-feature MLP. Reads no edges, so at edge level it spends epsilon = 0.
 
     Trains for ``epochs`` full-batch epochs and keeps the epoch with the best ``val/acc`` (the
-    protocol of the GAP/ProGAP papers' MLP baseline), as a one-stage staged fit: ``epochs``,
-    not ``Trainer(max_epochs)``, sets the length of the fit.
+    protocol of the GAP/ProGAP papers' MLP baseline), as a one-stage staged fit: ``epochs`` sets
+    its length (``Trainer(max_epochs)`` replaces the default, see the staged fit loop).
 
     Args:
         privacy: ``"edge"`` (default: reports edge-level epsilon 0) or ``"none"``.
@@ -126,7 +126,7 @@ class MLP(StagedTrainingMixin, _NodeMLP):
         self._staged_init()
 
     def configure_stages(self) -> list[Stage]:
-        return [Stage("mlp", self.hparams.epochs, ("mlp",))]
+        return [Stage("mlp", self.hparams.epochs, ("mlp",), "epochs")]
 
     def setup(self, stage: str) -> None:
         _NodeMLP.setup(self, stage)

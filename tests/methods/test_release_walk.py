@@ -49,7 +49,7 @@ MODELS = {
     "progap": (lambda: ProGAP(epsilon=2, depth=2, epochs_per_stage=1), {}),
     "dpgnn": (lambda: DPGNN(epsilon=8, max_degree=50, epochs=1), {}),
     "edgerand": (lambda: EdgeRand(epsilon=2, epochs=1), {}),
-    "lpgnn": (lambda: LPGNN(x_eps=2, y_eps=2), dict(split="lpgnn", feature_range=(0.0, 1.0),
+    "lpgnn": (lambda: LPGNN(x_epsilon=2, y_epsilon=2), dict(split="lpgnn", feature_range=(0.0, 1.0),
                                                      feature_bounds=(-4.0, 4.0))),
 }
 
