@@ -46,7 +46,7 @@ def configs(dataset: str, edge_units=("undirected",)):
                 f"edge-{u}",
                 lambda s, e=e, u=u: EdgeRand(epsilon=e, edge_unit=u, seed=s, **S.SAGE),
             )
-    for e in S.BASELINE_NODE_EPS:
+    for e in S.BASELINE_NODE_EPS if dataset in S.MAX_DEGREE else ():
         yield (
             "DPGNN",
             e,
@@ -64,7 +64,7 @@ def recipes() -> dict[str, dict]:
     for data, short in S.SHORT.items():
         if data not in ("facebook100/Rutgers89", "musae-facebook"):
             continue
-        out |= {
+        out |= S.without_unbounded_node_recipes({
             f"sage-inf-{short}": S.recipe("lightning_dpgnn.SAGE", dict(S.SAGE), data, 100, "none"),
             f"edgerand-edge-{short}": S.recipe(
                 "lightning_dpgnn.EdgeRand", {"epsilon": 4.0, **S.SAGE}, data, 100, "edge"
@@ -74,7 +74,7 @@ def recipes() -> dict[str, dict]:
                 {"epsilon": 8.0, **S.DPGNN, **S.node_degree(data), "delta": S.PAPER_DELTA},
                 data, 10, "node",
             ),
-        }  # fmt: skip
+        }, data)  # fmt: skip
     return out
 
 

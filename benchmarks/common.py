@@ -425,7 +425,8 @@ def _fit_and_test(build, seed: int, dm, unit: str | None = None) -> dict:
         raise RuntimeError(f"config says {unit!r}, the model protects {model_unit(model)!r}")
     import settings
 
-    trainer = quiet_trainer(**settings.TRAINER)  # staged models set their own total
+    staged = getattr(model, "staged", None) is not None  # its stages' epochs set its length
+    trainer = quiet_trainer(**({} if staged else settings.TRAINER))
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     val = trainer.validate(model, dm, verbose=False)[0]["val/acc"]  # for model selection

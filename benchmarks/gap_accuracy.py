@@ -45,7 +45,7 @@ def configs(dataset: str, edge_units=("directed",)):
     from lightning_dpgnn.methods.gap import GAP
 
     common, edge = S.GAP_COMMON, S.GAP_EDGE
-    node = {**S.GAP_NODE, "max_degree": S.MAX_DEGREE[dataset]}
+    node = {**S.GAP_NODE, **S.node_degree(dataset)}
     yield "GAP-inf", None, "none", lambda s: GAP(privacy="none", seed=s, **common, **edge)
     for unit in edge_units:
         for e in S.GAP_EDGE_EPS:
@@ -57,7 +57,7 @@ def configs(dataset: str, edge_units=("directed",)):
                     privacy="edge", epsilon=e, edge_unit=u, seed=s, delta=PAPER, **common, **edge
                 ),
             )
-    for e in S.GAP_NODE_EPS:
+    for e in S.GAP_NODE_EPS if dataset in S.MAX_DEGREE else ():  # public D only
         yield (
             "GAP-NDP",
             e,

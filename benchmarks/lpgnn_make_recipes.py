@@ -61,8 +61,8 @@ def recipes() -> dict[str, tuple[dict, str]]:
     for data, short in SHORT.items():
         init = dict(
             backbone="sage",
-            x_eps=1.0,
-            y_eps=1.0,
+            x_epsilon=1.0,
+            y_epsilon=1.0,
             mechanism="multibit",
             loss="drop",
             hidden=16,
@@ -81,7 +81,7 @@ def recipes() -> dict[str, tuple[dict, str]]:
         )
     for task, cls in (("node", "PGC"), ("link", "PGCLinkPrediction")):
         hp = S.pgc_hparams(task, "cora")
-        init = dict(x_eps=5.0, mechanism="onebit", per_coordinate=True, **hp)
+        init = dict(x_epsilon=5.0, mechanism="onebit", per_coordinate=True, **hp)
         if task == "node":
             trainer = {
                 "max_epochs": 500,

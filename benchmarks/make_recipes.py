@@ -37,41 +37,41 @@ def recipes() -> dict[str, dict]:
     paper = {"delta": S.PAPER_DELTA}  # as the rows the zoo entries cite were measured
     for data, short in S.SHORT.items():
         degree = S.node_degree(data)
-        out |= {
+        out |= S.without_unbounded_node_recipes({
             f"gap-edge-{short}": S.recipe(
                 "lightning_dpgnn.GAP",
-                {"privacy": "edge", "epsilon": 4.0, **gap, **S.GAP_EDGE, **paper}, data, 200,
+                {"privacy": "edge", "epsilon": 4.0, **gap, **S.GAP_EDGE, **paper}, data, None,
                 "edge",
             ),
             f"gap-node-{short}": S.recipe(
                 "lightning_dpgnn.GAP",
                 {"privacy": "node", "epsilon": 8.0, **gap, **S.GAP_NODE, **degree, **paper},
-                data, 20, "node",
+                data, None, "node",
             ),
             f"gap-inf-{short}": S.recipe(
-                "lightning_dpgnn.GAP", {"privacy": "none", **gap, **S.GAP_EDGE}, data, 200,
+                "lightning_dpgnn.GAP", {"privacy": "none", **gap, **S.GAP_EDGE}, data, None,
                 "none",
             ),
             f"progap-edge-{short}": S.recipe(
                 "lightning_dpgnn.ProGAP",
-                {"privacy": "edge", "epsilon": 1.0, **progap, **S.PROGAP_EDGE, **paper}, data, 300,
+                {"privacy": "edge", "epsilon": 1.0, **progap, **S.PROGAP_EDGE, **paper}, data, None,
                 "edge",
             ),
             f"progap-node-{short}": S.recipe(
                 "lightning_dpgnn.ProGAP",
                 {"privacy": "node", "epsilon": 8.0, **progap, **S.PROGAP_NODE, **degree,
                  **paper},
-                data, 30, "node",
+                data, None, "node",
             ),
             f"progap-inf-{short}": S.recipe(
                 "lightning_dpgnn.ProGAP", {"privacy": "none", **progap, **S.PROGAP_EDGE}, data,
-                300, "none",
+                None, "none",
             ),
             f"mlp-{short}": S.recipe("lightning_dpgnn.MLP", dict(S.MLP), data, 100, "none"),
             f"dpmlp-{short}": S.recipe(
                 "lightning_dpgnn.DPMLP", {"epsilon": 8.0, **S.DPMLP, **paper}, data, 10, "node"
             ),
-        }  # fmt: skip
+        }, data)  # fmt: skip
     return out
 
 

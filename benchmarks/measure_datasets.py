@@ -5,7 +5,7 @@ loader's output with the default target and options (nodes, directed edges, feat
 graphs for graph datasets) and the SHA-256 and size of each raw file. The data layer checks a
 fresh build against these (see ``lightning_dpgnn.data.validation``).
 
-    DPGNN_DATA=/work/shared/datasets DPGNN_CACHE=$(mktemp -d) python benchmarks/measure_datasets.py
+    DPGNN_DATA=../shared/datasets DPGNN_CACHE=$(mktemp -d) python benchmarks/measure_datasets.py
     # smoke: python benchmarks/measure_datasets.py --datasets cora --out /tmp/known.json
 """
 

@@ -65,7 +65,7 @@ def fit_pgc(dm, task: str, mechanism: str, eps: float, hp: dict, seed: int, max_
     torch.manual_seed(seed)
     cls = PGC if task == "node" else PGCLinkPrediction
     # ``seed`` seeds the weights (above); the LDP noise comes from OS entropy (no noise_seed)
-    model = cls(x_eps=eps, mechanism=mechanism, **hp)
+    model = cls(x_epsilon=eps, mechanism=mechanism, **hp)
     if task == "node":
         stopper = DropEarlyStopping(acc_star=None, patience=20, min_epochs=10)
         every, metric = 1, "acc"

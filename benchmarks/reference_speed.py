@@ -29,10 +29,11 @@ accuracy its own way; the reference's split is drawn once, when its processed ca
 (the warm-up run, ``--seed``), its initialisation and noise by ``--seed`` + repeat.
 ``--epochs N`` (development, smoke) sets every epoch count of both sides.
 
-**The reference runs offline, unmodified**, from ``git archive`` of the mirror
-(``/work/.mirror/sisaman+ProGAP/repo``, ``$DPGNN_REFERENCE_MIRROR``) extracted under ``--work``.
-Its interpreter is the benchmark-only venv ``/work/benchvenv/bin/python``
-(``$DPGNN_REFERENCE_PYTHON``): the same torch 2.13, PyG, opacus, autodp and torchmetrics as
+**The reference runs offline, unmodified**, from ``git archive`` of a bare git mirror of
+github.com/sisaman/ProGAP (``--mirror``, or ``$DPGNN_REFERENCE_MIRROR``; no default: the script
+stops and says so) extracted under ``--work``. Its interpreter (``--python``, or
+``$DPGNN_REFERENCE_PYTHON``; default: the interpreter running this script) is best a
+benchmark-only venv: the same torch 2.13, PyG, opacus, autodp and torchmetrics as
 ours, plus the two small pure-Python packages the reference calls, pip-installed there from the
 local registry (never a project dependency): ``class-resolver`` (its activation and optimizer
 lookups, on the timed path) and ``tabulate`` (its argument table). Its graph is our
@@ -77,11 +78,12 @@ Results: one JSON line per run in ``results/reference_speed.jsonl``; the table (
 latest invocation, ratios reference / ours, load averages) in ``results/reference_speed.md``
 (``summarize.py reference_speed``). On an idle machine (the real run):
 
-    OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/reference_speed.py
+    OMP_NUM_THREADS=1 DPGNN_DATA=../shared/datasets python benchmarks/reference_speed.py \
+        --mirror PATH/TO/ProGAP.git --python PATH/TO/benchvenv/bin/python
     # smoke (needs the mirror; GAP, 1 repeat, 2 epochs, rows into --out):
-    python benchmarks/reference_speed.py --smoke --out /tmp/reference_speed_smoke.jsonl
+    python benchmarks/reference_speed.py --smoke --mirror PATH/TO/ProGAP.git --out /tmp/s.jsonl
 
-Without the mirror the script stops, naming the fetch to make (``fetch github:sisaman/ProGAP``).
+Without a mirror the script stops and says how to make one (``git clone --mirror``).
 """
 
 from __future__ import annotations
@@ -101,10 +103,8 @@ from common import RESULTS, run_cells
 
 OUT = RESULTS / "reference_speed.jsonl"
 HERE = Path(__file__).resolve()
-MIRROR = Path(os.environ.get("DPGNN_REFERENCE_MIRROR") or "/work/.mirror/sisaman+ProGAP/repo")
-#: the reference's interpreter: the same packages as ours plus class-resolver and tabulate
-REFERENCE_PYTHON = "/work/benchvenv/bin/python"
-FETCH = "fetch github:sisaman/ProGAP (the session tool), or set DPGNN_REFERENCE_MIRROR"
+FETCH = ("git clone --mirror https://github.com/sisaman/ProGAP, then give its folder as --mirror "
+         "or $DPGNN_REFERENCE_MIRROR")
 #: method -> (the reference's method name, depth/hops)
 METHODS = {"GAP": ("gap", 2), "ProGAP": ("progap", 3)}
 #: the result line of a child (the reference prints rich tables on stdout)
@@ -129,12 +129,13 @@ def __getattr__(attr):
 
 
 # -- the reference's copy, stand-ins and data --------------------------------------------------
-def prepare(work: Path, school: str) -> dict:
-    """Extract the mirror's HEAD under ``work`` (once per commit), write the stand-ins and link
-    our ``.mat`` into the reference's raw folder; the paths and the commit."""
-    if not (MIRROR / "HEAD").exists():
-        sys.exit(f"reference_speed.py: no mirror of the authors' code at {MIRROR}; {FETCH}")
-    git = ["git", "--git-dir", str(MIRROR)]
+def prepare(work: Path, school: str, mirror: Path | None, python: str) -> dict:
+    """Extract the ``mirror``'s HEAD under ``work`` (once per commit), write the stand-ins and
+    link our ``.mat`` into the reference's raw folder; the paths and the commit. ``python``:
+    the reference's interpreter (our packages plus class-resolver and tabulate)."""
+    if mirror is None or not (mirror / "HEAD").exists():
+        sys.exit(f"reference_speed.py: no mirror of the authors' code at {mirror}; {FETCH}")
+    git = ["git", "--git-dir", str(mirror)]
     commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()  # fmt: skip
     src = work / f"ProGAP-{commit[:12]}"
@@ -147,7 +148,6 @@ def prepare(work: Path, school: str) -> dict:
         folder = standins.joinpath(*name.split("."))
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "__init__.py").write_text(STANDIN.format(name=name))
-    python = os.environ.get("DPGNN_REFERENCE_PYTHON") or REFERENCE_PYTHON
     check = subprocess.run([python, "-c", "import class_resolver, tabulate"], capture_output=True)
     if check.returncode != 0:
         sys.exit(
@@ -376,6 +376,13 @@ def main() -> None:
         action="store_true",
         help="skip the untimed 1-epoch run of each side that builds the caches",
     )
+    mirror = os.environ.get("DPGNN_REFERENCE_MIRROR")
+    p.add_argument("--mirror", type=Path, default=Path(mirror) if mirror else None,
+                   help="bare git mirror of github.com/sisaman/ProGAP (default: "
+                        "$DPGNN_REFERENCE_MIRROR)")  # fmt: skip
+    p.add_argument("--python", default=os.environ.get("DPGNN_REFERENCE_PYTHON") or sys.executable,
+                   help="the reference's interpreter (default: $DPGNN_REFERENCE_PYTHON, else "
+                        "this one)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     p.add_argument("--out", type=Path, default=None, help="results file (default: results/"
                    "reference_speed.jsonl; the table beside it)")  # fmt: skip
@@ -388,7 +395,7 @@ def main() -> None:
     if args.smoke:
         args.methods, args.repeats, args.epochs, args.no_warmup = ["GAP"], 1, 2, True
     work = args.work or Path(tempfile.gettempdir()) / "dpgnn-reference-speed"
-    ref = prepare(work, args.school)
+    ref = prepare(work, args.school, args.mirror, args.python)
     out = args.out or OUT
     epochs = "" if args.epochs is None else str(args.epochs)
 

@@ -40,10 +40,11 @@ DATASETS = {
 #: node-level degree bound D per dataset: a promise that no in- or out-degree exceeds it, declared
 #: from public knowledge and never read off the private graph (design invariant 1, issue 27).
 #: Each value's source is in :data:`DEGREE_BOUND_SOURCE`; recipes, registry and cards repeat it.
+#: musae-facebook has none: no public cap on mutual page likes is known, and the round 1,000
+#: used before was chosen knowing the graph (review 2, F2), so it has no node-level rows/recipes.
 MAX_DEGREE = {
     "facebook100/Rutgers89": 5000,
     "facebook100/Wisconsin87": 5000,
-    "musae-facebook": 1000,
 }
 #: where each public bound comes from (written into the recipes and the registry)
 DEGREE_BOUND_SOURCE = {
@@ -54,12 +55,6 @@ DEGREE_BOUND_SOURCE = {
     "facebook100/Wisconsin87": (
         "Facebook's limit of 5,000 friends per personal profile (a platform rule, public); the "
         "within-school graph holds a subset of each student's friends"
-    ),
-    "musae-facebook": (
-        "a round number above the data, chosen by us knowing the graph (no platform cap on "
-        "mutual page likes is known): NOT public knowledge; it reveals at most that every "
-        "degree is <= 1,000. Replace it by a domain bound or a DP estimate "
-        "(lightning_dpgnn.privacy.PrivateDegreeBound, recorded in the ledger)"
     ),
 }
 #: the bounds used before issue 27: each graph's observed maximum in/out degree after the
@@ -301,8 +296,17 @@ def data_args(data: str, level: str) -> dict:
 
 def node_degree(data: str) -> dict:
     """Node level: ``max_degree`` is a checked bound on every degree, declared from public
-    knowledge, never the graph's observed maximum (:data:`MAX_DEGREE` and its source)."""
-    return {"max_degree": MAX_DEGREE[data]}
+    knowledge, never the graph's observed maximum (:data:`MAX_DEGREE` and its source); ``{}``
+    for a graph without a public bound (it gets no degree-bounded node-level row or recipe)."""
+    return {"max_degree": MAX_DEGREE[data]} if data in MAX_DEGREE else {}
+
+
+def without_unbounded_node_recipes(recipes: dict[str, dict], data: str) -> dict[str, dict]:
+    """``recipes`` less the degree-bounded node-level ones (``*-node-*``) when ``data`` has no
+    public degree bound (:data:`MAX_DEGREE`)."""
+    if data in MAX_DEGREE:
+        return recipes
+    return {name: r for name, r in recipes.items() if "-node-" not in name}
 
 
 def degree_comment(name: str, data: str) -> str:
@@ -320,11 +324,13 @@ def degree_comment(name: str, data: str) -> str:
     return "\n".join([*lines, line]) + "\n"
 
 
-def recipe(model_cls: str, init: dict, data: str, epochs: int, level: str) -> dict:
-    """A ``dpgnn fit --config`` recipe of a GAP / ProGAP / baseline setting."""
+def recipe(model_cls: str, init: dict, data: str, epochs: int | None, level: str) -> dict:
+    """A ``dpgnn fit --config`` recipe of a GAP / ProGAP / baseline setting; ``epochs=None``:
+    no ``trainer.max_epochs`` (a staged model's stages set the length of its fit)."""
+    trainer = {} if epochs is None else {"trainer": {"max_epochs": epochs}}
     return {
         "seed_everything": 0,
-        "trainer": {"max_epochs": epochs},
+        **trainer,
         "model": {"class_path": model_cls, "init_args": init},
         "data": {
             "class_path": "lightning_dpgnn.data.NodeDataModule",

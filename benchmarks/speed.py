@@ -305,7 +305,7 @@ def child_lpgnn(what: str) -> dict:
         dm = NodeDataModule("musae-facebook", split="lpgnn", classes=[0, 1, 2, 3],
                             feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))
         data = dm.data
-        collector = LocalCollector(x_eps=1.0, y_eps=1.0, mechanism="multibit")
+        collector = LocalCollector(x_epsilon=1.0, y_epsilon=1.0, mechanism="multibit")
         times = []
         for _ in range(3):
             t = time.perf_counter()

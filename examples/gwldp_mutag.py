@@ -6,8 +6,6 @@ private release of every graph's node embeddings, GW on the server, SVM on the G
 
 from __future__ import annotations
 
-import warnings
-
 import lightning as L
 import torch
 from lightning_dpgnn.callbacks import PrivacyBudget
@@ -17,7 +15,6 @@ from lightning_dpgnn.data import GraphDataModule, load_graph_dataset
 
 
 def main() -> None:
-    warnings.filterwarnings("ignore")
     mutag = load_graph_dataset("mutag")
     # 60 graphs drawn by a public seed (no label read), over 5 clients by the default
     # partition (keyed by the graphs' identities: no label read either)

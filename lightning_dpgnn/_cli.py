@@ -12,13 +12,11 @@ link stealing and (DP-SGD models) an empirical epsilon bound after the fit.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import logging
 import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,7 @@ from ._cli_args import (
     _named_in_configs,
     _run_guarded,
 )
+from ._quiet import quiet_lightning
 from .levels import Level
 from .methods import PrivateModel
 from .privacy.report import PrivacyReport, SeveralGuarantees
@@ -383,48 +382,6 @@ def write_predictions(
     return len(out)
 
 
-#: warnings that say nothing to a ``dpgnn`` user (regexes on the message); the CLI drops them
-NOISE_WARNINGS = (
-    r".*isinstance\(treespec, LeafSpec\).*",  # Lightning's own deprecation, not the user's
-    r".*does not have many workers.*",  # one full-batch graph: a worker has nothing to load
-    r".*smaller than the logging interval.*",  # one batch per epoch: logged per epoch anyway
-    r".*sync_dist=True.*",  # the methods reduce their metrics themselves
-    r"Full backward hook is firing.*",  # opacus' hooks on a frozen first layer (DP-SGD)
-    r".*The dirpath has changed from.*",  # test/predict --ckpt_path in another folder
-)
-#: Lightning's info lines that say nothing to a ``dpgnn`` user (prefixes)
-NOISE_LOGS = ("💡 Tip", "GPU available: False", "TPU available: False", "HPU available: False")
-
-
-class _DropNoise(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.getMessage()).startswith(NOISE_LOGS)
-
-
-@contextlib.contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """Keep the output to what a user reads: no Lightning deprecation lines, adverts, empty
-    accelerator lines or warnings about batching a one-graph fit cannot act on. ``--debug``
-    does not change this. Undone on exit (the CLI may run inside a test or a notebook)."""
-    import warnings
-
-    noise = _DropNoise()
-    loggers = [logging.getLogger(name) for name in (
-        "lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"
-    )]
-    with warnings.catch_warnings():
-        for pattern in NOISE_WARNINGS:
-            warnings.filterwarnings("ignore", message=pattern)
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"lightning\..*")
-        for logger in loggers:
-            logger.addFilter(noise)
-        try:
-            yield
-        finally:
-            for logger in loggers:
-                logger.removeFilter(noise)
-
-
 def run(given: list[str], from_command_line: bool, debug: bool) -> None:
     """The Lightning subcommands (``fit``, ``validate``, ``test``, ``predict``, ``audit``) of
     :func:`lightning_dpgnn.cli.main`; ``given`` without ``--debug``."""
@@ -439,7 +396,7 @@ def run(given: list[str], from_command_line: bool, debug: bool) -> None:
     else:
         args = cleaned
     try:
-        with _quiet_lightning():
+        with quiet_lightning():
             _run_guarded(
                 lambda: cli_class(
                     L.LightningModule,

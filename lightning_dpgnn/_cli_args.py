@@ -82,7 +82,15 @@ def _audit_parser() -> ArgumentParser:
 def _user_message(err: BaseException) -> str:
     """The sentence a user needs from a configuration or privacy error: jsonargparse wraps
     our errors in a list (``Errors: - ...``) followed by noise about other type options."""
+    import re
+
+    from .methods.arguments import refused_value_message  # torch: only on an error
+
     text = str(err).strip()
+    refused = re.search(r'Parser key "(\w+)":(?:(?!Parser key).)*?(?:Given|Got) value: ([^\s,]+)',
+                        text, re.S)
+    if refused and (own := refused_value_message(*refused.groups())):
+        return own  # a number of the right type that the constructor refuses (nan, -1)
     if "Errors:" not in text:
         return text
     lines = text.splitlines()

@@ -7,6 +7,10 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+#: why LPGNN's and PGC's budgets were renamed (``x_eps`` -> ``x_epsilon``, ``y_eps`` ->
+#: ``y_epsilon``)
+BUDGET_NAMES = "one spelling for every budget: epsilon, x_epsilon, y_epsilon"
+
 
 def renamed(owner: str, old: str, new: str, old_value: T | None, new_value: T, why: str) -> T:
     """``new_value``, or ``old_value`` (with a warning naming ``new``) when the caller still

@@ -40,6 +40,12 @@ class Level(StrEnum):
             ) from None
 
     @property
+    def phrase(self) -> str:
+        """The level in reports, cards and the CLI: ``"edge-level DP"``, ``"node-level DP"``,
+        ``"local DP"`` (``"non-private"`` without privacy)."""
+        return {"none": "non-private", "ldp": "local DP"}.get(self.value, f"{self.value}-level DP")
+
+    @property
     def private(self) -> bool:
         """Whether the level protects anything (every level but ``none``)."""
         return self is not Level.NONE
@@ -69,11 +75,13 @@ class Unit:
         detail: ``"undirected"`` / ``"directed"`` at edge level (``"private"``: one private
             edge of a graph whose other edges are public, HeteroRR); at local DP what each node
             sends (``"features"``: features only, labels public; ``"features+labels"``; or
-            ``"graph"``: one client's whole graph); unused at node level.
+            ``"graph"``: one client's whole graph); at node level the public degree bound ``D``
+            the guarantee is conditioned on (``None``: no condition, a model that reads no
+            edge).
     """
 
     level: Level
-    detail: str | None = None
+    detail: str | int | None = None
 
     _WORDS = {
         ("edge", "undirected"): "one undirected edge (both of its directions)",
@@ -99,8 +107,12 @@ class Unit:
         """The unit in words (``""`` without privacy)."""
         if self.level is Level.NONE:
             return ""
-        key = (self.level.value, None if self.level is Level.NODE else self.detail)
-        return self._WORDS.get(key, "")
+        if self.level is Level.NODE:
+            words = self._WORDS[("node", None)]
+            if self.detail is None:
+                return words
+            return f"{words}, among graphs whose degrees are <= {int(self.detail):,}"
+        return self._WORDS.get((self.level.value, self.detail), "")
 
     def __str__(self) -> str:
         return self.describe()

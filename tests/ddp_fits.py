@@ -145,13 +145,13 @@ t, out["PoinDP"] = fit(model)
 out["PoinDP"]["cache"] = digest([model.aggregates])
 model = MLP(privacy="none", epochs=2)
 t, out["MLP"] = fit(model)
-model = LPGNN(x_eps=1.0, y_eps=2.0)
+model = LPGNN(x_epsilon=1.0, y_epsilon=2.0)
 t = trainer(max_epochs=3)
 t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn"))
 c = model.collection()
 out["LPGNN"] = {"cache": digest([c.payload.to_dense(), c.labels]), "params": params(model),
                 "epsilon": model.privacy_spent().epsilon}
-model = PGC(x_eps=2.0)  # one-bit feature collection, drawn once
+model = PGC(x_epsilon=2.0)  # one-bit feature collection, drawn once
 t = trainer(max_epochs=2)
 t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn", feature_range=(0.0, 1.0),
                             feature_bounds=(-4.0, 4.0)))

@@ -136,8 +136,9 @@ def test_every_recipe_parses_into_the_model_and_data_it_names(name, capsys):
 @pytest.mark.parametrize(
     "recipe,short,level,budget",
     [
-        ("gap-node-facebook", ["--model.encoder_epochs=1", "--model.classifier_epochs=1",
-                               "--model.max_degree=21"], "node", 8.0),
+        ("gap-node-rutgers89", ["--data.classes=null", "--data.dataset_kwargs={}",
+                                "--model.encoder_epochs=1", "--model.classifier_epochs=1",
+                                "--model.max_degree=21"], "node", 8.0),
         # ProGAP: all its stages in one fit
         ("progap-edge-facebook", ["--model.epochs_per_stage=2"], "edge", 1.0),
     ],
@@ -188,7 +189,7 @@ def test_every_private_recipe_passes_the_pre_fit_privacy_checks_on_its_dataset(n
         (["--model.init_args.delta", "1.5"], "delta must be in the open interval"),
         (["--model.privacy=graph"], "privacy"),
         (["--model=lightning_dpgnn.SAGE", "--model.hidden=0"], "hidden must be an integer >= 1"),
-        (["--model=lightning_dpgnn.PGC", "--model.x_eps=-1"], "x_eps must be > 0"),
+        (["--model=lightning_dpgnn.PGC", "--model.x_epsilon=-1"], "x_epsilon must be > 0"),
         (["--model=lightning_dpgnn.PGC", "--model.epsilon=1"], "'epsilon' is not accepted"),
     ],
 )
@@ -371,10 +372,10 @@ def test_checkpointing_can_be_turned_off(tmp_path):
         ("DPGNN", ["--model.epochs=1", "--model.max_degree=21"], 8.0, "node"),
         ("LPGNN", ["--trainer.max_epochs=1"],
          "2 per node = multibit 1 (MultiBit feature LDP) + randomized_response 1", "ldp"),
-        ("PGC", ["--trainer.max_epochs=1", "--model.x_eps=0.5"],
+        ("PGC", ["--trainer.max_epochs=1", "--model.x_epsilon=0.5"],
          "32 per node = onebit 32 (OneBit feature LDP, epsilon 0.5 per feature x 64 features = "
          "32 per node)", "ldp"),
-        ("PGCLinkPrediction", ["--trainer.max_epochs=1", "--model.x_eps=0.5"],
+        ("PGCLinkPrediction", ["--trainer.max_epochs=1", "--model.x_epsilon=0.5"],
          "32 per node = onebit 32 (OneBit feature LDP", "ldp"),  # link prediction: test AUC
     ],
 )
@@ -426,7 +427,7 @@ def test_a_named_model_gets_its_own_defaults_not_the_default_models(capsys):
     [
         ("GAP", [], -1),  # staged: its stages set the length at setup
         ("DPMLP", [], 10),  # calibrated DP-SGD: its epochs
-        ("DPGNN", ["--model.epochs=3"], 3),
+        ("DPGNN", ["--model.epochs=3", "--model.max_degree=21"], 3),
         ("DPMLP", ["--model.epsilon=null", "--model.noise_multiplier=1"], 100),  # open-ended
         ("LPGNN", [], 100),  # one stage: the CLI's default
         ("DPMLP", ["--trainer.max_epochs=5"], 5),  # the user's own
@@ -474,3 +475,27 @@ def test_a_model_with_two_guarantees_ends_with_both_each_with_its_unit(tmp_path,
     assert {n: g.level for n, g in record.guarantees.items()} == {"edges": "edge",
                                                                   "features": "ldp"}
     assert all(g.unit for g in record.guarantees.values())
+
+
+def test_node_level_needs_a_degree_bound_and_the_unit_states_it(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["fit", *QUIET, "--model.privacy=node", "--model.epsilon=8"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "needs max_degree=D" in err and "Traceback" not in err
+    main(["fit", *QUIET, "--model.privacy=node", "--model.epsilon=8", "--model.max_degree=21",
+          "--model.encoder_epochs=1", "--model.classifier_epochs=1"])
+    condition = "among graphs whose degrees are <= 21"
+    assert condition in _summary(capsys.readouterr().out)["protects"]
+    assert condition in json.loads((tmp_path / RUN_FILE).read_text())["privacy"]["unit"]
+
+
+@pytest.mark.parametrize("option,message", [
+    ("--model.epsilon=nan", "error: epsilon must be > 0, got nan\n"),
+    ("--model.hops=nan", "error: hops must be an integer >= 1, got nan\n"),
+])
+def test_a_number_the_parser_refuses_gets_the_constructors_sentence(option, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["fit", *QUIET, option])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.startswith(message)

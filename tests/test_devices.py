@@ -192,10 +192,10 @@ WHOLE_FITS = {
     "DPGNN": (lambda: DPGNN(epsilon=None, noise_multiplier=1.0, max_degree=200, epochs=1,
                             batch_size=512), CSBM),
     "EdgeRand": (lambda: EdgeRand(epsilon=2.0, epochs=1), CSBM),
-    "LPGNN": (lambda: LPGNN(x_eps=1.0, y_eps=2.0), LDP),
+    "LPGNN": (lambda: LPGNN(x_epsilon=1.0, y_epsilon=2.0), LDP),
     # LPGNN predicts on a new graph only without a noise draw (tests/methods/test_inductive.py)
-    "LPGNN-clear": (lambda: LPGNN(x_eps=math.inf, y_eps=2.0), LDP),
-    "PGC": (lambda: PGC(x_eps=2.0), LDP),
+    "LPGNN-clear": (lambda: LPGNN(x_epsilon=math.inf, y_epsilon=2.0), LDP),
+    "PGC": (lambda: PGC(x_epsilon=2.0), LDP),
     "MLP": (lambda: MLP(privacy="none", epochs=1), CSBM),
     "DPMLP": (lambda: DPMLP(epsilon=None, noise_multiplier=1.0, batch_size=512, epochs=1), CSBM),
     "GNN": (lambda: GNN(), CSBM),
@@ -211,8 +211,10 @@ def test_a_whole_fit_runs_on_the_device(cuda, name):
     ProGAP's CPU aggregation whenever validation ran before it."""
     make, data = WHOLE_FITS[name]
     model, dm = make(), NodeDataModule("csbm", **data)
+    staged = getattr(model, "staged", None)
+    epochs = 1 if staged is None else staged.total_epochs()  # staged: its plan
     trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_epochs=1, limit_val_batches=0, logger=False,
+        accelerator="cpu", devices=1, max_epochs=epochs, limit_val_batches=0, logger=False,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
         callbacks=[OnFakeCuda()],
     )

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.quick  # the check of an install (pytest -m quick)
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "lightning_dpgnn"
 #: import name -> folder, as pyproject.toml maps them (``lightning_dpgnn.zoo`` -> ``zoo/``)
@@ -108,8 +110,10 @@ def test_privacy_imports_no_lightning_and_nothing_else_of_the_package(path):
 
 
 #: leaves every layer may import: the vocabulary of privacy levels and units, and the
-#: declared tensor caches, and the Poincaré-ball geometry (they import nothing of the package)
-LEAVES = ("lightning_dpgnn.levels", "lightning_dpgnn.caches", "lightning_dpgnn.hyperbolic")
+#: declared tensor caches, the Poincaré-ball geometry and the warning filters of what the
+#: library causes (they import nothing of the package)
+LEAVES = ("lightning_dpgnn.levels", "lightning_dpgnn.caches", "lightning_dpgnn.hyperbolic",
+          "lightning_dpgnn._quiet")
 
 
 @pytest.mark.parametrize("leaf", LEAVES)

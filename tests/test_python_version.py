@@ -8,6 +8,10 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.quick  # the check of an install (pytest -m quick)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -18,6 +18,8 @@ import argparse
 import math
 import sys
 
+from lightning_dpgnn.levels import Level  # light: an enum
+
 from . import registry  # `hub` (torch, the privacy layer) only where a command needs it
 
 __all__ = ["main"]
@@ -99,7 +101,7 @@ def _guarantee_line(report) -> str:
     """Each guarantee of ``report`` (one, or several never added): level, epsilon, delta."""
     parts = report.guarantees
     return "; ".join(
-        f"{n + ': ' if len(parts) > 1 else ''}{g.level}-level DP, epsilon "
+        f"{n + ': ' if len(parts) > 1 else ''}{Level.of(g.level).phrase}, epsilon "
         f"{'inf' if math.isinf(g.epsilon) else f'{g.epsilon:.4g}'}, delta {g.delta:.3g}"
         for n, g in parts.items()
     )

@@ -24,6 +24,7 @@ import torch
 from torch_geometric.data import Data
 
 from .._init_args import init_arguments
+from .._quiet import quiet_lightning
 from ..data import NodeDataModule
 from .link_stealing import posterior_similarity_attack
 from .membership import AttackAUC, membership_attack
@@ -37,7 +38,8 @@ def _trainer(**kwargs: Any) -> L.Trainer:
         enable_model_summary=False, default_root_dir=tempfile.mkdtemp(prefix="dpgnn-attack-"),
     )  # fmt: skip
     defaults.update(kwargs)
-    return L.Trainer(**defaults)
+    with quiet_lightning():  # the library builds this Trainer: no accelerator lines, no advert
+        return L.Trainer(**defaults)
 
 
 def predict_posteriors(model: L.LightningModule, data: Data) -> torch.Tensor:

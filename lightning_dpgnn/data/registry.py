@@ -8,6 +8,7 @@ with :class:`~lightning_dpgnn.data.NodeDataModule` and the CLI).
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -476,6 +477,13 @@ def get_spec(name: str) -> DatasetSpec:
             " 'facebook' is ambiguous: use 'musae-facebook' (page-page graph, LPGNN) or "
             "'facebook100/<School>' (university networks, GAP/ProGAP)."
         )
+    else:
+        close = difflib.get_close_matches(
+            name.strip().lower(), [n.lower() for n in available_datasets()], n=1
+        ) or [f"facebook100/{s}" for s in FACEBOOK100_SCHOOLS if s.lower() == key]
+        if close:
+            spelled = {n.lower(): n for n in available_datasets()}
+            hint = f" Did you mean {spelled.get(close[0], close[0])!r}?"
     raise UnknownDatasetError(f"unknown dataset {name!r}.{hint} Known datasets: {_known_summary()}")
 
 

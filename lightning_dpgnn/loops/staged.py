@@ -9,8 +9,11 @@ model holds (``model.staged``) and a ``Callback`` the model returns from
 * the active stage is a pure function of ``trainer.current_epoch`` (stage ``s`` owns epochs
   ``[sum(epochs[:s]), sum(epochs[:s+1]))``), so resuming from any checkpoint lands in the right
   stage with no extra state;
-* ``setup`` sets ``trainer.fit_loop.max_epochs`` to the total (warning when the Trainer was
-  given another ``max_epochs``) and
+* ``Trainer(max_epochs=N)`` sets the length of the whole fit: stages at their default epochs
+  are scaled so that they add up to ``N`` (their epoch arguments in the hyper-parameters are
+  rewritten, so the plan, checkpoints and cards say what ran); epochs given to the model are
+  its plan, which ``N`` may exceed (a maximum not reached) but not cut short (refused, one
+  line); ``setup`` then sets ``trainer.fit_loop.max_epochs`` to the total and
   ``trainer.reload_dataloaders_every_n_epochs = 1``, so the module is asked for its stage's
   training rows (``train_dataloader_from``); when a stage's loader is the same at every epoch
   (``reload_every_epoch=False``: full-batch rows, no per-epoch Poisson generator), each epoch
@@ -38,6 +41,7 @@ from __future__ import annotations
 import copy
 import logging
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +49,7 @@ from typing import Any
 import torch
 from lightning.pytorch.callbacks import Callback, RichProgressBar, TQDMProgressBar
 from lightning.pytorch.strategies import DDPStrategy
-from lightning.pytorch.utilities.rank_zero import rank_zero_info, rank_zero_warn
+from lightning.pytorch.utilities.rank_zero import rank_zero_info
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torch import nn
 from torch.utils.data import DataLoader
@@ -110,11 +114,31 @@ class Stage:
         epochs: epochs the stage trains for (0 skips training but still draws its releases).
         modules: names of the attributes holding the stage's trainable modules (model
             selection snapshots and restores these).
+        argument: the model's hyper-parameter that sets ``epochs`` (scaled to follow
+            ``Trainer(max_epochs)``, see :meth:`StagedFit.follow_trainer_epochs`).
     """
 
     name: str
     epochs: int
     modules: tuple[str, ...] = field(default_factory=tuple)
+    #: the hyper-parameter that sets ``epochs`` (several stages may share one); ``None``: none
+    argument: str | None = None
+
+
+def _split_epochs(
+    total: int, current: dict[str, int], count: Counter
+) -> dict[str, int] | None:
+    """Epoch arguments in proportion to ``current`` such that ``sum(count[a] * value[a])`` is
+    ``total`` (each at least 1), or ``None`` when whole epochs cannot add up to it."""
+    size = sum(count[a] * e for a, e in current.items())
+    exact = {a: total * e / size for a, e in current.items()}
+    values = {a: max(1, int(v)) for a, v in exact.items()}
+    left = total - sum(count[a] * v for a, v in values.items())
+    for a in sorted(exact, key=lambda a: exact[a] - int(exact[a]), reverse=True):
+        if 0 < count[a] <= left:
+            values[a] += left // count[a]
+            left -= count[a] * (left // count[a])
+    return values if left == 0 else None
 
 
 class StagedFit(Callback):
@@ -245,28 +269,53 @@ class StagedFit(Callback):
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage != "fit":
             return
-        name = type(pl_module).__name__
+        self.follow_trainer_epochs(trainer)  # before the module's setup makes the privacy plan
         total = self.total_epochs()
-        asked = trainer.fit_loop.max_epochs
-        # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
-        # nothing was asked for then, so there is nothing to warn about
-        default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
-        if asked not in (None, -1, total) and not default:
-            epochs = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
-            rank_zero_warn(
-                f"{name}: the stages' epochs set the length of a staged fit "
-                f"({epochs} = {total}), not Trainer(max_epochs={asked}); set the model's "
-                "epoch arguments instead"
-            )
         trainer.fit_loop.max_epochs = total
         trainer.reload_dataloaders_every_n_epochs = 1
         _allow_unused_parameters(trainer.strategy)
         plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
-        rank_zero_info(
-            f"{name} trains in stages: {plan}; {total} epochs "
-            "in all, set by the model (Trainer(max_epochs) does not apply)"
-        )
+        rank_zero_info(f"{type(pl_module).__name__} trains in stages: {plan}; {total} epochs "
+                       "in all")
         _rank_zero_log().addFilter(_HIDE_MAX_EPOCHS)
+
+    def follow_trainer_epochs(self, trainer: Any) -> None:
+        """Make the stages add up to ``Trainer(max_epochs=N)`` when one was asked for: scale
+        the stages' epoch arguments in proportion when the model was not given them. Epochs
+        the model was given (``given_arguments``) are its plan: ``N`` above their total is a
+        maximum not reached (as with early stopping), ``N`` below it is refused (one line),
+        and so is an ``N`` that cannot be split into whole epochs per argument. Runs in the
+        callback's ``setup``, before the module's (where the privacy plan is made)."""
+        module = self.module
+        asked = trainer.fit_loop.max_epochs
+        # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
+        # nothing was asked for then
+        default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
+        total = self.total_epochs()
+        if asked in (None, -1, total) or default:
+            return
+        stages = [s for s in self.stages if s.epochs > 0 and s.argument is not None]
+        count = Counter(s.argument for s in stages)
+        if not count:  # no epoch argument to scale: the stages are the plan
+            return
+        name = type(module).__name__
+        plan = " + ".join(f"{s.epochs} ({s.name})" for s in self.stages)
+        given = [a for a in count if a in getattr(module, "given_arguments", count)]
+        if given and asked > total:  # a maximum the model's own plan stays below
+            return
+        if given:
+            raise ValueError(
+                f"{name}: Trainer(max_epochs={asked}) is shorter than the "
+                f"stages' epochs ({plan} = {total}, set by {', '.join(given)}); drop one of them"
+            )
+        values = _split_epochs(asked, {a: module.hparams[a] for a in count}, count)
+        if values is None:
+            raise ValueError(
+                f"{name}: Trainer(max_epochs={asked}) cannot be split into whole "
+                f"epochs over its stages ({plan}); give a multiple of their number, or set "
+                f"{', '.join(count)}"
+            )
+        module.hparams.update(values)
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage == "fit":

@@ -48,6 +48,7 @@ from ..privacy.aggregation import (
 from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from ..publish.card import MethodCard
+from .arguments import node_unit
 from .base import PrivateModule
 from .releases import EDGES, TRAIN_LABELS, Draw, Release
 from .rows import RowTrainer
@@ -80,7 +81,7 @@ class AggregationPerturbationModule(PrivateModule):
         epsilon: float | None,
         delta: float | str,
         *,
-        max_degree: int = 100,
+        max_degree: int | None = None,
         ensemble: int = 1,
         hop_budget: Sequence[float] | None = None,
         dropout: float = 0.0,
@@ -103,8 +104,10 @@ class AggregationPerturbationModule(PrivateModule):
         and forwards these (PyG's style), so they are documented once, here.
 
         Args:
-            max_degree: node level: D, a public upper bound on every in- and out-degree of
-                the graph (checked; a graph above it is refused, see docs/privacy.md).
+            max_degree: node level (required there): D, a public upper bound on every in- and
+                out-degree of the graph (checked; a graph above it is refused, see
+                docs/privacy.md); the unit says the guarantee holds among graphs whose degrees
+                are <= D. Unused at other levels.
             ensemble: classification modules trained side by side on the cached aggregates,
                 their log-probabilities averaged (one model to the privacy analysis: no extra
                 cost).
@@ -177,6 +180,8 @@ class AggregationPerturbationModule(PrivateModule):
                 "samples of a batch, so per-sample clipping no longer bounds one node's "
                 "influence. Use 'layer', 'group' or 'none'."
             )
+        if self.level is Level.NODE:
+            self.accountant.unit = node_unit(max_degree, f"{type(self).__name__}(privacy='node')")
         self.max_degree, self.ensemble = max_degree, ensemble
         self.dropout, self.normalization, self.activation = dropout, normalization, activation
         self.batch_size, self.max_grad_norm = batch_size, max_grad_norm

@@ -11,16 +11,19 @@ refuses an argument the class does not take, naming the class the user called.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral, Real
 from typing import Any
 
+from ..levels import Level, Unit
 from ..nn.backbone import BACKBONES, make_activation
 from ..nn.combine import COMBINES
 from ..nn.mlp import NORMALIZATIONS
+from ..privacy.accountant import check_epsilon
 
-__all__ = ["check_arguments", "check_argument_names"]
+__all__ = ["check_arguments", "check_argument_names", "node_unit", "refused_value_message"]
 
 Rule = Callable[[str, Any], None]
 
@@ -111,7 +114,7 @@ _COUNT = _integer(0)
 #: argument name -> its check (methods add their own for what only they take)
 RULES: dict[str, Rule] = {
     **dict.fromkeys(
-        ("hidden", "layers", "heads", "out_dim", "hops", "ensemble", "max_degree", "batch_size",
+        ("hidden", "layers", "heads", "out_dim", "hops", "ensemble", "batch_size",
          "epochs", "classifier_epochs", "head_layers", "pre_layers", "post_layers"),
         _POSITIVE,
     ),
@@ -121,6 +124,7 @@ RULES: dict[str, Rule] = {
         _COUNT,
     ),
     "num_features": _integer(1, optional=True),
+    "max_degree": _integer(1, optional=True),  # required at node level: node_unit
     "num_classes": _integer(1, optional=True),
     "patience": _integer(0, optional=True),
     "train_batch_size": _integer(1, optional=True),
@@ -158,13 +162,53 @@ def check_arguments(values: Mapping[str, Any]) -> None:
             rule(name, value)
 
 
+#: the budgets every method spells alike (checked by the privacy layer's ``check_epsilon``)
+BUDGETS = ("epsilon", "x_epsilon", "y_epsilon")
+
+
+def refused_value_message(name: str, text: str) -> str | None:
+    """The constructor's own sentence for ``text``, typed for argument ``name`` where a parser
+    refused its type (``"nan"`` for ``epsilon`` -> ``"epsilon must be > 0, got nan"``);
+    ``None`` when ``text`` is no number or no rule refuses it."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    rule = RULES.get(name)
+    try:
+        if name in BUDGETS:
+            check_epsilon(value, name)
+        elif rule is not None:
+            rule(name, value)
+    except ValueError as err:
+        return str(err)
+    return None
+
+
 def check_argument_names(cls: type, given: Iterable[str], accepted: Iterable[str]) -> None:
     """Refuse keyword arguments ``cls`` does not take, naming ``cls`` (not the base class the
-    keywords are forwarded to) and listing what it takes."""
+    keywords are forwarded to), with the closest name it takes ("did you mean") and a list of
+    what it takes."""
     accepted = set(accepted)
     unknown = [name for name in given if name not in accepted]
     if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(accepted), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise TypeError(
-            f"{cls.__name__} got an unexpected keyword argument {unknown[0]!r}; it takes: "
+            f"{cls.__name__} got an unexpected keyword argument {unknown[0]!r}{hint}; it takes: "
             + ", ".join(sorted(accepted))
         )
+
+
+def node_unit(max_degree: int | None, owner: str) -> str:
+    """The node-level unit of ``owner`` (e.g. ``"GAP(privacy='node')"``), conditioned on its
+    degree bound (``"... among graphs whose degrees are <= D"``); a ``ValueError`` when no
+    bound is given: the guarantee holds only on graphs the bound covers, and it must be
+    public."""
+    if max_degree is None:
+        raise ValueError(
+            f"{owner} needs max_degree=D, an upper bound on every in- and "
+            "out-degree that is public knowledge (e.g. a platform's friend cap) or released by "
+            "lightning_dpgnn.privacy.PrivateDegreeBound, never read off the graph"
+        )
+    return Unit(Level.NODE, max_degree).describe()

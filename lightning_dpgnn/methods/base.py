@@ -33,7 +33,7 @@ import inspect
 import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -51,6 +51,7 @@ from torch_geometric.data import Data
 from torchmetrics.functional.classification import multiclass_accuracy
 
 from .._init_args import init_arguments
+from .._quiet import quiet_lightning
 from ..caches import clear_caches
 from ..data.datamodules import NodeDataSource
 from ..data.simple import require_simple
@@ -201,7 +202,10 @@ class PrivateModule(
         called (not the base class it forwards its keywords to)."""
         accepted = init_arguments(cls) - {"levels", *cls.fixed_arguments}
         check_argument_names(cls, kwargs, accepted)
-        return super().__new__(cls, *args, **kwargs)  # ModelHubMixin records them
+        instance = super().__new__(cls, *args, **kwargs)  # ModelHubMixin records them
+        #: the keyword arguments the caller gave (a default is not a choice the user made)
+        object.__setattr__(instance, "given_arguments", frozenset(kwargs))
+        return instance
 
     def save_hyperparameters(self, *args: Any, frame: Any = None, **kwargs: Any) -> None:
         """Lightning's, then the constructor checks every method shares
@@ -873,6 +877,26 @@ class PrivateModule(
 
     def on_fit_end(self) -> None:
         self.reset_caches()  # the fit's copy of the graph, its rows, views and derived forms
+
+    # -- quiet by default: the noise the library causes in Lightning, until teardown ----------
+    def _quiet(self) -> None:
+        """Drop the warnings and lines the library causes in Lightning (one-batch epochs,
+        Opacus' hooks, Lightning's deprecations: :mod:`lightning_dpgnn._quiet`) from here to
+        :meth:`teardown`; the user's own warnings pass."""
+        if self.__dict__.get("_quiet_stack") is None:
+            self._quiet_stack = ExitStack()
+            self._quiet_stack.enter_context(quiet_lightning())
+
+    def configure_model(self) -> None:
+        """Lightning calls it once per ``fit``/``validate``/``test``/``predict``, after
+        ``setup`` and before any loader is read: the library's noise is dropped from here."""
+        self._quiet()
+
+    def teardown(self, stage: str) -> None:
+        quiet = self.__dict__.pop("_quiet_stack", None)
+        if quiet is not None:
+            quiet.close()
+        super().teardown(stage)
 
     def on_fit_start(self) -> None:
         self.reset_caches()  # views built before this fit (another data module, a restore)

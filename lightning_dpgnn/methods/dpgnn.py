@@ -35,6 +35,7 @@ from ..privacy.aggregation import (
     sum_aggregate,
 )
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
+from .arguments import node_unit
 from .base import PrivateModule
 from .releases import Draw, Release
 from .rows import RowTrainer, check_noise_arguments
@@ -49,8 +50,9 @@ class DPGNN(PrivateModule):
         epsilon: target node-level epsilon of the whole fit (DP-SGD steps and the one noisy
             aggregation used at inference); one noise multiplier is calibrated for both.
         delta: ``"auto"`` (below 1 / #nodes) or a number.
-        max_degree: D, a public upper bound on every in- and out-degree (checked; a graph
-            above it is refused). One node changes up to ``D + 1`` per-sample terms.
+        max_degree: D, a public upper bound on every in- and out-degree (required; checked: a
+            graph above it is refused). One node changes up to ``D + 1`` per-sample terms; the
+            unit says the guarantee holds among graphs whose degrees are <= D.
         hidden, layers, dropout, activation: the MLP on ``[x_i, aggregate_i]`` (``layers``
             counts its first linear layer, the GraphSAGE layer's weights).
         normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm mixes samples and is
@@ -78,7 +80,7 @@ class DPGNN(PrivateModule):
         self,
         epsilon: float | None = 8.0,
         delta: float | str = "auto",
-        max_degree: int = 100,
+        max_degree: int | None = None,
         hidden: int = 16,
         layers: int = 2,
         dropout: float = 0.0,
@@ -107,6 +109,7 @@ class DPGNN(PrivateModule):
                 "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
                 "samples of a batch. Use 'layer', 'group' or 'none'."
             )
+        self.accountant.unit = node_unit(max_degree, "DPGNN")
         self.max_degree = max_degree
         self.seed = seed
         self.phase = DPSGDPhase(

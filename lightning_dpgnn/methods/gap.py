@@ -190,8 +190,9 @@ class GAP(AggregationPerturbationModule):
     def configure_stages(self) -> list[Stage]:
         enc = self.hparams.encoder_epochs if self._uses_encoder else 0
         return [
-            Stage("encoder", enc, ("encoder_model",)),
-            Stage("classifier", self.hparams.classifier_epochs, ("classifier",)),
+            Stage("encoder", enc, ("encoder_model",), "encoder_epochs"),
+            Stage("classifier", self.hparams.classifier_epochs, ("classifier",),
+                  "classifier_epochs"),
         ]
 
     def total_aggregations(self) -> int:

@@ -81,7 +81,7 @@ class LocallyPrivateModule(PrivateModule):
             self.build(int(data.num_features), self._num_classes(data) if has_y else 0)
 
     def labels_private(self) -> bool:
-        eps = self.collector.y_eps
+        eps = self.collector.y_epsilon
         return bool(self.collector.collect_labels) and eps is not None and math.isfinite(eps)
 
     # -- the collection (node side), once ---------------------------------------------------------

@@ -1,8 +1,9 @@
 """LPGNN: locally private GNN with multi-bit features, KProp and Drop (thesis ch. 3, Alg. 4).
 
 Node side, once (Alg. 4 lines 4-11): every node encodes its features with the multi-bit
-encoder (``x_eps``, Alg. 2); every labelled node (train + validation) randomizes its label with
-randomized response (``y_eps``, eq. 3.39). Each node spends ``x_eps + y_eps`` (Corollary 2).
+encoder (``x_epsilon``, Alg. 2); every labelled node (train + validation) randomizes its label
+with randomized response (``y_epsilon``, eq. 3.39). Each node spends ``x_epsilon + y_epsilon``
+(Corollary 2).
 
 Server side (lines 13-30):
 
@@ -33,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
-from .._deprecation import renamed
+from .._deprecation import BUDGET_NAMES, renamed
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, PropagatedCodes, check_steps
 from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
@@ -50,8 +51,8 @@ class LPGNN(LocallyPrivateModule):
 
     Args:
         backbone: ``"sage"`` (default, thesis' ablation model), ``"gcn"`` or ``"gat"``.
-        x_eps: feature budget per node (``math.inf``: raw features, reported as such).
-        y_eps: label budget per labelled node (``math.inf``: clean labels, reported as such).
+        x_epsilon: feature budget per node (``math.inf``: raw features, reported as such).
+        y_epsilon: label budget per labelled node (``math.inf``: clean labels, reported as such).
         x_steps: ``K_x``, feature KProp steps (>= 0).
         y_steps: ``K_y``, label KProp steps (>= 0).
         mechanism: feature mechanism: ``"multibit"`` (MB), ``"onebit"`` (1B), ``"laplace"``
@@ -83,8 +84,8 @@ class LPGNN(LocallyPrivateModule):
     def __init__(
         self,
         backbone: Literal["sage", "gcn", "gat"] = "sage",
-        x_eps: float = 1.0,
-        y_eps: float = 1.0,
+        x_epsilon: float = 1.0,
+        y_epsilon: float = 1.0,
         x_steps: int = 0,
         y_steps: int = 0,
         mechanism: str = "multibit",
@@ -106,11 +107,15 @@ class LPGNN(LocallyPrivateModule):
         num_features: int | None = None,
         num_classes: int | None = None,
         delta: float | None = None,
+        x_eps: float | None = None,
+        y_eps: float | None = None,
     ) -> None:
         gaussian_delta = renamed(
             "LPGNN", "delta", "gaussian_delta", delta, gaussian_delta,
             "delta names the accountant's target elsewhere",
         )
+        x_epsilon = renamed("LPGNN", "x_eps", "x_epsilon", x_eps, x_epsilon, BUDGET_NAMES)
+        y_epsilon = renamed("LPGNN", "y_eps", "y_epsilon", y_eps, y_epsilon, BUDGET_NAMES)
         check_backbone(backbone)
         check_steps(x_steps, "x_steps")
         check_steps(y_steps, "y_steps")
@@ -122,14 +127,16 @@ class LPGNN(LocallyPrivateModule):
             )
         if features not in FEATURE_SOURCES:
             raise ValueError(f"features must be one of {FEATURE_SOURCES}, got {features!r}")
-        if y_eps is None:
-            raise ValueError("LPGNN's labels are private: give y_eps > 0 (math.inf: clean labels)")
+        if y_epsilon is None:
+            raise ValueError(
+                "LPGNN's labels are private: give y_epsilon > 0 (math.inf: clean labels)"
+            )
         collector = LocalCollector(
-            x_eps, y_eps, mechanism, m=m, alpha=alpha, beta=beta, gaussian_delta=gaussian_delta,
-            features=features,
+            x_epsilon, y_epsilon, mechanism, m=m, alpha=alpha, beta=beta,
+            gaussian_delta=gaussian_delta, features=features,
         )
         super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
-        self.save_hyperparameters(ignore=["delta"])
+        self.save_hyperparameters(ignore=["delta", "x_eps", "y_eps"])
         self.x_prop = KProp(x_steps)
         self.y_prop = KProp(y_steps)
         self.net: GNNBackbone | None = None
@@ -227,11 +234,11 @@ class LPGNN(LocallyPrivateModule):
     def transfers_to_new_graphs(self) -> bool:
         """Whether a fresh collection on a new graph gives the accuracy the model was tested at.
 
-        Only when the training features carried no noise draw: clear features (``x_eps=inf``)
+        Only when the training features carried no noise draw: clear features (``x_epsilon=inf``)
         or the deterministic ad-hoc ones (``"ones"``, ``"degree"``). With noisy features the
         model fits the one noise draw of its training collection: after KProp that draw is a
         random projection of each node's neighbourhood, i.e. a positional encoding of the
-        training graph that a fresh draw does not reproduce (csbm, ``x_eps=1``: transductive
+        training graph that a fresh draw does not reproduce (csbm, ``x_epsilon=1``: transductive
         0.90, a fresh collection on the *same* graph 0.19-0.37, chance 0.20; ``features="random"``
         behaves the same: 0.97 -> 0.06-0.45).
         """
@@ -244,7 +251,7 @@ class LPGNN(LocallyPrivateModule):
         if self.transfers_to_new_graphs:
             return
         c = self.collector
-        what = (f"x_eps={c.x_eps:g}" if c.features_source == "private"
+        what = (f"x_epsilon={c.x_epsilon:g}" if c.features_source == "private"
                 else f"features={c.features_source!r}")
         raise NotImplementedError(
             f"LPGNN ({what}) cannot predict on a new graph: it fitted the one noise draw of its "
@@ -252,7 +259,7 @@ class LPGNN(LocallyPrivateModule):
             "graph), and on a fresh collection it predicts at about chance, even on the same "
             "graph. Predict on the training graph (predict_step without `inductive`), or use "
             "PGC, whose fresh collections give its tested accuracy. LPGNN transfers only with "
-            "x_eps=inf or features='ones'/'degree'."
+            "x_epsilon=inf or features='ones'/'degree'."
         )
 
     def collect_from(self, data: Data):

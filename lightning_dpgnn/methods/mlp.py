@@ -107,8 +107,8 @@ class MLP(_NodeMLP):
     """Node-feature MLP. Reads no edges, so at edge level it spends epsilon = 0.
 
     Trains for ``epochs`` full-batch epochs and keeps the epoch with the best ``val/acc`` (the
-    protocol of the GAP/ProGAP papers' MLP baseline), as a one-stage staged fit: ``epochs``,
-    not ``Trainer(max_epochs)``, sets the length of the fit.
+    protocol of the GAP/ProGAP papers' MLP baseline), as a one-stage staged fit: ``epochs`` sets
+    its length (``Trainer(max_epochs)`` replaces the default, see the staged fit loop).
 
     Args:
         privacy: ``"edge"`` (default: reports edge-level epsilon 0) or ``"none"``.
@@ -132,7 +132,7 @@ class MLP(_NodeMLP):
         self.staged = StagedFit(self, self.stage_rows, reload_every_epoch=False)
 
     def configure_stages(self) -> list[Stage]:
-        return [Stage("mlp", self.hparams.epochs, ("mlp",))]
+        return [Stage("mlp", self.hparams.epochs, ("mlp",), "epochs")]
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         return self.staged.loader(data)

@@ -9,10 +9,10 @@ Server side: the unbiased estimate ``y* = ((e^eps+1) y - 1)/(e^eps-1) * Delta + 
 then an unbiased estimate of the true one (eq. 2.4, Lemma 2); the later layers are ordinary.
 The Laplace (LM), Duchi (DM) and Piecewise (PM) mechanisms of §2.9 plug in the same way.
 
-Privacy: as in thesis ch. 2 each *feature* gets budget ``x_eps`` (``per_coordinate=True``), so
-the accountant records the true per-node total ``d * x_eps`` (§2.8) and the report shows both;
-pass ``per_coordinate=False`` to spend ``x_eps`` per node instead. Only features are private in this
-threat model (§2.3.1): the graph and — for node classification — the labels are known to the
+Privacy: as in thesis ch. 2 each *feature* gets budget ``x_epsilon`` (``per_coordinate=True``), so
+the accountant records the true per-node total ``d * x_epsilon`` (§2.8) and the report shows both;
+pass ``per_coordinate=False`` to spend ``x_epsilon`` per node instead. Only features are private
+in this threat model (§2.3.1): the graph and — for node classification — the labels are known to the
 server, so they are not accounted.
 
 Two tasks (§2.6.3): :class:`PGC` (node classification, two-layer GCN) and
@@ -36,6 +36,7 @@ from torch_geometric.transforms import RandomLinkSplit
 from torch_geometric.utils import remove_self_loops, to_undirected
 from torchmetrics.functional.classification import binary_auroc
 
+from .._deprecation import BUDGET_NAMES, renamed
 from ..nn.backbone import GNNBackbone
 from ..nn.kprop import normalized_adjacency
 from ..privacy.local import LocalCollector
@@ -67,12 +68,12 @@ def graph_convolution(x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor
 
 
 def _pgc_collector(
-    x_eps: float, mechanism: str, per_coordinate: bool, alpha: float, beta: float, labels: bool
+    x_epsilon: float, mechanism: str, per_coordinate: bool, alpha: float, beta: float, labels: bool
 ) -> LocalCollector:
     if mechanism not in PGC_MECHANISMS:
         raise ValueError(f"PGC mechanism must be one of {PGC_MECHANISMS}, got {mechanism!r}")
     return LocalCollector(
-        x_eps,
+        x_epsilon,
         None,  # labels (if any) are public in PGC's threat model
         mechanism,
         alpha=alpha,
@@ -92,7 +93,7 @@ class _PGCModule(LocallyPrivateModule):
 
     def __init__(
         self,
-        x_eps: float = 1.0,
+        x_epsilon: float = 1.0,
         *,
         mechanism: str = "onebit",
         per_coordinate: bool = True,
@@ -101,13 +102,14 @@ class _PGCModule(LocallyPrivateModule):
         noise_seed: int | None = None,
         lr: float = 0.01,
         weight_decay: float = 0.01,
+        x_eps: float | None = None,
     ) -> None:
         """The settings PGC and PGCLinkPrediction share; each takes its network's own in its
         signature and forwards these (PyG's style), so they are documented once, here.
 
         Args:
-            x_eps: the features' budget: per feature with ``per_coordinate=True`` (the
-                thesis'; each node spends ``d * x_eps``, which the report shows), else per
+            x_epsilon: the features' budget: per feature with ``per_coordinate=True`` (the
+                thesis'; each node spends ``d * x_epsilon``, which the report shows), else per
                 node. ``math.inf`` is the RAW baseline (features read in the clear, reported
                 as such). Formerly ``epsilon``: that name is gone rather than deprecated,
                 because the CLI carries the default model's ``epsilon`` (GAP's target) over
@@ -120,20 +122,24 @@ class _PGCModule(LocallyPrivateModule):
                 entropy; the report says the guarantee does not hold against anyone who knows
                 the seed).
             lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01).
+            x_eps: former name of ``x_epsilon`` (deprecated).
         """
+        x_epsilon = renamed(type(self).__name__, "x_eps", "x_epsilon", x_eps, x_epsilon,
+                            BUDGET_NAMES)
         collector = _pgc_collector(
-            x_eps, mechanism, per_coordinate, alpha, beta, labels=self.collect_labels
+            x_epsilon, mechanism, per_coordinate, alpha, beta, labels=self.collect_labels
         )
         super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
         # the hyper-parameters of the whole model: these and the subclass's own arguments
-        self.save_hyperparameters()
+        self.save_hyperparameters(ignore=["x_eps"])
+        self.hparams["x_epsilon"] = x_epsilon  # the subclass's frame holds the default
 
 
 class PGC(WholeGraphSteps, _PGCModule):
     """Node classification with private features: GCN over the 1-bit estimates (Alg. 1).
 
     Args:
-        x_eps: the features' budget, per feature by default (see ``per_coordinate``).
+        x_epsilon: the features' budget, per feature by default (see ``per_coordinate``).
         hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3; Table 2.2:
             Cora dropout 0.5).
         num_features, num_classes: build the network now (a model restored from its
@@ -151,7 +157,7 @@ class PGC(WholeGraphSteps, _PGCModule):
 
     def __init__(
         self,
-        x_eps: float = 1.0,
+        x_epsilon: float = 1.0,
         hidden: int = 32,
         layers: int = 2,
         dropout: float = 0.5,
@@ -159,7 +165,7 @@ class PGC(WholeGraphSteps, _PGCModule):
         num_classes: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(x_eps, **kwargs)
+        super().__init__(x_epsilon, **kwargs)
         self.gcn: GNNBackbone | None = None
         if num_features is not None and num_classes is not None:
             self.build(num_features, num_classes)
@@ -270,7 +276,7 @@ class PGCLinkPrediction(_PGCModule):
     """Link prediction with private features: a VGAE over the 1-bit estimates.
 
     Args:
-        x_eps: the features' budget, as in :class:`PGC`.
+        x_epsilon: the features' budget, as in :class:`PGC`.
         hidden, out_dim: encoder widths (32 and 16, §2.6.3).
         dropout: the encoder's (Table 2.2: Cora 0).
         edge_split: train/val/test fractions of the edges (85/5/10).
@@ -291,7 +297,7 @@ class PGCLinkPrediction(_PGCModule):
 
     def __init__(
         self,
-        x_eps: float = 1.0,
+        x_epsilon: float = 1.0,
         hidden: int = 32,
         out_dim: int = 16,
         dropout: float = 0.0,
@@ -300,7 +306,7 @@ class PGCLinkPrediction(_PGCModule):
         num_features: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(x_eps, **kwargs)
+        super().__init__(x_epsilon, **kwargs)
         self.vgae: VGAE | None = None
         self.edges: dict[str, torch.Tensor] | None = None
         if num_features is not None:

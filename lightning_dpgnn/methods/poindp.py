@@ -206,10 +206,10 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
     def configure_stages(self) -> list[Stage]:
         hp = self.hparams
         if self.in_paper_code_mode:
-            return [Stage(PAPER_CODE, hp.paper_epochs, ("paper_net",))]
+            return [Stage(PAPER_CODE, hp.paper_epochs, ("paper_net",), "paper_epochs")]
         return [
-            Stage("encoder", hp.encoder_epochs, ("encoder_model",)),
-            Stage("classifier", hp.classifier_epochs, ("classifier",)),
+            Stage("encoder", hp.encoder_epochs, ("encoder_model",), "encoder_epochs"),
+            Stage("classifier", hp.classifier_epochs, ("classifier",), "classifier_epochs"),
         ]
 
     def total_aggregations(self) -> int:

@@ -276,7 +276,8 @@ class ProGAP(AggregationPerturbationModule):
 
     def configure_stages(self) -> list[Stage]:
         n = self.hparams.epochs_per_stage
-        return [Stage(f"stage{s}", n, ("network",)) for s in range(self.hparams.depth + 1)]
+        return [Stage(f"stage{s}", n, ("network",), "epochs_per_stage")
+                for s in range(self.hparams.depth + 1)]
 
     def total_aggregations(self) -> int:
         return self.hparams.depth

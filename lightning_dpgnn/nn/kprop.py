@@ -13,12 +13,12 @@ node's own noise once more at every step. Edge convention as in :mod:`lightning_
 
 from __future__ import annotations
 
-import warnings
 from typing import Literal
 
 import torch
 from torch import nn
 
+from .._quiet import quiet_sparse
 from .backbone import SparseAdjacency
 from .mlp import input_linear
 
@@ -66,10 +66,11 @@ def normalized_adjacency(
     else:
         weight = torch.ones_like(dst, dtype=torch.float32)
     # row = target, column = source: (A @ x)[v] = sum over in-edges u -> v of weight * x[u]
-    adj = torch.sparse_coo_tensor(
-        torch.stack([dst, src]), weight, (num_nodes, num_nodes)
-    ).coalesce()
-    return adj.to_sparse_csr()
+    with quiet_sparse():
+        adj = torch.sparse_coo_tensor(
+            torch.stack([dst, src]), weight, (num_nodes, num_nodes)
+        ).coalesce()
+        return adj.to_sparse_csr()
 
 
 class KProp(nn.Module):
@@ -103,8 +104,7 @@ class KProp(nn.Module):
         if c is not None and c[0] is edge_index and c[1] == num_nodes:
             return c[2]
         step = normalized_adjacency(edge_index, num_nodes, self.aggr)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+        with quiet_sparse():
             adj = SparseAdjacency(step, step.t().to_sparse_csr(), None)
         if self.cached:
             self._cache = (edge_index, num_nodes, adj)
@@ -150,8 +150,7 @@ class PropagatedCodes:
                  adjacency: SparseAdjacency, steps: int) -> None:
         self.steps = check_steps(steps)
         coo = (codes if codes.is_sparse else codes.to_sparse()).coalesce()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+        with quiet_sparse():
             self.codes = torch.sparse_coo_tensor(
                 coo.indices(), coo.values().float(), coo.shape
             ).coalesce().to_sparse_csr()

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 from torch import nn
 
+from .._quiet import quiet_sparse
 from ..caches import TensorCache
 
 __all__ = [
@@ -62,15 +61,13 @@ def compact_features(
     paths use it: Opacus computes per-sample gradients from dense activations.
     """
     if x.layout == torch.sparse_coo:  # features kept sparse by the reader (FB-scale)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+        with quiet_sparse():
             return x.coalesce().to_sparse_csr()
     if x.layout != torch.strided or x.dim() != 2 or not x.is_floating_point():
         return x
     if x.size(1) < min_width or int(torch.count_nonzero(x)) > max_density * x.numel():
         return x
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+    with quiet_sparse():
         return x.to_sparse_csr()
 
 
@@ -108,8 +105,7 @@ def _transposed(x: torch.Tensor) -> torch.Tensor:
     non-zeros, which costs more than the product itself."""
     xt = _TRANSPOSED.get(x, x._version)
     if xt is None:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+        with quiet_sparse():
             xt = _TRANSPOSED.put(x, x._version, x.t().to_sparse_csr())
     return xt
 

@@ -19,12 +19,12 @@ Lightning imports.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Literal
 
 import torch
 
+from .._quiet import quiet_sparse
 from ..caches import TensorCache
 from ..levels import EDGE_UNITS
 from . import random as R
@@ -161,8 +161,7 @@ def in_adjacency(
     crow = torch.zeros(num_rows + 1, dtype=torch.int64, device=edge_index.device)
     torch.cumsum(torch.bincount(dst, minlength=num_rows), 0, out=crow[1:])
     values = torch.ones(col.numel(), dtype=dtype, device=edge_index.device)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+    with quiet_sparse():
         adj = torch.sparse_csr_tensor(
             crow.to(index_dtype), col, values, (num_rows, num_nodes), check_invariants=False
         )

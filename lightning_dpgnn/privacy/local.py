@@ -3,18 +3,19 @@
 In the local model every node perturbs its own data *once*, on its side, and the server only
 ever sees what the nodes sent (thesis Alg. 4 lines 4-11, Alg. 1 lines 1-2):
 
-* features: a feature randomizer of :mod:`lightning_dpgnn.privacy.ldp` with budget ``x_eps``
+* features: a feature randomizer of :mod:`lightning_dpgnn.privacy.ldp` with budget ``x_epsilon``
   (multi-bit by default: compact ``{-1, 0, 1}`` codes that the server rectifies, eq. 3.10);
 * labels of the *labelled* nodes (train + validation): randomized response with budget
-  ``y_eps`` (eq. 3.39). Test labels are never collected; they are read only to evaluate.
+  ``y_epsilon`` (eq. 3.39). Test labels are never collected; they are read only to evaluate.
 
 :class:`LocalCollector` runs that step and records it on an accountant: each node spends
-``x_eps + y_eps`` (Corollary 2), one collection. The result, a :class:`LocalCollection`, holds
-exactly what the server received (codes are kept compact) and is what a model caches and
-checkpoints: re-running the collection would query the nodes again and double the spend.
+``x_epsilon + y_epsilon`` (Corollary 2), one collection. The result, a
+:class:`LocalCollection`, holds exactly what the server received (codes are kept compact) and
+is what a model caches and checkpoints: re-running the collection would query the nodes again
+and double the spend.
 
 Budgets: ``math.inf`` means "read in the clear" — no mechanism runs and the accountant records
-an infinite spend, so the report says so (thesis Table 3.2's ``eps_y = inf``). ``y_eps=None``
+an infinite spend, so the report says so (thesis Table 3.2's ``eps_y = inf``). ``y_epsilon=None``
 means the labels are *public* in the threat model (PGC, thesis §2.3.1: only features are
 private); they are copied and nothing is recorded for them.
 
@@ -135,8 +136,8 @@ class LocalCollector:
     """Runs the one-time LDP collection of features and labels and records its spend.
 
     Args:
-        x_eps: feature budget per node (``math.inf``: features read in the clear).
-        y_eps: label budget per labelled node (``math.inf``: labels read in the clear;
+        x_epsilon: feature budget per node (``math.inf``: features read in the clear).
+        y_epsilon: label budget per labelled node (``math.inf``: labels read in the clear;
             ``None``: labels are public in this threat model and are not accounted).
         mechanism: ``"multibit"`` (default), ``"onebit"``, ``"laplace"``, ``"duchi"``,
             ``"piecewise"``, ``"gaussian"`` (analytic Gaussian, at ``gaussian_delta``) or
@@ -150,8 +151,8 @@ class LocalCollector:
         k: FeatureRR only: the number of bins (``None``: its default).
         alpha, beta: feature range known to the server (features are clipped into it).
         per_coordinate: for the coordinate-wise mechanisms, give *every feature* budget
-            ``x_eps`` as in thesis ch. 2 (the per-node spend is then ``d * x_eps``); default:
-            ``x_eps`` per node, split over the ``d`` features.
+            ``x_epsilon`` as in thesis ch. 2 (the per-node spend is then ``d * x_epsilon``);
+            default: ``x_epsilon`` per node, split over the ``d`` features.
         gaussian_delta: delta of the analytic Gaussian mechanism, (eps, delta)-LDP per node
             (thesis Table 3.2 uses 1e-10); it becomes the accountant's delta of the fit.
         features: ``"private"`` (collect with the mechanism) or an ad-hoc, budget-free source:
@@ -161,8 +162,8 @@ class LocalCollector:
 
     def __init__(
         self,
-        x_eps: float = 1.0,
-        y_eps: float | None = 1.0,
+        x_epsilon: float = 1.0,
+        y_epsilon: float | None = 1.0,
         mechanism: str = "multibit",
         *,
         m: int | None = None,
@@ -181,8 +182,8 @@ class LocalCollector:
             raise ValueError(
                 f"unknown feature mechanism {mechanism!r}; use one of {sorted(FEATURE_MECHANISMS)}"
             )
-        self.x_eps = check_epsilon(x_eps, "x_eps")
-        self.y_eps = None if y_eps is None else check_epsilon(y_eps, "y_eps")
+        self.x_epsilon = check_epsilon(x_epsilon, "x_epsilon")
+        self.y_epsilon = None if y_epsilon is None else check_epsilon(y_epsilon, "y_epsilon")
         if per_coordinate and mechanism not in _COORDINATE:
             raise ValueError(
                 f"per_coordinate=True applies to the coordinate-wise mechanisms {_COORDINATE}, "
@@ -213,20 +214,20 @@ class LocalCollector:
 
     @property
     def perturbs_features(self) -> bool:
-        return self.collects_features and math.isfinite(self.x_eps)
+        return self.collects_features and math.isfinite(self.x_epsilon)
 
     def _make_randomizer(self) -> FeatureRandomizer | None:
         if not self.perturbs_features:
             return None
         cls = FEATURE_MECHANISMS[self.mechanism]
         if self.mechanism == "multibit":
-            return MultiBit(self.x_eps, self.alpha, self.beta, m=self.m)
+            return MultiBit(self.x_epsilon, self.alpha, self.beta, m=self.m)
         if self.mechanism == "gaussian":
-            return AnalyticGaussian(self.x_eps, self.gaussian_delta, self.alpha, self.beta)
+            return AnalyticGaussian(self.x_epsilon, self.gaussian_delta, self.alpha, self.beta)
         if self.mechanism == "featurerr":
             k = {} if self.k is None else {"k": self.k}
-            return FeatureRR(self.x_eps, self.theta, alpha=self.alpha, beta=self.beta, **k)
-        return cls(self.x_eps, self.alpha, self.beta, per_coordinate=self.per_coordinate)
+            return FeatureRR(self.x_epsilon, self.theta, alpha=self.alpha, beta=self.beta, **k)
+        return cls(self.x_epsilon, self.alpha, self.beta, per_coordinate=self.per_coordinate)
 
     @property
     def randomizer(self) -> FeatureRandomizer | None:
@@ -235,9 +236,9 @@ class LocalCollector:
 
     def label_randomizer(self, num_classes: int) -> RandomizedResponse | None:
         """Randomized response over ``num_classes`` labels (``None``: labels not private)."""
-        if self.y_eps is None or not self.collect_labels:
+        if self.y_epsilon is None or not self.collect_labels:
             return None
-        return RandomizedResponse(self.y_eps, num_classes)
+        return RandomizedResponse(self.y_epsilon, num_classes)
 
     @property
     def needs_delta(self) -> bool:
@@ -248,7 +249,7 @@ class LocalCollector:
     def account(
         self, accountant: PrivacyAccountant, d: int, num_classes: int, labels: bool = True
     ) -> None:
-        """Record one collection: ``x_eps`` (features) + ``y_eps`` (labels, unless
+        """Record one collection: ``x_epsilon`` (features) + ``y_epsilon`` (labels, unless
         ``labels=False``) per node."""
         if self.collects_features:
             if self._randomizer is not None:
@@ -356,6 +357,6 @@ class LocalCollector:
 
     def __repr__(self) -> str:
         return (
-            f"LocalCollector(x_eps={self.x_eps}, y_eps={self.y_eps}, "
+            f"LocalCollector(x_epsilon={self.x_epsilon}, y_epsilon={self.y_epsilon}, "
             f"mechanism={self.mechanism!r}, features={self.features_source!r})"
         )

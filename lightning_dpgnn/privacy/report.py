@@ -141,7 +141,7 @@ class PrivacyReport:
             return "non-private (epsilon = inf)"
         eps = "inf" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         d = f", delta = {self.delta:.3g}" if self.delta else ""
-        lines = [f"{self.level}-level DP: epsilon = {eps}{d}  [{self.accountant}]"]
+        lines = [f"{Level.of(self.level).phrase}: epsilon = {eps}{d}  [{self.accountant}]"]
         if self.unit:
             lines.append(f"  protects: {self.unit}")
         if self.reproducible_noise:

@@ -37,6 +37,15 @@ def test_unknown_dataset_lists_known_names() -> None:
     assert isinstance(err.value, ValueError)
 
 
+@pytest.mark.parametrize("typed,meant", [
+    ("Rutgers89", "facebook100/Rutgers89"), ("rutgers89", "facebook100/Rutgers89"),
+    ("coraa", "cora"), ("musae-facebok", "musae-facebook"),
+])
+def test_a_misspelt_dataset_says_what_it_probably_meant(typed: str, meant: str) -> None:
+    with pytest.raises(UnknownDatasetError, match=f"Did you mean '{meant}'\\?"):
+        NodeDataModule(typed)
+
+
 def test_ambiguous_facebook_name_gets_a_hint() -> None:
     with pytest.raises(UnknownDatasetError, match="ambiguous") as err:
         load_dataset("facebook")

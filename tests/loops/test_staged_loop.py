@@ -151,3 +151,30 @@ def test_progress_bar_shows_the_stage_and_no_contradictory_epoch_lines(
     assert not [w for w in warned if "max_epochs" in str(w.message)]
     # the filter only applies during a staged fit
     assert not logging.getLogger("lightning.pytorch.utilities.rank_zero").filters
+
+
+def test_trainer_max_epochs_sets_the_length_of_a_staged_fit(csbm_dm, make_trainer):
+    from lightning_dpgnn import ProGAP
+
+    # stages at their defaults (100 + 100): scaled to add up to max_epochs, planned as such
+    model = GAP(privacy="node", epsilon=8.0, max_degree=21, hops=1, batch_size=500)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        trainer = make_trainer(max_epochs=5)
+        trainer.fit(model, csbm_dm)
+    assert (model.hparams.encoder_epochs, model.hparams.classifier_epochs) == (3, 2)
+    assert trainer.current_epoch == 5
+    assert model.accountant.total_count("encoder/dpsgd") == 3 * model._phases[0].steps_per_epoch
+    assert not [w for w in warned if "max_epochs" in str(w.message)]
+    assert model.privacy_spent().epsilon == pytest.approx(8.0, rel=1e-3)  # planned for 5 epochs
+    # epochs the model was given: a longer maximum is not reached, a shorter one is refused
+    longer = make_trainer(max_epochs=50)
+    longer.fit(GAP(privacy="none", encoder_epochs=1, classifier_epochs=1), csbm_dm)
+    assert longer.current_epoch == 2
+    given = GAP(privacy="edge", epsilon=1.0, encoder_epochs=3, classifier_epochs=3)
+    with pytest.raises(ValueError, match=r"max_epochs=4\) is shorter than the stages' epochs"):
+        make_trainer(max_epochs=4).fit(given, csbm_dm)
+    assert given.accountant.total_count() == 0
+    # three equal stages cannot add up to 4
+    with pytest.raises(ValueError, match="cannot be split into whole epochs"):
+        make_trainer(max_epochs=4).fit(ProGAP(privacy="none", depth=2), csbm_dm)

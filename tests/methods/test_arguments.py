@@ -10,6 +10,8 @@ from lightning_dpgnn._init_args import init_arguments
 
 METHODS = ["GAP", "ProGAP", "GNN", "MLP", "DPMLP", "SAGE", "EdgeRand", "DPGNN", "LPGNN", "PGC",
            "PGCLinkPrediction"]
+#: what a method cannot default: DPGNN is node level only, where the degree bound is required
+REQUIRED = {"DPGNN": {"max_degree": 21}}
 
 
 def _user_arguments(cls: type) -> list[str]:
@@ -27,10 +29,11 @@ class NotAValue:
 @pytest.mark.parametrize("name", METHODS)
 def test_every_argument_of_every_method_is_checked_at_construction(name):
     cls = getattr(ld, name)
-    cls()  # the defaults are valid
+    required = REQUIRED.get(name, {})
+    cls(**required)  # the defaults are valid
     for arg in _user_arguments(cls):
         with pytest.raises((ValueError, TypeError)) as error:
-            cls(**{arg: NotAValue()})
+            cls(**{**required, arg: NotAValue()})
         assert arg in str(error.value), f"{name}({arg}=...): {error.value}"
 
 
@@ -40,8 +43,10 @@ def test_every_argument_of_every_method_is_checked_at_construction(name):
         # the examples
         ("GAP", {"delta": 1.5}, "delta must be in the open interval (0, 1), got 1.5"),
         ("GAP", {"hops": 2.5}, "hops must be an integer >= 1, got 2.5"),
-        ("PGC", {"epsilon": -1}, "PGC got an unexpected keyword argument 'epsilon'; it takes: "),
-        ("PGC", {"x_eps": -1}, "x_eps must be > 0"),
+        ("PGC", {"epsilon": -1},
+         "PGC got an unexpected keyword argument 'epsilon' (did you mean 'x_epsilon'?); "
+         "it takes: "),
+        ("PGC", {"x_epsilon": -1}, "x_epsilon must be > 0"),
         # values of the right type out of range, for every method
         ("GAP", {"hop_budget": 2}, "hop_budget must be a list"),
         ("GAP", {"lr": -0.01}, "lr must be a finite number >= 0, got -0.01"),
@@ -68,7 +73,7 @@ def test_every_argument_of_every_method_is_checked_at_construction(name):
         ("DPGNN", {"delta": 0}, "delta must be in the open interval (0, 1)"),
         ("LPGNN", {"heads": 0}, "heads must be an integer >= 1"),
         ("LPGNN", {"activation": "swish"}, "activation must be one of"),
-        ("LPGNN", {"y_eps": -1}, "y_eps must be > 0"),
+        ("LPGNN", {"y_epsilon": -1}, "y_epsilon must be > 0"),
         ("PGC", {"weight_decay": -0.1}, "weight_decay must be a finite number >= 0"),
         ("PGCLinkPrediction", {"edge_split": (0.5, 0.5, 0.5)}, "edge_split must be 3 numbers"),
         ("PGCLinkPrediction", {"out_dim": 0}, "out_dim must be an integer >= 1"),
@@ -86,8 +91,8 @@ def test_a_bad_argument_is_refused_under_the_name_the_user_wrote(name, kwargs, m
         ("GAP", {"encoder_layers": 0}),  # the paper's "without encoder" ablation
         ("GAP", {"base_layers": 0, "hop_budget": [1, 3]}),
         ("ProGAP", {"epochs_per_stage": 0, "patience": 0}),
-        ("PGC", {"x_eps": math.inf}),  # the RAW baseline
-        ("LPGNN", {"x_eps": math.inf, "y_eps": math.inf}),
+        ("PGC", {"x_epsilon": math.inf}),  # the RAW baseline
+        ("LPGNN", {"x_epsilon": math.inf, "y_epsilon": math.inf}),
         ("DPMLP", {"epsilon": None, "noise_multiplier": 1.0}),
     ],
 )
@@ -96,3 +101,28 @@ def test_edge_values_the_papers_use_are_accepted(name, kwargs):
     for key, value in kwargs.items():
         if key in model.hparams:
             assert model.hparams[key] == value
+
+
+@pytest.mark.parametrize("name,old,new", [
+    ("LPGNN", "x_eps", "x_epsilon"), ("LPGNN", "y_eps", "y_epsilon"),
+    ("PGC", "x_eps", "x_epsilon"), ("PGCLinkPrediction", "x_eps", "x_epsilon"),
+])
+def test_a_budgets_old_name_still_works_with_a_deprecation_warning(name, old, new):
+    cls = getattr(ld, name)
+    with pytest.warns(DeprecationWarning, match=f"{old}=...\\) is renamed {new}"):
+        old_spelling = cls(**{old: 3.0})
+    new_spelling = cls(**{new: 3.0})
+    assert old_spelling.hparams[new] == new_spelling.hparams[new] == 3.0
+    assert old not in old_spelling.hparams  # checkpoints and the hub record the new name
+    assert old_spelling.privacy_spent() == new_spelling.privacy_spent()
+
+
+@pytest.mark.parametrize("name,typo,meant", [
+    ("GAP", "epsilom", "epsilon"), ("LPGNN", "x_epsilo", "x_epsilon"),
+    ("ProGAP", "max_degre", "max_degree"), ("PGC", "eps", None),
+])
+def test_an_unknown_keyword_says_what_it_probably_meant(name, typo, meant):
+    with pytest.raises(TypeError) as error:
+        getattr(ld, name)(**{typo: 1})
+    hint = f"(did you mean {meant!r}?)"
+    assert (hint in str(error.value)) == (meant is not None), str(error.value)

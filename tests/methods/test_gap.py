@@ -173,7 +173,7 @@ def test_nonprivate_gap_is_accurate_and_edge_gap_beats_mlp(csbm_dm, make_trainer
     acc_mlp = trainer.test(mlp, csbm_dm, verbose=False)[0]["test/acc"]
 
     gap_edge = GAP(privacy="edge", epsilon=8.0, encoder_epochs=40, classifier_epochs=60, seed=0)
-    trainer = make_trainer()
+    trainer = make_trainer(max_epochs=100)
     trainer.fit(gap_edge, csbm_dm)
     acc_edge = trainer.test(gap_edge, csbm_dm, verbose=False)[0]["test/acc"]
     assert acc_edge > acc_mlp + 0.1
@@ -315,3 +315,20 @@ def test_a_change_no_release_reads_buys_no_fresh_ledger(csbm_dm, make_trainer):
     changed = Data(x=other.x, edge_index=other.edge_index, num_nodes=other.num_nodes, y=y,
                    train_mask=other.train_mask)
     assert not torch.equal(model.predict_inductive(changed), probs[0])
+
+
+@pytest.mark.parametrize("name", ["GAP", "ProGAP", "PoinDP", "DPGNN"])
+def test_node_level_without_a_degree_bound_is_refused_when_the_model_is_built(name):
+    import lightning_dpgnn as ld
+
+    node = {} if name == "DPGNN" else {"privacy": "node"}
+    with pytest.raises(ValueError, match="needs max_degree=D, an upper bound .* public knowledge"):
+        getattr(ld, name)(epsilon=8.0, **node)
+    bounded = getattr(ld, name)(epsilon=8.0, max_degree=21, **node)
+    # the condition is part of the unit every report, run file and card prints
+    assert bounded.privacy_spent().unit == (
+        "one node with all its edges, features and label, among graphs whose degrees are <= 21"
+    )
+    # edge level takes no bound
+    if name != "DPGNN":
+        assert "among graphs" not in getattr(ld, name)(epsilon=1.0).privacy_spent().unit

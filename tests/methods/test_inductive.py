@@ -42,12 +42,12 @@ CASES = {
     "edgerand": (lambda: EdgeRand(epsilon=8.0, epochs=20), {}, NOISY_TOL),
     "dpgnn": (lambda: DPGNN(epsilon=None, noise_multiplier=0.1, max_degree=D_CSBM, epochs=20,
                             batch_size=400), {}, NOISY_TOL),
-    "lpgnn-clear-features": (lambda: LPGNN(x_eps=math.inf, y_eps=1.0, x_steps=2, y_steps=1),
+    "lpgnn-clear-features": (lambda: LPGNN(x_epsilon=math.inf, y_epsilon=1.0, x_steps=2, y_steps=1),
                              {"max_epochs": 30}, 1e-6),
     # csbm's raw features, clipped by the 1-bit mechanism to [0, 1]: they carry the signal.
     # Squeezed into [0, 1] from (-4, 4) they carry little, and PGC then fits the noise draw
-    # like LPGNN (x_eps=64: 0.45-0.59 -> 0.25-0.33; clear features 0.19-0.38), see docs/pgc.md
-    "pgc": (lambda: PGC(x_eps=8.0), {"max_epochs": 30}, NOISY_TOL),
+    # like LPGNN (x_epsilon=64: 0.45-0.59 -> 0.25-0.33; clear features 0.19-0.38), see docs/pgc.md
+    "pgc": (lambda: PGC(x_epsilon=8.0), {"max_epochs": 30}, NOISY_TOL),
 }
 
 
@@ -95,10 +95,10 @@ def test_progap_progressive_inductive_matches_transductive(make_trainer, one_thr
     assert inductive == pytest.approx(transductive, abs=NOISY_TOL)
 
 
-@pytest.mark.parametrize("kw", [dict(x_eps=1.0), dict(x_eps=64.0), dict(features="random")])
+@pytest.mark.parametrize("kw", [dict(x_epsilon=1.0), dict(x_epsilon=64.0), dict(features="random")])
 def test_lpgnn_with_noisy_features_refuses_a_new_graph_before_any_node_spends(kw, ldp_dm,
                                                                               make_trainer):
-    model = LPGNN(y_eps=1.0, x_steps=1, y_steps=1, **kw)
+    model = LPGNN(y_epsilon=1.0, x_steps=1, y_steps=1, **kw)
     make_trainer(max_epochs=1).fit(model, ldp_dm)
     assert not model.transfers_to_new_graphs
     new = copy.copy(ldp_dm.data)
@@ -112,10 +112,10 @@ def test_lpgnn_with_noisy_features_refuses_a_new_graph_before_any_node_spends(kw
     assert model.predict_step(ldp_dm.data, 0).shape[0] == ldp_dm.data.num_nodes
 
 
-@pytest.mark.parametrize("kw", [dict(x_eps=math.inf), dict(features="ones"),
+@pytest.mark.parametrize("kw", [dict(x_epsilon=math.inf), dict(features="ones"),
                                 dict(features="degree")])
 def test_lpgnn_without_a_noise_draw_transfers(kw):
-    assert LPGNN(y_eps=1.0, **kw).transfers_to_new_graphs
+    assert LPGNN(y_epsilon=1.0, **kw).transfers_to_new_graphs
 
 
 # -- bad inputs (issue 28, item 11) ----------------------------------------------------------
@@ -142,5 +142,5 @@ def test_edge_level_dp_on_a_graph_without_edges_is_refused(make_trainer):
     empty = Data(x=graph.x, y=graph.y, edge_index=torch.empty(2, 0, dtype=torch.long))
     dm = NodeDataModule.from_data(empty)
     with pytest.raises(ValueError, match="no edges, so edge-level DP has nothing to protect"):
-        make_trainer(max_epochs=1).fit(GAP(privacy="edge", epsilon=1.0, encoder_epochs=1,
+        make_trainer(max_epochs=2).fit(GAP(privacy="edge", epsilon=1.0, encoder_epochs=1,
                                            classifier_epochs=1), dm)

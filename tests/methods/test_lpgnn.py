@@ -73,7 +73,7 @@ def test_kprop_is_the_matrix_power_and_differentiable(ldp_dm):
 
 # -- collection, accounting --------------------------------------------------------------------
 def test_collection_runs_once_per_node_and_reports_eps_x_plus_eps_y(ldp_dm, make_trainer, spies):
-    model = LPGNN(x_eps=1.0, y_eps=2.0, x_steps=2, y_steps=2, noise_seed=0)
+    model = LPGNN(x_epsilon=1.0, y_epsilon=2.0, x_steps=2, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=3)
     trainer.fit(model, ldp_dm)
     trainer.validate(model, ldp_dm, verbose=False)
@@ -98,7 +98,7 @@ def test_collection_runs_once_per_node_and_reports_eps_x_plus_eps_y(ldp_dm, make
 
 
 def test_the_server_reads_only_the_collection(ldp_dm, make_trainer):
-    model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=0)
+    model = LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=2, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=2)
     trainer.fit(model, ldp_dm)
     before = trainer.validate(model, ldp_dm, verbose=False)[0]
@@ -123,10 +123,11 @@ def test_resume_reloads_the_collection_and_never_requeries(ldp_dm, tmp_path, spi
             callbacks=[ModelCheckpoint(dirpath=tmp_path, save_last=True)],
         )
 
-    first = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=0)
+    first = LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=2, y_steps=2, noise_seed=0)
     trainer(2).fit(first, ldp_dm)
     assert spies["encode_calls"] == 1 and spies["rr_calls"] == 1
-    resumed = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, y_steps=2, noise_seed=1)  # a different seed
+    # a different seed
+    resumed = LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=2, y_steps=2, noise_seed=1)
     trainer(4).fit(resumed, ldp_dm, ckpt_path=str(tmp_path / "last.ckpt"))
     assert spies["encode_calls"] == 1 and spies["rr_calls"] == 1  # nodes not queried again
     a, b = first.collection(), resumed.collection()
@@ -141,18 +142,18 @@ def test_resume_reloads_the_collection_and_never_requeries(ldp_dm, tmp_path, spi
 
 
 def test_clear_budgets_are_reported_as_infinite_not_hidden(ldp_dm, make_trainer):
-    model = LPGNN(x_eps=1.0, y_eps=math.inf, noise_seed=0)
+    model = LPGNN(x_epsilon=1.0, y_epsilon=math.inf, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
     assert math.isinf(report.epsilon) and report.count("labels/clear") == 1
-    raw = LPGNN(x_eps=math.inf, y_eps=1.0, noise_seed=0)
+    raw = LPGNN(x_epsilon=math.inf, y_epsilon=1.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(raw, ldp_dm)
     assert torch.equal(raw.received_features(), ldp_dm.data.x)  # clear features, no mechanism
     assert math.isinf(raw.privacy_spent().epsilon)
 
 
 def test_adhoc_features_spend_only_the_label_budget(ldp_dm, make_trainer):
-    model = LPGNN(features="degree", y_eps=1.0, noise_seed=0)
+    model = LPGNN(features="degree", y_epsilon=1.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
     assert report.epsilon == pytest.approx(1.0) and report.count("multibit") == 0
@@ -162,7 +163,8 @@ def test_adhoc_features_spend_only_the_label_budget(ldp_dm, make_trainer):
 
 
 def test_analytic_gaussian_features_are_accounted_with_their_delta(ldp_dm, make_trainer):
-    model = LPGNN(mechanism="gaussian", x_eps=1.0, y_eps=1.0, gaussian_delta=1e-9, noise_seed=0)
+    model = LPGNN(mechanism="gaussian", x_epsilon=1.0, y_epsilon=1.0, gaussian_delta=1e-9,
+                  noise_seed=0)
     make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
     assert report.delta == 1e-9 and report.count("analytic_gaussian") == 1
@@ -173,18 +175,18 @@ def test_analytic_gaussian_features_are_accounted_with_their_delta(ldp_dm, make_
 
 
 def test_privacy_budget_refuses_a_collection_over_budget(ldp_dm, make_trainer, spies):
-    model = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
+    model = LPGNN(x_epsilon=1.0, y_epsilon=1.0, noise_seed=0)
     with pytest.raises(BudgetExceededError):
         make_trainer(max_epochs=1, callbacks=[PrivacyBudget(epsilon=1.5)]).fit(model, ldp_dm)
     assert spies["encode_calls"] == 0 and spies["rr_calls"] == 0  # refused before collecting
-    ok = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
+    ok = LPGNN(x_epsilon=1.0, y_epsilon=1.0, noise_seed=0)
     make_trainer(max_epochs=1, callbacks=[PrivacyBudget(epsilon=2.0)]).fit(ok, ldp_dm)
 
 
 # -- training -----------------------------------------------------------------------------------
 def test_drop_learns_the_clean_labels_from_noisy_ones(ldp_dm, make_trainer):
     torch.manual_seed(0)  # weight init: independent of the tests that ran before
-    model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=4, y_steps=2, noise_seed=0)
+    model = LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=4, y_steps=2, noise_seed=0)
     trainer = make_trainer(max_epochs=40, callbacks=[DropEarlyStopping()])
     trainer.fit(model, ldp_dm)
     view, data = model.server_view(), ldp_dm.data
@@ -199,7 +201,8 @@ def test_drop_learns_the_clean_labels_from_noisy_ones(ldp_dm, make_trainer):
 def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(ldp_dm, make_trainer):
     models = {}
     for flag in (True, False):
-        models[flag] = LPGNN(x_eps=0.5, y_eps=1.0, x_steps=2, standardize=flag, noise_seed=0)
+        models[flag] = LPGNN(x_epsilon=0.5, y_epsilon=1.0, x_steps=2, standardize=flag,
+                             noise_seed=0)
         make_trainer(max_epochs=1).fit(models[flag], ldp_dm)
     h, raw = models[True].server_view()["h"].dense(), models[False].server_view()["h"].dense()
     assert raw.abs().max() > 10  # the rectifier scales codes by ~ d coth(eps/2)/2 (eq. 3.10)
@@ -210,7 +213,7 @@ def test_standardize_is_a_scale_free_view_of_the_same_kprop_output(ldp_dm, make_
 
 
 def test_noisy_validation_metrics_and_acc_star(ldp_dm, make_trainer):
-    model = LPGNN(x_eps=1.0, y_eps=1.0, noise_seed=0)
+    model = LPGNN(x_epsilon=1.0, y_epsilon=1.0, noise_seed=0)
     trainer = make_trainer(max_epochs=1)
     trainer.fit(model, ldp_dm)
     metrics = trainer.callback_metrics
@@ -220,8 +223,9 @@ def test_noisy_validation_metrics_and_acc_star(ldp_dm, make_trainer):
 
 
 def test_gcn_and_gat_backbones_train(csbm_dm, make_trainer):
-    for backbone in ("gcn", "gat"):  # raw features (x_eps = inf) need no [0, 1] range
-        model = LPGNN(backbone=backbone, x_eps=math.inf, y_eps=math.inf, x_steps=2, noise_seed=0)
+    for backbone in ("gcn", "gat"):  # raw features (x_epsilon = inf) need no [0, 1] range
+        model = LPGNN(backbone=backbone, x_epsilon=math.inf, y_epsilon=math.inf, x_steps=2,
+                      noise_seed=0)
         trainer = make_trainer(max_epochs=20)
         trainer.fit(model, csbm_dm)
         assert trainer.test(model, csbm_dm, verbose=False)[0]["test/acc"] > 0.9
@@ -233,10 +237,10 @@ def test_gcn_and_gat_backbones_train(csbm_dm, make_trainer):
     [
         (dict(x_steps=-1), "x_steps must be >= 0"),
         (dict(y_steps=1.5), "y_steps must be an integer"),
-        (dict(x_eps=0.0), "x_eps must be > 0"),
-        (dict(y_eps=-1.0), "y_eps must be > 0"),
-        (dict(x_eps=float("nan")), "x_eps must be > 0"),
-        (dict(y_eps=None), "labels are private"),
+        (dict(x_epsilon=0.0), "x_epsilon must be > 0"),
+        (dict(y_epsilon=-1.0), "y_epsilon must be > 0"),
+        (dict(x_epsilon=float("nan")), "x_epsilon must be > 0"),
+        (dict(y_epsilon=None), "labels are private"),
         (dict(mechanism="rappor"), "unknown feature mechanism"),
         (dict(backbone="gin"), "backbone must be one of"),
         (dict(loss="mse"), "loss must be one of"),
@@ -309,7 +313,8 @@ def test_multibit_features_stay_factored_and_give_the_dense_logits(ldp_dm, make_
     from lightning_dpgnn.nn.kprop import PropagatedCodes
 
     for standardize in (False, True):
-        model = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, noise_seed=0, standardize=standardize)
+        model = LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=2, noise_seed=0,
+                      standardize=standardize)
         make_trainer(max_epochs=2).fit(model, ldp_dm)
         view = model.server_view()
         assert isinstance(view["h"], PropagatedCodes)
@@ -319,6 +324,6 @@ def test_multibit_features_stay_factored_and_give_the_dense_logits(ldp_dm, make_
         model.eval()
         got, want = model(view["h"], view["adj"]), model(dense, view["adj"])
         torch.testing.assert_close(got, want, atol=1e-4 * want.abs().max().item(), rtol=1e-4)
-    other = LPGNN(x_eps=1.0, y_eps=1.0, x_steps=2, noise_seed=0, mechanism="duchi")
+    other = LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=2, noise_seed=0, mechanism="duchi")
     make_trainer(max_epochs=1).fit(other, ldp_dm)
     assert isinstance(other.server_view()["h"], torch.Tensor)

@@ -54,17 +54,17 @@ def test_one_bit_estimate_of_the_convolution_is_unbiased_with_the_lemma_4_varian
 
 
 def test_accounting_is_per_feature_as_in_chapter_2_and_labels_are_public(ldp_dm, make_trainer):
-    model = PGC(x_eps=2.0, noise_seed=0)
+    model = PGC(x_epsilon=2.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
     d = ldp_dm.num_features
     assert report.level == "ldp" and report.epsilon == pytest.approx(2.0 * d)
     assert report.count("onebit") == 1 and report.count("randomized_response") == 0
     assert f"epsilon 2 per feature x {d} features = {2 * d:g} per node" in str(report)
-    per_node = PGC(x_eps=2.0, per_coordinate=False, mechanism="piecewise", noise_seed=0)
+    per_node = PGC(x_epsilon=2.0, per_coordinate=False, mechanism="piecewise", noise_seed=0)
     make_trainer(max_epochs=1).fit(per_node, ldp_dm)
     assert per_node.privacy_spent().epsilon == pytest.approx(2.0)
-    raw = PGC(x_eps=math.inf, noise_seed=0)
+    raw = PGC(x_epsilon=math.inf, noise_seed=0)
     make_trainer(max_epochs=1).fit(raw, ldp_dm)
     assert math.isinf(raw.privacy_spent().epsilon)  # the RAW baseline is reported as such
 
@@ -76,7 +76,7 @@ def test_pgc_collects_once_and_learns(ldp_dm, make_trainer, monkeypatch):
         OneBit, "encode", lambda self, x, g=None: calls.append(x.shape[0]) or encode(self, x, g)
     )
     torch.manual_seed(0)  # the weights' initialisation (unseeded, the check was flaky)
-    model = PGC(x_eps=8.0, noise_seed=0, dropout=0.0)
+    model = PGC(x_epsilon=8.0, noise_seed=0, dropout=0.0)
     trainer = make_trainer(max_epochs=30)
     trainer.fit(model, ldp_dm)
     trainer.test(model, ldp_dm, verbose=False)
@@ -115,7 +115,7 @@ def test_roc_auc_by_hand():
 
 def test_link_prediction_on_cora_trains_on_training_edges_only(make_trainer):
     cora = NodeDataModule("cora", split="lpgnn", seed=0)  # binary features: already in [0, 1]
-    model = PGCLinkPrediction(x_eps=8.0, noise_seed=0)
+    model = PGCLinkPrediction(x_epsilon=8.0, noise_seed=0)
     trainer = make_trainer(max_epochs=50)
     trainer.fit(model, cora)
     auc = trainer.test(model, cora, verbose=False)[0]["test/auc"]
@@ -130,14 +130,14 @@ def test_link_prediction_on_cora_trains_on_training_edges_only(make_trainer):
 def test_invalid_pgc_settings_are_clear_errors():
     with pytest.raises(ValueError, match="PGC mechanism must be one of"):
         PGC(mechanism="multibit")
-    with pytest.raises(ValueError, match="x_eps must be > 0"):
-        PGC(x_eps=0.0)
+    with pytest.raises(ValueError, match="x_epsilon must be > 0"):
+        PGC(x_epsilon=0.0)
     with pytest.raises(ValueError, match="PGC mechanism"):
         PGCLinkPrediction(mechanism="gaussian")
 
 
 def test_model_reads_no_raw_features_after_collection(ldp_dm, make_trainer):
-    model = PGC(x_eps=4.0, noise_seed=0)
+    model = PGC(x_epsilon=4.0, noise_seed=0)
     trainer = make_trainer(max_epochs=2)
     trainer.fit(model, ldp_dm)
     probs = trainer.predict(model, ldp_dm)[0]
@@ -151,7 +151,7 @@ def test_model_reads_no_raw_features_after_collection(ldp_dm, make_trainer):
 def test_checkpoint_restores_the_collection_and_the_settings(cls, ldp_dm, make_trainer, tmp_path):
     # the settings a PGC model forwards to its base (mechanism, lr, ...) come back, and the
     # checkpoint's hyper-parameters are only arguments the model takes
-    model = cls(x_eps=4.0, mechanism="piecewise", lr=0.02, noise_seed=0)
+    model = cls(x_epsilon=4.0, mechanism="piecewise", lr=0.02, noise_seed=0)
     trainer = make_trainer(max_epochs=1)
     trainer.fit(model, ldp_dm)
     trainer.save_checkpoint(tmp_path / "pgc.ckpt")

@@ -125,7 +125,7 @@ def test_node_level_refuses_batchnorm_and_bad_arguments():
         ProGAP(privacy="edge", epsilon=math.inf)
     net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
     with pytest.raises(NotDPCompatibleError):  # the wrapper checks whatever it is given
-        ProGAP(privacy="node", epsilon=8.0)._dp_wrap(net, "net")
+        ProGAP(privacy="node", epsilon=8.0, max_degree=10)._dp_wrap(net, "net")
 
 
 @pytest.mark.parametrize("training", ["progressive", "layerwise"])

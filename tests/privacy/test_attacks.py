@@ -261,9 +261,9 @@ CASES = {
                                    batch_size=500, epochs_per_stage=1), {}),
     "mlp": (lambda: MLP(epochs=2), {}),
     "dpmlp": (lambda: DPMLP(epsilon=4.0, epochs=1, batch_size=500), {}),
-    "lpgnn": (lambda: LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1), LDP_DM),
-    "pgc": (lambda: PGC(x_eps=2.0), LDP_DM),
-    "pgc-link": (lambda: PGCLinkPrediction(x_eps=8.0), LDP_DM),
+    "lpgnn": (lambda: LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=1, y_steps=1), LDP_DM),
+    "pgc": (lambda: PGC(x_epsilon=2.0), LDP_DM),
+    "pgc-link": (lambda: PGCLinkPrediction(x_epsilon=8.0), LDP_DM),
     "gnn": (lambda: GNN(), {}),
     "sage": (lambda: SAGE(epochs=2), {}),
     "edgerand": (lambda: EdgeRand(epsilon=1.0, epochs=2), {}),
@@ -275,7 +275,7 @@ CASES = {
 def test_every_tensor_in_a_checkpoint_is_a_parameter_or_a_recorded_output(case, tmp_path):
     make, dm_kw = CASES[case]
     model, dm = make(), NodeDataModule("csbm", **dm_kw)
-    trainer = _quiet(tmp_path, max_epochs=2)
+    trainer = _quiet(tmp_path, max_epochs=4)  # the longest plan: GAP edge, 2 + 2 epochs
     trainer.fit(model, dm)
     path = tmp_path / "model.ckpt"
     trainer.save_checkpoint(path)

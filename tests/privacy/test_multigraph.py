@@ -192,9 +192,9 @@ def _fitted(kind: str, dm, tmp_path):
     elif kind == "LPGNN":
         # clear features: LPGNN predicts on new graphs only then (with noisy features it
         # refuses them outright, before the simple-graph check)
-        model = LPGNN(x_eps=float("inf"), y_eps=1.0, x_steps=1, y_steps=1)
+        model = LPGNN(x_epsilon=float("inf"), y_epsilon=1.0, x_steps=1, y_steps=1)
     else:
-        model = PGC(x_eps=1.0)
+        model = PGC(x_epsilon=1.0)
     _trainer(tmp_path, max_epochs=2 if kind in ("LPGNN", "PGC") else 4).fit(model, dm)
     return model
 

@@ -80,8 +80,8 @@ LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0
 
 
 @pytest.mark.parametrize("make", [
-    lambda: LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1),
-    lambda: PGCLinkPrediction(x_eps=8.0),
+    lambda: LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=1, y_steps=1),
+    lambda: PGCLinkPrediction(x_epsilon=8.0),
 ], ids=["lpgnn", "pgc-link"])
 def test_a_local_dp_model_pushed_and_pulled_predicts_and_reports_the_same(make, hub, tmp_path):
     """The LDP collection (and PGC link prediction's public edge split) travel through the
@@ -280,7 +280,7 @@ D_CSBM = 21  # largest in- and out-degree of the embedded csbm graph
                  encoder_epochs=1, classifier_epochs=1), {},
      "any single node with all its edges, features and label on graphs whose every in- and "
      f"out-degree is at most D = {D_CSBM}", "public metadata declared to the model"),
-    (lambda: LPGNN(x_eps=1.0, y_eps=1.0, x_steps=1, y_steps=1), LDP_DM,
+    (lambda: LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=1, y_steps=1), LDP_DM,
      "its features and its label (local DP, epsilon per node)",
      "the graph structure (edges) is public in this threat model"),
 ], ids=["gap-node", "lpgnn"])

@@ -74,7 +74,7 @@ LDP_DM = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0
 @pytest.mark.parametrize("make", [
     # LPGNN with noisy features refuses a new graph: it fitted its training collection's noise
     # draw (tests/methods/test_inductive.py); with clear or ad-hoc features no noise is drawn
-    lambda: __import__("lightning_dpgnn").PGC(x_eps=2.0),
+    lambda: __import__("lightning_dpgnn").PGC(x_epsilon=2.0),
 ], ids=["pgc"])
 def test_a_loaded_ldp_model_predicts_from_your_nodes_private_features(make, tmp_path):
     from zoo_testing import quiet_trainer
@@ -104,5 +104,5 @@ def test_a_loaded_ldp_model_predicts_from_your_nodes_private_features(make, tmp_
 
 
 def _label_eps(model) -> float:
-    eps = model.collector.y_eps
+    eps = model.collector.y_epsilon
     return 0.0 if eps is None else float(eps)
