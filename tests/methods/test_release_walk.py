@@ -60,7 +60,7 @@ def test_each_release_is_drawn_in_a_hook_at_most_six_calls_from_it(
 ):
     make, data = MODELS[name]
     model, dm = make(), NodeDataModule("csbm", seed=0, **data)
-    found = walks(monkeypatch, lambda: make_trainer(max_epochs=2).fit(model, dm))
+    found = walks(monkeypatch, lambda: make_trainer(max_epochs=3).fit(model, dm))
     assert found, "no release noise was drawn in a hook"
     assert all(walk[0] == "draw_releases" or walk[:2] == ["enter_stage", "draw_releases"]
                for walk in found), found
