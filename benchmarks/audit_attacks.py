@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 
 import settings as S
-from common import RESULTS, add_smoke_flag, quiet, quiet_trainer, run_cells, smoke_args
+from common import RESULTS, add_smoke_flag, quiet, run_cells, smoke_args, trainer_for
 
 OUT = RESULTS / "audit_attacks.jsonl"
 DATASETS = S.ATTACK_DATASETS
@@ -84,7 +84,7 @@ def cells(args):
         dm, d = data_module(name, seed)
         data = dm.data
         model = build(method, eps, seed, d, extra)
-        trainer = quiet_trainer(**S.TRAINER)
+        trainer = trainer_for(model, **S.TRAINER)
         trainer.fit(model, dm)
         if args.attack == "mia":
             res = node_membership_inference(

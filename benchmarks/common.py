@@ -391,6 +391,15 @@ def datamodule_settings(dm) -> dict:
     return {k: getattr(dm, k, None) for k in keys}
 
 
+def trainer_for(model, **kwargs):
+    """:func:`quiet_trainer` for ``model``: a staged model (GAP, ProGAP, PoinDP, MLP) gets no
+    ``max_epochs``, its stages' epochs set the length of its fit (a shorter Trainer
+    ``max_epochs`` is refused)."""
+    if getattr(model, "staged", None) is not None:  # the StagedFit component
+        kwargs.pop("max_epochs", None)
+    return quiet_trainer(**kwargs)
+
+
 def quiet_trainer(**kwargs):
     """A ``lightning.Trainer`` for benchmark runs: no logger, checkpoints, bar or summary."""
     import lightning as L
@@ -425,8 +434,7 @@ def _fit_and_test(build, seed: int, dm, unit: str | None = None) -> dict:
         raise RuntimeError(f"config says {unit!r}, the model protects {model_unit(model)!r}")
     import settings
 
-    staged = getattr(model, "staged", None) is not None  # its stages' epochs set its length
-    trainer = quiet_trainer(**({} if staged else settings.TRAINER))
+    trainer = trainer_for(model, **settings.TRAINER)
     trainer.fit(model, dm)
     acc = trainer.test(model, dm, verbose=False)[0]["test/acc"]
     val = trainer.validate(model, dm, verbose=False)[0]["val/acc"]  # for model selection

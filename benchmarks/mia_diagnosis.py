@@ -45,7 +45,7 @@ from functools import partial
 from pathlib import Path
 
 import settings as S
-from common import RESULTS, add_smoke_flag, quiet, quiet_trainer, run_cells, smoke_args
+from common import RESULTS, add_smoke_flag, quiet, run_cells, smoke_args, trainer_for
 
 OUT = RESULTS / "mia_diagnosis.jsonl"
 #: the AUCs of a row (summarize.py diagnosis prints them)
@@ -103,14 +103,14 @@ def diagnose(args, seed: int) -> dict:
     data = dm.data
     d = S.max_degree(data)
     model = S.build(args.method, args.epsilon, seed, d, {})
-    quiet_trainer(**S.TRAINER).fit(model, dm)
+    trainer_for(model, **S.TRAINER).fit(model, dm)
     target = predict_posteriors(model, data)
     # the shadow exactly as node_membership_inference(repeats=1, seed=seed) draws it
     gen = torch.Generator().manual_seed(seed)
     split = shadow_split(data, gen)
     shadow = S.shadow_builder(model, args.method, args.epsilon, seed, d, {})()
     sdm = NodeDataModule.from_data(split, name="shadow", split="public")
-    quiet_trainer(**S.TRAINER).fit(shadow, datamodule=sdm)
+    trainer_for(shadow, **S.TRAINER).fit(shadow, datamodule=sdm)
     spost = predict_posteriors(shadow, split)
     g = torch.Generator().manual_seed(seed)
     row = dict(

@@ -35,7 +35,7 @@ import warnings
 from pathlib import Path
 
 import settings as S
-from common import RESULTS, add_smoke_flag, quiet_trainer, report_fields, run_cells
+from common import RESULTS, add_smoke_flag, report_fields, run_cells, trainer_for
 
 OUT = RESULTS / "poindp_accuracy.jsonl"
 
@@ -80,7 +80,7 @@ def run(row: str, kwargs: dict, seed: int, dm) -> dict:
     else:  # GNN takes no seed: its weights from the global generator, seeded here
         torch.manual_seed(seed)
     model = cls(**kwargs)
-    trainer = quiet_trainer(max_epochs=epochs or 100)
+    trainer = trainer_for(model, max_epochs=epochs or 100)
     trainer.fit(model, dm)
     probs = trainer.predict(model, dm)[0]
     data = dm.data

@@ -26,7 +26,7 @@ def _buffers(model):
 @pytest.mark.parametrize("name", list(FITS))
 def test_predict_step_is_eval_mode_no_grad_and_restores_the_mode(name, csbm_dm, make_trainer):
     model = FITS[name]()
-    make_trainer(max_epochs=6).fit(model, csbm_dm)  # covers every plan (GAP: 3 + 3 epochs)
+    make_trainer(max_epochs=6).fit(model, csbm_dm)  # covers every model's plan (GAP: 3 + 3)
     model.train()  # as a fit leaves it
     before = _buffers(model)
     graph = csbm_dm.data

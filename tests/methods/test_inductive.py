@@ -35,7 +35,7 @@ LDP = dict(split="lpgnn", feature_range=(0.0, 1.0), feature_bounds=(-4.0, 4.0))
 
 CASES = {
     "gap-edge": (lambda: GAP(privacy="edge", epsilon=4.0, encoder_epochs=10,
-                             classifier_epochs=20), {}, NOISY_TOL),
+                             classifier_epochs=20), {"max_epochs": 30}, NOISY_TOL),
     "progap-none-layerwise": (lambda: ProGAP(privacy="none", depth=2, epochs_per_stage=10,
                                              hidden=16, training="layerwise"),
                               {"max_epochs": 10_000}, 1e-6),

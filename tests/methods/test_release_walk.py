@@ -60,7 +60,6 @@ def test_each_release_is_drawn_in_a_hook_at_most_six_calls_from_it(
 ):
     make, data = MODELS[name]
     model, dm = make(), NodeDataModule("csbm", seed=0, **data)
-    # max_epochs covers every plan (ProGAP: 3 stages of 1 epoch; a shorter one is refused)
     found = walks(monkeypatch, lambda: make_trainer(max_epochs=3).fit(model, dm))
     assert found, "no release noise was drawn in a hook"
     assert all(walk[0] == "draw_releases" or walk[:2] == ["enter_stage", "draw_releases"]
