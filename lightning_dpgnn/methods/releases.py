@@ -193,14 +193,17 @@ def _edge_keys(graph: Data, edges: torch.Tensor | None = None) -> torch.Tensor:
     return torch.sort(edges[0] * max(int(graph.num_nodes), 1) + edges[1]).values
 
 
-def shares_private_data(graph: Data, fit: Data, reads: Iterable[str]) -> str | None:
+def shares_private_data(
+    graph: Data, fit: Data, reads: Iterable[str], fit_digest: str | None = None
+) -> str | None:
     """Why releases reading ``reads`` on ``graph`` would read private data of the training
     graph ``fit`` again (``None``: no sign of it). Detected: the same content
     (:func:`graph_digest`); node identities (``n_id``, as PyG's loaders and ``subgraph``
     utilities set them) that name a training node; the same number of nodes with half or more
     of ``graph``'s edges among ``fit``'s (an edited copy). A relabelled copy without ``n_id`` is
     not detected (no canonical form is cheap): the docs leave that to the user."""
-    if graph is fit or graph_digest(graph, reads) == graph_digest(fit, reads):
+    fit_digest = graph_digest(fit, reads) if fit_digest is None else fit_digest
+    if graph is fit or graph_digest(graph, reads) == fit_digest:
         return "it is the training graph"
     ids, fit_ids = getattr(graph, "n_id", None), getattr(fit, "n_id", None)
     if isinstance(ids, torch.Tensor) and isinstance(fit_ids, torch.Tensor):
@@ -283,6 +286,13 @@ class Releases:
         for r in self.pending():
             if r.guarantee == guarantee:
                 r.plan(accountant, noise_multiplier)
+
+    def _fit_digest(self, reads: tuple[str, ...]) -> str:
+        """The digest of the fit's graph, hashed once per graph (not on every new graph)."""
+        cached = getattr(self, "_fit_key", None)  # (graph, reads, digest): the graph itself,
+        if cached is None or cached[0] is not self.fit_graph or cached[1] != reads:  # not its id
+            self._fit_key = (self.fit_graph, reads, graph_digest(self.fit_graph, reads))
+        return self._fit_key[2]
 
     def reads(self) -> tuple[str, ...]:
         """What the inductive releases read, together (the new graphs' key covers this)."""
@@ -384,7 +394,7 @@ class Releases:
             return self._recent[key], self._ledgers[key]
         ledgers = self._ledgers.get(key) or {}
         overlap = None if self.fit_graph is None else shares_private_data(
-            graph, self.fit_graph, reads)
+            graph, self.fit_graph, reads, self._fit_digest(reads))
         self.last_overlap = overlap
         if overlap is not None:
             if fit_accountant is None:
