@@ -11,8 +11,9 @@ registry) start fast; ``from lightning_dpgnn import GAP`` imports what GAP needs
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -37,29 +38,10 @@ _EXPORTS = {
     "plot": "plotting",
 }
 
-__all__ = [
-    "GAP",
-    "ProGAP",
-    "GNN",
-    "MLP",
-    "DPMLP",
-    "SAGE",
-    "EdgeRand",
-    "DPGNN",
-    "LPGNN",
-    "PGC",
-    "PGCLinkPrediction",
-    "GWLDP",
-    "PoinDP",
-    "HeteroRR",
-    "PrivateModule",
-    "PrivacyReport",
-    "plot",
-    "__version__",
-]
+__all__ = [*_EXPORTS, "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
-    from .methods import (
+    from .methods import (  # noqa: F401 - exported lazily, see _EXPORTS
         DPGNN,
         DPMLP,
         GAP,
@@ -76,18 +58,8 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
         PrivateModule,
         ProGAP,
     )
-    from .plotting import plot
-    from .privacy import PrivacyReport
+    from .plotting import plot  # noqa: F401
+    from .privacy import PrivacyReport  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,13 +1,6 @@
 """The Lightning side of ``dpgnn`` (:mod:`lightning_dpgnn.cli` is the light entry point that
 imports this module only for a command that needs a model): a LightningCLI over the methods
 and DataModules.
-
-``dpgnn fit`` with no arguments trains the default model on the embedded synthetic graph
-(``NodeDataModule("csbm")``, generated in code) and prints test accuracy and the privacy spent.
-``dpgnn fit --config zoo/recipes/<name>.yaml`` runs a recipe. ``dpgnn plot <folder>`` draws
-accuracy vs epsilon from the runs below a folder (:func:`lightning_dpgnn.plot`). ``dpgnn audit
-<fit arguments>`` is ``dpgnn fit`` with the ``PrivacyAudit`` callback: membership inference,
-link stealing and (DP-SGD models) an empirical epsilon bound after the fit.
 """
 
 from __future__ import annotations

@@ -19,18 +19,9 @@ import os
 import sys
 from argparse import ArgumentParser
 from pathlib import Path
-from typing import Any
 
-from ._cli_args import (  # noqa: F401 - the run's constants are part of this module's API
-    CLI_MAX_EPOCHS,
-    DEFAULT_DATA,
-    DEFAULT_MODEL,
-    PREDICTIONS_FILE,
-    RUN_FILE,
-    _audit_parser,
-    _named_in_configs,
-    _run_guarded,
-)
+from ._cli_args import _audit_parser, _named_in_configs, _run_guarded
+from ._lazy import lazy_exports
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
 CHECKPOINT_COMMANDS = ("validate", "test", "predict")
@@ -55,18 +46,17 @@ A bad argument ends with one `error:` line and exit status 2; --debug (or DPGNN_
 shows the traceback instead.
 """
 
-_HEAVY = {
-    "DPGNNCLI", "fit_summary", "write_run", "write_predictions", "run", "_audit_cli",
-    "_with_default_classes", "_epochs_set_by", "_leave_process_group",
+#: names importable from here too: the run's constants, and the Lightning side on first use
+_EXPORTS = {
+    **dict.fromkeys(
+        ("CLI_MAX_EPOCHS", "DEFAULT_DATA", "DEFAULT_MODEL", "PREDICTIONS_FILE", "RUN_FILE"),
+        "_cli_args",
+    ),
+    **dict.fromkeys(
+        ("DPGNNCLI", "fit_summary", "write_run", "write_predictions", "run", "_audit_cli"), "_cli"
+    ),
 }
-
-
-def __getattr__(name: str) -> Any:  # PEP 562: the Lightning side, on first use
-    if name in _HEAVY:
-        from . import _cli
-
-        return getattr(_cli, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -78,12 +78,14 @@ def embedding_cost(h: torch.Tensor | np.ndarray, normalize: str | None = "max") 
     equal gives zeros."""
     x = torch.as_tensor(h).detach().cpu().to(torch.float64)
     c = torch.cdist(x, x).numpy()
-    if normalize in (None, "none"):
-        return c
-    scale = c.max() if normalize == "max" else c.mean()
-    if normalize not in ("max", "mean"):
+    if normalize not in _SCALES:
         raise ValueError(f"normalize must be 'max', 'mean' or None, got {normalize!r}")
+    scale = _SCALES[normalize](c)
     return c / scale if scale > 0 else c
+
+
+#: ``embedding_cost``'s ``normalize``: the scale a distance matrix is divided by
+_SCALES = {"max": np.max, "mean": np.mean, None: lambda c: 1.0, "none": lambda c: 1.0}
 
 
 def feature_cost(a: torch.Tensor | np.ndarray, b: torch.Tensor | np.ndarray) -> np.ndarray:

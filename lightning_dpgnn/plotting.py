@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from .levels import Level
+
 __all__ = ["RunPoint", "load_runs", "summarize_runs", "plot"]
 
 DEFAULT_OUTPUT = "privacy_utility.png"
@@ -84,15 +86,20 @@ def load_runs(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return runs
 
 
+def _level(privacy: dict[str, Any] | None) -> Level | None:
+    level = (privacy or {}).get("level")
+    return None if level is None else Level.of(level)
+
+
 def _epsilon(privacy: dict[str, Any] | None) -> float:
-    if not privacy or privacy.get("epsilon_is_infinite") or privacy.get("level") == "none":
+    if not privacy or privacy.get("epsilon_is_infinite") or _level(privacy) is Level.NONE:
         return math.inf
     return float(f"{float(privacy['epsilon']):.2g}")
 
 
 def _method(record: dict[str, Any]) -> str:
-    level = (record.get("privacy") or {}).get("level", "none")
-    return record["method"] if level == "none" else f"{record['method']} ({level})"
+    level = _level(record.get("privacy"))
+    return f"{record['method']} ({level})" if level and level.private else record["method"]
 
 
 def summarize_runs(runs: list[dict[str, Any]], metric: str = "test/acc") -> list[RunPoint]:

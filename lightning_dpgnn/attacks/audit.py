@@ -32,8 +32,9 @@ from typing import Literal
 
 import numpy as np
 import torch
-from scipy.stats import beta
+from scipy.stats import binomtest
 
+from ..levels import Level
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation
 
@@ -50,13 +51,8 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
     """Two-sided ``1 - alpha`` Clopper-Pearson interval of a binomial proportion."""
     if trials <= 0 or not 0 <= successes <= trials:
         raise ValueError(f"need 0 <= successes <= trials and trials > 0, got {successes}/{trials}")
-    lo = 0.0 if successes == 0 else float(beta.ppf(alpha / 2, successes, trials - successes + 1))
-    hi = (
-        1.0
-        if successes == trials
-        else float(beta.ppf(1 - alpha / 2, successes + 1, trials - successes))
-    )
-    return lo, hi
+    ci = binomtest(successes, trials).proportion_ci(1 - alpha, method="exact")
+    return float(ci.low), float(ci.high)
 
 
 def _bound(fpr_hi: float, fnr_hi: float, delta: float) -> float:
@@ -158,7 +154,7 @@ def _gadget(unit: Unit, copies: int, dim: int, degree: int, generator: torch.Gen
     in-neighbour, and a canary node whose feature is ``e_0``. With the canary: edge canary ->
     target (directed unit), both directions (undirected unit), or canary -> each of its
     ``degree`` targets (node level: the canary node and all its edges)."""
-    targets = degree if unit == "node" else 1
+    targets = degree if unit == Level.NODE else 1
     per = targets + 2  # targets, one background node, the canary
     n = copies * per
     x = torch.randn(n, dim, generator=generator)
@@ -215,7 +211,7 @@ def audit_aggregation(
         raise ValueError(f"trials must be >= 8, got {trials}")
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     x, edges_out, edges_in, n, score = _gadget(unit, trials, dim, degree, gen)
-    acc_level = level or ("node" if unit == "node" else "edge")
+    acc_level = level or (Level.NODE if unit == Level.NODE else Level.EDGE)
     scores, eps = [], []
     for edges in (edges_out, edges_in):
         acc = PrivacyAccountant(acc_level, delta)
@@ -254,7 +250,7 @@ def audit_mechanism(
     """
     if not isinstance(mechanism, GaussianAggregation):
         raise TypeError(f"expected a GaussianAggregation, got {type(mechanism).__name__}")
-    if mechanism.level == "node":
+    if Level.of(mechanism.level) is Level.NODE:
         degree = int(mechanism.max_degree)  # type: ignore[arg-type]
         trials = max(1000, min(int(trials), max_nodes // (degree + 2)))
         unit: Unit = "node"

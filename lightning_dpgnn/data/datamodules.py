@@ -14,7 +14,7 @@ from torch_geometric.loader import DataLoader as PyGDataLoader
 from torch_geometric.transforms import BaseTransform
 
 from .._deprecation import renamed
-from ..levels import LEVELS
+from ..levels import LEVELS, Level
 from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
 from .graphs import (
     ClientSplit,
@@ -391,12 +391,10 @@ class NodeDataModule(L.LightningDataModule):
         Raises:
             ValueError: ``level`` is not one of ``"none"``, ``"edge"``, ``"node"``, ``"ldp"``.
         """
-        key = str(level).strip().lower()
-        if key not in PRIVACY_LEVELS:
-            raise ValueError(f"unknown privacy level {level!r}; use one of {PRIVACY_LEVELS}")
-        edges = key in ("edge", "node")
-        labels = features = key in ("node", "ldp")
-        positions = key == "node"
+        lv = Level.of(str(level).strip().lower())
+        edges = lv.central
+        labels = features = lv in (Level.NODE, Level.LDP)
+        positions = lv.protects_nodes
         reads: list[str] = []
         if edges and self.remove_isolated:
             reads.append(
@@ -473,14 +471,10 @@ class NodeDataModule(L.LightningDataModule):
     @property
     def data(self) -> Data:
         """The preprocessed graph with split masks (runs :meth:`setup` on first access)."""
-        if self._data is None:
-            self.setup()
-        assert self._data is not None
-        return self._data
+        return _set_up(self, "_data")
 
     @property
     def num_features(self) -> int:
-        """Number of node features."""
         return int(self.data.num_node_features)
 
     @property
@@ -494,7 +488,6 @@ class NodeDataModule(L.LightningDataModule):
 
     @property
     def num_nodes(self) -> int:
-        """Number of nodes after preprocessing."""
         return int(self.data.num_nodes)
 
     def dataset_info(self) -> dict[str, Any]:
@@ -556,6 +549,13 @@ class NodeDataModule(L.LightningDataModule):
     def __repr__(self) -> str:
         cls = type(self).__name__
         return f"{cls}(name={self.name!r}, target={self.target!r}, split={self.split!r})"
+
+
+def _set_up(dm: L.LightningDataModule, attr: str) -> Any:
+    """``dm.<attr>``, running ``dm.setup()`` on first access."""
+    if getattr(dm, attr) is None:
+        dm.setup()
+    return getattr(dm, attr)
 
 
 def _is_public(split: object) -> bool:
@@ -842,19 +842,14 @@ class GraphDataModule(L.LightningDataModule):
     @property
     def dataset(self) -> Any:
         """All graphs (runs :meth:`setup` on first access)."""
-        if self._dataset is None:
-            self.setup()
-        assert self._dataset is not None
-        return self._dataset
+        return _set_up(self, "_dataset")
 
     @property
     def num_features(self) -> int:
-        """Node feature dimension."""
         return int(self.dataset.num_node_features)
 
     @property
     def num_classes(self) -> int:
-        """Number of graph classes."""
         return int(self.graph_labels.max()) + 1
 
     def dataset_info(self) -> dict[str, Any]:

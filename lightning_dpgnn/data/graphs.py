@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,8 +27,8 @@ import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
-from torch_geometric.utils import coalesce, k_hop_subgraph, subgraph
+from torch_geometric.transforms import BaseTransform, LargestConnectedComponents
+from torch_geometric.utils import coalesce, k_hop_subgraph
 
 __all__ = [
     "SimpleGraph",
@@ -46,38 +47,21 @@ class SimpleGraph(BaseTransform):
     drop self-loops; give it ``x = ones(n, 1)`` when it has no node features."""
 
     def forward(self, data: Data) -> Data:
-        ei = data.edge_index
         n = int(data.num_nodes)
-        keep = ei[0] != ei[1]
+        keep = data.edge_index[0] != data.edge_index[1]
         attr = getattr(data, "edge_attr", None)
-        if not bool(keep.all()):
-            ei = ei[:, keep]
-            attr = attr[keep] if attr is not None else None
-        merged = coalesce(ei, attr, num_nodes=n, reduce="sum") if attr is not None else (
-            coalesce(ei, num_nodes=n)
+        ei, attr = coalesce(
+            data.edge_index[:, keep], None if attr is None else attr[keep], num_nodes=n,
+            reduce="sum",
         )
-        if attr is not None:
-            ei, attr = merged
-        else:
-            ei = merged
-        if ei.size(1) != data.edge_index.size(1) or not torch.equal(ei, data.edge_index):
-            data = copy_shallow(data)
+        if not torch.equal(ei, data.edge_index) or getattr(data, "x", None) is None:
+            data = copy.copy(data)
             data.edge_index = ei
             if attr is not None:
                 data.edge_attr = attr
-        if getattr(data, "x", None) is None:
-            data = copy_shallow(data)
-            data.x = torch.ones(n, 1)
+            if getattr(data, "x", None) is None:
+                data.x = torch.ones(n, 1)
         return data
-
-
-def copy_shallow(data: Data) -> Data:
-    out = Data()
-    for key, value in data.items():
-        out[key] = value
-    if "x" not in out:
-        out.num_nodes = data.num_nodes
-    return out
 
 
 def keyed_partition(num_graphs: int, num_clients: int, seed: int = 0) -> Tensor:
@@ -176,22 +160,14 @@ def client_splits(
 def largest_connected_component(data: Data) -> Data:
     """The subgraph of ``data`` induced by its largest connected component (weakly connected,
     edges read as undirected); ``node_id`` keeps each node's index in ``data``."""
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
     n = int(data.num_nodes)
-    ei = data.edge_index.numpy()
-    adj = sp.coo_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n))
-    _, comp = connected_components(adj, directed=False)
-    keep = torch.from_numpy(comp == np.bincount(comp).argmax())
-    edge_index, _ = subgraph(keep, data.edge_index, relabel_nodes=True, num_nodes=n)
-    out = Data(edge_index=edge_index, num_nodes=int(keep.sum()))
+    base = getattr(data, "node_id", None)
+    out = Data(edge_index=data.edge_index, num_nodes=n)
     for key in ("x", "y"):
         if getattr(data, key, None) is not None:
-            out[key] = data[key][keep]
-    base = getattr(data, "node_id", None)
-    out.node_id = (base if base is not None else torch.arange(n))[keep]
-    return out
+            out[key] = data[key]
+    out.node_id = base if base is not None else torch.arange(n)
+    return LargestConnectedComponents(connection="weak")(out)
 
 
 def ego_graphs(

@@ -117,9 +117,14 @@ class DatasetSpec:
         return bool(self.subpath)
 
 
-def _planetoid_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
-    _no_kwargs(spec, kw)
-    return readers.read_planetoid(raw, processed, spec.extra["pyg_name"])
+def _reader(read: Callable[..., Data], *extra: str) -> Callable[..., Data]:
+    """A loader without options: ``read(raw, processed, *spec.extra[k] for k in extra)``."""
+
+    def loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any) -> Data:
+        _no_kwargs(spec, kw)
+        return read(raw, processed, *(spec.extra[k] for k in extra))
+
+    return loader
 
 
 def _musae_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
@@ -170,19 +175,8 @@ def _facebook100_merged_loader(
     return readers.read_facebook100_merged(raw, processed, target)  # with node_id, label_values
 
 
-def _reddit_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
-    _no_kwargs(spec, kw)
-    return readers.read_reddit(raw, processed)
-
-
-def _lastfm_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
-    _no_kwargs(spec, kw)
-    return readers.read_lastfm(raw, processed)
-
-
-def _amazon_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
-    _no_kwargs(spec, kw)
-    if not all((raw / f).exists() for f in spec.raw_files):
+def _read_amazon(raw: Path, processed: Path) -> Data:
+    if not all((raw / f).exists() for f in readers.OGB_PRODUCTS_FILES):
         _download_ogb_products(raw)
     return readers.read_ogbn_products(raw, processed)
 
@@ -234,7 +228,7 @@ def _planetoid(name: str, pyg_name: str, auto: bool, desc: str) -> DatasetSpec:
         auto_download=auto,
         can_download=True,
         license="MIT (Planetoid, Yang et al. 2016)",
-        loader=_planetoid_loader,
+        loader=_reader(readers.read_planetoid, "pyg_name"),
         extra={"pyg_name": pyg_name},
     )
 
@@ -334,7 +328,7 @@ _add(
         can_download=True,
         default_min_class_size=10_000,
         license="see https://snap.stanford.edu/graphsage/",
-        loader=_reddit_loader,
+        loader=_reader(readers.read_reddit),
     ),
 )
 _add(
@@ -349,7 +343,7 @@ _add(
         can_download=True,
         default_min_class_size=100_000,
         license="Amazon license (see https://ogb.stanford.edu/docs/nodeprop/#ogbn-products)",
-        loader=_amazon_loader,
+        loader=_reader(_read_amazon),
     ),
     "ogbn-products",
     "amazon-products",
@@ -365,7 +359,7 @@ _add(
         auto_download=True,
         can_download=True,
         license="GPL-3.0 (Rozemberczki & Sarkar 2020)",
-        loader=_lastfm_loader,
+        loader=_reader(readers.read_lastfm),
     ),
     "lastfm-asia",
     "lastfmasia",

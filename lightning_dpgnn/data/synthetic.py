@@ -8,32 +8,17 @@ neighbours clearly beats an MLP — this is the embedded default dataset of ``dp
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops, to_undirected
 
 __all__ = ["make_csbm", "CSBM_DEFAULTS"]
 
-CSBM_DEFAULTS: dict[str, float | int] = {
-    "num_nodes": 2000,
-    "num_classes": 5,
-    "avg_degree": 10.0,
-    "homophily": 0.8,
-    "num_features": 64,
-    "feature_signal": 1.0,
-    "seed": 0,
-}
-"""Default parameters of :func:`make_csbm`."""
-
-
 def make_csbm(
-    num_nodes: int = 2000,
-    num_classes: int = 5,
-    avg_degree: float = 10.0,
-    homophily: float = 0.8,
-    num_features: int = 64,
-    feature_signal: float = 1.0,
-    seed: int = 0,
+    num_nodes: int = 2000, num_classes: int = 5, avg_degree: float = 10.0, homophily: float = 0.8,
+    num_features: int = 64, feature_signal: float = 1.0, seed: int = 0,
 ) -> Data:
     """Generate a contextual stochastic block model graph.
 
@@ -99,3 +84,9 @@ def make_csbm(
     mu = feature_signal * mu / mu.norm(dim=1, keepdim=True).clamp_min(1e-12)
     x = mu[y] + torch.randn(n, num_features, generator=gen)
     return Data(x=x, edge_index=edge_index, y=y)
+
+
+CSBM_DEFAULTS: dict[str, float | int] = {
+    k: p.default for k, p in inspect.signature(make_csbm).parameters.items()
+}
+"""Default parameters of :func:`make_csbm`."""

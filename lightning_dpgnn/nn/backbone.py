@@ -59,20 +59,9 @@ class GNNBackbone(nn.Module):
     """
 
     def __init__(
-        self,
-        backbone: str,
-        in_dim: int,
-        hidden: int,
-        out_dim: int,
-        layers: int = 2,
-        *,
-        dropout: float = 0.0,
-        activation: str = "selu",
-        heads: int = 4,
-        batch_norm: bool = False,
-        cached: bool = False,
-        plain_last: bool = True,
-        aggr: str = "mean",
+        self, backbone: str, in_dim: int, hidden: int, out_dim: int, layers: int = 2, *,
+        dropout: float = 0.0, activation: str = "selu", heads: int = 4, batch_norm: bool = False,
+        cached: bool = False, plain_last: bool = True, aggr: str = "mean",
         normalization: str | None = None,
     ) -> None:
         super().__init__()

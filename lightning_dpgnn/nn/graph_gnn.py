@@ -13,20 +13,25 @@ __all__ = ["GraphGCN", "GraphGIN", "graph_backbone", "BACKBONES"]
 BACKBONES = ("gcn", "gin")
 
 
-class GraphGCN(nn.Module):
-    """GCNConv -> ReLU -> dropout -> GCNConv (= H) -> ReLU -> mean pool -> linear (the authors'
-    ``classifier.GCN``: dropout 0 by default)."""
+class _GraphNet(nn.Module):
+    """``layers`` convolutions ``conv(in_dim, out_dim)`` whose last output is ``H``."""
 
-    def __init__(
-        self, num_features: int, num_classes: int, hidden: int = 16, layers: int = 2,
-        dropout: float = 0.0,
-    ) -> None:
+    def __init__(self, conv, num_features: int, hidden: int, layers: int, dropout: float) -> None:
         super().__init__()
         if layers < 1:
             raise ValueError(f"layers must be >= 1, got {layers}")
         dims = [num_features] + [hidden] * layers
-        self.convs = nn.ModuleList(GCNConv(a, b) for a, b in zip(dims[:-1], dims[1:], strict=True))
+        self.convs = nn.ModuleList(conv(a, b) for a, b in zip(dims, dims[1:], strict=False))
         self.dropout = float(dropout)
+
+
+class GraphGCN(_GraphNet):
+    """GCNConv -> ReLU -> dropout -> GCNConv (= H) -> ReLU -> mean pool -> linear (the authors'
+    ``classifier.GCN``: dropout 0 by default)."""
+
+    def __init__(self, num_features: int, num_classes: int, hidden: int, layers: int,
+                 dropout: float) -> None:
+        super().__init__(GCNConv, num_features, hidden, layers, dropout)
         self.head = nn.Linear(hidden, num_classes)
 
     def embed(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -41,28 +46,16 @@ class GraphGCN(nn.Module):
         return self.head(global_mean_pool(h.relu(), batch))
 
 
-class GraphGIN(nn.Module):
+class GraphGIN(_GraphNet):
     """``layers`` GINConv blocks (Linear -> BatchNorm -> ReLU -> Linear -> ReLU; the last
     block's output = H) -> add pool -> linear -> ReLU -> dropout -> linear (the authors'
     ``classifier.GIN``: dropout 0.5 before the last linear)."""
 
-    def __init__(
-        self, num_features: int, num_classes: int, hidden: int = 64, layers: int = 5,
-        dropout: float = 0.5,
-    ) -> None:
-        super().__init__()
-        if layers < 1:
-            raise ValueError(f"layers must be >= 1, got {layers}")
-        self.convs = nn.ModuleList()
-        for i in range(layers):
-            mlp = nn.Sequential(
-                nn.Linear(num_features if i == 0 else hidden, hidden), BatchNorm(hidden),
-                nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-            )
-            self.convs.append(GINConv(mlp))
+    def __init__(self, num_features: int, num_classes: int, hidden: int, layers: int,
+                 dropout: float) -> None:
+        super().__init__(_gin_conv, num_features, hidden, layers, dropout)
         self.lin1 = nn.Linear(hidden, hidden)
         self.lin2 = nn.Linear(hidden, num_classes)
-        self.dropout = float(dropout)
 
     def embed(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         for conv in self.convs:
@@ -75,15 +68,24 @@ class GraphGIN(nn.Module):
         return self.lin2(h)
 
 
+def _gin_conv(in_dim: int, out_dim: int) -> GINConv:
+    return GINConv(nn.Sequential(
+        nn.Linear(in_dim, out_dim), BatchNorm(out_dim), nn.ReLU(), nn.Linear(out_dim, out_dim),
+        nn.ReLU(),
+    ))
+
+
+#: backbone -> (class, default hidden width, layers, dropout), the authors' settings
+_DEFAULTS = {"gcn": (GraphGCN, 16, 2, 0.0), "gin": (GraphGIN, 64, 5, 0.5)}
+
+
 def graph_backbone(
     name: str, num_features: int, num_classes: int, hidden: int | None = None,
     layers: int | None = None, dropout: float | None = None,
 ) -> nn.Module:
     """``"gcn"`` (defaults 16 hidden, 2 layers, dropout 0) or ``"gin"`` (64, 5, dropout 0.5)."""
-    if name == "gcn":
-        return GraphGCN(num_features, num_classes, hidden or 16, layers or 2,
-                        0.0 if dropout is None else dropout)
-    if name == "gin":
-        return GraphGIN(num_features, num_classes, hidden or 64, layers or 5,
-                        0.5 if dropout is None else dropout)
-    raise ValueError(f"backbone must be one of {BACKBONES}, got {name!r}")
+    if name not in _DEFAULTS:
+        raise ValueError(f"backbone must be one of {BACKBONES}, got {name!r}")
+    cls, default_hidden, default_layers, default_dropout = _DEFAULTS[name]
+    return cls(num_features, num_classes, hidden or default_hidden, layers or default_layers,
+               default_dropout if dropout is None else dropout)

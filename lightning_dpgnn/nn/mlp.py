@@ -7,6 +7,7 @@ from torch import nn
 
 from .._quiet import quiet_sparse
 from ..caches import TensorCache
+from ..levels import Level
 
 __all__ = [
     "MLP",
@@ -22,7 +23,14 @@ __all__ = [
     "ORDERS",
 ]
 
-NORMALIZATIONS = ("none", "batch", "layer", "group")
+#: normalization name -> ``layer(dim, groups)`` (groups: 1 when ``groups`` does not divide dim)
+_NORMS = {
+    "none": lambda dim, groups: nn.Identity(),
+    "batch": lambda dim, groups: nn.BatchNorm1d(dim),
+    "layer": lambda dim, groups: nn.LayerNorm(dim),
+    "group": lambda dim, groups: nn.GroupNorm(groups if dim % groups == 0 else 1, dim),
+}
+NORMALIZATIONS = tuple(_NORMS)
 ORDERS = ("act_norm", "norm_act")
 
 
@@ -32,21 +40,14 @@ def resolve_normalization(kind: str, privacy: str, node_level: str = "none") -> 
     name is returned as given."""
     if kind != "auto":
         return kind
-    return node_level if privacy == "node" else "batch"
+    return node_level if Level.of(privacy) is Level.NODE else "batch"
 
 
 def make_norm(kind: str, dim: int, groups: int = 4) -> nn.Module:
     """A normalization layer by name. ``"batch"`` is rejected later under node-level DP."""
-    if kind == "none":
-        return nn.Identity()
-    if kind == "batch":
-        return nn.BatchNorm1d(dim)
-    if kind == "layer":
-        return nn.LayerNorm(dim)
-    if kind == "group":
-        g = groups if dim % groups == 0 else 1
-        return nn.GroupNorm(g, dim)
-    raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {kind!r}")
+    if kind not in _NORMS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {kind!r}")
+    return _NORMS[kind](dim, groups)
 
 
 def compact_features(
@@ -194,18 +195,9 @@ class MLP(nn.Module):
     """
 
     def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        hidden: int = 16,
-        layers: int = 2,
-        *,
-        dropout: float = 0.0,
-        normalization: str = "none",
-        activation: str = "selu",
-        plain_last: bool = True,
-        norm_groups: int = 4,
-        order: str = "act_norm",
+        self, in_dim: int, out_dim: int, hidden: int = 16, layers: int = 2, *,
+        dropout: float = 0.0, normalization: str = "none", activation: str = "selu",
+        plain_last: bool = True, norm_groups: int = 4, order: str = "act_norm",
     ) -> None:
         super().__init__()
         if layers < 0:

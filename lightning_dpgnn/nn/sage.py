@@ -10,6 +10,8 @@ the shared pieces: :class:`~lightning_dpgnn.nn.mlp.MLP`,
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -29,32 +31,21 @@ class SAGENet(nn.Module):
         pre_layers, post_layers: MLP layers before and after the convolutions (thesis: 2, 1).
         jk: how the pre-MLP's and the convolutions' outputs are combined: ``"cat"``, ``"sum"``
             or ``"attn"``.
-        dropout, normalization, activation: as in :class:`~lightning_dpgnn.nn.mlp.MLP`.
+        block: ``dropout``, ``normalization``, ``activation`` of every layer, as in
+            :class:`~lightning_dpgnn.nn.mlp.MLP`.
     """
 
     def __init__(
-        self,
-        in_dim: int,
-        hidden: int,
-        out_dim: int,
-        layers: int = 2,
-        *,
-        pre_layers: int = 2,
-        post_layers: int = 1,
-        jk: str = "cat",
-        dropout: float = 0.0,
-        normalization: str = "none",
-        activation: str = "selu",
+        self, in_dim: int, hidden: int, out_dim: int, layers: int = 2, *, pre_layers: int = 2,
+        post_layers: int = 1, jk: str = "cat", **block: Any,
     ) -> None:
         super().__init__()
-        mlp = dict(dropout=dropout, normalization=normalization, activation=activation)
-        self.pre = MLP(in_dim, hidden, hidden, pre_layers, plain_last=False, **mlp)
+        self.pre = MLP(in_dim, hidden, hidden, pre_layers, plain_last=False, **block)
         self.body = GNNBackbone(
-            "sage", self.pre.out_dim, hidden, hidden, layers, dropout=dropout,
-            activation=activation, plain_last=False, aggr="sum", normalization=normalization,
+            "sage", self.pre.out_dim, hidden, hidden, layers, plain_last=False, aggr="sum", **block
         )
         self.jk = Combine(jk, layers + 1, hidden)
-        self.post = MLP(self.jk.out_dim, out_dim, hidden, post_layers, **mlp)
+        self.post = MLP(self.jk.out_dim, out_dim, hidden, post_layers, **block)
 
     def adjacency(
         self, edge_index: torch.Tensor, num_nodes: int
