@@ -300,6 +300,29 @@ def grid_parser(doc: str, datasets: dict, default_out: Path):
     return p
 
 
+def refuse_smoke_into(default, parser, args) -> None:
+    """``--smoke`` rows are no result: refuse them into the results file ``default``."""
+    if args.smoke and args.out == default:
+        parser.error("--smoke: give --out (smoke rows are no result)")
+
+
+def run_and_write(cells, out: Path, table: str, *, run: bool = True, one_thread: bool = False,
+                  **write) -> None:
+    """``cells`` through :func:`run_cells` in this process (``run=False``, a script's
+    ``--summarize``: none), warnings off (``one_thread``: torch on one thread, the benchmark
+    machine's cores are shared), then the table of ``out`` (``summarize.write(table, ...)``)."""
+    if run:
+        warnings.filterwarnings("ignore")
+        if one_thread:
+            import torch
+
+            torch.set_num_threads(1)
+        run_cells(cells, out, measured=False)
+    import summarize
+
+    print(summarize.write(table, out, **write))
+
+
 def run_cells(cells, out: Path, *, measured: bool = True, recheck: bool = False) -> int:
     """The run loop of every benchmark that writes rows. ``cells`` yields ``(meta, fit)`` in
     the script's order (seeds outermost); ``meta["key"]`` names the cell (``None``: a

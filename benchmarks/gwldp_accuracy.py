@@ -46,13 +46,12 @@ from __future__ import annotations
 import argparse
 import functools
 import time
-import warnings
 import zlib
 from pathlib import Path
 
 import numpy as np
 import settings as S
-from common import RESULTS, add_smoke_flag, quiet_trainer, run_cells
+from common import RESULTS, add_smoke_flag, quiet_trainer, refuse_smoke_into, run_and_write
 
 
 def default_out(gnn: str, dataset: str = "mutag", protocol: str = "split") -> Path:
@@ -301,21 +300,13 @@ def main() -> None:
                         help="results file (default: results/gwldp_accuracy[_GNN].jsonl)")
     add_smoke_flag(parser)
     args = parser.parse_args()
+    refuse_smoke_into(None, parser, args)
     if args.smoke:
-        if args.out is None:
-            parser.error("--smoke: give --out (smoke rows are no result)")
         args.seeds, args.rounds = S.GWLDP_SMOKE["seeds"], S.GWLDP_SMOKE["rounds"]
         args.graphs = S.GWLDP_SMOKE["graphs"]
     out = args.out or default_out(args.gnn, args.dataset, args.protocol)
-    if not args.summarize:
-        import torch
-
-        warnings.filterwarnings("ignore")
-        torch.set_num_threads(1)
-        run_cells(cells(args, Path(args.cache)), out, measured=False)
-    import summarize
-
-    print(summarize.write("gwldp", out))
+    run_and_write(cells(args, Path(args.cache)), out, "gwldp", run=not args.summarize,
+                  one_thread=True)
 
 
 if __name__ == "__main__":

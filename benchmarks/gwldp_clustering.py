@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import warnings
 from pathlib import Path
 
 import numpy as np
 import settings as S
-from common import RESULTS, add_smoke_flag, quiet_trainer, run_cells
+from common import RESULTS, add_smoke_flag, quiet_trainer, refuse_smoke_into, run_and_write
 
 OUT = RESULTS / "gwldp_clustering.jsonl"
 #: clustering method -> gamma of its affinity
@@ -133,20 +132,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     add_smoke_flag(parser)
     args = parser.parse_args()
+    refuse_smoke_into(OUT, parser, args)
     if args.smoke:
-        if args.out == OUT:
-            parser.error("--smoke: give --out (smoke rows are no result)")
         args.seeds, args.rounds = S.GWLDP_SMOKE["seeds"], S.GWLDP_SMOKE["rounds"]
         args.graphs = S.GWLDP_SMOKE["graphs"]
-    if not args.summarize:
-        import torch
-
-        warnings.filterwarnings("ignore")
-        torch.set_num_threads(1)
-        run_cells(cells(args, Path(args.cache)), args.out, measured=False)
-    import summarize
-
-    print(summarize.write("gwldp_clustering", args.out))
+    run_and_write(cells(args, Path(args.cache)), args.out, "gwldp_clustering",
+                  run=not args.summarize,
+                  one_thread=True)
 
 
 if __name__ == "__main__":

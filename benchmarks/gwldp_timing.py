@@ -24,11 +24,10 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, add_smoke_flag, quiet_trainer, run_cells
+from common import RESULTS, add_smoke_flag, quiet_trainer, refuse_smoke_into, run_and_write
 
 OUT = RESULTS / "gwldp_timing.jsonl"
 TASKS = ("fit", "allpairs", "proteins_pairs")
@@ -123,19 +122,11 @@ def main() -> None:
     parser.add_argument("--summarize", action="store_true", help="the table of --out only")
     add_smoke_flag(parser)
     args = parser.parse_args()
+    refuse_smoke_into(OUT, parser, args)
     if args.smoke:
-        if args.out == OUT:
-            parser.error("--smoke: give --out (smoke rows are no result)")
         args.rounds, args.graphs, args.pairs = 1, 20, 50
-    if not args.summarize:
-        import torch
-
-        warnings.filterwarnings("ignore")
-        torch.set_num_threads(1)
-        run_cells(cells(args), args.out, measured=False)
-    import summarize
-
-    print(summarize.write("gwldp_timing", args.out))
+    run_and_write(cells(args), args.out, "gwldp_timing", run=not args.summarize,
+                  one_thread=True)
 
 
 if __name__ == "__main__":

@@ -38,16 +38,10 @@ from __future__ import annotations
 import argparse
 import functools
 import time
-import warnings
 from pathlib import Path
 
 import settings as S
-from common import (
-    RESULTS,
-    add_smoke_flag,
-    heterorr_release,
-    run_cells,
-)
+from common import RESULTS, add_smoke_flag, heterorr_release, refuse_smoke_into, run_and_write
 
 OUT = RESULTS / "heterorr_accuracy.jsonl"
 PARTS = S.HETERORR_PARTS
@@ -219,9 +213,8 @@ def main() -> None:
     add_smoke_flag(p)
     args = p.parse_args()
     args.edge_dataset = args.feature_dataset = "cora"
+    refuse_smoke_into(OUT, p, args)
     if args.smoke:
-        if args.out == OUT:
-            p.error("--smoke: give --out (smoke rows are no result)")
         args.seeds = 1
         args.edge_dataset = args.feature_dataset = S.SMOKE_DATASET
         args.graphs = [S.SMOKE_DATASET]
@@ -231,12 +224,8 @@ def main() -> None:
         args.mechanisms = ["feature-rr", "multibit", "feature-rr+pca4"]
         args.epochs = S.HETERORR_SMOKE["epochs"]
         args.steps_per_node = S.HETERORR_SMOKE["steps_per_node"]
-    if not args.summarize:
-        warnings.filterwarnings("ignore")
-        run_cells(cells(args), args.out, measured=False)
-    import summarize
-
-    print(summarize.write("heterorr_accuracy", args.out, doc=not args.smoke))
+    run_and_write(cells(args), args.out, "heterorr_accuracy", run=not args.summarize,
+                  doc=not args.smoke)
 
 
 if __name__ == "__main__":

@@ -22,17 +22,11 @@ from __future__ import annotations
 import argparse
 import functools
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 import settings as S
-from common import (
-    RESULTS,
-    add_smoke_flag,
-    heterorr_release,
-    run_cells,
-)
+from common import RESULTS, add_smoke_flag, heterorr_release, refuse_smoke_into, run_and_write
 
 OUT = RESULTS / "heterorr_edges.jsonl"
 METHODS = S.HETERORR_FIG11_METHODS
@@ -103,17 +97,12 @@ def main() -> None:
     p.add_argument("--summarize", action="store_true", help="write the table of --out only")
     add_smoke_flag(p)
     args = p.parse_args()
+    refuse_smoke_into(OUT, p, args)
     if args.smoke:
-        if args.out == OUT:
-            p.error("--smoke: give --out (smoke rows are no result)")
         args.seeds, args.dataset = 1, S.SMOKE_DATASET
         args.steps_per_node = S.HETERORR_SMOKE["steps_per_node"]
-    if not args.summarize:
-        warnings.filterwarnings("ignore")
-        run_cells(cells(args), args.out, measured=False)
-    import summarize
-
-    print(summarize.write("heterorr_edges", args.out, doc=not args.smoke))
+    run_and_write(cells(args), args.out, "heterorr_edges", run=not args.summarize,
+                  doc=not args.smoke)
 
 
 if __name__ == "__main__":

@@ -40,29 +40,17 @@ def configs(dataset: str, edge_units=()):
     eps = S.HONEST_EPSILON
     if dataset not in S.MAX_DEGREE:  # no public bound to compare with (musae-facebook)
         return
-    for kind, bounds in S.DEGREE_BOUNDS.items():
-        d = bounds[dataset]
-        yield (
-            f"GAP-NDP[{kind} D]",
-            eps,
-            "node",
-            lambda s, d=d: GAP(
-                privacy="node", epsilon=eps, seed=s, max_degree=d, **S.GAP_COMMON, **S.GAP_NODE
-            ),
+    models = {"GAP": lambda s, d: GAP(privacy="node", epsilon=eps, seed=s, max_degree=d,
+                                      **S.GAP_COMMON, **S.GAP_NODE)}
+    if dataset in PROGAP_DATASETS:
+        models["ProGAP"] = lambda s, d: ProGAP(
+            privacy="node", epsilon=eps, training="progressive", seed=s, max_degree=d,
+            **S.PROGAP_COMMON, **S.PROGAP_NODE,
         )
-    if dataset not in PROGAP_DATASETS:
-        return
-    for kind, bounds in S.DEGREE_BOUNDS.items():
-        d = bounds[dataset]
-        yield (
-            f"ProGAP-NDP[{kind} D]",
-            eps,
-            "node",
-            lambda s, d=d: ProGAP(
-                privacy="node", epsilon=eps, training="progressive", seed=s,
-                max_degree=d, **S.PROGAP_COMMON, **S.PROGAP_NODE,
-            ),
-        )  # fmt: skip
+    for name, build in models.items():
+        for kind, bounds in S.DEGREE_BOUNDS.items():
+            d = bounds[dataset]
+            yield f"{name}-NDP[{kind} D]", eps, "node", lambda s, d=d, b=build: b(s, d)
 
 
 def main() -> None:

@@ -31,11 +31,17 @@ model's test-time posteriors. Rows go to ``results/poindp_accuracy.jsonl``; the 
 from __future__ import annotations
 
 import argparse
-import warnings
 from pathlib import Path
 
 import settings as S
-from common import RESULTS, add_smoke_flag, report_fields, run_cells, trainer_for
+from common import (
+    RESULTS,
+    add_smoke_flag,
+    refuse_smoke_into,
+    report_fields,
+    run_and_write,
+    trainer_for,
+)
 
 OUT = RESULTS / "poindp_accuracy.jsonl"
 
@@ -126,22 +132,14 @@ def main() -> None:
     add_smoke_flag(parser)
     args = parser.parse_args()
     args.data, args.epochs = dict(S.POINDP_DATASETS), None
+    refuse_smoke_into(OUT, parser, args)
     if args.smoke:
-        if args.out == OUT:
-            parser.error("--smoke: give --out (smoke rows are no result)")
         args.seeds, args.epochs = 1, S.POINDP_SMOKE["epochs"]
         args.datasets = [S.SMOKE_DATASET]
         args.data = {S.SMOKE_DATASET: dict(S.SMOKE_DATA, split=(0.1, 0.1, 0.8))}
         args.epsilons = args.epsilons[:1]
-    if not args.summarize:
-        import torch
-
-        warnings.filterwarnings("ignore")
-        torch.set_num_threads(1)
-        run_cells(cells(args), args.out, measured=False)
-    import summarize
-
-    print(summarize.write("poindp", args.out))
+    run_and_write(cells(args), args.out, "poindp", run=not args.summarize,
+                  one_thread=True)
 
 
 if __name__ == "__main__":

@@ -309,6 +309,24 @@ def without_unbounded_node_recipes(recipes: dict[str, dict], data: str) -> dict[
     return {name: r for name, r in recipes.items() if "-node-" not in name}
 
 
+def write_recipes(recipes: dict[str, tuple[dict, str]], folder: Path = RECIPES) -> None:
+    """Write every ``name -> (config, header comment)`` as ``folder/<name>.yaml``."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (cfg, header) in recipes.items():
+        (folder / f"{name}.yaml").write_text(header + yaml.safe_dump(cfg, sort_keys=False))
+
+
+def recipes_folder(doc: str) -> Path:
+    """The ``--out FOLDER`` of a recipe writer's command line (default: the zoo's recipes)."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RECIPES, help="folder (default: zoo/recipes)")
+    return p.parse_args().out
+
+
 def degree_comment(name: str, data: str) -> str:
     """The header lines of a node-level recipe saying where its ``max_degree`` comes from
     (:data:`DEGREE_BOUND_SOURCE`); empty for the other recipes."""

@@ -804,7 +804,7 @@ def lpgnn_table(summary: list[dict]) -> str:
         f"|---|---|---|---|---|{proto_rule}---|---|---|---|---|---|",
     ]
     for s in summary:
-        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
+        ci = _ci(s)
         paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
         rep = "inf" if s["epsilon_reported"] is None else f"{s['epsilon_reported']:.4g}"
         proto = f"{s['protocol']} | " if with_protocol else ""
@@ -926,7 +926,7 @@ def pgc_table(summary: list[dict]) -> str:
     ]
     for s in summary:
         eps = "inf" if s["epsilon_per_feature"] is None else f"{s['epsilon_per_feature']:g}"
-        ci = f"{s['acc_mean']:.1f} ({s['acc_ci95'][0]:.1f}–{s['acc_ci95'][1]:.1f})"
+        ci = _ci(s)
         paper = "" if s["paper"] is None else f"{s['paper']:.1f}"
         node = "inf" if s["epsilon_per_node"] is None else f"{s['epsilon_per_node']:.6g}"
         task = "node cls. (acc)" if s["task"] == "node" else "link pred. (AUC)"

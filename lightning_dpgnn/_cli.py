@@ -29,6 +29,7 @@ from ._cli_args import (
     _run_guarded,
 )
 from ._quiet import quiet_lightning
+from .data.datamodules import majority_rate
 from .levels import Level
 from .methods import PrivateModel
 from .privacy.report import PrivacyReport, SeveralGuarantees
@@ -131,7 +132,7 @@ class DPGNNCLI(LightningCLI):
         graph = _node_graph(self.datamodule)
         print(fit_summary(
             metrics, report, units=_private_units(self.model, graph, report),
-            majority=_majority_rate(graph),
+            majority=majority_rate(graph) if graph is not None else None,
         ), flush=True)
         if checkpoint and self.subcommand == "fit":
             print(f"checkpoint: {checkpoint}", flush=True)
@@ -212,14 +213,6 @@ class _HeldLog(logging.Filter):
         self.records = []
 
 
-_LEVELS = {
-    Level.EDGE: "edge-level DP",
-    Level.NODE: "node-level DP",
-    Level.LDP: "local DP, each node perturbs its own data",
-    Level.NONE: "non-private",
-}
-
-
 def fit_summary(
     metrics: dict[str, float],
     report: PrivacyReport | SeveralGuarantees | None,
@@ -258,9 +251,11 @@ def fit_summary(
             line += f" (n*delta = {risk:.3g} over n = {units:,} protected units"
             line += "; delta >= 1/n: not every unit is protected)" if risk >= 1 else ")"
         lines.append(line)
-    level = _LEVELS[report.level]
+    level = report.level.phrase
     if _per_graph(report):
         level = "local DP, each client perturbs its own graph's release"
+    elif report.level is Level.LDP:
+        level += ", each node perturbs its own data"
     lines.append(f"level: {report.level.value} ({level})")
     if report.unit:
         lines.append(f"protects: {report.unit}")
@@ -285,18 +280,6 @@ def _private_units(model: Any, graph: Any, report: Any) -> int | None:
         return int(model.private_units(graph))
     except Exception:  # noqa: BLE001 - a model without units (LDP): no n*delta line
         return None
-
-
-def _majority_rate(graph: Any) -> float | None:
-    """The share of the test split's most frequent class: what a constant guess scores."""
-    y, mask = getattr(graph, "y", None), getattr(graph, "test_mask", None)
-    if y is None or mask is None or y.dim() != 1 or int(mask.sum()) == 0:
-        return None
-    labels = y[mask]
-    labels = labels[labels >= 0]
-    if labels.numel() == 0:
-        return None
-    return float(torch.bincount(labels).max()) / labels.numel()
 
 
 def _per_graph(report: PrivacyReport) -> bool:

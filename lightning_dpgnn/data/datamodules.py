@@ -118,10 +118,21 @@ def node_stats(data: Data) -> dict[str, Any]:
     for key in ("train_mask", "val_mask", "test_mask"):
         if key in data:
             info[f"num_{key[:-5]}"] = int(data[key].sum())
-    if y is not None and "test_mask" in data and bool(data.test_mask.any()):
-        test_counts = torch.bincount(y[data.test_mask & (y >= 0)])
-        info["majority_test_accuracy"] = float(test_counts.max() / test_counts.sum())
+    majority = majority_rate(data)
+    if majority is not None:
+        info["majority_test_accuracy"] = majority
     return info
+
+
+def majority_rate(data: Data) -> float | None:
+    """The share of the test split's most frequent class, what a constant guess scores
+    (``None`` without single labels or labeled test nodes)."""
+    y, mask = getattr(data, "y", None), getattr(data, "test_mask", None)
+    if y is None or mask is None or y.dim() != 1:
+        return None
+    labels = y[mask]
+    labels = labels[labels >= 0]
+    return float(torch.bincount(labels).max()) / labels.numel() if labels.numel() else None
 
 
 class NodeDataModule(L.LightningDataModule):
@@ -460,8 +471,7 @@ class NodeDataModule(L.LightningDataModule):
         (no ``sparse_features = True``: GNN, SAGE, DPGNN, PGC, LPGNN)."""
         if self._data is None:
             self._data = self.preprocess(self._load_raw())
-        trainer = getattr(self, "trainer", None)
-        model = trainer.lightning_module if trainer is not None else None
+        model = _model(self)
         x = getattr(self._data, "x", None)
         sparse = x is not None and x.layout != torch.strided
         if sparse and model is not None and not getattr(model, "sparse_features", False):
@@ -515,8 +525,7 @@ class NodeDataModule(L.LightningDataModule):
         A model that batches its own training rows (:class:`TrainsFromGraph`: Poisson batches
         for DP-SGD, the stages of GAP/ProGAP) gets the graph and returns the loader itself.
         """
-        trainer = getattr(self, "trainer", None)
-        model = trainer.lightning_module if trainer is not None else None
+        model = _model(self)
         if isinstance(model, TrainsFromGraph):
             return model.train_dataloader_from(self.data)
         return self._loader()
@@ -549,6 +558,12 @@ class NodeDataModule(L.LightningDataModule):
     def __repr__(self) -> str:
         cls = type(self).__name__
         return f"{cls}(name={self.name!r}, target={self.target!r}, split={self.split!r})"
+
+
+def _model(dm: L.LightningDataModule) -> L.LightningModule | None:
+    """The model of the Trainer ``dm`` is attached to (``None`` outside a fit)."""
+    trainer = getattr(dm, "trainer", None)
+    return trainer.lightning_module if trainer is not None else None
 
 
 def _set_up(dm: L.LightningDataModule, attr: str) -> Any:
@@ -770,10 +785,7 @@ class GraphDataModule(L.LightningDataModule):
     def clients(self) -> list[ClientSplit]:
         """Who holds which graphs (indices into :attr:`dataset`), split into train/val/test;
         one client holding every graph when ``num_clients=None``."""
-        if self._clients is None:
-            self.setup()
-        assert self._clients is not None
-        return self._clients
+        return _set_up(self, "_clients")
 
     @property
     def graph_labels(self) -> torch.Tensor:
@@ -855,8 +867,7 @@ class GraphDataModule(L.LightningDataModule):
     def dataset_info(self) -> dict[str, Any]:
         """Name, split sizes and statistics of the graphs."""
         ds = self.dataset
-        nodes = torch.tensor([g.num_nodes for g in ds], dtype=torch.float)
-        edges = torch.tensor([g.num_edges for g in ds], dtype=torch.float)
+        stats = graph_stats(list(ds))
         y = torch.cat([g.y.view(-1) for g in ds])
         return {
             "name": self.name,
@@ -864,8 +875,8 @@ class GraphDataModule(L.LightningDataModule):
             "num_features": self.num_features,
             "num_classes": self.num_classes,
             "class_counts": [int(c) for c in torch.bincount(y)],
-            "mean_nodes": float(nodes.mean()),
-            "mean_edges": float(edges.mean()),
+            "mean_nodes": stats["mean_nodes"],
+            "mean_edges": stats["mean_edges"],
             "num_train": len(self.train_dataset or ()),
             "num_val": len(self.val_dataset or ()),
             "num_test": len(self.test_dataset or ()),
@@ -891,8 +902,7 @@ class GraphDataModule(L.LightningDataModule):
         (:class:`TrainsFromClients`, e.g. GW-LDP's FedAvg) gets the clients instead and returns
         its own loader (one batch per client)."""
         self.setup()
-        trainer = getattr(self, "trainer", None)
-        model = trainer.lightning_module if trainer is not None else None
+        model = _model(self)
         if isinstance(model, TrainsFromClients):
             return model.train_dataloader_from_clients(self)
         return self._loader(self.train_dataset, shuffle=True)

@@ -1,21 +1,6 @@
-"""Many small graphs: simple graphs on entry, federated client partitions, ego subgraphs.
-
-* :class:`SimpleGraph` — every graph that enters a :class:`~lightning_dpgnn.data.GraphDataModule`
-  is made simple (repeated edges merged, self-loops dropped; design invariant 12) and gets
-  all-one node features when its dataset has none (IMDB-BINARY).
-* :func:`keyed_partition` — the default client partition: a public seed keys a permutation of
-  the graphs' identities (their positions in the dataset), dealt to the clients in turn. It
-  reads no label and no graph: changing one graph moves no other graph to another client.
-* :func:`dirichlet_partition` — the non-IID client partition of federated graph learning
-  (Wang et al. 2020, as used by GW-LDP §4): for every class, the shares of the clients are drawn
-  from ``Dirichlet(alpha)``; a public seed makes it reproducible. It *simulates which client
-  holds which graph*, but it reads every graph's label (flipping one label can move many other
-  graphs), so a data module that uses it declares the graph labels public.
-* :func:`client_splits` — each client splits its own graphs into train/val/test (GW-LDP: 7:2:1).
-* :func:`ego_graphs` — 1- or 2-hop ego subgraphs of the largest connected component of one graph
-  (GW-LDP's clustering task on Cora/CiteSeer; pseudo-label = the centre node's label).
-* :func:`graph_stats` — Table 3 of the GW-LDP paper (number of graphs, mean nodes, mean edges).
-"""
+"""Many small graphs: simple graphs on entry (design invariant 12), federated client
+partitions (GW-LDP §4: keyed or label-Dirichlet, then each client's own 7:2:1 split), ego
+subgraphs and GW-LDP's Table 3 statistics."""
 
 from __future__ import annotations
 
@@ -67,7 +52,8 @@ class SimpleGraph(BaseTransform):
 def keyed_partition(num_graphs: int, num_clients: int, seed: int = 0) -> Tensor:
     """The client of every graph, read from nothing but the graphs' identities (their
     positions) and the public ``seed``: a seeded permutation of the positions dealt to the
-    clients in turn (sizes differ by at most one). Returns a long tensor ``[num_graphs]``."""
+    clients in turn (sizes differ by at most one). It reads no label and no graph: changing one
+    graph moves no other graph to another client. Returns a long tensor ``[num_graphs]``."""
     n, k = int(num_graphs), int(num_clients)
     if k < 1:
         raise ValueError(f"num_clients must be >= 1, got {num_clients}")
@@ -90,7 +76,9 @@ def dirichlet_partition(
     """The client of every graph: for each class, the shares of the clients are drawn from
     ``Dirichlet(alpha, ..., alpha)`` and the class's graphs (in a seeded random order) are cut
     at the cumulative shares. Redrawn (same seed stream) until every client holds at least
-    ``min_size`` graphs. Small ``alpha`` = very unequal label mixes; large = close to IID.
+    ``min_size`` graphs. Small ``alpha`` = very unequal label mixes; large = close to IID
+    (Wang et al. 2020, as used by GW-LDP §4). It reads every graph's label (flipping one label
+    can move many other graphs): a data module that uses it declares the graph labels public.
 
     Returns a long tensor ``[num_graphs]`` of client ids in ``0..num_clients-1``.
     """

@@ -305,14 +305,18 @@ def read_musae(
     return Data(x=x, edge_index=cached["edge_index"], y=cached["y"])
 
 
-def _check_facebook100_columns(
-    target: str, features: Sequence[str], vocabulary: str
-) -> list[int]:
+def _check_facebook100_target(target: str) -> None:
     if target not in FACEBOOK100_TARGETS:
         raise UnknownTargetError(
             f"target {target!r} is not a Facebook100 target; "
             f"valid targets: {list(FACEBOOK100_TARGETS)}"
         )
+
+
+def _check_facebook100_columns(
+    target: str, features: Sequence[str], vocabulary: str
+) -> list[int]:
+    _check_facebook100_target(target)
     if vocabulary not in FACEBOOK100_VOCABULARIES:
         raise ValueError(
             f"vocabulary must be one of {FACEBOOK100_VOCABULARIES}, got {vocabulary!r}"
@@ -424,11 +428,7 @@ def read_facebook100_merged(folder: Path, processed_dir: Path | None, target: st
     It is cached in ``processed_dir`` as an int32 CSR graph (``rowptr``, ``col``) and CSR
     features, read back memory-mapped: a second load costs the expansion of the edge list.
     """
-    if target not in FACEBOOK100_TARGETS:
-        raise UnknownTargetError(
-            f"target {target!r} is not a Facebook100 target; "
-            f"valid targets: {list(FACEBOOK100_TARGETS)}"
-        )
+    _check_facebook100_target(target)
     files = sorted(Path(folder).glob("*.mat"))
     if not files:
         raise DataError(f"no Facebook100 .mat files in {folder}")

@@ -64,6 +64,9 @@ FACEBOOK100_SCHOOLS: tuple[str, ...] = tuple(
 """The 100 schools of Facebook100 (the shared copy holds 87 of them; UIllinois20 is missing)."""
 
 FACEBOOK100_URL = "https://archive.org/details/oxford-2005-facebook-matrix"
+_FB100_LICENSE = "research use (Traud, Mucha & Porter 2012); see facebook100/LICENSE"
+#: ``year`` first: the papers' target is the default
+_FB100_TARGETS = readers.FACEBOOK100_TARGETS[5:] + readers.FACEBOOK100_TARGETS[:5]
 
 # --------------------------------------------------------------------------------------------
 # Specs
@@ -401,9 +404,9 @@ _add(
         description="all Facebook100 schools in the data root merged into one graph (FB-100)",
         subpath="facebook100",
         urls=(FACEBOOK100_URL,),
-        targets=readers.FACEBOOK100_TARGETS[5:] + readers.FACEBOOK100_TARGETS[:5],
+        targets=_FB100_TARGETS,
         default_min_class_size=0.01,
-        license="research use (Traud, Mucha & Porter 2012); see facebook100/LICENSE",
+        license=_FB100_LICENSE,
         loader=_facebook100_merged_loader,
         extra={"mat_folder": True},
     ),
@@ -424,11 +427,11 @@ def _facebook100_spec(school: str) -> DatasetSpec:
         description=f"Facebook100 school network {school} (Sept. 2005)",
         subpath=f"facebook100/{school}.mat",
         urls=(FACEBOOK100_URL, "https://github.com/sisaman/pyg-datasets"),
-        targets=readers.FACEBOOK100_TARGETS[5:] + readers.FACEBOOK100_TARGETS[:5],
+        targets=_FB100_TARGETS,
         # 1% of the labelled nodes: works for every school (the papers' absolute 1000 would
         # empty the small ones); the GAP/ProGAP benchmarks and recipes pass 1000 explicitly
         default_min_class_size=0.01,
-        license="research use (Traud, Mucha & Porter 2012); see facebook100/LICENSE",
+        license=_FB100_LICENSE,
         loader=_facebook100_loader,
     )
 

@@ -16,21 +16,12 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import coalesce, spmm, to_torch_csr_tensor
 
 from ..caches import TensorCache
-from .mlp import compact_features, input_linear, make_norm
+from .mlp import compact_features, input_linear, make_activation, make_norm
 
 __all__ = ["GNNBackbone", "BACKBONES", "SAGE_AGGREGATIONS", "SparseAdjacency", "make_activation"]
 
 BACKBONES = ("sage", "gcn", "gat")
 SAGE_AGGREGATIONS = ("mean", "sum")
-_ACTIVATIONS = {"relu": nn.ReLU, "selu": nn.SELU, "tanh": nn.Tanh, "gelu": nn.GELU}
-
-
-def make_activation(name: str) -> nn.Module:
-    """An activation module by name (``relu``, ``selu``, ``tanh``, ``gelu``)."""
-    if name not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
-    return _ACTIVATIONS[name]()
-
 
 def check_backbone(backbone: str) -> str:
     if backbone not in BACKBONES:

@@ -11,6 +11,7 @@ from ..levels import Level
 
 __all__ = [
     "MLP",
+    "make_activation",
     "make_norm",
     "resolve_normalization",
     "compact_features",
@@ -41,6 +42,16 @@ def resolve_normalization(kind: str, privacy: str, node_level: str = "none") -> 
     if kind != "auto":
         return kind
     return node_level if Level.of(privacy) is Level.NODE else "batch"
+
+
+_ACTIVATIONS = {"relu": nn.ReLU, "selu": nn.SELU, "tanh": nn.Tanh, "gelu": nn.GELU}
+
+
+def make_activation(name: str) -> nn.Module:
+    """An activation module by name (``relu``, ``selu``, ``tanh``, ``gelu``)."""
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
+    return _ACTIVATIONS[name]()
 
 
 def make_norm(kind: str, dim: int, groups: int = 4) -> nn.Module:
@@ -206,9 +217,7 @@ class MLP(nn.Module):
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-        act = {"relu": nn.ReLU, "selu": nn.SELU, "tanh": nn.Tanh, "gelu": nn.GELU}.get(activation)
-        if act is None:
-            raise ValueError(f"activation must be relu/selu/tanh/gelu, got {activation!r}")
+        make_activation(activation)  # validates
         self.in_dim, self.out_dim = in_dim, (out_dim if layers else in_dim)
         mods: list[nn.Module] = []
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
@@ -217,7 +226,8 @@ class MLP(nn.Module):
             last = i == layers - 1
             if not (last and plain_last):
                 norm = make_norm(normalization, dims[i + 1], norm_groups)
-                pair = [act(), norm] if order == "act_norm" else [norm, act()]
+                act = make_activation(activation)
+                pair = [act, norm] if order == "act_norm" else [norm, act]
                 mods += [*pair, nn.Dropout(dropout)]
         self.net = nn.Sequential(*mods)
 
