@@ -31,14 +31,23 @@ PREDICTIONS_FILE = "predictions.csv"
 ``--trainer.default_root_dir`` when given)."""
 
 
+def _option_values(argv: list[str], name: str) -> list[str]:
+    """The values of ``--name VALUE`` and ``--name=VALUE`` in ``argv``, in order."""
+    values = []
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            values.append(argv[i + 1])
+        elif a.startswith(name + "="):
+            values.append(a.split("=", 1)[1])
+    return values
+
+
 def _named_in_configs(args: list[str], key: str, class_path: bool = False) -> bool:
     """Whether a ``--config`` file among ``args`` sets ``key`` (unreadable files: no);
     ``class_path``: a mapping under ``key`` counts only if it names its ``class_path``."""
     import yaml
 
-    paths = [b for a, b in zip(args, args[1:], strict=False) if a == "--config"]
-    paths += [a.split("=", 1)[1] for a in args if a.startswith("--config=")]
-    for path in paths:
+    for path in _option_values(args, "--config"):
         try:
             config = yaml.safe_load(Path(path).read_text())
         except (OSError, yaml.YAMLError):

@@ -20,7 +20,7 @@ import sys
 from argparse import ArgumentParser
 from pathlib import Path
 
-from ._cli_args import _audit_parser, _named_in_configs, _run_guarded
+from ._cli_args import _audit_parser, _named_in_configs, _option_values, _run_guarded
 from ._lazy import lazy_exports
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
@@ -105,7 +105,8 @@ def _check_checkpoint(command: str, argv: list[str]) -> None:
     """``validate``/``test``/``predict`` read a fitted model: refuse a missing ``--ckpt_path``
     (an untrained model has nothing to evaluate) or a path that is not a file, before Lightning
     starts."""
-    path = _option(argv, "--ckpt_path")
+    given = _option_values(argv, "--ckpt_path")
+    path = given[-1] if given else None  # the last one given
     if path is None and not _named_in_configs(argv, "ckpt_path"):
         raise ValueError(
             f"dpgnn {command} evaluates a fitted model: give --ckpt_path, e.g. "
@@ -116,17 +117,6 @@ def _check_checkpoint(command: str, argv: list[str]) -> None:
         path
     ).is_file():
         raise ValueError(f"--ckpt_path {path}: no such checkpoint file")
-
-
-def _option(argv: list[str], name: str) -> str | None:
-    """The value of ``--name VALUE`` or ``--name=VALUE`` (the last one given)."""
-    value = None
-    for i, a in enumerate(argv):
-        if a == name and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif a.startswith(name + "="):
-            value = a.split("=", 1)[1]
-    return value
 
 
 def _plot_command(argv: list[str]) -> None:

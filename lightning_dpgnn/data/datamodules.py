@@ -24,7 +24,14 @@ from .graphs import (
     graph_stats,
     keyed_partition,
 )
-from .registry import DatasetSpec, _resolve_target, get_spec, load_dataset, load_graph_dataset
+from .registry import (
+    DatasetSpec,
+    Kind,
+    _resolve_target,
+    get_spec,
+    load_dataset,
+    load_graph_dataset,
+)
 from .simple import simple_graph
 from .transforms import (
     BoundDegree,
@@ -244,7 +251,7 @@ class NodeDataModule(L.LightningDataModule):
         # datamodule whose hparams share a key with different values (``seed``)
         self.save_hyperparameters(ignore=["transform", "max_degree"], logger=False)
         self.spec: DatasetSpec | None = get_spec(name)
-        if self.spec.kind != "node":
+        if self.spec.kind != Kind.NODE:
             raise DatasetKindError(
                 f"{self.spec.name!r} is a graph-classification dataset: use GraphDataModule"
             )
@@ -670,7 +677,7 @@ class GraphDataModule(L.LightningDataModule):
         self.save_hyperparameters(logger=False, ignore=["graphs"])  # see NodeDataModule
         if graphs is None:
             spec = get_spec(name)
-            if spec.kind != "graph":
+            if spec.kind != Kind.GRAPH:
                 raise DatasetKindError(
                     f"{spec.name!r} is a node-classification dataset: use NodeDataModule"
                 )

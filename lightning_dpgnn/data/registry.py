@@ -15,8 +15,9 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,7 +47,15 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["node", "graph"]
+
+
+class Kind(StrEnum):
+    """What a dataset is (not a privacy level): one graph for node classification, or many
+    small graphs for graph classification."""
+
+    NODE = "node"
+    GRAPH = "graph"
+
 
 FACEBOOK100_SCHOOLS: tuple[str, ...] = tuple(
     """American75 Amherst41 Auburn71 BC17 BU10 Baylor93 Berkeley13 Bingham82 Bowdoin47
@@ -444,7 +453,7 @@ def available_datasets(kind: Kind | None = None) -> list[str]:
             listed one by one as ``facebook100/<School>``.
     """
     names = [s.name for s in _SPECS.values() if kind is None or s.kind == kind]
-    if kind in (None, "node"):
+    if kind in (None, Kind.NODE):
         names += [f"facebook100/{s}" for s in FACEBOOK100_SCHOOLS]
     return names
 
@@ -648,7 +657,7 @@ def load_dataset(
             does not match the known dataset's counts; nothing is then written to the cache.
     """
     spec = get_spec(name)
-    if spec.kind != "node":
+    if spec.kind != Kind.NODE:
         raise DatasetKindError(
             f"{spec.name!r} is a graph-classification dataset; use load_graph_dataset() or "
             "GraphDataModule. Node datasets: " + _known_summary()
@@ -737,7 +746,7 @@ def load_graph_dataset(
         use_edge_attr: load edge attributes where present.
     """
     spec = get_spec(name)
-    if spec.kind != "graph":
+    if spec.kind != Kind.GRAPH:
         raise DatasetKindError(
             f"{spec.name!r} is a node-classification dataset; use load_dataset() or "
             f"NodeDataModule. Graph datasets: {', '.join(available_datasets('graph'))}"
