@@ -56,9 +56,7 @@ __all__ = [
 ]
 
 PRIVACY_LEVELS: tuple[str, ...] = LEVELS
-"""What a privacy level protects: ``"edge"`` the edges; ``"node"`` everything of a node (its
-edges, features and label); ``"ldp"`` (local DP, LPGNN/PGC) features and labels, the graph
-structure being public; ``"none"`` nothing. See :meth:`NodeDataModule.private_reads`."""
+"""The levels :meth:`NodeDataModule.private_reads` takes (what each one protects: there)."""
 
 
 @runtime_checkable
