@@ -24,7 +24,7 @@ from ..nn.mlp import compact_features, select_rows
 from ..privacy.accountant import PrivacyAccountant
 from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward, row_loader
 from .arguments import check_arguments
-from .base import accuracy, cross_entropy
+from .metrics import accuracy, cross_entropy, logs_metrics
 
 __all__ = ["RowTrainer", "check_noise_arguments"]
 
@@ -185,7 +185,7 @@ class RowTrainer:
             return logits.sum() * 0.0
         loss = self._loss_per_sample.mean()
         module = self.module
-        if not module._logs_metrics("train"):
+        if not logs_metrics(module, "train"):
             return loss  # node level: batch loss/accuracy on private labels are not released
         module.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
         acc = accuracy(logits, y)
