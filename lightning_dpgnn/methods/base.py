@@ -27,22 +27,18 @@ releases' outputs — nothing else computed from private data (invariant release
 
 from __future__ import annotations
 
-import copy
 import inspect
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import lightning as L
 import torch
-from huggingface_hub import ModelCard, ModelHubMixin
+from huggingface_hub import ModelHubMixin
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from lightning.pytorch.trainer.states import TrainerStatus
 from torch_geometric.data import Data
 
 from .._init_args import init_arguments
-from .._quiet import quiet_lightning
 from ..caches import clear_caches
 from ..data.simple import require_simple
 from ..levels import CENTRAL_LEVELS, Level
@@ -52,10 +48,17 @@ from ..privacy.guarantee import Guarantee
 from ..privacy.random import reproducible_generator
 from ..publish import hub
 from ..publish.card import MethodCard, model_card
-from . import inductive, metrics, sources
+from . import inductive, metrics, runtime, sources
 from .arguments import check_argument_names, check_arguments
 from .guard import FitGuard
-from .ledgers import Ledgers, check_privacy_arguments, target_epsilon, unit_of
+from .ledgers import (
+    CHECKPOINT_KEY,
+    Ledgers,
+    check_privacy_arguments,
+    checkpoint_state,
+    target_epsilon,
+    unit_of,
+)
 from .metrics import accuracy, cross_entropy
 from .releases import Draw, Release, Releases
 from .sources import AccountingError
@@ -76,7 +79,6 @@ __all__ = [
 ]
 
 PRIVACY_LEVELS = CENTRAL_LEVELS
-CHECKPOINT_KEY = "dpgnn_privacy"
 T = TypeVar("T")
 Report = PrivacyReport | SeveralGuarantees
 
@@ -124,10 +126,8 @@ class PrivateModule(
 ):
     """The privacy lifecycle shared by every method.
 
-    Every method is also a :class:`huggingface_hub.ModelHubMixin`: ``save_pretrained(dir)``,
-    ``push_to_hub(repo_id)`` and ``Method.from_pretrained(repo_id_or_dir)`` write, publish and
-    load the model with its privacy report and model card (:mod:`lightning_dpgnn.publish.hub`);
-    publishing refuses models whose guarantee would not hold.
+    Every method is a :class:`huggingface_hub.ModelHubMixin` too: ``save_pretrained``,
+    ``push_to_hub`` and ``from_pretrained`` (:mod:`lightning_dpgnn.publish.hub`).
 
     Args:
         privacy: ``"none"``, ``"edge"`` or ``"node"`` (LDP methods use ``"ldp"``).
@@ -231,7 +231,7 @@ class PrivateModule(
         #: the report of the last new graph predicted on (:meth:`predict_inductive`)
         self.last_inference_report: PrivacyReport | None = None
 
-    # -- data (:mod:`.sources`) -----------------------------------------------------------------
+    # -- data (:mod:`.sources`), noise, devices, networks ------------------------------------
     def _datamodule_graph(self) -> Data:
         return sources.training_graph(self)
 
@@ -243,26 +243,14 @@ class PrivateModule(
         """Whether this fit protects the labels (node level; LDP methods that perturb them)."""
         return self.level is Level.NODE
 
-    # -- noise -----------------------------------------------------------------------------
     def noise_generator(self, stream: int = 0) -> torch.Generator | None:
         """Generator for privacy noise and Poisson batches: ``None`` (OS-entropy-seeded, the
         default) or, with an explicit ``noise_seed``, a reproducible stream."""
-        if self.noise_seed is None:
-            return None
-        return reproducible_generator(self.noise_seed, stream)
+        return None if self.noise_seed is None else reproducible_generator(self.noise_seed, stream)
 
-    @contextmanager
-    def seeded(self, seed: int | None) -> Iterator[None]:
-        """Run the body (e.g. weight initialisation) under ``seed`` without touching the
-        global RNG state outside it; ``None`` runs it as is. Never used for privacy noise."""
-        if seed is None:
-            yield
-            return
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
-            yield
+    #: run the body (e.g. weight initialisation) under a seed (:func:`.runtime.seeded`)
+    seeded = staticmethod(runtime.seeded)
 
-    # -- the networks, built from public sizes -------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
         """Create the networks for ``num_features`` inputs and ``num_classes`` classes."""
         raise NotImplementedError
@@ -273,24 +261,9 @@ class PrivateModule(
         with self.seeded(seed):
             self._build(data.num_features, sources.num_classes(self, data))
 
-    # -- devices -------------------------------------------------------------------------------
     def on_device(self, obj: T) -> T:
-        """``obj`` (a graph, a tensor, a collection of them) on this module's device, where the
-        one-time mechanisms and everything that meets the parameters run (on a GPU: the
-        aggregation's sparse matmul too). A graph is copied, never moved in place (the data
-        module's graph stays where it is); the copy of the last graph is kept, so the stages
-        of a fit copy it once. Nothing is copied when ``obj`` is already there."""
-        device = self.device
-        if not isinstance(obj, Data):
-            return apply_to_collection(obj, torch.Tensor, lambda t: t.to(device))
-        if all(t.device == device for _, t in obj() if isinstance(t, torch.Tensor)):
-            self.__dict__.pop("_graph_on_device", None)  # e.g. moved in place by a loader
-            return obj
-        cached = self.__dict__.get("_graph_on_device")
-        if cached is None or cached[0] is not obj or cached[1] != device:
-            cached = (obj, device, copy.copy(obj).to(device))
-            self._graph_on_device = cached
-        return cached[2]
+        """``obj`` on this module's device, a graph copied once (:func:`.runtime.on_device`)."""
+        return runtime.on_device(self, obj)
 
     # -- one draw for the whole process group (invariant one-draw-under-ddp) ------------------
     def run_once(self, mechanism: Callable[..., T], *args: Any) -> T:
@@ -365,7 +338,7 @@ class PrivateModule(
         """Hook: the releases ``names`` were drawn (or ``restored`` from a checkpoint or a
         published folder): drop views built on the old ones. Post-processing only."""
 
-    # -- prediction --------------------------------------------------------------------------
+    # -- prediction, and inference on a new graph (:mod:`.inductive`; the method's hooks) -----
     def predict_step(self, data: Data, batch_idx: int = 0) -> torch.Tensor:
         """Class probabilities of every node of ``data``, in eval mode without gradient (the
         module's mode is restored): transductive by default — the training graph, read only
@@ -374,31 +347,16 @@ class PrivateModule(
         never guessed from the data: releasing again on the training graph would spend more."""
         if getattr(data, "inductive", False):
             return self.predict_inductive(data)
-        with self.evaluating():
+        with runtime.evaluating(self):
             return self.transductive_probs(data)
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
         """Class probabilities on the training graph, from the cached releases only."""
         raise NotImplementedError
 
-    @contextmanager
-    def evaluating(self) -> Iterator[None]:
-        """Eval mode and no gradient for the body; the module's mode is restored after."""
-        was_training = self.training
-        self.eval()
-        try:
-            with torch.no_grad():
-                yield
-        finally:
-            self.train(was_training)
-
-    # -- inference on a new graph (:mod:`.inductive`; the method's hooks) -------------------------
     def predict_inductive(self, data: Data, given: dict[str, Any] | None = None) -> torch.Tensor:
-        """Class probabilities on a new graph: its releases drawn with fresh noise on its own
-        ledger (``last_inference_report``), or ``given`` (outputs made elsewhere, e.g. on the
-        nodes' devices). A repeated call on the same graph returns the cached releases and
-        spends nothing more; once the cache has dropped that graph, a new draw composes into
-        its ledger (:meth:`inference_report`). Eval mode, no gradient."""
+        """Class probabilities on a new graph, its releases drawn on it with fresh noise and
+        reported on its own ledger (:func:`.inductive.predict_inductive`)."""
         return inductive.predict_inductive(self, data, given)
 
     def inference_report(self, data: Data) -> Report | None:
@@ -441,10 +399,9 @@ class PrivateModule(
         return self.plan_steps(accountant, noise_multiplier)
 
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
-        """Record the optimizer steps the rest of the fit will take on private data (DP-SGD);
-        ``False``: their number is not known in advance. Default: the steps of the row
-        trainer's one DP-SGD phase (:meth:`RowTrainer.plan`), else none (steps read nothing
-        private)."""
+        """Record the optimizer steps the rest of the fit will take on private data (DP-SGD;
+        ``False``: their number is not known in advance). Default: the steps of the row
+        trainer's one DP-SGD phase (:meth:`RowTrainer.plan`), else none."""
         return self.row_trainer is None or self.row_trainer.plan(accountant, noise_multiplier)
 
     def dpsgd_phase(self) -> DPSGDPhase | None:
@@ -453,10 +410,8 @@ class PrivateModule(
         return None if self.row_trainer is None else self.row_trainer.phase
 
     def aggregation_mechanism(self) -> Any:
-        """The Gaussian aggregation (a :class:`~lightning_dpgnn.privacy.GaussianAggregation`)
-        whose noisy outputs this model releases, as it runs, for an audit
-        (:class:`~lightning_dpgnn.callbacks.PrivacyAudit`); ``None``: the model has none, or
-        its noise is not calibrated yet."""
+        """The Gaussian aggregation whose noisy outputs the model releases, for an audit
+        (``PrivacyAudit``); ``None``: it has none, or its noise is not calibrated yet."""
         return None
 
     def calibrates_noise(self) -> bool:
@@ -501,8 +456,7 @@ class PrivateModule(
 
     def describe(self) -> MethodCard:
         """What the model card says of the method (``publish/`` reads this, never a method's
-        attributes): its line, its paper, notes on its ledger entries, what a new graph
-        needs."""
+        attributes): its line, its paper, notes on its ledger, what a new graph needs."""
         return MethodCard(self.card_method or type(self).__name__, self.card_paper)
 
     def publication_blockers(self) -> list[str]:
@@ -516,9 +470,9 @@ class PrivateModule(
         self.guard.halt(reason)
 
     def reset_caches(self) -> None:
-        """Drop every declared cache (:attr:`caches` of each class of the model) and the
-        derived forms of tensors (:func:`~lightning_dpgnn.caches.clear_caches`); they are
-        rebuilt on demand. Called when a fit starts and ends."""
+        """Drop every declared cache (:attr:`caches` of each class of the model) and derived
+        forms of tensors (:func:`~lightning_dpgnn.caches.clear_caches`), when a fit starts
+        and ends; they are rebuilt on demand."""
         for klass in type(self).__mro__:
             for name in vars(klass).get("caches", ()):
                 self.__dict__.pop(name, None)
@@ -528,17 +482,11 @@ class PrivateModule(
 
     def configure_model(self) -> None:
         """Lightning calls it once per ``fit``/``validate``/``test``/``predict``, after
-        ``setup`` and before any loader is read: the library's noise in Lightning (one-batch
-        epochs, Opacus' hooks, deprecations: :mod:`lightning_dpgnn._quiet`) is dropped from
-        here to :meth:`teardown`; the user's own warnings pass."""
-        if self.__dict__.get("_quiet_stack") is None:
-            self._quiet_stack = ExitStack()
-            self._quiet_stack.enter_context(quiet_lightning())
+        ``setup`` and before any loader is read: quiet from here (:func:`.runtime.quiet`)."""
+        runtime.quiet(self)
 
     def teardown(self, stage: str) -> None:
-        quiet = self.__dict__.pop("_quiet_stack", None)
-        if quiet is not None:
-            quiet.close()
+        runtime.quiet(self, False)
         super().teardown(stage)
 
     def on_fit_start(self) -> None:
@@ -549,8 +497,7 @@ class PrivateModule(
             self.staged.start()  # the stage the fit starts or resumes in, and its releases
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
-        """Stop before a step the guard refuses (:meth:`.FitGuard.before_batch`); skip the
-        rest of an epoch of a stage out of patience."""
+        """Stop or skip before a step the guard refuses (:meth:`.FitGuard.before_batch`)."""
         if self.row_trainer is not None:
             self.row_trainer.sync_gradients(self.trainer)
         return self.guard.before_batch()
@@ -561,7 +508,6 @@ class PrivateModule(
     def on_fit_end(self) -> None:
         self.reset_caches()  # the fit's copy of the graph, its rows, views and derived forms
 
-    # -- optimization ------------------------------------------------------------------------
     def adam(self, params: Iterable[torch.nn.Parameter]) -> torch.optim.Adam:
         """Adam over ``params`` with the model's ``lr`` and ``weight_decay``."""
         return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
@@ -585,8 +531,8 @@ class PrivateModule(
 
     # -- checkpoints (what they hold: :meth:`.Ledgers.privacy_state`) -------------------------
     def mechanism_outputs(self) -> dict[str, Any]:
-        """The releases' cached outputs (the only private-data-derived values a checkpoint may
-        hold besides parameters)."""
+        """The releases' cached outputs (all a checkpoint holds of private data besides
+        parameters)."""
         return self.releases.state_dict()
 
     def public_state(self) -> dict[str, Any]:
@@ -604,8 +550,7 @@ class PrivateModule(
         self.ledgers.load_state_dict(states)
 
     def privacy_state(self) -> dict[str, Any]:
-        """What a checkpoint and a published model hold besides parameters and
-        hyper-parameters (:meth:`.Ledgers.privacy_state`)."""
+        """What checkpoints and published models hold (:meth:`.Ledgers.privacy_state`)."""
         return self.ledgers.privacy_state()
 
     def load_privacy_state(self, state: dict[str, Any]) -> None:
@@ -616,41 +561,17 @@ class PrivateModule(
         checkpoint[CHECKPOINT_KEY] = self.privacy_state()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        state = checkpoint.get(CHECKPOINT_KEY)
-        if state is None:
-            raise KeyError(
-                f"checkpoint has no '{CHECKPOINT_KEY}' entry: it was not written by a "
-                "lightning-dpgnn model, so its privacy spend is unknown"
-            )
-        self.load_privacy_state(state)
+        self.load_privacy_state(checkpoint_state(checkpoint))
 
-    # -- the hub (huggingface_hub.ModelHubMixin; the format: lightning_dpgnn.publish.hub) ------
-    def save_pretrained(  # type: ignore[override]
-        self, save_directory: str | Path, **kwargs: Any
-    ) -> str | None:
-        """Write the model to a folder in the hub layout, or refuse
-        (:func:`~lightning_dpgnn.publish.hub.save_pretrained`)."""
-        return hub.save_pretrained(self, save_directory, **kwargs)
-
-    def _save_pretrained(self, save_directory: Path) -> None:
-        hub.write_folder(self, save_directory)
-
-    def generate_model_card(self, *args: Any, **kwargs: Any) -> ModelCard:
-        return model_card(self, **kwargs)
-
-    def push_to_hub(self, repo_id: str, **kwargs: Any) -> str:  # type: ignore[override]
-        """Publish the model to ``repo_id`` on the hub, or refuse
-        (:func:`~lightning_dpgnn.publish.hub.push_to_hub`)."""
-        return hub.push_to_hub(self, repo_id, **kwargs)
-
-    @classmethod
-    def from_pretrained(  # type: ignore[override]
-        cls, pretrained_model_name_or_path: str | Path, **kwargs: Any
-    ) -> PrivateModule:
-        """Load a published model from a folder or a hub repository, verified
-        (:func:`~lightning_dpgnn.publish.hub.from_pretrained`)."""
-        return hub.from_pretrained(cls, pretrained_model_name_or_path, **kwargs)
-
+    # -- the hub: ModelHubMixin's methods, written over any publishable model in publish/hub.py
+    #: write the model in the hub layout, or refuse (:func:`.hub.save_pretrained`)
+    save_pretrained = hub.save_pretrained
+    #: publish the model to a hub repository, or refuse (:func:`.hub.push_to_hub`)
+    push_to_hub = hub.push_to_hub
+    #: load and verify a published model, of whichever method (:func:`.hub.from_pretrained`)
+    from_pretrained = classmethod(hub.from_pretrained)
+    _save_pretrained = hub.write_folder
+    generate_model_card = model_card
 
 class WholeGraphSteps:
     """Train, validate and test a :class:`PrivateModule` on the logits of every node of its one

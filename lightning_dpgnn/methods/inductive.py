@@ -17,16 +17,32 @@ import torch
 from torch_geometric.data import Data
 
 from ..privacy import PrivacyReport, SeveralGuarantees
+from .runtime import evaluating
 
-__all__ = ["predict_inductive", "inference_report"]
+__all__ = ["predict_inductive", "inductive_outputs", "inference_report"]
 
 
 @torch.no_grad()
 def predict_inductive(
     module: Any, data: Data, given: dict[str, Any] | None = None
 ) -> torch.Tensor:
-    """Class probabilities of ``module`` on the new graph ``data`` (see
-    ``PrivateModule.predict_inductive``)."""
+    """Class probabilities of ``module`` on the new graph ``data`` from its releases
+    (:func:`inductive_outputs`), in eval mode, without gradient."""
+    graph, outputs = inductive_outputs(module, data, given)
+    with evaluating(module):
+        return module.inductive_logits(graph, outputs).softmax(-1)
+
+
+@torch.no_grad()
+def inductive_outputs(
+    module: Any, data: Data, given: dict[str, Any] | None = None
+) -> tuple[Data, dict[str, Any]]:
+    """The new graph ``data`` (checked, on ``module``'s device) and its releases: drawn with
+    fresh noise on its own ledgers (reported in ``module.last_inference_report``), or ``given``
+    (outputs made elsewhere, e.g. on the nodes' devices). A repeated call on the same graph
+    returns the cached releases and spends nothing more; once the cache has dropped that
+    graph, a new draw composes into its ledger (:func:`inference_report`). A graph that shares
+    private data with the training graph composes into the training ledger, with a warning."""
     name = type(module).__name__
     if module.level.private and module.calibrates_noise() and module.noise_multiplier is None:
         raise RuntimeError(f"{name} must be fitted (or loaded) before inductive inference")
@@ -47,10 +63,9 @@ def predict_inductive(
             f"the training ledger: epsilon {module.accountant.epsilon():.4g} now "
             f"(target {module.target_epsilon}). "
             "Predict on the training graph without data.inductive (its cached releases, "
-            "no spend)", UserWarning, stacklevel=4,
+            "no spend)", UserWarning, stacklevel=6,
         )
-    with module.evaluating():
-        return module.inductive_logits(graph, outputs).softmax(-1)
+    return graph, outputs
 
 
 def inference_report(module: Any, data: Data) -> PrivacyReport | SeveralGuarantees | None:

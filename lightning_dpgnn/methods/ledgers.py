@@ -12,12 +12,14 @@ this object turns the declarations into a calibrated noise multiplier and into r
   :class:`SeveralGuarantees` for several) — the only source of epsilon; :meth:`Ledgers.planned`
   and :meth:`Ledgers.if_next_step` are what ``PrivacyBudget`` enforces.
 
-No Lightning imports: the module is read through its attributes.
+It holds no Lightning state: the module is read through its attributes and the hooks its
+method declares.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -37,9 +39,12 @@ from ..privacy.accountant import DELTA_RULES
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.guarantee import Guarantee, default_words
 
-__all__ = ["Ledgers", "check_privacy_arguments", "target_epsilon", "unit_of", "to_host"]
+__all__ = ["Ledgers", "calibrated", "check_privacy_arguments", "checkpoint_state",
+           "target_epsilon", "unit_of", "to_host", "CHECKPOINT_KEY"]
 
 Report = PrivacyReport | SeveralGuarantees
+#: where a checkpoint holds :meth:`Ledgers.privacy_state`
+CHECKPOINT_KEY = "dpgnn_privacy"
 
 
 def to_host(obj: Any) -> Any:
@@ -87,9 +92,45 @@ def target_epsilon(level: Level, epsilon: float | None) -> float | None:
     return check_epsilon(epsilon)
 
 
+def checkpoint_state(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """The privacy state a Lightning checkpoint holds, or an error: without it the spend of
+    the weights is unknown."""
+    state = checkpoint.get(CHECKPOINT_KEY)
+    if state is None:
+        raise KeyError(
+            f"checkpoint has no '{CHECKPOINT_KEY}' entry: it was not written by a "
+            "lightning-dpgnn model, so its privacy spend is unknown"
+        )
+    return state
+
+
 def unit_of(level: Level, edge_unit: str) -> str:
     """The protected unit of the model's own guarantee, in words."""
     return Unit(level, edge_unit if level is Level.EDGE else None).describe()
+
+
+def calibrated(
+    plan: Callable[[float], PrivacyAccountant],
+    z: float | None,
+    target: float | None,
+    delta: float | None = None,
+    name: str = "noise_multiplier",
+) -> float:
+    """The one calibration path of every guarantee: the smallest noise multiplier whose
+    ``plan`` (the ledger of the whole fit at ``z``) meets ``target`` at ``delta``, or the fixed
+    ``z`` checked against it."""
+    if z is None:
+        if target is None:
+            raise ValueError(f"give epsilon (to calibrate the noise) or a {name}")
+        return calibrate_noise_multiplier(plan, target, delta)
+    if target is not None:
+        spend = plan(z).epsilon()
+        if spend > target * (1 + 1e-9):
+            raise ValueError(
+                f"{name}={z:g} would spend epsilon {spend:.4g} > target {target:g}; leave it "
+                "unset to calibrate"
+            )
+    return z
 
 
 class Ledgers:
@@ -229,20 +270,10 @@ class Ledgers:
         m = self.module
         if not m.level.private or not m.calibrates_noise():
             return
-        if m.noise_multiplier is None:
-            if m.target_epsilon is None:
-                raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
-            m.noise_multiplier = calibrate_noise_multiplier(
-                self._closed_plan, m.target_epsilon, m.accountant.delta
-            )
-            m.hparams["noise_multiplier"] = m.noise_multiplier
-        elif m.target_epsilon is not None:
-            spend = self._closed_plan(m.noise_multiplier).epsilon()
-            if spend > m.target_epsilon * (1 + 1e-9):
-                raise ValueError(
-                    f"noise_multiplier={m.noise_multiplier:g} would spend epsilon {spend:.4g}"
-                    f" > target {m.target_epsilon:g}; leave it unset to calibrate"
-                )
+        fixed = m.noise_multiplier is not None
+        z = calibrated(self._closed_plan, m.noise_multiplier, m.target_epsilon, m.accountant.delta)
+        if not fixed:
+            m.noise_multiplier = m.hparams["noise_multiplier"] = z
 
     # -- reports -----------------------------------------------------------------------------
     def report(

@@ -5,10 +5,10 @@ stages of GAP, ProGAP and PoinDP — hold a :class:`RowTrainer` (``module.row_tr
 methods that train on the whole graph (GNN, PGC, LPGNN) do not. It holds the DP-SGD *training*
 plumbing: the training-row cache, Poisson loaders, the DP optimizer of the run now training,
 ghost-clipping ``backward`` and the trainer settings DP-SGD accounting cannot live with; the
-module's Lightning hooks (``backward``, ``on_train_batch_start``, ``check_trainer``) delegate
-to it. What a DP-SGD step *costs* is declared to the privacy lifecycle by
-``PrivateModule.dpsgd_phase``: the row trainer's one ``phase`` for a fit that is one DP-SGD
-phase (DP-MLP, DPGNN), one phase per stage for the staged methods.
+module's Lightning hooks (``backward``, ``on_train_batch_start``) and its guard
+(``FitGuard.check_trainer``) delegate to it. What a DP-SGD step *costs* is declared to the
+privacy lifecycle by ``PrivateModule.dpsgd_phase``: the row trainer's one ``phase`` for a
+fit that is one DP-SGD phase (DP-MLP, DPGNN), one phase per stage for the staged methods.
 """
 
 from __future__ import annotations
