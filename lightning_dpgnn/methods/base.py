@@ -39,8 +39,6 @@ from lightning.pytorch.trainer.states import TrainerStatus
 from torch_geometric.data import Data
 
 from .._init_args import init_arguments
-from ..caches import clear_caches
-from ..data.simple import require_simple
 from ..levels import CENTRAL_LEVELS, Level
 from ..privacy import PrivacyAccountant, PrivacyReport, SeveralGuarantees
 from ..privacy.dpsgd import DPSGDPhase
@@ -56,7 +54,6 @@ from .ledgers import (
     Ledgers,
     check_privacy_arguments,
     checkpoint_state,
-    target_epsilon,
     unit_of,
 )
 from .metrics import accuracy, cross_entropy
@@ -207,9 +204,9 @@ class PrivateModule(
         super().__init__()
         check_arguments({"lr": lr, "weight_decay": weight_decay})
         #: the privacy level (``str``: as the user wrote it; :attr:`level`: what it means)
-        self.level = check_privacy_arguments(privacy, levels, delta, edge_unit, noise_seed)
+        self.level, self.target_epsilon = check_privacy_arguments(
+            privacy, levels, epsilon, delta, edge_unit, noise_seed)
         self.privacy = str(privacy)
-        self.target_epsilon = target_epsilon(self.level, epsilon)
         self.target_delta, self.noise_seed, self.edge_unit = delta, noise_seed, edge_unit
         self.log_private_metrics = bool(log_private_metrics)
         self.lr, self.weight_decay = float(lr), float(weight_decay)
@@ -233,6 +230,8 @@ class PrivateModule(
 
     # -- data (:mod:`.sources`), noise, devices, networks ------------------------------------
     def _datamodule_graph(self) -> Data:
+        """The data module's graph, refused if its preprocessing read private data outside a
+        mechanism (:func:`.sources.training_graph`)."""
         return sources.training_graph(self)
 
     def check_feature_width(self, data: Data, encoding: str) -> None:
@@ -340,11 +339,10 @@ class PrivateModule(
 
     # -- prediction, and inference on a new graph (:mod:`.inductive`; the method's hooks) -----
     def predict_step(self, data: Data, batch_idx: int = 0) -> torch.Tensor:
-        """Class probabilities of every node of ``data``, in eval mode without gradient (the
-        module's mode is restored): transductive by default — the training graph, read only
-        through the cached releases (no spend). A graph marked ``data.inductive = True`` is a
-        new graph: its releases are drawn on it (:meth:`predict_inductive`). The choice is
-        never guessed from the data: releasing again on the training graph would spend more."""
+        """Class probabilities of every node of ``data`` in eval mode, without gradient: the
+        training graph through its cached releases (no spend), or a new graph marked
+        ``data.inductive = True``, its releases drawn on it (:meth:`predict_inductive`). The
+        choice is never guessed from the data: releasing on the training graph spends more."""
         if getattr(data, "inductive", False):
             return self.predict_inductive(data)
         with runtime.evaluating(self):
@@ -364,11 +362,9 @@ class PrivateModule(
         return inductive.inference_report(self, data)
 
     def inductive_graph(self, data: Data) -> Data:
-        """Check a new graph before any release reads it (feature width; the node-level degree
-        promise in methods that need it) and return it on this module's device."""
-        self.check_feature_width(data, "same columns, same public code book")
-        require_simple(data, "the graph given to inductive inference")  # invariant simple-graphs
-        return self.on_device(data)
+        """A new graph, checked before any release reads it, on this module's device
+        (:func:`.inductive.checked_graph`; methods add their checks)."""
+        return inductive.checked_graph(self, data)
 
     def inductive_accountant(self, graph: Data, guarantee: str | None = None) -> PrivacyAccountant:
         """A new graph's own ledger of ``guarantee`` (:meth:`.Ledgers.for_new_graph`)."""
@@ -470,15 +466,9 @@ class PrivateModule(
         self.guard.halt(reason)
 
     def reset_caches(self) -> None:
-        """Drop every declared cache (:attr:`caches` of each class of the model) and derived
-        forms of tensors (:func:`~lightning_dpgnn.caches.clear_caches`), when a fit starts
-        and ends; they are rebuilt on demand."""
-        for klass in type(self).__mro__:
-            for name in vars(klass).get("caches", ()):
-                self.__dict__.pop(name, None)
-        if self.row_trainer is not None:
-            self.row_trainer.reset()
-        clear_caches()
+        """Drop every declared cache (:attr:`caches`), when a fit starts and ends
+        (:func:`.runtime.reset_caches`)."""
+        runtime.reset_caches(self)
 
     def configure_model(self) -> None:
         """Lightning calls it once per ``fit``/``validate``/``test``/``predict``, after

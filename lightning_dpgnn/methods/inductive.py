@@ -16,10 +16,19 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
+from ..data.simple import require_simple
 from ..privacy import PrivacyReport, SeveralGuarantees
 from .runtime import evaluating
 
-__all__ = ["predict_inductive", "inductive_outputs", "inference_report"]
+__all__ = ["checked_graph", "predict_inductive", "inductive_outputs", "inference_report"]
+
+
+def checked_graph(module: Any, data: Data) -> Data:
+    """``data`` on ``module``'s device once it is fit for inference: the training graph's
+    feature width (``module.check_feature_width``) and a simple graph."""
+    module.check_feature_width(data, "same columns, same public code book")
+    require_simple(data, "the graph given to inductive inference")  # invariant simple-graphs
+    return module.on_device(data)
 
 
 @torch.no_grad()

@@ -1,19 +1,9 @@
 """The accounting of a :class:`~lightning_dpgnn.methods.base.PrivateModule` (``model.ledgers``):
-its guarantees and their accountants, delta, calibration, reports and checkpointed state.
-
-The model owns one guarantee (``model.accountant``, named ``model.guarantee_name`` when there
-are several) or several over different units, never added (:meth:`Ledgers.declare`). The
-method declares what it spends (``plan_mechanisms``, ``dpsgd_phase``, ``calibrates_noise``);
-this object turns the declarations into a calibrated noise multiplier and into reports:
-
-* *calibrate*: :meth:`Ledgers.calibrate` finds the smallest noise multiplier whose plan meets
-  the target epsilon (or checks a user-fixed one against it);
-* *report*: :meth:`Ledgers.spent` snapshots the accountants into a :class:`PrivacyReport` (a
-  :class:`SeveralGuarantees` for several) — the only source of epsilon; :meth:`Ledgers.planned`
-  and :meth:`Ledgers.if_next_step` are what ``PrivacyBudget`` enforces.
-
-It holds no Lightning state: the module is read through its attributes and the hooks its
-method declares.
+its guarantees (the own one, ``model.accountant``, and others over other units, never added),
+delta, the noise multiplier calibrated from what the method declares it will spend
+(``plan_mechanisms``, ``dpsgd_phase``), the reports — the only source of epsilon — and the
+privacy state checkpoints and published models hold. Plain object: it reads the module's
+attributes and declared hooks, and holds no Lightning state.
 """
 
 from __future__ import annotations
@@ -39,8 +29,8 @@ from ..privacy.accountant import DELTA_RULES
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.guarantee import Guarantee, default_words
 
-__all__ = ["Ledgers", "calibrated", "check_privacy_arguments", "checkpoint_state",
-           "target_epsilon", "unit_of", "to_host", "CHECKPOINT_KEY"]
+__all__ = ["Ledgers", "calibrated", "check_privacy_arguments", "checkpoint_state", "unit_of",
+           "to_host", "CHECKPOINT_KEY"]
 
 Report = PrivacyReport | SeveralGuarantees
 #: where a checkpoint holds :meth:`Ledgers.privacy_state`
@@ -55,14 +45,25 @@ def to_host(obj: Any) -> Any:
 def check_privacy_arguments(
     privacy: str,
     levels: tuple[str, ...],
+    epsilon: float | None,
     delta: float | str | None,
     edge_unit: str,
     noise_seed: int | None,
-) -> Level:
-    """The :class:`Level` of ``privacy``, after checking the privacy arguments of a model as
-    the user gave them."""
+) -> tuple[Level, float | None]:
+    """The level of ``privacy`` and the target epsilon (``inf`` without privacy; ``None``: no
+    target), after checking a model's privacy arguments as the user gave them."""
     if privacy not in levels:
         raise ValueError(f"privacy must be one of {levels}, got {privacy!r}")
+    level = Level.of(privacy)
+    if not level.private or epsilon is None:
+        target = None if level.private else math.inf
+    elif isinstance(epsilon, (int, float)) and math.isinf(epsilon):
+        raise ValueError(
+            f"privacy={privacy!r} needs a finite epsilon > 0; use privacy='none' for a "
+            "non-private model"
+        )
+    else:
+        target = check_epsilon(epsilon)
     if not (delta in DELTA_RULES or delta is None or isinstance(delta, (int, float))):
         raise ValueError(f"delta must be a number in (0, 1), 'auto' or 'paper', got {delta!r}")
     if isinstance(delta, (int, float)) and not isinstance(delta, bool):
@@ -74,22 +75,7 @@ def check_privacy_arguments(
         noise_seed, int
     )):
         raise ValueError(f"noise_seed must be an integer or None, got {noise_seed!r}")
-    return Level.of(privacy)
-
-
-def target_epsilon(level: Level, epsilon: float | None) -> float | None:
-    """The target epsilon of a model of ``level`` (``inf`` without privacy; ``None``: no
-    target)."""
-    if not level.private:
-        return math.inf
-    if epsilon is None:
-        return None
-    if isinstance(epsilon, (int, float)) and math.isinf(epsilon):
-        raise ValueError(
-            f"privacy={level.value!r} needs a finite epsilon > 0; use privacy='none' for a "
-            "non-private model"
-        )
-    return check_epsilon(epsilon)
+    return level, target
 
 
 def checkpoint_state(checkpoint: dict[str, Any]) -> dict[str, Any]:

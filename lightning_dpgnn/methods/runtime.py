@@ -1,7 +1,7 @@
 """Where and how a private model's work runs: on its device (:func:`on_device`), under a seed
 for weight initialisation (:func:`seeded`, never for privacy noise), in eval mode without
 gradient (:func:`evaluating`), without the noise the library causes in Lightning
-(:func:`quiet`)."""
+(:func:`quiet`), with its caches dropped between fits (:func:`reset_caches`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from lightning.fabric.utilities.apply_func import apply_to_collection
 from torch_geometric.data import Data
 
 from .._quiet import quiet_lightning
+from ..caches import clear_caches
 
-__all__ = ["on_device", "seeded", "evaluating", "quiet"]
+__all__ = ["on_device", "seeded", "evaluating", "quiet", "reset_caches"]
 
 T = TypeVar("T")
 
@@ -75,3 +76,15 @@ def quiet(module: Any, on: bool = True) -> None:
         module._quiet_stack.enter_context(quiet_lightning())
     elif not on and stack is not None:
         module.__dict__.pop("_quiet_stack").close()
+
+
+def reset_caches(module: Any) -> None:
+    """Drop every cache ``module`` declares (the ``caches`` of each class of its hierarchy),
+    its row trainer's rows and the derived forms of tensors
+    (:func:`~lightning_dpgnn.caches.clear_caches`); they are rebuilt on demand."""
+    for klass in type(module).__mro__:
+        for name in vars(klass).get("caches", ()):
+            module.__dict__.pop(name, None)
+    if module.row_trainer is not None:
+        module.row_trainer.reset()
+    clear_caches()
