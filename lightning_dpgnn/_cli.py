@@ -289,7 +289,7 @@ def _private_units(model: Any, graph: Any, report: Any) -> int | None:
     if own is None or not own.delta or graph is None:
         return None
     try:
-        return int(model.ledgers.private_units(graph))
+        return int(model.private_units(graph))
     except Exception:  # noqa: BLE001 - a model without units (LDP): no n*delta line
         return None
 

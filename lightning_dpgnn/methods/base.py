@@ -230,8 +230,7 @@ class PrivateModule(
 
     # -- data (:mod:`.sources`), noise, devices, networks ------------------------------------
     def _datamodule_graph(self) -> Data:
-        """The data module's graph, refused if its preprocessing read private data outside a
-        mechanism (:func:`.sources.training_graph`)."""
+        """The data module's graph, checked (:func:`.sources.training_graph`)."""
         return sources.training_graph(self)
 
     def check_feature_width(self, data: Data, encoding: str) -> None:
@@ -243,8 +242,7 @@ class PrivateModule(
         return self.level is Level.NODE
 
     def noise_generator(self, stream: int = 0) -> torch.Generator | None:
-        """Generator for privacy noise and Poisson batches: ``None`` (OS-entropy-seeded, the
-        default) or, with an explicit ``noise_seed``, a reproducible stream."""
+        """Generator for privacy noise: ``None`` (OS entropy) unless ``noise_seed`` is given."""
         return None if self.noise_seed is None else reproducible_generator(self.noise_seed, stream)
 
     #: run the body (e.g. weight initialisation) under a seed (:func:`.runtime.seeded`)
@@ -421,8 +419,13 @@ class PrivateModule(
         self.ledgers.calibrate()
 
     def resolve_delta(self, data: Data) -> float | None:
-        """Fix delta once the private units of ``data`` are known (edges or nodes)."""
+        """Fix delta once the private units of ``data`` are known (:meth:`private_units`)."""
         return self.ledgers.resolve_delta(data)
+
+    def private_units(self, data: Data) -> int:
+        """How many units ``data`` protects (``delta="auto"`` stays below one over it):
+        undirected or directed edges at edge level, nodes at node level."""
+        return self.ledgers.units(data)
 
     def declare_guarantee(self, name: str, level: str, unit: str, delta: float | None = None,
                           epsilon: float | None = None) -> PrivacyAccountant:
@@ -514,15 +517,13 @@ class PrivateModule(
         return [] if self.staged is None else [self.staged]
 
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """Ghost clipping when a ghost-clipped DP-SGD run trains (:meth:`RowTrainer.backward`),
-        else Lightning's backward."""
+        """The row trainer's ghost clipping (:meth:`RowTrainer.backward`), or Lightning's."""
         if self.row_trainer is None or not self.row_trainer.backward(loss):
             super().backward(loss, *args, **kwargs)
 
     # -- checkpoints (what they hold: :meth:`.Ledgers.privacy_state`) -------------------------
     def mechanism_outputs(self) -> dict[str, Any]:
-        """The releases' cached outputs (all a checkpoint holds of private data besides
-        parameters)."""
+        """The releases' cached outputs (:meth:`.Releases.state_dict`)."""
         return self.releases.state_dict()
 
     def public_state(self) -> dict[str, Any]:

@@ -206,15 +206,15 @@ class Ledgers:
             return PrivacyAccountant(own.level, own.delta, unit=own.unit)
         delta = None
         if m.level.central:
-            delta = resolve_delta(m.target_delta, self.private_units(graph))
+            delta = resolve_delta(m.target_delta, m.private_units(graph))
         elif m.level is Level.LDP:
             delta = m.accountant.delta
         return PrivacyAccountant(m.privacy, delta, unit=m.accountant.unit)
 
     # -- delta -------------------------------------------------------------------------------
-    def private_units(self, data: Data) -> int:
-        """Number of protected units of ``data``: undirected or directed edges at edge level,
-        nodes at node level (``delta="auto"`` stays below one over it)."""
+    def units(self, data: Data) -> int:
+        """The default of ``PrivateModule.private_units``: the protected units of ``data``,
+        undirected or directed edges at edge level, nodes at node level."""
         m = self.module
         if m.level is Level.EDGE:
             units = data.num_edges // 2 if m.edge_unit == "undirected" else data.num_edges
@@ -235,7 +235,7 @@ class Ledgers:
             return None
         if m.accountant.delta is not None and m.target_delta in DELTA_RULES:
             return m.accountant.delta  # already resolved (e.g. restored from a checkpoint)
-        m.accountant.delta = resolve_delta(m.target_delta, self.private_units(data))
+        m.accountant.delta = resolve_delta(m.target_delta, m.private_units(data))
         return m.accountant.delta
 
     # -- calibrate ---------------------------------------------------------------------------
@@ -244,7 +244,7 @@ class Ledgers:
         acc = self.module.accountant.copy()
         return acc if self.module.plan_mechanisms(acc, noise_multiplier) else None
 
-    def _closed_plan(self, z: float) -> PrivacyAccountant:
+    def closed_plan(self, z: float) -> PrivacyAccountant:
         acc = self.planned_accountant(z)
         if acc is None:  # only a fit without a target can be open-ended
             raise RuntimeError(
@@ -257,7 +257,7 @@ class Ledgers:
         if not m.level.private or not m.calibrates_noise():
             return
         fixed = m.noise_multiplier is not None
-        z = calibrated(self._closed_plan, m.noise_multiplier, m.target_epsilon, m.accountant.delta)
+        z = calibrated(self.closed_plan, m.noise_multiplier, m.target_epsilon, m.accountant.delta)
         if not fixed:
             m.noise_multiplier = m.hparams["noise_multiplier"] = z
 

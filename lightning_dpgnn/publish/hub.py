@@ -742,28 +742,19 @@ def push_folder(
 
 # -- what PrivateModule's ModelHubMixin methods do ------------------------------------------
 def save_pretrained(
-    model: PublishableModel,
-    save_directory: str | Path,
-    *,
-    repo_id: str | None = None,
-    push_to_hub: bool = False,
-    model_card_kwargs: dict[str, Any] | None = None,
-    **push_to_hub_kwargs: Any,
+    model: PublishableModel, save_directory: str | Path, **kwargs: Any
 ) -> str | None:
     """Write ``model`` to ``save_directory`` in the hub layout (safetensors weights,
     ``config.json``, cached mechanism outputs, ``privacy_report.json``, ``README.md``) through
-    ``ModelHubMixin.save_pretrained`` (which calls back ``write_folder`` and the card).
+    ``ModelHubMixin.save_pretrained`` (its ``repo_id``, ``push_to_hub``, ``model_card_kwargs``:
+    dataset, split, accuracy, command, ... for :func:`~lightning_dpgnn.publish.card.model_card`).
 
-    Refuses (:class:`PublishError`) models whose noise was reproducible, whose report is
-    missing, or whose fit was halted or over budget. ``model_card_kwargs`` go to
-    :func:`lightning_dpgnn.publish.card.model_card` (dataset, split, accuracy, command, ...)."""
-    check_publishable(model)  # before anything is written
+    Refuses (:class:`PublishError`), before anything is written, models whose noise was
+    reproducible, whose report is missing, or whose fit was halted or over budget."""
+    check_publishable(model)
     folder = Path(save_directory)
     (folder / CARD).unlink(missing_ok=True)  # the card describes these weights only
-    return ModelHubMixin.save_pretrained(
-        model, folder, config=model_config(model), repo_id=repo_id, push_to_hub=push_to_hub,
-        model_card_kwargs=model_card_kwargs, **push_to_hub_kwargs,
-    )
+    return ModelHubMixin.save_pretrained(model, folder, config=model_config(model), **kwargs)
 
 
 def push_to_hub(
