@@ -188,10 +188,10 @@ def test_private_fits_refuse_strategies_that_lose_the_ledger(strategy):
     model = GAP(privacy="edge", epsilon=1.0)
     model.trainer = L.Trainer(strategy=strategy, devices=2, accelerator="cpu", logger=False)
     with pytest.raises(AccountingError, match="strategy='ddp'"):
-        model.check_trainer()
+        model.guard.check_trainer()
     plain = GAP(privacy="none")  # nothing to account: any strategy
     plain.trainer = model.trainer
-    plain.check_trainer()
+    plain.guard.check_trainer()
 
 
 @pytest.mark.slow

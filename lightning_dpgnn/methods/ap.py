@@ -50,6 +50,7 @@ from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from ..publish.card import MethodCard
 from .arguments import node_unit
 from .base import PrivateModule
+from .metrics import log_rows, logs_metrics
 from .releases import EDGES, TRAIN_LABELS, Draw, Release
 from .rows import RowTrainer
 
@@ -681,19 +682,19 @@ class AggregationPerturbationModule(PrivateModule):
         return self.stage_model(index)(*inputs), y
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if not self._logs_metrics("val"):
+        if not logs_metrics(self, "val"):
             return None
         if self.trainer.sanity_checking and (
             (self.staged.current_stage > 0 and self.aggregates is None)
             or (self.label_counts and self.counts is None)
         ):
             return None  # e.g. GAP without encoder, or label counts: a mechanism runs first
-        return self._log_rows(*self._split_logits(data, "val"), "val")
+        return log_rows(self, *self._split_logits(data, "val"), "val")
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if not self._logs_metrics("test"):
+        if not logs_metrics(self, "test"):
             return None
-        return self._log_rows(*self._split_logits(data, "test"), "test")
+        return log_rows(self, *self._split_logits(data, "test"), "test")
 
     # -- inference ---------------------------------------------------------------------------
     def transductive_probs(self, data: Data) -> torch.Tensor:

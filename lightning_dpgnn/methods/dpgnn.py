@@ -37,6 +37,7 @@ from ..privacy.aggregation import (
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .arguments import node_unit
 from .base import PrivateModule
+from .metrics import log_accuracy, logs_metrics
 from .releases import Draw, Release
 from .rows import RowTrainer, check_noise_arguments
 
@@ -208,12 +209,12 @@ class DPGNN(PrivateModule):
         return self.mlp(self._rows(data.x, self.noisy_aggregate))
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if not self._logs_metrics("val"):
+        if not logs_metrics(self, "val"):
             return None
-        return self._log_accuracy(self._logits(data), data, "val")
+        return log_accuracy(self, self._logits(data), data, "val")
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._log_accuracy(self._logits(data), data, "test")
+        return log_accuracy(self, self._logits(data), data, "test")
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
         return self._logits(data).softmax(-1)

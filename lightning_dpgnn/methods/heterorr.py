@@ -49,6 +49,7 @@ from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
 from .base import PrivateModule, WholeGraphSteps
 from .paper_code import PAPER_CODE, PaperCodeMode
 from .releases import EDGES, FEATURES, Draw, Release, graph_digest
+from .sources import num_classes
 
 __all__ = ["HeteroRR", "HeteroRRRelease", "FEATURE_MECHANISMS"]
 
@@ -258,7 +259,7 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
         if self.net is None:
             width = self.hparams.feature_dim if self.encoder is not None else data.num_features
             with self.seeded(self.hparams.seed):
-                self._build(int(width), self._num_classes(data))
+                self._build(int(width), num_classes(self, data))
         if self.protects_features and self.theta is None:
             self.theta = self.public_theta(data)
             if self.theta is not None and self.public_nodes(data) is not None:

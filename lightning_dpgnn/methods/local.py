@@ -22,6 +22,7 @@ from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.local import LocalCollection, LocalCollector
 from .base import PrivateModule
 from .releases import FEATURES, Draw, Release
+from .sources import num_classes
 
 __all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
 
@@ -78,7 +79,7 @@ class LocallyPrivateModule(PrivateModule):
             has_y = getattr(data, "y", None) is not None
             # ``build`` records the sizes its model takes in ``hparams`` (PGCLinkPrediction
             # takes no ``num_classes``: recording it would break load_from_checkpoint)
-            self.build(int(data.num_features), self._num_classes(data) if has_y else 0)
+            self.build(int(data.num_features), num_classes(self, data) if has_y else 0)
 
     def labels_private(self) -> bool:
         eps = self.collector.y_epsilon

@@ -40,6 +40,7 @@ from ..nn.kprop import KProp, PropagatedCodes, check_steps
 from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
 from .base import accuracy
 from .local import LocallyPrivateModule
+from .metrics import log_accuracy
 
 __all__ = ["LPGNN", "LOSSES"]
 
@@ -348,7 +349,7 @@ class LPGNN(LocallyPrivateModule):
     # -- evaluation on clean test labels ----------------------------------------------------------
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         view = self.server_view(data)
-        return self._log_accuracy(self(view["h"], view["adj"]), data, "test")
+        return log_accuracy(self, self(view["h"], view["adj"]), data, "test")
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
         """Class probabilities of every node (post-processing of the collection)."""

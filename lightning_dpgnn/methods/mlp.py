@@ -14,6 +14,7 @@ from ..nn.mlp import resolve_normalization, select_rows
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .arguments import check_arguments
 from .base import PrivateModule
+from .metrics import log_accuracy, logs_metrics
 from .rows import RowTrainer, check_noise_arguments
 
 __all__ = ["MLP", "DPMLP"]
@@ -87,10 +88,10 @@ class _NodeMLP(PrivateModule):
         return self.row_trainer.step(self.mlp, batch)
 
     def _eval(self, data: Data, stage: str) -> torch.Tensor:
-        return self._log_accuracy(self(self.row_trainer.input_features(data.x)), data, stage)
+        return log_accuracy(self, self(self.row_trainer.input_features(data.x)), data, stage)
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._eval(data, "val") if self._logs_metrics("val") else None
+        return self._eval(data, "val") if logs_metrics(self, "val") else None
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         return self._eval(data, "test")

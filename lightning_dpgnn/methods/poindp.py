@@ -56,6 +56,7 @@ from ..privacy import random as R
 from ..privacy.dpsgd import unwrap
 from ..privacy.hyperbolic import HyperbolicGaussian, check_beta, check_clip, optimal_beta
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
+from .metrics import log_accuracy
 from .paper_code import PAPER_CODE, PaperCodeMode
 from .releases import Draw, Release
 from .sage import _the_graph
@@ -374,17 +375,17 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         if self.in_paper_code_mode:
-            return self._log_accuracy(self._paper_logits(batch), batch, "train")
+            return log_accuracy(self, self._paper_logits(batch), batch, "train")
         return super().training_step(batch, batch_idx)
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         if self.in_paper_code_mode:
-            return self._log_accuracy(self._paper_logits(data), data, "val")
+            return log_accuracy(self, self._paper_logits(data), data, "val")
         return super().validation_step(data, batch_idx)
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         if self.in_paper_code_mode:
-            return self._log_accuracy(self._paper_logits(data), data, "test")
+            return log_accuracy(self, self._paper_logits(data), data, "test")
         return super().test_step(data, batch_idx)
 
     def transductive_probs(self, data: Data) -> torch.Tensor:

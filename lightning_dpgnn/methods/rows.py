@@ -5,10 +5,10 @@ stages of GAP, ProGAP and PoinDP — hold a :class:`RowTrainer` (``module.row_tr
 methods that train on the whole graph (GNN, PGC, LPGNN) do not. It holds the DP-SGD *training*
 plumbing: the training-row cache, Poisson loaders, the DP optimizer of the run now training,
 ghost-clipping ``backward`` and the trainer settings DP-SGD accounting cannot live with; the
-module's Lightning hooks (``backward``, ``on_train_batch_start``, ``check_trainer``) delegate
-to it. What a DP-SGD step *costs* is declared to the privacy lifecycle by
-``PrivateModule.dpsgd_phase``: the row trainer's one ``phase`` for a fit that is one DP-SGD
-phase (DP-MLP, DPGNN), one phase per stage for the staged methods.
+module's Lightning hooks (``backward``, ``on_train_batch_start``) and its guard
+(``FitGuard.check_trainer``) delegate to it. What a DP-SGD step *costs* is declared to the
+privacy lifecycle by ``PrivateModule.dpsgd_phase``: the row trainer's one ``phase`` for a
+fit that is one DP-SGD phase (DP-MLP, DPGNN), one phase per stage for the staged methods.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..nn.mlp import compact_features, select_rows
 from ..privacy.accountant import PrivacyAccountant
 from ..privacy.dpsgd import DPSGDPhase, GhostDPOptimizer, ghost_backward, row_loader
 from .arguments import check_arguments
-from .base import accuracy, cross_entropy
+from .metrics import accuracy, cross_entropy, logs_metrics
 
 __all__ = ["RowTrainer", "check_noise_arguments"]
 
@@ -185,7 +185,7 @@ class RowTrainer:
             return logits.sum() * 0.0
         loss = self._loss_per_sample.mean()
         module = self.module
-        if not module._logs_metrics("train"):
+        if not logs_metrics(module, "train"):
             return loss  # node level: batch loss/accuracy on private labels are not released
         module.log("train/loss", loss, batch_size=len(y), on_step=False, on_epoch=True)
         acc = accuracy(logits, y)

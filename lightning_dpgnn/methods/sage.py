@@ -24,6 +24,7 @@ from ..nn.sage import SAGENet
 from ..privacy import PrivacyAccountant
 from ..privacy.edgerand import AsymmetricRandomizedResponse
 from .base import PrivateModule
+from .metrics import log_accuracy
 from .releases import EDGES, Draw, Release
 
 __all__ = ["SAGE", "EdgeRand"]
@@ -131,18 +132,18 @@ class _SAGEModule(PrivateModule):
         return self.net(x, edge_index)
 
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._log_accuracy(self._logits(data), data, "train")
+        return log_accuracy(self, self._logits(data), data, "train")
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         if self.trainer.sanity_checking and not self._has_graph():
             return None  # EdgeRand randomizes the graph when the first epoch starts
-        return self._log_accuracy(self._logits(data), data, "val")
+        return log_accuracy(self, self._logits(data), data, "val")
 
     def _has_graph(self) -> bool:
         return True
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._log_accuracy(self._logits(data), data, "test")
+        return log_accuracy(self, self._logits(data), data, "test")
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
         return self._logits(self.on_device(data)).softmax(-1)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from huggingface_hub import HfApi, constants, hf_hub_download
+from huggingface_hub import HfApi, ModelHubMixin, constants, hf_hub_download
 from safetensors import safe_open
 from safetensors.torch import save_file
 
@@ -78,6 +78,9 @@ __all__ = [
     "read_folder",
     "resolve_folder",
     "push_folder",
+    "save_pretrained",
+    "push_to_hub",
+    "from_pretrained",
     "hub_endpoint",
     "hub_offline",
     "hub_unreachable",
@@ -110,6 +113,14 @@ class HubUnreachableError(ConnectionError):
     does not hold what was asked for."""
 
 
+class Planner(Protocol):
+    """The accounting a model holds (``model.ledgers``), as far as publishing reads it."""
+
+    def planned_accountant(
+        self, noise_multiplier: float | None
+    ) -> PrivacyAccountant | None: ...
+
+
 class PublishableModel(Protocol):
     """What publishing reads from a model (``PrivateModule`` has all of it). Publishing sits
     below the methods, so it names this interface instead of their classes."""
@@ -139,9 +150,8 @@ class PublishableModel(Protocol):
 
     def calibrates_noise(self) -> bool: ...
 
-    def planned_accountant(
-        self, noise_multiplier: float | None
-    ) -> PrivacyAccountant | None: ...
+    @property
+    def ledgers(self) -> Planner: ...
 
     def parameters(self) -> Any: ...
 
@@ -222,7 +232,7 @@ def _planned_count(model: PublishableModel) -> int | None:
     if not model.level.private:
         return None
     try:
-        planned = model.planned_accountant(model.noise_multiplier)
+        planned = model.ledgers.planned_accountant(model.noise_multiplier)
     except RuntimeError:
         return None
     return None if planned is None else planned.total_count()
@@ -728,3 +738,66 @@ def push_folder(
         commit_message=commit_message, allow_patterns=list(FILES),
     )
     return str(info)
+
+
+# -- what PrivateModule's ModelHubMixin methods do ------------------------------------------
+def save_pretrained(
+    model: PublishableModel, save_directory: str | Path, **kwargs: Any
+) -> str | None:
+    """Write ``model`` to ``save_directory`` in the hub layout (safetensors weights,
+    ``config.json``, cached mechanism outputs, ``privacy_report.json``, ``README.md``) through
+    ``ModelHubMixin.save_pretrained`` (its ``repo_id``, ``push_to_hub``, ``model_card_kwargs``:
+    dataset, split, accuracy, command, ... for :func:`~lightning_dpgnn.publish.card.model_card`).
+
+    Refuses (:class:`PublishError`), before anything is written, models whose noise was
+    reproducible, whose report is missing, or whose fit was halted or over budget."""
+    check_publishable(model)
+    folder = Path(save_directory)
+    (folder / CARD).unlink(missing_ok=True)  # the card describes these weights only
+    return ModelHubMixin.save_pretrained(model, folder, config=model_config(model), **kwargs)
+
+
+def push_to_hub(
+    model: PublishableModel,
+    repo_id: str,
+    *,
+    token: str | None = None,
+    private: bool | None = None,
+    branch: str | None = None,
+    commit_message: str = "Upload private model (lightning-dpgnn)",
+    model_card_kwargs: dict[str, Any] | None = None,
+    **_: Any,
+) -> str:
+    """Publish ``model`` to ``repo_id`` on the hub (``HF_ENDPOINT`` is honoured); the same
+    refusals as :func:`save_pretrained`. Returns the commit URL."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "model"
+        save_pretrained(model, folder, model_card_kwargs=model_card_kwargs)
+        return push_folder(
+            folder, repo_id, token=token, private=private, branch=branch,
+            commit_message=commit_message,
+        )
+
+
+def from_pretrained(
+    cls: type,
+    pretrained_model_name_or_path: str | Path,
+    *,
+    force_download: bool = False,
+    token: str | bool | None = None,
+    cache_dir: str | Path | None = None,
+    local_files_only: bool = False,
+    revision: str | None = None,
+    **model_kwargs: Any,
+) -> PublishableModel:
+    """Load a published model from a local folder or a hub repository (cached; offline with
+    ``HF_HUB_OFFLINE=1``). The folder's report must verify against its config, weights and
+    cached outputs (:class:`VerificationError`). ``PrivateModule.from_pretrained`` builds
+    whichever method the folder holds."""
+    folder = resolve_folder(
+        pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
+        force_download=force_download, token=token, local_files_only=local_files_only,
+    )
+    return read_folder(cls, folder, **model_kwargs)

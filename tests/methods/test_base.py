@@ -39,3 +39,19 @@ def test_predict_step_is_eval_mode_no_grad_and_restores_the_mode(name, csbm_dm, 
     assert before.keys() == after.keys()
     assert all(torch.equal(before[k], after[k]) for k in before)  # BatchNorm stats untouched
     torch.testing.assert_close(first.sum(-1), torch.ones(graph.num_nodes))
+
+
+def test_delta_is_resolved_over_the_units_the_method_declares():
+    """``private_units`` is a method's hook: the ledgers resolve ``delta="auto"`` over the
+    units the method declares (e.g. GW-LDP's graphs), not the base's edges or nodes."""
+    from torch_geometric.data import Data
+
+    from lightning_dpgnn.privacy import resolve_delta
+
+    class OwnUnits(GAP):
+        def private_units(self, data):
+            return 1_000
+
+    model = OwnUnits(privacy="edge", epsilon=1.0)
+    assert model.resolve_delta(Data()) == resolve_delta("auto", 1_000)
+    assert model.accountant.delta == resolve_delta("auto", 1_000)

@@ -1,0 +1,90 @@
+"""Where and how a private model's work runs: on its device (:func:`on_device`), under a seed
+for weight initialisation (:func:`seeded`, never for privacy noise), in eval mode without
+gradient (:func:`evaluating`), without the noise the library causes in Lightning
+(:func:`quiet`), with its caches dropped between fits (:func:`reset_caches`)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar
+
+import torch
+from lightning.fabric.utilities.apply_func import apply_to_collection
+from torch_geometric.data import Data
+
+from .._quiet import quiet_lightning
+from ..caches import clear_caches
+
+__all__ = ["on_device", "seeded", "evaluating", "quiet", "reset_caches"]
+
+T = TypeVar("T")
+
+
+def on_device(module: Any, obj: T) -> T:
+    """``obj`` (a graph, a tensor, a collection of them) on ``module``'s device, where the
+    one-time mechanisms and everything that meets the parameters run (on a GPU: the
+    aggregation's sparse matmul too). A graph is copied, never moved in place (the data
+    module's graph stays where it is); the copy of the last graph is kept (the module's
+    ``_graph_on_device`` cache), so the stages of a fit copy it once. Nothing is copied when
+    ``obj`` is already there."""
+    device = module.device
+    if not isinstance(obj, Data):
+        return apply_to_collection(obj, torch.Tensor, lambda t: t.to(device))
+    if all(t.device == device for _, t in obj() if isinstance(t, torch.Tensor)):
+        module.__dict__.pop("_graph_on_device", None)  # e.g. moved in place by a loader
+        return obj
+    cached = module.__dict__.get("_graph_on_device")
+    if cached is None or cached[0] is not obj or cached[1] != device:
+        cached = (obj, device, copy.copy(obj).to(device))
+        module._graph_on_device = cached
+    return cached[2]
+
+
+@contextmanager
+def seeded(seed: int | None) -> Iterator[None]:
+    """Run the body (e.g. weight initialisation) under ``seed`` without touching the global
+    RNG state outside it; ``None`` runs it as is. Never used for privacy noise."""
+    if seed is None:
+        yield
+        return
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        yield
+
+
+@contextmanager
+def evaluating(module: torch.nn.Module) -> Iterator[None]:
+    """Eval mode and no gradient for the body; ``module``'s mode is restored after."""
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        module.train(was_training)
+
+
+def quiet(module: Any, on: bool = True) -> None:
+    """Drop the warnings and lines the library causes in Lightning (one-batch epochs, Opacus'
+    hooks, Lightning's deprecations: :mod:`lightning_dpgnn._quiet`) from now until
+    ``quiet(module, False)`` (the module's ``teardown``); the user's own warnings pass."""
+    stack = module.__dict__.get("_quiet_stack")
+    if on and stack is None:
+        module._quiet_stack = ExitStack()
+        module._quiet_stack.enter_context(quiet_lightning())
+    elif not on and stack is not None:
+        module.__dict__.pop("_quiet_stack").close()
+
+
+def reset_caches(module: Any) -> None:
+    """Drop every cache ``module`` declares (the ``caches`` of each class of its hierarchy),
+    its row trainer's rows and the derived forms of tensors
+    (:func:`~lightning_dpgnn.caches.clear_caches`); they are rebuilt on demand."""
+    for klass in type(module).__mro__:
+        for name in vars(klass).get("caches", ()):
+            module.__dict__.pop(name, None)
+    if module.row_trainer is not None:
+        module.row_trainer.reset()
+    clear_caches()
