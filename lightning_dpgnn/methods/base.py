@@ -396,6 +396,32 @@ class PrivateModule(
         with self.seeded(seed):
             self._build(data.num_features, self._num_classes(data))
 
+    @property
+    def is_built(self) -> bool:
+        """Whether the networks exist (default: the module has a parameter)."""
+        return any(True for _ in self.parameters())
+
+    # -- setup: the one template of every method -----------------------------------------------
+    def setup(self, stage: str) -> None:
+        """Lightning's hook, one template: the data (:meth:`setup_data`), the networks from its
+        public sizes once (:meth:`build_for`, under the ``seed`` hyper-parameter), what the
+        releases need from public data (:meth:`prepare`), delta from its units
+        (:meth:`resolve_delta`), then the noise calibrated (:meth:`calibrate`)."""
+        data = self.setup_data(stage)
+        if not self.is_built:
+            self.build_for(data, self.hparams.get("seed"))
+        self.prepare(data, stage)
+        self.resolve_delta(data)
+        self.calibrate()
+
+    def setup_data(self, stage: str) -> Any:
+        """What the fit reads (default: the data module's one graph, checked)."""
+        return self._datamodule_graph()
+
+    def prepare(self, data: Any, stage: str) -> None:
+        """Hook of :meth:`setup`: what the releases need from public data, once the networks
+        exist (default: nothing)."""
+
     # -- devices -------------------------------------------------------------------------------
     def on_device(self, obj: T) -> T:
         """``obj`` (a graph, a tensor, a collection of them) on this module's device, where the
@@ -511,8 +537,9 @@ class PrivateModule(
             return self.transductive_probs(data)
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
-        """Class probabilities on the training graph, from the cached releases only."""
-        raise NotImplementedError
+        """Class probabilities on the training graph, from the cached releases only (default:
+        the softmax of :meth:`_logits`)."""
+        return self._logits(data).softmax(-1)
 
     # -- inference on a new graph (one path for every method) -----------------------------------
     def inductive_graph(self, data: Data) -> Data:
@@ -664,19 +691,32 @@ class PrivateModule(
         if not self.level.private or not self.calibrates_noise():
             return
         if self.noise_multiplier is None:
-            if self.target_epsilon is None:
-                raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
-            self.noise_multiplier = calibrate_noise_multiplier(
-                self._closed_plan, self.target_epsilon, self.accountant.delta
-            )
+            self.noise_multiplier = self.calibrated(
+                self._closed_plan, None, self.target_epsilon, self.accountant.delta)
             self.hparams["noise_multiplier"] = self.noise_multiplier
-        elif self.target_epsilon is not None:
-            spend = self._closed_plan(self.noise_multiplier).epsilon()
-            if spend > self.target_epsilon * (1 + 1e-9):
+        else:
+            self.calibrated(self._closed_plan, self.noise_multiplier, self.target_epsilon)
+
+    @staticmethod
+    def calibrated(
+        plan: Callable[[float], PrivacyAccountant], z: float | None, target: float | None,
+        delta: float | None = None, name: str = "noise_multiplier",
+    ) -> float:
+        """The one calibration path of every guarantee: the smallest noise multiplier whose
+        ``plan`` (the ledger of the whole fit at ``z``) meets ``target`` at ``delta``, or the
+        fixed ``z`` checked against it."""
+        if z is None:
+            if target is None:
+                raise ValueError(f"give epsilon (to calibrate the noise) or a {name}")
+            return calibrate_noise_multiplier(plan, target, delta)
+        if target is not None:
+            spend = plan(z).epsilon()
+            if spend > target * (1 + 1e-9):
                 raise ValueError(
-                    f"noise_multiplier={self.noise_multiplier:g} would spend epsilon {spend:.4g}"
-                    f" > target {self.target_epsilon:g}; leave it unset to calibrate"
+                    f"{name}={z:g} would spend epsilon {spend:.4g} > target {target:g}; leave it "
+                    "unset to calibrate"
                 )
+        return z
 
     def private_units(self, data: Data) -> int:
         """Number of protected units of ``data``: undirected or directed edges at edge level,
@@ -1038,6 +1078,10 @@ class PrivateModule(
         checkpoint[CHECKPOINT_KEY] = self.privacy_state()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        hp = self.hparams
+        if not self.is_built and hp.get("num_features"):  # before Lightning's load_state_dict
+            with self.seeded(hp.get("seed")):
+                self._build(int(hp["num_features"]), int(hp.get("num_classes") or 0))
         state = checkpoint.get(CHECKPOINT_KEY)
         if state is None:
             raise KeyError(
@@ -1163,24 +1207,22 @@ class PrivateModule(
         self.log(f"{stage}/acc", values[1], batch_size=n, prog_bar=True, sync_dist=True)
         return loss
 
-
-class WholeGraphSteps:
-    """Train, validate and test a :class:`PrivateModule` on the logits of every node of its one
-    (full-batch) graph: each step logs the loss and accuracy of its split's rows.
-
-    A method defines ``_logits(data)``, the logits of every node of ``data`` (what it reads:
-    the raw graph, a released graph, a collection); this mixin comes before
-    :class:`PrivateModule` in the bases.
-    """
+    # -- full-batch steps: the default of a method that defines ``_logits`` ----------------------
+    def _logits(self, data: Data) -> torch.Tensor:
+        """The logits of every node of ``data`` (what the method reads: the raw graph, a
+        released graph, a collection). The default steps below log its split's rows."""
+        raise NotImplementedError(f"{type(self).__name__} defines no _logits nor its own steps")
 
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._log_accuracy(self._logits(data), data, "train")  # type: ignore[attr-defined]
+        return self._log_accuracy(self._logits(data), data, "train")
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._log_accuracy(self._logits(data), data, "val")  # type: ignore[attr-defined]
+        return self._log_accuracy(self._logits(data), data, "val")
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._log_accuracy(self._logits(data), data, "test")  # type: ignore[attr-defined]
+        return self._log_accuracy(self._logits(data), data, "test")
 
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self._logits(data).softmax(-1)  # type: ignore[attr-defined]
+
+class WholeGraphSteps:
+    """Kept for code written against earlier versions: full-batch steps over ``_logits`` are
+    :class:`PrivateModule`'s default now, so a method needs no mixin (this one adds nothing)."""

@@ -46,7 +46,7 @@ from ..privacy import PrivacyAccountant, check_epsilon
 from ..privacy.feature_rr import DEFAULT_K, FeatureRR, public_feature_weights
 from ..privacy.hrg import PAPER_CODE_FLAW, EdgeRR, PaperCodeEdgeRR, edge_split, keyed_uniform
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
-from .base import PrivateModule, WholeGraphSteps
+from .base import PrivateModule
 from .paper_code import PAPER_CODE, PaperCodeMode
 from .releases import EDGES, FEATURES, Draw, Release, graph_digest
 
@@ -70,7 +70,7 @@ def _check_fraction(value: float, name: str) -> float:
     return v
 
 
-class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
+class HeteroRR(PaperCodeMode, PrivateModule):
     """HeteroRR: FeatureRR features (local DP) and/or an EdgeRR graph (edge-level DP on private
     edges), then a GCN trained on the released graph (module doc).
 
@@ -240,25 +240,24 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
         self.net = GNNBackbone("gcn", num_features, hp.hidden, num_classes, hp.layers,
                                dropout=hp.dropout, activation="relu")
 
-    def setup(self, stage: str) -> None:
-        data = self._datamodule_graph()
-        self.prepare(data)
-        self.resolve_delta(data)
+    def build_for(self, data: Data, seed: int | None = None) -> None:
+        """The network over the public embedding's ``feature_dim`` columns (when the features
+        are released through one) or the graph's own."""
+        encoded = self.protects_features and self.hparams.feature_dim
+        width = self.hparams.feature_dim if encoded else data.num_features
+        with self.seeded(seed):
+            self._build(int(width), self._num_classes(data))
 
-    def prepare(self, data: Data) -> None:
+    def prepare(self, data: Data, stage: str) -> None:
         """What the releases need from public data, once: the chain length checked, the
-        public embedding, the network (from public sizes), FeatureRR's theta; the public nodes
-        read for them are named in the features' unit."""
+        public embedding, FeatureRR's theta; the public nodes read for them are named in the
+        features' unit."""
         if self.edgerr is not None:
             self.edgerr.check_chain(int(data.num_nodes))
         read = []
         if self.protects_features and self.hparams.feature_dim and self.encoder is None:
             self.encoder = self.fit_encoder(data)
             read.append("their raw features fit the PCA (feature_dim)")
-        if self.net is None:
-            width = self.hparams.feature_dim if self.encoder is not None else data.num_features
-            with self.seeded(self.hparams.seed):
-                self._build(int(width), self._num_classes(data))
         if self.protects_features and self.theta is None:
             self.theta = self.public_theta(data)
             if self.theta is not None and self.public_nodes(data) is not None:
@@ -511,7 +510,9 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
                 "this HeteroRR has released another graph already: one release per model "
                 "(build another HeteroRR / HeteroRRRelease for another graph)"
             )
-        self.prepare(data)
+        if not self.is_built:
+            self.build_for(data, self.hparams.seed)
+        self.prepare(data, "release")
         self.draw_releases(None, data)
         self._released_digest = key
         out = data.clone()
