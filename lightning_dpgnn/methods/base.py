@@ -582,11 +582,21 @@ class PrivateModule(
 
     @torch.no_grad()
     def predict_inductive(self, data: Data, given: dict[str, Any] | None = None) -> torch.Tensor:
-        """Class probabilities on a new graph: its releases drawn with fresh noise on its own
-        ledger (``last_inference_report``), or ``given`` (outputs made elsewhere, e.g. on the
-        nodes' devices). A repeated call on the same graph returns the cached releases and
+        """Class probabilities on a new graph from its releases (:meth:`inductive_outputs`),
+        in eval mode, without gradient."""
+        graph, outputs = self.inductive_outputs(data, given)
+        with self.evaluating():
+            return self.inductive_logits(graph, outputs).softmax(-1)
+
+    @torch.no_grad()
+    def inductive_outputs(
+        self, data: Data, given: dict[str, Any] | None = None
+    ) -> tuple[Data, dict[str, Any]]:
+        """A new graph (checked, on this device) and its releases: drawn with fresh noise on its
+        own ledger (``last_inference_report``), or ``given`` (outputs made elsewhere, e.g. on
+        the nodes' devices). A repeated call on the same graph returns the cached releases and
         spends nothing more; once the cache has dropped that graph, a new draw composes into
-        its ledger (:meth:`inference_report`). Eval mode, no gradient."""
+        its ledger (:meth:`inference_report`)."""
         self.ready_for_inductive()
         graph = self.inductive_graph(data)
         spent = self._ledgers()
@@ -604,10 +614,9 @@ class PrivateModule(
                 f"the training ledger: epsilon {self.accountant.epsilon():.4g} now "
                 f"(target {self.target_epsilon}). "
                 "Predict on the training graph without data.inductive (its cached releases, "
-                "no spend)", UserWarning, stacklevel=3,
+                "no spend)", UserWarning, stacklevel=4,
             )
-        with self.evaluating():
-            return self.inductive_logits(graph, outputs).softmax(-1)
+        return graph, outputs
 
     def inference_report(self, data: Data) -> PrivacyReport | None:
         """What the releases on the new graph ``data`` have spent so far (``None``: none)."""
