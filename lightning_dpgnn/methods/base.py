@@ -74,6 +74,7 @@ from .releases import Draw, Release, Releases
 
 if TYPE_CHECKING:
     from ..loops import StagedFit
+    from .paper_code import PaperCode
     from .rows import RowTrainer
 
 __all__ = [
@@ -196,6 +197,8 @@ class PrivateModule(
     #: callback, :meth:`configure_callbacks`) and its trainer on per-node rows
     staged: StagedFit | None = None
     row_trainer: RowTrainer | None = None
+    #: the paper-code reference mode, when the model runs in it (NOT private; :mod:`.paper_code`)
+    paper_code: PaperCode | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> PrivateModule:
         """Refuse a keyword argument the class does not take, naming the class the user
@@ -833,8 +836,8 @@ class PrivateModule(
         return MethodCard(self.card_method or type(self).__name__, self.card_paper)
 
     def publication_blockers(self) -> list[str]:
-        """Reasons the zoo refuses this model beyond the common ones (none by default)."""
-        return []
+        """Reasons the zoo refuses this model beyond the common ones: its paper-code mode."""
+        return [] if self.paper_code is None else self.paper_code.blockers()
 
     def _report(
         self, own: PrivacyAccountant, others: dict[str, PrivacyAccountant] | None = None

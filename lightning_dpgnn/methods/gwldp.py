@@ -77,7 +77,7 @@ from ..privacy.graph_ldp import (
     multiplicity,
 )
 from .base import PrivateModule, accuracy
-from .paper_code import PaperCodeMode
+from .paper_code import PaperCode
 from .releases import Draw, Release
 
 __all__ = ["GWLDP", "MODES", "EMBEDDINGS", "RELEASE_KEY"]
@@ -86,6 +86,8 @@ MODES = ("ldp", "none", "paper-code")
 EMBEDDINGS = ("sigmoid", "softmax", "clip")
 RELEASE_KEY = "gwldp_release"
 FEDAVG_NAME = "gwldp/dp-fedavg"
+PAPER_CODE_FLAW = ("Gaussian noise whose std the authors' code calls epsilon, on unbounded "
+                   "embeddings")
 #: the guarantees of a DP-FedAvg fit: the rounds' (the model's own) and the release's
 FEDAVG, RELEASE = "dp-fedavg", "release"
 
@@ -94,7 +96,7 @@ def _first(batch: list[Any]) -> Any:
     return batch[0]
 
 
-class GWLDP(PaperCodeMode, PrivateModule):
+class GWLDP(PrivateModule):
     """GW-LDP (see the module docstring).
 
     Args:
@@ -199,13 +201,14 @@ class GWLDP(PaperCodeMode, PrivateModule):
         )
         self.save_hyperparameters()
         self.mode = mode
+        self.paper_code = PaperCode.of(mode, "embedding release", PAPER_CODE_FLAW)
         self._mechanism: MatrixMultiBit | PaperCodeGaussian | None = None
         if mode == Level.LDP:
             self._mechanism = MatrixMultiBit(epsilon, 0.0, 1.0, m, size=size, n_max=n_max)
-        elif self.in_paper_code_mode:
+        elif self.paper_code:
             self._mechanism = PaperCodeGaussian(paper_std)
         self.release_epsilon = float(epsilon) if mode == Level.LDP else math.inf
-        release_unit = (PAPER_CODE_UNIT if self.in_paper_code_mode
+        release_unit = (PAPER_CODE_UNIT if self.paper_code
                         else graph_unit(size, n_max, "dp" if fedavg else "clear"))
         #: the guarantee the release spends under (``None``: the model's own). With DP-FedAvg
         #: the rounds and the release are two guarantees, reported side by side, never added
@@ -257,7 +260,7 @@ class GWLDP(PaperCodeMode, PrivateModule):
     def representation(self, h: torch.Tensor) -> torch.Tensor:
         """What is released for node embeddings ``h``: mapped into ``[0, 1]`` (the public range
         of the encoder), or ``h`` itself in the paper-code mode (its code perturbs raw ``h``)."""
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return h
         emb = self.hparams.embedding
         if emb == "sigmoid":
@@ -382,7 +385,7 @@ class GWLDP(PaperCodeMode, PrivateModule):
         self._clients_per_unit = self._clients_holding_a_unit(dm)
         if self._fedavg:
             self.accountant.unit = fedavg_unit(self._clients_per_unit, dm.declared_public())
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return
         sources = self._sources(dm)
         self.accountant_of(self.release_guarantee).unit = graph_unit(
@@ -641,18 +644,14 @@ class GWLDP(PaperCodeMode, PrivateModule):
         labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
         return {"labels": labels, **gw.cluster_scores(labels, y)}
 
-    # -- refusals (PaperCodeMode.publication_blockers, and weights trained in the clear) --------
-    paper_code_release = "embedding release"
+    # -- refusals (the paper-code mode, and weights trained in the clear) ---------------------
     #: the unit (one client's whole graph) says what is protected, and what is not (the card)
     guarantee_words = {"ldp": ("", "see the unit: what the release does not cover is listed there")}
-    paper_code_flaw = ("Gaussian noise whose std the authors' code calls epsilon, on unbounded "
-                       "embeddings")
-
     def publication_blockers(self) -> list[str]:
         """Reasons the zoo refuses this model beyond the common ones: the paper-code mode, and
         private weights trained by FedAvg in the clear (the published weights would carry no
         guarantee while the card states an epsilon; ``dp_fedavg=True`` covers them)."""
-        if self.level.private and not self.in_paper_code_mode and not self._fedavg:
+        if self.level.private and not self.paper_code and not self._fedavg:
             return ["its weights were trained by FedAvg in the clear on the clients' graphs (the "
                     "paper's protocol): they are NOT covered by the release's epsilon; train "
                     "with dp_fedavg=True to publish"]

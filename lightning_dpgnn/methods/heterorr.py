@@ -47,7 +47,7 @@ from ..privacy.feature_rr import DEFAULT_K, FeatureRR, public_feature_weights
 from ..privacy.hrg import PAPER_CODE_FLAW, EdgeRR, PaperCodeEdgeRR, edge_split, keyed_uniform
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
 from .base import PrivateModule
-from .paper_code import PAPER_CODE, PaperCodeMode
+from .paper_code import PAPER_CODE, PaperCode
 from .releases import EDGES, FEATURES, Draw, Release, graph_digest
 
 __all__ = ["HeteroRR", "HeteroRRRelease", "FEATURE_MECHANISMS"]
@@ -70,7 +70,7 @@ def _check_fraction(value: float, name: str) -> float:
     return v
 
 
-class HeteroRR(PaperCodeMode, PrivateModule):
+class HeteroRR(PrivateModule):
     """HeteroRR: FeatureRR features (local DP) and/or an EdgeRR graph (edge-level DP on private
     edges), then a GCN trained on the released graph (module doc).
 
@@ -122,7 +122,6 @@ class HeteroRR(PaperCodeMode, PrivateModule):
         "Differential Privacy in Graph Neural Networks. IEEE BigData 2022"
     )
 
-    paper_code_release = "edge release"
     #: what the edge guarantee protects, uses in the clear and holds only under (the card)
     guarantee_words = {"edge": (
         "the presence of any single private edge (the graph is released once by a private "
@@ -132,7 +131,6 @@ class HeteroRR(PaperCodeMode, PrivateModule):
     guarantee_conditions = {"edge": (
         "at the MCMC chain's equilibrium: the dendrogram is DP at equilibrium only, a finite "
         "run's guarantee is asymptotic",)}
-    paper_code_flaw = PAPER_CODE_FLAW
 
     def __init__(
         self,
@@ -168,6 +166,7 @@ class HeteroRR(PaperCodeMode, PrivateModule):
             raise ValueError("mode='paper-code' reproduces the authors' edge release: give the "
                              "edge budget epsilon")
         self.mode = mode
+        self.paper_code = PaperCode.of(mode, "edge release", PAPER_CODE_FLAW)
         if epsilon is None and x_epsilon is None:
             raise ValueError(
                 "HeteroRR protects nothing with epsilon=None and x_epsilon=None: give the edge "
@@ -220,7 +219,7 @@ class HeteroRR(PaperCodeMode, PrivateModule):
                 epsilon, mcmc_share=mcmc_share, steps=mcmc_steps, backend=mcmc_backend,
                 progress=progress, **chain,
             )
-            self.accountant.unit = (self.not_private_note() if mode == PAPER_CODE else
+            self.accountant.unit = (self.paper_code.note() if self.paper_code else
                                     f"{Unit(Level.EDGE, 'private')}, {self.edgerr.condition()}")
             releases.append(Release("edges", self._plan_edges, self._draw_edges, reads=(EDGES,)))
         self.declare_releases(*releases)

@@ -56,7 +56,7 @@ from ..privacy import random as R
 from ..privacy.dpsgd import unwrap
 from ..privacy.hyperbolic import HyperbolicGaussian, check_beta, check_clip, optimal_beta
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
-from .paper_code import PAPER_CODE, PaperCodeMode
+from .paper_code import PAPER_CODE, PaperCode
 from .releases import Draw, Release
 from .sage import _the_graph
 
@@ -84,7 +84,14 @@ def classification_scores(probs: torch.Tensor, y: torch.Tensor) -> dict[str, flo
     }
 
 
-class PoinDP(PaperCodeMode, AggregationPerturbationModule):
+#: why the authors' code is not differentially private (its report and the zoo say so)
+PAPER_CODE_FLAW = (
+    "bounded noise sigma*tanh(v/2) added to the class logits every epoch and at test time, "
+    "never accounted, with sigma from networks that never train"
+)
+
+
+class PoinDP(AggregationPerturbationModule):
     """PoinDP node classifier (module docstring): edge- or node-level private, or the
     paper-code reference mode (not private).
 
@@ -119,11 +126,6 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     mechanism_name = "poindp"
     caches = ("_hop0_cache",)  # declared (PrivateModule.reset_caches)
-    paper_code_release = "model"
-    paper_code_flaw = (
-        "bounded noise sigma*tanh(v/2) added to the class logits every epoch and at test time, "
-        "never accounted, with sigma from networks that never train"
-    )
 
     def __init__(
         self,
@@ -155,7 +157,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         check_clip(clip)
         H.check_curvature(curvature)
         if mode == PAPER_CODE:
-            if privacy != "edge":
+            if Level.of(privacy) is not Level.EDGE:
                 raise ValueError(
                     "mode='paper-code' reproduces the authors' code, which protects nothing: it "
                     "runs as privacy='edge' (only to read the graph) and reports NOT "
@@ -167,10 +169,11 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         kwargs.setdefault("label_counts", False)
         super().__init__(privacy, epsilon, delta, **kwargs)
         self.mode = mode
+        self.paper_code = PaperCode.of(mode, "model", PAPER_CODE_FLAW)
         self.beta = optimal_beta(int(hidden)) if beta == "auto" else check_beta(beta)
         self.clip, self.curvature = check_clip(clip), H.check_curvature(curvature)
-        if mode == PAPER_CODE:
-            self.accountant.unit = self.not_private_note()
+        if self.paper_code:
+            self.accountant.unit = self.paper_code.note()
             # full batch on the whole graph; early stopping on val/acc, as the code does
             self.staged.patience, self.staged.reload_every_epoch = paper_patience, False
         else:
@@ -188,7 +191,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
-        if self.in_paper_code_mode:
+        if self.paper_code:
             self.paper_net = PaperCodeNet(int(num_features), int(num_classes))
             return
         mlp = self.mlp_options()
@@ -205,7 +208,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     def configure_stages(self) -> list[Stage]:
         hp = self.hparams
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return [Stage(PAPER_CODE, hp.paper_epochs, ("paper_net",), "paper_epochs")]
         return [
             Stage("encoder", hp.encoder_epochs, ("encoder_model",), "encoder_epochs"),
@@ -216,12 +219,12 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return self.hparams.hops
 
     def stage_model(self, index: int) -> nn.Module:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return self.paper_net
         return self.encoder_model if index == 0 else self.classifier
 
     def calibrates_noise(self) -> bool:
-        return self.level.private and not self.in_paper_code_mode
+        return self.level.private and not self.paper_code
 
     # -- the release -------------------------------------------------------------------------
     def mechanism(self, noise_multiplier: float | None = None) -> HyperbolicGaussian:
@@ -236,7 +239,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     def aggregation_mechanism(self):
         """The part with the least noise (the larger share), for an audit."""
-        if not self.level.private or self.noise_multiplier is None or self.in_paper_code_mode:
+        if not self.level.private or self.noise_multiplier is None or self.paper_code:
             return None
         parts = self.mechanism().parts()
         mech, scale = min(parts, key=lambda p: p[1])
@@ -255,7 +258,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     @aggregates.setter
     def aggregates(self, value: torch.Tensor | None) -> None:
-        if value is None and self.in_paper_code_mode:
+        if value is None and self.paper_code:
             return  # the paper-code mode declares no release
         self.releases.set(self.mechanism_name, value)
 
@@ -313,12 +316,12 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return (x,) if index == 0 else (self._classifier_input(x, self.aggregates),)
 
     def eval_stage(self) -> int:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return 0
         return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
 
     def _logits(self, data: Data) -> torch.Tensor:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return self._paper_logits(data)
         x = self._features(data)
         if self.eval_stage() == 0:
@@ -327,7 +330,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return self.classifier(self._classifier_input(x, self.aggregates))
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return self._paper_logits(graph)
         x = self._features(graph, outputs.get(LABEL_COUNTS))
         return self.classifier(self._classifier_input(x, outputs[self.mechanism_name]))
@@ -345,9 +348,9 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return (branches + noise).sum(dim=0)
 
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             if not any(e.count for e in self.accountant.ledger):
-                self.record_not_private(accountant, f"{self.mechanism_name}/{PAPER_CODE}")
+                self.paper_code.record(accountant, f"{self.mechanism_name}/{PAPER_CODE}")
             return True
         return super().plan_steps(accountant, noise_multiplier)
 
@@ -357,44 +360,37 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         """A new graph's ledger; in the paper-code mode it records the graph read in the clear
         (an infinite spend: the new graph's report says NOT differentially private)."""
         acc = super().inductive_accountant(graph, guarantee)
-        if self.in_paper_code_mode:
-            acc.unit = self.not_private_note()
-            self.record_not_private(acc, f"{self.mechanism_name}/{PAPER_CODE}")
+        if self.paper_code:
+            acc.unit = self.paper_code.note()
+            self.paper_code.record(acc, f"{self.mechanism_name}/{PAPER_CODE}")
         return acc
 
     def on_fit_start(self) -> None:
         super().on_fit_start()
-        if self.in_paper_code_mode:  # the fit reads the graph and labels in the clear
-            self.record_not_private(self.accountant, f"{self.mechanism_name}/{PAPER_CODE}")
+        if self.paper_code:  # the fit reads the graph and labels in the clear
+            self.paper_code.record(self.accountant, f"{self.mechanism_name}/{PAPER_CODE}")
 
     def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
-        if self.in_paper_code_mode:  # full batch on the whole graph
+        if self.paper_code:  # full batch on the whole graph
             return DataLoader([self.on_device(data)], batch_size=1, collate_fn=_the_graph)
         return super().stage_rows(stage_index, data)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return self._log_accuracy(self._paper_logits(batch), batch, "train")
         return super().training_step(batch, batch_idx)
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return self._log_accuracy(self._paper_logits(data), data, "val")
         return super().validation_step(data, batch_idx)
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return self._log_accuracy(self._paper_logits(data), data, "test")
         return super().test_step(data, batch_idx)
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
-        if self.in_paper_code_mode:
+        if self.paper_code:
             return self._paper_logits(self.on_device(data)).softmax(-1)
         return super().transductive_probs(data)
-
-    # -- checkpoints ---------------------------------------------------------------------------
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        hp = self.hparams
-        if not self._is_built() and hp.get("num_features") is not None:
-            self._build(hp["num_features"], hp["num_classes"])
-        super().on_load_checkpoint(checkpoint)
