@@ -124,7 +124,7 @@ def train(seed: int, args, prep, fedavg_epsilon: float | None = None) -> dict:
         raw = [model.net.embed(g.x.float(), g.edge_index) for g in graphs]
     out = dict(p, h=h, raw=raw, gcn_acc=gcn_acc, fit_s=round(fit_s, 1))
     if fedavg_epsilon is not None:
-        out["reported_epsilon"] = model.privacy_spent().epsilon
+        out["reported_epsilon"] = model.privacy_spent()["dp-fedavg"].epsilon  # the rounds
         out["noise_multiplier"] = model.hparams.fedavg_noise_multiplier
     return out
 

@@ -148,14 +148,14 @@ t, out["MLP"] = fit(model)
 model = LPGNN(x_epsilon=1.0, y_epsilon=2.0)
 t = trainer(max_epochs=3)
 t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn"))
-c = model.collection()
+c = model.local.collection()
 out["LPGNN"] = {"cache": digest([c.payload.to_dense(), c.labels]), "params": params(model),
                 "epsilon": model.privacy_spent().epsilon}
 model = PGC(x_epsilon=2.0)  # one-bit feature collection, drawn once
 t = trainer(max_epochs=2)
 t.fit(model, NodeDataModule("csbm", seed=0, split="lpgnn", feature_range=(0.0, 1.0),
                             feature_bounds=(-4.0, 4.0)))
-out["PGC"] = {"cache": digest([model.collection().payload.to_dense()]),
+out["PGC"] = {"cache": digest([model.local.collection().payload.to_dense()]),
               "params": params(model), "epsilon": model.privacy_spent().epsilon}
 model = GNN()  # non-private GNN baseline (DDP syncs the initial weights)
 t, out["GNN"] = fit(model, max_epochs=2)

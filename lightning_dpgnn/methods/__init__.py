@@ -9,7 +9,7 @@ from .heterorr import HeteroRR, HeteroRRRelease
 from .lpgnn import LPGNN
 from .mlp import DPMLP, MLP
 from .pgc import PGC, PGCLinkPrediction
-from .poindp import PoinDP
+from .poindp import PoinDP, PoinDPPaperCode
 from .progap import ProGAP
 from .sage import SAGE, EdgeRand
 
@@ -31,6 +31,7 @@ __all__ = [
     "EdgeRand",
     "DPGNN",
     "PoinDP",
+    "PoinDPPaperCode",
     "HeteroRR",
     "HeteroRRRelease",
 ]

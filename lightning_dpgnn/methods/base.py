@@ -62,6 +62,7 @@ from .sources import AccountingError
 
 if TYPE_CHECKING:
     from ..loops import StagedFit
+    from .paper_code import PaperCode
     from .rows import RowTrainer
 
 __all__ = [
@@ -169,6 +170,8 @@ class PrivateModule(
     legacy_hparams: dict[str, Any] = {}
     #: what an empirical audit measured (set by ``PrivacyAudit``; ``None``: none ran)
     empirical_audit: dict[str, Any] | None = None
+    #: the paper-code reference mode, when the model runs in it (NOT private; :mod:`.paper_code`)
+    paper_code: PaperCode | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> PrivateModule:
         """Refuse a keyword argument the class does not take, naming the class the user
@@ -257,6 +260,32 @@ class PrivateModule(
         (:func:`.sources.num_classes`), the weights initialised under ``seed`` (:meth:`seeded`)."""
         with self.seeded(seed):
             self._build(data.num_features, sources.num_classes(self, data))
+
+    @property
+    def is_built(self) -> bool:
+        """Whether the networks exist (default: the module has a parameter)."""
+        return any(True for _ in self.parameters())
+
+    # -- setup: the one template of every method -----------------------------------------------
+    def setup(self, stage: str) -> None:
+        """Lightning's hook, one template: the data (:meth:`setup_data`), the networks from its
+        public sizes once (:meth:`build_for`, under the ``seed`` hyper-parameter), what the
+        releases need from public data (:meth:`prepare`), delta from its units
+        (:meth:`resolve_delta`), then the noise calibrated (:meth:`calibrate`)."""
+        data = self.setup_data(stage)
+        if not self.is_built:
+            self.build_for(data, self.hparams.get("seed"))
+        self.prepare(data, stage)
+        self.resolve_delta(data)
+        self.calibrate()
+
+    def setup_data(self, stage: str) -> Any:
+        """What the fit reads (default: the data module's one graph, checked)."""
+        return self._datamodule_graph()
+
+    def prepare(self, data: Any, stage: str) -> None:
+        """Hook of :meth:`setup`: what the releases need from public data, once the networks
+        exist (default: nothing)."""
 
     def on_device(self, obj: T) -> T:
         """``obj`` on this module's device, a graph copied once (:func:`.runtime.on_device`)."""
@@ -347,8 +376,9 @@ class PrivateModule(
             return self.transductive_probs(data)
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
-        """Class probabilities on the training graph, from the cached releases only."""
-        raise NotImplementedError
+        """Class probabilities on the training graph, from the cached releases only (default:
+        the softmax of :meth:`_logits`)."""
+        return self._logits(data).softmax(-1)
 
     def predict_inductive(self, data: Data, given: dict[str, Any] | None = None) -> torch.Tensor:
         """Class probabilities on a new graph, its releases drawn on it with fresh noise and
@@ -459,8 +489,8 @@ class PrivateModule(
         return MethodCard(self.card_method or type(self).__name__, self.card_paper)
 
     def publication_blockers(self) -> list[str]:
-        """Reasons the zoo refuses this model beyond the common ones (none by default)."""
-        return []
+        """Reasons the zoo refuses this model beyond the common ones: its paper-code mode."""
+        return [] if self.paper_code is None else self.paper_code.blockers()
 
     # -- the fit's hooks ---------------------------------------------------------------------
     def halt_privately(self, reason: str = "halted by a privacy callback") -> None:
@@ -552,6 +582,10 @@ class PrivateModule(
         checkpoint[CHECKPOINT_KEY] = self.privacy_state()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        hp = self.hparams
+        if not self.is_built and hp.get("num_features"):  # before Lightning's load_state_dict
+            with self.seeded(hp.get("seed")):
+                self._build(int(hp["num_features"]), int(hp.get("num_classes") or 0))
         self.load_privacy_state(checkpoint_state(checkpoint))
 
     # -- the hub: ModelHubMixin's methods, written over any publishable model in publish/hub.py
@@ -564,23 +598,22 @@ class PrivateModule(
     _save_pretrained = hub.write_folder
     generate_model_card = model_card
 
-class WholeGraphSteps:
-    """Train, validate and test a :class:`PrivateModule` on the logits of every node of its one
-    (full-batch) graph: each step logs the loss and accuracy of its split's rows.
-
-    A method defines ``_logits(data)``, the logits of every node of ``data`` (what it reads:
-    the raw graph, a released graph, a collection); this mixin comes before
-    :class:`PrivateModule` in the bases.
-    """
+    # -- full-batch steps: the default of a method that defines ``_logits`` ----------------------
+    def _logits(self, data: Data) -> torch.Tensor:
+        """The logits of every node of ``data`` (what the method reads: the raw graph, a
+        released graph, a collection). The default steps below log its split's rows."""
+        raise NotImplementedError(f"{type(self).__name__} defines no _logits nor its own steps")
 
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return metrics.log_accuracy(self, self._logits(data), data, "train")  # type: ignore[attr-defined]
+        return metrics.log_accuracy(self, self._logits(data), data, "train")
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return metrics.log_accuracy(self, self._logits(data), data, "val")  # type: ignore[attr-defined]
+        return metrics.log_accuracy(self, self._logits(data), data, "val")
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return metrics.log_accuracy(self, self._logits(data), data, "test")  # type: ignore[attr-defined]
+        return metrics.log_accuracy(self, self._logits(data), data, "test")
 
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self._logits(data).softmax(-1)  # type: ignore[attr-defined]
+
+class WholeGraphSteps:
+    """Kept for code written against earlier versions: full-batch steps over ``_logits`` are
+    :class:`PrivateModule`'s default now, so a method needs no mixin (this one adds nothing)."""

@@ -9,12 +9,12 @@ from torch import nn
 from torch_geometric.data import Data
 
 from ..nn.backbone import BACKBONES, GNNBackbone, check_backbone
-from .base import PrivateModule, WholeGraphSteps
+from .base import PrivateModule
 
 __all__ = ["GNN"]
 
 
-class GNN(WholeGraphSteps, PrivateModule):
+class GNN(PrivateModule):
     """Full-batch GraphSAGE/GCN/GAT without any privacy protection (epsilon = inf), on the
     shared :class:`~lightning_dpgnn.nn.backbone.GNNBackbone` (ReLU, dropout).
 
@@ -58,10 +58,6 @@ class GNN(WholeGraphSteps, PrivateModule):
             check_backbone(hp.conv), num_features, hp.hidden, num_classes, hp.layers,
             dropout=hp.dropout, activation="relu",
         )
-
-    def setup(self, stage: str) -> None:
-        if self.net is None:
-            self.build_for(self._datamodule_graph())
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         return self.net(x, edge_index)

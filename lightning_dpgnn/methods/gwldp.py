@@ -61,9 +61,10 @@ from torch.utils.data import DataLoader
 from torch_geometric.data import Batch, Data
 
 from .. import gw
+from ..levels import Level
 from ..nn.graph_gnn import BACKBONES as GNNS
 from ..nn.graph_gnn import graph_backbone
-from ..privacy import PrivacyAccountant, calibrate_noise_multiplier, resolve_delta
+from ..privacy import PrivacyAccountant
 from ..privacy import random as R
 from ..privacy.graph_ldp import (
     PAPER_CODE_UNIT,
@@ -71,11 +72,13 @@ from ..privacy.graph_ldp import (
     GraphRelease,
     MatrixMultiBit,
     PaperCodeGaussian,
+    fedavg_unit,
     graph_unit,
     multiplicity,
 )
 from .base import PrivateModule, accuracy
-from .paper_code import PaperCodeMode
+from .ledgers import calibrated
+from .paper_code import PaperCode
 from .releases import Draw, Release
 
 __all__ = ["GWLDP", "MODES", "EMBEDDINGS", "RELEASE_KEY"]
@@ -84,13 +87,17 @@ MODES = ("ldp", "none", "paper-code")
 EMBEDDINGS = ("sigmoid", "softmax", "clip")
 RELEASE_KEY = "gwldp_release"
 FEDAVG_NAME = "gwldp/dp-fedavg"
+PAPER_CODE_FLAW = ("Gaussian noise whose std the authors' code calls epsilon, on unbounded "
+                   "embeddings")
+#: the guarantees of a DP-FedAvg fit: the rounds' (the model's own) and the release's
+FEDAVG, RELEASE = "dp-fedavg", "release"
 
 
 def _first(batch: list[Any]) -> Any:
     return batch[0]
 
 
-class GWLDP(PaperCodeMode, PrivateModule):
+class GWLDP(PrivateModule):
     """GW-LDP (see the module docstring).
 
     Args:
@@ -186,29 +193,40 @@ class GWLDP(PaperCodeMode, PrivateModule):
                 raise ValueError("dp_fedavg=True needs fedavg_noise_multiplier or fedavg_epsilon")
             if not float(fedavg_clip) > 0:
                 raise ValueError(f"fedavg_clip must be > 0, got {fedavg_clip!r}")
+        private = mode != Level.NONE
+        fedavg = bool(dp_fedavg) and private
         super().__init__(
-            "none" if mode == "none" else "ldp", None, delta, levels=("none", "ldp"),
-            noise_seed=noise_seed, log_private_metrics=log_private_metrics, lr=lr,
-            weight_decay=weight_decay,
+            Level.LDP if private else Level.NONE, fedavg_epsilon if fedavg else None, delta,
+            levels=("none", "ldp"), noise_seed=noise_seed,
+            log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
         )
         self.save_hyperparameters()
         self.mode = mode
+        self.paper_code = PaperCode.of(mode, "embedding release", PAPER_CODE_FLAW)
         self._mechanism: MatrixMultiBit | PaperCodeGaussian | None = None
-        if mode == "ldp":
+        if mode == Level.LDP:
             self._mechanism = MatrixMultiBit(epsilon, 0.0, 1.0, m, size=size, n_max=n_max)
-        elif mode == "paper-code":
+        elif self.paper_code:
             self._mechanism = PaperCodeGaussian(paper_std)
-        self.release_epsilon = float(epsilon) if mode == "ldp" else math.inf
-        self.accountant.unit = (
-            PAPER_CODE_UNIT if mode == "paper-code"
-            else graph_unit(size, n_max, "dp" if dp_fedavg else "clear")
-        )
+        self.release_epsilon = float(epsilon) if mode == Level.LDP else math.inf
+        release_unit = (PAPER_CODE_UNIT if self.paper_code
+                        else graph_unit(size, n_max, "dp" if fedavg else "clear"))
+        #: the guarantee the release spends under (``None``: the model's own). With DP-FedAvg
+        #: the rounds and the release are two guarantees, reported side by side, never added
+        self.release_guarantee: str | None = None
+        if fedavg:
+            self.guarantee_name, self.release_guarantee = FEDAVG, RELEASE
+            self.accountant.unit = fedavg_unit()
+            self.declare_guarantee(RELEASE, Level.LDP, release_unit,
+                                   epsilon=epsilon if mode == Level.LDP else None)
+        else:
+            self.accountant.unit = release_unit
         self.automatic_optimization = False
         self.net: torch.nn.Module | None = None
         # the one release: drawn when training ends (stage 1: after the federated rounds)
         self.declare_releases(Release(
             RELEASE_KEY, self._plan_release, self._draw_release, stage=1, stream=1,
-            inductive=False,
+            inductive=False, guarantee=self.release_guarantee,
             save=GraphRelease.state_dict, load=GraphRelease.from_state_dict,
         ))  # fmt: skip
         self._rounds_done = 0
@@ -221,13 +239,19 @@ class GWLDP(PaperCodeMode, PrivateModule):
         self._weight = 0.0
         self._discrepancy: np.ndarray | None = None
         if num_features and num_classes:  # public sizes known: build now (checkpoints, hub)
-            self._build_net(int(num_features), int(num_classes))
+            with self.seeded(seed):
+                self._build(int(num_features), int(num_classes))
 
-    def _build_net(self, num_features: int, num_classes: int) -> None:
+    def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        with self.seeded(hp.seed):
-            self.net = graph_backbone(hp.gnn, num_features, num_classes, hp.gnn_hidden,
-                                      hp.gnn_layers, hp.gnn_dropout)
+        hp.num_features, hp.num_classes = num_features, num_classes
+        self.net = graph_backbone(hp.gnn, num_features, num_classes, hp.gnn_hidden,
+                                  hp.gnn_layers, hp.gnn_dropout)
+
+    @property
+    def _fedavg(self) -> bool:
+        """Whether the rounds are DP-FedAvg (their own guarantee, the model's)."""
+        return self.guarantee_name == FEDAVG
 
     # -- the release, in one place (the lead ports this onto the release object) ---------------
     def release_mechanism(self) -> MatrixMultiBit | PaperCodeGaussian | None:
@@ -237,7 +261,7 @@ class GWLDP(PaperCodeMode, PrivateModule):
     def representation(self, h: torch.Tensor) -> torch.Tensor:
         """What is released for node embeddings ``h``: mapped into ``[0, 1]`` (the public range
         of the encoder), or ``h`` itself in the paper-code mode (its code perturbs raw ``h``)."""
-        if self.mode == "paper-code":
+        if self.paper_code:
             return h
         emb = self.hparams.embedding
         if emb == "sigmoid":
@@ -311,12 +335,11 @@ class GWLDP(PaperCodeMode, PrivateModule):
 
     def release(self) -> GraphRelease:
         """What the server received (a clear error before the first fit)."""
-        if self._release is None:
-            raise RuntimeError("GWLDP has not released anything yet: fit it first")
-        return self._release
+        return self.releases.require(RELEASE_KEY, "GWLDP")
 
-    # -- setup ------------------------------------------------------------------------------------
-    def setup(self, stage: str) -> None:
+    # -- setup (PrivateModule's template: data -> build -> prepare -> delta -> calibrate) ---------
+    def setup_data(self, stage: str) -> Any:
+        """The data module of the clients' graphs (not one graph)."""
         dm = self.trainer.datamodule
         if dm is None or not hasattr(dm, "clients"):
             raise TypeError("GWLDP needs a GraphDataModule (trainer.fit(model, datamodule=dm))")
@@ -325,53 +348,56 @@ class GWLDP(PaperCodeMode, PrivateModule):
                 "GWLDP: every graph has a single node, so every GW discrepancy is 0 and the "
                 "server has nothing to compare: give graphs of at least 2 nodes"
             )
+        return dm
+
+    def build_for(self, dm: Any, seed: int | None = None) -> None:
+        hp = self.hparams
+        with self.seeded(seed):
+            self._build(hp.num_features or int(dm.num_features),
+                        hp.num_classes or int(dm.num_classes))
+
+    def prepare(self, dm: Any, stage: str) -> None:
         if stage == "fit" and self.level.private and self._release is None:
             self._declare_unit(dm)
-        if self.net is None:
-            nf = self.hparams.num_features or int(dm.num_features)
-            nc = self.hparams.num_classes or int(dm.num_classes)
-            self.hparams.num_features, self.hparams.num_classes = nf, nc
-            self._build_net(nf, nc)
-            self.net.to(self.device)
-        if self.hparams.dp_fedavg and self.privacy != "none":
-            if self.accountant.delta is None:
-                sources = dm.source_nodes  # the units: source nodes, or graphs
-                units = len(dm.dataset) if sources is None else int(
-                    torch.cat(sources).unique().numel())
-                self.accountant.delta = resolve_delta(self.target_delta, units)
-            if self._fedavg_z is None and stage == "fit":
-                self._fedavg_z = self._calibrate_fedavg()
-                self.hparams.fedavg_noise_multiplier = self._fedavg_z
+
+    def private_units(self, dm: Any) -> int:
+        """The units DP-FedAvg's delta is set from: source nodes, or graphs."""
+        sources = dm.source_nodes
+        return len(dm.dataset) if sources is None else int(torch.cat(sources).unique().numel())
+
+    def resolve_delta(self, dm: Any) -> float | None:
+        """DP-FedAvg's delta (the release is pure: it has none)."""
+        return super().resolve_delta(dm) if self._fedavg else None
+
+    def calibrate(self) -> None:
+        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds, by the
+        one calibration path (:func:`.ledgers.calibrated` on the plan of the whole fit)."""
+        if self._fedavg and self._fedavg_z is None and self.trainer.state.fn == "fit":
+            if self._fedavg_rounds() < 1:
+                raise ValueError("DP-FedAvg calibration needs Trainer(max_epochs=rounds)")
+            self._fedavg_z = calibrated(self.ledgers.closed_plan, None, self.target_epsilon,
+                                             self.accountant.delta, "fedavg_noise_multiplier")
+            self.hparams.fedavg_noise_multiplier = self._fedavg_z
 
     def _declare_unit(self, dm: Any) -> None:
-        """The unit of the fit's release, from its data: independent graphs or graphs cut
+        """The units of the fit's guarantees, from its data: independent graphs or graphs cut
         from one source graph (how many graphs, and clients, hold one of its nodes), and what
         the data module treats as public (invariant 15)."""
         self._clients_per_unit = self._clients_holding_a_unit(dm)
-        if self.mode == "paper-code":
+        if self._fedavg:
+            self.accountant.unit = fedavg_unit(self._clients_per_unit, dm.declared_public())
+        if self.paper_code:
             return
         sources = self._sources(dm)
-        self.accountant.unit = graph_unit(
-            self.hparams.size, self.hparams.n_max, "dp" if self.hparams.dp_fedavg else "clear",
+        self.accountant_of(self.release_guarantee).unit = graph_unit(
+            self.hparams.size, self.hparams.n_max, "dp" if self._fedavg else "clear",
             overlap=None if sources is None else multiplicity(sources),
-            clients_per_node=self._clients_per_unit, public=dm.declared_public(),
+            public=dm.declared_public(),
         )
 
     def _fedavg_rounds(self) -> int:
         trainer = self._trainer
         return int(trainer.max_epochs) if trainer is not None and trainer.max_epochs else 0
-
-    def _calibrate_fedavg(self) -> float:
-        rounds = self._fedavg_rounds()
-        if rounds < 1:
-            raise ValueError("DP-FedAvg calibration needs Trainer(max_epochs=rounds)")
-
-        def plan(z: float) -> PrivacyAccountant:
-            acc = PrivacyAccountant("ldp", self.accountant.delta)
-            self._record_fedavg(acc, z, rounds)
-            return acc
-
-        return calibrate_noise_multiplier(plan, float(self.hparams.fedavg_epsilon))
 
     def _record_fedavg(self, acc: PrivacyAccountant, z: float, rounds: int) -> None:
         """One DP-FedAvg round: the sum of clipped updates (norm <= S each) plus N(0, (z S)^2).
@@ -391,12 +417,14 @@ class GWLDP(PaperCodeMode, PrivateModule):
 
     # -- plan ------------------------------------------------------------------------------------
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
-        """The DP-FedAvg rounds left (the release plans itself)."""
-        if self.hparams.dp_fedavg and self.privacy != "none":
+        """The DP-FedAvg rounds left at ``noise_multiplier`` (default: the fit's; the release
+        plans itself)."""
+        if self._fedavg:
+            z = self._fedavg_z if noise_multiplier is None else noise_multiplier
             left = max(self._fedavg_rounds() - self._rounds_done, 0)
-            if left and self._fedavg_z is None:
+            if left and z is None:
                 return False
-            self._record_fedavg(accountant, float(self._fedavg_z or 0.0), left)
+            self._record_fedavg(accountant, float(z or 0.0), left)
         return True
 
     # -- federated training --------------------------------------------------------------------
@@ -498,7 +526,7 @@ class GWLDP(PaperCodeMode, PrivateModule):
             sums = {k: strategy.reduce(v, reduce_op="sum") for k, v in sums.items()}
             weight = float(strategy.reduce(torch.tensor(weight, device=self.device),
                                            reduce_op="sum"))
-        if self.hparams.dp_fedavg and self.privacy != "none":
+        if self._fedavg:
             noise = self.run_once(self._fedavg_noise)
             k = len(self.trainer.datamodule.clients)  # public: every client takes part
             new = {n: self._global[n] + (sums[n] + noise[n].to(sums[n])) / k for n in sums}
@@ -514,9 +542,12 @@ class GWLDP(PaperCodeMode, PrivateModule):
         """The whole fit's planned epsilon on the progress bar (``privacy/epsilon_planned``):
         the release is drawn after the last round, so the spend alone reads 0 until then."""
         planned = self.privacy_planned() if self.level.private else None
-        if planned is not None and math.isfinite(planned.epsilon):
-            # equal on every rank; sync_dist keeps Lightning's epoch-level check quiet
-            self.log("privacy/epsilon_planned", planned.epsilon, prog_bar=True, sync_dist=True)
+        parts = {} if planned is None else planned.guarantees
+        for name, report in parts.items():
+            if math.isfinite(report.epsilon):  # one key per guarantee when there are several
+                key = "privacy/epsilon_planned" + (f"/{name}" if len(parts) > 1 else "")
+                # equal on every rank; sync_dist keeps Lightning's epoch-level check quiet
+                self.log(key, report.epsilon, prog_bar=True, sync_dist=True)
 
     def _fedavg_noise(self) -> dict[str, torch.Tensor]:
         assert self._sum is not None and self._fedavg_z is not None
@@ -614,18 +645,14 @@ class GWLDP(PaperCodeMode, PrivateModule):
         labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
         return {"labels": labels, **gw.cluster_scores(labels, y)}
 
-    # -- refusals (PaperCodeMode.publication_blockers, and weights trained in the clear) --------
-    paper_code_release = "embedding release"
+    # -- refusals (the paper-code mode, and weights trained in the clear) ---------------------
     #: the unit (one client's whole graph) says what is protected, and what is not (the card)
     guarantee_words = {"ldp": ("", "see the unit: what the release does not cover is listed there")}
-    paper_code_flaw = ("Gaussian noise whose std the authors' code calls epsilon, on unbounded "
-                       "embeddings")
-
     def publication_blockers(self) -> list[str]:
         """Reasons the zoo refuses this model beyond the common ones: the paper-code mode, and
         private weights trained by FedAvg in the clear (the published weights would carry no
         guarantee while the card states an epsilon; ``dp_fedavg=True`` covers them)."""
-        if self.mode == "ldp" and not self.hparams.dp_fedavg:
+        if self.level.private and not self.paper_code and not self._fedavg:
             return ["its weights were trained by FedAvg in the clear on the clients' graphs (the "
                     "paper's protocol): they are NOT covered by the release's epsilon; train "
                     "with dp_fedavg=True to publish"]
@@ -640,9 +667,3 @@ class GWLDP(PaperCodeMode, PrivateModule):
 
     def load_public_state(self, state: dict[str, Any]) -> None:
         self._rounds_done = int(state.get("rounds_done", 0))
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        hp = self.hparams
-        if self.net is None and hp.num_features and hp.num_classes:
-            self._build_net(int(hp.num_features), int(hp.num_classes))
-        super().on_load_checkpoint(checkpoint)

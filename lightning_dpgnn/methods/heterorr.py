@@ -46,8 +46,8 @@ from ..privacy import PrivacyAccountant, check_epsilon
 from ..privacy.feature_rr import DEFAULT_K, FeatureRR, public_feature_weights
 from ..privacy.hrg import PAPER_CODE_FLAW, EdgeRR, PaperCodeEdgeRR, edge_split, keyed_uniform
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
-from .base import PrivateModule, WholeGraphSteps
-from .paper_code import PAPER_CODE, PaperCodeMode
+from .base import PrivateModule
+from .paper_code import PAPER_CODE, PaperCode
 from .releases import EDGES, FEATURES, Draw, Release, graph_digest
 from .sources import num_classes
 
@@ -71,7 +71,7 @@ def _check_fraction(value: float, name: str) -> float:
     return v
 
 
-class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
+class HeteroRR(PrivateModule):
     """HeteroRR: FeatureRR features (local DP) and/or an EdgeRR graph (edge-level DP on private
     edges), then a GCN trained on the released graph (module doc).
 
@@ -123,7 +123,6 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
         "Differential Privacy in Graph Neural Networks. IEEE BigData 2022"
     )
 
-    paper_code_release = "edge release"
     #: what the edge guarantee protects, uses in the clear and holds only under (the card)
     guarantee_words = {"edge": (
         "the presence of any single private edge (the graph is released once by a private "
@@ -133,7 +132,6 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
     guarantee_conditions = {"edge": (
         "at the MCMC chain's equilibrium: the dendrogram is DP at equilibrium only, a finite "
         "run's guarantee is asymptotic",)}
-    paper_code_flaw = PAPER_CODE_FLAW
 
     def __init__(
         self,
@@ -169,6 +167,7 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
             raise ValueError("mode='paper-code' reproduces the authors' edge release: give the "
                              "edge budget epsilon")
         self.mode = mode
+        self.paper_code = PaperCode.of(mode, "edge release", PAPER_CODE_FLAW)
         if epsilon is None and x_epsilon is None:
             raise ValueError(
                 "HeteroRR protects nothing with epsilon=None and x_epsilon=None: give the edge "
@@ -221,7 +220,7 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
                 epsilon, mcmc_share=mcmc_share, steps=mcmc_steps, backend=mcmc_backend,
                 progress=progress, **chain,
             )
-            self.accountant.unit = (self.not_private_note() if mode == PAPER_CODE else
+            self.accountant.unit = (self.paper_code.note() if self.paper_code else
                                     f"{Unit(Level.EDGE, 'private')}, {self.edgerr.condition()}")
             releases.append(Release("edges", self._plan_edges, self._draw_edges, reads=(EDGES,)))
         self.declare_releases(*releases)
@@ -241,25 +240,24 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
         self.net = GNNBackbone("gcn", num_features, hp.hidden, num_classes, hp.layers,
                                dropout=hp.dropout, activation="relu")
 
-    def setup(self, stage: str) -> None:
-        data = self._datamodule_graph()
-        self.prepare(data)
-        self.resolve_delta(data)
+    def build_for(self, data: Data, seed: int | None = None) -> None:
+        """The network over the public embedding's ``feature_dim`` columns (when the features
+        are released through one) or the graph's own."""
+        encoded = self.protects_features and self.hparams.feature_dim
+        width = self.hparams.feature_dim if encoded else data.num_features
+        with self.seeded(seed):
+            self._build(int(width), num_classes(self, data))
 
-    def prepare(self, data: Data) -> None:
+    def prepare(self, data: Data, stage: str) -> None:
         """What the releases need from public data, once: the chain length checked, the
-        public embedding, the network (from public sizes), FeatureRR's theta; the public nodes
-        read for them are named in the features' unit."""
+        public embedding, FeatureRR's theta; the public nodes read for them are named in the
+        features' unit."""
         if self.edgerr is not None:
             self.edgerr.check_chain(int(data.num_nodes))
         read = []
         if self.protects_features and self.hparams.feature_dim and self.encoder is None:
             self.encoder = self.fit_encoder(data)
             read.append("their raw features fit the PCA (feature_dim)")
-        if self.net is None:
-            width = self.hparams.feature_dim if self.encoder is not None else data.num_features
-            with self.seeded(self.hparams.seed):
-                self._build(int(width), num_classes(self, data))
         if self.protects_features and self.theta is None:
             self.theta = self.public_theta(data)
             if self.theta is not None and self.public_nodes(data) is not None:
@@ -512,7 +510,9 @@ class HeteroRR(PaperCodeMode, WholeGraphSteps, PrivateModule):
                 "this HeteroRR has released another graph already: one release per model "
                 "(build another HeteroRR / HeteroRRRelease for another graph)"
             )
-        self.prepare(data)
+        if not self.is_built:
+            self.build_for(data, self.hparams.seed)
+        self.prepare(data, "release")
         self.draw_releases(None, data)
         self._released_digest = key
         out = data.clone()

@@ -1,177 +1,110 @@
-"""Shared plumbing of the local-DP methods (LPGNN, PGC): the one-time collection, cached.
+"""The one-time local-DP collection of LPGNN and PGC, a component the method holds.
 
 The nodes perturb their data once (:class:`~lightning_dpgnn.privacy.local.LocalCollector`); the
-server trains on what it received. This base class runs that collection at the start of the
-first fit (after a checkpoint restore, so a resumed fit never re-queries the nodes), records it
-on the model's accountant (level ``"ldp"``), keeps the received messages in the checkpoint, and
-refuses to evaluate before anything was collected. Subclasses read the private side of the
-graph only through :meth:`collection` / :meth:`received_features`; the graph structure is public
-to the server in this threat model (thesis §2.3.1, §3.3.1).
+server trains on what it received. :class:`LocalRelease` declares that collection as the
+model's release, so the lifecycle draws it once at the start of the first fit (after a
+checkpoint restore, so a resumed fit never re-queries the nodes), records it on the model's
+ledger (level ``"ldp"``), keeps it in the checkpoint and re-runs it on a new graph (that
+graph's own ledger and report). The method reads the private side of the graph only through
+:meth:`LocalRelease.collection` / :meth:`LocalRelease.received_features`; the graph structure
+is public to the server in this threat model (thesis §2.3.1, §3.3.1).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch_geometric.data import Data
 
 from ..levels import Level, Unit
-from ..privacy import PrivacyAccountant, PrivacyReport
+from ..privacy import PrivacyAccountant
 from ..privacy.local import LocalCollection, LocalCollector
-from .base import PrivateModule
+from .inductive import inductive_outputs
 from .releases import FEATURES, Draw, Release
-from .sources import num_classes
 
-__all__ = ["LocallyPrivateModule", "COLLECTION_KEY"]
+if TYPE_CHECKING:
+    from .base import PrivateModule
+
+__all__ = ["LocalRelease", "COLLECTION_KEY"]
 
 COLLECTION_KEY = "dpgnn_ldp_collection"
+#: the unit of a new graph's collection (its nodes send no label)
+NEW_GRAPH_UNIT = "each node's features, perturbed on the node (edges are public; no label is sent)"
 
 
-class LocallyPrivateModule(PrivateModule):
-    """Base of LDP node models: collection once per fit, cached and checkpointed.
+class LocalRelease:
+    """The nodes' collection of an LDP method (``privacy="ldp"``), declared as its release.
 
-    Subclasses call ``super().__init__(collector, noise_seed)``, implement :meth:`build` (create
-    the networks from the public sizes) and may override :meth:`on_collected` to precompute
-    server-side views of the collection (they must be pure post-processing).
-    """
+    ``module`` passes itself and its ``collector``; the component sets the ledger's unit and
+    delta from the collector and declares the release on the module."""
 
-    def __init__(
-        self,
-        collector: LocalCollector,
-        noise_seed: int | None = None,
-        *,
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
-    ) -> None:
-        super().__init__(
-            "ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed, lr=lr,
-            weight_decay=weight_decay,
-        )
-        self.collector = collector
+    def __init__(self, module: PrivateModule, collector: LocalCollector) -> None:
+        self.module, self.collector = module, collector
         if not self.labels_private():  # e.g. PGC: labels are public in its threat model
-            self.accountant.unit = Unit(Level.LDP, "features").describe()
-        self.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
-        # the release: what every node sent, collected once before the fit
-        self.declare_releases(Release(
+            module.accountant.unit = Unit(Level.LDP, "features").describe()
+        module.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
+        module.declare_releases(Release(
             COLLECTION_KEY, self._plan_collection, self._collect,
             save=LocalCollection.state_dict, load=LocalCollection.from_state_dict,
             reads=(FEATURES,),  # on a new graph; the fit's also reads the labels it collects
         ))  # fmt: skip
-        self._features: torch.Tensor | None = None  # decoded collection (post-processing)
-        self._graph: Data | None = None
-
-    # -- construction -----------------------------------------------------------------------------
-    def build(self, num_features: int, num_classes: int) -> None:
-        """Create the networks (called once, from public sizes) and record in ``hparams`` the
-        sizes the model's ``__init__`` takes."""
-        raise NotImplementedError
-
-    @property
-    def is_built(self) -> bool:
-        raise NotImplementedError
-
-    def setup(self, stage: str) -> None:
-        data = self._datamodule_graph()
-        self._graph = data
-        if not self.is_built:
-            has_y = getattr(data, "y", None) is not None
-            # ``build`` records the sizes its model takes in ``hparams`` (PGCLinkPrediction
-            # takes no ``num_classes``: recording it would break load_from_checkpoint)
-            self.build(int(data.num_features), num_classes(self, data) if has_y else 0)
+        self._features: tuple[LocalCollection, torch.Tensor] | None = None
 
     def labels_private(self) -> bool:
+        """Whether the nodes send their labels perturbed (they are then protected)."""
         eps = self.collector.y_epsilon
         return bool(self.collector.collect_labels) and eps is not None and math.isfinite(eps)
 
-    # -- the collection (node side), once ---------------------------------------------------------
-    @property
-    def _collection(self) -> LocalCollection | None:
-        return self.releases.get(COLLECTION_KEY)
+    def _classes(self) -> int | None:
+        return self.module.hparams.get("num_classes")
 
+    # -- the collection (node side), once ---------------------------------------------------------
     def _collect(self, d: Draw) -> LocalCollection:
         """The fit's collection (features and, when collected, labels) or, on a new graph,
         its nodes' features only (no label is sent)."""
         if d.fit:
-            return self.collector.collect(
-                d.graph, d.accountant, d.generator, self._declared_classes()
-            )
+            return self.collector.collect(d.graph, d.accountant, d.generator, self._classes())
         return self.collector.collect(d.graph, d.accountant, d.generator, labels=False)
 
     def _plan_collection(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        if self._graph is None:
+        width = self.module.hparams.get("num_features")
+        if width is None:
             raise RuntimeError("the spend of an LDP collection is known once the data is set up")
-        self.collector.account(
-            accountant, int(self._graph.num_features), self._declared_classes() or 0
-        )
-
-    def release_graph(self) -> Data:
-        return self._graph
-
-    def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
-        if self._collection is not None:
-            self._collected()
-
-    def _declared_classes(self) -> int | None:
-        return self.hparams.get("num_classes")
-
-    def _collected(self) -> None:
-        self._features = None
-        self.on_collected()
-
-    def on_collected(self) -> None:
-        """Hook: the collection is available (fresh, or restored from a checkpoint)."""
+        self.collector.account(accountant, int(width), self._classes() or 0)
 
     def collection(self) -> LocalCollection:
-        """What the nodes sent; a clear error before the first fit."""
-        if self._collection is None:
-            raise RuntimeError(
-                f"{type(self).__name__} has not collected the nodes' data yet: fit the model "
-                "(or load a fitted checkpoint) before validating, testing or predicting"
-            )
-        return self._collection
+        """What the nodes sent (the lifecycle's one "not drawn yet" error before a fit)."""
+        return self.module.releases.require(COLLECTION_KEY, type(self.module).__name__)
 
     def received_features(self) -> torch.Tensor:
-        """The server's feature matrix (rectified codes or received values), on this device."""
-        if self._features is None or self._features.device != self.device:
-            self._features = self.collector.features(self.collection()).to(self.device)
-        return self._features
+        """The server's feature matrix (rectified codes or received values), on the module's
+        device, decoded once per collection."""
+        collection, device = self.collection(), self.module.device
+        if self._features is None or self._features[0] is not collection or (
+                self._features[1].device != device):
+            self._features = (collection, self.collector.features(collection).to(device))
+        return self._features[1]
 
-    # -- a new graph: its nodes' own locally private features ----------------------------------
-    def inductive_accountant(
-        self, graph: Data, guarantee: str | None = None
-    ) -> PrivacyAccountant:
+    # -- a new graph: its nodes' own locally private features --------------------------------------
+    def features_of(self, outputs: dict[str, Any]) -> torch.Tensor:
+        """The server's features of a new graph's collection (in its releases ``outputs``)."""
+        return self.collector.features(outputs[COLLECTION_KEY]).to(self.module.device)
+
+    def new_graph_accountant(self) -> PrivacyAccountant:
+        """A new graph's ledger: its nodes send their features, no label."""
         delta = self.collector.delta if self.collector.needs_delta else None
-        unit = "each node's features, perturbed on the node (edges are public; no label is sent)"
-        return PrivacyAccountant("ldp", delta, unit=unit)
+        return PrivacyAccountant("ldp", delta, unit=NEW_GRAPH_UNIT)
 
     def collect_from(self, data: Data) -> LocalCollection:
-        """What the nodes of a new graph send to this trained model: their features perturbed
-        with the model's mechanism and fresh noise (no label). In a deployment each node runs
-        this on its own device; the per-node cost is in ``last_inference_report``."""
-        self.check_feature_width(data, "same columns, same feature range")
-        acc = self.inductive_accountant(data)
-        collection = self.collector.collect(data, acc, None, labels=False)
-        self.last_inference_report = PrivacyReport.from_accountant(acc)
-        return collection
+        """What the nodes of a new graph send to the trained model: their features perturbed
+        with the model's mechanism (no label), drawn by the lifecycle on that graph's own
+        ledger (``last_inference_report``): a repeated call returns the same collection. In a
+        deployment each node runs this on its own device."""
+        return inductive_outputs(self.module, data)[1][COLLECTION_KEY]
 
-    def logits_from(self, features: torch.Tensor, graph: Data) -> torch.Tensor:
-        """Logits of every node of ``graph`` from the server's ``features`` (post-processing
-        of what the nodes sent)."""
-        raise NotImplementedError
-
-    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
-        features = self.collector.features(outputs[COLLECTION_KEY]).to(self.device)
-        return self.logits_from(features, graph)
-
-    def predict_inductive(  # type: ignore[override]
-        self, data: Data, collection: LocalCollection | None = None
-    ) -> torch.Tensor:
-        """Class probabilities on a new graph from what its nodes sent: ``collection`` (their
-        locally private features, e.g. from :meth:`collect_from` on their devices) or, when
-        ``None``, collected now with fresh noise (the base lifecycle: counted on that graph's
-        ledger, a repeated call returns the same collection). The training collection is not
-        touched."""
-        given = None if collection is None else {COLLECTION_KEY: collection}
-        return super().predict_inductive(data, given)
+    @staticmethod
+    def given(collection: LocalCollection | None) -> dict[str, Any] | None:
+        """``collection`` (made on the nodes' devices) as the given outputs of a new graph."""
+        return None if collection is None else {COLLECTION_KEY: collection}

@@ -37,9 +37,9 @@ from torch_geometric.data import Data
 from .._deprecation import BUDGET_NAMES, renamed
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, PropagatedCodes, check_steps
-from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
-from .base import accuracy
-from .local import LocallyPrivateModule
+from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollection, LocalCollector
+from .base import PrivateModule, accuracy
+from .local import LocalRelease
 from .metrics import log_accuracy
 
 __all__ = ["LPGNN", "LOSSES"]
@@ -47,7 +47,7 @@ __all__ = ["LPGNN", "LOSSES"]
 LOSSES = ("drop", "fc", "ce")
 
 
-class LPGNN(LocallyPrivateModule):
+class LPGNN(PrivateModule):
     """Locally private GNN (features and labels under LDP).
 
     Args:
@@ -136,21 +136,22 @@ class LPGNN(LocallyPrivateModule):
             x_epsilon, y_epsilon, mechanism, m=m, alpha=alpha, beta=beta,
             gaussian_delta=gaussian_delta, features=features,
         )
-        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
+        super().__init__("ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed, lr=lr,
+                         weight_decay=weight_decay)
         self.save_hyperparameters(ignore=["delta", "x_eps", "y_eps"])
+        self.collector = collector
+        #: the nodes' one-time collection (features and labels), the model's release
+        self.local = LocalRelease(self, collector)
+        self._graph: Data | None = None
         self.x_prop = KProp(x_steps)
         self.y_prop = KProp(y_steps)
         self.net: GNNBackbone | None = None
         self._view: dict[str, torch.Tensor] | None = None
         if num_features is not None and num_classes is not None:
-            self.build(num_features, num_classes)
+            self._build(num_features, num_classes)
 
     # -- construction -----------------------------------------------------------------------------
-    @property
-    def is_built(self) -> bool:
-        return self.net is not None
-
-    def build(self, num_features: int, num_classes: int) -> None:
+    def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         if num_classes < 2:
             raise ValueError(f"LPGNN needs at least 2 classes, got {num_classes}")
@@ -176,8 +177,14 @@ class LPGNN(LocallyPrivateModule):
         return self.collector.acc_star(self.hparams.num_classes)
 
     # -- server-side view of the collection (lines 13-15), pure post-processing -------------------
-    def on_collected(self) -> None:
-        self._view = None
+    def labels_private(self) -> bool:
+        return self.local.labels_private()
+
+    def prepare(self, data: Data, stage: str) -> None:
+        self._graph = data  # public to the server: the views below read its edges
+
+    def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
+        self._view = None  # built on the previous collection
 
     def _graph_or_error(self, data: Data | None = None) -> Data:
         graph = self._graph if self._graph is not None else data
@@ -190,7 +197,7 @@ class LPGNN(LocallyPrivateModule):
         whose ``dense()`` is the matrix), ``y'`` and ``y~`` with their masks."""
         if self._view is None:
             graph = self._graph_or_error(data)
-            c = self.collection()
+            c = self.local.collection()
             ei = graph.edge_index.to(self.device)
             h = self._server_features(c, ei, graph.num_nodes)  # line 14
             noisy = c.labels.to(self.device)
@@ -216,7 +223,7 @@ class LPGNN(LocallyPrivateModule):
         the dense KProp."""
         factors = self.collector.affine_codes(collection)
         if factors is None:
-            return self._propagated(self.received_features(), edge_index)
+            return self._propagated(self.local.received_features(), edge_index)
         codes, scale, offset = (t.to(self.device) for t in factors)
         h = PropagatedCodes(codes, scale, offset,
                             self.x_prop.adjacency(edge_index, num_nodes), self.x_prop.steps)
@@ -263,17 +270,25 @@ class LPGNN(LocallyPrivateModule):
             "x_epsilon=inf or features='ones'/'degree'."
         )
 
-    def collect_from(self, data: Data):
+    def collect_from(self, data: Data) -> LocalCollection:
+        """What the nodes of a new graph send (:meth:`LocalRelease.collect_from`)."""
         self._check_transfers()  # before any node spends its budget
-        return super().collect_from(data)
+        return self.local.collect_from(data)
 
-    def predict_inductive(self, data: Data, collection=None) -> torch.Tensor:
+    def predict_inductive(  # type: ignore[override]
+        self, data: Data, collection: LocalCollection | None = None
+    ) -> torch.Tensor:
+        """Class probabilities on a new graph from what its nodes sent: ``collection`` (from
+        :meth:`collect_from` on their devices) or, when ``None``, collected now."""
         self._check_transfers()
-        return super().predict_inductive(data, collection)
+        return super().predict_inductive(data, self.local.given(collection))
 
-    def logits_from(self, features: torch.Tensor, graph: Data) -> torch.Tensor:
+    def inductive_accountant(self, graph: Data, guarantee: str | None = None):
+        return self.local.new_graph_accountant()
+
+    def inductive_logits(self, graph: Data, outputs: dict) -> torch.Tensor:
         ei = graph.edge_index
-        h = self._propagated(features, ei)
+        h = self._propagated(self.local.features_of(outputs), ei)
         with self.net.on_new_graph():
             return self(h, self.net.adjacency(ei, graph.num_nodes, with_transpose=True))
 

@@ -71,12 +71,6 @@ class _NodeMLP(PrivateModule):
             normalization=resolve_normalization(self.normalization, self.privacy),
         )
 
-    def setup(self, stage: str) -> None:
-        data = self._datamodule_graph()
-        if self.mlp is None:
-            self.build_for(data, self.seed)
-        self.resolve_delta(data)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.mlp(x)
 
@@ -197,10 +191,8 @@ class DPMLP(_NodeMLP):
         # wrapped at build time: stable checkpoint keys
         self.mlp = grad_sample_module(self.mlp, self.phase.max_grad_norm, where="DPMLP")
 
-    def setup(self, stage: str) -> None:
-        super().setup(stage)
-        self.phase.bind(int(self._datamodule_graph().train_mask.sum()))
-        self.calibrate()
+    def prepare(self, data: Data, stage: str) -> None:
+        self.phase.bind(int(data.train_mask.sum()))
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
         m = data.train_mask

@@ -39,10 +39,10 @@ from torchmetrics.functional.classification import binary_auroc
 from .._deprecation import BUDGET_NAMES, renamed
 from ..nn.backbone import GNNBackbone
 from ..nn.kprop import normalized_adjacency
-from ..privacy.local import LocalCollector
+from ..privacy.local import LocalCollection, LocalCollector
 from .arguments import check_arguments
-from .base import WholeGraphSteps
-from .local import LocallyPrivateModule
+from .base import PrivateModule
+from .local import LocalRelease
 
 __all__ = [
     "PGC",
@@ -83,10 +83,11 @@ def _pgc_collector(
     )
 
 
-class _PGCModule(LocallyPrivateModule):
+class _PGCModule(PrivateModule):
     """What :class:`PGC` and :class:`PGCLinkPrediction` share: the nodes' one-time collection
-    of their features (Alg. 1 lines 1-2) and Adam. Subclasses say whether the collection
-    carries the (public) labels and build their own network."""
+    of their features (Alg. 1 lines 1-2, a :class:`~.local.LocalRelease`) and Adam.
+    Subclasses say whether the collection carries the (public) labels and build their own
+    network."""
 
     #: whether the nodes send their labels too (in the clear: they are public here)
     collect_labels: bool = True
@@ -129,13 +130,33 @@ class _PGCModule(LocallyPrivateModule):
         collector = _pgc_collector(
             x_epsilon, mechanism, per_coordinate, alpha, beta, labels=self.collect_labels
         )
-        super().__init__(collector, noise_seed, lr=lr, weight_decay=weight_decay)
+        super().__init__("ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed, lr=lr,
+                         weight_decay=weight_decay)
         # the hyper-parameters of the whole model: these and the subclass's own arguments
         self.save_hyperparameters(ignore=["x_eps"])
         self.hparams["x_epsilon"] = x_epsilon  # the subclass's frame holds the default
+        self.collector = collector
+        #: the nodes' one-time collection of their features, the model's release
+        self.local = LocalRelease(self, collector)
+
+    # -- a new graph: its nodes' own locally private features ----------------------------------
+    def collect_from(self, data: Data) -> LocalCollection:
+        """What the nodes of a new graph send (:meth:`LocalRelease.collect_from`)."""
+        return self.local.collect_from(data)
+
+    def predict_inductive(  # type: ignore[override]
+        self, data: Data, collection: LocalCollection | None = None
+    ) -> torch.Tensor:
+        """Class probabilities on a new graph from what its nodes sent: ``collection`` (from
+        :meth:`collect_from` on their devices) or, when ``None``, collected now (counted on
+        that graph's ledger; a repeated call returns the same collection)."""
+        return super().predict_inductive(data, self.local.given(collection))
+
+    def inductive_accountant(self, graph: Data, guarantee: str | None = None):
+        return self.local.new_graph_accountant()
 
 
-class PGC(WholeGraphSteps, _PGCModule):
+class PGC(_PGCModule):
     """Node classification with private features: GCN over the 1-bit estimates (Alg. 1).
 
     Args:
@@ -168,13 +189,9 @@ class PGC(WholeGraphSteps, _PGCModule):
         super().__init__(x_epsilon, **kwargs)
         self.gcn: GNNBackbone | None = None
         if num_features is not None and num_classes is not None:
-            self.build(num_features, num_classes)
+            self._build(num_features, num_classes)
 
-    @property
-    def is_built(self) -> bool:
-        return self.gcn is not None
-
-    def build(self, num_features: int, num_classes: int) -> None:
+    def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.gcn = GNNBackbone(
@@ -194,11 +211,11 @@ class PGC(WholeGraphSteps, _PGCModule):
 
     def _logits(self, data: Data) -> torch.Tensor:
         """Logits on the training graph (post-processing of the collection)."""
-        return self(self.received_features(), data.edge_index)
+        return self(self.local.received_features(), data.edge_index)
 
-    def logits_from(self, features: torch.Tensor, graph: Data) -> torch.Tensor:
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         with self.gcn.on_new_graph():
-            return self(features, graph.edge_index)
+            return self(self.local.features_of(outputs), graph.edge_index)
 
 
 # -- link prediction ----------------------------------------------------------------------------
@@ -310,26 +327,21 @@ class PGCLinkPrediction(_PGCModule):
         self.vgae: VGAE | None = None
         self.edges: dict[str, torch.Tensor] | None = None
         if num_features is not None:
-            self.build(num_features, 0)
+            self._build(num_features, 0)
 
-    @property
-    def is_built(self) -> bool:
-        return self.vgae is not None
-
-    def build(self, num_features: int, num_classes: int) -> None:
+    def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         self.hparams.update(num_features=int(num_features))
         self.vgae = VGAE(VGAEEncoder(num_features, hp.hidden, hp.out_dim, hp.dropout))
 
-    def _declared_classes(self) -> int | None:
-        return None
+    def build_for(self, data: Data, seed: int | None = None) -> None:
+        with self.seeded(seed):  # no class: the network is an autoencoder
+            self._build(data.num_features, 0)
 
-    def setup(self, stage: str) -> None:
-        super().setup(stage)
+    def prepare(self, data: Data, stage: str) -> None:
         if self.edges is None:
-            g = self._graph
             self.edges = split_edges(
-                g.edge_index, g.num_nodes, self.hparams.edge_split, self.hparams.split_seed
+                data.edge_index, data.num_nodes, self.hparams.edge_split, self.hparams.split_seed
             )
 
     def _edges(self, key: str) -> torch.Tensor:
@@ -337,7 +349,7 @@ class PGCLinkPrediction(_PGCModule):
 
     def embed(self) -> torch.Tensor:
         """Node embeddings from the received features and the *training* edges only."""
-        return self.vgae.encode(self.received_features(), self._edges("train_edge_index"))
+        return self.vgae.encode(self.local.received_features(), self._edges("train_edge_index"))
 
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         z = self.embed()

@@ -47,8 +47,9 @@ from torch.utils.data import DataLoader
 from torch_geometric.data import Data
 
 from .. import hyperbolic as H
+from .._init_args import init_arguments
 from ..levels import Level
-from ..loops import Stage
+from ..loops import Stage, StagedFit
 from ..nn.mlp import MLP
 from ..nn.poincare import PaperCodeNet, PoincareEncoder
 from ..privacy import PrivacyAccountant
@@ -56,12 +57,12 @@ from ..privacy import random as R
 from ..privacy.dpsgd import unwrap
 from ..privacy.hyperbolic import HyperbolicGaussian, check_beta, check_clip, optimal_beta
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
-from .metrics import log_accuracy
-from .paper_code import PAPER_CODE, PaperCodeMode
+from .base import PrivateModule
+from .paper_code import PAPER_CODE, PaperCode
 from .releases import Draw, Release
 from .sage import _the_graph
 
-__all__ = ["PoinDP", "classification_scores", "MODES"]
+__all__ = ["PoinDP", "PoinDPPaperCode", "classification_scores", "MODES"]
 
 MODES = ("dp", PAPER_CODE)
 #: the 2-D Poincaré weight the authors' code gives every node missing from its weight file;
@@ -85,7 +86,14 @@ def classification_scores(probs: torch.Tensor, y: torch.Tensor) -> dict[str, flo
     }
 
 
-class PoinDP(PaperCodeMode, AggregationPerturbationModule):
+#: why the authors' code is not differentially private (its report and the zoo say so)
+PAPER_CODE_FLAW = (
+    "bounded noise sigma*tanh(v/2) added to the class logits every epoch and at test time, "
+    "never accounted, with sigma from networks that never train"
+)
+
+
+class PoinDP(AggregationPerturbationModule):
     """PoinDP node classifier (module docstring): edge- or node-level private, or the
     paper-code reference mode (not private).
 
@@ -120,11 +128,14 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     mechanism_name = "poindp"
     caches = ("_hop0_cache",)  # declared (PrivateModule.reset_caches)
-    paper_code_release = "model"
-    paper_code_flaw = (
-        "bounded noise sigma*tanh(v/2) added to the class logits every epoch and at test time, "
-        "never accounted, with sigma from networks that never train"
-    )
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> PoinDP:
+        """``PoinDP(mode="paper-code", ...)`` builds its sibling :class:`PoinDPPaperCode` (the
+        authors' code, NOT differentially private), with the arguments it takes."""
+        if cls is PoinDP and kwargs.get("mode") == PAPER_CODE:
+            taken = init_arguments(PoinDPPaperCode)
+            return PoinDPPaperCode(*args, **{k: v for k, v in kwargs.items() if k in taken})
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(
         self,
@@ -155,33 +166,17 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
             check_beta(beta)
         check_clip(clip)
         H.check_curvature(curvature)
-        if mode == PAPER_CODE:
-            if privacy != "edge":
-                raise ValueError(
-                    "mode='paper-code' reproduces the authors' code, which protects nothing: it "
-                    "runs as privacy='edge' (only to read the graph) and reports NOT "
-                    f"differentially private; got privacy={privacy!r}"
-                )
-            if kwargs.get("label_counts"):
-                raise ValueError("mode='paper-code' reproduces the authors' code, which has no "
-                                 "label counts: leave label_counts unset")
         kwargs.setdefault("label_counts", False)
         super().__init__(privacy, epsilon, delta, **kwargs)
         self.mode = mode
         self.beta = optimal_beta(int(hidden)) if beta == "auto" else check_beta(beta)
         self.clip, self.curvature = check_clip(clip), H.check_curvature(curvature)
-        if mode == PAPER_CODE:
-            self.accountant.unit = self.not_private_note()
-            # full batch on the whole graph; early stopping on val/acc, as the code does
-            self.staged.patience, self.staged.reload_every_epoch = paper_patience, False
-        else:
-            self.declare_releases(Release(
-                self.mechanism_name, self._plan_release, self._draw_release, stage=1,
-                save=self._whole,
-            ))  # fmt: skip
+        self.declare_releases(Release(
+            self.mechanism_name, self._plan_release, self._draw_release, stage=1,
+            save=self._whole,
+        ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
-        self.paper_net: PaperCodeNet | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
 
@@ -189,9 +184,6 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
-        if self.in_paper_code_mode:
-            self.paper_net = PaperCodeNet(int(num_features), int(num_classes))
-            return
         mlp = self.mlp_options()
         width = self.input_width(num_features, num_classes)
         encoder = PoincareEncoder(width, hp.hidden, num_classes, hp.encoder_layers, self.clip,
@@ -206,8 +198,6 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     def configure_stages(self) -> list[Stage]:
         hp = self.hparams
-        if self.in_paper_code_mode:
-            return [Stage(PAPER_CODE, hp.paper_epochs, ("paper_net",), "paper_epochs")]
         return [
             Stage("encoder", hp.encoder_epochs, ("encoder_model",), "encoder_epochs"),
             Stage("classifier", hp.classifier_epochs, ("classifier",), "classifier_epochs"),
@@ -217,12 +207,10 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return self.hparams.hops
 
     def stage_model(self, index: int) -> nn.Module:
-        if self.in_paper_code_mode:
-            return self.paper_net
         return self.encoder_model if index == 0 else self.classifier
 
     def calibrates_noise(self) -> bool:
-        return self.level.private and not self.in_paper_code_mode
+        return self.level.private
 
     # -- the release -------------------------------------------------------------------------
     def mechanism(self, noise_multiplier: float | None = None) -> HyperbolicGaussian:
@@ -237,7 +225,7 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     def aggregation_mechanism(self):
         """The part with the least noise (the larger share), for an audit."""
-        if not self.level.private or self.noise_multiplier is None or self.in_paper_code_mode:
+        if not self.level.private or self.noise_multiplier is None:
             return None
         parts = self.mechanism().parts()
         mech, scale = min(parts, key=lambda p: p[1])
@@ -256,8 +244,6 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
 
     @aggregates.setter
     def aggregates(self, value: torch.Tensor | None) -> None:
-        if value is None and self.in_paper_code_mode:
-            return  # the paper-code mode declares no release
         self.releases.set(self.mechanism_name, value)
 
     def _points(self, x: torch.Tensor) -> torch.Tensor:
@@ -314,13 +300,9 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return (x,) if index == 0 else (self._classifier_input(x, self.aggregates),)
 
     def eval_stage(self) -> int:
-        if self.in_paper_code_mode:
-            return 0
         return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
 
     def _logits(self, data: Data) -> torch.Tensor:
-        if self.in_paper_code_mode:
-            return self._paper_logits(data)
         x = self._features(data)
         if self.eval_stage() == 0:
             return self.encoder_model(self.row_trainer.input_features(x))
@@ -328,12 +310,87 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         return self.classifier(self._classifier_input(x, self.aggregates))
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
-        if self.in_paper_code_mode:
-            return self._paper_logits(graph)
         x = self._features(graph, outputs.get(LABEL_COUNTS))
         return self.classifier(self._classifier_input(x, outputs[self.mechanism_name]))
 
-    # -- the paper-code reference mode (NOT differentially private) ---------------------------
+
+class PoinDPPaperCode(PrivateModule):
+    """PoinDP's paper-code reference mode, ``PoinDP(mode="paper-code")``: the authors' released
+    code (two branches' logits plus bounded noise ``sigma*tanh(v/2)`` at every forward, never
+    accounted), full batch on the whole graph with early stopping on ``val/acc`` — **NOT
+    differentially private**: its report says so, ``PrivacyBudget`` and the zoo refuse it.
+
+    Args:
+        privacy: ``"edge"`` only (the graph is read; nothing is protected).
+        epsilon: the code's "epsilon" (it scales sigma; no guarantee).
+        paper_epochs, paper_patience: epochs, and early-stopping patience on ``val/acc`` (the
+            code's 200 and 100).
+        label_counts: refused (the code has none).
+        num_features, num_classes, seed, noise_seed, lr, weight_decay, delta, mode: as in
+            :class:`PoinDP`.
+    """
+
+    card_method = PoinDP.card_method
+    card_paper = PoinDP.card_paper
+    mechanism_name = PoinDP.mechanism_name
+
+    def __init__(
+        self,
+        privacy: Literal["none", "edge", "node"] = "edge",
+        epsilon: float | None = 1.0,
+        delta: float | str = "auto",
+        mode: Literal["paper-code"] = PAPER_CODE,
+        paper_epochs: int = 200,
+        paper_patience: int = 100,
+        label_counts: bool = False,
+        num_features: int | None = None,
+        num_classes: int | None = None,
+        seed: int | None = None,
+        noise_seed: int | None = None,
+        lr: float = 0.01,
+        weight_decay: float = 0.0,
+    ) -> None:
+        if Level.of(privacy) is not Level.EDGE:
+            raise ValueError(
+                "mode='paper-code' reproduces the authors' code, which protects nothing: it "
+                "runs as privacy='edge' (only to read the graph) and reports NOT "
+                f"differentially private; got privacy={privacy!r}"
+            )
+        if label_counts:
+            raise ValueError("mode='paper-code' reproduces the authors' code, which has no "
+                             "label counts: leave label_counts unset")
+        super().__init__(privacy, epsilon, delta, noise_seed=noise_seed, lr=lr,
+                         weight_decay=weight_decay)
+        self.save_hyperparameters()
+        self.mode = PAPER_CODE
+        self.paper_code = PaperCode("model", PAPER_CODE_FLAW)
+        self.accountant.unit = self.paper_code.note()
+        # full batch on the whole graph; early stopping on val/acc, as the code does
+        self.staged = StagedFit(self, self.stage_rows)
+        self.staged.patience, self.staged.reload_every_epoch = paper_patience, False
+        self.paper_net: PaperCodeNet | None = None
+        if num_features is not None and num_classes is not None:
+            self._build(num_features, num_classes)
+
+    def _build(self, num_features: int, num_classes: int) -> None:
+        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        self.paper_net = PaperCodeNet(int(num_features), int(num_classes))
+
+    def configure_stages(self) -> list[Stage]:
+        return [Stage(PAPER_CODE, self.hparams.paper_epochs, ("paper_net",), "paper_epochs")]
+
+    def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
+        return DataLoader([self.on_device(data)], batch_size=1, collate_fn=_the_graph)
+
+    def train_dataloader_from(self, data: Data) -> DataLoader:
+        return self.staged.loader(data)
+
+    def _logits(self, data: Data) -> torch.Tensor:
+        return self._paper_logits(self.on_device(data))
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        return self._paper_logits(graph)
+
     def _paper_logits(self, data: Data) -> torch.Tensor:
         """The code's forward: both branches' logits plus bounded noise, summed (the noise is
         drawn at every call, training and evaluation alike, as in the code)."""
@@ -345,57 +402,24 @@ class PoinDP(PaperCodeMode, AggregationPerturbationModule):
         noise = sigma.unsqueeze(-1) * torch.tanh(v / 2)  # in (-sigma, sigma): bounded
         return (branches + noise).sum(dim=0)
 
+    # -- NOT differentially private: an infinite spend wherever the graph is read ---------------
+    def _record(self, accountant: PrivacyAccountant) -> None:
+        self.paper_code.record(accountant, f"{self.mechanism_name}/{PAPER_CODE}")
+
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
-        if self.in_paper_code_mode:
-            if not any(e.count for e in self.accountant.ledger):
-                self.record_not_private(accountant, f"{self.mechanism_name}/{PAPER_CODE}")
-            return True
-        return super().plan_steps(accountant, noise_multiplier)
+        if not any(e.count for e in self.accountant.ledger):
+            self._record(accountant)
+        return True
 
     def inductive_accountant(
         self, graph: Data, guarantee: str | None = None
     ) -> PrivacyAccountant:
-        """A new graph's ledger; in the paper-code mode it records the graph read in the clear
-        (an infinite spend: the new graph's report says NOT differentially private)."""
+        """A new graph's ledger: the graph read in the clear (an infinite spend)."""
         acc = super().inductive_accountant(graph, guarantee)
-        if self.in_paper_code_mode:
-            acc.unit = self.not_private_note()
-            self.record_not_private(acc, f"{self.mechanism_name}/{PAPER_CODE}")
+        acc.unit = self.paper_code.note()
+        self._record(acc)
         return acc
 
     def on_fit_start(self) -> None:
         super().on_fit_start()
-        if self.in_paper_code_mode:  # the fit reads the graph and labels in the clear
-            self.record_not_private(self.accountant, f"{self.mechanism_name}/{PAPER_CODE}")
-
-    def stage_rows(self, stage_index: int, data: Data) -> DataLoader:
-        if self.in_paper_code_mode:  # full batch on the whole graph
-            return DataLoader([self.on_device(data)], batch_size=1, collate_fn=_the_graph)
-        return super().stage_rows(stage_index, data)
-
-    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        if self.in_paper_code_mode:
-            return log_accuracy(self, self._paper_logits(batch), batch, "train")
-        return super().training_step(batch, batch_idx)
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if self.in_paper_code_mode:
-            return log_accuracy(self, self._paper_logits(data), data, "val")
-        return super().validation_step(data, batch_idx)
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if self.in_paper_code_mode:
-            return log_accuracy(self, self._paper_logits(data), data, "test")
-        return super().test_step(data, batch_idx)
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        if self.in_paper_code_mode:
-            return self._paper_logits(self.on_device(data)).softmax(-1)
-        return super().transductive_probs(data)
-
-    # -- checkpoints ---------------------------------------------------------------------------
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        hp = self.hparams
-        if not self._is_built() and hp.get("num_features") is not None:
-            self._build(hp["num_features"], hp["num_classes"])
-        super().on_load_checkpoint(checkpoint)
+        self._record(self.accountant)  # the fit reads the graph and labels in the clear

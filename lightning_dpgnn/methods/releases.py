@@ -258,6 +258,16 @@ class Releases:
         """The cached output of ``name`` (``None``: not drawn)."""
         return self.values.get(name)
 
+    def require(self, name: str, owner: str = "the model") -> Any:
+        """The cached output of ``name``; the one "not drawn yet" error before a fit."""
+        value = self.values.get(name)
+        if value is None:
+            raise RuntimeError(
+                f"{owner} has not collected or released {name!r} yet: fit the model (or load "
+                "a fitted checkpoint) before validating, testing or predicting"
+            )
+        return value
+
     def set(self, name: str, value: Any) -> None:
         """Replace the cached output of a declared release (e.g. its rows moved to a device or
         sharded across ranks): never a fresh draw."""

@@ -113,12 +113,6 @@ class _SAGEModule(PrivateModule):
         return self.net(self._features(data.x), adj)
 
     # -- the fit (one stage) -----------------------------------------------------------------------
-    def setup(self, stage: str) -> None:
-        data = self._datamodule_graph()
-        if self.net is None:
-            self.build_for(data, self.seed)
-        self.resolve_delta(data)
-
     def configure_stages(self) -> list[Stage]:
         return [Stage("sage", self.hparams.epochs, ("net",))]
 

@@ -68,6 +68,7 @@ __all__ = [
     "PaperCodeGaussian",
     "GraphRelease",
     "graph_unit",
+    "fedavg_unit",
     "multiplicity",
     "SIZE_MODES",
     "PAPER_CODE_UNIT",
@@ -107,15 +108,16 @@ def graph_unit(
     fedavg: str = "clear",
     *,
     overlap: int | None = None,
-    clients_per_node: int = 1,
     public: Sequence[str] = (),
 ) -> str:
-    """The protected unit and the scope of the GW-LDP guarantee, in words (for reports).
+    """The protected unit and the scope of the GW-LDP release's guarantee, in words (for
+    reports).
 
     ``overlap``: the graphs are cut from one source graph and one of its nodes is in up to
-    ``overlap`` released graphs (``None``: independent graphs); ``clients_per_node``: how many
-    clients' DP-FedAvg updates one source node can change; ``public``: what the data module
-    treats as public (named in the unit, invariant 15)."""
+    ``overlap`` released graphs (``None``: independent graphs); ``fedavg``: ``"dp"`` when the
+    model updates are DP-FedAvg (their own guarantee, :func:`fedavg_unit`), ``"clear"`` when
+    they are sent in the clear; ``public``: what the data module treats as public (named in the
+    unit, invariant 15)."""
     rows = ("one row per node, so each graph's number of nodes is public" if size == "public"
             else f"every released matrix is padded or truncated to n_max={n_max} rows")
     if overlap is None:
@@ -129,13 +131,11 @@ def graph_unit(
             f"({overlap} x epsilon per graph); {rows}"
         )
     if fedavg == "dp":
-        spread = ("" if clients_per_node == 1 else
-                  f"; one source node is in the training graphs of up to {clients_per_node} "
-                  "clients, and the recorded sensitivity covers all of them")
         scope = (
-            "; covers the released node-embedding matrices and the DP-FedAvg model updates "
-            f"(client-level, composed with the release{spread}); graph labels given to the "
-            "server for its classifier are not covered"
+            "; covers the released node-embedding matrices (local DP: against the server too); "
+            "the DP-FedAvg model updates are the dp-fedavg guarantee's, and whoever sees both "
+            "the weights and this release faces the two composed (at most the sum of the "
+            "epsilons); graph labels given to the server for its classifier are not covered"
         )
     else:
         scope = (
@@ -145,6 +145,24 @@ def graph_unit(
         )
     assumed = "; public: " + "; ".join(public) if public else ""
     return what + scope + assumed
+
+
+def fedavg_unit(clients_per_node: int = 1, public: Sequence[str] = ()) -> str:
+    """The unit and scope of GW-LDP's DP-FedAvg guarantee, in words: client-level DP of the
+    noisy sum of clipped updates (central: the server adds the noise, so it is trusted with
+    each client's update). ``clients_per_node``: how many clients' updates one source node can
+    change (graphs cut from one source graph)."""
+    spread = ("" if clients_per_node == 1 else
+              f"; one source node is in the training graphs of up to {clients_per_node} "
+              "clients, and the recorded sensitivity covers all of them")
+    assumed = "; public: " + "; ".join(public) if public else ""
+    return (
+        "replacement of one graph of one client: the trained weights (client-level DP-FedAvg "
+        "model updates, noise added by the server, which sees each clipped update and is "
+        f"trusted with it){spread}; the released embedding matrices are the release "
+        "guarantee's, and whoever sees both faces the two composed (at most the sum of the "
+        f"epsilons){assumed}"
+    )
 
 
 @dataclass

@@ -39,8 +39,8 @@ for name, kwargs in RUNS.items():
     out[name] = {
         "clients": model.clients_run, "params": digest(model.parameters()),
         "release": digest(mats), "ids": model.release().graph_ids.tolist(),
-        "ledger": model.accountant.state_dict()["ledger"],
-        "epsilon": model.privacy_spent().epsilon,
+        "ledger": [e for state in model._ledgers().values() for e in state["ledger"]],
+        "epsilon": {n: r.epsilon for n, r in model.privacy_spent().guarantees.items()},
     }
     if dist.get_rank() == 0:
         torch.save({"release": list(mats), "params": [p.detach() for p in model.parameters()]},

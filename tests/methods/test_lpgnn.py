@@ -91,7 +91,7 @@ def test_collection_runs_once_per_node_and_reports_eps_x_plus_eps_y(ldp_dm, make
     assert report.level == "ldp" and report.delta == 0.0
     assert report.epsilon == pytest.approx(3.0)  # Corollary 2: eps_x + eps_y
     assert report.count("multibit") == 1 and report.count("randomized_response") == 1
-    c = model.collection()
+    c = model.local.collection()
     assert c.payload.is_sparse  # m* = 1 at eps_x = 1: one non-zero code per node, kept compact
     assert c.payload._nnz() == data.num_nodes
     assert bool((c.labels[~c.label_mask] == -1).all())
@@ -130,7 +130,7 @@ def test_resume_reloads_the_collection_and_never_requeries(ldp_dm, tmp_path, spi
     resumed = LPGNN(x_epsilon=1.0, y_epsilon=1.0, x_steps=2, y_steps=2, noise_seed=1)
     trainer(4).fit(resumed, ldp_dm, ckpt_path=str(tmp_path / "last.ckpt"))
     assert spies["encode_calls"] == 1 and spies["rr_calls"] == 1  # nodes not queried again
-    a, b = first.collection(), resumed.collection()
+    a, b = first.local.collection(), resumed.local.collection()
     assert torch.equal(a.payload.to_dense(), b.payload.to_dense())
     assert torch.equal(a.labels, b.labels)
     assert resumed.privacy_spent().epsilon == pytest.approx(2.0)  # still one collection
@@ -148,7 +148,7 @@ def test_clear_budgets_are_reported_as_infinite_not_hidden(ldp_dm, make_trainer)
     assert math.isinf(report.epsilon) and report.count("labels/clear") == 1
     raw = LPGNN(x_epsilon=math.inf, y_epsilon=1.0, noise_seed=0)
     make_trainer(max_epochs=1).fit(raw, ldp_dm)
-    assert torch.equal(raw.received_features(), ldp_dm.data.x)  # clear features, no mechanism
+    assert torch.equal(raw.local.received_features(), ldp_dm.data.x)  # clear features, no mechanism
     assert math.isinf(raw.privacy_spent().epsilon)
 
 
@@ -157,7 +157,7 @@ def test_adhoc_features_spend_only_the_label_budget(ldp_dm, make_trainer):
     make_trainer(max_epochs=1).fit(model, ldp_dm)
     report = model.privacy_spent()
     assert report.epsilon == pytest.approx(1.0) and report.count("multibit") == 0
-    x = model.received_features()
+    x = model.local.received_features()
     deg = torch.bincount(ldp_dm.data.edge_index[1], minlength=ldp_dm.data.num_nodes)
     assert x.shape == ldp_dm.data.x.shape and torch.equal(x.argmax(1), deg)
 
@@ -320,7 +320,7 @@ def test_multibit_features_stay_factored_and_give_the_dense_logits(ldp_dm, make_
         make_trainer(max_epochs=2).fit(model, ldp_dm)
         view = model.server_view()
         assert isinstance(view["h"], PropagatedCodes)
-        dense = model._propagated(model.received_features(), view["edge_index"])
+        dense = model._propagated(model.local.received_features(), view["edge_index"])
         torch.testing.assert_close(view["h"].dense(), dense,
                                    atol=1e-4 * dense.abs().max().item(), rtol=1e-4)
         model.eval()

@@ -81,7 +81,7 @@ def test_pgc_collects_once_and_learns(ldp_dm, make_trainer, monkeypatch):
     trainer.fit(model, ldp_dm)
     trainer.test(model, ldp_dm, verbose=False)
     assert calls == [ldp_dm.num_nodes]
-    assert model.collection().payload.dtype == torch.int8  # one bit per feature, compact
+    assert model.local.collection().payload.dtype == torch.int8  # one bit per feature, compact
     assert trainer.callback_metrics["test/acc"] > 0.5  # 5 balanced classes: chance 0.2
 
 
@@ -121,7 +121,7 @@ def test_link_prediction_on_cora_trains_on_training_edges_only(make_trainer):
     auc = trainer.test(model, cora, verbose=False)[0]["test/auc"]
     assert auc > 0.85  # thesis Table 2.3: PGC on Cora at eps = 9 reaches 92.1
     assert model.privacy_spent().epsilon == pytest.approx(8.0 * cora.num_features)
-    assert model.collection().label_mask.sum() == 0  # link prediction collects no labels
+    assert model.local.collection().label_mask.sum() == 0  # link prediction collects no labels
     held_out = torch.cat([model.edges["val_pos"], model.edges["test_pos"]], dim=1)
     train_graph = set(map(tuple, model.edges["train_edge_index"].t().tolist()))
     assert not any((i, j) in train_graph for i, j in held_out.t().tolist())
@@ -158,5 +158,5 @@ def test_checkpoint_restores_the_collection_and_the_settings(cls, ldp_dm, make_t
     loaded = cls.load_from_checkpoint(tmp_path / "pgc.ckpt")
     assert dict(loaded.hparams) == dict(model.hparams)
     assert loaded.collector.mechanism == "piecewise" and loaded.lr == 0.02
-    assert torch.equal(loaded.received_features(), model.received_features())
+    assert torch.equal(loaded.local.received_features(), model.local.received_features())
     assert loaded.privacy_spent() == model.privacy_spent()

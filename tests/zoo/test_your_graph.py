@@ -96,8 +96,10 @@ def test_a_loaded_ldp_model_predicts_from_your_nodes_private_features(make, tmp_
     assert report.epsilon == pytest.approx(before.epsilon - _label_eps(published), rel=1e-9)
     probs = published.predict_inductive(yours, sent)
     assert probs.shape == (300, 5) and torch.allclose(probs.sum(-1), torch.ones(300))
-    yours.inductive = True  # or let predict_step collect with fresh noise
-    assert not torch.equal(published.predict_step(yours, 0), probs)
+    yours.inductive = True  # or let predict_step collect: the same graph's nodes do not send
+    # again (invariant 13: a repeated release on one graph is the cached one, not a new spend)
+    assert torch.equal(published.predict_step(yours, 0), probs)
+    assert published.last_inference_report == report
     # the training graph's cached collection, report and GCN normalisation are untouched
     assert published.privacy_spent() == before
     assert torch.equal(quiet_trainer(tmp_path).predict(published, dm)[0], on_training_graph)
