@@ -43,6 +43,7 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
 from .aggregation import EDGE_UNITS
+from .mechanism import EDGES, draw
 
 __all__ = ["AsymmetricRandomizedResponse", "arr_probabilities", "bernoulli_positions"]
 
@@ -144,6 +145,7 @@ class AsymmetricRandomizedResponse:
         self.edge_unit = edge_unit
         self.density_share = float(density_share)
         self.name = str(name)
+        self.level, self.reads = "edge", (EDGES,)
 
     @property
     def eps_density(self) -> float:
@@ -167,14 +169,14 @@ class AsymmetricRandomizedResponse:
         keep = src != dst
         return torch.unique(src[keep] * int(num_nodes) + dst[keep])
 
-    def account(self, accountant: PrivacyAccountant) -> None:
-        """Record one release: the Laplace count and the randomized response (both pure)."""
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
+        """Record ``count`` releases: the Laplace count and the randomized response (pure)."""
         accountant.add_pure(
-            f"{self.name}/density", self.eps_density,
+            f"{self.name}/density", self.eps_density, count=count,
             note="Laplace(1/eps) edge count, sensitivity 1 unit (ARR density estimate)",
         )
         accountant.add_pure(
-            f"{self.name}/link", self.eps_link,
+            f"{self.name}/link", self.eps_link, count=count,
             note=f"asymmetric randomized response, one {self.edge_unit} pair per unit "
             "(Imola et al. 2022; GAP paper §6)",
         )
@@ -186,15 +188,16 @@ class AsymmetricRandomizedResponse:
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
+        """The perturbed graph (:meth:`sample`), recorded on ``accountant`` (required)."""
+        return draw(self, accountant, generator, edge_index, num_nodes)
+
+    def sample(
+        self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """The perturbed graph as a sorted ``[2, E']`` edge index (both directions of every
-        pair for the undirected unit); records the release on ``accountant`` (required)."""
-        if accountant is None or not callable(getattr(accountant, "add_pure", None)):
-            raise TypeError(f"{self.name}: an accountant (PrivacyAccountant) is required")
-        if getattr(accountant, "level", None) not in ("edge",):
-            raise ValueError(
-                f"{self.name}: randomized response on the adjacency is edge-level DP only; "
-                f"got an accountant at level {getattr(accountant, 'level', None)!r}"
-            )
+        pair for the undirected unit). The candidate non-edges reported present are a
+        Bernoulli(``p01``) process over the ``n^2`` ordered positions
+        (:func:`bernoulli_positions`), restricted to candidate non-edges (see the module doc)."""
         n = int(num_nodes)
         if n < 2:
             raise ValueError(f"{self.name}: needs at least two nodes, got {n}")
@@ -204,13 +207,16 @@ class AsymmetricRandomizedResponse:
         keys = self.units(edge_index, n)
         noisy_m = keys.numel() + float(R.laplace((1,), 1.0 / self.eps_density,
                                                   generator=generator, dtype=torch.float64))
-        pairs = self.num_pairs(n)
-        p11, p01 = arr_probabilities(self.eps_link, max(noisy_m, 1.0) / pairs)
+        p11, p01 = arr_probabilities(self.eps_link, max(noisy_m, 1.0) / self.num_pairs(n))
         kept = keys[R.bernoulli(torch.full(keys.shape, p11, dtype=torch.float64, device=device),
                                 generator=generator)]
-        added = self._flipped_non_edges(keys, n, p01, generator, device)
-        accountant.mark_reproducible(generator)
-        self.account(accountant)
+        pos = bernoulli_positions(
+            torch.tensor([n * n]), torch.tensor([float(p01)], dtype=torch.float64),
+            generator=generator, device=device,
+        )[1]
+        src, dst = pos // n, pos % n
+        pos = pos[src < dst if self.edge_unit == "undirected" else src != dst]
+        added = pos[~torch.isin(pos, keys)]
         out = torch.sort(torch.cat([kept, added])).values
         src, dst = out // n, out % n
         if self.edge_unit == "undirected":
@@ -218,26 +224,6 @@ class AsymmetricRandomizedResponse:
             order = torch.argsort(src * n + dst)
             src, dst = src[order], dst[order]
         return torch.stack([src, dst])
-
-    def _flipped_non_edges(
-        self,
-        keys: torch.Tensor,
-        n: int,
-        rate: float,
-        generator: torch.Generator | None,
-        device: torch.device,
-    ) -> torch.Tensor:
-        """Keys of the candidate non-edges reported present: a Bernoulli(``rate``) process over
-        the ``n^2`` ordered positions (:func:`bernoulli_positions`), restricted to candidate
-        non-edges (see the module doc)."""
-        pos = bernoulli_positions(
-            torch.tensor([n * n]), torch.tensor([float(rate)], dtype=torch.float64),
-            generator=generator, device=device,
-        )[1]
-        src, dst = pos // n, pos % n
-        candidate = src < dst if self.edge_unit == "undirected" else src != dst
-        pos = pos[candidate]
-        return pos[~torch.isin(pos, keys)]
 
     def __repr__(self) -> str:
         return (
