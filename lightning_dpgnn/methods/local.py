@@ -20,6 +20,7 @@ from torch_geometric.data import Data
 from ..levels import Level, Unit
 from ..privacy import PrivacyAccountant, PrivacyReport
 from ..privacy.local import LocalCollection, LocalCollector
+from ..privacy.mechanism import Mechanism, Steps
 from .base import PrivateModule
 from .releases import FEATURES, Draw, Release
 
@@ -54,7 +55,7 @@ class LocallyPrivateModule(PrivateModule):
         self.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
         # the release: what every node sent, collected once before the fit
         self.declare_releases(Release(
-            COLLECTION_KEY, self._plan_collection, self._collect,
+            COLLECTION_KEY, self._collection_mechanisms, self._collect,
             save=LocalCollection.state_dict, load=LocalCollection.from_state_dict,
             reads=(FEATURES,),  # on a new graph; the fit's also reads the labels it collects
         ))  # fmt: skip
@@ -89,21 +90,17 @@ class LocallyPrivateModule(PrivateModule):
     def _collection(self) -> LocalCollection | None:
         return self.releases.get(COLLECTION_KEY)
 
-    def _collect(self, d: Draw) -> LocalCollection:
+    def _collect(self, d: Draw) -> Steps:
         """The fit's collection (features and, when collected, labels) or, on a new graph,
         its nodes' features only (no label is sent)."""
-        if d.fit:
-            return self.collector.collect(
-                d.graph, d.accountant, d.generator, self._declared_classes()
-            )
-        return self.collector.collect(d.graph, d.accountant, d.generator, labels=False)
+        classes = self._declared_classes() if d.fit else None
+        return (yield from self.collector.steps(d.graph, d.generator, classes, labels=d.fit))
 
-    def _plan_collection(self, accountant: PrivacyAccountant, z: float | None) -> None:
+    def _collection_mechanisms(self, z: float | None) -> list[Mechanism]:
         if self._graph is None:
             raise RuntimeError("the spend of an LDP collection is known once the data is set up")
-        self.collector.account(
-            accountant, int(self._graph.num_features), self._declared_classes() or 0
-        )
+        d = int(self._graph.num_features)
+        return self.collector.mechanisms(d, self._declared_classes() or 0)
 
     def release_graph(self) -> Data:
         return self._graph

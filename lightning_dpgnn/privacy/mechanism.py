@@ -16,13 +16,15 @@ and the noise sampler are the hook's, ``run``'s and the mechanism's ``sample`` o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator
 from typing import Any, Protocol, runtime_checkable
 
 import torch
 
 __all__ = [
-    "EDGES", "FEATURES", "TRAIN_LABELS", "LABELS", "READS", "Mechanism", "check_accountant",
+    "EDGES", "FEATURES", "TRAIN_LABELS", "LABELS", "READS", "Clear", "Mechanism",
+    "check_accountant",
     "draw", "run", "sample_steps",
 ]
 
@@ -45,6 +47,20 @@ class Mechanism(Protocol):
     def account(self, accountant: Any, count: int = 1) -> Any: ...
 
     def sample(self, *inputs: Any, generator: torch.Generator | None = None) -> Any: ...
+
+
+class Clear:
+    """Private data read without a mechanism: an infinite spend, said in the ledger (e.g. an
+    LDP collection with ``epsilon=inf``)."""
+
+    def __init__(self, name: str, reads: tuple[str, ...], note: str, level: str = "ldp") -> None:
+        self.name, self.reads, self.note, self.level = name, reads, note, level
+
+    def account(self, accountant: Any, count: int = 1) -> None:
+        accountant.add_pure(self.name, math.inf, count=count, note=self.note)
+
+    def sample(self, value: torch.Tensor, generator: torch.Generator | None = None) -> Any:
+        return value.clone()
 
 
 def check_accountant(mechanism: Mechanism, accountant: Any) -> None:
