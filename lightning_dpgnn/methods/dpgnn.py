@@ -170,8 +170,7 @@ class DPGNN(PrivateModule):
 
     def _draw(self, d: Draw) -> Steps:
         g, (mechanism,) = d.graph, d.mechanisms
-        mechanism.check_input(g.x, g.edge_index, g.num_nodes)
-        return (yield mechanism, sum_aggregate(normalize_rows(g.x), g.edge_index, g.num_nodes))
+        return (yield mechanism, mechanism.aggregate(g.x, g.edge_index, g.num_nodes))
 
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
         """The remaining DP-SGD steps (the inference aggregation plans itself as a release)."""

@@ -298,10 +298,15 @@ class GaussianAggregation:
     ) -> torch.Tensor:
         """Noisy aggregate ``A^T normalize_rows(x) + N(0, (scale * std)^2)`` (not
         re-normalized), recorded on ``accountant`` (required) at the multiplier used."""
+        agg = self.aggregate(x, edge_index, num_nodes)
+        return draw(self.scaled(scale), accountant, generator, agg)
+
+    def aggregate(self, x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+        """The exact sum ``A^T normalize_rows(x)`` that :meth:`sample` perturbs, once
+        :meth:`check_input` accepts ``x`` and the graph."""
         num_nodes = int(num_nodes)
         self.check_input(x, edge_index, num_nodes)
-        agg = sum_aggregate(normalize_rows(x), edge_index, num_nodes)
-        return draw(self.scaled(scale), accountant, generator, agg)
+        return sum_aggregate(normalize_rows(x), edge_index, num_nodes)
 
     def scaled(self, scale: float) -> GaussianAggregation:
         """This mechanism at ``scale`` times its noise multiplier (a hop given a smaller or

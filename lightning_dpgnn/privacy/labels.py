@@ -94,9 +94,11 @@ class RandomizedResponse:
         offset = 1 + torch.floor(u * (c - 1)).to(torch.long).clamp_(0, c - 2)
         return torch.where(keep, y, (y + offset) % c)
 
-    #: the draw (:class:`~.mechanism.Mechanism`): the randomized labels, recording nothing
-    sample = perturb
     level, reads = "ldp", (LABELS,)
+
+    def sample(self, y: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The draw (:class:`~.mechanism.Mechanism`): :meth:`perturb`, recording nothing."""
+        return self.perturb(y, generator)
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
         """Record ``count`` label collections (pure epsilon-LDP per node) on ``accountant``."""

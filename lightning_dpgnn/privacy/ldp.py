@@ -320,7 +320,7 @@ class FeatureRandomizer(ABC):
         if d is None:
             raise ValueError(
                 f"{self.name}: the spend depends on the feature dimension d; fix it with "
-                "at_width(d) or call perturb() first"
+                "at_width(d=...) or call perturb() first"
             )
         if d < 1:
             raise ValueError(f"{self.name}: d must be >= 1, got {d}")
@@ -434,7 +434,9 @@ class OneBit(_CoordinateRandomizer):
             rows.copy_(R.bernoulli(self._p_one(xc, d), generator=gen))
         return out
 
-    sample = encode  # what a node sends: its bits
+    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What a node sends: its bits (:meth:`encode`)."""
+        return self.encode(x, generator)
 
     def estimate(self, sent: torch.Tensor) -> torch.Tensor:
         return self.rectify(sent)
@@ -958,7 +960,9 @@ class MultiBit(FeatureRandomizer):
             codes.zero_().scatter_(1, idx, (2 * t.to(torch.int8) - 1))
         return out
 
-    sample = encode  # what a node sends: its codes
+    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What a node sends: its codes (:meth:`encode`)."""
+        return self.encode(x, generator)
 
     def estimate(self, sent: torch.Tensor) -> torch.Tensor:
         return self.rectify(sent)
