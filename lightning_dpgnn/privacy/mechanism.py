@@ -24,8 +24,7 @@ import torch
 
 __all__ = [
     "EDGES", "FEATURES", "TRAIN_LABELS", "LABELS", "READS", "Clear", "Mechanism",
-    "check_accountant",
-    "draw", "run", "sample_steps",
+    "check_accountant", "draw", "run", "sample_steps",
 ]
 
 #: what a mechanism (and a release) may read of a graph
