@@ -86,9 +86,9 @@ class RecordingGAP(GAP):
         super().__init__(**kwargs)
         self.seen = {"blocks": [], "train_shards": [], "hops": []}
 
-    def _aggregate_once(self, *args, **kwargs):
-        agg = super()._aggregate_once(*args, **kwargs)
-        if kwargs.get("fit"):
+    def _aggregate(self, x, d, index):
+        agg = yield from super()._aggregate(x, d, index)
+        if d.fit:
             self.seen["hops"].append(digest([agg]))
         return agg
 

@@ -47,15 +47,18 @@ from ..privacy.aggregation import (
 )
 from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
+from ..privacy.mechanism import Steps
 from ..publish.card import MethodCard
 from .arguments import node_unit
 from .base import PrivateModule
 from .metrics import log_rows, logs_metrics
-from .releases import EDGES, TRAIN_LABELS, Draw, Release
+from .releases import EDGES, FEATURES, TRAIN_LABELS, Draw, Release
 from .rows import RowTrainer
 
 #: ledger and cache name of the label-count aggregation (``label_counts=True``)
 LABEL_COUNTS = "label_counts"
+#: what the label counts read: the edges and the training labels
+COUNT_READS = (EDGES, TRAIN_LABELS)
 #: noise stream of the label counts under an explicit ``noise_seed`` (research only)
 LABEL_STREAM = 7919
 
@@ -208,8 +211,8 @@ class AggregationPerturbationModule(PrivateModule):
         self._graph: Data | None = None
         if self.label_counts:
             self.declare_releases(Release(
-                LABEL_COUNTS, self._plan_counts, self._draw_counts, stage=0,
-                stream=LABEL_STREAM, collective=True, reads=(EDGES, TRAIN_LABELS),
+                LABEL_COUNTS, self.count_mechanisms, self._draw_counts, stage=0,
+                stream=LABEL_STREAM, collective=True, reads=COUNT_READS,
             ))  # fmt: skip
 
     # -- the releases -------------------------------------------------------------------------
@@ -227,16 +230,16 @@ class AggregationPerturbationModule(PrivateModule):
     def aggregates(self, value: Any) -> None:
         raise NotImplementedError
 
-    def _plan_counts(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        self._mechanism_for(z, LABEL_COUNTS).account(accountant)
+    def count_mechanisms(self, z: float | None) -> list[GaussianAggregation]:
+        """The label counts' one Gaussian aggregation at the full noise multiplier ``z``
+        (none without privacy)."""
+        return [self._mechanism_for(z, LABEL_COUNTS, COUNT_READS)] if self.level.private else []
 
-    def _draw_counts(self, d: Draw) -> torch.Tensor:
+    def _draw_counts(self, d: Draw) -> Steps:
         """``A^T Y_train`` plus the plan's noise (one Gaussian aggregation, see
         ``label_counts``), every node's row; on every rank together on the training graph."""
         labels = self._known_labels(d.graph)
-        return self._aggregate_once(
-            labels, d.graph, d.accountant, d.generator, 0, fit=d.fit, name=LABEL_COUNTS
-        )
+        return (yield from self._aggregate(labels, d, 0))
 
     def _whole(self, rows: torch.Tensor) -> torch.Tensor:
         """All ``N`` rows of a cached hop release (what checkpoints and the hub store): gathered
@@ -246,15 +249,14 @@ class AggregationPerturbationModule(PrivateModule):
             return rows
         return gather_rows(rows, self._graph.num_nodes)
 
-    def _plan_hops(self, hops: range) -> Any:
-        """The plan of the hops ``hops`` (0-based): each at its share of the budget."""
-
-        def plan(accountant: PrivacyAccountant, z: float | None) -> None:
-            mechanism, scales = self._mechanism_for(z), self.hop_scales()
-            for hop in hops:
-                mechanism.account(accountant, scale=scales[hop])
-
-        return plan
+    def hop_mechanisms(self, z: float | None, hops: range) -> list[GaussianAggregation]:
+        """The aggregations of the hops ``hops`` (0-based) at noise multiplier ``z``, each at
+        its share of the budget (:meth:`hop_scales`); none without privacy."""
+        if not self.level.private:
+            return []
+        base = self._mechanism() if z == self.noise_multiplier else self._mechanism_for(z)
+        scales = self.hop_scales()
+        return [base.scaled(scales[hop]) for hop in hops]
 
     def release_graph(self) -> Data:
         self._hold_local_rows()  # a restored full cache: the block the next release reads
@@ -374,7 +376,8 @@ class AggregationPerturbationModule(PrivateModule):
         return True
 
     def _mechanism_for(
-        self, noise_multiplier: float, name: str | None = None
+        self, noise_multiplier: float, name: str | None = None,
+        reads: tuple[str, ...] = (EDGES, FEATURES),
     ) -> GaussianAggregation:
         return GaussianAggregation(
             noise_multiplier,
@@ -382,6 +385,7 @@ class AggregationPerturbationModule(PrivateModule):
             max_degree=self.max_degree if self.level is Level.NODE else None,
             name=name or self.mechanism_name,
             edge_unit=self.edge_unit,
+            reads=reads,
         )
 
     def _mechanism(self) -> GaussianAggregation:
@@ -399,47 +403,25 @@ class AggregationPerturbationModule(PrivateModule):
         return self._mechanism_for(self.noise_multiplier * min(self.hop_scales()))
 
     @torch.no_grad()
-    def _aggregate_once(
-        self,
-        x: torch.Tensor,
-        graph: Data,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None,
-        hop: int,
-        *,
-        fit: bool = False,
-        name: str | None = None,
-    ) -> torch.Tensor:
-        """Hop ``hop`` (0-based) on ``graph``: ``A^T normalize_rows(x)``, plus calibrated noise
-        when private, at this hop's share of the budget (recorded on ``accountant``).
+    def _aggregate(self, x: torch.Tensor, d: Draw, index: int) -> Steps:
+        """``A^T normalize_rows(x)`` on ``d.graph``, then (yielded to the draw's preamble) the
+        noise of ``d.mechanisms[index]`` when private.
 
-        ``fit=True``: the fit's cached aggregation, which every rank calls together under DDP.
-        Each rank sums the edges into its block of rows (sharded) or every edge, and the noise
-        is drawn once, on rank 0, and broadcast with the ledger (:meth:`run_once`): every rank
-        gets the same ``[N, d]`` noisy aggregate, the single-process one for the same noise.
-        ``name``: another mechanism of the plan at the model's noise multiplier and full
-        share (the label counts), recorded under that name; ``hop`` is then ignored."""
-        n, scale = graph.num_nodes, 1.0 if name else self.hop_scales()[hop]
-        mechanism = None
-        if self.level.private and name:
-            mechanism = self._mechanism_for(self.noise_multiplier, name)
-        elif self.level.private:
-            mechanism = self._mechanism()
-        if not fit:
-            if mechanism is None:
-                return sum_aggregate(normalize_rows(x), graph.edge_index, n)
-            return mechanism(x, graph.edge_index, n, accountant, generator, scale=scale)
+        On the fit's graph every rank sums the edges into its block of rows (sharded) or every
+        edge, and the release is ``collective``: the noise is sampled once, on rank 0, and
+        broadcast with the ledger (:meth:`run_once`): every rank gets the same ``[N, d]`` noisy
+        aggregate, the single-process one for the same noise."""
+        graph, n = d.graph, d.graph.num_nodes
+        mechanism = d.mechanisms[index] if d.mechanisms else None
         if mechanism is not None:
             mechanism.check_input(x, graph.edge_index, n)
         x = normalize_rows(x)
-        block = self._row_block()
+        block = self._row_block() if d.fit else None
         if block is None:
             agg = sum_aggregate(x, graph.edge_index, n)
         else:  # this rank's edge partition: the edges into its rows
             agg = gather_rows(block_sum_aggregate(x, graph.edge_index, block), n)
-        if mechanism is None:
-            return agg
-        return self.run_once(mechanism.perturb, agg, accountant, generator, scale)
+        return agg if mechanism is None else (yield mechanism, agg)
 
     def describe(self) -> MethodCard:
         """The card's method line as the model was built: whether its aggregations are

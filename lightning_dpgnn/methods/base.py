@@ -43,6 +43,7 @@ from ..levels import CENTRAL_LEVELS, Level
 from ..privacy import PrivacyAccountant, PrivacyReport, SeveralGuarantees
 from ..privacy.dpsgd import DPSGDPhase
 from ..privacy.guarantee import Guarantee
+from ..privacy.mechanism import run
 from ..privacy.random import reproducible_generator
 from ..publish import hub
 from ..publish.card import MethodCard, model_card
@@ -57,7 +58,7 @@ from .ledgers import (
     unit_of,
 )
 from .metrics import accuracy, cross_entropy
-from .releases import Draw, Release, Releases
+from .releases import Release, Releases
 from .sources import AccountingError
 
 if TYPE_CHECKING:
@@ -307,14 +308,9 @@ class PrivateModule(
         Inference on new graphs does not go through it: under ``trainer.predict`` each graph is
         given to one rank only, and its mechanism runs there once.
         """
-        trainer = self._trainer
-        if (
-            trainer is None
-            or trainer.world_size == 1
-            or trainer.state.status != TrainerStatus.RUNNING
-        ):
+        if not self._draws_as_group():
             return mechanism(*args)
-        strategy = trainer.strategy
+        strategy = self.trainer.strategy
         payload: tuple[Any, dict[str, Any] | None, BaseException | None] = (None, None, None)
         if strategy.global_rank == 0:
             try:
@@ -330,6 +326,12 @@ class PrivateModule(
         self._load_ledgers(ledger)
         return apply_to_collection(out, torch.Tensor, lambda t: t.to(strategy.root_device))
 
+    def _draws_as_group(self) -> bool:
+        """Whether a one-time draw now is made for a process group (a running DDP fit)."""
+        trainer = self._trainer
+        return (trainer is not None and trainer.world_size > 1
+                and trainer.state.status == TrainerStatus.RUNNING)
+
     # -- releases: drawn once, in hooks (never from a dataloader) ------------------------------
     def release_graph(self) -> Data:
         """The training graph the fit's releases read, on this module's device."""
@@ -340,18 +342,24 @@ class PrivateModule(
         cached yet, tell the method (:meth:`on_releases_changed`) and return the names drawn
         now. ``graph``: the training graph (default :meth:`release_graph`, the fit's).
 
-        Each release's mechanism runs once: under DDP rank 0 alone calls it and broadcasts the
-        output with the ledger (:meth:`run_once`); a ``collective`` release is called on every
-        rank (it sums over edge partitions) and draws its noise once itself."""
-        drawn = []
+        Each release is drawn once through the one preamble (:func:`~..privacy.mechanism.run`):
+        under DDP rank 0 alone draws it and broadcasts the output with the ledger
+        (:meth:`run_once`); a ``collective`` release is drawn on every rank (it sums over edge
+        partitions) and each of its mechanisms samples once, on rank 0. Every draw is checked
+        against its plan (:meth:`Releases.check_spend`)."""
+        drawn, group = [], self._draws_as_group()
         for r in self.releases.pending(stage):
-            d = Draw(
-                self.release_graph() if graph is None else graph, self.accountant_of(r.guarantee),
-                self.noise_generator(r.stream), self.releases.outputs(), fit=True,
+            d = self.releases.draw_of(
+                r, self.release_graph() if graph is None else graph,
+                self.accountant_of(r.guarantee), self.noise_generator(r.stream),
+                self.releases.outputs(), True, self.noise_multiplier,
             )
             self.releases.fit_graph = d.graph  # in memory only: new graphs are compared with it
             before = d.accountant.copy()
-            out = r.draw(d) if r.collective else self.run_once(r.draw, d)
+            if group and not r.collective:
+                out = self.run_once(run, r.draw(d), d.accountant, d.generator)
+            else:
+                out = run(r.draw(d), d.accountant, d.generator, self.run_once if group else None)
             if Level.of(d.accountant.level).private:
                 self.releases.check_spend(r, before, d.accountant, self.noise_multiplier)
             self.releases.store(r.name, out)

@@ -35,6 +35,7 @@ from ..privacy.aggregation import (
     sum_aggregate,
 )
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
+from ..privacy.mechanism import Steps
 from .arguments import node_unit
 from .base import PrivateModule
 from .metrics import log_accuracy, logs_metrics
@@ -120,7 +121,7 @@ class DPGNN(PrivateModule):
         self.noise_multiplier = noise_multiplier
         self.mlp: torch.nn.Module | None = None
         # the release: the noisy aggregate of the graph ``[N, F]`` that inference reads
-        self.declare_releases(Release(self.mechanism_name, self._plan_aggregate, self._draw))
+        self.declare_releases(Release(self.mechanism_name, self._mechanisms, self._draw))
         self._graph: Data | None = None
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
@@ -165,12 +166,12 @@ class DPGNN(PrivateModule):
     def release_graph(self) -> Data:
         return self.on_device(self._graph)  # the graph setup checked against D
 
-    def _plan_aggregate(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        self._aggregation(z).account(accountant)
+    def _mechanisms(self, z: float | None) -> list[GaussianAggregation]:
+        return [self._aggregation(z)]
 
-    def _draw(self, d: Draw) -> torch.Tensor:
-        g = d.graph
-        return self._aggregation()(g.x, g.edge_index, g.num_nodes, d.accountant, d.generator)
+    def _draw(self, d: Draw) -> Steps:
+        g, (mechanism,) = d.graph, d.mechanisms
+        return (yield mechanism, mechanism.aggregate(g.x, g.edge_index, g.num_nodes))
 
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
         """The remaining DP-SGD steps (the inference aggregation plans itself as a release)."""

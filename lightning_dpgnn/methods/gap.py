@@ -22,6 +22,7 @@ aggregates; inductive predictions run encoder + PMA (fresh noise) on the new gra
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 import torch
@@ -35,6 +36,7 @@ from ..nn.ensemble import LogProbEnsemble
 from ..nn.mlp import MLP
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
 from ..privacy.dpsgd import unwrap
+from ..privacy.mechanism import Steps
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
 from .releases import Draw, Release
 
@@ -147,8 +149,8 @@ class GAP(AggregationPerturbationModule):
         self.hop_scales()  # checks hop_budget against the number of hops
         # the PMA's K noisy hops of the encoder output, [N, K, d]: read from stage 1 on
         self.declare_releases(Release(
-            self.mechanism_name, self._plan_hops(range(hops)), self._draw_hops, stage=1,
-            collective=True, save=self._whole,
+            self.mechanism_name, partial(self.hop_mechanisms, hops=range(hops)), self._draw_hops,
+            stage=1, collective=True, save=self._whole,
         ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
@@ -234,10 +236,10 @@ class GAP(AggregationPerturbationModule):
         return torch.cat([self._hop0(x).unsqueeze(1), hops], dim=1)
 
     @torch.no_grad()
-    def _draw_hops(self, d: Draw) -> torch.Tensor:
+    def _draw_hops(self, d: Draw) -> Steps:
         """The release, ``[N, K, d]``: the K normalized noisy hops of the normalized encoder
         output, on the training graph (every rank together, each encoding its rows; the noise
-        of each hop is drawn once, see ``_aggregate_once``) or on a new graph (from its label
+        of each hop is drawn once, see ``_aggregate``) or on a new graph (from its label
         counts when ``label_counts``)."""
         if d.fit:
             x = self._gather(self._hop0(self._features(self._local(d.graph))))
@@ -245,9 +247,7 @@ class GAP(AggregationPerturbationModule):
             x = self._hop0(self._features(d.graph, d.outputs.get(LABEL_COUNTS)))
         hops = []
         for hop in range(self.hparams.hops):
-            x = normalize_rows(
-                self._aggregate_once(x, d.graph, d.accountant, d.generator, hop, fit=d.fit)
-            )
+            x = normalize_rows((yield from self._aggregate(x, d, hop)))
             hops.append(x)
         return torch.stack(hops, dim=1)
 

@@ -76,6 +76,7 @@ from ..privacy.graph_ldp import (
     graph_unit,
     multiplicity,
 )
+from ..privacy.mechanism import Steps
 from .base import PrivateModule, accuracy
 from .ledgers import calibrated
 from .paper_code import PaperCode
@@ -225,7 +226,7 @@ class GWLDP(PrivateModule):
         self.net: torch.nn.Module | None = None
         # the one release: drawn when training ends (stage 1: after the federated rounds)
         self.declare_releases(Release(
-            RELEASE_KEY, self._plan_release, self._draw_release, stage=1, stream=1,
+            RELEASE_KEY, self._release_mechanisms, self._draw_release, stage=1, stream=1,
             inductive=False, guarantee=self.release_guarantee,
             save=GraphRelease.state_dict, load=GraphRelease.from_state_dict,
         ))  # fmt: skip
@@ -289,11 +290,13 @@ class GWLDP(PrivateModule):
     def _release(self) -> GraphRelease | None:
         return self.releases.get(RELEASE_KEY)
 
-    def _plan_release(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        if self._mechanism is not None:
-            dm = self._trainer.datamodule if self._trainer is not None else None
-            sources = None if dm is None else self._sources(dm)
-            self._mechanism.account(accountant, overlap=multiplicity(sources))
+    def _release_mechanisms(self, z: float | None) -> list[MatrixMultiBit | PaperCodeGaussian]:
+        """The local encoder, over graphs sharing up to ``multiplicity`` source nodes."""
+        if self._mechanism is None:
+            return []
+        dm = self._trainer.datamodule if self._trainer is not None else None
+        sources = None if dm is None else self._sources(dm)
+        return [self._mechanism.at_overlap(multiplicity(sources))]
 
     @staticmethod
     def _released_ids(dm: Any) -> torch.Tensor:
@@ -321,17 +324,17 @@ class GWLDP(PrivateModule):
         """No single graph: the release reads every client's graphs (``_draw_release``)."""
         return None
 
-    def _draw_release(self, d: Draw) -> GraphRelease:
+    def _draw_release(self, d: Draw) -> Steps:
         """Every client encodes every one of its graphs once (all of them: the server's SVM
         trains on some and predicts the others); one release round on the ledger."""
         dm = self.trainer.datamodule
         ids = self._released_ids(dm)
         embeddings = self.node_embeddings([dm.dataset[int(i)] for i in ids])
-        mech = self._mechanism
-        if mech is None:
+        if not d.mechanisms:
             return GraphRelease("values", [h.float() for h in embeddings], ids,
                                 {"mechanism": "clear"})
-        return mech.release(embeddings, ids, d.accountant, d.generator, self._sources(dm))
+        mechanism = d.mechanisms[0]
+        return mechanism.graph_release((yield mechanism, embeddings), ids)
 
     def release(self) -> GraphRelease:
         """What the server received (a clear error before the first fit)."""

@@ -42,10 +42,11 @@ from torch_geometric.transforms import BaseTransform
 
 from ..levels import Level, Unit
 from ..nn.backbone import GNNBackbone
-from ..privacy import PrivacyAccountant, check_epsilon
+from ..privacy import check_epsilon
 from ..privacy.feature_rr import DEFAULT_K, FeatureRR, public_feature_weights
 from ..privacy.hrg import PAPER_CODE_FLAW, EdgeRR, PaperCodeEdgeRR, edge_split, keyed_uniform
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
+from ..privacy.mechanism import Steps
 from .base import PrivateModule
 from .paper_code import PAPER_CODE, PaperCode
 from .releases import EDGES, FEATURES, Draw, Release, graph_digest
@@ -211,7 +212,7 @@ class HeteroRR(PrivateModule):
                                        epsilon=x_epsilon)
             else:
                 self.accountant.unit = FEATURES_UNIT
-            releases.append(Release("features", self._plan_features, self._draw_features,
+            releases.append(Release("features", self._feature_mechanisms, self._draw_features,
                                     guarantee=self.features_guarantee, reads=(FEATURES,)))
         if epsilon is not None:
             release = PaperCodeEdgeRR if mode == PAPER_CODE else EdgeRR
@@ -222,7 +223,8 @@ class HeteroRR(PrivateModule):
             )
             self.accountant.unit = (self.paper_code.note() if self.paper_code else
                                     f"{Unit(Level.EDGE, 'private')}, {self.edgerr.condition()}")
-            releases.append(Release("edges", self._plan_edges, self._draw_edges, reads=(EDGES,)))
+            releases.append(Release("edges", lambda z: [self.edgerr], self._draw_edges,
+                                    reads=(EDGES,)))
         self.declare_releases(*releases)
         #: FeatureRR's per-feature weights, computed once on the public nodes (public state)
         self.theta: torch.Tensor | None = None
@@ -384,15 +386,12 @@ class HeteroRR(PrivateModule):
                     self.x_epsilon, alpha, beta)
         return self._randomizer
 
-    def _plan_features(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        self.randomizer.account(accountant, d=int(self.hparams.num_features))
+    def _feature_mechanisms(self, z: float | None) -> list[FeatureRandomizer]:
+        return [self.randomizer.at_width(int(self.hparams.num_features))]
 
-    def _draw_features(self, d: Draw) -> torch.Tensor:
-        x = self.encode(d.graph.x)
-        out = self.randomizer.perturb(x, d.generator).float()
-        d.accountant.mark_reproducible(d.generator)
-        self.randomizer.account(d.accountant, d=int(x.size(1)))
-        return out
+    def _draw_features(self, d: Draw) -> Steps:
+        sent = yield d.mechanisms[0], self.encode(d.graph.x)
+        return self.randomizer.estimate(sent).float()
 
     # -- the edge release ---------------------------------------------------------------------
     def private_edges(self, data: Data) -> torch.Tensor:
@@ -436,17 +435,13 @@ class HeteroRR(PrivateModule):
                              "graph")
         return torch.isin(edge_keys, pair_keys).to(data.edge_index.device)
 
-    def _plan_edges(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        self.edgerr.account(accountant)
-
-    def _draw_edges(self, d: Draw) -> torch.Tensor:
+    def _draw_edges(self, d: Draw) -> Steps:
         g = d.graph
         if self.hparams.progress is None:  # a long chain's bar, unless the Trainer shows none
             trainer = getattr(self, "_trainer", None)
             quiet = trainer is not None and trainer.progress_bar_callback is None
             self.edgerr.progress = False if quiet else None
-        return self.edgerr(g.edge_index, int(g.num_nodes), self.private_edges(g),
-                           d.accountant, d.generator)
+        return (yield self.edgerr, g.edge_index, int(g.num_nodes), self.private_edges(g))
 
     # -- what the GCN reads ---------------------------------------------------------------------
     def released(self, data: Data, outputs: dict[str, Any] | None = None

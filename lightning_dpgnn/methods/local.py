@@ -21,6 +21,7 @@ from torch_geometric.data import Data
 from ..levels import Level, Unit
 from ..privacy import PrivacyAccountant
 from ..privacy.local import LocalCollection, LocalCollector
+from ..privacy.mechanism import Mechanism, Steps
 from .inductive import inductive_outputs
 from .releases import FEATURES, Draw, Release
 
@@ -46,7 +47,7 @@ class LocalRelease:
             module.accountant.unit = Unit(Level.LDP, "features").describe()
         module.accountant.delta = collector.gaussian_delta if collector.needs_delta else None
         module.declare_releases(Release(
-            COLLECTION_KEY, self._plan_collection, self._collect,
+            COLLECTION_KEY, self._collection_mechanisms, self._collect,
             save=LocalCollection.state_dict, load=LocalCollection.from_state_dict,
             reads=(FEATURES,),  # on a new graph; the fit's also reads the labels it collects
         ))  # fmt: skip
@@ -61,18 +62,17 @@ class LocalRelease:
         return self.module.hparams.get("num_classes")
 
     # -- the collection (node side), once ---------------------------------------------------------
-    def _collect(self, d: Draw) -> LocalCollection:
+    def _collect(self, d: Draw) -> Steps:
         """The fit's collection (features and, when collected, labels) or, on a new graph,
         its nodes' features only (no label is sent)."""
-        if d.fit:
-            return self.collector.collect(d.graph, d.accountant, d.generator, self._classes())
-        return self.collector.collect(d.graph, d.accountant, d.generator, labels=False)
+        classes = self._classes() if d.fit else None
+        return (yield from self.collector.steps(d.graph, d.generator, classes, labels=d.fit))
 
-    def _plan_collection(self, accountant: PrivacyAccountant, z: float | None) -> None:
+    def _collection_mechanisms(self, z: float | None) -> list[Mechanism]:
         width = self.module.hparams.get("num_features")
         if width is None:
             raise RuntimeError("the spend of an LDP collection is known once the data is set up")
-        self.collector.account(accountant, int(width), self._classes() or 0)
+        return self.collector.mechanisms(int(width), self._classes() or 0)
 
     def collection(self) -> LocalCollection:
         """What the nodes sent (the lifecycle's one "not drawn yet" error before a fit)."""

@@ -56,6 +56,7 @@ from ..privacy import PrivacyAccountant
 from ..privacy import random as R
 from ..privacy.dpsgd import unwrap
 from ..privacy.hyperbolic import HyperbolicGaussian, check_beta, check_clip, optimal_beta
+from ..privacy.mechanism import Steps
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
 from .base import PrivateModule
 from .paper_code import PAPER_CODE, PaperCode
@@ -172,7 +173,7 @@ class PoinDP(AggregationPerturbationModule):
         self.beta = optimal_beta(int(hidden)) if beta == "auto" else check_beta(beta)
         self.clip, self.curvature = check_clip(clip), H.check_curvature(curvature)
         self.declare_releases(Release(
-            self.mechanism_name, self._plan_release, self._draw_release, stage=1,
+            self.mechanism_name, self.release_mechanisms, self._draw_release, stage=1,
             save=self._whole,
         ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
@@ -231,10 +232,11 @@ class PoinDP(AggregationPerturbationModule):
         mech, scale = min(parts, key=lambda p: p[1])
         return self._mechanism_for(self.noise_multiplier * scale, mech.name)
 
-    def _plan_release(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        mechanism = self.mechanism(z)
-        for scale in self.hop_scales():
-            mechanism.account(accountant, scale=scale)
+    def release_mechanisms(self, z: float | None) -> list[HyperbolicGaussian]:
+        """Each hop's hyperbolic Gaussian at its share of the budget (none without privacy)."""
+        if not self.level.private:
+            return []
+        return [self.mechanism(z).scaled(scale) for scale in self.hop_scales()]
 
     @property
     def aggregates(self) -> torch.Tensor | None:
@@ -251,15 +253,14 @@ class PoinDP(AggregationPerturbationModule):
         enc = self._encoder()
         return self._eval_forward(enc, self.row_trainer.input_features(x), call=enc.embed)
 
-    def _draw_release(self, d: Draw) -> torch.Tensor:
+    def _draw_release(self, d: Draw) -> Steps:
         g = d.graph
         counts = None if d.fit else d.outputs.get(LABEL_COUNTS)  # a new graph's own counts
         points = self._points(self._features(g, counts))
         mechanism, hops = self.mechanism(), []
-        for scale in self.hop_scales():
-            if self.level.private:
-                hop = mechanism(points, g.edge_index, g.num_nodes, d.accountant, d.generator,
-                                scale=scale)
+        for k in range(len(self.hop_scales())):
+            if d.mechanisms:
+                hop = yield from d.mechanisms[k].steps(points, g.edge_index, g.num_nodes)
             else:  # the same model without noise
                 hop = mechanism.aggregate(points, g.edge_index, g.num_nodes)
             hops.append(hop)

@@ -25,6 +25,7 @@ fresh noise.
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any, Literal
 
 import torch
@@ -37,6 +38,7 @@ from ..nn.combine import Combine
 from ..nn.mlp import MLP
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
 from ..privacy.dpsgd import unwrap
+from ..privacy.mechanism import Steps
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
 from .releases import Draw, Release
 
@@ -231,7 +233,8 @@ class ProGAP(AggregationPerturbationModule):
         # X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1))), one release per stage s = 1..K
         self.declare_releases(*(
             Release(
-                self._nap_name(s), self._plan_hops(range(s - 1, s)), self._nap_draw(s),
+                self._nap_name(s), partial(self.hop_mechanisms, hops=range(s - 1, s)),
+                partial(self._draw_nap, s),
                 stage=s, stream=s, collective=True, save=self._whole,
             )
             for s in range(1, depth + 1)
@@ -321,27 +324,22 @@ class ProGAP(AggregationPerturbationModule):
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
         return (self._features(data), *(self.aggregates or [])[:index])
 
-    def _nap_draw(self, stage: int):
+    def _draw_nap(self, stage: int, d: Draw) -> Steps:
         """The release of stage ``stage``: ``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` on the
         training graph (every rank together, each from its rows; the noise is drawn once, see
-        ``_aggregate_once``) or on a new graph (through the base MLP as it was released)."""
+        ``_aggregate``) or on a new graph (through the base MLP as it was released)."""
         k = stage - 1
-
-        def draw(d: Draw) -> torch.Tensor:
-            earlier = [d.outputs[self._nap_name(s)] for s in range(1, stage)]
-            if d.fit:
-                x = self.row_trainer.sparse_as_csr(self._features(self._local(d.graph)))
-                inputs = self._gather(self._eval_forward(self._net().base[k], [x, *earlier][k]))
-            else:
-                x = self._features(d.graph, d.outputs.get(LABEL_COUNTS))
-                x = self.row_trainer.input_features(x)
-                inputs = self._eval_forward(self.release_bases[k], [x, *earlier][k])
-            generator = d.generator if d.fit else None
-            out = self._aggregate_once(inputs, d.graph, d.accountant, generator, k, fit=d.fit)
-            out = normalize_rows(out) if self.normalize_nap else out
-            return self._keep_local(out) if d.fit else out
-
-        return draw
+        earlier = [d.outputs[self._nap_name(s)] for s in range(1, stage)]
+        if d.fit:
+            x = self.row_trainer.sparse_as_csr(self._features(self._local(d.graph)))
+            inputs = self._gather(self._eval_forward(self._net().base[k], [x, *earlier][k]))
+        else:
+            x = self._features(d.graph, d.outputs.get(LABEL_COUNTS))
+            x = self.row_trainer.input_features(x)
+            inputs = self._eval_forward(self.release_bases[k], [x, *earlier][k])
+        out = yield from self._aggregate(inputs, d, 0)
+        out = normalize_rows(out) if self.normalize_nap else out
+        return self._keep_local(out) if d.fit else out
 
     def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
         super().on_releases_changed(names, restored)

@@ -1,19 +1,22 @@
 """Releases: the private outputs a method publishes, and the release half of the lifecycle.
 
-A *release* is the output of a mechanism run on private data — GAP's noisy hops, ProGAP's NAP
+A *release* is the output of mechanisms run on private data — GAP's noisy hops, ProGAP's NAP
 outputs, the label counts, EdgeRand's randomized graph, DPGNN's noisy aggregate, what the
-nodes of an LDP method sent. A method **declares** its releases (:class:`Release`: a name, what
-one draw costs, the draw itself, the stage before which the fit needs it) and nothing else;
+nodes of an LDP method sent. A method **declares** its releases (:class:`Release`: a name, its
+mechanisms at a noise multiplier, the draw that feeds them their inputs, the stage before which
+the fit needs it) and nothing else;
 :class:`Releases`, held by :class:`~lightning_dpgnn.methods.base.PrivateModule`, owns what
 every method used to write for itself:
 
-* **plan** — the releases not drawn yet are recorded on a planning accountant at a noise
-  multiplier (:meth:`Releases.plan`): the calibration sees them before anything is drawn;
-* **draw once** — ``PrivateModule.draw_releases`` runs a release's mechanism on the training
-  graph once per fit (:meth:`Releases.store` caches it); under DDP rank 0 alone draws (or,
-  for a ``collective`` release that sums over edge partitions first, every rank calls it and
-  the noise is drawn once inside it), the output is broadcast with the ledger (invariant
-  one-draw-under-ddp, docs/privacy.md);
+* **plan** — the mechanisms of the releases not drawn yet record what they cost on a planning
+  accountant at a noise multiplier (:meth:`Releases.plan`, ``Mechanism.account``): the
+  calibration sees them before anything is drawn;
+* **draw once** — ``PrivateModule.draw_releases`` runs a release's draw on the training
+  graph once per fit through :func:`~lightning_dpgnn.privacy.mechanism.run`, the one preamble
+  that checks, samples and records each mechanism (:meth:`Releases.store` caches the output);
+  under DDP rank 0 alone draws (or, for a ``collective`` release that sums over edge
+  partitions first, every rank computes the inputs and each mechanism samples once, on rank
+  0), the output is broadcast with the ledger (invariant one-draw-under-ddp, docs/privacy.md);
 * **cache** — the outputs stay in :attr:`Releases.values` (the only private-data-derived values
   a checkpoint or a published folder holds besides parameters);
 * **checkpoint and restore** — :meth:`Releases.state_dict` / :meth:`Releases.load_state_dict`:
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,15 +50,12 @@ import torch
 from torch_geometric.data import Data
 
 from ..privacy import PrivacyAccountant
+from ..privacy.mechanism import EDGES, FEATURES, LABELS, READS, TRAIN_LABELS, Mechanism, run
 
 __all__ = [
     "Draw", "Release", "Releases", "UnaccountedRelease", "graph_digest",
     "EDGES", "FEATURES", "TRAIN_LABELS", "LABELS",
 ]
-
-#: what a release may read of a graph (:attr:`Release.reads`)
-EDGES, FEATURES, TRAIN_LABELS, LABELS = "edges", "features", "train_labels", "labels"
-READS = (EDGES, FEATURES, TRAIN_LABELS, LABELS)
 #: the Rényi orders at which a draw's recorded spend is compared with its plan
 _CHECK_ORDERS = np.array([1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 16.0, 32.0, 64.0, 256.0])
 
@@ -80,6 +80,8 @@ class Draw:
         outputs: the releases of this graph drawn before this one (e.g. ProGAP's earlier NAPs,
             the label counts a hop's input is built from).
         fit: ``True`` for the training graph of a fit, ``False`` for a new graph.
+        mechanisms: the release's mechanisms at the model's noise multiplier, for the draw to
+            yield (empty without privacy: nothing is perturbed).
     """
 
     graph: Data
@@ -87,6 +89,7 @@ class Draw:
     generator: torch.Generator | None
     outputs: dict[str, Any]
     fit: bool
+    mechanisms: Sequence[Mechanism] = ()
 
 
 @dataclass(frozen=True)
@@ -95,9 +98,11 @@ class Release:
 
     Attributes:
         name: cache, checkpoint and hub key (the ledger names are the mechanism's own).
-        plan: ``plan(accountant, noise_multiplier)`` records on ``accountant`` what one draw
-            costs (the mechanism plans itself, e.g. ``GaussianAggregation.account``).
-        draw: ``draw(Draw) -> output``: runs the mechanism, recording on ``draw.accountant``.
+        mechanisms: ``mechanisms(noise_multiplier)``: the mechanisms one draw runs, each once
+            (their ``account`` is the plan, and what the draw must record).
+        draw: ``draw(Draw)``: a generator that yields ``(mechanism, *inputs)`` for each of
+            ``Draw.mechanisms``, is sent the noisy output, and returns the release
+            (:func:`~lightning_dpgnn.privacy.mechanism.run` checks, samples and records).
         stage: the fit draws it when it enters this stage (0: at the start of the fit).
         stream: the noise stream under an explicit ``noise_seed`` (research only).
         collective: under DDP every rank calls ``draw`` together (e.g. sums over edge
@@ -117,7 +122,7 @@ class Release:
     """
 
     name: str
-    plan: Callable[[PrivacyAccountant, float | None], None]
+    mechanisms: Callable[[float | None], Sequence[Mechanism]]
     draw: Callable[[Draw], Any]
     stage: int = 0
     stream: int = 0
@@ -295,7 +300,18 @@ class Releases:
         """Record the cost of every pending release of ``guarantee`` on ``accountant``."""
         for r in self.pending():
             if r.guarantee == guarantee:
-                r.plan(accountant, noise_multiplier)
+                for mechanism in r.mechanisms(noise_multiplier):
+                    mechanism.account(accountant)
+
+    @staticmethod
+    def draw_of(
+        release: Release, graph: Data, accountant: PrivacyAccountant,
+        generator: torch.Generator | None, outputs: dict[str, Any], fit: bool,
+        noise_multiplier: float | None,
+    ) -> Draw:
+        """What ``release``'s draw receives (its mechanisms at ``noise_multiplier``)."""
+        mechanisms = tuple(release.mechanisms(noise_multiplier))
+        return Draw(graph, accountant, generator, outputs, fit, mechanisms)
 
     def _fit_digest(self, reads: tuple[str, ...]) -> str:
         """The digest of the fit's graph, hashed once per graph (not on every new graph)."""
@@ -319,7 +335,8 @@ class Releases:
         ``before`` to ``after`` by exactly what ``release.plan`` says one draw costs at
         ``noise_multiplier`` (compared as Rényi curves: the order of entries is free)."""
         planned = PrivacyAccountant(after.level, after.delta)
-        release.plan(planned, noise_multiplier)
+        for mechanism in release.mechanisms(noise_multiplier):
+            mechanism.account(planned)
         was = before.rdp(_CHECK_ORDERS)
         known = np.isfinite(was)  # where the ledger was infinite already, nothing can grow
         grown = after.rdp(_CHECK_ORDERS)[known] - was[known]
@@ -418,8 +435,10 @@ class Releases:
                 continue
             if r.guarantee not in ledgers:
                 ledgers[r.guarantee] = new_accountant(r.guarantee)
-            before = ledgers[r.guarantee].copy()
-            outputs[r.name] = r.draw(Draw(graph, ledgers[r.guarantee], None, outputs, fit=False))
+            ledger = ledgers[r.guarantee]
+            before = ledger.copy()
+            d = self.draw_of(r, graph, ledger, None, outputs, False, noise_multiplier)
+            outputs[r.name] = run(r.draw(d), ledger)
             if check:
                 self.check_spend(r, before, ledgers[r.guarantee], noise_multiplier)
         if None not in ledgers:

@@ -21,8 +21,8 @@ from torch_geometric.data import Data
 from ..loops import Stage, StagedFit
 from ..nn.mlp import compact_features, resolve_normalization
 from ..nn.sage import SAGENet
-from ..privacy import PrivacyAccountant
 from ..privacy.edgerand import AsymmetricRandomizedResponse
+from ..privacy.mechanism import Steps
 from .base import PrivateModule
 from .metrics import log_accuracy
 from .releases import EDGES, Draw, Release
@@ -221,7 +221,7 @@ class EdgeRand(_SAGEModule):
         )
         # the release: the randomized graph's ``[2, E']`` edge index, drawn before the fit
         self.declare_releases(Release(
-            "edges", self._plan_randomize, self._randomize, reads=(EDGES,),
+            "edges", lambda z: [self.arr], self._randomize, reads=(EDGES,),
         ))  # fmt: skip
 
     @property
@@ -229,11 +229,8 @@ class EdgeRand(_SAGEModule):
         """The cached release: the randomized graph's ``[2, E']`` edge index."""
         return self.releases.get("edges")
 
-    def _plan_randomize(self, accountant: PrivacyAccountant, z: float | None) -> None:
-        self.arr.account(accountant)
-
-    def _randomize(self, d: Draw) -> torch.Tensor:
-        return self.arr(d.graph.edge_index, d.graph.num_nodes, d.accountant, d.generator)
+    def _randomize(self, d: Draw) -> Steps:
+        return (yield self.arr, d.graph.edge_index, d.graph.num_nodes)
 
     def _has_graph(self) -> bool:
         return self.noisy_edge_index is not None

@@ -18,6 +18,7 @@ Lightning imports.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Literal
@@ -29,6 +30,7 @@ from ..caches import TensorCache
 from ..levels import EDGE_UNITS
 from . import random as R
 from .accountant import PrivacyAccountant
+from .mechanism import EDGES, FEATURES, draw
 
 __all__ = [
     "normalize_rows", "sum_aggregate", "in_adjacency", "GaussianAggregation", "degrees",
@@ -211,6 +213,7 @@ class GaussianAggregation:
         max_degree: int | None = None,
         name: str = "pma",
         edge_unit: Literal["undirected", "directed"] = "undirected",
+        reads: tuple[str, ...] = (EDGES, FEATURES),
     ) -> None:
         try:
             nm = float(noise_multiplier)
@@ -241,6 +244,8 @@ class GaussianAggregation:
         self.level = level
         self.max_degree = max_degree
         self.name = str(name)
+        #: what it reads: the edges and the rows it sums (features, or training labels)
+        self.reads = tuple(reads)
         self.calls = 0
 
     @property
@@ -255,18 +260,6 @@ class GaussianAggregation:
     def std(self) -> float:
         """Noise standard deviation ``noise_multiplier * sensitivity``."""
         return self.noise_multiplier * self.sensitivity
-
-    def _check_accountant(self, accountant: PrivacyAccountant) -> None:
-        if accountant is None or not callable(getattr(accountant, "add_gaussian", None)):
-            raise TypeError(
-                f"{self.name}: an accountant (PrivacyAccountant) is required: every private "
-                "aggregation must be recorded"
-            )
-        if getattr(accountant, "level", None) == "node" and self.level == "edge":
-            raise ValueError(
-                f"{self.name}: an edge-level aggregation cannot be recorded on a node-level "
-                "accountant (its sensitivity is only valid for edge-level adjacency)"
-            )
 
     def check_degrees(self, edge_index: torch.Tensor, num_nodes: int) -> None:
         """Node level: raise unless max in-degree and max out-degree are both <= D."""
@@ -304,24 +297,34 @@ class GaussianAggregation:
         scale: float = 1.0,
     ) -> torch.Tensor:
         """Noisy aggregate ``A^T normalize_rows(x) + N(0, (scale * std)^2)`` (not
-        re-normalized).
+        re-normalized), recorded on ``accountant`` (required) at the multiplier used."""
+        agg = self.aggregate(x, edge_index, num_nodes)
+        return draw(self.scaled(scale), accountant, generator, agg)
 
-        ``scale`` multiplies the noise multiplier of this one call (a hop given a smaller or
-        larger share of the budget). Records one Gaussian entry on ``accountant`` (required)
-        per call, at the multiplier actually used.
-        """
-        self._check_accountant(accountant)
+    def aggregate(self, x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+        """The exact sum ``A^T normalize_rows(x)`` that :meth:`sample` perturbs, once
+        :meth:`check_input` accepts ``x`` and the graph."""
         num_nodes = int(num_nodes)
         self.check_input(x, edge_index, num_nodes)
-        return self.perturb(sum_aggregate(normalize_rows(x), edge_index, num_nodes), accountant,
-                            generator, scale)
+        return sum_aggregate(normalize_rows(x), edge_index, num_nodes)
 
-    def account(self, accountant: PrivacyAccountant, scale: float = 1.0, count: int = 1) -> None:
-        """Record ``count`` calls at ``scale`` times the noise multiplier on ``accountant``:
-        what :meth:`perturb` records, and what a plan records before anything is drawn."""
+    def scaled(self, scale: float) -> GaussianAggregation:
+        """This mechanism at ``scale`` times its noise multiplier (a hop given a smaller or
+        larger share of the budget); itself at scale 1."""
+        scale = float(scale)
+        if not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"{self.name}: scale must be finite and > 0, got {scale!r}")
+        if scale == 1.0:
+            return self
+        out = copy.copy(self)
+        out.noise_multiplier = self.noise_multiplier * scale
+        return out
+
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
+        """Record ``count`` draws on ``accountant`` (a plan, or what a draw records)."""
         accountant.add_gaussian(
             self.name,
-            self.noise_multiplier * scale,
+            self.noise_multiplier,
             sensitivity=self.sensitivity,
             count=count,
             note=(
@@ -333,6 +336,16 @@ class GaussianAggregation:
             ),
         )
 
+    def sample(self, agg: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``agg + N(0, std^2)``, recording nothing (:func:`~.mechanism.run` records). ``agg``
+        must be ``A^T normalize_rows(x)`` of a graph :meth:`check_input` accepted — e.g.
+        assembled from the edge partitions of a distributed aggregation
+        (:func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`)."""
+        self.calls += 1
+        return agg + R.normal(
+            tuple(agg.shape), self.std, generator=generator, dtype=agg.dtype, device=agg.device
+        )
+
     def perturb(
         self,
         agg: torch.Tensor,
@@ -340,24 +353,8 @@ class GaussianAggregation:
         generator: torch.Generator | None = None,
         scale: float = 1.0,
     ) -> torch.Tensor:
-        """The noise of one call on an aggregate computed elsewhere: ``agg + N(0, (scale *
-        std)^2)``, recorded on ``accountant``. ``agg`` must be ``A^T normalize_rows(x)`` of the
-        graph whose degrees :meth:`check_degrees` accepted — e.g. assembled from the edge
-        partitions of a distributed aggregation
-        (:func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`); :meth:`__call__`
-        is the one-process path."""
-        self._check_accountant(accountant)
-        scale = float(scale)
-        if not (math.isfinite(scale) and scale > 0):
-            raise ValueError(f"{self.name}: scale must be finite and > 0, got {scale!r}")
-        std = self.std * scale
-        noise = R.normal(
-            tuple(agg.shape), std, generator=generator, dtype=agg.dtype, device=agg.device
-        )
-        accountant.mark_reproducible(generator)
-        self.account(accountant, scale)
-        self.calls += 1
-        return agg + noise
+        """One recorded draw at ``scale`` on an aggregate computed elsewhere (:meth:`sample`)."""
+        return draw(self.scaled(scale), accountant, generator, agg)
 
     def __repr__(self) -> str:
         return (

@@ -60,6 +60,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
+from .mechanism import EDGES, draw
 
 __all__ = ["PrivateDegreeBound", "degree_excess", "round_candidates"]
 
@@ -171,6 +172,7 @@ class PrivateDegreeBound:
         self.exceed = int(exceed)
         self.level = level
         self.name = str(name)
+        self.reads = (EDGES,)
 
     @property
     def sensitivity(self) -> float:
@@ -190,13 +192,6 @@ class PrivateDegreeBound:
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
         """Record ``count`` releases (pure epsilon-DP each) on ``accountant``."""
-        level = getattr(accountant, "level", None)
-        covered = level == self.level or (self.level == "node" and level == "edge")
-        if not covered:  # a node-level release also covers one edge; not the reverse
-            raise ValueError(
-                f"{self.name}: a {self.level}-level release cannot be recorded on a {level!r} "
-                "accountant"
-            )
         accountant.add_pure(
             self.name, self.epsilon, count=count,
             note=(
@@ -215,15 +210,16 @@ class PrivateDegreeBound:
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
     ) -> int:
-        """Draw the bound (one of :attr:`candidates`) and record the release on ``accountant``
-        (required)."""
-        if accountant is None or not callable(getattr(accountant, "add_pure", None)):
-            raise TypeError(f"{self.name}: an accountant (PrivacyAccountant) is required")
+        """Draw the bound (:meth:`sample`) and record the release on ``accountant``
+        (required; a node-level release also covers one edge, not the reverse)."""
+        return draw(self, accountant, generator, edge_index, num_nodes)
+
+    def sample(
+        self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None
+    ) -> int:
+        """One of :attr:`candidates`, drawn from :meth:`probabilities`."""
         probs = self.probabilities(edge_index, num_nodes)
-        index = int(R.categorical(probs.view(1, -1), generator=generator)[0])
-        accountant.mark_reproducible(generator)
-        self.account(accountant)
-        return self.candidates[index]
+        return self.candidates[int(R.categorical(probs.view(1, -1), generator=generator)[0])]
 
     def __repr__(self) -> str:
         return (

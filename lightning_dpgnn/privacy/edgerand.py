@@ -43,6 +43,8 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
 from .aggregation import EDGE_UNITS
+from .mechanism import EDGES, draw
+from .random import bernoulli_positions
 
 __all__ = ["AsymmetricRandomizedResponse", "arr_probabilities", "bernoulli_positions"]
 
@@ -58,64 +60,6 @@ def arr_probabilities(eps_link: float, density: float) -> tuple[float, float]:
     return p * q, (1.0 - p) * q
 
 
-
-def bernoulli_positions(
-    totals: torch.Tensor,
-    rates: torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-    device: torch.device | str | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The successes of independent Bernoulli trials, segment by segment, without one draw per
-    trial: segment ``s`` has ``totals[s]`` positions ``0 .. totals[s] - 1``, each a success with
-    probability ``rates[s]`` (clipped to [0, 1]).
-
-    Drawn as geometric gaps between successes (the gap to the next success is
-    ``floor(log U / log(1 - rate)) + 1``), which is exactly that process in ``O(#successes)``
-    time and memory; equivalently a ``Binomial(totals[s], rates[s])`` count of positions chosen
-    uniformly without replacement. All segments draw their uniforms together, in batches,
-    through :mod:`lightning_dpgnn.privacy.random` (secure mode covers them).
-
-    Returns ``(segment, position)``: two ``int64`` tensors, one entry per success, sorted by
-    segment then position. Shared by EdgeRand's flipped non-edges and the HRG graph sampling
-    (:mod:`lightning_dpgnn.privacy.hrg`)."""
-    device = torch.device(device) if device is not None else torch.device("cpu")
-    totals = torch.as_tensor(totals, dtype=torch.long).cpu()
-    rates = torch.as_tensor(rates, dtype=torch.float64).cpu().clamp(0.0, 1.0)
-    if totals.shape != rates.shape or totals.dim() != 1:
-        raise ValueError("totals and rates must be 1-d tensors of the same length")
-    segs, poss = [], []
-    full = torch.nonzero((rates >= 1.0) & (totals > 0)).flatten()
-    for s in full.tolist():  # every position: no draw needed
-        poss.append(torch.arange(int(totals[s]), dtype=torch.long))
-        segs.append(torch.full((int(totals[s]),), s, dtype=torch.long))
-    live = torch.nonzero((rates > 0.0) & (rates < 1.0) & (totals > 0)).flatten()
-    last = torch.full_like(totals, -1)
-    log_miss = torch.log1p(-rates)
-    while live.numel():
-        remaining = (totals[live] - 1 - last[live]).double()
-        mu = remaining * rates[live]
-        k = torch.ceil(mu * 1.05 + 4.0 * mu.sqrt() + 8.0).long()
-        k = torch.minimum(k, remaining.long() + 1)
-        seg = torch.repeat_interleave(live, k)
-        u = R.uniform((int(k.sum()),), generator=generator, dtype=torch.float64)
-        gaps = torch.floor(torch.log(u) / log_miss[seg]) + 1.0
-        gaps = torch.minimum(gaps, (remaining + 1.0).repeat_interleave(k)).long()
-        csum = torch.cumsum(gaps, 0)
-        ends = torch.cumsum(k, 0)
-        before = torch.cat([csum.new_zeros(1), csum[ends[:-1] - 1]])
-        pos = last[seg] + csum - before.repeat_interleave(k)
-        keep = pos < totals[seg]
-        segs.append(seg[keep])
-        poss.append(pos[keep])
-        last[live] = pos[ends - 1]
-        live = live[last[live] < totals[live] - 1]
-    if not segs:
-        empty = torch.empty(0, dtype=torch.long, device=device)
-        return empty, empty.clone()
-    seg, pos = torch.cat(segs), torch.cat(poss)
-    order = torch.argsort(seg * (int(totals.max()) + 1) + pos)
-    return seg[order].to(device), pos[order].to(device)
 
 class AsymmetricRandomizedResponse:
     """Edge-level DP release of a perturbed graph (EdgeRand with ARR; see the module doc).
@@ -144,6 +88,7 @@ class AsymmetricRandomizedResponse:
         self.edge_unit = edge_unit
         self.density_share = float(density_share)
         self.name = str(name)
+        self.level, self.reads = "edge", (EDGES,)
 
     @property
     def eps_density(self) -> float:
@@ -167,14 +112,14 @@ class AsymmetricRandomizedResponse:
         keep = src != dst
         return torch.unique(src[keep] * int(num_nodes) + dst[keep])
 
-    def account(self, accountant: PrivacyAccountant) -> None:
-        """Record one release: the Laplace count and the randomized response (both pure)."""
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
+        """Record ``count`` releases: the Laplace count and the randomized response (pure)."""
         accountant.add_pure(
-            f"{self.name}/density", self.eps_density,
+            f"{self.name}/density", self.eps_density, count=count,
             note="Laplace(1/eps) edge count, sensitivity 1 unit (ARR density estimate)",
         )
         accountant.add_pure(
-            f"{self.name}/link", self.eps_link,
+            f"{self.name}/link", self.eps_link, count=count,
             note=f"asymmetric randomized response, one {self.edge_unit} pair per unit "
             "(Imola et al. 2022; GAP paper §6)",
         )
@@ -186,15 +131,16 @@ class AsymmetricRandomizedResponse:
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
+        """The perturbed graph (:meth:`sample`), recorded on ``accountant`` (required)."""
+        return draw(self, accountant, generator, edge_index, num_nodes)
+
+    def sample(
+        self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """The perturbed graph as a sorted ``[2, E']`` edge index (both directions of every
-        pair for the undirected unit); records the release on ``accountant`` (required)."""
-        if accountant is None or not callable(getattr(accountant, "add_pure", None)):
-            raise TypeError(f"{self.name}: an accountant (PrivacyAccountant) is required")
-        if getattr(accountant, "level", None) not in ("edge",):
-            raise ValueError(
-                f"{self.name}: randomized response on the adjacency is edge-level DP only; "
-                f"got an accountant at level {getattr(accountant, 'level', None)!r}"
-            )
+        pair for the undirected unit). The candidate non-edges reported present are a
+        Bernoulli(``p01``) process over the ``n^2`` ordered positions
+        (:func:`bernoulli_positions`), restricted to candidate non-edges (see the module doc)."""
         n = int(num_nodes)
         if n < 2:
             raise ValueError(f"{self.name}: needs at least two nodes, got {n}")
@@ -204,13 +150,16 @@ class AsymmetricRandomizedResponse:
         keys = self.units(edge_index, n)
         noisy_m = keys.numel() + float(R.laplace((1,), 1.0 / self.eps_density,
                                                   generator=generator, dtype=torch.float64))
-        pairs = self.num_pairs(n)
-        p11, p01 = arr_probabilities(self.eps_link, max(noisy_m, 1.0) / pairs)
+        p11, p01 = arr_probabilities(self.eps_link, max(noisy_m, 1.0) / self.num_pairs(n))
         kept = keys[R.bernoulli(torch.full(keys.shape, p11, dtype=torch.float64, device=device),
                                 generator=generator)]
-        added = self._flipped_non_edges(keys, n, p01, generator, device)
-        accountant.mark_reproducible(generator)
-        self.account(accountant)
+        pos = bernoulli_positions(
+            torch.tensor([n * n]), torch.tensor([float(p01)], dtype=torch.float64),
+            generator=generator, device=device,
+        )[1]
+        src, dst = pos // n, pos % n
+        pos = pos[src < dst if self.edge_unit == "undirected" else src != dst]
+        added = pos[~torch.isin(pos, keys)]
         out = torch.sort(torch.cat([kept, added])).values
         src, dst = out // n, out % n
         if self.edge_unit == "undirected":
@@ -218,26 +167,6 @@ class AsymmetricRandomizedResponse:
             order = torch.argsort(src * n + dst)
             src, dst = src[order], dst[order]
         return torch.stack([src, dst])
-
-    def _flipped_non_edges(
-        self,
-        keys: torch.Tensor,
-        n: int,
-        rate: float,
-        generator: torch.Generator | None,
-        device: torch.device,
-    ) -> torch.Tensor:
-        """Keys of the candidate non-edges reported present: a Bernoulli(``rate``) process over
-        the ``n^2`` ordered positions (:func:`bernoulli_positions`), restricted to candidate
-        non-edges (see the module doc)."""
-        pos = bernoulli_positions(
-            torch.tensor([n * n]), torch.tensor([float(rate)], dtype=torch.float64),
-            generator=generator, device=device,
-        )[1]
-        src, dst = pos // n, pos % n
-        candidate = src < dst if self.edge_unit == "undirected" else src != dst
-        pos = pos[candidate]
-        return pos[~torch.isin(pos, keys)]
 
     def __repr__(self) -> str:
         return (

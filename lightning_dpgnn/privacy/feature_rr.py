@@ -315,16 +315,14 @@ class FeatureRR(FeatureRandomizer):
             )
         return self.epsilon
 
-    def account(
-        self, accountant: PrivacyAccountant, count: int = 1, *, d: int | None = None
-    ) -> LedgerEntry:
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
         """Record ``count`` collections: each node spends ``sum_i epsilon theta_i = epsilon``
         (basic sequential composition over its ``d`` features, Theorem 3)."""
-        d = self._resolve_d(d)
+        d = self._resolve_d(None)
         return accountant.add_pure(self.name, self._compose(d), count=count, note=self._note(d))
 
     def _note(self, d: int | None = None) -> str:
-        d = self._last_d if d is None else int(d)
+        d = self._width() if d is None else int(d)
         uniform = self.theta is None or bool((self.theta == self.theta[0]).all())
         split = "uniform theta" if uniform else "public theta"
         tail = "" if d is None else f" over {d} features"

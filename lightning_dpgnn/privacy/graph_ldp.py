@@ -52,6 +52,7 @@ Pure torch: no Lightning imports.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ import torch
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_epsilon
 from .ldp import MultiBit
+from .mechanism import EDGES, FEATURES, draw
 
 __all__ = [
     "MatrixMultiBit",
@@ -210,6 +212,8 @@ class MatrixMultiBit:
     """
 
     name: ClassVar[str] = "gwldp/multibit"
+    level: ClassVar[str] = "ldp"
+    reads: ClassVar[tuple[str, ...]] = (EDGES, FEATURES)  # one client's whole graph
 
     def __init__(
         self,
@@ -236,6 +240,8 @@ class MatrixMultiBit:
         self.m = m
         self.size: SizeMode = size
         self.n_max = n_max
+        #: in how many released graphs one node sits at most (:meth:`at_overlap`)
+        self.overlap = 1
         MultiBit(self.epsilon, self.alpha, self.beta, m=m)  # validates m early
 
     # -- the split ---------------------------------------------------------------------------
@@ -296,13 +302,19 @@ class MatrixMultiBit:
         return self.randomizer(x.size(0)).output_probabilities(x)
 
     # -- accounting --------------------------------------------------------------------------
-    def account(
-        self, accountant: PrivacyAccountant, count: int = 1, overlap: int = 1
-    ) -> LedgerEntry:
+    def at_overlap(self, overlap: int) -> MatrixMultiBit:
+        """This encoder over graphs whose nodes sit in up to ``overlap`` released graphs
+        (:func:`multiplicity`): what its rounds spend."""
+        out = copy.copy(self)
+        out.overlap = int(overlap)
+        return out
+
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
         """Record ``count`` release rounds: ``epsilon`` each per graph. Independent graphs are
         disjoint units (one round over all graphs is one entry, parallel composition); graphs
-        cut from one source graph, whose nodes sit in up to ``overlap`` released graphs
-        (:func:`multiplicity`), compose sequentially: ``overlap * epsilon`` per round."""
+        cut from one source graph, whose nodes sit in up to :attr:`overlap` released graphs,
+        compose sequentially: ``overlap * epsilon`` per round."""
+        overlap = self.overlap
         m = "m* (optimal)" if self.m is None else f"m={self.m}"
         rows = "n rows (n public)" if self.size == "public" else f"n_max={self.n_max} rows"
         across = ("graphs compose in parallel" if overlap == 1 else
@@ -315,6 +327,23 @@ class MatrixMultiBit:
         return accountant.add_pure(self.name, self.epsilon * int(overlap), count=count,
                                    note=note)
 
+    def sample(
+        self, embeddings: list[torch.Tensor], generator: torch.Generator | None = None
+    ) -> list[torch.Tensor]:
+        """One round: every graph's embedding encoded once (:meth:`encode`), recording
+        nothing."""
+        codes = []
+        for h in embeddings:
+            x = self.prepare(h.detach())
+            codes.append(self.randomizer(x.size(0)).encode(x, generator).cpu())
+        return codes
+
+    def graph_release(self, codes: list[torch.Tensor], graph_ids: torch.Tensor) -> GraphRelease:
+        """What the server receives from one round (:meth:`sample`)."""
+        meta = {"mechanism": self.name, "epsilon": self.epsilon, "size": self.size,
+                "n_max": self.n_max, "alpha": self.alpha, "beta": self.beta, "m": self.m}
+        return GraphRelease("codes", codes, graph_ids.cpu(), meta)
+
     def release(
         self,
         embeddings: list[torch.Tensor],
@@ -326,12 +355,8 @@ class MatrixMultiBit:
         """Encode every graph's embedding once and record one release round, composed over
         the graphs that share a source node (``node_ids``: each graph's nodes in the source
         graph it is cut from; ``None``: independent graphs)."""
-        accountant.mark_reproducible(generator)
-        codes = [self.encode(h, generator).cpu() for h in embeddings]
-        self.account(accountant, overlap=multiplicity(node_ids))
-        meta = {"mechanism": self.name, "epsilon": self.epsilon, "size": self.size,
-                "n_max": self.n_max, "alpha": self.alpha, "beta": self.beta, "m": self.m}
-        return GraphRelease("codes", codes, graph_ids.cpu(), meta)
+        mechanism = self.at_overlap(multiplicity(node_ids))
+        return self.graph_release(draw(mechanism, accountant, generator, embeddings), graph_ids)
 
     def __repr__(self) -> str:
         return (
@@ -356,20 +381,14 @@ class PaperCodeGaussian:
     """
 
     name: ClassVar[str] = "gwldp/paper-code-gaussian"
+    level: ClassVar[str] = "ldp"
+    reads: ClassVar[tuple[str, ...]] = (EDGES, FEATURES)
 
     def __init__(self, std: float | None = None, per_graph: bool = False) -> None:
         if std is not None and not (float(std) >= 0 and math.isfinite(float(std))):
             raise ValueError(f"std must be a finite number >= 0 or None, got {std!r}")
         self.std = None if std is None else float(std)
         self.per_graph = bool(per_graph)
-
-    def perturb(
-        self, h: torch.Tensor, std: float, generator: torch.Generator | None = None
-    ) -> torch.Tensor:
-        hd = h.detach().to(torch.float64)
-        noise = R.normal(tuple(hd.shape), float(std), generator=generator, dtype=torch.float64,
-                         device=hd.device)
-        return hd + noise
 
     def stds(self, sizes: list[int]) -> list[float]:
         """The std each graph gets (see the class docstring)."""
@@ -379,10 +398,11 @@ class PaperCodeGaussian:
             return [1.0 / int(n) for n in sizes]
         return [1.0 / int(sizes[0])] * len(sizes) if sizes else []
 
-    def account(
-        self, accountant: PrivacyAccountant, count: int = 1, overlap: int = 1
-    ) -> LedgerEntry:
-        """Record ``count`` release rounds at an infinite spend (``overlap`` changes nothing)."""
+    def at_overlap(self, overlap: int) -> PaperCodeGaussian:
+        return self  # an infinite spend whatever the overlap
+
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
+        """Record ``count`` release rounds at an infinite spend."""
         std = f"{self.std:g}" if self.std is not None else (
             "1/n" if self.per_graph else "1/n of the first graph")
         note = (
@@ -399,11 +419,21 @@ class PaperCodeGaussian:
         generator: torch.Generator | None = None,
         node_ids: Sequence[torch.Tensor] | None = None,
     ) -> GraphRelease:
-        accountant.mark_reproducible(generator)
+        return self.graph_release(draw(self, accountant, generator, embeddings), graph_ids)
+
+    def sample(
+        self, embeddings: list[torch.Tensor], generator: torch.Generator | None = None
+    ) -> list[torch.Tensor]:
         stds = self.stds([int(h.size(0)) for h in embeddings])
-        values = [self.perturb(h, s, generator).float().cpu()
-                  for h, s in zip(embeddings, stds, strict=True)]
-        self.account(accountant)
+        values = []
+        for h, std in zip(embeddings, stds, strict=True):
+            hd = h.detach().to(torch.float64)
+            noise = R.normal(tuple(hd.shape), float(std), generator=generator,
+                             dtype=torch.float64, device=hd.device)
+            values.append((hd + noise).float().cpu())
+        return values
+
+    def graph_release(self, values: list[torch.Tensor], graph_ids: torch.Tensor) -> GraphRelease:
         meta = {"mechanism": self.name, "std": self.std, "per_graph": self.per_graph,
                 "differentially_private": False}
         return GraphRelease("values", values, graph_ids.cpu(), meta)

@@ -68,7 +68,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
-from .edgerand import bernoulli_positions
+from .mechanism import EDGES, draw
 
 __all__ = [
     "MIN_STEPS_PER_NODE",
@@ -147,8 +147,7 @@ class Dendrogram:
         n = int(n)
         if n < 2:
             raise ValueError(f"a dendrogram needs at least two nodes, got {n}")
-        order = torch.argsort(R.uniform((n,), generator=generator, dtype=torch.float64)).numpy()
-        return cls.from_order(order)
+        return cls.from_order(R.permutation(n, generator))
 
     @classmethod
     def from_order(cls, order: np.ndarray) -> Dendrogram:
@@ -560,7 +559,7 @@ def fit_dendrogram(
     kernel = _kernel(backend)
     used = "python" if kernel is _mcmc_kernel else "numba"
     start_time = time.perf_counter()
-    den = Dendrogram.random(n, generator)
+    den = Dendrogram.from_order(R.permutation(n, generator))  # the chain's random start
     edges = np.concatenate([public, private], axis=1)
     is_private = np.concatenate([np.zeros(public.shape[1], dtype=np.bool_),
                                  np.ones(private.shape[1], dtype=np.bool_)])
@@ -711,6 +710,7 @@ class EdgeRR:
         self.backend = backend
         self.progress = None if progress is None else bool(progress)
         self.name = str(name)
+        self.level, self.reads = "edge", (EDGES,)  # on the private edges only
         #: the last run's chain (dendrogram, exact counts, likelihood trace, time): the
         #: curator's diagnostics, computed from the private edges and **not covered by
         #: epsilon** (never released, checkpointed or published; the progress bar shows the
@@ -760,15 +760,16 @@ class EdgeRR:
         """``eps_e1 / (2 Delta)``: the exponential mechanism's factor on ``L_pri``."""
         return self.eps_mcmc / (2.0 * sensitivity(num_nodes))
 
-    def account(self, accountant: PrivacyAccountant) -> None:
-        """Record one release: the chain (exponential mechanism) and the Laplace counts."""
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
+        """Record ``count`` releases: the chain (exponential mechanism) and the Laplace
+        counts."""
         accountant.add_pure(
-            f"{self.name}/mcmc", self.eps_mcmc,
+            f"{self.name}/mcmc", self.eps_mcmc, count=count,
             note="exponential mechanism over dendrograms (utility L_pri, Lemma 4 sensitivity), "
             "one Metropolis chain: DP at equilibrium only",
         )
         accountant.add_pure(
-            f"{self.name}/counts", self.eps_counts,
+            f"{self.name}/counts", self.eps_counts, count=count,
             note="Laplace(1/eps) on each internal node's private-edge count, sensitivity 1",
         )
 
@@ -780,18 +781,19 @@ class EdgeRR:
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
-        """The released graph ``G_pub + sampled private part`` as a sorted, symmetric
-        ``[2, E']`` edge index; records the release on ``accountant`` (edge level).
+        """The released graph (:meth:`sample`), recorded on ``accountant`` (edge level)."""
+        return draw(self, accountant, generator, edge_index, num_nodes, private_mask)
 
-        ``private_mask``: bool per column of ``edge_index`` (``True``: private); both
-        directions of an edge must agree."""
-        if accountant is None or not callable(getattr(accountant, "add_pure", None)):
-            raise TypeError(f"{self.name}: an accountant (PrivacyAccountant) is required")
-        if getattr(accountant, "level", None) != "edge":
-            raise ValueError(
-                f"{self.name}: the HRG release is edge-level DP on private edges; got an "
-                f"accountant at level {getattr(accountant, 'level', None)!r}"
-            )
+    def sample(
+        self,
+        edge_index: torch.Tensor,
+        num_nodes: int,
+        private_mask: torch.Tensor,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """The released graph ``G_pub + sampled private part`` as a sorted, symmetric
+        ``[2, E']`` edge index. ``private_mask``: bool per column of ``edge_index`` (``True``:
+        private); both directions of an edge must agree."""
         n = int(num_nodes)
         steps = self.check_chain(n)
         public, private = split_pairs(edge_index, n, private_mask)
@@ -802,8 +804,6 @@ class EdgeRR:
         )
         self.last_fit = fit
         sampled = sample_private_part(fit, public, self.eps_counts, generator)
-        accountant.mark_reproducible(generator)
-        self.account(accountant)
         return symmetric_edge_index(np.concatenate([public, sampled], axis=1), n,
                                     edge_index.device)
 
@@ -845,8 +845,8 @@ class PaperCodeEdgeRR(EdgeRR):
         n_priv = int(np.unique(private).size)  # read off the private edges: not DP
         return self.eps_mcmc / (2.0 * sensitivity(max(n_priv, 3)))
 
-    def account(self, accountant: PrivacyAccountant) -> None:
-        accountant.add_pure(f"{self.name}/paper-code", math.inf,
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
+        accountant.add_pure(f"{self.name}/paper-code", math.inf, count=count,
                             note=f"NOT differentially private: {PAPER_CODE_FLAW}")
 
 
@@ -891,7 +891,7 @@ def sample_private_part(
     free = (fit.pairs - fit.public_counts).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(free > 0, np.clip(noisy / free, 0.0, 1.0), 0.0)
-    seg, pos = bernoulli_positions(
+    seg, pos = R.bernoulli_positions(
         torch.from_numpy(fit.pairs.astype(np.int64)), torch.from_numpy(rate),
         generator=generator,
     )

@@ -54,6 +54,7 @@ role in the guarantee. Every draw goes through :mod:`lightning_dpgnn.privacy.ran
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Literal
 
@@ -67,6 +68,7 @@ from .aggregation import (
     normalize_rows,
     sum_aggregate,
 )
+from .mechanism import Steps, run, sample_steps
 
 __all__ = ["HyperbolicGaussian", "check_beta", "check_clip", "optimal_beta"]
 
@@ -148,6 +150,7 @@ class HyperbolicGaussian:
         self.inter = GaussianAggregation(noise_multiplier, name=f"{name}/inter", **kw)
         self.intra = GaussianAggregation(noise_multiplier, name=f"{name}/intra", **kw)
         self.noise_multiplier = self.inter.noise_multiplier
+        self.level, self.reads = self.inter.level, self.inter.reads
 
     # -- the budget split ------------------------------------------------------------------
     def parts(self) -> list[tuple[GaussianAggregation, float]]:
@@ -171,11 +174,20 @@ class HyperbolicGaussian:
         sum counts in units of ``C``)."""
         return {m.name: m.std * s for m, s in self.parts()}
 
-    def account(self, accountant: PrivacyAccountant, count: int = 1, scale: float = 1.0) -> None:
-        """Record what ``count`` releases at ``scale`` cost (what :meth:`__call__` records; a
-        plan)."""
+    def scaled(self, scale: float) -> HyperbolicGaussian:
+        """This release at ``scale`` times its noise multiplier (one hop's share of a
+        multi-hop budget); itself at scale 1."""
+        if float(scale) == 1.0:
+            return self
+        out = copy.copy(self)
+        out.inter, out.intra = self.inter.scaled(scale), self.intra.scaled(scale)
+        out.noise_multiplier = out.inter.noise_multiplier
+        return out
+
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
+        """Record what ``count`` releases cost: each part at its share (a plan, or a draw)."""
         for mechanism, part_scale in self.parts():
-            mechanism.account(accountant, scale=part_scale * float(scale), count=count)
+            mechanism.scaled(part_scale).account(accountant, count=count)
 
     # -- the mechanism -----------------------------------------------------------------------
     def split(self, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -216,6 +228,32 @@ class HyperbolicGaussian:
                 "lightning_dpgnn.hyperbolic.project)"
             )
 
+    def steps(self, points: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> Steps:
+        """The release as draw steps (:func:`~.mechanism.run`): ``[N, 1 + d]``, the noisy sums
+        ``[R + noise, U + noise]``, each part yielded as the Gaussian aggregation at its share
+        (a part with no share of the budget: zeros)."""
+        self.check_points(points)
+        n = int(num_nodes)
+        if self.inter.level == "node":  # the promise the sqrt(D) sensitivity rests on
+            check_degree_promise(edge_index, n, self.inter.max_degree)
+        rho, u = self.split(points)
+        self.inter.check_input(u, edge_index, n)  # the graph and (node level) the degrees
+        shares = {m.name: s for m, s in self.parts()}
+        out = []
+        for mechanism, rows in ((self.inter, rho), (self.intra, u)):
+            agg = sum_aggregate(rows, edge_index, n)
+            share = shares.get(mechanism.name)
+            out.append(torch.zeros_like(agg) if share is None
+                       else (yield mechanism.scaled(share), agg))
+        return torch.cat(out, dim=1)
+
+    def sample(
+        self, points: torch.Tensor, edge_index: torch.Tensor, num_nodes: int,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """The noisy sums of :meth:`steps`, recording nothing."""
+        return sample_steps(self.steps(points, edge_index, num_nodes), generator)
+
     def __call__(
         self,
         points: torch.Tensor,
@@ -225,25 +263,9 @@ class HyperbolicGaussian:
         generator: torch.Generator | None = None,
         scale: float = 1.0,
     ) -> torch.Tensor:
-        """``[N, 1 + d]``: the noisy sums ``[R + noise, U + noise]`` (a part with no share of
-        the budget: zeros), each part recorded on ``accountant`` at its noise multiplier
-        (``scale`` times the release's: one hop's share of a multi-hop budget)."""
-        self.check_points(points)
-        n = int(num_nodes)
-        if self.inter.level == "node":  # the promise the sqrt(D) sensitivity rests on
-            check_degree_promise(edge_index, n, self.inter.max_degree)
-        rho, u = self.split(points)
-        for mechanism, _ in self.parts():
-            mechanism._check_accountant(accountant)
-            mechanism.check_input(u, edge_index, n)  # the graph and (node level) the degrees
-        scales = {m.name: s * float(scale) for m, s in self.parts()}
-        out = []
-        for mechanism, rows in ((self.inter, rho), (self.intra, u)):
-            agg = sum_aggregate(rows, edge_index, n)
-            part_scale = scales.get(mechanism.name)
-            out.append(torch.zeros_like(agg) if part_scale is None
-                       else mechanism.perturb(agg, accountant, generator, part_scale))
-        return torch.cat(out, dim=1)
+        """The noisy sums (:meth:`steps`) at ``scale`` times the release's noise multiplier,
+        each part recorded on ``accountant``."""
+        return run(self.scaled(scale).steps(points, edge_index, num_nodes), accountant, generator)
 
     def recombine(self, release: torch.Tensor) -> torch.Tensor:
         """Points of the ball from a release (post-processing): ``exp_0(C r_hat u_hat)`` with

@@ -18,6 +18,7 @@ import torch
 
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_epsilon
+from .mechanism import LABELS
 
 __all__ = ["RandomizedResponse"]
 
@@ -92,6 +93,12 @@ class RandomizedResponse:
         u = R.uniform(tuple(y.shape), generator=gen, dtype=torch.float64, device=y.device)
         offset = 1 + torch.floor(u * (c - 1)).to(torch.long).clamp_(0, c - 2)
         return torch.where(keep, y, (y + offset) % c)
+
+    level, reads = "ldp", (LABELS,)
+
+    def sample(self, y: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The draw (:class:`~.mechanism.Mechanism`): :meth:`perturb`, recording nothing."""
+        return self.perturb(y, generator)
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
         """Record ``count`` label collections (pure epsilon-LDP per node) on ``accountant``."""

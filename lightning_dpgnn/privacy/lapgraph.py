@@ -20,6 +20,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
+from .mechanism import EDGES, draw
 
 __all__ = ["LapGraph"]
 
@@ -50,6 +51,7 @@ class LapGraph:
         self.count_share = float(count_share)
         self.chunk = int(chunk)
         self.name = str(name)
+        self.level, self.reads = "edge", (EDGES,)
 
     @property
     def eps_count(self) -> float:
@@ -59,12 +61,12 @@ class LapGraph:
     def eps_adjacency(self) -> float:
         return self.epsilon * (1.0 - self.count_share)
 
-    def account(self, accountant: PrivacyAccountant) -> None:
-        """Record one release: the noisy count and the noisy adjacency (both pure)."""
-        accountant.add_pure(f"{self.name}/count", self.eps_count,
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
+        """Record ``count`` releases: the noisy count and the noisy adjacency (both pure)."""
+        accountant.add_pure(f"{self.name}/count", self.eps_count, count=count,
                             note="Laplace(1/eps) edge count, sensitivity 1 (LinkTeller LapGraph)")
         accountant.add_pure(
-            f"{self.name}/adjacency", self.eps_adjacency,
+            f"{self.name}/adjacency", self.eps_adjacency, count=count,
             note="Laplace(1/eps) on every upper-triangular adjacency entry, then top-m~ "
             "(sensitivity 1 per undirected edge)",
         )
@@ -76,13 +78,14 @@ class LapGraph:
         accountant: PrivacyAccountant,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
-        """The released graph as a sorted, symmetric ``[2, E']`` edge index; records the
-        release on ``accountant`` (edge level, undirected unit)."""
-        if accountant is None or not callable(getattr(accountant, "add_pure", None)):
-            raise TypeError(f"{self.name}: an accountant (PrivacyAccountant) is required")
-        if getattr(accountant, "level", None) != "edge":
-            raise ValueError(f"{self.name}: LapGraph is edge-level DP; got an accountant at "
-                             f"level {getattr(accountant, 'level', None)!r}")
+        """The released graph (:meth:`sample`), recorded on ``accountant`` (edge level,
+        undirected unit)."""
+        return draw(self, accountant, generator, edge_index, num_nodes)
+
+    def sample(
+        self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """The released graph as a sorted, symmetric ``[2, E']`` edge index."""
         n = int(num_nodes)
         if n < 2:
             raise ValueError(f"{self.name}: needs at least two nodes, got {n}")
@@ -120,8 +123,6 @@ class LapGraph:
             top = torch.topk(vals, min(m, vals.numel())).indices
             best_val, best_key = vals[top], ks[top]
             row = stop
-        accountant.mark_reproducible(generator)
-        self.account(accountant)
         out = torch.sort(best_key).values
         src, dst = out // n, out % n
         src, dst = torch.cat([src, dst]), torch.cat([dst, src])

@@ -30,6 +30,7 @@ Pure torch/numpy/scipy: no Lightning imports.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from abc import ABC, abstractmethod
@@ -42,6 +43,7 @@ from scipy.special import log_ndtr, ndtr
 
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_delta, check_epsilon
+from .mechanism import FEATURES
 
 __all__ = [
     "FeatureRandomizer",
@@ -154,6 +156,8 @@ class FeatureRandomizer(ABC):
         self.epsilon = _check_feature_epsilon(epsilon)
         self.alpha, self.beta = _check_bounds(alpha, beta)
         self.generator = generator
+        #: the feature dimension its spend is for (:meth:`at_width`; else the last input's)
+        self.d: int | None = None
         self._last_d: int | None = None
 
     # -- input handling --------------------------------------------------------------------
@@ -218,21 +222,20 @@ class FeatureRandomizer(ABC):
         self._validate(x, any_rank=True)
         return self._clip64(x)
 
-    def _map_rows(self, x: torch.Tensor, fn, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """Validate ``x`` and apply ``fn(clipped float64 rows, d)`` chunk by chunk.
-
-        The output dtype defaults to ``x``'s when floating point, else the default dtype.
-        """
+    def _chunks(
+        self, x: torch.Tensor, dtype: torch.dtype | None = None
+    ) -> tuple[torch.Tensor, Iterator[tuple[torch.Tensor, torch.Tensor, int]]]:
+        """Validate ``x``; ``(out, chunks)``: the output (shaped like ``x``; its dtype ``x``'s
+        when floating point, else the default) and, chunk by chunk, ``(rows of out, clipped
+        float64 rows of x, d)`` for the caller to fill."""
         self._validate(x)
-        dtype = dtype or self._out_dtype(x)
         rows = x.unsqueeze(0) if x.ndim == 1 else x
         n, d = rows.shape
         self._check_d(d)
         self._last_d = d
-        out = torch.empty((n, d), dtype=dtype, device=x.device)
-        for sl in _row_chunks(n, d):
-            out[sl] = fn(self._clip64(rows[sl]), d).to(dtype)
-        return out.squeeze(0) if x.ndim == 1 else out
+        out = torch.empty((n, d), dtype=dtype or self._out_dtype(x), device=x.device)
+        chunks = ((out[sl], self._clip64(rows[sl]), d) for sl in _row_chunks(n, d))
+        return out.squeeze(0) if x.ndim == 1 else out, chunks
 
     def _check_d(self, d: int) -> None:
         """Hook: validate parameters that depend on the feature dimension ``d``."""
@@ -253,21 +256,32 @@ class FeatureRandomizer(ABC):
         The output has ``x``'s dtype when it is floating point (else the default dtype).
         """
         gen = self._gen(generator)
-        return self._map_rows(x, lambda xc, d: self._perturb_rows(xc, d, gen))
+        out, chunks = self._chunks(x)
+        for rows, xc, d in chunks:
+            rows.copy_(self._perturb_rows(xc, d, gen))
+        return out
+
+    #: the draw (:class:`~.mechanism.Mechanism`): the unbiased estimate, recording nothing
+    sample = perturb
+    level: ClassVar[str] = "ldp"
+    reads: ClassVar[tuple[str, ...]] = (FEATURES,)
+
+    def estimate(self, sent: torch.Tensor) -> torch.Tensor:
+        """The server's unbiased estimate from what :meth:`sample` sent (itself, unless the
+        nodes send codes)."""
+        return sent
+
+    def at_width(self, d: int) -> FeatureRandomizer:
+        """This randomizer with its spend fixed for ``d`` features (what a plan records)."""
+        out = copy.copy(self)
+        out.d = int(d)
+        return out
 
     @abstractmethod
     def _perturb_rows(
         self, x: torch.Tensor, d: int, generator: torch.Generator | None
     ) -> torch.Tensor:
         """Unbiased estimate for a float64 chunk of rows (already clipped)."""
-
-    @staticmethod
-    def _add_noise(
-        x: torch.Tensor, draw, scale: float | torch.Tensor, generator: torch.Generator | None
-    ) -> torch.Tensor:
-        """``x`` plus additive noise ``draw(shape, scale)`` in float64 (Laplace, Gaussian)."""
-        shape = tuple(x.shape)
-        return x + draw(shape, scale, generator=generator, dtype=torch.float64, device=x.device)
 
     @abstractmethod
     def variance(self, x: torch.Tensor) -> torch.Tensor:
@@ -288,30 +302,32 @@ class FeatureRandomizer(ABC):
         """LDP budget one call spends per row (node)."""
         return self.epsilon
 
-    def account(
-        self, accountant: PrivacyAccountant, count: int = 1, *, d: int | None = None
-    ) -> LedgerEntry:
-        """Record ``count`` invocations (pure epsilon-LDP) on ``accountant``.
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
+        """Record ``count`` invocations (pure epsilon-LDP) on ``accountant``, for ``d``
+        features (:meth:`at_width`, else the last input's).
 
         One invocation = perturbing every node's row once (LDP: each node spends the budget on
         its own data, so ``count`` is the number of collections, not the number of nodes).
         """
-        total = self.total_epsilon(d)
-        return accountant.add_pure(self.name, total, count=count, note=self._note(d))
+        return accountant.add_pure(self.name, self.total_epsilon(), count=count,
+                                   note=self._note())
 
     def _note(self, d: int | None = None) -> str:
         return f"{type(self).__name__} feature LDP"
 
     def _resolve_d(self, d: int | None) -> int:
-        d = self._last_d if d is None else int(d)
+        d = self._width() if d is None else int(d)
         if d is None:
             raise ValueError(
-                f"{self.name}: the spend depends on the feature dimension d; pass d= or call "
-                "perturb() first"
+                f"{self.name}: the spend depends on the feature dimension d; fix it with "
+                "at_width(d=...) or call perturb() first"
             )
         if d < 1:
             raise ValueError(f"{self.name}: d must be >= 1, got {d}")
         return d
+
+    def _width(self) -> int | None:
+        return self.d if self.d is not None else self._last_d
 
     def __repr__(self) -> str:
         return (
@@ -354,7 +370,7 @@ class _CoordinateRandomizer(FeatureRandomizer):
         return self.epsilon * self._resolve_d(d)
 
     def _note(self, d: int | None = None) -> str:
-        d = self._last_d if d is None else int(d)  # known once a row was perturbed
+        d = self._width() if d is None else int(d)  # known once a row was perturbed
         name = f"{type(self).__name__} feature LDP"
         if not self.per_coordinate:
             return f"{name}, epsilon {self.epsilon:g} per node"
@@ -413,9 +429,17 @@ class OneBit(_CoordinateRandomizer):
     def encode(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Node side: the bits ``y in {0, 1}`` of eq. 2.3, as an ``int8`` tensor shaped like x."""
         gen = self._gen(generator)
-        return self._map_rows(
-            x, lambda xc, d: R.bernoulli(self._p_one(xc, d), generator=gen), torch.int8
-        )
+        out, chunks = self._chunks(x, torch.int8)
+        for rows, xc, d in chunks:
+            rows.copy_(R.bernoulli(self._p_one(xc, d), generator=gen))
+        return out
+
+    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What a node sends: its bits (:meth:`encode`)."""
+        return self.encode(x, generator)
+
+    def estimate(self, sent: torch.Tensor) -> torch.Tensor:
+        return self.rectify(sent)
 
     def rectify(self, bits: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """Server side: ``y* = ((e^eps_c + 1) y - 1) / (e^eps_c - 1) * Delta + alpha`` (eq. 2.5).
@@ -488,7 +512,8 @@ class Laplace(_CoordinateRandomizer):
         return (b - a) / self.coordinate_epsilon(x.shape[-1])
 
     def _perturb_rows(self, x, d, generator):
-        return self._add_noise(x, R.laplace, self._lambda(x), generator)
+        return x + R.laplace(tuple(x.shape), self._lambda(x), generator=generator,
+                             dtype=torch.float64, device=x.device)
 
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = 2 (Delta / eps_c)^2`` (eq. 2.17), independent of x."""
@@ -793,7 +818,8 @@ class AnalyticGaussian(FeatureRandomizer):
         return self._sigma_cache[d]
 
     def _perturb_rows(self, x, d, generator):
-        return self._add_noise(x, R.normal, self.sigma(d), generator)
+        return x + R.normal(tuple(x.shape), self.sigma(d), generator=generator,
+                            dtype=torch.float64, device=x.device)
 
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = sigma(d)^2`` for every entry."""
@@ -823,11 +849,9 @@ class AnalyticGaussian(FeatureRandomizer):
     def total_epsilon(self, d: int | None = None) -> float:
         return self.epsilon
 
-    def account(
-        self, accountant: PrivacyAccountant, count: int = 1, *, d: int | None = None
-    ) -> LedgerEntry:
+    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
         """Record ``count`` Gaussian releases: ``add_gaussian(name, sigma/sensitivity, ...)``."""
-        d = self._resolve_d(d)
+        d = self._resolve_d(None)
         return accountant.add_gaussian(
             self.name,
             self.noise_multiplier,
@@ -918,30 +942,30 @@ class MultiBit(FeatureRandomizer):
         th = math.tanh(self.epsilon / m / 2.0)
         return (1.0 - th) / 2.0 + (x - a) / (b - a) * th
 
-    def _encode_rows(
-        self, x: torch.Tensor, m: int, generator: torch.Generator | None
-    ) -> torch.Tensor:
-        n, d = x.shape
-        keys = R.uniform((n, d), generator=generator, dtype=torch.float64, device=x.device)
-        idx = keys.topk(m, dim=1, largest=False, sorted=False).indices  # S: m dims per row
-        a, b = self._bounds(x)
-        xs = x.gather(1, idx)
-        if a.ndim == 1:
-            a = a.expand(n, d).gather(1, idx)
-            b = b.expand(n, d).gather(1, idx)
-        th = math.tanh(self.epsilon / m / 2.0)
-        p = (1.0 - th) / 2.0 + (xs - a) / (b - a) * th
-        t = R.bernoulli(p, generator=generator)
-        codes = torch.zeros((n, d), dtype=torch.int8, device=x.device)
-        codes.scatter_(1, idx, (2 * t.to(torch.int8) - 1))
-        return codes
-
     def encode(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Alg. 2: codes in ``{-1, 0, 1}`` (``int8``), exactly ``m`` non-zeros per row."""
         gen = self._gen(generator)
-        return self._map_rows(
-            x, lambda xc, d: self._encode_rows(xc, self.resolve_m(d), gen), torch.int8
-        )
+        out, chunks = self._chunks(x, torch.int8)
+        for codes, xc, d in chunks:
+            n, m = xc.size(0), self.resolve_m(d)
+            keys = R.uniform((n, d), generator=gen, dtype=torch.float64, device=xc.device)
+            idx = keys.topk(m, dim=1, largest=False, sorted=False).indices  # S: m dims per row
+            a, b = self._bounds(xc)
+            xs = xc.gather(1, idx)
+            if a.ndim == 1:
+                a = a.expand(n, d).gather(1, idx)
+                b = b.expand(n, d).gather(1, idx)
+            th = math.tanh(self.epsilon / m / 2.0)
+            t = R.bernoulli((1.0 - th) / 2.0 + (xs - a) / (b - a) * th, generator=gen)
+            codes.zero_().scatter_(1, idx, (2 * t.to(torch.int8) - 1))
+        return out
+
+    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What a node sends: its codes (:meth:`encode`)."""
+        return self.encode(x, generator)
+
+    def estimate(self, sent: torch.Tensor) -> torch.Tensor:
+        return self.rectify(sent)
 
     def scale(self, d: int) -> float | torch.Tensor:
         """Rectifier factor ``d (beta-alpha)/(2m) * (e^{eps/m}+1)/(e^{eps/m}-1)`` (eq. 3.10)."""
@@ -975,7 +999,7 @@ class MultiBit(FeatureRandomizer):
 
     def _perturb_rows(self, x, d, generator):
         """``rectify(encode(x))`` on a chunk of rows: the unbiased estimate (Prop. 1)."""
-        return self._rectify64(self._encode_rows(x, self.resolve_m(d), generator))
+        return self._rectify64(self.encode(x, generator))
 
     def variance(self, x: torch.Tensor) -> torch.Tensor:
         """``Var[x'] = d/m * ((beta-alpha)/2 * (e^{eps/m}+1)/(e^{eps/m}-1))^2

@@ -41,6 +41,7 @@ from .feature_rr import FeatureRR
 from .labels import RandomizedResponse
 from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
 from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
+from .mechanism import FEATURES, LABELS, Clear, Mechanism, Steps, run
 
 if TYPE_CHECKING:  # annotations only: the privacy layer loads without PyG
     from torch_geometric.data import Data
@@ -245,27 +246,29 @@ class LocalCollector:
         """The analytic Gaussian is (eps, delta)-LDP: the accountant then needs a delta."""
         return self.perturbs_features and self.mechanism == "gaussian"
 
-    # -- accounting -------------------------------------------------------------------------------
-    def account(
-        self, accountant: PrivacyAccountant, d: int, num_classes: int, labels: bool = True
-    ) -> None:
-        """Record one collection: ``x_epsilon`` (features) + ``y_epsilon`` (labels, unless
-        ``labels=False``) per node."""
-        if self.collects_features:
-            if self._randomizer is not None:
-                self._randomizer.account(accountant, d=d)
-            else:
-                accountant.add_pure(
-                    CLEAR_FEATURES, math.inf, note="private features read without a mechanism"
-                )
-        rr = self.label_randomizer(num_classes) if labels else None
-        if rr is not None:
-            if math.isfinite(rr.epsilon):
-                rr.account(accountant)
-            else:
-                accountant.add_pure(
-                    CLEAR_LABELS, math.inf, note="private labels read without a mechanism"
-                )
+    # -- the mechanisms of one collection ---------------------------------------------------------
+    def feature_mechanism(self, d: int) -> Mechanism | None:
+        """What reads the ``d`` private features: the randomizer, a clear read (infinite
+        epsilon) or nothing (ad-hoc features read nothing private)."""
+        if not self.collects_features:
+            return None
+        if self._randomizer is None:
+            return Clear(CLEAR_FEATURES, (FEATURES,), "private features read without a mechanism")
+        return self._randomizer.at_width(d)
+
+    def label_mechanism(self, num_classes: int) -> Mechanism | None:
+        """What reads the private labels: randomized response, a clear read (``y_epsilon`` is
+        infinite) or nothing (labels not collected, or public: ``y_epsilon=None``)."""
+        rr = self.label_randomizer(num_classes)
+        if rr is None or math.isfinite(rr.epsilon):
+            return rr
+        return Clear(CLEAR_LABELS, (LABELS,), "private labels read without a mechanism")
+
+    def mechanisms(self, d: int, num_classes: int, labels: bool = True) -> list[Mechanism]:
+        """The mechanisms of one collection of ``d`` features (and, with ``labels``, of
+        ``num_classes`` labels): their ``account`` is its plan."""
+        ms = (self.feature_mechanism(d), self.label_mechanism(num_classes) if labels else None)
+        return [m for m in ms if m is not None]
 
     def acc_star(self, num_classes: int) -> float:
         """Drop's bound on the accuracy of predicting noisy labels (Alg. 4 line 17)."""
@@ -273,7 +276,6 @@ class LocalCollector:
         return 1.0 if rr is None else rr.keep_probability
 
     # -- the node side ----------------------------------------------------------------------------
-    @torch.no_grad()
     def collect(
         self,
         data: Data,
@@ -282,52 +284,48 @@ class LocalCollector:
         num_classes: int | None = None,
         labels: bool = True,
     ) -> LocalCollection:
-        """Every node perturbs its features; every labelled node its label. Recorded once.
+        """Every node perturbs its features; every labelled node its label (:meth:`steps`),
+        recorded once on ``accountant``."""
+        return run(self.steps(data, generator, num_classes, labels), accountant, generator)
 
-        ``data`` needs ``x``, ``y``, ``edge_index``, ``train_mask`` and ``val_mask``; the
-        labelled nodes are ``train_mask | val_mask``. The spend is recorded on ``accountant``.
+    @torch.no_grad()
+    def steps(
+        self,
+        data: Data,
+        generator: torch.Generator | None = None,
+        num_classes: int | None = None,
+        labels: bool = True,
+    ) -> Steps:
+        """One collection as draw steps (:func:`~.mechanism.run`): the features through
+        :meth:`feature_mechanism`, the labels of ``train_mask | val_mask`` through
+        :meth:`label_mechanism`.
+
+        ``data`` needs ``x``, ``y``, ``edge_index``, ``train_mask`` and ``val_mask``.
         ``labels=False``: features only (a new graph sent to a trained model for prediction;
-        it needs only ``x`` and ``edge_index``).
+        it needs only ``x`` and ``edge_index``). ``generator`` also draws ad-hoc features.
         """
-        if data.x is None or data.x.dim() != 2 or data.x.size(1) == 0:
+        x = data.x
+        if x is None or x.dim() != 2 or x.size(1) == 0:
             raise ValueError("local collection needs node features data.x of shape [N, d>=1]")
-        d = int(data.x.size(1))
-        accountant.mark_reproducible(generator)
-        payload, encoding = self._collect_features(data, generator)
+        d = int(x.size(1))
+        mechanism = self.feature_mechanism(d)
+        if mechanism is None:  # ad-hoc features, budget-free
+            payload, encoding = adhoc_features(self.features_source, data, d, generator), "values"
+        elif isinstance(mechanism, MultiBit | OneBit):  # the nodes send codes
+            payload, encoding = _compact((yield mechanism, x)), "codes"
+        else:
+            payload, encoding = (yield mechanism, x.float()).float(), "values"
+        node_labels = torch.full((int(data.num_nodes),), -1, dtype=torch.long)
+        mask = torch.zeros(int(data.num_nodes), dtype=torch.bool)
         if self.collect_labels and labels:
             c = int(num_classes) if num_classes is not None else int(data.y.max()) + 1
-            node_labels, label_mask = self._collect_labels(data, c, generator)
-        else:
-            c = 0
-            node_labels = torch.full((int(data.num_nodes),), -1, dtype=torch.long)
-            label_mask = torch.zeros(int(data.num_nodes), dtype=torch.bool)
-        self.account(accountant, d, c, labels=labels)
-        return LocalCollection(payload, encoding, node_labels, label_mask, d)
-
-    def _collect_features(
-        self, data: Data, generator: torch.Generator | None
-    ) -> tuple[torch.Tensor, Literal["codes", "values"]]:
-        x = data.x
-        if not self.collects_features:
-            return adhoc_features(self.features_source, data, x.size(1), generator), "values"
-        rnd = self._randomizer
-        if rnd is None:
-            return x.float().clone(), "values"
-        if isinstance(rnd, MultiBit | OneBit):
-            return _compact(rnd.encode(x, generator)), "codes"
-        return rnd.perturb(x.float(), generator).float(), "values"
-
-    def _collect_labels(
-        self, data: Data, num_classes: int, generator: torch.Generator | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        mask = data.train_mask | data.val_mask
-        labels = torch.full_like(data.y, -1, dtype=torch.long)
-        rr = self.label_randomizer(num_classes)
-        if rr is None or math.isinf(rr.epsilon):
-            labels[mask] = data.y[mask]
-        else:
-            labels[mask] = rr.perturb(data.y[mask], generator)
-        return labels, mask.clone()
+            mask = data.train_mask | data.val_mask
+            node_labels = torch.full_like(data.y, -1, dtype=torch.long)
+            mechanism = self.label_mechanism(c)
+            node_labels[mask] = data.y[mask] if mechanism is None else (
+                yield mechanism, data.y[mask])
+            mask = mask.clone()
+        return LocalCollection(payload, encoding, node_labels, mask, d)
 
     # -- the server side --------------------------------------------------------------------------
     def features(self, collection: LocalCollection) -> torch.Tensor:

@@ -44,6 +44,8 @@ __all__ = [
     "laplace",
     "bernoulli",
     "categorical",
+    "permutation",
+    "bernoulli_positions",
     "secure_draw_count",
     "reproducible_generator",
     "entropy_generator",
@@ -219,3 +221,67 @@ def categorical(
     cdf = probs.to(torch.float64).cumsum(dim=1)
     idx = (u > cdf).sum(dim=1)
     return idx.clamp(max=probs.shape[1] - 1)
+
+
+def permutation(n: int, generator: torch.Generator | None = None) -> np.ndarray:
+    """A uniformly random order of ``range(n)`` (argsort of uniform draws)."""
+    return torch.argsort(uniform((int(n),), generator=generator, dtype=torch.float64)).numpy()
+
+
+def bernoulli_positions(
+    totals: torch.Tensor,
+    rates: torch.Tensor,
+    *,
+    generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The successes of independent Bernoulli trials, segment by segment, without one draw per
+    trial: segment ``s`` has ``totals[s]`` positions ``0 .. totals[s] - 1``, each a success with
+    probability ``rates[s]`` (clipped to [0, 1]).
+
+    Drawn as geometric gaps between successes (the gap to the next success is
+    ``floor(log U / log(1 - rate)) + 1``), which is exactly that process in ``O(#successes)``
+    time and memory; equivalently a ``Binomial(totals[s], rates[s])`` count of positions chosen
+    uniformly without replacement. All segments draw their uniforms together, in batches,
+    through :func:`uniform` (secure mode covers them).
+
+    Returns ``(segment, position)``: two ``int64`` tensors, one entry per success, sorted by
+    segment then position. Shared by EdgeRand's flipped non-edges and the HRG graph sampling
+    (:mod:`lightning_dpgnn.privacy.hrg`)."""
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    totals = torch.as_tensor(totals, dtype=torch.long).cpu()
+    rates = torch.as_tensor(rates, dtype=torch.float64).cpu().clamp(0.0, 1.0)
+    if totals.shape != rates.shape or totals.dim() != 1:
+        raise ValueError("totals and rates must be 1-d tensors of the same length")
+    segs, poss = [], []
+    full = torch.nonzero((rates >= 1.0) & (totals > 0)).flatten()
+    for s in full.tolist():  # every position: no draw needed
+        poss.append(torch.arange(int(totals[s]), dtype=torch.long))
+        segs.append(torch.full((int(totals[s]),), s, dtype=torch.long))
+    live = torch.nonzero((rates > 0.0) & (rates < 1.0) & (totals > 0)).flatten()
+    last = torch.full_like(totals, -1)
+    log_miss = torch.log1p(-rates)
+    while live.numel():
+        remaining = (totals[live] - 1 - last[live]).double()
+        mu = remaining * rates[live]
+        k = torch.ceil(mu * 1.05 + 4.0 * mu.sqrt() + 8.0).long()
+        k = torch.minimum(k, remaining.long() + 1)
+        seg = torch.repeat_interleave(live, k)
+        u = uniform((int(k.sum()),), generator=generator, dtype=torch.float64)
+        gaps = torch.floor(torch.log(u) / log_miss[seg]) + 1.0
+        gaps = torch.minimum(gaps, (remaining + 1.0).repeat_interleave(k)).long()
+        csum = torch.cumsum(gaps, 0)
+        ends = torch.cumsum(k, 0)
+        before = torch.cat([csum.new_zeros(1), csum[ends[:-1] - 1]])
+        pos = last[seg] + csum - before.repeat_interleave(k)
+        keep = pos < totals[seg]
+        segs.append(seg[keep])
+        poss.append(pos[keep])
+        last[live] = pos[ends - 1]
+        live = live[last[live] < totals[live] - 1]
+    if not segs:
+        empty = torch.empty(0, dtype=torch.long, device=device)
+        return empty, empty.clone()
+    seg, pos = torch.cat(segs), torch.cat(poss)
+    order = torch.argsort(seg * (int(totals.max()) + 1) + pos)
+    return seg[order].to(device), pos[order].to(device)

@@ -10,9 +10,10 @@ import torch
 
 from lightning_dpgnn import GAP, ProGAP
 from lightning_dpgnn.data import NodeDataModule
-from lightning_dpgnn.methods.releases import Draw
+from lightning_dpgnn.methods.releases import Releases
 from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy.calibration import calibrate_noise_multiplier, gaussian_plan
+from lightning_dpgnn.privacy.mechanism import run
 
 FAST_GAP = dict(encoder_epochs=3, classifier_epochs=3)
 
@@ -20,7 +21,9 @@ FAST_GAP = dict(encoder_epochs=3, classifier_epochs=3)
 
 def _counts(model, graph, accountant):
     """The label counts release drawn on ``graph`` (the release's own draw)."""
-    return model._draw_counts(Draw(graph, accountant, None, {}, fit=False))
+    r = model.releases.declared["label_counts"]
+    d = Releases.draw_of(r, graph, accountant, None, {}, False, model.noise_multiplier)
+    return run(r.draw(d), accountant)
 
 def _exact_counts(data, num_classes: int) -> torch.Tensor:
     """``A^T Y_train`` computed from scratch: for every edge u -> v with u a training node,

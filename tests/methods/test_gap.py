@@ -222,8 +222,12 @@ def test_hop_budget_splits_the_noise_unevenly_at_the_same_epsilon(csbm_dm, make_
 
     hop0 = model._hop0(model._features(data))  # features and label counts, encoded
     exact = sum_aggregate(hop0, data.edge_index, data.num_nodes)
+    from lightning_dpgnn.methods.releases import Draw
+    from lightning_dpgnn.privacy.mechanism import run
+
     acc = PrivacyAccountant("edge", 1e-6)
-    noisy = model._aggregate_once(hop0, data, acc, None, 0)
+    d = Draw(data, acc, None, {}, False, model.hop_mechanisms(z, range(2)))
+    noisy = run(model._aggregate(hop0, d, 0), acc)
     assert float((noisy - exact).std()) == pytest.approx(hops[0].noise_multiplier, rel=0.05)
     assert hop_noise_scales(None, 3) == (1.0, 1.0, 1.0)
     for bad in ([1.0], [1.0, 0.0], [1.0, -2.0], [1.0, math.inf]):

@@ -18,20 +18,33 @@ from lightning_dpgnn.methods.releases import (
     graph_digest,
 )
 from lightning_dpgnn.privacy import PrivacyAccountant
+from lightning_dpgnn.privacy.mechanism import run
 
 
-def counting_release(name="r", stage=0, guarantee=None, calls=None):
+class Noisy:
+    """A toy mechanism: ``epsilon``-DP (as far as the ledger knows), adds noise to a number."""
+
+    reads = (FEATURES,)
+
+    def __init__(self, name, epsilon=1.0, level="ldp"):
+        self.name, self.epsilon, self.level = name, epsilon, level
+
+    def account(self, acc, count=1):
+        acc.add_pure(self.name, self.epsilon, count=count)
+
+    def sample(self, value, generator=None):
+        return value + torch.randn(())
+
+
+def counting_release(name="r", stage=0, guarantee=None, calls=None, level="ldp"):
     calls = [] if calls is None else calls
-
-    def plan(acc, z):
-        acc.add_pure(name, 1.0)
 
     def draw(d):
         calls.append((name, d.fit))
-        d.accountant.add_pure(name, 1.0)
-        return d.graph.x.sum() + torch.randn(())
+        return (yield d.mechanisms[0], d.graph.x.sum())
 
-    return Release(name, plan, draw, stage=stage, guarantee=guarantee), calls
+    mechanisms = lambda z: [Noisy(name, level=level)]  # noqa: E731
+    return Release(name, mechanisms, draw, stage=stage, guarantee=guarantee), calls
 
 
 def graph(n=4, seed=0):
@@ -44,7 +57,9 @@ def draw_all(rel, g, accountants, stage=None):
     """What ``PrivateModule.draw_releases`` does with the release object (one process)."""
     drawn = []
     for r in rel.pending(stage):
-        rel.store(r.name, r.draw(Draw(g, accountants[r.guarantee], None, rel.outputs(), True)))
+        acc = accountants[r.guarantee]
+        d = Releases.draw_of(r, g, acc, None, rel.outputs(), True, None)
+        rel.store(r.name, run(r.draw(d), acc))
         drawn.append(r.name)
     return drawn
 
@@ -83,7 +98,8 @@ def test_restored_releases_are_never_drawn_and_foreign_ones_are_refused():
 
 def test_each_release_records_on_its_own_guarantee():
     rel = Releases()
-    rel.declare(counting_release("x", guarantee="features")[0], counting_release("e")[0])
+    rel.declare(counting_release("x", guarantee="features")[0],
+                counting_release("e", level="edge")[0])
     acc = {None: PrivacyAccountant("edge"), "features": PrivacyAccountant("ldp")}
     draw_all(rel, graph(), acc)
     assert [e.name for e in acc[None].ledger] == ["e"]
@@ -149,19 +165,17 @@ def test_a_draw_that_records_other_than_its_plan_fails_loudly(recorded):
     """A release whose draw forgets its spend (or records less or more than planned) is
     refused before its output is used: its epsilon would be wrong (issue 37)."""
 
-    def plan(acc, z):
-        acc.add_pure("r", 1.0)
-
-    def draw(d):
+    def draw(d):  # yields another mechanism than planned, or none: reads x in the clear
         if recorded:
-            d.accountant.add_pure("r", recorded)
-        return torch.zeros(())
+            return (yield Noisy("r", recorded), d.graph.x.sum())
+        return d.graph.x.sum()
+        yield
 
     rel = Releases()
-    rel.declare(Release("r", plan, draw))
+    rel.declare(Release("r", lambda z: [Noisy("r")], draw))
     acc = PrivacyAccountant("ldp")
     before = acc.copy()
-    draw(Draw(graph(), acc, None, {}, True))
+    run(draw(Draw(graph(), acc, None, {}, True)), acc)
     with pytest.raises(UnaccountedRelease, match="recorded (nothing|less|more)"):
         Releases.check_spend(rel.declared["r"], before, acc, None)
     with pytest.raises(UnaccountedRelease):  # the same check guards every new graph's draw

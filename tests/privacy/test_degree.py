@@ -139,7 +139,7 @@ def test_the_release_is_recorded_once_as_pure_epsilon_and_marks_seeded_noise():
     mech(ei, n, acc, R.reproducible_generator(1))
     assert acc.reproducible and acc.epsilon() == pytest.approx(1.0)
     with pytest.raises(ValueError, match="cannot be recorded"):
-        PrivateDegreeBound(0.5, [1], level="edge").account(PrivacyAccountant("node", 1e-6))
+        PrivateDegreeBound(0.5, [1], level="edge")(ei, n, PrivacyAccountant("node", 1e-6))
     with pytest.raises(TypeError, match="accountant"):
         mech(ei, n, None)
 

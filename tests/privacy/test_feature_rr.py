@@ -133,14 +133,14 @@ def test_accounting_is_epsilon_per_node(theta):
     d = 4 if theta is not None else 9
     mech = FeatureRR(2.5, None if theta is None else torch.tensor(theta, dtype=torch.float64))
     acc = PrivacyAccountant(level="ldp")
-    entry = mech.account(acc, d=d)
+    entry = mech.at_width(d).account(acc)
     assert acc.epsilon() == 2.5  # exactly epsilon: sum of epsilon * theta_i with sum theta = 1
     assert entry.name == "featurerr" and entry.kind == "pure" and "Theorem 3" in entry.note
-    mech.account(acc, count=2, d=d)  # two collections: three in all
+    mech.at_width(d).account(acc, count=2)  # two collections: three in all
     assert acc.epsilon() == pytest.approx(7.5)
     assert mech.total_epsilon(d) == 2.5
     with pytest.raises(ValueError, match="theta has"):
-        FeatureRR(1.0, torch.ones(3) / 3).account(PrivacyAccountant(level="ldp"), d=4)
+        FeatureRR(1.0, torch.ones(3) / 3).at_width(4).account(PrivacyAccountant(level="ldp"))
 
 
 def test_registry_and_collector_carry_theta():
@@ -150,7 +150,8 @@ def test_registry_and_collector_carry_theta():
     assert isinstance(col.randomizer, FeatureRR) and col.randomizer.k == 5
     assert torch.equal(col.randomizer.theta, theta.double())
     acc = PrivacyAccountant(level="ldp")
-    col.account(acc, d=2, num_classes=3)
+    for mechanism in col.mechanisms(2, num_classes=3):
+        mechanism.account(acc)
     assert acc.epsilon() == pytest.approx(3.0)
     assert LocalCollector(2.0, 1.0, "featurerr").randomizer.k == DEFAULT_K
     with pytest.raises(ValueError, match="FeatureRR's parameters"):

@@ -257,7 +257,7 @@ def test_onebit_per_coordinate_spends_d_times_epsilon():
     logp = torch.stack([ob.log_prob(inputs, o.expand(len(inputs), d)) for o in outputs], dim=1)
     assert max_log_ratio(logp) == pytest.approx(d * eps, abs=1e-9)
     acc = PrivacyAccountant(level="ldp")
-    ob.account(acc, d=d)
+    ob.at_width(d).account(acc)
     assert acc.epsilon() == pytest.approx(d * eps)
 
 

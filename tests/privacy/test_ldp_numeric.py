@@ -192,10 +192,10 @@ def test_expected_error_matches_monte_carlo(factory):
 @pytest.mark.parametrize("cls", [Hybrid, ThreeOutputs, PMSub])
 def test_accounting_per_node(cls):
     acc = PrivacyAccountant(level="ldp")
-    cls(1.5).account(acc, d=7)
+    cls(1.5).at_width(7).account(acc)
     assert acc.epsilon() == 1.5
     acc = PrivacyAccountant(level="ldp")
-    cls(0.5, per_coordinate=True).account(acc, d=4)
+    cls(0.5, per_coordinate=True).at_width(4).account(acc)
     assert acc.epsilon() == pytest.approx(2.0)
     assert acc.ledger[0].name == cls.name
 
@@ -205,7 +205,8 @@ def test_registered_and_collected(name):
     assert FEATURE_MECHANISMS[name].name == name
     col = LocalCollector(1.0, 2.0, name)
     acc = PrivacyAccountant(level="ldp")
-    col.account(acc, d=5, num_classes=3)
+    for mechanism in col.mechanisms(5, num_classes=3):
+        mechanism.account(acc)
     assert acc.epsilon() == pytest.approx(3.0)
 
 

@@ -33,6 +33,7 @@ from lightning_dpgnn.privacy.aggregation import (
     normalize_rows,
     sum_aggregate,
 )
+from lightning_dpgnn.privacy.mechanism import run
 
 FAST_GAP = dict(encoder_epochs=2, classifier_epochs=2)
 
@@ -87,7 +88,8 @@ def _counts(graph, num_classes: int) -> torch.Tensor:
     """The label counts GAP releases before noise (its own code path)."""
     model = GAP(privacy="none", label_counts=True)
     model.hparams.num_classes = num_classes
-    return model._draw_counts(Draw(graph, PrivacyAccountant("edge", 1e-5), None, {}, fit=False))
+    accountant = PrivacyAccountant("edge", 1e-5)
+    return run(model._draw_counts(Draw(graph, accountant, None, {}, fit=False)), accountant)
 
 
 def _friendship_between_training_nodes(graph) -> tuple[int, int]:

@@ -1,0 +1,130 @@
+"""The mechanism protocol, and the one place where a mechanism's draw is checked and recorded.
+
+Every mechanism in this package is an object with a :attr:`~Mechanism.name` (its ledger entry),
+the :attr:`~Mechanism.level` it spends under, what private data it :attr:`~Mechanism.reads`,
+``account(accountant, count=1)`` (what ``count`` draws cost: the plan, and what a draw records)
+and ``sample(*inputs, generator=None)`` (the noisy output; it records nothing itself). Scale
+parameters (a hop's share of the budget, the overlap of GW-LDP's graphs) are attributes of the
+object, so the plan and the draw read one signature.
+
+:func:`run` is the preamble, written once: the accountant is present and at a level the
+mechanism's spend covers, the draw's reproducibility is marked, and exactly ``account(..., 1)``
+is recorded for every draw. A release's draw is a generator that yields ``(mechanism, *inputs)``
+and receives the noisy output: :func:`run` drives it, so the frames between the Lightning hook
+and the noise sampler are the hook's, ``run``'s and the mechanism's ``sample`` only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+__all__ = [
+    "EDGES", "FEATURES", "TRAIN_LABELS", "LABELS", "READS", "Clear", "Mechanism",
+    "check_accountant", "draw", "run", "sample_steps",
+]
+
+#: what a mechanism (and a release) may read of a graph
+EDGES, FEATURES, TRAIN_LABELS, LABELS = "edges", "features", "train_labels", "labels"
+READS = (EDGES, FEATURES, TRAIN_LABELS, LABELS)
+
+#: what a release's draw yields: ``(mechanism, *inputs)``; it is sent the noisy output
+Steps = Generator[tuple, Any, Any]
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """A differentially private mechanism (see the module docstring)."""
+
+    name: str
+    level: str
+    reads: tuple[str, ...]
+
+    def account(self, accountant: Any, count: int = 1) -> Any: ...
+
+    def sample(self, *inputs: Any, generator: torch.Generator | None = None) -> Any: ...
+
+
+class Clear:
+    """Private data read without a mechanism: an infinite spend, said in the ledger (e.g. an
+    LDP collection with ``epsilon=inf``)."""
+
+    def __init__(self, name: str, reads: tuple[str, ...], note: str, level: str = "ldp") -> None:
+        self.name, self.reads, self.note, self.level = name, reads, note, level
+
+    def account(self, accountant: Any, count: int = 1) -> None:
+        accountant.add_pure(self.name, math.inf, count=count, note=self.note)
+
+    def sample(self, value: torch.Tensor, generator: torch.Generator | None = None) -> Any:
+        return value.clone()
+
+
+def check_accountant(mechanism: Mechanism, accountant: Any) -> None:
+    """Refuse a draw without an accountant, or on one whose level the mechanism's spend does
+    not cover (a node-level spend also covers one edge; nothing else crosses levels)."""
+    if accountant is None or not callable(getattr(accountant, "add_pure", None)):
+        raise TypeError(f"{mechanism.name}: an accountant (PrivacyAccountant) is required: "
+                        "every private draw must be recorded")
+    level = getattr(accountant, "level", None)
+    if level != mechanism.level and not (mechanism.level == "node" and level == "edge"):
+        raise ValueError(
+            f"{mechanism.name}: a {mechanism.level}-level mechanism cannot be recorded on a "
+            f"{level}-level accountant (its sensitivity holds for {mechanism.level}-level "
+            "neighbours only)"
+        )
+
+
+def run(
+    steps: Steps,
+    accountant: Any,
+    generator: torch.Generator | None = None,
+    once: Callable[..., Any] | None = None,
+) -> Any:
+    """Drive a release's draw ``steps`` (a generator yielding ``(mechanism, *inputs)``) and
+    return its value: each yielded mechanism is checked (:func:`check_accountant`), sampled
+    from ``generator`` (``None``: entropy-seeded) and recorded once on ``accountant``, and
+    ``steps`` is sent the noisy output. ``once(sample, *inputs, generator)``: how a sample is
+    drawn once for a process group (``None``: here)."""
+    out = None
+    try:
+        while True:
+            mechanism, *inputs = steps.send(out)
+            check_accountant(mechanism, accountant)
+            if once is None:
+                out = mechanism.sample(*inputs, generator=generator)
+            else:
+                out = once(_sample, mechanism, generator, *inputs)
+            accountant.mark_reproducible(generator)
+            mechanism.account(accountant)
+    except StopIteration as done:
+        return done.value
+
+
+def sample_steps(steps: Steps, generator: torch.Generator | None = None) -> Any:
+    """Drive ``steps`` sampling each yielded mechanism and recording nothing (the ``sample``
+    of a mechanism made of several, e.g. the hyperbolic Gaussian's two parts)."""
+    out = None
+    try:
+        while True:
+            mechanism, *inputs = steps.send(out)
+            out = mechanism.sample(*inputs, generator=generator)
+    except StopIteration as done:
+        return done.value
+
+
+def _sample(mechanism: Mechanism, generator: torch.Generator | None, *inputs: Any) -> Any:
+    return mechanism.sample(*inputs, generator=generator)
+
+
+def _single(mechanism: Mechanism, inputs: tuple) -> Steps:
+    return (yield (mechanism, *inputs))
+
+
+def draw(
+    mechanism: Mechanism, accountant: Any, generator: torch.Generator | None, *inputs: Any
+) -> Any:
+    """One draw of ``mechanism`` on ``inputs``, checked and recorded (:func:`run`)."""
+    return run(_single(mechanism, inputs), accountant, generator)
