@@ -176,13 +176,23 @@ class PrivateModule(
 
     def __new__(cls, *args: Any, **kwargs: Any) -> PrivateModule:
         """Refuse a keyword argument the class does not take, naming the class the user
-        called (not the base class it forwards its keywords to)."""
+        called (not the base class it forwards its keywords to); a mode that is a sibling
+        class (:meth:`sibling_for`) builds that class from the arguments it takes."""
+        sibling = cls.sibling_for(kwargs)
+        if sibling is not None:
+            taken = init_arguments(sibling)
+            return sibling(*args, **{k: v for k, v in kwargs.items() if k in taken})
         accepted = init_arguments(cls) - {"levels", *cls.fixed_arguments}
         check_argument_names(cls, kwargs, accepted)
         instance = super().__new__(cls, *args, **kwargs)  # ModelHubMixin records them
         #: the keyword arguments the caller gave (a default is not a choice the user made)
         object.__setattr__(instance, "given_arguments", frozenset(kwargs))
         return instance
+
+    @classmethod
+    def sibling_for(cls, kwargs: dict[str, Any]) -> type[PrivateModule] | None:
+        """The sibling class these arguments ask for (e.g. a paper-code mode), or ``None``."""
+        return None
 
     def save_hyperparameters(self, *args: Any, frame: Any = None, **kwargs: Any) -> None:
         """Lightning's, then the constructor checks every method shares

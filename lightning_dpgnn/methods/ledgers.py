@@ -245,8 +245,9 @@ class Ledgers:
         return acc if self.module.plan_mechanisms(acc, noise_multiplier) else None
 
     def closed_plan(self, z: float) -> PrivacyAccountant:
-        acc = self.planned_accountant(z)
-        if acc is None:  # only a fit without a target can be open-ended
+        """The ledger of the whole fit at ``z`` (what calibration solves over)."""
+        acc = self.module.accountant.copy()
+        if not self.module.plan_mechanisms(acc, z):  # only a fit without a target is open-ended
             raise RuntimeError(
                 f"{type(self.module).__name__}: an open-ended plan cannot be calibrated")
         return acc

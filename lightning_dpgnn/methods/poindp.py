@@ -47,7 +47,6 @@ from torch.utils.data import DataLoader
 from torch_geometric.data import Data
 
 from .. import hyperbolic as H
-from .._init_args import init_arguments
 from ..levels import Level
 from ..loops import Stage, StagedFit
 from ..nn.mlp import MLP
@@ -130,13 +129,11 @@ class PoinDP(AggregationPerturbationModule):
     mechanism_name = "poindp"
     caches = ("_hop0_cache",)  # declared (PrivateModule.reset_caches)
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> PoinDP:
+    @classmethod
+    def sibling_for(cls, kwargs: dict[str, Any]) -> type[PrivateModule] | None:
         """``PoinDP(mode="paper-code", ...)`` builds its sibling :class:`PoinDPPaperCode` (the
         authors' code, NOT differentially private), with the arguments it takes."""
-        if cls is PoinDP and kwargs.get("mode") == PAPER_CODE:
-            taken = init_arguments(PoinDPPaperCode)
-            return PoinDPPaperCode(*args, **{k: v for k, v in kwargs.items() if k in taken})
-        return super().__new__(cls, *args, **kwargs)
+        return PoinDPPaperCode if cls is PoinDP and kwargs.get("mode") == PAPER_CODE else None
 
     def __init__(
         self,
