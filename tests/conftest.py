@@ -24,6 +24,11 @@ def pytest_configure(config):
     # processed caches go to a temporary folder, never to the user's home cache
     if "DPGNN_CACHE" not in os.environ:
         os.environ["DPGNN_CACHE"] = tempfile.mkdtemp(prefix="dpgnn-test-cache-")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # pytest -n: one cache per worker (no two processes write one file) and one
+        # intra-op thread each (the workers share the cores)
+        os.environ["DPGNN_CACHE"] = str(Path(os.environ["DPGNN_CACHE"]) / worker)
+        torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")
