@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import time
 from pathlib import Path
 
@@ -132,7 +133,7 @@ def feature_cell(mechanism: str, eps: float, seed: int, args) -> dict:
 
     torch.set_num_threads(1)
     name, _, pca = mechanism.partition("+pca")
-    model = _heterorr(seed, args, epsilon=None, x_epsilon=eps, feature_mechanism=name,
+    model = _heterorr(seed, args, epsilon=math.inf, x_epsilon=eps, feature_mechanism=name,
                       feature_dim=int(pca) if pca else None,
                       public_fraction=S.HETERORR_PUBLIC_FRACTION, public_seed=seed)
     out = _fit(model, _datamodule(args.feature_dataset), args.epochs)

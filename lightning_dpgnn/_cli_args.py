@@ -8,6 +8,7 @@ neither of them, so the command line has no import cycle.
 
 from __future__ import annotations
 
+import re
 import sys
 from argparse import ArgumentError, ArgumentParser
 from collections.abc import Callable
@@ -29,6 +30,26 @@ by ``test``): the method, dataset, seed, test metrics and privacy report of the 
 PREDICTIONS_FILE = "predictions.csv"
 """Written by ``dpgnn predict`` into the run folder of the checkpoint it read (or
 ``--trainer.default_root_dir`` when given)."""
+
+
+#: the model's budgets, whose ``inf`` a command line means as Python's ``math.inf``
+_BUDGET_OPTION = re.compile(r"--model\.(?:init_args\.)?(?:x_|y_|fedavg_)?epsilon")
+_INFINITY = ("inf", "+inf", "infinity", "+infinity")
+
+
+def spell_infinity(argv: list[str]) -> list[str]:
+    """``argv`` with a budget's ``inf`` (``--model.epsilon inf``: no privacy for that input)
+    written as YAML's ``.inf``, which the parser reads as ``math.inf``."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        option, eq, value = arg.partition("=")
+        if not _BUDGET_OPTION.fullmatch(option):
+            continue
+        if eq and value.strip().lower() in _INFINITY:
+            out[i] = f"{option}=.inf"
+        elif not eq and i + 1 < len(out) and out[i + 1].strip().lower() in _INFINITY:
+            out[i + 1] = ".inf"
+    return out
 
 
 def _option_values(argv: list[str], name: str) -> list[str]:

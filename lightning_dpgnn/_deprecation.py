@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import warnings
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 #: why LPGNN's and PGC's budgets were renamed (``x_eps`` -> ``x_epsilon``, ``y_eps`` ->
 #: ``y_epsilon``)
 BUDGET_NAMES = "one spelling for every budget: epsilon, x_epsilon, y_epsilon"
+#: why ``None`` budgets became ``math.inf`` (HeteroRR's "no release, the input is public")
+NO_PRIVACY = "one spelling of 'no privacy' for every budget: math.inf"
 
 
 def renamed(owner: str, old: str, new: str, old_value: T | None, new_value: T, why: str) -> T:
@@ -23,3 +26,17 @@ def renamed(owner: str, old: str, new: str, old_value: T | None, new_value: T, w
         stacklevel=3,
     )
     return old_value
+
+
+def no_privacy_alias(owner: str, name: str, value: Any) -> Any:
+    """``value``, or ``math.inf`` (with a warning naming it) when the caller still spells
+    "no privacy for this input" as ``name=None``."""
+    if value is not None:
+        return value
+    warnings.warn(
+        f"{owner}({name}=None) is deprecated: write {name}=math.inf ({NO_PRIVACY}); None will "
+        "be removed",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    return math.inf

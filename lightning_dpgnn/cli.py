@@ -20,7 +20,13 @@ import sys
 from argparse import ArgumentParser
 from pathlib import Path
 
-from ._cli_args import _audit_parser, _named_in_configs, _option_values, _run_guarded
+from ._cli_args import (
+    _audit_parser,
+    _named_in_configs,
+    _option_values,
+    _run_guarded,
+    spell_infinity,
+)
 from ._lazy import lazy_exports
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
@@ -71,7 +77,7 @@ def main(args: list[str] | None = None) -> None:
 
         return zoo_main(given[1:])
     debug = "--debug" in given or os.environ.get("DPGNN_DEBUG", "") not in ("", "0")
-    cleaned = [a for a in given if a != "--debug"]
+    cleaned = spell_infinity([a for a in given if a != "--debug"])
     if not cleaned or cleaned[0] in ("-h", "--help"):
         print(HELP, end="")
         if not cleaned:

@@ -363,6 +363,8 @@ def test_checkpointing_can_be_turned_off(tmp_path):
     [
         ("GAP", ["--model.encoder_epochs=1", "--model.classifier_epochs=1"], 1.0, "edge"),
         ("ProGAP", ["--model.epochs_per_stage=1", "--model.depth=1"], 1.0, "edge"),
+        ("GAP", ["--model.encoder_epochs=1", "--model.classifier_epochs=1",
+                 "--model.epsilon", "inf"], "inf (non-private)", "none"),  # math.inf: no privacy
         ("DPMLP", ["--model.epochs=1"], None, "node"),
         ("MLP", ["--model.epochs=1"], "0", "edge"),  # reads no edge: epsilon 0 at edge level
         ("MLP", ["--model.epochs=1", "--model.privacy=none"], "inf (non-private)", "none"),

@@ -130,7 +130,9 @@ class PrivateModule(
 
     Args:
         privacy: ``"none"``, ``"edge"`` or ``"node"`` (LDP methods use ``"ldp"``).
-        epsilon: target epsilon (ignored for ``privacy="none"``). ``None`` means "no target":
+        epsilon: target epsilon; ``math.inf``: no privacy for that input (the model is
+            non-private, its level ``"none"``: ``privacy="none"`` is the equivalent level
+            name, and epsilon is then ignored). ``None`` means "no target":
             allowed for methods that read no private data at their level (MLP at edge level)
             or that run at a user-fixed noise multiplier (their spend is reported, not capped).
         delta: target delta, ``"auto"`` (``n * delta <= 0.01`` for the ``n`` units: undirected
@@ -219,8 +221,8 @@ class PrivateModule(
         check_arguments({"lr": lr, "weight_decay": weight_decay})
         #: the privacy level (``str``: as the user wrote it; :attr:`level`: what it means)
         self.level, self.target_epsilon = check_privacy_arguments(
-            privacy, levels, epsilon, delta, edge_unit, noise_seed)
-        self.privacy = str(privacy)
+            privacy, levels, epsilon, delta, edge_unit, noise_seed, type(self).__name__)
+        self.privacy = str(privacy) if self.level.private else Level.NONE.value
         self.target_delta, self.noise_seed, self.edge_unit = delta, noise_seed, edge_unit
         self.log_private_metrics = bool(log_private_metrics)
         self.lr, self.weight_decay = float(lr), float(weight_decay)

@@ -39,10 +39,11 @@ by its maximum) -> GW discrepancy of all pairs (POT) -> SVM on ``exp(-gamma D / 
 (:mod:`lightning_dpgnn.gw`). ``trainer.test`` logs the federated GNN's own test accuracy
 (``test/acc``) and the SVM's on the released matrices (``test/svm_acc``).
 
-**Modes.** ``mode="ldp"`` (sound, ``epsilon`` per graph); ``"none"`` (the clear embeddings,
-epsilon = inf); ``"paper-code"`` (the authors' code: Gaussian noise of std ``paper_std``,
-default ``1/n`` of the first graph, on the unbounded embeddings — **not differentially
-private**; its report says so, and ``PrivacyBudget`` and the zoo refuse it).
+**Modes.** ``mode="ldp"`` (sound, ``epsilon`` per graph); ``"none"`` (the clear embeddings:
+``epsilon=math.inf``, no privacy for the release); ``"paper-code"`` (the authors' code:
+Gaussian noise of std ``paper_std``, default ``1/n`` of the first graph, on the unbounded
+embeddings — **not differentially private**; its report says so, and ``PrivacyBudget`` and the
+zoo refuse it). ``fedavg_epsilon=math.inf`` is no privacy for the rounds (``dp_fedavg=False``).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ from ..privacy.graph_ldp import (
 )
 from ..privacy.mechanism import Steps
 from .base import PrivateModule, accuracy
-from .ledgers import calibrated
+from .ledgers import calibrated, no_privacy
 from .paper_code import PaperCode
 from .releases import Draw, Release
 
@@ -98,12 +99,33 @@ def _first(batch: list[Any]) -> Any:
     return batch[0]
 
 
+def _no_privacy_modes(mode: str, epsilon: float, dp_fedavg: bool, fedavg_epsilon: float | None,
+                      fedavg_noise_multiplier: float | None) -> tuple[str, bool]:
+    """``mode`` and ``dp_fedavg`` once ``math.inf`` budgets are read as "no privacy":
+    ``epsilon=math.inf`` is ``mode="none"``, ``fedavg_epsilon=math.inf`` is
+    ``dp_fedavg=False``."""
+    if dp_fedavg and no_privacy(fedavg_epsilon):
+        if fedavg_noise_multiplier is not None:
+            raise ValueError("fedavg_epsilon=math.inf (no privacy for the rounds) contradicts "
+                             f"fedavg_noise_multiplier={fedavg_noise_multiplier!r}: give one")
+        dp_fedavg = False
+    if mode == Level.LDP and no_privacy(epsilon):
+        if dp_fedavg:
+            raise ValueError(
+                "epsilon=math.inf releases every graph's embeddings in the clear, whatever "
+                "DP-FedAvg spends on the rounds: give a finite epsilon, or dp_fedavg=False"
+            )
+        mode = Level.NONE.value
+    return mode, bool(dp_fedavg)
+
+
 class GWLDP(PrivateModule):
     """GW-LDP (see the module docstring).
 
     Args:
         mode: ``"ldp"``, ``"none"`` or ``"paper-code"`` (not differentially private).
-        epsilon: LDP budget per graph of the embedding release (``mode="ldp"``).
+        epsilon: LDP budget per graph of the embedding release (``mode="ldp"``);
+            ``math.inf``: no privacy for the release (the same as ``mode="none"``).
         gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool).
         gnn_hidden, gnn_layers: override the GNN's width / depth.
         gnn_dropout: dropout of the GNN (``None``: the authors' 0 for the GCN, 0.5 for the GIN).
@@ -119,7 +141,8 @@ class GWLDP(PrivateModule):
         fedavg_clip: L2 bound of one client's update (DP-FedAvg).
         fedavg_noise_multiplier: noise std / ``fedavg_clip``; ``None``: calibrated so that the
             DP-FedAvg rounds alone spend ``fedavg_epsilon`` at the report's delta.
-        fedavg_epsilon: target epsilon of the DP-FedAvg rounds (when calibrating).
+        fedavg_epsilon: target epsilon of the DP-FedAvg rounds (when calibrating);
+            ``math.inf``: no privacy for the rounds (the same as ``dp_fedavg=False``).
         delta: delta of the DP-FedAvg part (``"auto"``: below 1 / number of graphs).
         normalize: scale of each graph's cost matrix on the server (``"max"``, ``"mean"``,
             ``None``).
@@ -189,6 +212,8 @@ class GWLDP(PrivateModule):
         for name, value in (("local_epochs", local_epochs), ("n_jobs", n_jobs)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        mode, dp_fedavg = _no_privacy_modes(mode, epsilon, dp_fedavg, fedavg_epsilon,
+                                            fedavg_noise_multiplier)
         if dp_fedavg:
             if fedavg_noise_multiplier is None and fedavg_epsilon is None:
                 raise ValueError("dp_fedavg=True needs fedavg_noise_multiplier or fedavg_epsilon")

@@ -40,6 +40,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
+from .._deprecation import no_privacy_alias
 from ..levels import Level, Unit
 from ..nn.backbone import GNNBackbone
 from ..privacy import check_epsilon
@@ -48,6 +49,7 @@ from ..privacy.hrg import PAPER_CODE_FLAW, EdgeRR, PaperCodeEdgeRR, edge_split, 
 from ..privacy.ldp import Duchi, FeatureRandomizer, MultiBit, Piecewise
 from ..privacy.mechanism import Steps
 from .base import PrivateModule
+from .ledgers import no_privacy
 from .paper_code import PAPER_CODE, PaperCode
 from .releases import EDGES, FEATURES, Draw, Release, graph_digest
 from .sources import num_classes
@@ -77,10 +79,11 @@ class HeteroRR(PrivateModule):
     edges), then a GCN trained on the released graph (module doc).
 
     Args:
-        epsilon: edge budget ``eps_e`` for one private edge (``None``: no edge release, every
-            edge is public and the GCN reads the graph as is).
-        x_epsilon: feature budget ``eps_f`` per node (``None``: no feature release, the
-            features are public).
+        epsilon: edge budget ``eps_e`` for one private edge (``math.inf``: no privacy for the
+            edges: no edge release, the GCN reads the graph as is).
+        x_epsilon: feature budget ``eps_f`` per node (``math.inf``, the default: no privacy
+            for the features: no feature release, they are read in the clear). ``None`` is a
+            deprecated alias of ``math.inf`` for either budget.
         feature_mechanism: ``"feature-rr"`` (default), ``"multibit"``, ``"duchi"`` or
             ``"piecewise"``.
         feature_bounds: the public feature range ``(alpha, beta)``; features are clipped into it.
@@ -136,8 +139,8 @@ class HeteroRR(PrivateModule):
 
     def __init__(
         self,
-        epsilon: float | None = 1.0,
-        x_epsilon: float | None = None,
+        epsilon: float = 1.0,
+        x_epsilon: float = math.inf,
         feature_mechanism: str = "feature-rr",
         feature_bounds: tuple[float, float] = (0.0, 1.0),
         bins: int = DEFAULT_K,
@@ -164,20 +167,24 @@ class HeteroRR(PrivateModule):
     ) -> None:
         if mode not in ("dp", PAPER_CODE):
             raise ValueError(f"mode must be 'dp' or {PAPER_CODE!r}, got {mode!r}")
-        if mode == PAPER_CODE and epsilon is None:
+        epsilon, x_epsilon = (
+            no_privacy_alias("HeteroRR", name, value)
+            for name, value in (("epsilon", epsilon), ("x_epsilon", x_epsilon))
+        )
+        edges, features = not no_privacy(epsilon), not no_privacy(x_epsilon)
+        if mode == PAPER_CODE and not edges:
             raise ValueError("mode='paper-code' reproduces the authors' edge release: give the "
                              "edge budget epsilon")
         self.mode = mode
         self.paper_code = PaperCode.of(mode, "edge release", PAPER_CODE_FLAW)
-        if epsilon is None and x_epsilon is None:
+        if not (edges or features):
             raise ValueError(
-                "HeteroRR protects nothing with epsilon=None and x_epsilon=None: give the edge "
-                "budget (epsilon), the feature budget (x_epsilon) or both (a non-private GCN is "
-                "lightning_dpgnn.GNN(conv='gcn'))"
+                "HeteroRR protects nothing with epsilon=math.inf and x_epsilon=math.inf: give "
+                "the edge budget (epsilon), the feature budget (x_epsilon) or both (a "
+                "non-private GCN is lightning_dpgnn.GNN(conv='gcn'))"
             )
-        privacy = "edge" if epsilon is not None else "ldp"
         super().__init__(
-            privacy, epsilon if epsilon is not None else x_epsilon, "auto",
+            "edge" if edges else "ldp", epsilon if edges else x_epsilon, "auto",
             levels=("edge", "ldp"), noise_seed=noise_seed, lr=lr, weight_decay=weight_decay,
         )
         self.save_hyperparameters()
@@ -195,18 +202,16 @@ class HeteroRR(PrivateModule):
                                 else _check_fraction(public_fraction, "public_fraction"))
         if int(bins) < 2:
             raise ValueError(f"bins must be >= 2, got {bins!r}")
-        if feature_dim is not None and (x_epsilon is None or int(feature_dim) < 1):
+        if feature_dim is not None and (not features or int(feature_dim) < 1):
             raise ValueError("feature_dim (the public PCA before the feature mechanism) needs "
                              f"x_epsilon and an integer >= 1, got {feature_dim!r}")
         self.edgerr: EdgeRR | None = None
         #: the guarantee the feature release spends under (``None``: the model's own)
         self.features_guarantee: str | None = None
         releases = []
-        if x_epsilon is not None:
+        if features:
             self.x_epsilon = check_epsilon(x_epsilon, "x_epsilon")
-            if not math.isfinite(self.x_epsilon):
-                raise ValueError(f"x_epsilon must be finite, got {x_epsilon!r}")
-            if epsilon is not None:
+            if edges:
                 self.guarantee_name, self.features_guarantee = "edges", "features"
                 self.declare_guarantee("features", "ldp", FEATURES_BESIDE_EDGES_UNIT,
                                        epsilon=x_epsilon)
@@ -214,7 +219,7 @@ class HeteroRR(PrivateModule):
                 self.accountant.unit = FEATURES_UNIT
             releases.append(Release("features", self._feature_mechanisms, self._draw_features,
                                     guarantee=self.features_guarantee, reads=(FEATURES,)))
-        if epsilon is not None:
+        if edges:
             release = PaperCodeEdgeRR if mode == PAPER_CODE else EdgeRR
             chain = {} if mode == PAPER_CODE else dict(steps_per_node=steps_per_node)
             self.edgerr = release(

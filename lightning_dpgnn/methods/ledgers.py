@@ -29,8 +29,8 @@ from ..privacy.accountant import DELTA_RULES
 from ..privacy.calibration import calibrate_noise_multiplier
 from ..privacy.guarantee import Guarantee, default_words
 
-__all__ = ["Ledgers", "calibrated", "check_privacy_arguments", "checkpoint_state", "unit_of",
-           "to_host", "CHECKPOINT_KEY"]
+__all__ = ["Ledgers", "calibrated", "check_privacy_arguments", "checkpoint_state", "no_privacy",
+           "unit_of", "to_host", "CHECKPOINT_KEY"]
 
 Report = PrivacyReport | SeveralGuarantees
 #: where a checkpoint holds :meth:`Ledgers.privacy_state`
@@ -49,19 +49,26 @@ def check_privacy_arguments(
     delta: float | str | None,
     edge_unit: str,
     noise_seed: int | None,
+    owner: str = "this method",
 ) -> tuple[Level, float | None]:
     """The level of ``privacy`` and the target epsilon (``inf`` without privacy; ``None``: no
-    target), after checking a model's privacy arguments as the user gave them."""
+    target), after checking a model's privacy arguments as the user gave them.
+
+    ``epsilon=math.inf`` is the one spelling of "no privacy": it gives level ``none`` (the
+    level's name, ``privacy="none"``, is equivalent), where the method has that level."""
     if privacy not in levels:
         raise ValueError(f"privacy must be one of {levels}, got {privacy!r}")
     level = Level.of(privacy)
+    if level.private and no_privacy(epsilon):
+        if Level.NONE.value not in levels:
+            raise ValueError(
+                f"epsilon=math.inf means no privacy, and {owner} is private only "
+                f"(privacy in {levels}): give a finite epsilon > 0, or use a method with "
+                "privacy='none' (GAP, ProGAP, MLP, SAGE, GNN)"
+            )
+        level = Level.NONE
     if not level.private or epsilon is None:
         target = None if level.private else math.inf
-    elif isinstance(epsilon, (int, float)) and math.isinf(epsilon):
-        raise ValueError(
-            f"privacy={privacy!r} needs a finite epsilon > 0; use privacy='none' for a "
-            "non-private model"
-        )
     else:
         target = check_epsilon(epsilon)
     if not (delta in DELTA_RULES or delta is None or isinstance(delta, (int, float))):
@@ -76,6 +83,12 @@ def check_privacy_arguments(
     )):
         raise ValueError(f"noise_seed must be an integer or None, got {noise_seed!r}")
     return level, target
+
+
+def no_privacy(epsilon: Any) -> bool:
+    """Whether a budget is ``math.inf``: no privacy for that input."""
+    return isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and (
+        math.isinf(epsilon) and epsilon > 0)
 
 
 def checkpoint_state(checkpoint: dict[str, Any]) -> dict[str, Any]:

@@ -52,8 +52,10 @@ class LPGNN(PrivateModule):
 
     Args:
         backbone: ``"sage"`` (default, thesis' ablation model), ``"gcn"`` or ``"gat"``.
-        x_epsilon: feature budget per node (``math.inf``: raw features, reported as such).
-        y_epsilon: label budget per labelled node (``math.inf``: clean labels, reported as such).
+        x_epsilon: feature budget per node (``math.inf``: no privacy for the features: raw
+            features, reported as such).
+        y_epsilon: label budget per labelled node (``math.inf``: no privacy for the labels:
+            clean labels, reported as such).
         x_steps: ``K_x``, feature KProp steps (>= 0).
         y_steps: ``K_y``, label KProp steps (>= 0).
         mechanism: feature mechanism: ``"multibit"`` (MB), ``"onebit"`` (1B), ``"laplace"``

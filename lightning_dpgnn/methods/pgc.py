@@ -111,10 +111,10 @@ class _PGCModule(PrivateModule):
         Args:
             x_epsilon: the features' budget: per feature with ``per_coordinate=True`` (the
                 thesis'; each node spends ``d * x_epsilon``, which the report shows), else per
-                node. ``math.inf`` is the RAW baseline (features read in the clear, reported
-                as such). Formerly ``epsilon``: that name is gone rather than deprecated,
-                because the CLI carries the default model's ``epsilon`` (GAP's target) over
-                to it.
+                node. ``math.inf``: no privacy for the features, the RAW baseline (read in the
+                clear, reported as such). Formerly ``epsilon``: that name is gone rather than
+                deprecated, because the CLI carries the default model's ``epsilon`` (GAP's
+                target) over to it.
             mechanism: ``"onebit"`` (PGC), ``"laplace"`` (LM), ``"duchi"`` (DM),
                 ``"piecewise"`` (PM).
             per_coordinate: budget per feature (``True``, thesis ch. 2) or per node.

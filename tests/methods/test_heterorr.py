@@ -60,7 +60,7 @@ def test_either_part_alone_is_one_guarantee(make_trainer, tiny_dm):
     report = edges_only.privacy_spent()
     assert isinstance(report, PrivacyReport) and report.level == "edge"
     assert list(edges_only.releases.declared) == ["edges"]
-    features_only = fitted(make_trainer, tiny_dm, epsilon=None, x_epsilon=3.0, epochs=1)
+    features_only = fitted(make_trainer, tiny_dm, epsilon=math.inf, x_epsilon=3.0, epochs=1)
     report = features_only.privacy_spent()
     assert isinstance(report, PrivacyReport) and report.level == "ldp"
     assert report.epsilon == pytest.approx(3.0)
@@ -202,7 +202,7 @@ def test_featurerr_weights_come_from_the_public_nodes_only(make_trainer, tiny_dm
     """The attack: changing the features of a node outside the public subset leaves theta, and
     so every other node's output distribution, unchanged; theta sums to 1 and is restored with
     the model (public state), not recomputed."""
-    model = HeteroRR(epsilon=None, x_epsilon=4.0, public_fraction=0.5, **FAST)
+    model = HeteroRR(epsilon=math.inf, x_epsilon=4.0, public_fraction=0.5, **FAST)
     tiny_dm.setup("fit")
     data = tiny_dm.data
     public = model.public_nodes(data)
@@ -219,7 +219,7 @@ def test_featurerr_weights_come_from_the_public_nodes_only(make_trainer, tiny_dm
     assert [e.name for e in report.ledger] == ["featurerr"]
     assert report.epsilon == pytest.approx(4.0)
     assert torch.equal(model.theta, theta)
-    loaded = HeteroRR(epsilon=None, x_epsilon=4.0, public_fraction=0.5, **FAST,
+    loaded = HeteroRR(epsilon=math.inf, x_epsilon=4.0, public_fraction=0.5, **FAST,
                       num_features=data.num_features, num_classes=3)
     loaded.load_privacy_state(model.privacy_state())
     assert torch.equal(loaded.theta, theta)
@@ -229,7 +229,7 @@ def test_featurerr_weights_come_from_the_public_nodes_only(make_trainer, tiny_dm
 def test_a_public_node_mask_selects_the_public_nodes(tiny_dm):
     tiny_dm.setup("fit")
     data = tiny_dm.data.clone()
-    model = HeteroRR(epsilon=None, x_epsilon=1.0)
+    model = HeteroRR(epsilon=math.inf, x_epsilon=1.0)
     data.public_node_mask = torch.arange(data.num_nodes) < 10
     assert torch.equal(model.public_nodes(data), data.public_node_mask)
     data.public_node_mask = torch.ones(3, dtype=torch.bool)
@@ -308,7 +308,7 @@ def test_the_paper_code_mode_is_not_private_and_refused_by_the_budget_and_the_zo
     with pytest.raises(hub.PublishError):
         model.save_pretrained(tmp_path / "out")
     with pytest.raises(ValueError, match="paper-code"):
-        HeteroRR(epsilon=None, x_epsilon=1.0, mode="paper-code")
+        HeteroRR(epsilon=math.inf, x_epsilon=1.0, mode="paper-code")
     with pytest.raises(ValueError, match="mode"):
         HeteroRR(mode="paper")
 
@@ -333,7 +333,7 @@ def test_no_node_is_read_in_the_clear_unless_declared_and_then_the_unit_names_th
     x = tiny_dm.data.x
     states = []
     for dm in (tiny_dm, _with_features(lambda v: 1.0 - v)):
-        model = HeteroRR(epsilon=None, x_epsilon=4.0, **FAST)
+        model = HeteroRR(epsilon=math.inf, x_epsilon=4.0, **FAST)
         make_trainer(max_epochs=1).fit(model, dm)
         states.append(model.public_state())
     assert torch.equal(states[0]["theta"], states[1]["theta"]) and "encoder" not in states[0]
@@ -360,7 +360,7 @@ def test_no_node_is_read_in_the_clear_unless_declared_and_then_the_unit_names_th
     card = (tmp_path / "h" / "README.md").read_text()
     assert named in card and "each non-public node's features" in card
     with pytest.raises(ValueError, match="needs declared public nodes"):
-        make_trainer(max_epochs=1).fit(HeteroRR(epsilon=None, x_epsilon=4.0, feature_dim=4,
+        make_trainer(max_epochs=1).fit(HeteroRR(epsilon=math.inf, x_epsilon=4.0, feature_dim=4,
                                                 **FAST), tiny_dm)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def test_every_entry_matches_its_recipe_and_its_benchmark(name):
     elif e.method == "LPGNN":  # features and labels: sequential composition per node
         assert (e.level, args["x_epsilon"] + args["y_epsilon"]) == ("ldp", e.epsilon)
     elif e.method == "HeteroRR":  # the edge release only: one guarantee
-        assert (e.level, args["epsilon"], args["x_epsilon"]) == ("edge", e.epsilon, None)
+        assert (e.level, args["epsilon"], args["x_epsilon"]) == ("edge", e.epsilon, math.inf)
     else:
         assert e.level == "ldp"
     assert recipe["data"]["init_args"]["name"] in e.dataset
