@@ -167,18 +167,18 @@ class AggregationPerturbationModule(PrivateModule):
         self.save_hyperparameters()
         if self.level.private and epsilon is None and noise_multiplier is None:
             raise ValueError("give epsilon (to calibrate the noise) or a noise_multiplier")
-        if self.privacy == "node" and label_counts:
+        if self.level is Level.NODE and label_counts:
             raise ValueError(
                 "label_counts=True is not allowed under node-level DP: the labels are private "
                 "there, and the count of a node's neighbours' labels is not covered by the "
                 "node-level plan. Use it at edge level or without privacy."
             )
-        if train_batch_size is not None and self.privacy == "node":
+        if train_batch_size is not None and self.level is Level.NODE:
             raise ValueError(
                 "train_batch_size is for edge level or no privacy: at node level DP-SGD draws "
                 "its own Poisson batches (set batch_size)"
             )
-        if self.privacy == "node" and normalization == "batch":
+        if self.level is Level.NODE and normalization == "batch":
             raise ValueError(
                 "normalization='batch' is not allowed under node-level DP: BatchNorm mixes the "
                 "samples of a batch, so per-sample clipping no longer bounds one node's "
@@ -193,7 +193,9 @@ class AggregationPerturbationModule(PrivateModule):
         self.seed = seed
         self.shard_rows = bool(shard_rows)
         #: ``None`` (the default): on at edge level and without privacy, off at node level
-        self.label_counts = self.privacy != "node" if label_counts is None else bool(label_counts)
+        self.label_counts = (
+            self.level is not Level.NODE if label_counts is None else bool(label_counts)
+        )
         #: ``[lo, hi)``: the node rows ``self.aggregates`` holds when sharded (``None``: all)
         self._cache_block: tuple[int, int] | None = None
         self.hop_budget = None if hop_budget is None else tuple(hop_budget)

@@ -28,14 +28,12 @@ releases' outputs — nothing else computed from private data (invariant release
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import lightning as L
 import torch
 from huggingface_hub import ModelHubMixin
-from lightning.fabric.utilities.apply_func import apply_to_collection
-from lightning.pytorch.trainer.states import TrainerStatus
 from torch_geometric.data import Data
 
 from .._init_args import init_arguments
@@ -305,44 +303,8 @@ class PrivateModule(
         return runtime.on_device(self, obj)
 
     # -- one draw for the whole process group (invariant one-draw-under-ddp) ------------------
-    def run_once(self, mechanism: Callable[..., T], *args: Any) -> T:
-        """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
-        graph) once, whatever the number of processes.
-
-        On one process, or outside a running fit (e.g. called on rank 0 after it), this is
-        ``mechanism(*args)``. Under DDP rank 0 alone runs it, drawing from its entropy-seeded
-        generator (or the explicit ``noise_seed``), and broadcasts its output and the model's
-        ledger over the process group: every rank then holds bit-identical noisy outputs and the
-        single-process ledger, and no rank draws noise of its own. Tensors travel through the
-        CPU and land on this rank's device. An error on rank 0 is raised on every rank. Every
-        rank must call it at the same point (a collective).
-
-        Inference on new graphs does not go through it: under ``trainer.predict`` each graph is
-        given to one rank only, and its mechanism runs there once.
-        """
-        if not self._draws_as_group():
-            return mechanism(*args)
-        strategy = self.trainer.strategy
-        payload: tuple[Any, dict[str, Any] | None, BaseException | None] = (None, None, None)
-        if strategy.global_rank == 0:
-            try:
-                out = apply_to_collection(mechanism(*args), torch.Tensor, lambda t: t.cpu())
-                payload = (out, self._ledgers(), None)
-            except BaseException as err:  # noqa: BLE001 - re-raised below, on every rank
-                payload = (None, None, err)
-        out, ledger, err = strategy.broadcast(payload, src=0)
-        if err is not None:
-            if strategy.global_rank == 0:
-                raise err
-            raise RuntimeError(f"rank 0 failed to run a one-time mechanism: {err!r}") from err
-        self._load_ledgers(ledger)
-        return apply_to_collection(out, torch.Tensor, lambda t: t.to(strategy.root_device))
-
-    def _draws_as_group(self) -> bool:
-        """Whether a one-time draw now is made for a process group (a running DDP fit)."""
-        trainer = self._trainer
-        return (trainer is not None and trainer.world_size > 1
-                and trainer.state.status == TrainerStatus.RUNNING)
+    #: run a one-time mechanism once for the whole process group (:func:`.runtime.run_once`)
+    run_once = runtime.run_once
 
     # -- releases: drawn once, in hooks (never from a dataloader) ------------------------------
     def release_graph(self) -> Data:
@@ -359,7 +321,7 @@ class PrivateModule(
         (:meth:`run_once`); a ``collective`` release is drawn on every rank (it sums over edge
         partitions) and each of its mechanisms samples once, on rank 0. Every draw is checked
         against its plan (:meth:`Releases.check_spend`)."""
-        drawn, group = [], self._draws_as_group()
+        drawn, group = [], runtime.draws_as_group(self)
         for r in self.releases.pending(stage):
             d = self.releases.draw_of(
                 r, self.release_graph() if graph is None else graph,
@@ -583,12 +545,6 @@ class PrivateModule(
 
     def load_public_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`public_state` saved."""
-
-    def _ledgers(self) -> dict[str, Any]:
-        return self.ledgers.state_dict()
-
-    def _load_ledgers(self, states: dict[str, Any]) -> None:
-        self.ledgers.load_state_dict(states)
 
     def privacy_state(self) -> dict[str, Any]:
         """What checkpoints and published models hold (:meth:`.Ledgers.privacy_state`)."""

@@ -30,7 +30,7 @@ def cross_entropy(
     if logits.dim() != 2 or y.dim() != 1:
         return F.cross_entropy(logits, y, reduction=reduction)
     loss = F.cross_entropy(logits.t().unsqueeze(0), y.unsqueeze(0), reduction=reduction)
-    return loss.squeeze(0) if reduction == "none" else loss
+    return loss.squeeze(0)  # [1, N] -> [N] (reduction="none"); a scalar stays one
 
 
 def logs_metrics(module: Any, stage: str) -> bool:

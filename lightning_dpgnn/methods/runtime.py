@@ -6,18 +6,21 @@ gradient (:func:`evaluating`), without the noise the library causes in Lightning
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 import torch
 from lightning.fabric.utilities.apply_func import apply_to_collection
+from lightning.pytorch.trainer.states import TrainerStatus
 from torch_geometric.data import Data
 
 from .._quiet import quiet_lightning
 from ..caches import clear_caches
 
-__all__ = ["on_device", "seeded", "evaluating", "quiet", "reset_caches"]
+__all__ = [
+    "on_device", "seeded", "evaluating", "quiet", "reset_caches", "run_once", "draws_as_group",
+]
 
 T = TypeVar("T")
 
@@ -88,3 +91,44 @@ def reset_caches(module: Any) -> None:
     if module.row_trainer is not None:
         module.row_trainer.reset()
     clear_caches()
+
+
+def run_once(module: Any, mechanism: Callable[..., T], *args: Any) -> T:
+    """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
+    graph) once, whatever the number of processes.
+
+    On one process, or outside a running fit (e.g. called on rank 0 after it), this is
+    ``mechanism(*args)``. Under DDP rank 0 alone runs it, drawing from its entropy-seeded
+    generator (or the explicit ``noise_seed``), and broadcasts its output and the model's
+    ledger over the process group: every rank then holds bit-identical noisy outputs and the
+    single-process ledger, and no rank draws noise of its own. Tensors travel through the
+    CPU and land on this rank's device. An error on rank 0 is raised on every rank. Every
+    rank must call it at the same point (a collective).
+
+    Inference on new graphs does not go through it: under ``trainer.predict`` each graph is
+    given to one rank only, and its mechanism runs there once.
+    """
+    if not draws_as_group(module):
+        return mechanism(*args)
+    strategy = module.trainer.strategy
+    payload: tuple[Any, dict[str, Any] | None, BaseException | None] = (None, None, None)
+    if strategy.global_rank == 0:
+        try:
+            out = apply_to_collection(mechanism(*args), torch.Tensor, lambda t: t.cpu())
+            payload = (out, module.ledgers.state_dict(), None)
+        except BaseException as err:  # noqa: BLE001 - re-raised below, on every rank
+            payload = (None, None, err)
+    out, ledger, err = strategy.broadcast(payload, src=0)
+    if err is not None:
+        if strategy.global_rank == 0:
+            raise err
+        raise RuntimeError(f"rank 0 failed to run a one-time mechanism: {err!r}") from err
+    module.ledgers.load_state_dict(ledger)
+    return apply_to_collection(out, torch.Tensor, lambda t: t.to(strategy.root_device))
+
+
+def draws_as_group(module: Any) -> bool:
+    """Whether a one-time draw now is made for a process group (a running DDP fit)."""
+    trainer = module._trainer
+    return (trainer is not None and trainer.world_size > 1
+            and trainer.state.status == TrainerStatus.RUNNING)

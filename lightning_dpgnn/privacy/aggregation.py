@@ -27,7 +27,7 @@ import torch
 
 from .._quiet import quiet_sparse
 from ..caches import TensorCache
-from ..levels import EDGE_UNITS
+from ..levels import EDGE_UNITS, Level
 from . import random as R
 from .accountant import PrivacyAccountant
 from .mechanism import EDGES, FEATURES, draw
@@ -223,12 +223,13 @@ class GaussianAggregation:
             ) from err
         if not (math.isfinite(nm) and nm > 0):
             raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
-        if level not in ("edge", "node"):
+        if level not in (Level.EDGE.value, Level.NODE.value):
             raise ValueError(f"level must be 'edge' or 'node', got {level!r}")
+        level = Level(level)
         if edge_unit not in EDGE_UNITS:
             raise ValueError(f"edge_unit must be one of {EDGE_UNITS}, got {edge_unit!r}")
         self.edge_unit = edge_unit
-        if level == "node":
+        if level is Level.NODE:
             if max_degree is None:
                 raise ValueError(
                     "node-level aggregation needs max_degree (the degree bound D): bound the "
@@ -252,7 +253,7 @@ class GaussianAggregation:
     def sensitivity(self) -> float:
         """L2 sensitivity of one hop: edge level 1 (directed unit, Lemma 6) or ``sqrt(2)``
         (undirected unit: both directions); node level ``sqrt(D)`` (Lemma 8)."""
-        if self.level == "node":
+        if self.level is Level.NODE:
             return math.sqrt(self.max_degree)  # type: ignore[arg-type]
         return edge_sensitivity(self.edge_unit)
 
@@ -263,7 +264,7 @@ class GaussianAggregation:
 
     def check_degrees(self, edge_index: torch.Tensor, num_nodes: int) -> None:
         """Node level: raise unless max in-degree and max out-degree are both <= D."""
-        if self.level != "node":
+        if self.level is not Level.NODE:
             return
         in_deg, out_deg = degrees(edge_index, num_nodes)
         max_in = int(in_deg.max()) if in_deg.numel() else 0
@@ -330,7 +331,7 @@ class GaussianAggregation:
             note=(
                 f"edge-level sum aggregation, {self.edge_unit} unit, sensitivity "
                 f"{self.sensitivity:.4g} (thesis Lemma 6 / Theorem 2)"
-                if self.level == "edge"
+                if self.level is Level.EDGE
                 else f"node-level sum aggregation, D={self.max_degree}, sensitivity sqrt(D) "
                 "(thesis Lemma 8 / Theorem 3)"
             ),

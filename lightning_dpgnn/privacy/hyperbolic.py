@@ -61,6 +61,7 @@ from typing import Literal
 import torch
 
 from .. import hyperbolic as H
+from ..levels import Level
 from .accountant import PrivacyAccountant
 from .aggregation import (
     GaussianAggregation,
@@ -234,7 +235,7 @@ class HyperbolicGaussian:
         (a part with no share of the budget: zeros)."""
         self.check_points(points)
         n = int(num_nodes)
-        if self.inter.level == "node":  # the promise the sqrt(D) sensitivity rests on
+        if self.inter.level is Level.NODE:  # the promise the sqrt(D) sensitivity rests on
             check_degree_promise(edge_index, n, self.inter.max_degree)
         rho, u = self.split(points)
         self.inter.check_input(u, edge_index, n)  # the graph and (node level) the degrees

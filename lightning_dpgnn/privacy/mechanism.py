@@ -22,6 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from ..levels import LEVELS, Level
+
 __all__ = [
     "EDGES", "FEATURES", "TRAIN_LABELS", "LABELS", "READS", "Clear", "Mechanism",
     "check_accountant", "draw", "run", "sample_steps",
@@ -69,7 +71,8 @@ def check_accountant(mechanism: Mechanism, accountant: Any) -> None:
         raise TypeError(f"{mechanism.name}: an accountant (PrivacyAccountant) is required: "
                         "every private draw must be recorded")
     level = getattr(accountant, "level", None)
-    if level != mechanism.level and not (mechanism.level == "node" and level == "edge"):
+    mine, theirs = Level.of(mechanism.level), Level.of(level) if level in LEVELS else None
+    if theirs is not mine and not (mine is Level.NODE and theirs is Level.EDGE):
         raise ValueError(
             f"{mechanism.name}: a {mechanism.level}-level mechanism cannot be recorded on a "
             f"{level}-level accountant (its sensitivity holds for {mechanism.level}-level "

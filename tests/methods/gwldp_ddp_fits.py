@@ -39,7 +39,7 @@ for name, kwargs in RUNS.items():
     out[name] = {
         "clients": model.clients_run, "params": digest(model.parameters()),
         "release": digest(mats), "ids": model.release().graph_ids.tolist(),
-        "ledger": [e for state in model._ledgers().values() for e in state["ledger"]],
+        "ledger": [e for state in model.ledgers.state_dict().values() for e in state["ledger"]],
         "epsilon": {n: r.epsilon for n, r in model.privacy_spent().guarantees.items()},
     }
     if dist.get_rank() == 0:

@@ -419,7 +419,8 @@ def test_clients_as_ddp_ranks_release_what_one_process_releases(tmp_path: Path) 
         else:  # the same codes (a float rounding may move a sampled entry: not in 1%)
             same = sum(int((x == y).sum()) for x, y in zip(ddp["release"], mats, strict=True))
             assert same >= 0.99 * sum(m.numel() for m in mats)
-        assert a["ledger"] == [e for st in model._ledgers().values() for e in st["ledger"]]
+        states = model.ledgers.state_dict().values()
+        assert a["ledger"] == [e for st in states for e in st["ledger"]]
         assert a["epsilon"] == {n: r.epsilon for n, r in model.privacy_spent().guarantees.items()}
         counts = {e["name"]: e["count"] for e in a["ledger"]}
         assert counts == ({} if name == "clear-gcn" else
