@@ -1,6 +1,6 @@
 """One LightningModule per method, thin over ``privacy/`` and ``nn/``."""
 
-from .base import PrivateModel, PrivateModule, WholeGraphSteps, require_private_model
+from .base import PrivateModel, PrivateModule, require_private_model
 from .dpgnn import DPGNN
 from .gap import GAP
 from .gnn import GNN
@@ -16,7 +16,6 @@ from .sage import SAGE, EdgeRand
 __all__ = [
     "PrivateModel",
     "PrivateModule",
-    "WholeGraphSteps",
     "require_private_model",
     "GAP",
     "GNN",

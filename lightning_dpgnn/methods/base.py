@@ -66,7 +66,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PrivateModule",
-    "WholeGraphSteps",
     "PrivateModel",
     "require_private_model",
     "PRIVACY_LEVELS",
@@ -589,7 +588,3 @@ class PrivateModule(
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         return metrics.log_accuracy(self, self._logits(data), data, "test")
 
-
-class WholeGraphSteps:
-    """Kept for code written against earlier versions: full-batch steps over ``_logits`` are
-    :class:`PrivateModule`'s default now, so a method needs no mixin (this one adds nothing)."""

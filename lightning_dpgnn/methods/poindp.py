@@ -33,7 +33,7 @@ side by side, and is NOT differentially private: two parallel 2-layer GCNs on th
 whose logits get bounded noise ``sigma tanh(v / 2)``, ``v ~ N(0, 1)`` per entry (a 1-D wrapped
 normal), every epoch and at test time, with ``sigma`` from networks that never train; nothing
 is accounted in the code. Here it records an infinite spend, its report says NOT differentially
-private, and ``PrivacyBudget`` and the zoo refuse it (:class:`~.paper_code.PaperCodeMode`).
+private, and ``PrivacyBudget`` and the zoo refuse it (:class:`~.paper_code.PaperCode`).
 """
 
 from __future__ import annotations
