@@ -1,7 +1,5 @@
-"""Quiet by default: the warnings and info lines the library causes in Lightning (one-batch
-epochs, Opacus' hooks on a frozen first layer, Lightning's own deprecations and adverts), dropped
-while a ``dpgnn`` command runs and while a method fits, and nothing else: a user's own warnings
-pass. Pure python (``warnings``, ``logging``), a leaf module."""
+"""Quiet by default: the warnings and info lines the library causes in Lightning, dropped while a
+``dpgnn`` command runs or a method fits; a user's own warnings pass. A leaf module."""
 
 from __future__ import annotations
 

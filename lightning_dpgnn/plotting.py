@@ -1,19 +1,7 @@
-"""Privacy-utility plots from your own runs: accuracy vs epsilon per method.
-
-Every ``dpgnn fit`` writes ``dpgnn-run.json`` into its ``default_root_dir``; ``dpgnn test``
-rewrites the record of the run whose checkpoint it read (a record elsewhere naming the same
-checkpoint counts once): method, dataset, seed, test metrics, privacy report. :func:`plot`
-reads all of them below a folder, groups the runs by dataset, method (with its privacy level)
-and epsilon, and draws the mean test metric against epsilon with a 95% confidence interval
-(Student t over the repeated runs) where a point has more than one run. Non-private runs
-(epsilon = inf) and runs that spend nothing at their level (an MLP at edge level: epsilon 0)
-are drawn as horizontal reference lines.
-
-    dpgnn plot runs/                 # writes runs/privacy_utility.png
-    lightning_dpgnn.plot("runs/", output="fig.png")   # this module: lightning_dpgnn.plotting
-
-Matplotlib is an optional dependency: ``pip install 'lightning-dpgnn[plot]'``.
-"""
+"""Privacy-utility plots from your own runs (``dpgnn plot runs/``, :func:`plot`): the mean test
+metric of the ``dpgnn-run.json`` records below a folder against epsilon per dataset and method,
+with a 95% Student-t interval over repeated runs; non-private and zero-epsilon runs are
+horizontal lines. Matplotlib is optional: ``pip install 'lightning-dpgnn[plot]'``."""
 
 from __future__ import annotations
 
@@ -37,18 +25,9 @@ DEFAULT_OUTPUT = "privacy_utility.png"
 
 @dataclass(frozen=True)
 class RunPoint:
-    """The runs of one method at one epsilon on one dataset.
-
-    Attributes:
-        dataset: dataset name of the runs.
-        method: method name with its privacy level, e.g. ``"GAP (edge)"``; ``"GAP"`` when
-            non-private.
-        epsilon: the epsilon spent (``math.inf`` for non-private runs), to two significant
-            digits (calibrated runs land within 0.1% below their target).
-        n: number of runs.
-        mean: mean of the metric.
-        ci: half-width of the 95% confidence interval of the mean (0 for a single run).
-    """
+    """The ``n`` runs of one method (with its level, e.g. ``"GAP (edge)"``) at one epsilon (two
+    significant digits; ``math.inf``: non-private) on one dataset: the metric's mean and the
+    half-width of its 95% confidence interval."""
 
     dataset: str
     method: str
@@ -59,9 +38,8 @@ class RunPoint:
 
 
 def load_runs(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every run record (``dpgnn-run.json`` or another ``.json`` with the same keys) below
-    ``folder``, one per model: records naming the same checkpoint (a ``dpgnn fit`` and a
-    ``dpgnn test`` of its checkpoint written elsewhere) count once, the newest file kept."""
+    """Every run record (a ``.json`` with the keys of ``dpgnn-run.json``) below ``folder``;
+    records naming the same checkpoint count once, the newest kept."""
     runs: list[dict[str, Any]] = []
     by_checkpoint: dict[str, tuple[float, int]] = {}
     for path in sorted(Path(folder).rglob("*.json")):
@@ -143,13 +121,8 @@ def plot(
     output: str | os.PathLike[str] | None = None,
     metric: str = "test/acc",
 ) -> Path:
-    """Draw ``metric`` vs epsilon per method for the runs below ``folder``; one panel per
-    dataset. Returns the image path (default ``<folder>/privacy_utility.png``).
-
-    Raises:
-        ValueError: no run below ``folder`` has ``metric``.
-        ImportError: matplotlib is not installed (the message says how to get it).
-    """
+    """Draw ``metric`` vs epsilon per method for the runs below ``folder``, one panel per
+    dataset; return the image path (default ``<folder>/privacy_utility.png``)."""
     points = summarize_runs(load_runs(folder), metric)
     if not points:
         raise ValueError(

@@ -1,21 +1,7 @@
-"""Node membership inference on a model's posteriors: the attack math (thesis §4.8.2).
-
-The attack is the shadow-model attack of Shokri et al. (2017) adapted to GNNs (He et al.,
-2021; Olatunji et al., 2021): an attacker who knows the target's architecture trains a *shadow*
-model on data from the target's distribution, where membership is known, then trains an attack
-classifier that tells the shadow's training nodes (members) from its held-out nodes
-(non-members) by their posteriors, and applies it to the target's posteriors. The thesis'
-protocol (TSTF: train on a subgraph's labels, test on the full graph) queries every model on
-the whole graph; members are its training nodes, non-members its test nodes, balanced.
-
-Features are the posteriors sorted in decreasing order (class-agnostic: what separates members
-is how confident the model is, not which class it picks); the attack model is the thesis'
-3-layer MLP with 64 hidden units; the score is the attack's AUC on the target
-(``torchmetrics``), 0.5 for a model that leaks nothing about membership.
-
-This module only sees posteriors and masks: pure torch, no Lightning (the shadow fit, which
-runs what a user runs, is in :mod:`lightning_dpgnn.attacks.shadow`).
-"""
+"""Node membership inference on a model's posteriors (thesis §4.8.2): the shadow-model attack
+of Shokri et al. (2017) adapted to GNNs. An attack MLP (3 layers, 64 hidden) trained on a shadow
+model's sorted posteriors tells members from non-members; its AUC on the target is the score
+(0.5: nothing leaks). Pure torch; the shadow fits are in :mod:`.shadow`."""
 
 from __future__ import annotations
 
@@ -77,30 +63,22 @@ def train_attack(
     lr: float = 0.01,
     seed: int = 0,
 ) -> torch.nn.Module:
-    """Train the attack classifier (full-batch Adam, binary cross-entropy) on shadow samples.
-
-    Runs on one thread: the model is tiny, and thread hand-offs dominate otherwise."""
+    """Train the attack classifier (full-batch Adam, binary cross-entropy) on shadow samples, on
+    one thread (the model is tiny)."""
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        return _train_attack(features, labels, hidden, layers, epochs, lr, seed)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            net = MLPBlock(features.size(1), 1, hidden, layers, dropout=0.0, normalization="none")
+            opt = torch.optim.Adam(net.parameters(), lr=lr)
+            for _ in range(epochs):
+                opt.zero_grad()
+                F.binary_cross_entropy_with_logits(net(features).view(-1), labels).backward()
+                opt.step()
+        return net.eval()
     finally:
         torch.set_num_threads(threads)
-
-
-def _train_attack(
-    features: torch.Tensor, labels: torch.Tensor, hidden: int, layers: int, epochs: int,
-    lr: float, seed: int,
-) -> torch.nn.Module:  # fmt: skip
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        net = MLPBlock(features.size(1), 1, hidden, layers, dropout=0.0, normalization="none")
-        opt = torch.optim.Adam(net.parameters(), lr=lr)
-        for _ in range(epochs):
-            opt.zero_grad()
-            F.binary_cross_entropy_with_logits(net(features).view(-1), labels).backward()
-            opt.step()
-    return net.eval()
 
 
 def attack_auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
@@ -120,8 +98,7 @@ def membership_attack(
     **attack_options,
 ) -> float:
     """One shadow-model attack: train on the shadow's posteriors and membership, return the
-    AUC on the target's (balanced members vs non-members). ``attack_options`` go to
-    :func:`train_attack`."""
+    AUC on the target's (balanced members vs non-members)."""
     gen = torch.Generator().manual_seed(seed)
     s_idx, s_lab = balanced_membership(shadow_members, shadow_nonmembers, gen)
     t_idx, t_lab = balanced_membership(target_members, target_nonmembers, gen)

@@ -1,37 +1,15 @@
 """The hub format of a private model: what may be published, how it is written, verified, pushed
 and pulled.
 
-A published model is a folder (or a Hugging Face Hub repository) in the
-:class:`huggingface_hub.ModelHubMixin` layout:
-
-* ``model.safetensors`` — the parameters (``state_dict``);
-* ``config.json`` — the hyper-parameters (the method's ``__init__`` arguments, with the public
-  sizes ``num_features`` / ``num_classes`` and the calibrated ``noise_multiplier``);
-* ``mechanism_outputs.safetensors`` — the recorded mechanisms' cached outputs (noisy
-  aggregates and label counts, an LDP collection, a released graph) and values public at the
-  model's level (a link predictor's edge split under local DP): what transductive prediction
-  on the training graph needs;
-* ``privacy_report.json`` — the :class:`~lightning_dpgnn.privacy.PrivacyReport`, the accountant
-  it was computed from, the noise multiplier, what the publishing gate reads (halted, planned
-  spend, target epsilon), the SHA-256 of the three files above, and the SHA-256 of its own
-  content (``report_sha256``);
-* ``README.md`` — the model card (:mod:`lightning_dpgnn.publish.card`).
-
-It holds exactly what a checkpoint may hold (``PrivateModule.privacy_state()``, docs/privacy.md
-"Checkpoints") minus optimizer moments and training-loop state: nothing else computed from
-private data (invariant releases-only).
-
-Publishing is refused (:class:`PublishError`) for a model whose noise was reproducible, whose
-report is missing, or whose fit stopped before its plan or spent more than its target — at every
-publishing entry point: :func:`check_publishable` on a model (``save_pretrained``,
-``push_to_hub``), :func:`check_folder_publishable` on a folder's own report (``push_folder``,
-``dpgnn zoo push``). Loading is refused (:class:`VerificationError`) when the report is missing,
-was edited after it was written, or disagrees with the config, the weights, the cached outputs,
-the card or the accountant it claims to summarize.
-
-This module sits below ``methods/``: it never imports ``methods/``, ``zoo/`` or ``callbacks/``.
-A model is anything with the :class:`PublishableModel` interface; the class a folder names is
-imported by its path (:func:`read_folder`).
+A published folder (:class:`huggingface_hub.ModelHubMixin` layout) holds the weights
+(``model.safetensors``), the hyper-parameters (``config.json``), the cached mechanism outputs
+(``mechanism_outputs.safetensors``), the privacy report with the publishing gate's inputs and the
+SHA-256 of the other files and of itself (``privacy_report.json``), and the model card
+(``README.md``): what a checkpoint may hold minus optimizer and loop state (docs/privacy.md,
+"Checkpoints"). Publishing is refused (:class:`PublishError`) by :func:`check_publishable` and
+:func:`check_folder_publishable`; loading is refused (:class:`VerificationError`) when the report
+is missing or disagrees with what the folder holds. This module never imports ``methods/``:
+a model is a :class:`PublishableModel`.
 """
 
 from __future__ import annotations
@@ -109,8 +87,7 @@ class VerificationError(ValueError):
 
 
 class HubUnreachableError(ConnectionError):
-    """The hub cannot be reached (offline, or no answer within the timeout) and the hub cache
-    does not hold what was asked for."""
+    """The hub cannot be reached and the hub cache does not hold what was asked for."""
 
 
 class Planner(Protocol):
@@ -122,8 +99,7 @@ class Planner(Protocol):
 
 
 class PublishableModel(Protocol):
-    """What publishing reads from a model (``PrivateModule`` has all of it). Publishing sits
-    below the methods, so it names this interface instead of their classes."""
+    """What publishing reads from a model (``PrivateModule`` has all of it)."""
 
     level: Level
     noise_seed: int | None
@@ -158,11 +134,6 @@ class PublishableModel(Protocol):
     def state_dict(self) -> dict[str, torch.Tensor]: ...
 
 
-# -- environment ---------------------------------------------------------------------------
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-
-
 def hub_endpoint() -> str:
     """The hub to talk to: ``HF_ENDPOINT`` as set now (huggingface_hub reads it only at
     import), else huggingface_hub's default."""
@@ -171,7 +142,8 @@ def hub_endpoint() -> str:
 
 def hub_offline() -> bool:
     """``HF_HUB_OFFLINE=1`` as set now, or as huggingface_hub read it at import."""
-    return _env_true("HF_HUB_OFFLINE") or bool(constants.HF_HUB_OFFLINE)
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+    return offline or bool(constants.HF_HUB_OFFLINE)
 
 
 #: seconds :func:`hub_unreachable` waits for the hub (``DPGNN_HUB_TIMEOUT`` overrides)
@@ -179,11 +151,9 @@ HUB_TIMEOUT = 3.0
 
 
 def hub_unreachable(endpoint: str | None = None, timeout: float | None = None) -> str | None:
-    """Why the hub cannot be reached (``None``: it answers). One request, no retry: any HTTP
-    answer, an error status included, means the hub is there; offline mode
-    (``HF_HUB_OFFLINE``), a name that does not resolve, a refused connection or no answer
-    within ``timeout`` seconds (``DPGNN_HUB_TIMEOUT``, default 3) mean it is not.
-    huggingface_hub itself would retry a failing connection five times (about 25 s)."""
+    """Why the hub cannot be reached (``None``: it answers, an HTTP error included): offline
+    mode, or no answer to one request within ``timeout`` seconds (``DPGNN_HUB_TIMEOUT``,
+    default 3; huggingface_hub would retry for about 25 s)."""
     import urllib.error
     import urllib.request
 
@@ -238,34 +208,46 @@ def _planned_count(model: PublishableModel) -> int | None:
     return None if planned is None else planned.total_count()
 
 
+def _refusals(
+    *, outputs: dict[str, Any], private: bool, calibrates: bool, accountant: PrivacyAccountant,
+    blockers: list[str], reproducible: bool, seed: Any, halted: bool, planned: int | None,
+    budgets: dict[str, tuple[float, float | None]],
+) -> list[str]:  # fmt: skip
+    """The gate of a model and of a folder alike; ``budgets``: name -> (epsilon, target)."""
+    reasons: list[str] = []
+    if any(v is None for v in outputs.values()):
+        reasons.append(_NOT_FITTED)
+    elif private and calibrates and not any(e.count for e in accountant.ledger):
+        reasons.append(_NO_MECHANISM)
+    reasons.extend(blockers)  # a method's own (e.g. a paper-code mode)
+    if reproducible or seed is not None:
+        reasons.append(_reproducible(seed))
+    if not private:
+        return reasons  # non-private: published as such, the card says epsilon = inf
+    if halted or (planned is not None and planned > accountant.total_count()):
+        reasons.append(_HALTED)
+    for name, (epsilon, target) in budgets.items():
+        over = _over_budget(epsilon, target)
+        if over:
+            reasons.append(over if len(budgets) == 1 else f"{name}: {over}")
+    return reasons
+
+
 def publication_refusals(model: PublishableModel) -> list[str]:
     """Every reason ``model`` may not be published (empty: it may)."""
-    reasons: list[str] = []
     spent = model.privacy_spent()
     guarantees = model.guarantees()  # the model's own first
     own = guarantees[0]
     if not any(True for _ in model.parameters()):
         return ["the model has no parameters yet: fit it (or load a fitted checkpoint) first"]
-    if any(v is None for v in model.mechanism_outputs().values()):
-        reasons.append(_NOT_FITTED)
-    elif (own.level.private and model.calibrates_noise()
-          and not any(e.count for e in own.accountant.ledger)):
-        reasons.append(_NO_MECHANISM)
-    reasons.extend(model.publication_blockers())  # a method's own (e.g. a paper-code mode)
-    if spent.reproducible_noise or model.noise_seed is not None:
-        reasons.append(_reproducible(model.noise_seed))
-    if not own.level.private:
-        return reasons  # non-private: published as such, the card says epsilon = inf
-    planned = _planned_count(model)
-    if model.privacy_halted or (
-        planned is not None and planned > own.accountant.total_count()
-    ):
-        reasons.append(_HALTED)
-    for g in guarantees:
-        over = _over_budget(spent.guarantees[g.name].epsilon, g.target)
-        if over:
-            reasons.append(over if len(guarantees) == 1 else f"{g.name}: {over}")
-    return reasons
+    return _refusals(
+        outputs=model.mechanism_outputs(), private=own.level.private,
+        calibrates=model.calibrates_noise(), accountant=own.accountant,
+        blockers=model.publication_blockers(), reproducible=spent.reproducible_noise,
+        seed=model.noise_seed, halted=model.privacy_halted,
+        planned=_planned_count(model) if own.level.private else None,
+        budgets={g.name: (spent.guarantees[g.name].epsilon, g.target) for g in guarantees},
+    )
 
 
 def _refuse(what: str, reasons: list[str]) -> None:
@@ -279,10 +261,8 @@ def check_publishable(model: PublishableModel) -> None:
 
 
 def folder_refusals(folder: str | Path) -> list[str]:
-    """Every reason the published folder ``folder`` may not be published, read from its own
-    (verified) report and config: the refusals of :func:`publication_refusals`, applied to
-    what the folder holds rather than to a model in memory. A folder that does not verify
-    raises :class:`VerificationError`."""
+    """:func:`publication_refusals` of the published ``folder``, read from its own (verified)
+    report and config (:class:`VerificationError` when it does not verify)."""
     folder = Path(folder)
     if not (folder / REPORT).is_file():
         return [f"its privacy report is missing: {folder} has no {REPORT}"]
@@ -296,29 +276,18 @@ def folder_refusals(folder: str | Path) -> list[str]:
             "again with save_pretrained (or rebuild it)"
         ]
     spent = report_from_dict(content["report"])
-    report = next(iter(spent.guarantees.values()))  # the model's own guarantee
-    accountant = PrivacyAccountant.from_state_dict(content["accountant"])
+    own = next(iter(spent.guarantees.values()))  # the model's own guarantee
     gate = content["publication"]
-    reasons: list[str] = []
-    if any(v is None for v in _read_outputs(folder)["outputs"].values()):
-        reasons.append(_NOT_FITTED)
-    elif gate.get("calibrates_noise") and report.level.private and not any(
-        e.count for e in accountant.ledger
-    ):
-        reasons.append(_NO_MECHANISM)
-    if spent.reproducible_noise or config.get("noise_seed") is not None:
-        reasons.append(_reproducible(config.get("noise_seed")))
-    if not report.level.private:
-        return reasons
-    planned = gate.get("planned_count")
-    if gate.get("halted") or (planned is not None and planned > accountant.total_count()):
-        reasons.append(_HALTED)
     targets = {**gate.get("other_targets", {}), None: gate.get("target_epsilon")}
-    for name, g in spent.guarantees.items():
-        over = _over_budget(g.epsilon, targets.get(None if g is report else name))
-        if over:
-            reasons.append(over if len(spent.guarantees) == 1 else f"{name}: {over}")
-    return reasons
+    return _refusals(
+        outputs=_read_outputs(folder)["outputs"], private=own.level.private,
+        calibrates=bool(gate.get("calibrates_noise")),
+        accountant=PrivacyAccountant.from_state_dict(content["accountant"]), blockers=[],
+        reproducible=spent.reproducible_noise, seed=config.get("noise_seed"),
+        halted=bool(gate.get("halted")), planned=gate.get("planned_count"),
+        budgets={n: (g.epsilon, targets.get(None if g is own else n))
+                 for n, g in spent.guarantees.items()},
+    )
 
 
 def check_folder_publishable(folder: str | Path) -> None:
@@ -329,8 +298,8 @@ def check_folder_publishable(folder: str | Path) -> None:
 
 # -- nested state <-> safetensors ----------------------------------------------------------------
 def _flatten(obj: Any, key: str, tensors: dict[str, torch.Tensor]) -> Any:
-    """A JSON skeleton of ``obj`` whose tensors are moved into ``tensors`` (sparse tensors as
-    their COO indices and values)."""
+    """A JSON skeleton of ``obj`` whose tensors (sparse: COO indices and values) go to
+    ``tensors``."""
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu()
         if t.is_sparse:
@@ -370,16 +339,12 @@ def _unflatten(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _class_path(cls: type) -> str:
-    """``lightning_dpgnn.<Name>`` for the library's methods (their public import path; read from
-    the package's ``__all__``, without importing ``methods/`` through the package root)."""
+    """``lightning_dpgnn.<Name>`` for the library's methods (their public import path)."""
     import lightning_dpgnn
 
     if cls.__name__ in lightning_dpgnn.__all__ and cls.__module__.startswith("lightning_dpgnn."):
@@ -388,8 +353,7 @@ def _class_path(cls: type) -> str:
 
 
 def model_config(model: PublishableModel) -> dict[str, Any]:
-    """The hyper-parameters that rebuild ``model``: its ``__init__`` arguments as the fit left
-    them (public sizes and the calibrated noise multiplier included), JSON-ready."""
+    """The ``__init__`` arguments that rebuild ``model`` as the fit left it, JSON-ready."""
     config = {}
     from lightning_dpgnn._init_args import init_arguments
 
@@ -406,21 +370,17 @@ def model_config(model: PublishableModel) -> dict[str, Any]:
 
 
 # -- write / read a folder ---------------------------------------------------------------------
-def _canonical(content: dict[str, Any]) -> bytes:
-    """The bytes the report's own SHA-256 is taken over: its content as JSON with sorted keys,
-    without ``report_sha256`` (any key added, removed or changed alters them)."""
-    body = {k: v for k, v in content.items() if k != "report_sha256"}
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-
-
 def report_digest(content: dict[str, Any]) -> str:
-    """``report_sha256`` of a report file's content (see :func:`_canonical`)."""
-    return hashlib.sha256(_canonical(content)).hexdigest()
+    """``report_sha256`` of a report file's content: the SHA-256 of its JSON with sorted keys,
+    without ``report_sha256``."""
+    body = {k: v for k, v in content.items() if k != "report_sha256"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
-    """Write weights, config, cached outputs and the report of ``model`` into ``folder``
-    (after :func:`check_publishable`); return the report file's content."""
+    """Write the files of ``model`` but its card into ``folder`` (after
+    :func:`check_publishable`); return the report file's content."""
     import lightning_dpgnn
 
     check_publishable(model)
@@ -464,8 +424,7 @@ def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
 
 def read_report(folder: Path) -> dict[str, Any]:
     """The report file of a published folder, checked against its own SHA-256, the files it
-    hashes, the accountant it summarizes and the card (:class:`VerificationError`
-    otherwise)."""
+    hashes, its accountant and the card (:class:`VerificationError` otherwise)."""
     path = folder / REPORT
     if not path.is_file():
         raise VerificationError(
@@ -543,8 +502,8 @@ def _recompute(
 
 
 def _check_card(folder: Path, report: Any) -> None:
-    """The card's ``privacy`` metadata, when there is a card, must state the report's
-    guarantee and noise source: its prose may be edited, the facts people read may not."""
+    """The card's ``privacy`` metadata, if any, must state the report's guarantee and noise
+    source (its prose may be edited)."""
     from huggingface_hub import ModelCard
 
     path = folder / CARD
@@ -612,12 +571,8 @@ def _read_outputs(folder: Path) -> dict[str, Any]:
 
 
 def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
-    """Build a model from a verified published folder (see :func:`read_report`): a ``cls``,
-    or the subclass of ``cls`` the folder names (``PrivateModule.from_pretrained`` builds
-    whichever method the folder holds).
-
-    A class may declare ``legacy_hparams``: the value of each hyper-parameter that folders
-    written before it existed were published with (``PrivateModule.legacy_hparams``)."""
+    """Build a ``cls`` (or the subclass of it the folder names) from a verified published
+    folder; ``cls.legacy_hparams`` fills hyper-parameters older folders lack."""
     from safetensors.torch import load_file
 
     content = read_report(folder)
@@ -681,10 +636,8 @@ def resolve_folder(
     token: str | bool | None = None,
     local_files_only: bool = False,
 ) -> Path:
-    """A local folder with the published files: ``repo_or_dir`` itself when it is a folder,
-    else the hub cache (downloading what is missing unless offline). When the hub does not
-    answer (:func:`hub_unreachable`: one request, a short timeout, no retry), only the cache
-    is read, and a miss raises :class:`HubUnreachableError` at once."""
+    """``repo_or_dir`` when it is a folder, else its hub cache folder (downloading what is
+    missing); when the hub does not answer, a cache miss raises :class:`HubUnreachableError`."""
     path = Path(repo_or_dir)
     if path.is_dir():
         return path
@@ -722,9 +675,8 @@ def push_folder(
     branch: str | None = None,
     commit_message: str = "Upload private model (lightning-dpgnn)",
 ) -> str:
-    """Create ``repo_id`` (if needed) and upload ``folder``; return the commit URL. The folder
-    must verify and pass the publishing gate on its own report
-    (:func:`check_folder_publishable`): the same refusals as a model's."""
+    """Upload ``folder`` to ``repo_id`` (created if needed) after
+    :func:`check_folder_publishable`; return the commit URL."""
     folder = Path(folder)
     check_folder_publishable(folder)  # never push a folder whose guarantee would not hold
     endpoint = hub_endpoint()
@@ -740,17 +692,12 @@ def push_folder(
     return str(info)
 
 
-# -- what PrivateModule's ModelHubMixin methods do ------------------------------------------
 def save_pretrained(
     model: PublishableModel, save_directory: str | Path, **kwargs: Any
 ) -> str | None:
-    """Write ``model`` to ``save_directory`` in the hub layout (safetensors weights,
-    ``config.json``, cached mechanism outputs, ``privacy_report.json``, ``README.md``) through
-    ``ModelHubMixin.save_pretrained`` (its ``repo_id``, ``push_to_hub``, ``model_card_kwargs``:
-    dataset, split, accuracy, command, ... for :func:`~lightning_dpgnn.publish.card.model_card`).
-
-    Refuses (:class:`PublishError`), before anything is written, models whose noise was
-    reproducible, whose report is missing, or whose fit was halted or over budget."""
+    """Write ``model`` to ``save_directory`` in the hub layout through
+    ``ModelHubMixin.save_pretrained`` (``model_card_kwargs`` go to
+    :func:`~lightning_dpgnn.publish.card.model_card`), after :func:`check_publishable`."""
     check_publishable(model)
     folder = Path(save_directory)
     (folder / CARD).unlink(missing_ok=True)  # the card describes these weights only
@@ -768,8 +715,8 @@ def push_to_hub(
     model_card_kwargs: dict[str, Any] | None = None,
     **_: Any,
 ) -> str:
-    """Publish ``model`` to ``repo_id`` on the hub (``HF_ENDPOINT`` is honoured); the same
-    refusals as :func:`save_pretrained`. Returns the commit URL."""
+    """Publish ``model`` to ``repo_id`` on the hub (:func:`save_pretrained`, then
+    :func:`push_folder`); return the commit URL."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -792,10 +739,8 @@ def from_pretrained(
     revision: str | None = None,
     **model_kwargs: Any,
 ) -> PublishableModel:
-    """Load a published model from a local folder or a hub repository (cached; offline with
-    ``HF_HUB_OFFLINE=1``). The folder's report must verify against its config, weights and
-    cached outputs (:class:`VerificationError`). ``PrivateModule.from_pretrained`` builds
-    whichever method the folder holds."""
+    """Load a published model from a local folder or a hub repository
+    (:func:`resolve_folder`, then :func:`read_folder`)."""
     folder = resolve_folder(
         pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
         force_download=force_download, token=token, local_files_only=local_files_only,
