@@ -74,8 +74,7 @@ class DPGNNCLI(LightningCLI):
         self._seed_log.release(emit=True)
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
-        """The configured Trainer, with a ``ModelCheckpoint(save_last=True)`` unless checkpointing
-        is off or the config brings its own."""
+        """The configured Trainer, with a last-checkpoint callback unless the config says."""
         config = self._get(self.config_init, "trainer", default={})
         given = config.get("callbacks") or []
         given = given if isinstance(given, list) else [given]
@@ -139,9 +138,7 @@ class DPGNNCLI(LightningCLI):
         return Path(path) if path and Path(path).is_file() else None
 
     def _output_dir(self) -> Path:
-        """Where the run file and predictions go: ``--trainer.default_root_dir`` when given,
-        else the run folder of the checkpoint read (the one holding ``checkpoints/``), else
-        the Trainer's root."""
+        """``--trainer.default_root_dir``, else the run folder of the checkpoint read."""
         given = self._get(self.config, "trainer", default={}).get("default_root_dir")
         ckpt = self._given_checkpoint()
         if given is None and ckpt is not None:
@@ -150,8 +147,7 @@ class DPGNNCLI(LightningCLI):
         return Path(self.trainer.default_root_dir)
 
     def _save_final_checkpoint(self) -> None:
-        """Rewrite ``last.ckpt`` with the model as the fit left it (a staged fit restores each
-        stage's best epoch after Lightning saved the last one)."""
+        """Rewrite ``last.ckpt`` with the model as the fit left it (staged: each stage's best)."""
         ckpt = self.trainer.checkpoint_callback
         if ckpt is not None and getattr(ckpt, "last_model_path", ""):
             self.trainer.save_checkpoint(ckpt.last_model_path, weights_only=False)
@@ -169,8 +165,7 @@ class DPGNNCLI(LightningCLI):
 
 
 def _epochs_set_by(model: L.LightningModule) -> int | None:
-    """The ``max_epochs`` a model sets itself in place of the CLI's default: -1 for a staged
-    fit, ``epochs`` for a DP-SGD fit calibrated to a target, else ``None``."""
+    """The ``max_epochs`` a staged (-1) or calibrated DP-SGD model sets itself, else ``None``."""
     if getattr(model, "staged", None) is not None:
         return -1
     phase = getattr(getattr(model, "row_trainer", None), "phase", None)
@@ -274,8 +269,7 @@ def _per_graph(report: PrivacyReport) -> bool:
 
 
 def _composition(report: PrivacyReport) -> str:
-    """How a pure-epsilon total adds up, e.g. `` per node = onebit 64 (...)``; empty for
-    Gaussian ledgers."""
+    """How a pure-epsilon total adds up (empty for Gaussian ledgers)."""
     if not report.ledger or any(e.kind != "pure" or e.epsilon is None for e in report.ledger):
         return ""
     per = "per node" if report.level is Level.LDP else "in all"
@@ -344,8 +338,7 @@ def write_predictions(
 
 
 def run(given: list[str], from_command_line: bool, debug: bool) -> None:
-    """The Lightning subcommands of :func:`lightning_dpgnn.cli.main` (``given``: without
-    ``--debug``)."""
+    """The Lightning subcommands of :func:`lightning_dpgnn.cli.main`."""
     cli_class: type[DPGNNCLI] = DPGNNCLI
     cleaned = list(given)
     if cleaned[:1] == ["audit"]:

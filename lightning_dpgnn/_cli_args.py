@@ -97,8 +97,7 @@ def _audit_parser() -> ArgumentParser:
 
 
 def _user_message(err: BaseException) -> str:
-    """The sentence a user needs from a configuration or privacy error (jsonargparse wraps
-    ours in an ``Errors: - ...`` list with noise about other type options)."""
+    """The sentence a user needs from a configuration or privacy error."""
     from .methods.arguments import refused_value_message  # torch: only on an error
 
     text = str(err).strip()

@@ -52,8 +52,7 @@ def quiet_lightning() -> Iterator[None]:
 
 @contextlib.contextmanager
 def quiet_sparse() -> Iterator[None]:
-    """Drop torch's notices on building sparse CSR/COO tensors (CSR "in beta", invariant checks
-    "implicitly disabled"): the library builds them from graphs it checked itself."""
+    """Drop torch's notices on building sparse CSR/COO tensors from checked graphs."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
         warnings.filterwarnings("ignore", message=".*Sparse invariant checks are implicitly.*")

@@ -17,8 +17,7 @@ _CACHES: list[TensorCache] = []
 
 
 class TensorCache:
-    """Values computed from a tensor, one per tensor (the latest key), while the tensor lives;
-    at most ``size`` tensors, least recently used first out."""
+    """Values computed from a tensor while it lives; ``size`` tensors at most (LRU)."""
 
     def __init__(self, name: str, size: int = 8) -> None:
         self.name, self.size = name, int(size)

@@ -33,8 +33,7 @@ class Level(StrEnum):
 
     @property
     def phrase(self) -> str:
-        """The level in reports, cards and the CLI: ``"edge-level DP"``, ``"node-level DP"``,
-        ``"local DP"`` (``"non-private"`` without privacy)."""
+        """The level in words: ``"edge-level DP"``, ``"local DP"``, ``"non-private"``, ..."""
         return {"none": "non-private", "ldp": "local DP"}.get(self.value, f"{self.value}-level DP")
 
     @property

@@ -38,8 +38,7 @@ class RunPoint:
 
 
 def load_runs(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every run record (a ``.json`` with the keys of ``dpgnn-run.json``) below ``folder``;
-    records naming the same checkpoint count once, the newest kept."""
+    """Every run record below ``folder``, one per checkpoint (the newest)."""
     runs: list[dict[str, Any]] = []
     by_checkpoint: dict[str, tuple[float, int]] = {}
     for path in sorted(Path(folder).rglob("*.json")):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Literal
 
 import numpy as np
@@ -182,10 +182,7 @@ def audit_aggregation(
             raise ValueError(f"the mechanism must record one entry per call, got {acc.ledger}")
         eps.append(acc.epsilon(delta))
     bound = epsilon_lower_bound(scores[0], scores[1], delta, confidence)
-    return AuditResult(
-        unit, trials, delta, confidence, max(eps), bound.epsilon, bound.threshold,
-        bound.fpr_upper, bound.fnr_upper,
-    )  # fmt: skip
+    return AuditResult(unit, trials, delta, confidence, max(eps), *astuple(bound))
 
 
 #: most gadget nodes one :func:`audit_mechanism` call builds (node level: ``D + 2`` per trial)

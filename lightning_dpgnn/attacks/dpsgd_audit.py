@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import astuple
 from typing import Any
 
 import numpy as np
@@ -134,7 +135,4 @@ def audit_dpsgd(
     in_s = np.concatenate(scores[1])[:trials]
     bound = epsilon_lower_bound(out_s, in_s, delta, confidence)
     unit = f"dpsgd-sample (q={sample_rate:g}, T={steps}{', ghost' if ghost else ''})"
-    return AuditResult(
-        unit, len(out_s), delta, confidence, eps, bound.epsilon, bound.threshold,
-        bound.fpr_upper, bound.fnr_upper,
-    )  # fmt: skip
+    return AuditResult(unit, len(out_s), delta, confidence, eps, *astuple(bound))

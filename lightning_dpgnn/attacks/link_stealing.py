@@ -16,8 +16,7 @@ __all__ = ["METRICS", "influence_attack", "posterior_similarity_attack", "sample
 def sample_pairs(
     edge_index: torch.Tensor, num_nodes: int, pairs: int, generator: torch.Generator | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[2, 2k]`` node pairs and 0/1 labels: ``k <= pairs`` distinct undirected edges and
-    ``k`` distinct node pairs that are not edges (either direction), both uniform."""
+    """``[2, 2k]`` node pairs and 0/1 labels: ``k`` uniform edges and ``k`` uniform non-edges."""
     if pairs < 1:
         raise ValueError(f"pairs must be >= 1, got {pairs}")
     src, dst = edge_index

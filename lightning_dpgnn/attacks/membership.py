@@ -36,8 +36,7 @@ def sorted_posteriors(posteriors: torch.Tensor) -> torch.Tensor:
 def balanced_membership(
     members: torch.Tensor, nonmembers: torch.Tensor, generator: torch.Generator | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Node indices and 0/1 membership labels: as many members as non-members (the smaller
-    count of the two boolean masks), drawn uniformly from each."""
+    """Node indices and 0/1 labels: as many members as non-members, drawn uniformly."""
     if members.dtype != torch.bool or nonmembers.dtype != torch.bool:
         raise ValueError("members and nonmembers must be boolean node masks")
     if bool((members & nonmembers).any()):
@@ -63,8 +62,7 @@ def train_attack(
     lr: float = 0.01,
     seed: int = 0,
 ) -> torch.nn.Module:
-    """Train the attack classifier (full-batch Adam, binary cross-entropy) on shadow samples, on
-    one thread (the model is tiny)."""
+    """Train the attack classifier (full-batch Adam, BCE) on shadow samples, on one thread."""
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
@@ -97,8 +95,7 @@ def membership_attack(
     seed: int = 0,
     **attack_options,
 ) -> float:
-    """One shadow-model attack: train on the shadow's posteriors and membership, return the
-    AUC on the target's (balanced members vs non-members)."""
+    """One shadow-model attack: trained on the shadow's posteriors, its AUC on the target's."""
     gen = torch.Generator().manual_seed(seed)
     s_idx, s_lab = balanced_membership(shadow_members, shadow_nonmembers, gen)
     t_idx, t_lab = balanced_membership(target_members, target_nonmembers, gen)
@@ -142,13 +139,6 @@ class AttackAUC:
     def half_width(self) -> float:
         lo, hi = self.ci
         return (hi - lo) / 2
-
-    def as_dict(self) -> dict[str, float | int | str]:
-        lo, hi = self.ci
-        return {
-            "attack": self.attack, "auc": self.mean, "auc_ci_low": lo, "auc_ci_high": hi,
-            "repeats": len(self.aucs),
-        }  # fmt: skip
 
     def __str__(self) -> str:
         n = len(self.aucs)

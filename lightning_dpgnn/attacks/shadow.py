@@ -116,8 +116,7 @@ def link_stealing(
     metric: str = "correlation",
     seed: int = 0,
 ) -> AttackAUC:
-    """Posterior-similarity link stealing against a fitted ``model`` on ``data``, ``repeats``
-    times."""
+    """Posterior-similarity link stealing against a fitted ``model`` on ``data``."""
     post = predict_posteriors(model, data)
     gen = torch.Generator().manual_seed(seed)
     aucs = [

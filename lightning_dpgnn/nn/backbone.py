@@ -78,8 +78,7 @@ class GNNBackbone(nn.Module):
 
     @contextmanager
     def on_new_graph(self) -> Iterator[None]:
-        """Run the body on another graph: cached GCN layers normalise it afresh and keep the
-        training graph's normalisation for later."""
+        """Run the body on another graph, keeping the GCN layers' cached normalisation."""
         saved = []
         for conv in self.convs:
             if isinstance(conv, GCNConv) and conv.cached:
@@ -142,8 +141,7 @@ _SAME = object()  # cached: "the features are used as they are"
 
 
 def _once(cache: TensorCache, t: torch.Tensor, key: tuple, make):
-    """``make()``, cached for ``t`` under its in-place version and ``key`` (inference tensors,
-    which have no version counter, are not cached)."""
+    """``make()``, cached for ``t`` under its in-place version and ``key``."""
     if t.is_inference():
         return make()
     key = (t._version, *key)
@@ -152,8 +150,7 @@ def _once(cache: TensorCache, t: torch.Tensor, key: tuple, make):
 
 
 def _takes_sparse(conv: nn.Module, edge_index: torch.Tensor | SparseAdjacency) -> bool:
-    """Whether ``_conv(conv, x, edge_index)`` computes with a CSR ``x``: GCN projects first;
-    GraphSAGE only on its narrowing sparse-adjacency paths (which project first too)."""
+    """Whether ``_conv(conv, x, edge_index)`` computes with a CSR ``x``."""
     if isinstance(conv, GCNConv):
         return True
     return _narrowing_sage(conv) and (isinstance(edge_index, SparseAdjacency)
@@ -235,8 +232,7 @@ def _conv(
 
 
 def _narrowing_sage_layer(conv: SAGEConv, x: torch.Tensor, aggregate) -> torch.Tensor:
-    """``lin_l(aggr_j x_j) + lin_r(x)`` as ``aggr_j (x_j W_l^T) + x W_r^T`` plus the biases,
-    both weights in one pass over the wide input."""
+    """``lin_l(aggr_j x_j) + lin_r(x)`` as ``aggr_j (x_j W_l^T) + x W_r^T`` plus the biases."""
     lin_l, lin_r = conv.lin_l, conv.lin_r
     left, right = input_linear(x, torch.cat([lin_l.weight, lin_r.weight])).split(
         conv.out_channels, dim=-1

@@ -8,6 +8,7 @@ from typing import Literal
 
 import torch
 from torch import nn
+from torch_geometric.utils import add_self_loops, degree, remove_self_loops
 
 from .._quiet import quiet_sparse
 from .backbone import SparseAdjacency
@@ -37,14 +38,11 @@ def normalized_adjacency(
     (with ``"gcn"``: the GCN convolution, used by PGC)."""
     if aggr not in AGGREGATORS:
         raise ValueError(f"aggr must be one of {AGGREGATORS}, got {aggr!r}")
-    src, dst = edge_index
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
+    edge_index, _ = remove_self_loops(edge_index)
     if self_loops:
-        loop = torch.arange(num_nodes, device=edge_index.device)
-        src, dst = torch.cat([src, loop]), torch.cat([dst, loop])
-    deg = torch.zeros(num_nodes, dtype=torch.float32, device=edge_index.device)
-    deg.scatter_add_(0, dst, torch.ones_like(dst, dtype=torch.float32))
+        edge_index, _ = add_self_loops(edge_index, num_nodes=num_nodes)
+    src, dst = edge_index
+    deg = degree(dst, num_nodes, dtype=torch.float32)
     if aggr == "gcn":
         inv_sqrt = deg.pow(-0.5).masked_fill_(deg == 0, 0.0)
         weight = inv_sqrt[src] * inv_sqrt[dst]
@@ -75,8 +73,7 @@ class KProp(nn.Module):
         self._cache: tuple[torch.Tensor, int, SparseAdjacency] | None = None
 
     def adjacency(self, edge_index: torch.Tensor, num_nodes: int) -> SparseAdjacency:
-        """The (cached) normalised adjacency of ``edge_index`` with its transpose, built once
-        for the backward pass."""
+        """The (cached) normalised adjacency of ``edge_index``, with its transpose."""
         c = self._cache
         if c is not None and c[0] is edge_index and c[1] == num_nodes:
             return c[2]

@@ -79,8 +79,7 @@ def compact_features(
 
 
 def select_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """``x[rows]`` (a boolean mask or an index) for a dense or sparse COO ``x``, keeping its
-    layout."""
+    """``x[rows]`` for a dense or sparse COO ``x``, keeping its layout."""
     if x.layout != torch.sparse_coo:
         return x[rows]
     if rows.dtype != torch.bool:
@@ -115,8 +114,7 @@ def _transposed(x: torch.Tensor) -> torch.Tensor:
 
 
 class _SparseLinear(torch.autograd.Function):
-    """``x @ weight.T + bias`` for constant CSR ``x``; backward ``grad^T @ x`` as
-    ``(x^T @ grad)^T`` with the cached CSR transpose of ``x`` (no gradient for ``x``)."""
+    """``x @ weight.T + bias`` for a constant CSR ``x``, backward through its cached transpose."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):  # type: ignore[override]

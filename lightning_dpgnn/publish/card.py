@@ -110,8 +110,7 @@ def _guarantee_lines(parts: dict[str, Any], notes: dict[str, str]) -> list[str]:
 
 
 def _protection_lines(guarantees: list[Any], degree_bound_source: str | None) -> list[str]:
-    """What each guarantee protects (and under which conditions) and uses in the clear; where
-    the degree bound D comes from, when the zoo says."""
+    """What each guarantee protects and uses in the clear; where D comes from."""
     lines = []
     for g in guarantees:
         which = f" ({g.name})" if len(guarantees) > 1 else ""

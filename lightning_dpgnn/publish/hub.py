@@ -93,9 +93,7 @@ class HubUnreachableError(ConnectionError):
 class Planner(Protocol):
     """The accounting a model holds (``model.ledgers``), as far as publishing reads it."""
 
-    def planned_accountant(
-        self, noise_multiplier: float | None
-    ) -> PrivacyAccountant | None: ...
+    def planned_accountant(self, noise_multiplier: float | None) -> PrivacyAccountant | None: ...
 
 
 class PublishableModel(Protocol):
@@ -111,32 +109,21 @@ class PublishableModel(Protocol):
     legacy_hparams: dict[str, Any]
 
     def guarantees(self) -> list[Guarantee]: ...
-
     def describe(self) -> MethodCard: ...
-
     def publication_blockers(self) -> list[str]: ...
-
     def privacy_spent(self) -> PrivacyReport: ...
-
     def privacy_state(self) -> dict[str, Any]: ...
-
     def load_privacy_state(self, state: dict[str, Any]) -> None: ...
-
     def mechanism_outputs(self) -> dict[str, Any]: ...
-
     def calibrates_noise(self) -> bool: ...
-
     @property
     def ledgers(self) -> Planner: ...
-
     def parameters(self) -> Any: ...
-
     def state_dict(self) -> dict[str, torch.Tensor]: ...
 
 
 def hub_endpoint() -> str:
-    """The hub to talk to: ``HF_ENDPOINT`` as set now (huggingface_hub reads it only at
-    import), else huggingface_hub's default."""
+    """``HF_ENDPOINT`` as set now (huggingface_hub reads it at import only), else the default."""
     return os.environ.get("HF_ENDPOINT", constants.ENDPOINT).rstrip("/")
 
 
@@ -266,9 +253,7 @@ def folder_refusals(folder: str | Path) -> list[str]:
     folder = Path(folder)
     if not (folder / REPORT).is_file():
         return [f"its privacy report is missing: {folder} has no {REPORT}"]
-    content = read_report(folder)
-    config = json.loads((folder / CONFIG).read_text())
-    _check_config(config, content, folder)
+    content, config = _verified(folder)
     if content.get("format") in OLD_FORMATS:
         return [
             f"its {REPORT} was written by an older lightning-dpgnn ({content['format']}): it "
@@ -291,15 +276,13 @@ def folder_refusals(folder: str | Path) -> list[str]:
 
 
 def check_folder_publishable(folder: str | Path) -> None:
-    """Raise :class:`PublishError` listing every reason ``folder`` may not be published (and
-    :class:`VerificationError` when it does not verify)."""
+    """Raise :class:`PublishError` listing every reason ``folder`` may not be published."""
     _refuse(str(folder), folder_refusals(folder))
 
 
 # -- nested state <-> safetensors ----------------------------------------------------------------
 def _flatten(obj: Any, key: str, tensors: dict[str, torch.Tensor]) -> Any:
-    """A JSON skeleton of ``obj`` whose tensors (sparse: COO indices and values) go to
-    ``tensors``."""
+    """A JSON skeleton of ``obj`` whose tensors go to ``tensors``."""
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu()
         if t.is_sparse:
@@ -371,16 +354,14 @@ def model_config(model: PublishableModel) -> dict[str, Any]:
 
 # -- write / read a folder ---------------------------------------------------------------------
 def report_digest(content: dict[str, Any]) -> str:
-    """``report_sha256`` of a report file's content: the SHA-256 of its JSON with sorted keys,
-    without ``report_sha256``."""
+    """``report_sha256`` of a report: the SHA-256 of the rest of its content as sorted JSON."""
     body = {k: v for k, v in content.items() if k != "report_sha256"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
-    """Write the files of ``model`` but its card into ``folder`` (after
-    :func:`check_publishable`); return the report file's content."""
+    """Write the files of ``model`` but its card into ``folder``; return the report's content."""
     import lightning_dpgnn
 
     check_publishable(model)
@@ -485,8 +466,7 @@ def _one_or_all(values: dict[str, Any]) -> Any:
 def _recompute(
     report: Any, accountant: PrivacyAccountant, others: dict[str, PrivacyAccountant]
 ) -> Any:
-    """The report the carried accountants give: one guarantee, or several (the model's own
-    first, under the name the report gives it)."""
+    """The report the carried accountants give (several: the model's own first)."""
     own = next(iter(report.guarantees.values()))
     main = PrivacyReport.from_accountant(accountant, private=own.level.private)
     if len(report.guarantees) == 1 and not others:
@@ -536,7 +516,10 @@ def _guarantee_claims(g: PrivacyReport, stated: dict[str, Any]) -> dict[str, Any
             "epsilon": eps}
 
 
-def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path) -> None:
+def _verified(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The folder's verified report content and its config, checked against each other."""
+    content = read_report(folder)
+    config = json.loads((folder / CONFIG).read_text())
     report = content["report"]
     if "guarantees" in report:  # several: the model's own comes first
         parts = report["guarantees"]
@@ -560,6 +543,7 @@ def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path)
             f"{folder}: {CONFIG} sets noise_seed={config['noise_seed']!r} but {REPORT} says the "
             "noise was not reproducible"
         )
+    return content, config
 
 
 def _read_outputs(folder: Path) -> dict[str, Any]:
@@ -575,9 +559,7 @@ def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
     folder; ``cls.legacy_hparams`` fills hyper-parameters older folders lack."""
     from safetensors.torch import load_file
 
-    content = read_report(folder)
-    config = json.loads((folder / CONFIG).read_text())
-    _check_config(config, content, folder)
+    content, config = _verified(folder)
     method = content["method"]
     if _class_path(cls) != method and method.rsplit(".", 1)[-1] != cls.__name__:
         held = _import(method)
@@ -675,8 +657,7 @@ def push_folder(
     branch: str | None = None,
     commit_message: str = "Upload private model (lightning-dpgnn)",
 ) -> str:
-    """Upload ``folder`` to ``repo_id`` (created if needed) after
-    :func:`check_folder_publishable`; return the commit URL."""
+    """Upload ``folder`` to ``repo_id`` after :func:`check_folder_publishable`."""
     folder = Path(folder)
     check_folder_publishable(folder)  # never push a folder whose guarantee would not hold
     endpoint = hub_endpoint()
@@ -715,8 +696,7 @@ def push_to_hub(
     model_card_kwargs: dict[str, Any] | None = None,
     **_: Any,
 ) -> str:
-    """Publish ``model`` to ``repo_id`` on the hub (:func:`save_pretrained`, then
-    :func:`push_folder`); return the commit URL."""
+    """Publish ``model`` to ``repo_id`` on the hub; return the commit URL."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -739,8 +719,7 @@ def from_pretrained(
     revision: str | None = None,
     **model_kwargs: Any,
 ) -> PublishableModel:
-    """Load a published model from a local folder or a hub repository
-    (:func:`resolve_folder`, then :func:`read_folder`)."""
+    """Load a verified published model from a local folder or a hub repository."""
     folder = resolve_folder(
         pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
         force_download=force_download, token=token, local_files_only=local_files_only,
