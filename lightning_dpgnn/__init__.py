@@ -1,10 +1,5 @@
-"""lightning-dpgnn: differentially private graph neural networks for PyTorch Lightning.
-
->>> from lightning_dpgnn import GAP
-
-The names below are imported on first use (PEP 562): ``import lightning_dpgnn`` itself loads
-neither Lightning nor PyG.
-"""
+"""lightning-dpgnn: differentially private graph neural networks for PyTorch Lightning
+(``from lightning_dpgnn import GAP``); the names below are imported on first use (PEP 562)."""
 
 from __future__ import annotations
 
@@ -16,21 +11,11 @@ __version__ = "0.1.0"
 
 #: public name -> the submodule that defines it
 _EXPORTS = {
-    "GAP": "methods",
-    "ProGAP": "methods",
-    "GNN": "methods",
-    "MLP": "methods",
-    "DPMLP": "methods",
-    "SAGE": "methods",
-    "EdgeRand": "methods",
-    "DPGNN": "methods",
-    "LPGNN": "methods",
-    "PGC": "methods",
-    "PGCLinkPrediction": "methods",
-    "GWLDP": "methods",
-    "PoinDP": "methods",
-    "HeteroRR": "methods",
-    "PrivateModule": "methods",
+    **dict.fromkeys(
+        ("GAP", "ProGAP", "GNN", "MLP", "DPMLP", "SAGE", "EdgeRand", "DPGNN", "LPGNN", "PGC",
+         "PGCLinkPrediction", "GWLDP", "PoinDP", "HeteroRR", "PrivateModule"),
+        "methods",
+    ),
     "PrivacyReport": "privacy",
     "plot": "plotting",
 }

@@ -203,9 +203,8 @@ def fit_summary(
     units: int | None = None,
     majority: float | None = None,
 ) -> str:
-    """The summary every ``dpgnn fit``/``test`` ends with: test metrics (with the majority-class
-    rate), epsilon (and how it composes), delta (and ``n * delta`` over ``units``), level and
-    protected unit."""
+    """The summary every ``dpgnn fit``/``test`` ends with: test metrics, epsilon (and how it
+    composes), delta (and ``n * delta`` over ``units``), level and protected unit."""
     lines = []
     for key, value in sorted(metrics.items()):
         name = {"acc": "accuracy", "auc": "AUC"}.get(key.split("/", 1)[1], key.split("/", 1)[1])
@@ -403,5 +402,3 @@ def _with_default_classes(args: list[str]) -> list[str]:
         if not named and not _named_in_configs(args, key, class_path=True):
             extra.append(f"--{key}={default}")
     return [args[0], *extra, *args[1:]]
-
-

@@ -1,9 +1,5 @@
-"""``dpgnn``: the command line (``dpgnn --help``).
-
-Light on purpose: ``dpgnn --help``, ``dpgnn zoo list`` and ``dpgnn plot`` never import Lightning
-or PyG; the Lightning subcommands live in :mod:`lightning_dpgnn._cli`, whose public names are
-importable from here too.
-"""
+"""``dpgnn``, the command line. Light on purpose: ``--help``, ``zoo list`` and ``plot`` never
+import Lightning or PyG; the Lightning subcommands live in :mod:`lightning_dpgnn._cli`."""
 from __future__ import annotations
 
 import os

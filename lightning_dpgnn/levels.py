@@ -27,9 +27,7 @@ class Level(StrEnum):
         try:
             return cls(level)
         except ValueError:
-            raise ValueError(
-                f"unknown privacy level {level!r}; use one of {LEVELS}"
-            ) from None
+            raise ValueError(f"unknown privacy level {level!r}; use one of {LEVELS}") from None
 
     @property
     def phrase(self) -> str:
@@ -59,9 +57,8 @@ CENTRAL_LEVELS: tuple[str, ...] = (Level.NONE.value, Level.EDGE.value, Level.NOD
 
 @dataclass(frozen=True)
 class Unit:
-    """What one step between neighbouring inputs changes at ``level``; ``detail`` is the edge
-    unit (or ``"private"``, HeteroRR), what each node sends at local DP, or the degree bound
-    ``D`` a node-level guarantee is conditioned on."""
+    """What one neighbouring step changes at ``level``; ``detail``: the edge unit (``"private"``:
+    HeteroRR), what a node sends at local DP, or a node-level guarantee's degree bound ``D``."""
 
     level: Level
     detail: str | int | None = None

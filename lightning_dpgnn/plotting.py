@@ -1,7 +1,6 @@
-"""Privacy-utility plots from your own runs (``dpgnn plot runs/``, :func:`plot`): the mean test
-metric of the ``dpgnn-run.json`` records below a folder against epsilon per dataset and method,
-with a 95% Student-t interval over repeated runs; non-private and zero-epsilon runs are
-horizontal lines. Matplotlib is optional: ``pip install 'lightning-dpgnn[plot]'``."""
+"""Privacy-utility plots (``dpgnn plot runs/``, :func:`plot`): the mean test metric of the
+``dpgnn-run.json`` records below a folder against epsilon, with 95% Student-t intervals over
+repeated runs. Matplotlib is optional: ``pip install 'lightning-dpgnn[plot]'``."""
 
 from __future__ import annotations
 
@@ -25,9 +24,8 @@ DEFAULT_OUTPUT = "privacy_utility.png"
 
 @dataclass(frozen=True)
 class RunPoint:
-    """The ``n`` runs of one method (with its level, e.g. ``"GAP (edge)"``) at one epsilon (two
-    significant digits; ``math.inf``: non-private) on one dataset: the metric's mean and the
-    half-width of its 95% confidence interval."""
+    """The ``n`` runs of one method (with its level) at one epsilon (two significant digits) on one
+    dataset: the metric's mean and the half-width of its 95% confidence interval."""
 
     dataset: str
     method: str
@@ -39,9 +37,8 @@ class RunPoint:
 
 def load_runs(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every run record below ``folder``, one per checkpoint (the newest)."""
-    runs: list[dict[str, Any]] = []
-    by_checkpoint: dict[str, tuple[float, int]] = {}
-    for path in sorted(Path(folder).rglob("*.json")):
+    runs: dict[str | int, tuple[float, dict[str, Any]]] = {}  # checkpoint (or file) -> newest
+    for i, path in enumerate(sorted(Path(folder).rglob("*.json"))):
         try:
             record = json.loads(path.read_text())
             mtime = path.stat().st_mtime
@@ -50,17 +47,10 @@ def load_runs(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if not (isinstance(record, dict) and {"method", "metrics", "privacy"} <= record.keys()):
             continue
         ckpt = record.get("checkpoint")
-        if ckpt:
-            key = os.path.normcase(os.path.abspath(ckpt))
-            if key in by_checkpoint:
-                seen, index = by_checkpoint[key]
-                if mtime >= seen:
-                    runs[index] = record
-                    by_checkpoint[key] = (mtime, index)
-                continue
-            by_checkpoint[key] = (mtime, len(runs))
-        runs.append(record)
-    return runs
+        key = os.path.normcase(os.path.abspath(ckpt)) if ckpt else i
+        if key not in runs or mtime >= runs[key][0]:
+            runs[key] = (mtime, record)
+    return [record for _, record in runs.values()]
 
 
 def _level(privacy: dict[str, Any] | None) -> Level | None:
@@ -101,8 +91,7 @@ def _pyplot():
         import matplotlib
     except ImportError as err:
         raise ImportError(
-            "plotting needs matplotlib, an optional dependency: "
-            "pip install 'lightning-dpgnn[plot]'"
+            "plotting needs matplotlib, an optional dependency: pip install 'lightning-dpgnn[plot]'"
         ) from err
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -15,19 +15,8 @@ from .membership import AttackAUC, membership_attack, sorted_posteriors
 from .shadow import fresh_copy, link_stealing, node_membership_inference, predict_posteriors
 
 __all__ = [
-    "AttackAUC",
-    "AuditResult",
-    "audit_aggregation",
-    "audit_dpsgd",
-    "audit_mechanism",
-    "clopper_pearson",
-    "epsilon_lower_bound",
-    "fresh_copy",
-    "influence_attack",
-    "link_stealing",
-    "membership_attack",
-    "node_membership_inference",
-    "posterior_similarity_attack",
-    "predict_posteriors",
-    "sorted_posteriors",
+    "AttackAUC", "AuditResult", "audit_aggregation", "audit_dpsgd", "audit_mechanism",
+    "clopper_pearson", "epsilon_lower_bound", "fresh_copy", "influence_attack", "link_stealing",
+    "membership_attack", "node_membership_inference", "posterior_similarity_attack",
+    "predict_posteriors", "sorted_posteriors",
 ]

@@ -1,7 +1,6 @@
-"""Empirical privacy audit of an aggregation mechanism: a lower bound on epsilon (Jagielski et
-al. 2020, Nasr et al. 2021; docs/audits.md). Neighbouring inputs with and without a canary give
-test scores whose Clopper-Pearson-bounded error rates bound epsilon from below; trials are
-disjoint copies of a small gadget inside one graph. No private data, no Lightning."""
+"""Empirical audit of an aggregation mechanism (Jagielski et al. 2020; docs/audits.md): test
+scores with and without a canary, over disjoint copies of a gadget in one graph, bound epsilon
+from below through Clopper-Pearson error rates. No private data, no Lightning."""
 
 from __future__ import annotations
 
@@ -67,10 +66,8 @@ def epsilon_lower_bound(
     confidence: float = 0.95,
     candidates: int = 400,
 ) -> EpsilonBound:
-    """Lower bound on epsilon, valid with probability ``confidence``, from test scores of
-    outputs without (``out_scores``) and with (``in_scores``) the canary: the threshold is
-    chosen on the first half of each sample (among ``candidates`` quantiles), both error rates
-    are bounded on the second half with Clopper-Pearson."""
+    """Lower bound on epsilon, valid with probability ``confidence``: a threshold chosen on half of
+    the scores without / with the canary, its error rates bounded on the other half."""
     out_s = np.asarray(out_scores, dtype=np.float64).ravel()
     in_s = np.asarray(in_scores, dtype=np.float64).ravel()
     if len(out_s) < 4 or len(in_s) < 4:
@@ -124,9 +121,8 @@ class AuditResult:
 
 
 def _gadget(unit: Unit, copies: int, dim: int, degree: int, generator: torch.Generator):
-    """Node features, the edges without / with the canaries, and the score of an output: per
-    copy, ``degree`` (node level) or one target(s) with a background in-neighbour, and a canary
-    node of feature ``e_0`` linked to the targets (both directions for an undirected unit)."""
+    """Features, the edges without / with the canaries, and an output's score: per copy, target(s)
+    with a background in-neighbour and a canary node of feature ``e_0`` linked to them."""
     targets = degree if unit == Level.NODE else 1
     per = targets + 2  # targets, one background node, the canary
     n = copies * per
@@ -166,8 +162,7 @@ def audit_aggregation(
     generator: torch.Generator | None = None,
     noise_generator: torch.Generator | None = None,
 ) -> AuditResult:
-    """Audit one aggregation mechanism, ``mechanism(x, edge_index, num_nodes, accountant,
-    noise_generator) -> output`` (which records its spend on ``accountant``), against the
+    """Audit ``mechanism(x, edge_index, num_nodes, accountant, noise_generator)`` against the
     epsilon it records for one call, with ``trials`` gadget copies per hypothesis."""
     if trials < 8:
         raise ValueError(f"trials must be >= 8, got {trials}")
@@ -198,9 +193,8 @@ def audit_mechanism(
     max_nodes: int = MAX_GADGET_NODES,
     noise_generator: torch.Generator | None = None,
 ) -> AuditResult:
-    """Audit a model's own aggregation mechanism on the unit it protects (at node level a node
-    with ``max_degree`` out-edges; ``trials`` lowered, never below 1,000, to keep the gadget
-    under ``max_nodes`` nodes)."""
+    """Audit a model's aggregation on the unit it protects (node level: a node with
+    ``max_degree`` out-edges, ``trials`` lowered to fit ``max_nodes``, never below 1,000)."""
     if not isinstance(mechanism, GaussianAggregation):
         raise TypeError(f"expected a GaussianAggregation, got {type(mechanism).__name__}")
     if Level.of(mechanism.level) is Level.NODE:

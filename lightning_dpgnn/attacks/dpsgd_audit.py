@@ -1,8 +1,6 @@
-"""Empirical privacy audit of DP-SGD: a lower bound on epsilon from gradient canaries (Nasr et
-al. 2021; docs/audits.md). The model is a linear map ``w`` (zero at start); row ``i`` is copy
-``i``'s canary, whose clipped gradient is ``-C e_i``, so coordinate ``i`` of one run of the
-library's DP-SGD is one canary-in trial (the canary-out run has zero rows). The statistic is the
-summed update along the canary's coordinate. No Lightning imports."""
+"""Empirical audit of DP-SGD (Nasr et al. 2021; docs/audits.md): gradient canaries on disjoint
+coordinates of a linear model, so each coordinate of one run of the library's DP-SGD is one trial;
+the statistic is the summed update along the canary's coordinate. No Lightning imports."""
 
 from __future__ import annotations
 
@@ -44,18 +42,10 @@ def half_noise(module: torch.nn.Module, optimizer: torch.optim.Optimizer, **opti
 
 
 def _summed_updates(
-    rows: torch.Tensor,
-    *,
-    noise_multiplier: float,
-    steps: int,
-    sample_rate: float,
-    max_grad_norm: float,
-    ghost: bool,
-    wrap: Wrap,
-    accountant: PrivacyAccountant,
-    noise_generator: torch.Generator | None,
-    batch_generator: torch.Generator | None,
-) -> np.ndarray:
+    rows: torch.Tensor, *, noise_multiplier: float, steps: int, sample_rate: float,
+    max_grad_norm: float, ghost: bool, wrap: Wrap, accountant: PrivacyAccountant,
+    noise_generator: torch.Generator | None, batch_generator: torch.Generator | None,
+) -> np.ndarray:  # fmt: skip
     """One DP-SGD run on ``rows`` (one row per copy); the summed update per coordinate."""
     k = rows.size(1)
     net = torch.nn.Linear(k, 1, bias=False)
@@ -101,10 +91,8 @@ def audit_dpsgd(
     noise_generator: torch.Generator | None = None,
     batch_generator: torch.Generator | None = None,
 ) -> AuditResult:
-    """Audit the library's DP-SGD (``steps`` noisy steps at ``noise_multiplier``, Poisson rate
-    ``sample_rate``, ghost clipping if ``ghost``) against the epsilon its ledger records for one
-    sample; ``trials`` per hypothesis run as ``ceil(trials / copies)`` runs of ``copies``
-    parallel canaries, through ``wrap`` (default: the library's ``make_private``)."""
+    """Audit the library's DP-SGD (``steps`` steps at ``noise_multiplier``, rate ``sample_rate``)
+    against its ledger's epsilon for one sample, in runs of ``copies`` parallel canaries."""
     if trials < 8:
         raise ValueError(f"trials must be >= 8, got {trials}")
     if steps < 1:

@@ -79,9 +79,8 @@ def influence_attack(
     step: float = 1e-2,
     generator: torch.Generator | None = None,
 ) -> float:
-    """LinkTeller-style influence attack: AUC of ``||query(x')_v - query(x)_v||`` on sampled
-    edges vs non-edges, where ``x'`` adds ``step`` to every feature of node ``u`` and ``query``
-    is the model's inference on the private graph."""
+    """LinkTeller influence attack: AUC of ``||query(x')_v - query(x)_v||`` on sampled edges vs
+    non-edges, ``x'`` adding ``step`` to the features of node ``u``."""
     pair_index, labels = sample_pairs(edge_index, len(x), pairs, generator)
     with torch.no_grad():
         base = query(x)

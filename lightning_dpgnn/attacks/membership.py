@@ -1,7 +1,5 @@
-"""Node membership inference on a model's posteriors (thesis §4.8.2): the shadow-model attack
-of Shokri et al. (2017) adapted to GNNs. An attack MLP (3 layers, 64 hidden) trained on a shadow
-model's sorted posteriors tells members from non-members; its AUC on the target is the score
-(0.5: nothing leaks). Pure torch; the shadow fits are in :mod:`.shadow`."""
+"""Node membership inference on a model's posteriors (thesis §4.8.2; Shokri et al. 2017): an
+attack MLP trained on a shadow model's sorted posteriors scores the target. Pure torch."""
 
 from __future__ import annotations
 
@@ -15,13 +13,8 @@ from torchmetrics.functional.classification import binary_auroc
 from ..nn.mlp import MLP as MLPBlock
 
 __all__ = [
-    "AttackAUC",
-    "attack_auc",
-    "balanced_membership",
-    "mean_ci",
-    "membership_attack",
-    "sorted_posteriors",
-    "train_attack",
+    "AttackAUC", "attack_auc", "balanced_membership", "mean_ci", "membership_attack",
+    "sorted_posteriors", "train_attack",
 ]
 
 

@@ -82,10 +82,8 @@ def node_membership_inference(
     seed: int = 0,
     **attack_options: Any,
 ) -> AttackAUC:
-    """TSTF node membership inference against a fitted ``model`` trained on ``data``:
-    ``repeats`` shadow fits (``shadow()``, default :func:`fresh_copy`) on random shadow splits;
-    members and non-members default to the target's training and test nodes; ``seed`` seeds
-    the splits and attack models, never privacy noise."""
+    """TSTF membership inference against ``model`` trained on ``data``: ``repeats`` shadow fits on
+    random shadow splits; ``seed`` seeds the splits and attack models, never privacy noise."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     members = data.train_mask if members is None else members

@@ -27,10 +27,8 @@ def check_backbone(backbone: str) -> str:
 
 
 class GNNBackbone(nn.Module):
-    """``layers`` graph convolutions (``"sage"``, ``"gcn"`` or ``"gat"``; GAT's hidden layers
-    have ``heads`` heads), each but a ``plain_last`` one followed by [norm ->] activation ->
-    dropout. The norm is ``normalization`` (:func:`~lightning_dpgnn.nn.mlp.make_norm`), or with
-    ``None`` a BatchNorm after the first convolution if ``batch_norm`` (PGC's encoder)."""
+    """``layers`` SAGE, GCN or GAT convolutions, each but a ``plain_last`` one followed by
+    [norm ->] activation -> dropout (norm: ``normalization``, or ``batch_norm`` after the first)."""
 
     def __init__(
         self, backbone: str, in_dim: int, hidden: int, out_dim: int, layers: int = 2, *,
@@ -59,21 +57,15 @@ class GNNBackbone(nn.Module):
             width = out_dim if last else hidden
             if backbone == "sage":
                 conv: nn.Module = SAGEConv(dim, width, aggr=aggr)
-                dim = width
             elif backbone == "gcn":
                 conv = GCNConv(dim, width, cached=cached)
-                dim = width
             else:
-                h = 1 if last else heads
-                conv = GATConv(dim, width, heads=h)
-                dim = width * h
+                conv = GATConv(dim, width, heads=1 if last else heads)
             self.convs.append(conv)
+            dim = width * getattr(conv, "heads", 1)  # GAT concatenates its heads
             if not (last and plain_last):
-                if normalization is not None:
-                    norm = make_norm(normalization, dim)
-                else:
-                    norm = nn.BatchNorm1d(dim) if batch_norm and i == 0 else nn.Identity()
-                self.norms.append(norm)
+                first = "batch" if batch_norm and i == 0 else "none"
+                self.norms.append(make_norm(first if normalization is None else normalization, dim))
         self.act = make_activation(activation)
 
     @contextmanager
@@ -93,10 +85,8 @@ class GNNBackbone(nn.Module):
     def adjacency(
         self, edge_index: torch.Tensor, num_nodes: int, *, with_transpose: bool = False
     ) -> torch.Tensor | SparseAdjacency:
-        """The graph in the fastest form :meth:`forward` takes (the same output): GraphSAGE on
-        a graph without repeated edges gets the CSR ``A^T`` (with ``with_transpose``: a
-        :class:`SparseAdjacency`, no transpose per backward), GCN with ``with_transpose`` the
-        :class:`SparseAdjacency` of ``gcn_norm``'s weights; otherwise ``edge_index``."""
+        """The graph in the fastest form :meth:`forward` takes (the same output): a CSR ``A^T`` or
+        :class:`SparseAdjacency` for GraphSAGE and GCN where they apply, else ``edge_index``."""
         if self.backbone == "gcn" and with_transpose:
             edges, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
             edges, weight = coalesce(edges, weight, num_nodes=num_nodes, reduce="sum")
@@ -219,8 +209,7 @@ def _conv(
     conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor | SparseAdjacency
 ) -> torch.Tensor:
     """``conv(x, edge_index)``; a narrowing mean or sum GraphSAGE layer on a sparse adjacency
-    projects before it aggregates (the aggregation is linear: the same output, a sparse
-    product ``in / out`` times smaller)."""
+    projects before it aggregates (linear: the same output, a smaller sparse product)."""
     if isinstance(edge_index, SparseAdjacency):
         if isinstance(conv, GCNConv):  # the adjacency holds gcn_norm's weights
             out = edge_index.aggregate(input_linear(x, conv.lin.weight, conv.lin.bias), "sum")

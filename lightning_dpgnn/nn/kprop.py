@@ -32,10 +32,8 @@ def check_steps(steps: int, name: str = "steps") -> int:
 def normalized_adjacency(
     edge_index: torch.Tensor, num_nodes: int, aggr: Aggregator = "gcn", self_loops: bool = False
 ) -> torch.Tensor:
-    """The ``[N, N]`` sparse matrix of one aggregation step: per edge ``u -> v``,
-    ``1 / sqrt(deg(u) deg(v))`` (``"gcn"``, eq. 3.40), ``1 / deg(v)`` (``"mean"``) or 1
-    (``"sum"``), in-degrees; self-loops are dropped, then ``self_loops=True`` adds one per node
-    (with ``"gcn"``: the GCN convolution, used by PGC)."""
+    """The ``[N, N]`` matrix of one aggregation step (per edge ``u -> v``: ``1 / sqrt(deg(u)
+    deg(v))``, ``1 / deg(v)`` or 1) without self-loops, plus one per node if ``self_loops``."""
     if aggr not in AGGREGATORS:
         raise ValueError(f"aggr must be one of {AGGREGATORS}, got {aggr!r}")
     edge_index, _ = remove_self_loops(edge_index)
@@ -102,10 +100,8 @@ class KProp(nn.Module):
 
 
 class PropagatedCodes:
-    """``h = A^K (S diag(scale) + 1 offset^T)``, KProp of affinely rectified sparse codes ``S``
-    (``MultiBit.rectifier``), kept factored: ``h W^T`` is computed as
-    ``A^K (S (W diag(scale))^T) + (A^K 1) (W offset)^T``, the same matrix without a dense
-    ``[N, d]`` one; a layer that cannot take it asks for :meth:`dense`."""
+    """``h = A^K (S diag(scale) + 1 offset^T)`` kept factored: ``h W^T`` is computed as
+    ``A^K (S (W diag(scale))^T) + (A^K 1) (W offset)^T``; :meth:`dense` builds ``h`` itself."""
 
     def __init__(self, codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor,
                  adjacency: SparseAdjacency, steps: int) -> None:

@@ -10,18 +10,9 @@ from ..caches import TensorCache
 from ..levels import Level
 
 __all__ = [
-    "MLP",
-    "make_activation",
-    "make_norm",
-    "resolve_normalization",
-    "compact_features",
-    "select_rows",
-    "dense_features",
-    "sparse_linear",
-    "input_linear",
-    "flush_subnormal_grad",
-    "NORMALIZATIONS",
-    "ORDERS",
+    "MLP", "make_activation", "make_norm", "resolve_normalization", "compact_features",
+    "select_rows", "dense_features", "sparse_linear", "input_linear", "flush_subnormal_grad",
+    "NORMALIZATIONS", "ORDERS",
 ]
 
 #: normalization name -> ``layer(dim, groups)`` (groups: 1 when ``groups`` does not divide dim)
@@ -37,8 +28,7 @@ ORDERS = ("act_norm", "norm_act")
 
 def resolve_normalization(kind: str, privacy: str, node_level: str = "none") -> str:
     """``"auto"`` is BatchNorm at edge level and without privacy, ``node_level`` at node level
-    (BatchNorm mixes the samples of a batch, which per-sample clipping cannot bound); any other
-    name is returned as given."""
+    (per-sample clipping cannot bound BatchNorm); other names are returned as given."""
     if kind != "auto":
         return kind
     return node_level if Level.of(privacy) is Level.NODE else "batch"
@@ -64,9 +54,8 @@ def make_norm(kind: str, dim: int, groups: int = 4) -> nn.Module:
 def compact_features(
     x: torch.Tensor, *, max_density: float = 0.05, min_width: int = 256
 ) -> torch.Tensor:
-    """A sparse CSR copy of a wide, mostly-zero feature matrix (or of sparse COO features),
-    else ``x``: an :class:`MLP` gives the same output and gradients on either (full-batch,
-    non-DP-SGD paths only)."""
+    """A sparse CSR copy of a wide, mostly-zero (or sparse COO) feature matrix, else ``x``: the same
+    :class:`MLP` output and gradients (full-batch, non-DP-SGD paths only)."""
     if x.layout == torch.sparse_coo:  # features kept sparse by the reader (FB-scale)
         with quiet_sparse():
             return x.coalesce().to_sparse_csr()
@@ -155,9 +144,8 @@ WIDE_INPUT = 256
 
 
 def flush_subnormal_grad(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``out``, the product of a wide dense ``x`` (:data:`WIDE_INPUT` columns or more) with a
-    weight, whose gradient gets its subnormal entries set to zero (subnormal arithmetic makes
-    ``grad^T @ x`` ~4x slower on x86; under DP-SGD zeroing can only shrink a per-sample norm)."""
+    """``out`` (a product of a wide dense ``x`` with a weight) with its gradient's subnormal entries
+    zeroed: they make ``grad^T @ x`` ~4x slower on x86; zeroing only shrinks a per-sample norm."""
     if out.requires_grad and x.layout == torch.strided and x.dim() == 2 and (
         x.size(-1) >= WIDE_INPUT
     ):
@@ -170,9 +158,8 @@ def _zero_subnormals(grad: torch.Tensor) -> torch.Tensor:
 
 
 class MLP(nn.Module):
-    """``layers`` linear layers (0: the identity), each but a ``plain_last`` one followed by
-    activation -> norm -> dropout (``order="act_norm"``) or norm -> activation -> dropout
-    (``"norm_act"``); ``norm_groups`` is the group count of ``normalization="group"``."""
+    """``layers`` linear layers (0: identity), each but a ``plain_last`` one followed by
+    activation -> norm -> dropout (``order="act_norm"``) or norm -> activation -> dropout."""
 
     def __init__(
         self, in_dim: int, out_dim: int, hidden: int = 16, layers: int = 2, *,

@@ -1,7 +1,6 @@
-"""Networks of PoinDP (``docs/poindp.md``): :class:`PoincareEncoder` (an MLP mapped onto the
-Poincaré ball by ``exp_0``, with a linear head on the clipped tangent vector) and
-:class:`PaperCodeNet` (the network of the authors' released code, for the NOT private paper-code
-reference mode: two parallel two-layer GCNs and untrained, frozen noise-scale networks)."""
+"""Networks of PoinDP (``docs/poindp.md``): :class:`PoincareEncoder`, an MLP mapped onto the
+Poincaré ball, and :class:`PaperCodeNet`, the network of the authors' released code for the NOT
+private paper-code reference mode."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ class PaperCodeNet(nn.Module):
         super().__init__()
         self.dropout = float(dropout)
         self.branches = nn.ModuleList(
-            nn.ModuleList([GCNConv(in_dim, hidden), GCNConv(hidden, num_classes)])
-            for _ in range(2)
+            nn.ModuleList([GCNConv(in_dim, hidden), GCNConv(hidden, num_classes)]) for _ in range(2)
         )
         self.sensitivity = nn.ModuleList(
             nn.ModuleList([_sensitivity_net(hidden), _sensitivity_net(num_classes)])

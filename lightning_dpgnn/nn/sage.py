@@ -32,9 +32,7 @@ class SAGENet(nn.Module):
         self.jk = Combine(jk, layers + 1, hidden)
         self.post = MLP(self.jk.out_dim, out_dim, hidden, post_layers, **block)
 
-    def adjacency(
-        self, edge_index: torch.Tensor, num_nodes: int
-    ) -> torch.Tensor | SparseAdjacency:
+    def adjacency(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor | SparseAdjacency:
         """The graph in the fastest form :meth:`forward` takes (see GNNBackbone.adjacency)."""
         return self.body.adjacency(edge_index, num_nodes, with_transpose=True)
 

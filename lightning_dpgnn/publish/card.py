@@ -1,9 +1,6 @@
-"""Model cards of published private models (``README.md`` with YAML metadata), written with
-:class:`huggingface_hub.ModelCard`: the guarantee as the privacy report computed it, what it does
-not cover, the data, accuracy, rebuild command and empirical audit. Like
-:mod:`~lightning_dpgnn.publish.hub`, it reads a model only through its interface
-(``model.guarantees()``, ``model.describe()``), never through a method class.
-"""
+"""Model cards of published private models (:class:`huggingface_hub.ModelCard`): the guarantee,
+what it does not cover, the data, accuracy, rebuild command and empirical audit, read from the
+model's interface (``guarantees()``, ``describe()``), never from a method class."""
 
 from __future__ import annotations
 
@@ -20,9 +17,8 @@ __all__ = ["MethodCard", "model_card", "card_privacy", "describe_audit"]
 
 @dataclass(frozen=True)
 class MethodCard:
-    """What a model card says of a method (``PrivateModule.describe()``): the method line,
-    the paper, a note per ledger entry name (in place of the mechanism's own) and the lines of
-    the usage snippet a new graph needs besides ``inductive = True``."""
+    """What a model card says of a method (``PrivateModule.describe()``): method line, paper, notes
+    replacing ledger entries' own, and the lines a new graph needs in the usage snippet."""
 
     method: str
     paper: str
@@ -170,9 +166,7 @@ def describe_audit(audit: dict[str, Any]) -> str:
 def _audit_lines(audit: dict[str, Any] | None) -> list[str]:
     """The card's audit section: what attacks achieved against this model."""
     if not audit:
-        return [
-            "No empirical audit recorded (run `dpgnn audit` or the `PrivacyAudit` callback)."
-        ]
+        return ["No empirical audit recorded (run `dpgnn audit` or the `PrivacyAudit` callback)."]
     lines = [f"**{describe_audit(audit)}**", ""]
     if "mia_auc" in audit:
         lines.append(
@@ -221,9 +215,8 @@ def model_card(
     degree_bound_source: str | None = None,
     **_: Any,
 ) -> ModelCard:
-    """The model card of ``model``. ``accuracy`` is the benchmark's, in percent (``mean``,
-    ``low``, ``high``, ``seeds``, ``source``, ``command``); ``measured_accuracy`` this model's own
-    (a fraction); ``audit`` defaults to ``model.empirical_audit``."""
+    """The model card of ``model``: ``accuracy`` is the benchmark's (percent: ``mean``, ``low``,
+    ``high``, ``seeds``, ``source``, ``command``), ``measured_accuracy`` its own (a fraction)."""
     import lightning_dpgnn
 
     method = type(model).__name__

@@ -1,16 +1,6 @@
-"""The hub format of a private model: what may be published, how it is written, verified, pushed
-and pulled.
-
-A published folder (:class:`huggingface_hub.ModelHubMixin` layout) holds the weights
-(``model.safetensors``), the hyper-parameters (``config.json``), the cached mechanism outputs
-(``mechanism_outputs.safetensors``), the privacy report with the publishing gate's inputs and the
-SHA-256 of the other files and of itself (``privacy_report.json``), and the model card
-(``README.md``): what a checkpoint may hold minus optimizer and loop state (docs/privacy.md,
-"Checkpoints"). Publishing is refused (:class:`PublishError`) by :func:`check_publishable` and
-:func:`check_folder_publishable`; loading is refused (:class:`VerificationError`) when the report
-is missing or disagrees with what the folder holds. This module never imports ``methods/``:
-a model is a :class:`PublishableModel`.
-"""
+"""The hub format of a private model (``ModelHubMixin`` layout, plus the cached mechanism outputs
+and ``privacy_report.json``): what may be published, how it is written, verified, pushed and
+pulled. A model is a :class:`PublishableModel`: this module never imports ``methods/``."""
 
 from __future__ import annotations
 
@@ -40,28 +30,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .card import MethodCard
 
 __all__ = [
-    "FILES",
-    "PublishableModel",
-    "PublishError",
-    "VerificationError",
-    "HubUnreachableError",
-    "publication_refusals",
-    "check_publishable",
-    "folder_refusals",
-    "check_folder_publishable",
-    "model_config",
-    "write_folder",
-    "report_digest",
-    "read_report",
-    "read_folder",
-    "resolve_folder",
-    "push_folder",
-    "save_pretrained",
-    "push_to_hub",
-    "from_pretrained",
-    "hub_endpoint",
-    "hub_offline",
-    "hub_unreachable",
+    "FILES", "PublishableModel", "PublishError", "VerificationError", "HubUnreachableError",
+    "publication_refusals", "check_publishable", "folder_refusals", "check_folder_publishable",
+    "model_config", "write_folder", "report_digest", "read_report", "read_folder", "resolve_folder",
+    "push_folder", "save_pretrained", "push_to_hub", "from_pretrained", "hub_endpoint",
+    "hub_offline", "hub_unreachable",
 ]
 
 WEIGHTS = "model.safetensors"
@@ -138,9 +111,8 @@ HUB_TIMEOUT = 3.0
 
 
 def hub_unreachable(endpoint: str | None = None, timeout: float | None = None) -> str | None:
-    """Why the hub cannot be reached (``None``: it answers, an HTTP error included): offline
-    mode, or no answer to one request within ``timeout`` seconds (``DPGNN_HUB_TIMEOUT``,
-    default 3; huggingface_hub would retry for about 25 s)."""
+    """Why the hub cannot be reached (``None``: it answers): offline mode, or no answer to one
+    request within ``timeout`` seconds (``DPGNN_HUB_TIMEOUT``, default 3; no retries)."""
     import urllib.error
     import urllib.request
 
@@ -676,9 +648,8 @@ def push_folder(
 def save_pretrained(
     model: PublishableModel, save_directory: str | Path, **kwargs: Any
 ) -> str | None:
-    """Write ``model`` to ``save_directory`` in the hub layout through
-    ``ModelHubMixin.save_pretrained`` (``model_card_kwargs`` go to
-    :func:`~lightning_dpgnn.publish.card.model_card`), after :func:`check_publishable`."""
+    """Write ``model`` in the hub layout through ``ModelHubMixin.save_pretrained`` (its
+    ``model_card_kwargs`` go to ``model_card``), after :func:`check_publishable`."""
     check_publishable(model)
     folder = Path(save_directory)
     (folder / CARD).unlink(missing_ok=True)  # the card describes these weights only
