@@ -131,7 +131,6 @@ class DPGNNCLI(LightningCLI):
         print(f"run summary: {path}", flush=True)
 
     def _given_checkpoint(self) -> Path | None:
-        """``--ckpt_path`` of ``validate``/``test``/``predict`` (``None`` for ``fit``)."""
         if self.subcommand == "fit":
             return None
         path = self._get(self.config, "ckpt_path")
@@ -246,7 +245,6 @@ def fit_summary(
 
 
 def _node_graph(datamodule: Any) -> Any:
-    """The datamodule's graph when it holds one node-level graph (``None`` otherwise)."""
     graph = getattr(datamodule, "_data", None)
     return graph if graph is not None and hasattr(graph, "num_nodes") else None
 

@@ -40,7 +40,6 @@ def spell_infinity(argv: list[str]) -> list[str]:
 
 
 def _option_values(argv: list[str], name: str) -> list[str]:
-    """The values of ``--name VALUE`` and ``--name=VALUE`` in ``argv``, in order."""
     values = []
     for i, a in enumerate(argv):
         if a == name and i + 1 < len(argv):

@@ -86,19 +86,6 @@ def summarize_runs(runs: list[dict[str, Any]], metric: str = "test/acc") -> list
     return points
 
 
-def _pyplot():
-    try:
-        import matplotlib
-    except ImportError as err:
-        raise ImportError(
-            "plotting needs matplotlib, an optional dependency: pip install 'lightning-dpgnn[plot]'"
-        ) from err
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _on_axis(epsilon: float) -> bool:
     """Whether a point goes on the (log) epsilon axis; inf and 0 are drawn as lines."""
     return math.isfinite(epsilon) and epsilon > 0
@@ -117,7 +104,15 @@ def plot(
             f"no runs with {metric!r} below {folder}: each `dpgnn fit` writes a dpgnn-run.json "
             "into its --trainer.default_root_dir"
         )
-    plt = _pyplot()
+    try:
+        import matplotlib
+    except ImportError as err:
+        raise ImportError(
+            "plotting needs matplotlib, an optional dependency: pip install 'lightning-dpgnn[plot]'"
+        ) from err
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     datasets = sorted({p.dataset for p in points})
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 3.8), squeeze=False)
     for ax, dataset in zip(axes[0], datasets, strict=True):

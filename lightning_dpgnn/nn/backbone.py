@@ -234,7 +234,6 @@ def _narrowing_sage_layer(conv: SAGEConv, x: torch.Tensor, aggregate) -> torch.T
 
 
 def _sage_on(conv: SAGEConv, x: torch.Tensor, adj: SparseAdjacency) -> torch.Tensor:
-    """A plain GraphSAGE layer on a :class:`SparseAdjacency`, projecting first when it narrows."""
     if conv.project or conv.normalize or not conv.root_weight or conv.aggr not in (
         SAGE_AGGREGATIONS
     ):

@@ -14,7 +14,6 @@ BACKBONES = ("gcn", "gin")
 
 
 class _GraphNet(nn.Module):
-    """``layers`` convolutions ``conv(in_dim, out_dim)`` whose last output is ``H``."""
 
     def __init__(self, conv, num_features: int, hidden: int, layers: int, dropout: float) -> None:
         super().__init__()

@@ -44,22 +44,6 @@ def _ledger_lines(report: Any, notes: dict[str, str]) -> list[str]:
     return lines or ["  - (none)"]
 
 
-def _use_lines(method: str, card: MethodCard) -> list[str]:
-    return [
-        "```python",
-        f"from lightning_dpgnn import {method}",
-        f"model = {method}.from_pretrained(\"<repo id or folder>\")",
-        "probs = model.predict_step(data, 0)   # data: the training graph (transductive: "
-        "cached outputs, no new spend)",
-        "# a new graph (inductive inference): the mechanisms run on it, with fresh noise",
-        "new_graph.inductive = True",
-        *card.new_graph,
-        "probs = model.predict_step(new_graph, 0)",
-        "print(model.last_inference_report)   # the new graph's own spend",
-        "```",
-    ]
-
-
 def guarantee_meta(r: Any) -> dict[str, Any]:
     """One guarantee (a :class:`~lightning_dpgnn.privacy.PrivacyReport`) as YAML metadata."""
     return {
@@ -88,7 +72,6 @@ def card_privacy(model: PublishableModel) -> dict[str, Any]:
 
 
 def _guarantee_lines(parts: dict[str, Any], notes: dict[str, str]) -> list[str]:
-    """Level, unit, epsilon, delta, accountant and ledger of each guarantee."""
     lines: list[str] = []
     for name, g in parts.items():
         indent = "" if len(parts) == 1 else "  "
@@ -164,7 +147,6 @@ def describe_audit(audit: dict[str, Any]) -> str:
 
 
 def _audit_lines(audit: dict[str, Any] | None) -> list[str]:
-    """The card's audit section: what attacks achieved against this model."""
     if not audit:
         return ["No empirical audit recorded (run `dpgnn audit` or the `PrivacyAudit` callback)."]
     lines = [f"**{describe_audit(audit)}**", ""]
@@ -288,7 +270,17 @@ def model_card(
         "",
         "## Use",
         "",
-        *_use_lines(method, card),
+        "```python",
+        f"from lightning_dpgnn import {method}",
+        f"model = {method}.from_pretrained(\"<repo id or folder>\")",
+        "probs = model.predict_step(data, 0)   # data: the training graph (transductive: "
+        "cached outputs, no new spend)",
+        "# a new graph (inductive inference): the mechanisms run on it, with fresh noise",
+        "new_graph.inductive = True",
+        *card.new_graph,
+        "probs = model.predict_step(new_graph, 0)",
+        "print(model.last_inference_report)   # the new graph's own spend",
+        "```",
         "",
         "## Rebuild",
         "",

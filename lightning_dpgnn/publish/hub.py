@@ -5,6 +5,7 @@ pulled. A model is a :class:`PublishableModel`: this module never imports ``meth
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -534,7 +535,10 @@ def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
     content, config = _verified(folder)
     method = content["method"]
     if _class_path(cls) != method and method.rsplit(".", 1)[-1] != cls.__name__:
-        held = _import(method)
+        module, _, name = method.rpartition(".")
+        if not module.startswith("lightning_dpgnn"):
+            raise VerificationError(f"refusing to import {method!r}: not a lightning-dpgnn method")
+        held = getattr(importlib.import_module(module), name)
         if not (isinstance(held, type) and issubclass(held, cls)):
             raise VerificationError(f"{folder} holds a {method}, not a {cls.__name__}")
         cls = held
@@ -569,15 +573,6 @@ def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
     })
     model.eval()
     return model
-
-
-def _import(path: str) -> type:
-    import importlib
-
-    module, _, name = path.rpartition(".")
-    if not module.startswith("lightning_dpgnn"):
-        raise VerificationError(f"refusing to import {path!r}: not a lightning-dpgnn method")
-    return getattr(importlib.import_module(module), name)
 
 
 # -- hub transfer ------------------------------------------------------------------------------
