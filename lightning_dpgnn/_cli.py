@@ -341,11 +341,9 @@ def run(given: list[str], from_command_line: bool, debug: bool) -> None:
     if cleaned[:1] == ["audit"]:
         cli_class, rest = _audit_cli(cleaned[1:])
         cleaned = ["fit", *rest]
-    args: list[str] | None = None
+    args = None if from_command_line else cleaned
     if from_command_line:  # LightningCLI reads sys.argv itself
         sys.argv = [sys.argv[0], *cleaned]
-    else:
-        args = cleaned
     try:
         with quiet_lightning():
             _run_guarded(

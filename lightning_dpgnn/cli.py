@@ -73,8 +73,9 @@ def main(args: list[str] | None = None) -> None:
         return
     if command not in (*LIGHTNING_COMMANDS, "audit"):
         print(HELP, end="", file=sys.stderr)
-        _fail(f"unknown command {command!r}: use one of "
-              f"{', '.join((*LIGHTNING_COMMANDS, 'audit', 'plot', 'zoo'))}")
+        known = ", ".join((*LIGHTNING_COMMANDS, "audit", "plot", "zoo"))
+        print(f"error: unknown command {command!r}: use one of {known}", file=sys.stderr)
+        raise SystemExit(2)
     if command == "audit" and ("-h" in cleaned or "--help" in cleaned):
         _audit_parser().print_help()
         print("\nThe other arguments are those of `dpgnn fit`:\n")
@@ -84,11 +85,6 @@ def main(args: list[str] | None = None) -> None:
     from ._cli import run
 
     run(cleaned, from_command_line=args is None, debug=debug)
-
-
-def _fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def _check_checkpoint(command: str, argv: list[str]) -> None:

@@ -128,11 +128,7 @@ class AttackAUC:
         _, lo, hi = mean_ci(self.aucs, self.confidence)
         return lo, hi
 
-    @property
-    def half_width(self) -> float:
-        lo, hi = self.ci
-        return (hi - lo) / 2
-
     def __str__(self) -> str:
         n = len(self.aucs)
-        return f"{self.attack} AUC {self.mean:.2f} ± {self.half_width:.2f} ({n} repeats)"
+        lo, hi = self.ci
+        return f"{self.attack} AUC {self.mean:.2f} ± {(hi - lo) / 2:.2f} ({n} repeats)"
