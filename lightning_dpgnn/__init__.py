@@ -11,11 +11,21 @@ __version__ = "0.1.0"
 
 #: public name -> the submodule that defines it
 _EXPORTS = {
-    **dict.fromkeys(
-        ("GAP", "ProGAP", "GNN", "MLP", "DPMLP", "SAGE", "EdgeRand", "DPGNN", "LPGNN", "PGC",
-         "PGCLinkPrediction", "GWLDP", "PoinDP", "HeteroRR", "PrivateModule"),
-        "methods",
-    ),
+    "GAP": "methods",
+    "ProGAP": "methods",
+    "GNN": "methods",
+    "MLP": "methods",
+    "DPMLP": "methods",
+    "SAGE": "methods",
+    "EdgeRand": "methods",
+    "DPGNN": "methods",
+    "LPGNN": "methods",
+    "PGC": "methods",
+    "PGCLinkPrediction": "methods",
+    "GWLDP": "methods",
+    "PoinDP": "methods",
+    "HeteroRR": "methods",
+    "PrivateModule": "methods",
     "PrivacyReport": "privacy",
     "plot": "plotting",
 }
