@@ -366,10 +366,8 @@ def run(given: list[str], from_command_line: bool, debug: bool) -> None:
 
 def _leave_process_group() -> None:
     """Leave a DDP process group before exit (gloo's threads can abort the shutdown)."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+import lightning_dpgnn
+
 if TYPE_CHECKING:  # pragma: no cover
     from .hub import PublishableModel
 
@@ -199,8 +201,6 @@ def model_card(
 ) -> ModelCard:
     """The model card of ``model``: ``accuracy`` is the benchmark's (percent: ``mean``, ``low``,
     ``high``, ``seeds``, ``source``, ``command``), ``measured_accuracy`` its own (a fraction)."""
-    import lightning_dpgnn
-
     method = type(model).__name__
     card = model.describe()
     privacy = card_privacy(model)

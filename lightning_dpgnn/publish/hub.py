@@ -9,15 +9,21 @@ import importlib
 import json
 import math
 import os
+import tempfile
+import urllib.error
+import urllib.request
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from huggingface_hub import HfApi, ModelHubMixin, constants, hf_hub_download
+from huggingface_hub import HfApi, ModelCard, ModelHubMixin, constants, hf_hub_download
+from huggingface_hub.utils import LocalEntryNotFoundError
 from safetensors import safe_open
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
+import lightning_dpgnn
+from lightning_dpgnn._init_args import init_arguments
 from lightning_dpgnn.levels import Level
 from lightning_dpgnn.privacy import (
     PrivacyAccountant,
@@ -114,9 +120,6 @@ HUB_TIMEOUT = 3.0
 def hub_unreachable(endpoint: str | None = None, timeout: float | None = None) -> str | None:
     """Why the hub cannot be reached (``None``: it answers): offline mode, or no answer to one
     request within ``timeout`` seconds (``DPGNN_HUB_TIMEOUT``, default 3; no retries)."""
-    import urllib.error
-    import urllib.request
-
     if hub_offline():
         return "HF_HUB_OFFLINE is set"
     endpoint = endpoint or hub_endpoint()
@@ -301,8 +304,6 @@ def _sha256(path: Path) -> str:
 
 def _class_path(cls: type) -> str:
     """``lightning_dpgnn.<Name>`` for the library's methods (their public import path)."""
-    import lightning_dpgnn
-
     if cls.__name__ in lightning_dpgnn.__all__ and cls.__module__.startswith("lightning_dpgnn."):
         return f"lightning_dpgnn.{cls.__name__}"
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -311,8 +312,6 @@ def _class_path(cls: type) -> str:
 def model_config(model: PublishableModel) -> dict[str, Any]:
     """The ``__init__`` arguments that rebuild ``model`` as the fit left it, JSON-ready."""
     config = {}
-    from lightning_dpgnn._init_args import init_arguments
-
     accepted = init_arguments(type(model))
     for k, v in dict(model.hparams).items():
         if k not in accepted:
@@ -335,8 +334,6 @@ def report_digest(content: dict[str, Any]) -> str:
 
 def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
     """Write the files of ``model`` but its card into ``folder``; return the report's content."""
-    import lightning_dpgnn
-
     check_publishable(model)
     folder.mkdir(parents=True, exist_ok=True)
     state = model.privacy_state()
@@ -457,8 +454,6 @@ def _recompute(
 def _check_card(folder: Path, report: Any) -> None:
     """The card's ``privacy`` metadata, if any, must state the report's guarantee and noise
     source (its prose may be edited)."""
-    from huggingface_hub import ModelCard
-
     path = folder / CARD
     if not path.is_file():
         return
@@ -530,8 +525,6 @@ def _read_outputs(folder: Path) -> dict[str, Any]:
 def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
     """Build a ``cls`` (or the subclass of it the folder names) from a verified published
     folder; ``cls.legacy_hparams`` fills hyper-parameters older folders lack."""
-    from safetensors.torch import load_file
-
     content, config = _verified(folder)
     method = content["method"]
     if _class_path(cls) != method and method.rsplit(".", 1)[-1] != cls.__name__:
@@ -605,8 +598,6 @@ def resolve_folder(
         for name in (*HASHED, CARD):
             hf_hub_download(filename=name, **kw)
     except Exception as err:
-        from huggingface_hub.utils import LocalEntryNotFoundError
-
         if down is not None and isinstance(err, LocalEntryNotFoundError):
             raise HubUnreachableError(
                 f"{text} is not in the hub cache and the hub cannot be reached ({down})"
@@ -663,8 +654,6 @@ def push_to_hub(
     **_: Any,
 ) -> str:
     """Publish ``model`` to ``repo_id`` on the hub; return the commit URL."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "model"
         save_pretrained(model, folder, model_card_kwargs=model_card_kwargs)
