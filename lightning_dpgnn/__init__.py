@@ -1,13 +1,5 @@
-"""lightning-dpgnn: differentially private graph neural networks for PyTorch Lightning.
-
->>> from lightning_dpgnn import GAP
->>> from lightning_dpgnn.data import NodeDataModule
->>> from lightning_dpgnn.callbacks import PrivacyBudget
-
-The names below are imported on first use (PEP 562): ``import lightning_dpgnn`` itself loads
-neither Lightning nor PyG, so tools that only need a submodule (the privacy layer, the zoo's
-registry) start fast; ``from lightning_dpgnn import GAP`` imports what GAP needs.
-"""
+"""lightning-dpgnn: differentially private graph neural networks for PyTorch Lightning
+(``from lightning_dpgnn import GAP``); the names below are imported on first use (PEP 562)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The Lightning side of ``dpgnn`` (:mod:`lightning_dpgnn.cli` is the light entry point that
-imports this module only for a command that needs a model): a LightningCLI over the methods
-and DataModules.
-"""
+"""The Lightning side of ``dpgnn`` (imported by :mod:`lightning_dpgnn.cli` only for a command
+that needs a model): a LightningCLI over the methods and DataModules."""
 
 from __future__ import annotations
 
@@ -36,13 +34,9 @@ from .privacy.report import PrivacyReport, SeveralGuarantees
 
 
 class DPGNNCLI(LightningCLI):
-    """LightningCLI that evaluates on the test split after ``fit`` and prints the guarantee.
-
-    ``fit`` keeps the last checkpoint (``<default_root_dir>/checkpoints/last.ckpt``, with the
-    privacy report under ``checkpoint["dpgnn_privacy"]``); ``test``/``predict --ckpt_path`` read
-    it back. ``fit`` and ``test`` end with :func:`fit_summary` and write :data:`RUN_FILE`;
-    ``predict`` writes :data:`PREDICTIONS_FILE`.
-    """
+    """LightningCLI that keeps ``fit``'s last checkpoint, tests after ``fit``, ends ``fit`` and
+    ``test`` with :func:`fit_summary` and :data:`RUN_FILE`, and writes ``predict``'s
+    :data:`PREDICTIONS_FILE`."""
 
     #: callbacks added to every Trainer this CLI builds (``dpgnn audit`` adds PrivacyAudit)
     extra_callbacks: tuple[L.Callback, ...] = ()
@@ -80,8 +74,7 @@ class DPGNNCLI(LightningCLI):
         self._seed_log.release(emit=True)
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
-        """The configured Trainer plus a ``ModelCheckpoint(save_last=True)`` unless checkpointing
-        is off or the config brings its own checkpoint callback."""
+        """The configured Trainer, with a last-checkpoint callback unless the config says."""
         config = self._get(self.config_init, "trainer", default={})
         given = config.get("callbacks") or []
         given = given if isinstance(given, list) else [given]
@@ -116,7 +109,6 @@ class DPGNNCLI(LightningCLI):
         print(f"predictions ({rows} rows): {path}", flush=True)
 
     def _report(self) -> None:
-        """Print the summary and write the run file (rank 0 only)."""
         metrics = {
             k: float(v)
             for k, v in self.trainer.callback_metrics.items()
@@ -139,17 +131,13 @@ class DPGNNCLI(LightningCLI):
         print(f"run summary: {path}", flush=True)
 
     def _given_checkpoint(self) -> Path | None:
-        """``--ckpt_path`` of ``validate``/``test``/``predict`` (``None`` for ``fit``)."""
         if self.subcommand == "fit":
             return None
         path = self._get(self.config, "ckpt_path")
         return Path(path) if path and Path(path).is_file() else None
 
     def _output_dir(self) -> Path:
-        """Where the run file and predictions go: ``--trainer.default_root_dir`` when given;
-        for a command that read a checkpoint, that checkpoint's run folder (the folder that
-        holds ``checkpoints/``), so ``dpgnn test`` records the tested run in place and
-        ``dpgnn predict`` writes next to it; else the current folder."""
+        """``--trainer.default_root_dir``, else the run folder of the checkpoint read."""
         given = self._get(self.config, "trainer", default={}).get("default_root_dir")
         ckpt = self._given_checkpoint()
         if given is None and ckpt is not None:
@@ -158,16 +146,13 @@ class DPGNNCLI(LightningCLI):
         return Path(self.trainer.default_root_dir)
 
     def _save_final_checkpoint(self) -> None:
-        """Rewrite ``last.ckpt`` with the model as the fit left it: a staged fit restores each
-        stage's best validation epoch after Lightning saved the last epoch's weights, and
-        ``test``/``predict --ckpt_path`` must read back the model the summary describes."""
+        """Rewrite ``last.ckpt`` with the model as the fit left it (staged: each stage's best)."""
         ckpt = self.trainer.checkpoint_callback
         if ckpt is not None and getattr(ckpt, "last_model_path", ""):
             self.trainer.save_checkpoint(ckpt.last_model_path, weights_only=False)
 
     def _checkpoint_path(self) -> str | None:
-        """The model this run describes: the checkpoint ``fit`` wrote, or the one ``test``
-        read (absolute, so ``dpgnn plot`` counts one model once)."""
+        """The absolute path of the checkpoint ``fit`` wrote or ``test`` read."""
         given = self._given_checkpoint()
         if given is not None:
             return str(given.resolve())
@@ -179,9 +164,7 @@ class DPGNNCLI(LightningCLI):
 
 
 def _epochs_set_by(model: L.LightningModule) -> int | None:
-    """The ``max_epochs`` a model sets itself, in place of the CLI's default: -1 for a staged
-    fit (its stages set the length at setup), ``epochs`` for a DP-SGD fit calibrated to a
-    target (DP-MLP, DPGNN: it stops where its noise was calibrated); ``None`` otherwise."""
+    """The ``max_epochs`` a staged (-1) or calibrated DP-SGD model sets itself, else ``None``."""
     if getattr(model, "staged", None) is not None:
         return -1
     phase = getattr(getattr(model, "row_trainer", None), "phase", None)
@@ -219,11 +202,8 @@ def fit_summary(
     units: int | None = None,
     majority: float | None = None,
 ) -> str:
-    """The summary every ``dpgnn fit``/``test`` ends with, the same for every method:
-    test metrics (next to the test split's majority-class rate, a reference point; both read
-    the test labels, so neither is covered by epsilon), epsilon (with how it composes when that
-    is a plain sum), delta (with ``n * delta`` over the ``units`` protected units), level and
-    the protected unit."""
+    """The summary every ``dpgnn fit``/``test`` ends with: test metrics, epsilon (and how it
+    composes), delta (and ``n * delta`` over ``units``), level and protected unit."""
     lines = []
     for key, value in sorted(metrics.items()):
         name = {"acc": "accuracy", "auc": "AUC"}.get(key.split("/", 1)[1], key.split("/", 1)[1])
@@ -265,14 +245,12 @@ def fit_summary(
 
 
 def _node_graph(datamodule: Any) -> Any:
-    """The datamodule's graph when it holds one node-level graph (``None`` otherwise)."""
     graph = getattr(datamodule, "_data", None)
     return graph if graph is not None and hasattr(graph, "num_nodes") else None
 
 
 def _private_units(model: Any, graph: Any, report: Any) -> int | None:
-    """``n``, the number of units the delta of the model's own guarantee (the report's first)
-    is over (``None`` if unknown)."""
+    """``n``, the units the delta of the model's own guarantee is over (``None``: unknown)."""
     own = None if report is None else next(iter(report.guarantees.values()))
     if own is None or not own.delta or graph is None:
         return None
@@ -288,8 +266,7 @@ def _per_graph(report: PrivacyReport) -> bool:
 
 
 def _composition(report: PrivacyReport) -> str:
-    """How a pure-epsilon total adds up, e.g. `` per node = onebit 64 (OneBit feature LDP, 0.5
-    per feature x 128 features)``; empty for Gaussian ledgers (composed by the accountant)."""
+    """How a pure-epsilon total adds up (empty for Gaussian ledgers)."""
     if not report.ledger or any(e.kind != "pure" or e.epsilon is None for e in report.ledger):
         return ""
     per = "per node" if report.level is Level.LDP else "in all"
@@ -333,9 +310,8 @@ def write_run(
 def write_predictions(
     path: Path, predictions: list[Any], datamodule: L.LightningDataModule | None
 ) -> int:
-    """Write ``trainer.predict`` outputs as CSV: ``node_id`` (``graph`` for graph datasets),
-    then ``class`` and ``prob_<k>`` for class probabilities, or ``dim_<k>`` for embeddings.
-    Returns the number of rows."""
+    """Write ``trainer.predict`` outputs as CSV (``node_id`` or ``graph``, then ``class`` and
+    ``prob_<k>``, or ``dim_<k>`` for embeddings); return the number of rows."""
     out = torch.cat([p.detach().cpu().float() for p in predictions]).reshape(
         sum(len(p) for p in predictions), -1
     )
@@ -359,18 +335,15 @@ def write_predictions(
 
 
 def run(given: list[str], from_command_line: bool, debug: bool) -> None:
-    """The Lightning subcommands (``fit``, ``validate``, ``test``, ``predict``, ``audit``) of
-    :func:`lightning_dpgnn.cli.main`; ``given`` without ``--debug``."""
+    """The Lightning subcommands of :func:`lightning_dpgnn.cli.main`."""
     cli_class: type[DPGNNCLI] = DPGNNCLI
     cleaned = list(given)
     if cleaned[:1] == ["audit"]:
         cli_class, rest = _audit_cli(cleaned[1:])
         cleaned = ["fit", *rest]
-    args: list[str] | None = None
+    args = None if from_command_line else cleaned
     if from_command_line:  # LightningCLI reads sys.argv itself
         sys.argv = [sys.argv[0], *cleaned]
-    else:
-        args = cleaned
     try:
         with quiet_lightning():
             _run_guarded(
@@ -392,17 +365,13 @@ def run(given: list[str], from_command_line: bool, debug: bool) -> None:
 
 
 def _leave_process_group() -> None:
-    """Leave a DDP process group before the interpreter exits: gloo's threads otherwise can
-    abort the shutdown of a finished fit ("terminate called without an active exception")."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    """Leave a DDP process group before exit (gloo's threads can abort the shutdown)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
-    """``dpgnn audit [--audit_* options] <fit arguments>``: a :class:`DPGNNCLI` whose fit ends
-    with :class:`~lightning_dpgnn.callbacks.PrivacyAudit`, and the fit arguments."""
+    """A :class:`DPGNNCLI` whose fit ends with ``PrivacyAudit``, and the fit arguments."""
     from lightning_dpgnn.callbacks import PrivacyAudit
 
     ns, rest = _audit_parser().parse_known_args(argv)
@@ -415,8 +384,8 @@ def _audit_cli(argv: list[str]) -> tuple[type[DPGNNCLI], list[str]]:
 
 
 def _with_default_classes(args: list[str]) -> list[str]:
-    """``args`` plus ``--model=DEFAULT_MODEL`` / ``--data=DEFAULT_DATA`` when neither the
-    arguments nor a config file name a model / data class (subcommands only)."""
+    """``args`` plus ``--model=DEFAULT_MODEL`` / ``--data=DEFAULT_DATA`` when no argument or
+    config file names a model / data class."""
     if not args or args[0] not in ("fit", "validate", "test", "predict"):
         return args
     extra = []
@@ -427,5 +396,3 @@ def _with_default_classes(args: list[str]) -> list[str]:
         if not named and not _named_in_configs(args, key, class_path=True):
             extra.append(f"--{key}={default}")
     return [args[0], *extra, *args[1:]]
-
-

@@ -1,10 +1,5 @@
-"""What both sides of ``dpgnn`` share: the run's constants, the audit options, reading
-config files, and turning bad input into one ``error:`` line.
-
-Light on purpose (no Lightning, PyG or torch at import): :mod:`lightning_dpgnn.cli` (the entry
-point) and :mod:`lightning_dpgnn._cli` (the Lightning side) both import it, and it imports
-neither of them, so the command line has no import cycle.
-"""
+"""What both sides of ``dpgnn`` share (the run's constants, the audit options, reading config
+files, turning bad input into one ``error:`` line), with no Lightning, PyG or torch at import."""
 
 from __future__ import annotations
 
@@ -17,19 +12,12 @@ from typing import Any
 
 DEFAULT_MODEL = "lightning_dpgnn.GAP"
 DEFAULT_DATA = "lightning_dpgnn.data.NodeDataModule"
+#: ``--trainer.max_epochs`` unless given (staged and calibrated DP-SGD models set their own)
 CLI_MAX_EPOCHS = 100
-"""``--trainer.max_epochs`` unless given: the length of a one-stage fit (LPGNN, PGC, GNN); a
-staged model (GAP, ProGAP, MLP, SAGE, ...) and a calibrated DP-SGD one (DP-MLP, DPGNN) set
-their own from their epoch arguments."""
-
+#: the record of a run (method, dataset, seed, test metrics, privacy report) ``dpgnn plot`` reads
 RUN_FILE = "dpgnn-run.json"
-"""Written into ``trainer.default_root_dir`` after ``fit`` (and, for the checkpoint it tested,
-by ``test``): the method, dataset, seed, test metrics and privacy report of the run (what
-``dpgnn plot`` reads)."""
-
+#: what ``dpgnn predict`` writes into the run folder
 PREDICTIONS_FILE = "predictions.csv"
-"""Written by ``dpgnn predict`` into the run folder of the checkpoint it read (or
-``--trainer.default_root_dir`` when given)."""
 
 
 #: the model's budgets, whose ``inf`` a command line means as Python's ``math.inf``
@@ -38,8 +26,7 @@ _INFINITY = ("inf", "+inf", "infinity", "+infinity")
 
 
 def spell_infinity(argv: list[str]) -> list[str]:
-    """``argv`` with a budget's ``inf`` (``--model.epsilon inf``: no privacy for that input)
-    written as YAML's ``.inf``, which the parser reads as ``math.inf``."""
+    """``argv`` with a budget's ``inf`` (``--model.epsilon inf``) written as YAML's ``.inf``."""
     out = list(argv)
     for i, arg in enumerate(out):
         option, eq, value = arg.partition("=")
@@ -53,7 +40,6 @@ def spell_infinity(argv: list[str]) -> list[str]:
 
 
 def _option_values(argv: list[str], name: str) -> list[str]:
-    """The values of ``--name VALUE`` and ``--name=VALUE`` in ``argv``, in order."""
     values = []
     for i, a in enumerate(argv):
         if a == name and i + 1 < len(argv):
@@ -110,10 +96,7 @@ def _audit_parser() -> ArgumentParser:
 
 
 def _user_message(err: BaseException) -> str:
-    """The sentence a user needs from a configuration or privacy error: jsonargparse wraps
-    our errors in a list (``Errors: - ...``) followed by noise about other type options."""
-    import re
-
+    """The sentence a user needs from a configuration or privacy error."""
     from .methods.arguments import refused_value_message  # torch: only on an error
 
     text = str(err).strip()
@@ -146,7 +129,6 @@ CONFIG_KEYS = ("model", "data", "trainer", "seed_everything", "optimizer", "lr_s
 def _did_you_mean(text: str) -> str:
     """`` (did you mean 'epsilon'?)`` for an unknown option or config key, else ``""``."""
     import difflib
-    import re
 
     name, candidates = None, ()
     m = re.search(r"class_path '([\w.]+)': Option '(\w+)' is not accepted", text)
@@ -186,8 +168,7 @@ def _class_arguments(path: str) -> tuple[str, ...]:
 
 
 def _run_guarded(run: Callable[[], Any], debug: bool) -> None:
-    """Run a command; bad input (arguments, missing or damaged data, a missing checkpoint) ends
-    with one ``error:`` message and exit status 2."""
+    """Run a command; bad input ends with one ``error:`` message and exit status 2."""
     from .data.errors import DataError
 
     try:

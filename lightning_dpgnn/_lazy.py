@@ -1,6 +1,4 @@
-"""PEP 562 lazy exports: a module names what other modules define and imports each of them on
-the first use of one of its names (so ``import lightning_dpgnn`` loads neither Lightning nor
-PyG)."""
+"""PEP 562 lazy exports (``import lightning_dpgnn`` loads neither Lightning nor PyG)."""
 
 from __future__ import annotations
 

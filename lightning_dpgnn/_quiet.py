@@ -1,7 +1,5 @@
-"""Quiet by default: the warnings and info lines the library causes in Lightning (one-batch
-epochs, Opacus' hooks on a frozen first layer, Lightning's own deprecations and adverts), dropped
-while a ``dpgnn`` command runs and while a method fits, and nothing else: a user's own warnings
-pass. Pure python (``warnings``, ``logging``), a leaf module."""
+"""Quiet by default: the warnings and info lines the library causes in Lightning, dropped while a
+``dpgnn`` command runs or a method fits; a user's own warnings pass. A leaf module."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ def quiet_lightning() -> Iterator[None]:
 
 @contextlib.contextmanager
 def quiet_sparse() -> Iterator[None]:
-    """Drop torch's notices on building sparse CSR/COO tensors (CSR "in beta", invariant checks
-    "implicitly disabled"): the library builds them from graphs it checked itself."""
+    """Drop torch's notices on building sparse CSR/COO tensors from checked graphs."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
         warnings.filterwarnings("ignore", message=".*Sparse invariant checks are implicitly.*")

@@ -1,16 +1,6 @@
-"""Declared caches of values derived from a tensor (PyG's ``cached=True`` pattern, with a reset).
-
-Some derived forms are costly and reused many times: the CSR ``A^T`` of an edge index (every hop
-of a fit), the range check of its node ids, the CSR transpose of sparse features (every
-backward), a GNN backbone's sparse adjacency and CSR features (every full-batch step).
-They are kept in a :class:`TensorCache` keyed by the tensor's identity and a key
-(its in-place version, the node count, ...), never stored on the tensor itself: an entry goes
-when its tensor is freed, the caches are bounded, and :func:`clear_caches` empties every one
-(``PrivateModule`` calls it when a fit ends).
-
-Pure torch, a leaf: it imports nothing of the package (``privacy/``, ``nn/`` and
-``methods/`` share it).
-"""
+"""Declared caches of values derived from a tensor (PyG's ``cached=True`` pattern, with a reset):
+keyed by the tensor's identity and a key, never stored on it, bounded, and emptied by
+:func:`clear_caches` when a fit ends. Pure torch, a leaf."""
 
 from __future__ import annotations
 
@@ -27,12 +17,7 @@ _CACHES: list[TensorCache] = []
 
 
 class TensorCache:
-    """Values computed from a tensor, one per tensor (the latest key), while the tensor lives.
-
-    Args:
-        name: what the cache holds (for ``repr``).
-        size: how many tensors keep a value (least recently used first out).
-    """
+    """Values computed from a tensor while it lives; ``size`` tensors at most (LRU)."""
 
     def __init__(self, name: str, size: int = 8) -> None:
         self.name, self.size = name, int(size)

@@ -1,18 +1,5 @@
-"""``dpgnn``: the command line.
-
-``dpgnn fit`` with no arguments trains the default model on the embedded synthetic graph
-(``NodeDataModule("csbm")``, generated in code) and prints test accuracy and the privacy spent.
-``dpgnn fit --config zoo/recipes/<name>.yaml`` runs a recipe. ``dpgnn plot <folder>`` draws
-accuracy vs epsilon from the runs below a folder (:func:`lightning_dpgnn.plot`). ``dpgnn audit
-<fit arguments>`` is ``dpgnn fit`` with the ``PrivacyAudit`` callback: membership inference,
-link stealing and (DP-SGD models) an empirical epsilon bound after the fit. ``dpgnn zoo`` lists,
-builds, publishes and fetches the model zoo.
-
-This module is light on purpose: ``dpgnn --help``, ``dpgnn zoo list`` and ``dpgnn plot`` never
-import Lightning or PyG. The Lightning subcommands live in :mod:`lightning_dpgnn._cli`, whose
-public names (``DPGNNCLI``, ``fit_summary``, ``write_run``, ...) are importable from here too.
-"""
-
+"""``dpgnn``, the command line. Light on purpose: ``--help``, ``zoo list`` and ``plot`` never
+import Lightning or PyG; the Lightning subcommands live in :mod:`lightning_dpgnn._cli`."""
 from __future__ import annotations
 
 import os
@@ -66,11 +53,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def main(args: list[str] | None = None) -> None:
-    """Entry point of the ``dpgnn`` command (``args`` defaults to ``sys.argv[1:]``).
-
-    A bad argument, an unknown dataset, a missing checkpoint or a fit the privacy checks refuse
-    ends with one ``error: ...`` message on stderr and exit status 2; ``--debug`` (or
-    ``DPGNN_DEBUG=1``) shows the full traceback instead."""
+    """Entry point of the ``dpgnn`` command (``args`` defaults to ``sys.argv[1:]``); bad input
+    ends with one ``error: ...`` line and exit status 2 unless ``--debug``."""
     given = list(sys.argv[1:] if args is None else args)
     if given[:1] == ["zoo"]:  # the model zoo's own subcommands (lightning_dpgnn.zoo.cli)
         from lightning_dpgnn.zoo.cli import main as zoo_main
@@ -89,8 +73,9 @@ def main(args: list[str] | None = None) -> None:
         return
     if command not in (*LIGHTNING_COMMANDS, "audit"):
         print(HELP, end="", file=sys.stderr)
-        _fail(f"unknown command {command!r}: use one of "
-              f"{', '.join((*LIGHTNING_COMMANDS, 'audit', 'plot', 'zoo'))}")
+        known = ", ".join((*LIGHTNING_COMMANDS, "audit", "plot", "zoo"))
+        print(f"error: unknown command {command!r}: use one of {known}", file=sys.stderr)
+        raise SystemExit(2)
     if command == "audit" and ("-h" in cleaned or "--help" in cleaned):
         _audit_parser().print_help()
         print("\nThe other arguments are those of `dpgnn fit`:\n")
@@ -102,15 +87,8 @@ def main(args: list[str] | None = None) -> None:
     run(cleaned, from_command_line=args is None, debug=debug)
 
 
-def _fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def _check_checkpoint(command: str, argv: list[str]) -> None:
-    """``validate``/``test``/``predict`` read a fitted model: refuse a missing ``--ckpt_path``
-    (an untrained model has nothing to evaluate) or a path that is not a file, before Lightning
-    starts."""
+    """Refuse a missing ``--ckpt_path``, or one that is not a file, before Lightning starts."""
     given = _option_values(argv, "--ckpt_path")
     path = given[-1] if given else None  # the last one given
     if path is None and not _named_in_configs(argv, "ckpt_path"):

@@ -1,14 +1,6 @@
-"""Privacy levels and protected units: one object each, instead of strings compared everywhere.
-
-:class:`Level` is a ``str`` enum, so ``Level.EDGE == "edge"`` and a level reads and writes as
-its plain name in hyper-parameters, configs, reports and JSON; what a level *means* (whether
-labels, edges or features are protected, which adjacency delta counts) lives here once.
-:class:`Unit` is what one neighbouring step changes (one undirected edge, one node with all its
-data, each node's features, one client's graph), written out in words for reports and cards.
-
-Pure python, a leaf: it imports nothing of the package, and every layer may import it
-(``privacy/``, ``data/`` and ``methods/`` share this one vocabulary).
-"""
+"""Privacy levels and protected units, one object each: :class:`Level` is a ``str`` enum
+(``Level.EDGE == "edge"``), :class:`Unit` what one neighbouring step changes, in words. Pure
+python, a leaf every layer may import."""
 
 from __future__ import annotations
 
@@ -35,14 +27,11 @@ class Level(StrEnum):
         try:
             return cls(level)
         except ValueError:
-            raise ValueError(
-                f"unknown privacy level {level!r}; use one of {LEVELS}"
-            ) from None
+            raise ValueError(f"unknown privacy level {level!r}; use one of {LEVELS}") from None
 
     @property
     def phrase(self) -> str:
-        """The level in reports, cards and the CLI: ``"edge-level DP"``, ``"node-level DP"``,
-        ``"local DP"`` (``"non-private"`` without privacy)."""
+        """The level in words: ``"edge-level DP"``, ``"local DP"``, ``"non-private"``, ..."""
         return {"none": "non-private", "ldp": "local DP"}.get(self.value, f"{self.value}-level DP")
 
     @property
@@ -68,17 +57,8 @@ CENTRAL_LEVELS: tuple[str, ...] = (Level.NONE.value, Level.EDGE.value, Level.NOD
 
 @dataclass(frozen=True)
 class Unit:
-    """What one step between neighbouring inputs changes, at a level.
-
-    Attributes:
-        level: the privacy level.
-        detail: ``"undirected"`` / ``"directed"`` at edge level (``"private"``: one private
-            edge of a graph whose other edges are public, HeteroRR); at local DP what each node
-            sends (``"features"``: features only, labels public; ``"features+labels"``; or
-            ``"graph"``: one client's whole graph); at node level the public degree bound ``D``
-            the guarantee is conditioned on (``None``: no condition, a model that reads no
-            edge).
-    """
+    """What one neighbouring step changes at ``level``; ``detail``: the edge unit (``"private"``:
+    HeteroRR), what a node sends at local DP, or a node-level guarantee's degree bound ``D``."""
 
     level: Level
     detail: str | int | None = None

@@ -1,19 +1,6 @@
-"""Privacy-utility plots from your own runs: accuracy vs epsilon per method.
-
-Every ``dpgnn fit`` writes ``dpgnn-run.json`` into its ``default_root_dir``; ``dpgnn test``
-rewrites the record of the run whose checkpoint it read (a record elsewhere naming the same
-checkpoint counts once): method, dataset, seed, test metrics, privacy report. :func:`plot`
-reads all of them below a folder, groups the runs by dataset, method (with its privacy level)
-and epsilon, and draws the mean test metric against epsilon with a 95% confidence interval
-(Student t over the repeated runs) where a point has more than one run. Non-private runs
-(epsilon = inf) and runs that spend nothing at their level (an MLP at edge level: epsilon 0)
-are drawn as horizontal reference lines.
-
-    dpgnn plot runs/                 # writes runs/privacy_utility.png
-    lightning_dpgnn.plot("runs/", output="fig.png")   # this module: lightning_dpgnn.plotting
-
-Matplotlib is an optional dependency: ``pip install 'lightning-dpgnn[plot]'``.
-"""
+"""Privacy-utility plots (``dpgnn plot runs/``, :func:`plot`): the mean test metric of the
+``dpgnn-run.json`` records below a folder against epsilon, with 95% Student-t intervals over
+repeated runs. Matplotlib is optional: ``pip install 'lightning-dpgnn[plot]'``."""
 
 from __future__ import annotations
 
@@ -37,18 +24,8 @@ DEFAULT_OUTPUT = "privacy_utility.png"
 
 @dataclass(frozen=True)
 class RunPoint:
-    """The runs of one method at one epsilon on one dataset.
-
-    Attributes:
-        dataset: dataset name of the runs.
-        method: method name with its privacy level, e.g. ``"GAP (edge)"``; ``"GAP"`` when
-            non-private.
-        epsilon: the epsilon spent (``math.inf`` for non-private runs), to two significant
-            digits (calibrated runs land within 0.1% below their target).
-        n: number of runs.
-        mean: mean of the metric.
-        ci: half-width of the 95% confidence interval of the mean (0 for a single run).
-    """
+    """The ``n`` runs of one method (with its level) at one epsilon (two significant digits) on one
+    dataset: the metric's mean and the half-width of its 95% confidence interval."""
 
     dataset: str
     method: str
@@ -59,12 +36,9 @@ class RunPoint:
 
 
 def load_runs(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every run record (``dpgnn-run.json`` or another ``.json`` with the same keys) below
-    ``folder``, one per model: records naming the same checkpoint (a ``dpgnn fit`` and a
-    ``dpgnn test`` of its checkpoint written elsewhere) count once, the newest file kept."""
-    runs: list[dict[str, Any]] = []
-    by_checkpoint: dict[str, tuple[float, int]] = {}
-    for path in sorted(Path(folder).rglob("*.json")):
+    """Every run record below ``folder``, one per checkpoint (the newest)."""
+    runs: dict[str | int, tuple[float, dict[str, Any]]] = {}  # checkpoint (or file) -> newest
+    for i, path in enumerate(sorted(Path(folder).rglob("*.json"))):
         try:
             record = json.loads(path.read_text())
             mtime = path.stat().st_mtime
@@ -73,17 +47,10 @@ def load_runs(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if not (isinstance(record, dict) and {"method", "metrics", "privacy"} <= record.keys()):
             continue
         ckpt = record.get("checkpoint")
-        if ckpt:
-            key = os.path.normcase(os.path.abspath(ckpt))
-            if key in by_checkpoint:
-                seen, index = by_checkpoint[key]
-                if mtime >= seen:
-                    runs[index] = record
-                    by_checkpoint[key] = (mtime, index)
-                continue
-            by_checkpoint[key] = (mtime, len(runs))
-        runs.append(record)
-    return runs
+        key = os.path.normcase(os.path.abspath(ckpt)) if ckpt else i
+        if key not in runs or mtime >= runs[key][0]:
+            runs[key] = (mtime, record)
+    return [record for _, record in runs.values()]
 
 
 def _level(privacy: dict[str, Any] | None) -> Level | None:
@@ -119,20 +86,6 @@ def summarize_runs(runs: list[dict[str, Any]], metric: str = "test/acc") -> list
     return points
 
 
-def _pyplot():
-    try:
-        import matplotlib
-    except ImportError as err:
-        raise ImportError(
-            "plotting needs matplotlib, an optional dependency: "
-            "pip install 'lightning-dpgnn[plot]'"
-        ) from err
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _on_axis(epsilon: float) -> bool:
     """Whether a point goes on the (log) epsilon axis; inf and 0 are drawn as lines."""
     return math.isfinite(epsilon) and epsilon > 0
@@ -143,20 +96,23 @@ def plot(
     output: str | os.PathLike[str] | None = None,
     metric: str = "test/acc",
 ) -> Path:
-    """Draw ``metric`` vs epsilon per method for the runs below ``folder``; one panel per
-    dataset. Returns the image path (default ``<folder>/privacy_utility.png``).
-
-    Raises:
-        ValueError: no run below ``folder`` has ``metric``.
-        ImportError: matplotlib is not installed (the message says how to get it).
-    """
+    """Draw ``metric`` vs epsilon per method for the runs below ``folder``, one panel per
+    dataset; return the image path (default ``<folder>/privacy_utility.png``)."""
     points = summarize_runs(load_runs(folder), metric)
     if not points:
         raise ValueError(
             f"no runs with {metric!r} below {folder}: each `dpgnn fit` writes a dpgnn-run.json "
             "into its --trainer.default_root_dir"
         )
-    plt = _pyplot()
+    try:
+        import matplotlib
+    except ImportError as err:
+        raise ImportError(
+            "plotting needs matplotlib, an optional dependency: pip install 'lightning-dpgnn[plot]'"
+        ) from err
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     datasets = sorted({p.dataset for p in points})
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 3.8), squeeze=False)
     for ax, dataset in zip(axes[0], datasets, strict=True):

@@ -1,33 +1,12 @@
-"""Empirical privacy audit of an aggregation mechanism: a lower bound on epsilon.
-
-Following Jagielski et al. (2020) and Nasr et al. (2021): run the mechanism on two
-neighbouring inputs, one with a canary (an edge, or a node with its edges) and one without,
-score every output with a test statistic, and turn the test's error rates into a lower bound
-on epsilon. Any ``(epsilon, delta)``-DP mechanism satisfies, for every test,
-
-    FPR + e^epsilon * FNR >= 1 - delta    and    FNR + e^epsilon * FPR >= 1 - delta,
-
-so ``epsilon >= log((1 - delta - FNR) / FPR)`` (and the same with the rates swapped). The
-rates are replaced by their Clopper-Pearson upper confidence bounds and the threshold is chosen
-on one half of the trials and evaluated on the other, so the bound holds with the stated
-confidence: a mechanism that delivers its accounted epsilon gives a lower bound at or below it;
-one that draws less noise than it records (a wrong sensitivity, a halved scale) is caught when
-its true epsilon is above the accounted one by more than the audit's resolution.
-
-Trials are disjoint copies of a small gadget inside one graph: the mechanism's noise is drawn
-independently per node, and each copy's canary is a different privacy unit, so one call of the
-mechanism gives one trial per copy (parallel composition: the call costs each unit one
-mechanism). The test statistic is the projection of the canary's target rows onto the canary's
-(known) feature direction, the likelihood-ratio test for a Gaussian mechanism.
-
-This module reads no private data and imports no Lightning: it is a test bench for mechanisms.
-"""
+"""Empirical audit of an aggregation mechanism (Jagielski et al. 2020; docs/audits.md): test
+scores with and without a canary, over disjoint copies of a gadget in one graph, bound epsilon
+from below through Clopper-Pearson error rates. No private data, no Lightning."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Literal
 
 import numpy as np
@@ -87,14 +66,8 @@ def epsilon_lower_bound(
     confidence: float = 0.95,
     candidates: int = 400,
 ) -> EpsilonBound:
-    """Lower bound on epsilon, valid with probability ``confidence``, from test scores of
-    outputs without (``out_scores``) and with (``in_scores``) the canary.
-
-    The test says "canary present" when the score is above a threshold. The threshold is
-    chosen on the first half of each sample (the candidate, among ``candidates`` quantiles of
-    the pooled scores, with the largest point estimate); both error rates are then bounded on
-    the second half with Clopper-Pearson (``1 - confidence`` split between them).
-    """
+    """Lower bound on epsilon, valid with probability ``confidence``: a threshold chosen on half of
+    the scores without / with the canary, its error rates bounded on the other half."""
     out_s = np.asarray(out_scores, dtype=np.float64).ravel()
     in_s = np.asarray(in_scores, dtype=np.float64).ravel()
     if len(out_s) < 4 or len(in_s) < 4:
@@ -148,12 +121,8 @@ class AuditResult:
 
 
 def _gadget(unit: Unit, copies: int, dim: int, degree: int, generator: torch.Generator):
-    """Node features and the edges with / without the canaries, plus the score of an output.
-
-    Every copy has a target node (``degree`` targets at node level) with one background
-    in-neighbour, and a canary node whose feature is ``e_0``. With the canary: edge canary ->
-    target (directed unit), both directions (undirected unit), or canary -> each of its
-    ``degree`` targets (node level: the canary node and all its edges)."""
+    """Features, the edges without / with the canaries, and an output's score: per copy, target(s)
+    with a background in-neighbour and a canary node of feature ``e_0`` linked to them."""
     targets = degree if unit == Level.NODE else 1
     per = targets + 2  # targets, one background node, the canary
     n = copies * per
@@ -193,20 +162,8 @@ def audit_aggregation(
     generator: torch.Generator | None = None,
     noise_generator: torch.Generator | None = None,
 ) -> AuditResult:
-    """Audit one aggregation mechanism (e.g. :class:`~lightning_dpgnn.privacy.aggregation.
-    GaussianAggregation`) against the epsilon it records for one call.
-
-    Args:
-        mechanism: ``mechanism(x, edge_index, num_nodes, accountant, generator) -> output``;
-            it must record what it spends on ``accountant``.
-        unit: the neighbouring relation audited: one directed edge, one undirected edge (both
-            directions), or one node with its ``degree`` out-edges.
-        trials: trials per hypothesis (gadget copies in one call).
-        delta: the delta at which the accounted epsilon is read and the bound is computed.
-        generator: draws the gadget's random features.
-        noise_generator: passed to the mechanism (``None``: its own entropy-seeded noise; a
-            seeded one makes an audit reproducible, e.g. in tests).
-    """
+    """Audit ``mechanism(x, edge_index, num_nodes, accountant, noise_generator)`` against the
+    epsilon it records for one call, with ``trials`` gadget copies per hypothesis."""
     if trials < 8:
         raise ValueError(f"trials must be >= 8, got {trials}")
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
@@ -220,10 +177,7 @@ def audit_aggregation(
             raise ValueError(f"the mechanism must record one entry per call, got {acc.ledger}")
         eps.append(acc.epsilon(delta))
     bound = epsilon_lower_bound(scores[0], scores[1], delta, confidence)
-    return AuditResult(
-        unit, trials, delta, confidence, max(eps), bound.epsilon, bound.threshold,
-        bound.fpr_upper, bound.fnr_upper,
-    )  # fmt: skip
+    return AuditResult(unit, trials, delta, confidence, max(eps), *astuple(bound))
 
 
 #: most gadget nodes one :func:`audit_mechanism` call builds (node level: ``D + 2`` per trial)
@@ -239,15 +193,8 @@ def audit_mechanism(
     max_nodes: int = MAX_GADGET_NODES,
     noise_generator: torch.Generator | None = None,
 ) -> AuditResult:
-    """Audit a model's own aggregation mechanism on the neighbouring relation it protects.
-
-    The unit follows the mechanism's configuration: at edge level one friendship
-    (``edge_unit="undirected"``: both directions) or one directed edge; at node level a node
-    with ``max_degree`` out-edges, the largest change the degree promise allows (so the audit
-    tests the ``sqrt(D)`` sensitivity where it binds). A node-level gadget has ``D + 2`` nodes
-    per trial: ``trials`` is lowered so that the gadget stays under ``max_nodes`` nodes (the
-    result records the trials run), never below 1,000.
-    """
+    """Audit a model's aggregation on the unit it protects (node level: a node with
+    ``max_degree`` out-edges, ``trials`` lowered to fit ``max_nodes``, never below 1,000)."""
     if not isinstance(mechanism, GaussianAggregation):
         raise TypeError(f"expected a GaussianAggregation, got {type(mechanism).__name__}")
     if Level.of(mechanism.level) is Level.NODE:

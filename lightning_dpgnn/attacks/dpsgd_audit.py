@@ -1,36 +1,12 @@
-"""Empirical privacy audit of DP-SGD: a lower bound on epsilon from gradient canaries.
-
-Nasr et al. (2021) audit DP-SGD with a white-box adversary who inserts a *gradient canary* (a
-sample whose clipped gradient is ``C`` times a coordinate direction no other sample touches)
-and observes the trained parameters; Jagielski et al. (2020) turn the distinguishing test's
-error rates into a Clopper-Pearson lower bound on epsilon (:func:`~lightning_dpgnn.attacks.
-epsilon_lower_bound`). Here the training run is the library's own DP-SGD, exactly as DP-MLP and
-the GAP/ProGAP stages run it: :func:`~lightning_dpgnn.privacy.dpsgd.make_private` (classic or
-ghost clipping, our noise source, our ledger) and Poisson batches from
-:func:`~lightning_dpgnn.privacy.dpsgd.row_loader`.
-
-Trials run in parallel: the model is a linear map ``w in R^k`` (zero at start), and row ``i``
-is copy ``i``'s canary, whose loss ``-M w_i`` (``M > C``) has the clipped gradient ``-C e_i``.
-The copies share no coordinate, each row is Poisson-sampled independently and the noise is
-drawn independently per coordinate, so coordinate ``i`` of one run is one trial of the
-canary-in hypothesis (parallel composition: each canary is its own privacy unit). In the
-canary-out run every row is the zero row, whose clipped gradient is zero: coordinate ``i``'s
-output then has the distribution it has with canary ``i`` removed (the step's normalisation,
-the expected batch size, is a constant of the run). The statistic is the summed update along
-the canary's coordinate, ``(w_T - w_0)_i * B / lr`` (plain SGD: the sum over steps of the noisy
-clipped gradient sums), the likelihood-ratio test for full-batch training.
-
-With full batches (``sample_rate=1``) the sum is the optimal test and the bound comes close
-to the accounted epsilon; with subsampling the sum test is weaker than the (tight) RDP
-analysis, so the bound stays further below: still valid, less sharp.
-
-No Lightning imports: a test bench for the DP-SGD the methods share.
-"""
+"""Empirical audit of DP-SGD (Nasr et al. 2021; docs/audits.md): gradient canaries on disjoint
+coordinates of a linear model, so each coordinate of one run of the library's DP-SGD is one trial;
+the statistic is the summed update along the canary's coordinate. No Lightning imports."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import astuple
 from typing import Any
 
 import numpy as np
@@ -49,10 +25,8 @@ _CANARY_NORM = 10.0  # the canary's raw gradient norm, in units of the clipping 
 
 
 def half_noise(module: torch.nn.Module, optimizer: torch.optim.Optimizer, **options: Any):
-    """A deliberately broken :func:`~lightning_dpgnn.privacy.dpsgd.make_private`: its optimizer
-    draws gradient noise at ``z / 2`` but records ``z`` on the ledger. It exists to check that
-    :func:`audit_dpsgd` catches a mechanism that delivers less than it accounts (tests,
-    ``benchmarks/audit_dpsgd.py``); never train with it."""
+    """A deliberately broken :func:`~lightning_dpgnn.privacy.dpsgd.make_private` that draws
+    noise at ``z / 2`` but records ``z``, for checking :func:`audit_dpsgd`; never train with it."""
     gsm, opt = make_private(module, optimizer, **options)
     z, draw = opt.noise_multiplier, opt.add_noise
 
@@ -68,18 +42,10 @@ def half_noise(module: torch.nn.Module, optimizer: torch.optim.Optimizer, **opti
 
 
 def _summed_updates(
-    rows: torch.Tensor,
-    *,
-    noise_multiplier: float,
-    steps: int,
-    sample_rate: float,
-    max_grad_norm: float,
-    ghost: bool,
-    wrap: Wrap,
-    accountant: PrivacyAccountant,
-    noise_generator: torch.Generator | None,
-    batch_generator: torch.Generator | None,
-) -> np.ndarray:
+    rows: torch.Tensor, *, noise_multiplier: float, steps: int, sample_rate: float,
+    max_grad_norm: float, ghost: bool, wrap: Wrap, accountant: PrivacyAccountant,
+    noise_generator: torch.Generator | None, batch_generator: torch.Generator | None,
+) -> np.ndarray:  # fmt: skip
     """One DP-SGD run on ``rows`` (one row per copy); the summed update per coordinate."""
     k = rows.size(1)
     net = torch.nn.Linear(k, 1, bias=False)
@@ -125,26 +91,8 @@ def audit_dpsgd(
     noise_generator: torch.Generator | None = None,
     batch_generator: torch.Generator | None = None,
 ) -> AuditResult:
-    """Audit the library's DP-SGD (``steps`` noisy steps at ``noise_multiplier``, Poisson rate
-    ``sample_rate``) against the epsilon its ledger records for one sample.
-
-    Args:
-        noise_multiplier: gradient noise std / clipping norm.
-        steps: noisy steps of one run (one epoch is ``1 / sample_rate`` of them).
-        sample_rate: Poisson sampling rate (``1``: every row in every batch).
-        max_grad_norm: clipping norm C.
-        trials: trials per hypothesis, run as ``ceil(trials / copies)`` runs of ``copies``
-            parallel canaries (``copies`` bounds the per-sample gradient memory,
-            ``copies^2`` floats).
-        delta, confidence: as in :func:`~lightning_dpgnn.attacks.epsilon_lower_bound`.
-        ghost: audit the ghost-clipping flavour (:class:`~lightning_dpgnn.privacy.dpsgd.
-            GhostDPOptimizer`, what DP-MLP trains with) instead of materialised per-sample
-            gradients.
-        wrap: what turns the module and SGD into DP-SGD (default the library's
-            :func:`~lightning_dpgnn.privacy.dpsgd.make_private`; a test passes a broken one).
-        noise_generator, batch_generator: seeded generators make the audit reproducible
-            (tests); ``None``: the mechanism's own entropy-seeded draws.
-    """
+    """Audit the library's DP-SGD (``steps`` steps at ``noise_multiplier``, rate ``sample_rate``)
+    against its ledger's epsilon for one sample, in runs of ``copies`` parallel canaries."""
     if trials < 8:
         raise ValueError(f"trials must be >= 8, got {trials}")
     if steps < 1:
@@ -175,7 +123,4 @@ def audit_dpsgd(
     in_s = np.concatenate(scores[1])[:trials]
     bound = epsilon_lower_bound(out_s, in_s, delta, confidence)
     unit = f"dpsgd-sample (q={sample_rate:g}, T={steps}{', ghost' if ghost else ''})"
-    return AuditResult(
-        unit, len(out_s), delta, confidence, eps, bound.epsilon, bound.threshold,
-        bound.fpr_upper, bound.fnr_upper,
-    )  # fmt: skip
+    return AuditResult(unit, len(out_s), delta, confidence, eps, *astuple(bound))

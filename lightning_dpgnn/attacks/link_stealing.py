@@ -1,16 +1,6 @@
-"""Link stealing: does a model's output reveal which nodes are connected? The attack math.
-
-* :func:`posterior_similarity_attack` (He et al., 2021, the unsupervised "attack-0"): a GNN
-  smooths the posteriors of neighbours, so the endpoints of an edge have more similar
-  posteriors than a random pair of nodes; the score of a pair is minus the distance of the two
-  posteriors (correlation distance by default, the paper's best).
-* :func:`influence_attack` (LinkTeller, Wu et al., 2022): an attacker who can query the model
-  with chosen features perturbs node ``u``'s features and measures how much node ``v``'s output
-  moves; in a message-passing model only ``u``'s neighbourhood moves.
-
-Both return the AUC of edges against as many uniformly sampled non-edges (0.5: the outputs say
-nothing about the edges). Pure torch: the caller supplies posteriors or a query function.
-"""
+"""Link stealing: posterior similarity (He et al. 2021: neighbours' posteriors are more alike)
+and LinkTeller's influence attack (Wu et al. 2022). Both return the AUC of edges against as many
+sampled non-edges (0.5: nothing leaks). Pure torch."""
 
 from __future__ import annotations
 
@@ -26,8 +16,7 @@ __all__ = ["METRICS", "influence_attack", "posterior_similarity_attack", "sample
 def sample_pairs(
     edge_index: torch.Tensor, num_nodes: int, pairs: int, generator: torch.Generator | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[2, 2k]`` node pairs and 0/1 labels: ``k <= pairs`` distinct undirected edges and
-    ``k`` distinct node pairs that are not edges (either direction), both uniform."""
+    """``[2, 2k]`` node pairs and 0/1 labels: ``k`` uniform edges and ``k`` uniform non-edges."""
     if pairs < 1:
         raise ValueError(f"pairs must be >= 1, got {pairs}")
     src, dst = edge_index
@@ -90,11 +79,8 @@ def influence_attack(
     step: float = 1e-2,
     generator: torch.Generator | None = None,
 ) -> float:
-    """LinkTeller-style influence attack: AUC of ``||query(x')_v - query(x)_v||`` on sampled
-    edges vs non-edges, where ``x'`` adds ``step`` to every feature of node ``u``.
-
-    ``query(features) -> [nodes, outputs]`` is the model's inference on the (fixed, private)
-    graph with the attacker's features; one query per distinct ``u``."""
+    """LinkTeller influence attack: AUC of ``||query(x')_v - query(x)_v||`` on sampled edges vs
+    non-edges, ``x'`` adding ``step`` to the features of node ``u``."""
     pair_index, labels = sample_pairs(edge_index, len(x), pairs, generator)
     with torch.no_grad():
         base = query(x)

@@ -1,21 +1,5 @@
-"""Node membership inference on a model's posteriors: the attack math (thesis §4.8.2).
-
-The attack is the shadow-model attack of Shokri et al. (2017) adapted to GNNs (He et al.,
-2021; Olatunji et al., 2021): an attacker who knows the target's architecture trains a *shadow*
-model on data from the target's distribution, where membership is known, then trains an attack
-classifier that tells the shadow's training nodes (members) from its held-out nodes
-(non-members) by their posteriors, and applies it to the target's posteriors. The thesis'
-protocol (TSTF: train on a subgraph's labels, test on the full graph) queries every model on
-the whole graph; members are its training nodes, non-members its test nodes, balanced.
-
-Features are the posteriors sorted in decreasing order (class-agnostic: what separates members
-is how confident the model is, not which class it picks); the attack model is the thesis'
-3-layer MLP with 64 hidden units; the score is the attack's AUC on the target
-(``torchmetrics``), 0.5 for a model that leaks nothing about membership.
-
-This module only sees posteriors and masks: pure torch, no Lightning (the shadow fit, which
-runs what a user runs, is in :mod:`lightning_dpgnn.attacks.shadow`).
-"""
+"""Node membership inference on a model's posteriors (thesis §4.8.2; Shokri et al. 2017): an
+attack MLP trained on a shadow model's sorted posteriors scores the target. Pure torch."""
 
 from __future__ import annotations
 
@@ -29,13 +13,8 @@ from torchmetrics.functional.classification import binary_auroc
 from ..nn.mlp import MLP as MLPBlock
 
 __all__ = [
-    "AttackAUC",
-    "attack_auc",
-    "balanced_membership",
-    "mean_ci",
-    "membership_attack",
-    "sorted_posteriors",
-    "train_attack",
+    "AttackAUC", "attack_auc", "balanced_membership", "mean_ci", "membership_attack",
+    "sorted_posteriors", "train_attack",
 ]
 
 
@@ -50,8 +29,7 @@ def sorted_posteriors(posteriors: torch.Tensor) -> torch.Tensor:
 def balanced_membership(
     members: torch.Tensor, nonmembers: torch.Tensor, generator: torch.Generator | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Node indices and 0/1 membership labels: as many members as non-members (the smaller
-    count of the two boolean masks), drawn uniformly from each."""
+    """Node indices and 0/1 labels: as many members as non-members, drawn uniformly."""
     if members.dtype != torch.bool or nonmembers.dtype != torch.bool:
         raise ValueError("members and nonmembers must be boolean node masks")
     if bool((members & nonmembers).any()):
@@ -77,30 +55,21 @@ def train_attack(
     lr: float = 0.01,
     seed: int = 0,
 ) -> torch.nn.Module:
-    """Train the attack classifier (full-batch Adam, binary cross-entropy) on shadow samples.
-
-    Runs on one thread: the model is tiny, and thread hand-offs dominate otherwise."""
+    """Train the attack classifier (full-batch Adam, BCE) on shadow samples, on one thread."""
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        return _train_attack(features, labels, hidden, layers, epochs, lr, seed)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            net = MLPBlock(features.size(1), 1, hidden, layers, dropout=0.0, normalization="none")
+            opt = torch.optim.Adam(net.parameters(), lr=lr)
+            for _ in range(epochs):
+                opt.zero_grad()
+                F.binary_cross_entropy_with_logits(net(features).view(-1), labels).backward()
+                opt.step()
+        return net.eval()
     finally:
         torch.set_num_threads(threads)
-
-
-def _train_attack(
-    features: torch.Tensor, labels: torch.Tensor, hidden: int, layers: int, epochs: int,
-    lr: float, seed: int,
-) -> torch.nn.Module:  # fmt: skip
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        net = MLPBlock(features.size(1), 1, hidden, layers, dropout=0.0, normalization="none")
-        opt = torch.optim.Adam(net.parameters(), lr=lr)
-        for _ in range(epochs):
-            opt.zero_grad()
-            F.binary_cross_entropy_with_logits(net(features).view(-1), labels).backward()
-            opt.step()
-    return net.eval()
 
 
 def attack_auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
@@ -119,9 +88,7 @@ def membership_attack(
     seed: int = 0,
     **attack_options,
 ) -> float:
-    """One shadow-model attack: train on the shadow's posteriors and membership, return the
-    AUC on the target's (balanced members vs non-members). ``attack_options`` go to
-    :func:`train_attack`."""
+    """One shadow-model attack: trained on the shadow's posteriors, its AUC on the target's."""
     gen = torch.Generator().manual_seed(seed)
     s_idx, s_lab = balanced_membership(shadow_members, shadow_nonmembers, gen)
     t_idx, t_lab = balanced_membership(target_members, target_nonmembers, gen)
@@ -161,18 +128,7 @@ class AttackAUC:
         _, lo, hi = mean_ci(self.aucs, self.confidence)
         return lo, hi
 
-    @property
-    def half_width(self) -> float:
-        lo, hi = self.ci
-        return (hi - lo) / 2
-
-    def as_dict(self) -> dict[str, float | int | str]:
-        lo, hi = self.ci
-        return {
-            "attack": self.attack, "auc": self.mean, "auc_ci_low": lo, "auc_ci_high": hi,
-            "repeats": len(self.aucs),
-        }  # fmt: skip
-
     def __str__(self) -> str:
         n = len(self.aucs)
-        return f"{self.attack} AUC {self.mean:.2f} ± {self.half_width:.2f} ({n} repeats)"
+        lo, hi = self.ci
+        return f"{self.attack} AUC {self.mean:.2f} ± {(hi - lo) / 2:.2f} ({n} repeats)"

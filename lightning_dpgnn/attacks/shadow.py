@@ -1,16 +1,6 @@
-"""Attacks on a fitted model, run the way a user runs the model: shadow fits and predictions
-through Lightning (the attack math itself is in :mod:`~lightning_dpgnn.attacks.membership` and
-:mod:`~lightning_dpgnn.attacks.link_stealing`).
-
-* :func:`node_membership_inference`: the thesis' TSTF protocol (§4.8.2). Per repeat, a shadow
-  split is sampled from the target's graph (the same numbers of training, validation and test
-  nodes as the target's, drawn uniformly at random: a strong attacker with data from the
-  target's distribution), a shadow model with the target's class and hyper-parameters is fitted
-  on it with ``Trainer.fit`` (its own privacy, calibration and accounting included) and queried
-  on the full graph; the attack MLP trained on the shadow's sorted posteriors scores the
-  target's training nodes (members) against its test nodes (non-members).
-* :func:`link_stealing`: posterior-similarity link stealing on the target's predictions.
-"""
+"""Attacks on a fitted model run the way a user runs it, through Lightning:
+:func:`node_membership_inference` (the thesis' TSTF protocol, §4.8.2: shadow models fitted on
+random shadow splits of the target's graph) and :func:`link_stealing`."""
 
 from __future__ import annotations
 
@@ -43,8 +33,7 @@ def _trainer(**kwargs: Any) -> L.Trainer:
 
 
 def predict_posteriors(model: L.LightningModule, data: Data) -> torch.Tensor:
-    """The model's class probabilities for every node of ``data`` (``Trainer.predict``, the
-    model's own inference path: cached private aggregates for transductive GAP/ProGAP)."""
+    """The model's class probabilities for every node of ``data`` (``Trainer.predict``)."""
     dm = NodeDataModule.from_data(data, name="attack", split="public")
     out = _trainer().predict(model, datamodule=dm)
     probs = torch.cat([torch.as_tensor(o) for o in out]).float()
@@ -93,21 +82,8 @@ def node_membership_inference(
     seed: int = 0,
     **attack_options: Any,
 ) -> AttackAUC:
-    """TSTF node membership inference against a fitted ``model`` trained on ``data``.
-
-    Args:
-        model: the fitted target (its ``predict_step`` gives class probabilities).
-        data: the graph it was trained on, with its split masks.
-        repeats: shadow fits (each with its own random shadow split and attack model).
-        members, nonmembers: the target's member / non-member nodes (default: its training
-            and test nodes).
-        trainer_kwargs: ``Trainer`` options of the shadow fits (e.g. ``max_epochs``: use the
-            target's).
-        shadow: builds an untrained shadow model (default :func:`fresh_copy` of ``model``).
-        seed: seeds the shadow splits and attack models (never any privacy noise: the shadow
-            fits draw their own).
-        attack_options: options of :func:`~lightning_dpgnn.attacks.membership.train_attack`.
-    """
+    """TSTF membership inference against ``model`` trained on ``data``: ``repeats`` shadow fits on
+    random shadow splits; ``seed`` seeds the splits and attack models, never privacy noise."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     members = data.train_mask if members is None else members
@@ -121,18 +97,11 @@ def node_membership_inference(
         dm = NodeDataModule.from_data(split, name="shadow", split="public")
         _trainer(**(trainer_kwargs or {})).fit(net, datamodule=dm)
         shadow_post = predict_posteriors(net, split)
-        aucs.append(
-            membership_attack(
-                shadow_post,
-                split.train_mask,
-                split.test_mask,
-                target_post,
-                members,
-                nonmembers,
-                seed=seed + r,
-                **attack_options,
-            )  # fmt: skip
-        )
+        auc = membership_attack(
+            shadow_post, split.train_mask, split.test_mask, target_post, members, nonmembers,
+            seed=seed + r, **attack_options,
+        )  # fmt: skip
+        aucs.append(auc)
     return AttackAUC("membership inference (TSTF)", tuple(aucs))
 
 
@@ -145,9 +114,7 @@ def link_stealing(
     metric: str = "correlation",
     seed: int = 0,
 ) -> AttackAUC:
-    """Posterior-similarity link stealing against a fitted ``model`` on ``data``: AUC of the
-    similarity of the endpoints' posteriors, ``pairs`` edges against as many non-edges, per
-    repeat (see :func:`~lightning_dpgnn.attacks.link_stealing.posterior_similarity_attack`)."""
+    """Posterior-similarity link stealing against a fitted ``model`` on ``data``."""
     post = predict_posteriors(model, data)
     gen = torch.Generator().manual_seed(seed)
     aucs = [

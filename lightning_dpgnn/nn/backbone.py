@@ -1,8 +1,5 @@
-"""Message-passing backbones (GraphSAGE, GCN, GAT) of the local-DP methods and the GNN baseline.
-
-LPGNN (thesis §3.5.2) trains two graph-convolution layers, hidden size 16, SELU followed by
-dropout, GAT with four attention heads; PGC (§2.6.3) a two-layer GCN with ReLU.
-"""
+"""Message-passing backbones (GraphSAGE, GCN, GAT) of the local-DP methods and the GNN baseline,
+with sparse fast paths that give the same outputs."""
 
 from __future__ import annotations
 
@@ -30,24 +27,8 @@ def check_backbone(backbone: str) -> str:
 
 
 class GNNBackbone(nn.Module):
-    """``layers`` graph convolutions; hidden ones followed by [norm ->] activation -> dropout.
-
-    Args:
-        backbone: ``"sage"``, ``"gcn"`` or ``"gat"``.
-        in_dim, hidden, out_dim: widths (GAT hidden layers output ``heads * hidden``).
-        layers: number of convolutions (>= 1).
-        dropout: dropout after every hidden activation.
-        activation: ``relu``/``selu``/``tanh``/``gelu``.
-        heads: attention heads of GAT's hidden layers (the last layer uses one head).
-        batch_norm: BatchNorm after the first convolution (PGC's VGAE encoder, §2.6.3).
-        cached: GCN caches its normalised graph (transductive training on one fixed graph).
-        plain_last: the last convolution's output is returned as is (logits); ``False``
-            follows it with [norm ->] activation -> dropout too (a body under other heads).
-        aggr: GraphSAGE's neighbourhood aggregation, ``"mean"`` (default) or ``"sum"`` (the
-            GAP paper's SAGE baselines, thesis §4.7.3).
-        normalization: a norm after every hidden convolution (``"batch"``, ``"layer"``, ...,
-            :func:`~lightning_dpgnn.nn.mlp.make_norm`); ``None`` keeps ``batch_norm``'s rule.
-    """
+    """``layers`` SAGE, GCN or GAT convolutions, each but a ``plain_last`` one followed by
+    [norm ->] activation -> dropout (norm: ``normalization``, or ``batch_norm`` after the first)."""
 
     def __init__(
         self, backbone: str, in_dim: int, hidden: int, out_dim: int, layers: int = 2, *,
@@ -76,27 +57,20 @@ class GNNBackbone(nn.Module):
             width = out_dim if last else hidden
             if backbone == "sage":
                 conv: nn.Module = SAGEConv(dim, width, aggr=aggr)
-                dim = width
             elif backbone == "gcn":
                 conv = GCNConv(dim, width, cached=cached)
-                dim = width
             else:
-                h = 1 if last else heads
-                conv = GATConv(dim, width, heads=h)
-                dim = width * h
+                conv = GATConv(dim, width, heads=1 if last else heads)
             self.convs.append(conv)
+            dim = width * getattr(conv, "heads", 1)  # GAT concatenates its heads
             if not (last and plain_last):
-                if normalization is not None:
-                    norm = make_norm(normalization, dim)
-                else:
-                    norm = nn.BatchNorm1d(dim) if batch_norm and i == 0 else nn.Identity()
-                self.norms.append(norm)
+                first = "batch" if batch_norm and i == 0 else "none"
+                self.norms.append(make_norm(first if normalization is None else normalization, dim))
         self.act = make_activation(activation)
 
     @contextmanager
     def on_new_graph(self) -> Iterator[None]:
-        """Run the body on another graph than the cached one: GCN layers normalise it afresh
-        and the training graph's cached normalisation is kept for later."""
+        """Run the body on another graph, keeping the GCN layers' cached normalisation."""
         saved = []
         for conv in self.convs:
             if isinstance(conv, GCNConv) and conv.cached:
@@ -111,21 +85,8 @@ class GNNBackbone(nn.Module):
     def adjacency(
         self, edge_index: torch.Tensor, num_nodes: int, *, with_transpose: bool = False
     ) -> torch.Tensor | SparseAdjacency:
-        """The graph in the fastest form :meth:`forward` takes, computed once per graph
-        (:meth:`forward` converts an ``[2, E]`` edge list itself, once per edge tensor).
-
-        GraphSAGE: the transposed adjacency as sparse CSR, so the mean aggregation is one sparse
-        product instead of gathering an ``[edges, features]`` message tensor (4x faster on
-        Cora's 1433 features; the gather would need 6 GB on Facebook page-page). Same output,
-        for graphs without repeated edges; otherwise, and for GAT, ``edge_index``.
-        ``with_transpose=True``: a :class:`SparseAdjacency` that also holds the adjacency for
-        the backward pass (no CSR transpose per step: on Facebook100 Rutgers89, 1.3 M edges,
-        the transpose took 60% of an epoch). GCN with ``with_transpose=True``: the
-        :class:`SparseAdjacency` of PyG's ``gcn_norm`` weights (self-loops added, repeated
-        edges summed), so the layer is two sparse products instead of a gather and a scatter
-        of ``[edges, hidden]`` messages (Facebook page-page, hidden 128: ~4x less per epoch);
-        without it, ``edge_index``.
-        """
+        """The graph in the fastest form :meth:`forward` takes (the same output): a CSR ``A^T`` or
+        :class:`SparseAdjacency` for GraphSAGE and GCN where they apply, else ``edge_index``."""
         if self.backbone == "gcn" and with_transpose:
             edges, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
             edges, weight = coalesce(edges, weight, num_nodes=num_nodes, reduce="sum")
@@ -170,9 +131,7 @@ _SAME = object()  # cached: "the features are used as they are"
 
 
 def _once(cache: TensorCache, t: torch.Tensor, key: tuple, make):
-    """``make()``, cached for ``t`` under its in-place version and ``key``: full-batch training
-    feeds the same features and edges at every step. Inference tensors (no version counter to
-    tell an in-place change) are converted at every call."""
+    """``make()``, cached for ``t`` under its in-place version and ``key``."""
     if t.is_inference():
         return make()
     key = (t._version, *key)
@@ -181,8 +140,7 @@ def _once(cache: TensorCache, t: torch.Tensor, key: tuple, make):
 
 
 def _takes_sparse(conv: nn.Module, edge_index: torch.Tensor | SparseAdjacency) -> bool:
-    """Whether ``_conv(conv, x, edge_index)`` computes with a CSR ``x``: GCN projects first;
-    GraphSAGE only on its narrowing sparse-adjacency paths (which project first too)."""
+    """Whether ``_conv(conv, x, edge_index)`` computes with a CSR ``x``."""
     if isinstance(conv, GCNConv):
         return True
     return _narrowing_sage(conv) and (isinstance(edge_index, SparseAdjacency)
@@ -251,14 +209,7 @@ def _conv(
     conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor | SparseAdjacency
 ) -> torch.Tensor:
     """``conv(x, edge_index)``; a narrowing mean or sum GraphSAGE layer on a sparse adjacency
-    projects before it aggregates.
-
-    The mean (and the sum) is linear, so ``lin_l(mean_j x_j) = mean_j (x_j W_l^T) + b_l``
-    exactly (an isolated node aggregates zeros and gets ``b_l`` on both sides). Aggregating the
-    ``out``-wide projection instead of the ``in``-wide input cuts the sparse product by
-    ``in / out``, and both weights share one pass over ``x``: LPGNN on Facebook page-page
-    (4714 KProp'd features, hidden 16) trains an epoch in about 0.4 s instead of 1.8 s on one core.
-    """
+    projects before it aggregates (linear: the same output, a smaller sparse product)."""
     if isinstance(edge_index, SparseAdjacency):
         if isinstance(conv, GCNConv):  # the adjacency holds gcn_norm's weights
             out = edge_index.aggregate(input_linear(x, conv.lin.weight, conv.lin.bias), "sum")
@@ -270,9 +221,7 @@ def _conv(
 
 
 def _narrowing_sage_layer(conv: SAGEConv, x: torch.Tensor, aggregate) -> torch.Tensor:
-    """``lin_l(aggr_j x_j) + lin_r(x)`` as ``aggr_j (x_j W_l^T) + x W_r^T`` plus the biases:
-    both weights in one pass over the wide input (the product is memory-bound), through
-    :func:`~lightning_dpgnn.nn.mlp.input_linear` (CSR features, subnormal-free gradients)."""
+    """``lin_l(aggr_j x_j) + lin_r(x)`` as ``aggr_j (x_j W_l^T) + x W_r^T`` plus the biases."""
     lin_l, lin_r = conv.lin_l, conv.lin_r
     left, right = input_linear(x, torch.cat([lin_l.weight, lin_r.weight])).split(
         conv.out_channels, dim=-1
@@ -285,8 +234,6 @@ def _narrowing_sage_layer(conv: SAGEConv, x: torch.Tensor, aggregate) -> torch.T
 
 
 def _sage_on(conv: SAGEConv, x: torch.Tensor, adj: SparseAdjacency) -> torch.Tensor:
-    """A plain GraphSAGE layer (``lin_l(aggr_j x_j) + lin_r(x)``) on a :class:`SparseAdjacency`,
-    projecting first when the layer narrows (see :func:`_conv`)."""
     if conv.project or conv.normalize or not conv.root_weight or conv.aggr not in (
         SAGE_AGGREGATIONS
     ):

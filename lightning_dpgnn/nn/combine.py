@@ -11,13 +11,8 @@ COMBINES = ("cat", "sum", "attn")
 
 
 class Combine(nn.Module):
-    """Combine ``[N, H, d]`` hop embeddings into ``[N, out_dim]``.
-
-    * ``"cat"``: concatenation (``out_dim = H * d``);
-    * ``"sum"``: sum over hops (``out_dim = d``);
-    * ``"attn"``: softmax attention over hops with a learned per-hop score (``out_dim = d``);
-      built from ``nn.Linear`` so opacus computes its per-sample gradients.
-    """
+    """Combine ``[N, H, d]`` hop embeddings into ``[N, out_dim]`` by concatenation (``"cat"``),
+    sum (``"sum"``) or softmax attention with a learned ``nn.Linear`` score (``"attn"``)."""
 
     def __init__(self, kind: str, num_hops: int, dim: int) -> None:
         super().__init__()

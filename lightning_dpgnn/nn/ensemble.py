@@ -10,13 +10,8 @@ __all__ = ["LogProbEnsemble"]
 
 
 class LogProbEnsemble(nn.Module):
-    """``M`` members with the same inputs; the output is the mean of their log-probabilities.
-
-    Trained with cross-entropy on that output, each member gets the gradient of its own
-    log-likelihood (scaled by ``1/M``) plus a shared normalisation term, so the members stay
-    independent models that are averaged at prediction time. With ``M = 1`` it is the member's
-    log-softmax (the same argmax and loss as the member alone).
-    """
+    """``M`` members with the same inputs; the output is the mean of their log-probabilities
+    (with ``M = 1``: the member's log-softmax)."""
 
     def __init__(self, members: list[nn.Module]) -> None:
         super().__init__()

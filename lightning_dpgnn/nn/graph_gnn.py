@@ -14,7 +14,6 @@ BACKBONES = ("gcn", "gin")
 
 
 class _GraphNet(nn.Module):
-    """``layers`` convolutions ``conv(in_dim, out_dim)`` whose last output is ``H``."""
 
     def __init__(self, conv, num_features: int, hidden: int, layers: int, dropout: float) -> None:
         super().__init__()
@@ -26,8 +25,7 @@ class _GraphNet(nn.Module):
 
 
 class GraphGCN(_GraphNet):
-    """GCNConv -> ReLU -> dropout -> GCNConv (= H) -> ReLU -> mean pool -> linear (the authors'
-    ``classifier.GCN``: dropout 0 by default)."""
+    """GCNConv -> ReLU -> dropout -> GCNConv (= H) -> ReLU -> mean pool -> linear."""
 
     def __init__(self, num_features: int, num_classes: int, hidden: int, layers: int,
                  dropout: float) -> None:
@@ -47,9 +45,7 @@ class GraphGCN(_GraphNet):
 
 
 class GraphGIN(_GraphNet):
-    """``layers`` GINConv blocks (Linear -> BatchNorm -> ReLU -> Linear -> ReLU; the last
-    block's output = H) -> add pool -> linear -> ReLU -> dropout -> linear (the authors'
-    ``classifier.GIN``: dropout 0.5 before the last linear)."""
+    """``layers`` GINConv blocks (the last one's output = H) -> add pool -> MLP head."""
 
     def __init__(self, num_features: int, num_classes: int, hidden: int, layers: int,
                  dropout: float) -> None:

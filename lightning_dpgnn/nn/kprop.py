@@ -1,15 +1,6 @@
-"""KProp: K linear aggregation steps without self-loops (thesis Alg. 3, LPGNN).
-
-``h^0 = x``, ``h^k = agg({h^{k-1}_u : u in N(v) - {v}})`` for ``k = 1..K``, no non-linearity in
-between. With the GCN aggregator (thesis eq. 3.40, the one LPGNN uses for features and labels)
-one step is ``h^k = D^{-1/2} A D^{-1/2} h^{k-1}``, where ``A`` holds the graph's edges *without*
-self-loops and ``D`` its degrees; KProp is then ``(D^{-1/2} A D^{-1/2})^K x``. Nodes without
-neighbours get 0 (their normalisation ``1/sqrt(0)`` is set to 0).
-
-Self-loops are excluded on purpose (thesis §3.4.2): with noisy inputs a self-loop would count a
-node's own noise once more at every step. Edge convention as in :mod:`lightning_dpgnn.data`:
-``edge_index[0]`` is the source, ``edge_index[1]`` the target, a node aggregates its in-edges.
-"""
+"""KProp: K linear aggregation steps without self-loops (thesis Alg. 3, LPGNN): with the GCN
+aggregator, ``(D^{-1/2} A D^{-1/2})^K x`` over the graph's edges without self-loops (a self-loop
+would count a node's own noise again at every step); isolated nodes get 0."""
 
 from __future__ import annotations
 
@@ -17,6 +8,7 @@ from typing import Literal
 
 import torch
 from torch import nn
+from torch_geometric.utils import add_self_loops, degree, remove_self_loops
 
 from .._quiet import quiet_sparse
 from .backbone import SparseAdjacency
@@ -40,23 +32,15 @@ def check_steps(steps: int, name: str = "steps") -> int:
 def normalized_adjacency(
     edge_index: torch.Tensor, num_nodes: int, aggr: Aggregator = "gcn", self_loops: bool = False
 ) -> torch.Tensor:
-    """The ``[N, N]`` sparse matrix of one aggregation step.
-
-    ``"gcn"``: ``1 / sqrt(deg(u) deg(v))`` per edge ``u -> v`` (eq. 3.40); ``"mean"``:
-    ``1 / deg(v)``; ``"sum"``: 1. ``deg`` counts in-edges (for undirected graphs: neighbours).
-    Existing self-loops are always dropped; ``self_loops=True`` then adds one per node, which
-    with ``"gcn"`` is the GCN convolution of eq. 2.1 (``N(v)`` includes ``v``), used by PGC.
-    """
+    """The ``[N, N]`` matrix of one aggregation step (per edge ``u -> v``: ``1 / sqrt(deg(u)
+    deg(v))``, ``1 / deg(v)`` or 1) without self-loops, plus one per node if ``self_loops``."""
     if aggr not in AGGREGATORS:
         raise ValueError(f"aggr must be one of {AGGREGATORS}, got {aggr!r}")
-    src, dst = edge_index
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
+    edge_index, _ = remove_self_loops(edge_index)
     if self_loops:
-        loop = torch.arange(num_nodes, device=edge_index.device)
-        src, dst = torch.cat([src, loop]), torch.cat([dst, loop])
-    deg = torch.zeros(num_nodes, dtype=torch.float32, device=edge_index.device)
-    deg.scatter_add_(0, dst, torch.ones_like(dst, dtype=torch.float32))
+        edge_index, _ = add_self_loops(edge_index, num_nodes=num_nodes)
+    src, dst = edge_index
+    deg = degree(dst, num_nodes, dtype=torch.float32)
     if aggr == "gcn":
         inv_sqrt = deg.pow(-0.5).masked_fill_(deg == 0, 0.0)
         weight = inv_sqrt[src] * inv_sqrt[dst]
@@ -74,18 +58,8 @@ def normalized_adjacency(
 
 
 class KProp(nn.Module):
-    """K steps of linear neighbourhood aggregation without self-loops (Alg. 3).
-
-    Args:
-        steps: ``K >= 0``; ``K = 0`` is the identity.
-        aggr: ``"gcn"`` (default, eq. 3.40), ``"mean"`` or ``"sum"``.
-        cached: keep the normalised adjacency of the last graph (same ``edge_index`` object);
-            set it for transductive training on one graph.
-
-    ``forward(x, edge_index)`` returns ``(D^{-1/2} A D^{-1/2})^K x`` for ``aggr="gcn"``. It has
-    no parameters and is differentiable in ``x`` (Drop applies it to predicted label
-    distributions, eq. 3.42).
-    """
+    """``K = steps`` linear aggregation steps without self-loops (Alg. 3), differentiable in
+    ``x``; ``cached`` keeps the adjacency of the last ``edge_index`` object."""
 
     def __init__(self, steps: int, aggr: Aggregator = "gcn", cached: bool = True) -> None:
         super().__init__()
@@ -97,9 +71,7 @@ class KProp(nn.Module):
         self._cache: tuple[torch.Tensor, int, SparseAdjacency] | None = None
 
     def adjacency(self, edge_index: torch.Tensor, num_nodes: int) -> SparseAdjacency:
-        """The (cached) normalised adjacency of ``edge_index``: its CSR matrix ``adj_t`` and
-        the transpose, built once, for the backward pass (a CSR product otherwise transposes,
-        i.e. sorts, its matrix at every backward: ~10 ms per step on Facebook page-page)."""
+        """The (cached) normalised adjacency of ``edge_index``, with its transpose."""
         c = self._cache
         if c is not None and c[0] is edge_index and c[1] == num_nodes:
             return c[2]
@@ -128,23 +100,8 @@ class KProp(nn.Module):
 
 
 class PropagatedCodes:
-    """``h = A^K (S diag(scale) + 1 offset^T)``, KProp of affinely rectified sparse codes ``S``,
-    kept factored: a layer's product ``h W^T`` is computed as
-
-    ``A^K (S (W diag(scale))^T) + (A^K 1) (W offset)^T``
-
-    which is the same matrix (KProp and the rectifier are linear; to float rounding), at the
-    cost of one sparse product with ``S`` (``m`` non-zeros per row) and ``K`` sparse products of
-    the layer's width, instead of a dense ``[N, d]`` feature matrix read twice per step (LPGNN on
-    Facebook page-page: ``d`` = 4,714, ``m`` = 1, 16-wide layers). Any layer that cannot take
-    it asks for :meth:`dense` (built once).
-
-    Args:
-        codes: ``[N, d]`` codes (dense or sparse, any dtype).
-        scale, offset: ``[d]`` rectifier (``MultiBit.rectifier``).
-        adjacency: KProp's step matrix (:meth:`KProp.adjacency`).
-        steps: ``K``.
-    """
+    """``h = A^K (S diag(scale) + 1 offset^T)`` kept factored: ``h W^T`` is computed as
+    ``A^K (S (W diag(scale))^T) + (A^K 1) (W offset)^T``; :meth:`dense` builds ``h`` itself."""
 
     def __init__(self, codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor,
                  adjacency: SparseAdjacency, steps: int) -> None:
@@ -190,8 +147,7 @@ class PropagatedCodes:
         return self._dense
 
     def standardize(self) -> PropagatedCodes:
-        """Column z-score ``(h - mean) / std`` (LPGNN's ``standardize``), kept factored as
-        ``h diag(1/std) - 1 (mean/std)^T``; the statistics come from the dense ``h`` once."""
+        """Column z-score ``(h - mean) / std`` (LPGNN's ``standardize``), kept factored."""
         if self._z is not None:
             raise RuntimeError("already standardized")
         h = self.dense()

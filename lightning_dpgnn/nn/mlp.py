@@ -10,18 +10,9 @@ from ..caches import TensorCache
 from ..levels import Level
 
 __all__ = [
-    "MLP",
-    "make_activation",
-    "make_norm",
-    "resolve_normalization",
-    "compact_features",
-    "select_rows",
-    "dense_features",
-    "sparse_linear",
-    "input_linear",
-    "flush_subnormal_grad",
-    "NORMALIZATIONS",
-    "ORDERS",
+    "MLP", "make_activation", "make_norm", "resolve_normalization", "compact_features",
+    "select_rows", "dense_features", "sparse_linear", "input_linear", "flush_subnormal_grad",
+    "NORMALIZATIONS", "ORDERS",
 ]
 
 #: normalization name -> ``layer(dim, groups)`` (groups: 1 when ``groups`` does not divide dim)
@@ -37,8 +28,7 @@ ORDERS = ("act_norm", "norm_act")
 
 def resolve_normalization(kind: str, privacy: str, node_level: str = "none") -> str:
     """``"auto"`` is BatchNorm at edge level and without privacy, ``node_level`` at node level
-    (BatchNorm mixes the samples of a batch, which per-sample clipping cannot bound); any other
-    name is returned as given."""
+    (per-sample clipping cannot bound BatchNorm); other names are returned as given."""
     if kind != "auto":
         return kind
     return node_level if Level.of(privacy) is Level.NODE else "batch"
@@ -64,14 +54,8 @@ def make_norm(kind: str, dim: int, groups: int = 4) -> nn.Module:
 def compact_features(
     x: torch.Tensor, *, max_density: float = 0.05, min_width: int = 256
 ) -> torch.Tensor:
-    """A sparse CSR copy of a wide, mostly-zero feature matrix (one-hot codes), else ``x``;
-    sparse COO features (kept sparse by the FB-scale reader) always become CSR.
-
-    An :class:`MLP` whose first layer is linear gives the same output (to float rounding) on
-    either form, and the same weight gradient; on Facebook100's one-hot features (2190-4714
-    columns, ~5 non-zeros per row) the CSR product is ~15x cheaper. Only full-batch, non-DP-SGD
-    paths use it: Opacus computes per-sample gradients from dense activations.
-    """
+    """A sparse CSR copy of a wide, mostly-zero (or sparse COO) feature matrix, else ``x``: the same
+    :class:`MLP` output and gradients (full-batch, non-DP-SGD paths only)."""
     if x.layout == torch.sparse_coo:  # features kept sparse by the reader (FB-scale)
         with quiet_sparse():
             return x.coalesce().to_sparse_csr()
@@ -84,9 +68,7 @@ def compact_features(
 
 
 def select_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """``x[rows]`` for a dense tensor or a sparse COO feature matrix (which torch cannot index
-    with a mask): ``rows`` is a boolean mask or an index; the result keeps ``x``'s layout, and
-    ``select_rows(x, m).to_dense() == x.to_dense()[m]``."""
+    """``x[rows]`` for a dense or sparse COO ``x``, keeping its layout."""
     if x.layout != torch.sparse_coo:
         return x[rows]
     if rows.dtype != torch.bool:
@@ -112,9 +94,7 @@ _TRANSPOSED = TensorCache("csr transpose", size=8)
 
 
 def _transposed(x: torch.Tensor) -> torch.Tensor:
-    """``x.t()`` as CSR, built once per CSR tensor (a declared cache): the backward of a
-    product with CSR features needs ``x^T @ grad``, and transposing a CSR matrix sorts its
-    non-zeros, which costs more than the product itself."""
+    """``x.t()`` as CSR, built once per CSR tensor (transposing costs more than the product)."""
     xt = _TRANSPOSED.get(x, x._version)
     if xt is None:
         with quiet_sparse():
@@ -123,8 +103,7 @@ def _transposed(x: torch.Tensor) -> torch.Tensor:
 
 
 class _SparseLinear(torch.autograd.Function):
-    """``x @ weight.T + bias`` for constant CSR ``x``; backward ``grad^T @ x`` as
-    ``(x^T @ grad)^T`` with the cached CSR transpose of ``x`` (no gradient for ``x``)."""
+    """``x @ weight.T + bias`` for a constant CSR ``x``, backward through its cached transpose."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):  # type: ignore[override]
@@ -141,11 +120,8 @@ class _SparseLinear(torch.autograd.Function):
 
 
 def sparse_linear(x: torch.Tensor, layer: nn.Module) -> torch.Tensor:
-    """``layer(x)`` for a layer's input features ``x``, in its fastest exact form: CSR ``x``
-    (:func:`compact_features`) gives the same output and parameter gradients as ``F.linear``
-    (to float rounding), ~4x cheaper backward on one-hot rows because the transpose of ``x`` is
-    built once, not at every step; a wide dense ``x`` goes through the layer itself with
-    :func:`flush_subnormal_grad` on its output."""
+    """``layer(x)`` in its fastest exact form: a CSR ``x`` through :class:`_SparseLinear`, a
+    dense one through the layer itself with :func:`flush_subnormal_grad`."""
     if x.layout == torch.sparse_csr and not x.requires_grad:
         return _SparseLinear.apply(x, layer.weight, layer.bias)
     return flush_subnormal_grad(layer(x), x)  # the module itself: Opacus hooks see the call
@@ -155,8 +131,7 @@ def input_linear(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` in the fast forms of :func:`sparse_linear`, for a weight
-    that is not one module's (e.g. two layers' weights stacked for one pass over ``x``), or
-    for features kept factored (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`)."""
+    that is not one module's, or for factored features (``PropagatedCodes``)."""
     if not isinstance(x, torch.Tensor):
         return x.linear(weight, bias)
     if x.layout == torch.sparse_csr and not x.requires_grad:
@@ -169,20 +144,8 @@ WIDE_INPUT = 256
 
 
 def flush_subnormal_grad(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``out``, the product of a wide dense input ``x`` (at least :data:`WIDE_INPUT` columns)
-    with a weight, whose gradient arrives with its subnormal entries (below
-    ``finfo.tiny``, ~1.2e-38 in float32) set to zero; other outputs are returned untouched.
-
-    Saturated softmaxes back-propagate gradients of ~1e-39; a few percent of them in the
-    ``[N, hidden]`` gradient make the weight gradient ``grad^T @ x``, the largest product of a
-    step over wide features, 4x slower on x86 (subnormal arithmetic takes a slow path): LPGNN
-    on Facebook page-page (22,470 x 4,714 KProp'd features) spent 293 ms in that product per
-    step, 67 ms without them. Zeroing them is what flush-to-zero does (TensorFlow's and oneDNN's
-    CPU default) for this one tensor, independent of the thread count and of the process-wide
-    ``torch.set_flush_denormal`` (which reaches only the threads that existed when it was set).
-    The change to a gradient is below 1.2e-38 per entry; under DP-SGD it can only shrink a
-    per-sample gradient's norm, so the clipping bound holds.
-    """
+    """``out`` (a product of a wide dense ``x`` with a weight) with its gradient's subnormal entries
+    zeroed: they make ``grad^T @ x`` ~4x slower on x86; zeroing only shrinks a per-sample norm."""
     if out.requires_grad and x.layout == torch.strided and x.dim() == 2 and (
         x.size(-1) >= WIDE_INPUT
     ):
@@ -195,15 +158,8 @@ def _zero_subnormals(grad: torch.Tensor) -> torch.Tensor:
 
 
 class MLP(nn.Module):
-    """``layers`` linear layers; hidden ones followed by activation -> norm -> dropout
-    (``order="act_norm"``, the GAP/ProGAP reference's order) or norm -> activation -> dropout
-    (``order="norm_act"``).
-
-    ``layers=0`` is the identity (GAP's ``base_layers=0``). ``plain_last=True`` leaves the last
-    layer without norm/activation (a logits head). ``norm_groups`` is the group count of
-    ``normalization="group"`` (1 group when it does not divide the width; ProGAP's node level
-    uses 1, as in the thesis §5.5.3).
-    """
+    """``layers`` linear layers (0: identity), each but a ``plain_last`` one followed by
+    activation -> norm -> dropout (``order="act_norm"``) or norm -> activation -> dropout."""
 
     def __init__(
         self, in_dim: int, out_dim: int, hidden: int = 16, layers: int = 2, *,

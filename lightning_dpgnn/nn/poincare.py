@@ -1,15 +1,6 @@
-"""Networks of PoinDP (``docs/poindp.md``).
-
-* :class:`PoincareEncoder` — an MLP into the tangent space at the origin, mapped onto the
-  Poincaré ball by ``exp_0`` (the node embeddings the hyperbolic mechanism releases), and a
-  linear head on the clipped tangent vector ``clip_C(log_0(e))`` for its pre-training on the
-  training labels (HGCN's decoder: the tangent space at the origin).
-* :class:`PaperCodeNet` — the network of the authors' released code, for the paper-code
-  reference mode only (NOT differentially private): two parallel two-layer GCNs (hidden 16,
-  ELU, dropout 0.6) whose logits are perturbed and summed, and the per-node noise scales of
-  the code (:meth:`PaperCodeNet.sigmas`), computed by small networks that the code never
-  trains (their outputs are detached), so they keep their random initialisation: frozen here.
-"""
+"""Networks of PoinDP (``docs/poindp.md``): :class:`PoincareEncoder`, an MLP mapped onto the
+Poincaré ball, and :class:`PaperCodeNet`, the network of the authors' released code for the NOT
+private paper-code reference mode."""
 
 from __future__ import annotations
 
@@ -31,15 +22,8 @@ def clip_norm(t: torch.Tensor, clip: float) -> torch.Tensor:
 
 
 class PoincareEncoder(nn.Module):
-    """Node features to points of the Poincaré ball, with a classification head for
-    pre-training.
-
-    Args:
-        in_dim: feature width; dim: embedding width (the ball's dimension); num_classes: classes
-            of the head; layers: MLP layers; clip: the public tangent norm ``C``; curvature: ``c``.
-        **mlp: :class:`~lightning_dpgnn.nn.mlp.MLP` options (dropout, normalization,
-            activation).
-    """
+    """Node features to points of the Poincaré ball (curvature ``c``), with a classification
+    head on the tangent vectors clipped to norm ``clip`` for pre-training."""
 
     def __init__(
         self, in_dim: int, dim: int, num_classes: int, layers: int, clip: float,
@@ -70,23 +54,14 @@ def _sensitivity_net(width: int) -> nn.Sequential:
 
 
 class PaperCodeNet(nn.Module):
-    """The authors' model (paper-code reference mode; module docstring).
-
-    ``forward(x, edge_index)`` returns the two branches' logits, ``[2, N, C]`` ("inter" and
-    "intra"; they differ only in the input of their noise-scale networks). :meth:`sigmas` is
-    the code's ``sqrt(aware / (2 gamma epsilon))`` per branch and node, with ``aware`` the sum
-    of the leaky-ReLU outputs of the branch's two sensitivity networks and ``gamma`` the
-    softmax over branches of an ``allocate`` network's mean output. Those networks never
-    receive a gradient in the code; here their parameters are frozen (``requires_grad``
-    False) so they stay at their seeded random initialisation as well.
-    """
+    """The authors' model (paper-code reference mode): ``forward`` returns the two branches'
+    logits, ``[2, N, C]``; the noise-scale networks of :meth:`sigmas` are frozen."""
 
     def __init__(self, in_dim: int, num_classes: int, hidden: int = 16, dropout: float = 0.6):
         super().__init__()
         self.dropout = float(dropout)
         self.branches = nn.ModuleList(
-            nn.ModuleList([GCNConv(in_dim, hidden), GCNConv(hidden, num_classes)])
-            for _ in range(2)
+            nn.ModuleList([GCNConv(in_dim, hidden), GCNConv(hidden, num_classes)]) for _ in range(2)
         )
         self.sensitivity = nn.ModuleList(
             nn.ModuleList([_sensitivity_net(hidden), _sensitivity_net(num_classes)])
@@ -108,10 +83,8 @@ class PaperCodeNet(nn.Module):
 
     @torch.no_grad()
     def sigmas(self, weights: torch.Tensor, epsilon: float) -> torch.Tensor:
-        """``[2, N]``: the code's noise scale of each branch and node, from the nodes' 2-D
-        Poincaré weights ``[N, 2]``. The intra branch adds ``angle(w)`` to its input (``0`` or
-        ``pi`` by sign on real numbers, as ``torch.angle``). A negative ``aware`` gives the
-        code a NaN scale; it is 0 here (no noise on that node)."""
+        """``[2, N]``: the code's ``sqrt(aware / (2 gamma epsilon))`` per branch and node, from
+        the nodes' 2-D Poincaré weights ``[N, 2]`` (a negative ``aware``: 0, the code's NaN)."""
         inputs = (weights, weights + torch.pi * (weights < 0).to(weights.dtype))
         per_branch = [
             torch.cat([F.leaky_relu(net(w)) for net in nets], dim=1)

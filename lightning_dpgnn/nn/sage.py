@@ -1,12 +1,6 @@
-"""The GraphSAGE of the GAP paper's baselines (SAGE-inf, EdgeRand; thesis §4.7.3).
-
-Pre-processing MLP -> ``layers`` GraphSAGE convolutions with SUM aggregation -> jumping
-knowledge (Xu et al. 2018) over the pre-MLP's output and every convolution's -> post-processing
-MLP. Jumping knowledge sees the pre-MLP's output too, so the network can fall back on the
-features alone when the graph carries little signal (EdgeRand at small epsilon). Built from
-the shared pieces: :class:`~lightning_dpgnn.nn.mlp.MLP`,
-:class:`~lightning_dpgnn.nn.backbone.GNNBackbone` and :class:`~lightning_dpgnn.nn.combine.Combine`.
-"""
+"""The GraphSAGE of the GAP paper's baselines (SAGE-inf, EdgeRand; thesis §4.7.3): pre-MLP ->
+GraphSAGE (sum) convolutions -> jumping knowledge over the pre-MLP's and every convolution's
+output -> post-MLP."""
 
 from __future__ import annotations
 
@@ -23,17 +17,8 @@ __all__ = ["SAGENet"]
 
 
 class SAGENet(nn.Module):
-    """GraphSAGE with sum aggregation, pre/post MLPs and jumping knowledge.
-
-    Args:
-        in_dim, hidden, out_dim: widths (every hidden layer is ``hidden`` wide).
-        layers: GraphSAGE convolutions (>= 1).
-        pre_layers, post_layers: MLP layers before and after the convolutions (thesis: 2, 1).
-        jk: how the pre-MLP's and the convolutions' outputs are combined: ``"cat"``, ``"sum"``
-            or ``"attn"``.
-        block: ``dropout``, ``normalization``, ``activation`` of every layer, as in
-            :class:`~lightning_dpgnn.nn.mlp.MLP`.
-    """
+    """GraphSAGE with sum aggregation, pre/post MLPs and jumping knowledge (``jk``: ``"cat"``,
+    ``"sum"`` or ``"attn"``); ``block``: :class:`~lightning_dpgnn.nn.mlp.MLP` options."""
 
     def __init__(
         self, in_dim: int, hidden: int, out_dim: int, layers: int = 2, *, pre_layers: int = 2,
@@ -47,9 +32,7 @@ class SAGENet(nn.Module):
         self.jk = Combine(jk, layers + 1, hidden)
         self.post = MLP(self.jk.out_dim, out_dim, hidden, post_layers, **block)
 
-    def adjacency(
-        self, edge_index: torch.Tensor, num_nodes: int
-    ) -> torch.Tensor | SparseAdjacency:
+    def adjacency(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor | SparseAdjacency:
         """The graph in the fastest form :meth:`forward` takes (see GNNBackbone.adjacency)."""
         return self.body.adjacency(edge_index, num_nodes, with_transpose=True)
 

@@ -1,20 +1,6 @@
-"""Model cards of published private models (``README.md`` with YAML metadata), written with
-:class:`huggingface_hub.ModelCard`.
-
-The card states the guarantee as the privacy report computed it — level, protected unit,
-epsilon, delta, accountant and conversion, noise source — and, in words, what it does *not*
-cover: edge level leaves features and labels unprotected, local DP leaves the graph public, and
-any accuracy computed on private labels is not covered by epsilon. It adds the dataset, split,
-accuracy (with its confidence interval when it comes from a benchmark), the command that rebuilds
-the model and the library version, and the empirical audit's results when a ``PrivacyAudit``
-ran (else it says that none was recorded).
-
-Like :mod:`~lightning_dpgnn.publish.hub`, it sits below the methods: a model is read through
-its interface (:class:`~lightning_dpgnn.publish.hub.PublishableModel`): its guarantees
-(``model.guarantees()``: what each protects, uses in the clear and holds only under) and what
-it says of its method (``model.describe()``, a :class:`MethodCard`), never through a method
-class, a method's attributes or a callback.
-"""
+"""Model cards of published private models (:class:`huggingface_hub.ModelCard`): the guarantee,
+what it does not cover, the data, accuracy, rebuild command and empirical audit, read from the
+model's interface (``guarantees()``, ``describe()``), never from a method class."""
 
 from __future__ import annotations
 
@@ -24,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+import lightning_dpgnn
+
 if TYPE_CHECKING:  # pragma: no cover
     from .hub import PublishableModel
 
@@ -31,16 +19,8 @@ __all__ = ["MethodCard", "model_card", "card_privacy", "describe_audit"]
 
 @dataclass(frozen=True)
 class MethodCard:
-    """What a model card says of a method (``PrivateModule.describe()``: each method states
-    its own, as data).
-
-    Attributes:
-        method: the method line (what the model is, as built).
-        paper: the paper it implements.
-        ledger_notes: a note per ledger entry name, in place of the mechanism's own (what its
-            analysis rests on).
-        new_graph: lines of the usage snippet a new graph needs besides ``inductive = True``.
-    """
+    """What a model card says of a method (``PrivateModule.describe()``): method line, paper, notes
+    replacing ledger entries' own, and the lines a new graph needs in the usage snippet."""
 
     method: str
     paper: str
@@ -52,8 +32,7 @@ _TEMPLATE = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
 
 
 def _ledger_lines(report: Any, notes: dict[str, str]) -> list[str]:
-    """One line per ledger entry, as the report prints them; ``notes`` (the method's) replace
-    an entry's note, e.g. to say what its analysis rests on."""
+    """One line per ledger entry; ``notes`` (the method's) replace an entry's note."""
     lines = []
     for e in report.ledger:
         what = (
@@ -65,25 +44,6 @@ def _ledger_lines(report: Any, notes: dict[str, str]) -> list[str]:
         note = f"; {note}" if note else ""
         lines.append(f"  - `{e.name}: {e.kind} x{e.count} ({what}{rate}{note})`")
     return lines or ["  - (none)"]
-
-
-def _use_lines(method: str, card: MethodCard) -> list[str]:
-    lines = [
-        "```python",
-        f"from lightning_dpgnn import {method}",
-        f"model = {method}.from_pretrained(\"<repo id or folder>\")",
-        "probs = model.predict_step(data, 0)   # data: the training graph (transductive: "
-        "cached outputs, no new spend)",
-        "# a new graph (inductive inference): the mechanisms run on it, with fresh noise",
-        "new_graph.inductive = True",
-        *card.new_graph,
-    ]
-    lines += [
-        "probs = model.predict_step(new_graph, 0)",
-        "print(model.last_inference_report)   # the new graph's own spend",
-        "```",
-    ]
-    return lines
 
 
 def guarantee_meta(r: Any) -> dict[str, Any]:
@@ -99,8 +59,7 @@ def guarantee_meta(r: Any) -> dict[str, Any]:
 
 
 def card_privacy(model: PublishableModel) -> dict[str, Any]:
-    """The guarantee as YAML metadata (from the privacy report only); a model with several
-    guarantees lists each under ``guarantees`` (never added)."""
+    """The guarantee as YAML metadata (several guarantees: each under ``guarantees``)."""
     r = model.privacy_spent()
     if len(r.guarantees) > 1:
         what = {"guarantees": [{"name": n, **guarantee_meta(g)} for n, g in r.guarantees.items()]}
@@ -115,7 +74,6 @@ def card_privacy(model: PublishableModel) -> dict[str, Any]:
 
 
 def _guarantee_lines(parts: dict[str, Any], notes: dict[str, str]) -> list[str]:
-    """Level, unit, epsilon, delta, accountant and ledger of each guarantee."""
     lines: list[str] = []
     for name, g in parts.items():
         indent = "" if len(parts) == 1 else "  "
@@ -133,9 +91,7 @@ def _guarantee_lines(parts: dict[str, Any], notes: dict[str, str]) -> list[str]:
 
 
 def _protection_lines(guarantees: list[Any], degree_bound_source: str | None) -> list[str]:
-    """What each guarantee protects (with the conditions it holds under) and uses in the clear
-    (invariant 15), as the model's :class:`~lightning_dpgnn.privacy.guarantee.Guarantee` objects
-    state it; where the degree bound D comes from, when the zoo says."""
+    """What each guarantee protects and uses in the clear; where D comes from."""
     lines = []
     for g in guarantees:
         which = f" ({g.name})" if len(guarantees) > 1 else ""
@@ -172,8 +128,7 @@ def _accuracy_lines(accuracy: dict[str, Any] | None, measured: float | None) -> 
 
 
 def describe_audit(audit: dict[str, Any]) -> str:
-    """One line: ``epsilon = 8; measured MIA AUC 0.51 ± 0.01; ...`` (the card's audit
-    headline; ``PrivacyAudit`` prints it too)."""
+    """The audit headline: ``epsilon = 8; measured MIA AUC 0.51 ± 0.01; ...``."""
     eps = "inf" if audit.get("epsilon") is None else f"{audit['epsilon']:.3g}"
     parts = [f"epsilon = {eps}"]
     for key, name in (("mia_auc", "MIA AUC"), ("link_auc", "link-stealing AUC")):
@@ -194,11 +149,8 @@ def describe_audit(audit: dict[str, Any]) -> str:
 
 
 def _audit_lines(audit: dict[str, Any] | None) -> list[str]:
-    """The card's audit section: what attacks achieved against this model."""
     if not audit:
-        return [
-            "No empirical audit recorded (run `dpgnn audit` or the `PrivacyAudit` callback)."
-        ]
+        return ["No empirical audit recorded (run `dpgnn audit` or the `PrivacyAudit` callback)."]
     lines = [f"**{describe_audit(audit)}**", ""]
     if "mia_auc" in audit:
         lines.append(
@@ -247,23 +199,8 @@ def model_card(
     degree_bound_source: str | None = None,
     **_: Any,
 ) -> ModelCard:
-    """The model card of ``model``.
-
-    Args:
-        name: model name (zoo entry).
-        dataset, split: what it was trained on.
-        accuracy: benchmark accuracy in percent: ``mean``, ``low``, ``high`` (95% CI),
-            ``seeds``, ``source``, ``command``.
-        measured_accuracy: this model's own test accuracy (fraction).
-        command: the command that rebuilds the model.
-        recipe: the recipe file it was trained from.
-        degree_bound_source: node level: where the degree bound D comes from (the zoo
-            registry's ``degree_bound_source``).
-        audit: empirical audit results (as ``PrivacyAudit`` records them); default:
-            ``model.empirical_audit`` when a ``PrivacyAudit`` ran.
-    """
-    import lightning_dpgnn
-
+    """The model card of ``model``: ``accuracy`` is the benchmark's (percent: ``mean``, ``low``,
+    ``high``, ``seeds``, ``source``, ``command``), ``measured_accuracy`` its own (a fraction)."""
     method = type(model).__name__
     card = model.describe()
     privacy = card_privacy(model)
@@ -333,7 +270,17 @@ def model_card(
         "",
         "## Use",
         "",
-        *_use_lines(method, card),
+        "```python",
+        f"from lightning_dpgnn import {method}",
+        f"model = {method}.from_pretrained(\"<repo id or folder>\")",
+        "probs = model.predict_step(data, 0)   # data: the training graph (transductive: "
+        "cached outputs, no new spend)",
+        "# a new graph (inductive inference): the mechanisms run on it, with fresh noise",
+        "new_graph.inductive = True",
+        *card.new_graph,
+        "probs = model.predict_step(new_graph, 0)",
+        "print(model.last_inference_report)   # the new graph's own spend",
+        "```",
         "",
         "## Rebuild",
         "",

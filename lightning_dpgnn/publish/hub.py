@@ -1,54 +1,29 @@
-"""The hub format of a private model: what may be published, how it is written, verified, pushed
-and pulled.
-
-A published model is a folder (or a Hugging Face Hub repository) in the
-:class:`huggingface_hub.ModelHubMixin` layout:
-
-* ``model.safetensors`` — the parameters (``state_dict``);
-* ``config.json`` — the hyper-parameters (the method's ``__init__`` arguments, with the public
-  sizes ``num_features`` / ``num_classes`` and the calibrated ``noise_multiplier``);
-* ``mechanism_outputs.safetensors`` — the recorded mechanisms' cached outputs (noisy
-  aggregates and label counts, an LDP collection, a released graph) and values public at the
-  model's level (a link predictor's edge split under local DP): what transductive prediction
-  on the training graph needs;
-* ``privacy_report.json`` — the :class:`~lightning_dpgnn.privacy.PrivacyReport`, the accountant
-  it was computed from, the noise multiplier, what the publishing gate reads (halted, planned
-  spend, target epsilon), the SHA-256 of the three files above, and the SHA-256 of its own
-  content (``report_sha256``);
-* ``README.md`` — the model card (:mod:`lightning_dpgnn.publish.card`).
-
-It holds exactly what a checkpoint may hold (``PrivateModule.privacy_state()``, docs/privacy.md
-"Checkpoints") minus optimizer moments and training-loop state: nothing else computed from
-private data (invariant releases-only).
-
-Publishing is refused (:class:`PublishError`) for a model whose noise was reproducible, whose
-report is missing, or whose fit stopped before its plan or spent more than its target — at every
-publishing entry point: :func:`check_publishable` on a model (``save_pretrained``,
-``push_to_hub``), :func:`check_folder_publishable` on a folder's own report (``push_folder``,
-``dpgnn zoo push``). Loading is refused (:class:`VerificationError`) when the report is missing,
-was edited after it was written, or disagrees with the config, the weights, the cached outputs,
-the card or the accountant it claims to summarize.
-
-This module sits below ``methods/``: it never imports ``methods/``, ``zoo/`` or ``callbacks/``.
-A model is anything with the :class:`PublishableModel` interface; the class a folder names is
-imported by its path (:func:`read_folder`).
-"""
+"""The hub format of a private model (``ModelHubMixin`` layout, plus the cached mechanism outputs
+and ``privacy_report.json``): what may be published, how it is written, verified, pushed and
+pulled. A model is a :class:`PublishableModel`: this module never imports ``methods/``."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
 import os
+import tempfile
+import urllib.error
+import urllib.request
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from huggingface_hub import HfApi, ModelHubMixin, constants, hf_hub_download
+from huggingface_hub import HfApi, ModelCard, ModelHubMixin, constants, hf_hub_download
+from huggingface_hub.utils import LocalEntryNotFoundError
 from safetensors import safe_open
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
+import lightning_dpgnn
+from lightning_dpgnn._init_args import init_arguments
 from lightning_dpgnn.levels import Level
 from lightning_dpgnn.privacy import (
     PrivacyAccountant,
@@ -62,28 +37,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .card import MethodCard
 
 __all__ = [
-    "FILES",
-    "PublishableModel",
-    "PublishError",
-    "VerificationError",
-    "HubUnreachableError",
-    "publication_refusals",
-    "check_publishable",
-    "folder_refusals",
-    "check_folder_publishable",
-    "model_config",
-    "write_folder",
-    "report_digest",
-    "read_report",
-    "read_folder",
-    "resolve_folder",
-    "push_folder",
-    "save_pretrained",
-    "push_to_hub",
-    "from_pretrained",
-    "hub_endpoint",
-    "hub_offline",
-    "hub_unreachable",
+    "FILES", "PublishableModel", "PublishError", "VerificationError", "HubUnreachableError",
+    "publication_refusals", "check_publishable", "folder_refusals", "check_folder_publishable",
+    "model_config", "write_folder", "report_digest", "read_report", "read_folder", "resolve_folder",
+    "push_folder", "save_pretrained", "push_to_hub", "from_pretrained", "hub_endpoint",
+    "hub_offline", "hub_unreachable",
 ]
 
 WEIGHTS = "model.safetensors"
@@ -109,21 +67,17 @@ class VerificationError(ValueError):
 
 
 class HubUnreachableError(ConnectionError):
-    """The hub cannot be reached (offline, or no answer within the timeout) and the hub cache
-    does not hold what was asked for."""
+    """The hub cannot be reached and the hub cache does not hold what was asked for."""
 
 
 class Planner(Protocol):
     """The accounting a model holds (``model.ledgers``), as far as publishing reads it."""
 
-    def planned_accountant(
-        self, noise_multiplier: float | None
-    ) -> PrivacyAccountant | None: ...
+    def planned_accountant(self, noise_multiplier: float | None) -> PrivacyAccountant | None: ...
 
 
 class PublishableModel(Protocol):
-    """What publishing reads from a model (``PrivateModule`` has all of it). Publishing sits
-    below the methods, so it names this interface instead of their classes."""
+    """What publishing reads from a model (``PrivateModule`` has all of it)."""
 
     level: Level
     noise_seed: int | None
@@ -135,43 +89,28 @@ class PublishableModel(Protocol):
     legacy_hparams: dict[str, Any]
 
     def guarantees(self) -> list[Guarantee]: ...
-
     def describe(self) -> MethodCard: ...
-
     def publication_blockers(self) -> list[str]: ...
-
     def privacy_spent(self) -> PrivacyReport: ...
-
     def privacy_state(self) -> dict[str, Any]: ...
-
     def load_privacy_state(self, state: dict[str, Any]) -> None: ...
-
     def mechanism_outputs(self) -> dict[str, Any]: ...
-
     def calibrates_noise(self) -> bool: ...
-
     @property
     def ledgers(self) -> Planner: ...
-
     def parameters(self) -> Any: ...
-
     def state_dict(self) -> dict[str, torch.Tensor]: ...
 
 
-# -- environment ---------------------------------------------------------------------------
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-
-
 def hub_endpoint() -> str:
-    """The hub to talk to: ``HF_ENDPOINT`` as set now (huggingface_hub reads it only at
-    import), else huggingface_hub's default."""
+    """``HF_ENDPOINT`` as set now (huggingface_hub reads it at import only), else the default."""
     return os.environ.get("HF_ENDPOINT", constants.ENDPOINT).rstrip("/")
 
 
 def hub_offline() -> bool:
     """``HF_HUB_OFFLINE=1`` as set now, or as huggingface_hub read it at import."""
-    return _env_true("HF_HUB_OFFLINE") or bool(constants.HF_HUB_OFFLINE)
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+    return offline or bool(constants.HF_HUB_OFFLINE)
 
 
 #: seconds :func:`hub_unreachable` waits for the hub (``DPGNN_HUB_TIMEOUT`` overrides)
@@ -179,14 +118,8 @@ HUB_TIMEOUT = 3.0
 
 
 def hub_unreachable(endpoint: str | None = None, timeout: float | None = None) -> str | None:
-    """Why the hub cannot be reached (``None``: it answers). One request, no retry: any HTTP
-    answer, an error status included, means the hub is there; offline mode
-    (``HF_HUB_OFFLINE``), a name that does not resolve, a refused connection or no answer
-    within ``timeout`` seconds (``DPGNN_HUB_TIMEOUT``, default 3) mean it is not.
-    huggingface_hub itself would retry a failing connection five times (about 25 s)."""
-    import urllib.error
-    import urllib.request
-
+    """Why the hub cannot be reached (``None``: it answers): offline mode, or no answer to one
+    request within ``timeout`` seconds (``DPGNN_HUB_TIMEOUT``, default 3; no retries)."""
     if hub_offline():
         return "HF_HUB_OFFLINE is set"
     endpoint = endpoint or hub_endpoint()
@@ -238,34 +171,46 @@ def _planned_count(model: PublishableModel) -> int | None:
     return None if planned is None else planned.total_count()
 
 
+def _refusals(
+    *, outputs: dict[str, Any], private: bool, calibrates: bool, accountant: PrivacyAccountant,
+    blockers: list[str], reproducible: bool, seed: Any, halted: bool, planned: int | None,
+    budgets: dict[str, tuple[float, float | None]],
+) -> list[str]:  # fmt: skip
+    """The gate of a model and of a folder alike; ``budgets``: name -> (epsilon, target)."""
+    reasons: list[str] = []
+    if any(v is None for v in outputs.values()):
+        reasons.append(_NOT_FITTED)
+    elif private and calibrates and not any(e.count for e in accountant.ledger):
+        reasons.append(_NO_MECHANISM)
+    reasons.extend(blockers)  # a method's own (e.g. a paper-code mode)
+    if reproducible or seed is not None:
+        reasons.append(_reproducible(seed))
+    if not private:
+        return reasons  # non-private: published as such, the card says epsilon = inf
+    if halted or (planned is not None and planned > accountant.total_count()):
+        reasons.append(_HALTED)
+    for name, (epsilon, target) in budgets.items():
+        over = _over_budget(epsilon, target)
+        if over:
+            reasons.append(over if len(budgets) == 1 else f"{name}: {over}")
+    return reasons
+
+
 def publication_refusals(model: PublishableModel) -> list[str]:
     """Every reason ``model`` may not be published (empty: it may)."""
-    reasons: list[str] = []
     spent = model.privacy_spent()
     guarantees = model.guarantees()  # the model's own first
     own = guarantees[0]
     if not any(True for _ in model.parameters()):
         return ["the model has no parameters yet: fit it (or load a fitted checkpoint) first"]
-    if any(v is None for v in model.mechanism_outputs().values()):
-        reasons.append(_NOT_FITTED)
-    elif (own.level.private and model.calibrates_noise()
-          and not any(e.count for e in own.accountant.ledger)):
-        reasons.append(_NO_MECHANISM)
-    reasons.extend(model.publication_blockers())  # a method's own (e.g. a paper-code mode)
-    if spent.reproducible_noise or model.noise_seed is not None:
-        reasons.append(_reproducible(model.noise_seed))
-    if not own.level.private:
-        return reasons  # non-private: published as such, the card says epsilon = inf
-    planned = _planned_count(model)
-    if model.privacy_halted or (
-        planned is not None and planned > own.accountant.total_count()
-    ):
-        reasons.append(_HALTED)
-    for g in guarantees:
-        over = _over_budget(spent.guarantees[g.name].epsilon, g.target)
-        if over:
-            reasons.append(over if len(guarantees) == 1 else f"{g.name}: {over}")
-    return reasons
+    return _refusals(
+        outputs=model.mechanism_outputs(), private=own.level.private,
+        calibrates=model.calibrates_noise(), accountant=own.accountant,
+        blockers=model.publication_blockers(), reproducible=spent.reproducible_noise,
+        seed=model.noise_seed, halted=model.privacy_halted,
+        planned=_planned_count(model) if own.level.private else None,
+        budgets={g.name: (spent.guarantees[g.name].epsilon, g.target) for g in guarantees},
+    )
 
 
 def _refuse(what: str, reasons: list[str]) -> None:
@@ -279,16 +224,12 @@ def check_publishable(model: PublishableModel) -> None:
 
 
 def folder_refusals(folder: str | Path) -> list[str]:
-    """Every reason the published folder ``folder`` may not be published, read from its own
-    (verified) report and config: the refusals of :func:`publication_refusals`, applied to
-    what the folder holds rather than to a model in memory. A folder that does not verify
-    raises :class:`VerificationError`."""
+    """:func:`publication_refusals` of the published ``folder``, read from its own (verified)
+    report and config (:class:`VerificationError` when it does not verify)."""
     folder = Path(folder)
     if not (folder / REPORT).is_file():
         return [f"its privacy report is missing: {folder} has no {REPORT}"]
-    content = read_report(folder)
-    config = json.loads((folder / CONFIG).read_text())
-    _check_config(config, content, folder)
+    content, config = _verified(folder)
     if content.get("format") in OLD_FORMATS:
         return [
             f"its {REPORT} was written by an older lightning-dpgnn ({content['format']}): it "
@@ -296,41 +237,28 @@ def folder_refusals(folder: str | Path) -> list[str]:
             "again with save_pretrained (or rebuild it)"
         ]
     spent = report_from_dict(content["report"])
-    report = next(iter(spent.guarantees.values()))  # the model's own guarantee
-    accountant = PrivacyAccountant.from_state_dict(content["accountant"])
+    own = next(iter(spent.guarantees.values()))  # the model's own guarantee
     gate = content["publication"]
-    reasons: list[str] = []
-    if any(v is None for v in _read_outputs(folder)["outputs"].values()):
-        reasons.append(_NOT_FITTED)
-    elif gate.get("calibrates_noise") and report.level.private and not any(
-        e.count for e in accountant.ledger
-    ):
-        reasons.append(_NO_MECHANISM)
-    if spent.reproducible_noise or config.get("noise_seed") is not None:
-        reasons.append(_reproducible(config.get("noise_seed")))
-    if not report.level.private:
-        return reasons
-    planned = gate.get("planned_count")
-    if gate.get("halted") or (planned is not None and planned > accountant.total_count()):
-        reasons.append(_HALTED)
     targets = {**gate.get("other_targets", {}), None: gate.get("target_epsilon")}
-    for name, g in spent.guarantees.items():
-        over = _over_budget(g.epsilon, targets.get(None if g is report else name))
-        if over:
-            reasons.append(over if len(spent.guarantees) == 1 else f"{name}: {over}")
-    return reasons
+    return _refusals(
+        outputs=_read_outputs(folder)["outputs"], private=own.level.private,
+        calibrates=bool(gate.get("calibrates_noise")),
+        accountant=PrivacyAccountant.from_state_dict(content["accountant"]), blockers=[],
+        reproducible=spent.reproducible_noise, seed=config.get("noise_seed"),
+        halted=bool(gate.get("halted")), planned=gate.get("planned_count"),
+        budgets={n: (g.epsilon, targets.get(None if g is own else n))
+                 for n, g in spent.guarantees.items()},
+    )
 
 
 def check_folder_publishable(folder: str | Path) -> None:
-    """Raise :class:`PublishError` listing every reason ``folder`` may not be published (and
-    :class:`VerificationError` when it does not verify)."""
+    """Raise :class:`PublishError` listing every reason ``folder`` may not be published."""
     _refuse(str(folder), folder_refusals(folder))
 
 
 # -- nested state <-> safetensors ----------------------------------------------------------------
 def _flatten(obj: Any, key: str, tensors: dict[str, torch.Tensor]) -> Any:
-    """A JSON skeleton of ``obj`` whose tensors are moved into ``tensors`` (sparse tensors as
-    their COO indices and values)."""
+    """A JSON skeleton of ``obj`` whose tensors go to ``tensors``."""
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu()
         if t.is_sparse:
@@ -370,29 +298,20 @@ def _unflatten(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _class_path(cls: type) -> str:
-    """``lightning_dpgnn.<Name>`` for the library's methods (their public import path; read from
-    the package's ``__all__``, without importing ``methods/`` through the package root)."""
-    import lightning_dpgnn
-
+    """``lightning_dpgnn.<Name>`` for the library's methods (their public import path)."""
     if cls.__name__ in lightning_dpgnn.__all__ and cls.__module__.startswith("lightning_dpgnn."):
         return f"lightning_dpgnn.{cls.__name__}"
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def model_config(model: PublishableModel) -> dict[str, Any]:
-    """The hyper-parameters that rebuild ``model``: its ``__init__`` arguments as the fit left
-    them (public sizes and the calibrated noise multiplier included), JSON-ready."""
+    """The ``__init__`` arguments that rebuild ``model`` as the fit left it, JSON-ready."""
     config = {}
-    from lightning_dpgnn._init_args import init_arguments
-
     accepted = init_arguments(type(model))
     for k, v in dict(model.hparams).items():
         if k not in accepted:
@@ -406,23 +325,15 @@ def model_config(model: PublishableModel) -> dict[str, Any]:
 
 
 # -- write / read a folder ---------------------------------------------------------------------
-def _canonical(content: dict[str, Any]) -> bytes:
-    """The bytes the report's own SHA-256 is taken over: its content as JSON with sorted keys,
-    without ``report_sha256`` (any key added, removed or changed alters them)."""
-    body = {k: v for k, v in content.items() if k != "report_sha256"}
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-
-
 def report_digest(content: dict[str, Any]) -> str:
-    """``report_sha256`` of a report file's content (see :func:`_canonical`)."""
-    return hashlib.sha256(_canonical(content)).hexdigest()
+    """``report_sha256`` of a report: the SHA-256 of the rest of its content as sorted JSON."""
+    body = {k: v for k, v in content.items() if k != "report_sha256"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
-    """Write weights, config, cached outputs and the report of ``model`` into ``folder``
-    (after :func:`check_publishable`); return the report file's content."""
-    import lightning_dpgnn
-
+    """Write the files of ``model`` but its card into ``folder``; return the report's content."""
     check_publishable(model)
     folder.mkdir(parents=True, exist_ok=True)
     state = model.privacy_state()
@@ -464,8 +375,7 @@ def write_folder(model: PublishableModel, folder: Path) -> dict[str, Any]:
 
 def read_report(folder: Path) -> dict[str, Any]:
     """The report file of a published folder, checked against its own SHA-256, the files it
-    hashes, the accountant it summarizes and the card (:class:`VerificationError`
-    otherwise)."""
+    hashes, its accountant and the card (:class:`VerificationError` otherwise)."""
     path = folder / REPORT
     if not path.is_file():
         raise VerificationError(
@@ -526,8 +436,7 @@ def _one_or_all(values: dict[str, Any]) -> Any:
 def _recompute(
     report: Any, accountant: PrivacyAccountant, others: dict[str, PrivacyAccountant]
 ) -> Any:
-    """The report the carried accountants give: one guarantee, or several (the model's own
-    first, under the name the report gives it)."""
+    """The report the carried accountants give (several: the model's own first)."""
     own = next(iter(report.guarantees.values()))
     main = PrivacyReport.from_accountant(accountant, private=own.level.private)
     if len(report.guarantees) == 1 and not others:
@@ -543,10 +452,8 @@ def _recompute(
 
 
 def _check_card(folder: Path, report: Any) -> None:
-    """The card's ``privacy`` metadata, when there is a card, must state the report's
-    guarantee and noise source: its prose may be edited, the facts people read may not."""
-    from huggingface_hub import ModelCard
-
+    """The card's ``privacy`` metadata, if any, must state the report's guarantee and noise
+    source (its prose may be edited)."""
     path = folder / CARD
     if not path.is_file():
         return
@@ -577,7 +484,10 @@ def _guarantee_claims(g: PrivacyReport, stated: dict[str, Any]) -> dict[str, Any
             "epsilon": eps}
 
 
-def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path) -> None:
+def _verified(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The folder's verified report content and its config, checked against each other."""
+    content = read_report(folder)
+    config = json.loads((folder / CONFIG).read_text())
     report = content["report"]
     if "guarantees" in report:  # several: the model's own comes first
         parts = report["guarantees"]
@@ -601,6 +511,7 @@ def _check_config(config: dict[str, Any], content: dict[str, Any], folder: Path)
             f"{folder}: {CONFIG} sets noise_seed={config['noise_seed']!r} but {REPORT} says the "
             "noise was not reproducible"
         )
+    return content, config
 
 
 def _read_outputs(folder: Path) -> dict[str, Any]:
@@ -612,20 +523,15 @@ def _read_outputs(folder: Path) -> dict[str, Any]:
 
 
 def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
-    """Build a model from a verified published folder (see :func:`read_report`): a ``cls``,
-    or the subclass of ``cls`` the folder names (``PrivateModule.from_pretrained`` builds
-    whichever method the folder holds).
-
-    A class may declare ``legacy_hparams``: the value of each hyper-parameter that folders
-    written before it existed were published with (``PrivateModule.legacy_hparams``)."""
-    from safetensors.torch import load_file
-
-    content = read_report(folder)
-    config = json.loads((folder / CONFIG).read_text())
-    _check_config(config, content, folder)
+    """Build a ``cls`` (or the subclass of it the folder names) from a verified published
+    folder; ``cls.legacy_hparams`` fills hyper-parameters older folders lack."""
+    content, config = _verified(folder)
     method = content["method"]
     if _class_path(cls) != method and method.rsplit(".", 1)[-1] != cls.__name__:
-        held = _import(method)
+        module, _, name = method.rpartition(".")
+        if not module.startswith("lightning_dpgnn"):
+            raise VerificationError(f"refusing to import {method!r}: not a lightning-dpgnn method")
+        held = getattr(importlib.import_module(module), name)
         if not (isinstance(held, type) and issubclass(held, cls)):
             raise VerificationError(f"{folder} holds a {method}, not a {cls.__name__}")
         cls = held
@@ -662,15 +568,6 @@ def read_folder(cls: type, folder: Path, **overrides: Any) -> PublishableModel:
     return model
 
 
-def _import(path: str) -> type:
-    import importlib
-
-    module, _, name = path.rpartition(".")
-    if not module.startswith("lightning_dpgnn"):
-        raise VerificationError(f"refusing to import {path!r}: not a lightning-dpgnn method")
-    return getattr(importlib.import_module(module), name)
-
-
 # -- hub transfer ------------------------------------------------------------------------------
 def resolve_folder(
     repo_or_dir: str | Path,
@@ -681,10 +578,8 @@ def resolve_folder(
     token: str | bool | None = None,
     local_files_only: bool = False,
 ) -> Path:
-    """A local folder with the published files: ``repo_or_dir`` itself when it is a folder,
-    else the hub cache (downloading what is missing unless offline). When the hub does not
-    answer (:func:`hub_unreachable`: one request, a short timeout, no retry), only the cache
-    is read, and a miss raises :class:`HubUnreachableError` at once."""
+    """``repo_or_dir`` when it is a folder, else its hub cache folder (downloading what is
+    missing); when the hub does not answer, a cache miss raises :class:`HubUnreachableError`."""
     path = Path(repo_or_dir)
     if path.is_dir():
         return path
@@ -703,8 +598,6 @@ def resolve_folder(
         for name in (*HASHED, CARD):
             hf_hub_download(filename=name, **kw)
     except Exception as err:
-        from huggingface_hub.utils import LocalEntryNotFoundError
-
         if down is not None and isinstance(err, LocalEntryNotFoundError):
             raise HubUnreachableError(
                 f"{text} is not in the hub cache and the hub cannot be reached ({down})"
@@ -722,9 +615,7 @@ def push_folder(
     branch: str | None = None,
     commit_message: str = "Upload private model (lightning-dpgnn)",
 ) -> str:
-    """Create ``repo_id`` (if needed) and upload ``folder``; return the commit URL. The folder
-    must verify and pass the publishing gate on its own report
-    (:func:`check_folder_publishable`): the same refusals as a model's."""
+    """Upload ``folder`` to ``repo_id`` after :func:`check_folder_publishable`."""
     folder = Path(folder)
     check_folder_publishable(folder)  # never push a folder whose guarantee would not hold
     endpoint = hub_endpoint()
@@ -740,17 +631,11 @@ def push_folder(
     return str(info)
 
 
-# -- what PrivateModule's ModelHubMixin methods do ------------------------------------------
 def save_pretrained(
     model: PublishableModel, save_directory: str | Path, **kwargs: Any
 ) -> str | None:
-    """Write ``model`` to ``save_directory`` in the hub layout (safetensors weights,
-    ``config.json``, cached mechanism outputs, ``privacy_report.json``, ``README.md``) through
-    ``ModelHubMixin.save_pretrained`` (its ``repo_id``, ``push_to_hub``, ``model_card_kwargs``:
-    dataset, split, accuracy, command, ... for :func:`~lightning_dpgnn.publish.card.model_card`).
-
-    Refuses (:class:`PublishError`), before anything is written, models whose noise was
-    reproducible, whose report is missing, or whose fit was halted or over budget."""
+    """Write ``model`` in the hub layout through ``ModelHubMixin.save_pretrained`` (its
+    ``model_card_kwargs`` go to ``model_card``), after :func:`check_publishable`."""
     check_publishable(model)
     folder = Path(save_directory)
     (folder / CARD).unlink(missing_ok=True)  # the card describes these weights only
@@ -768,10 +653,7 @@ def push_to_hub(
     model_card_kwargs: dict[str, Any] | None = None,
     **_: Any,
 ) -> str:
-    """Publish ``model`` to ``repo_id`` on the hub (``HF_ENDPOINT`` is honoured); the same
-    refusals as :func:`save_pretrained`. Returns the commit URL."""
-    import tempfile
-
+    """Publish ``model`` to ``repo_id`` on the hub; return the commit URL."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "model"
         save_pretrained(model, folder, model_card_kwargs=model_card_kwargs)
@@ -792,10 +674,7 @@ def from_pretrained(
     revision: str | None = None,
     **model_kwargs: Any,
 ) -> PublishableModel:
-    """Load a published model from a local folder or a hub repository (cached; offline with
-    ``HF_HUB_OFFLINE=1``). The folder's report must verify against its config, weights and
-    cached outputs (:class:`VerificationError`). ``PrivateModule.from_pretrained`` builds
-    whichever method the folder holds."""
+    """Load a verified published model from a local folder or a hub repository."""
     folder = resolve_folder(
         pretrained_model_name_or_path, revision=revision, cache_dir=cache_dir,
         force_download=force_download, token=token, local_files_only=local_files_only,
