@@ -23,7 +23,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def spies(monkeypatch):
     """Count calls and rows of the node-side mechanisms."""
     counts = {"encode_calls": 0, "encode_rows": 0, "rr_calls": 0, "rr_rows": 0}
-    encode, perturb = MultiBit.encode, RandomizedResponse.perturb
+    encode, perturb = MultiBit.sample, RandomizedResponse.sample
 
     def spy_encode(self, x, generator=None):
         counts["encode_calls"] += 1
@@ -35,8 +35,8 @@ def spies(monkeypatch):
         counts["rr_rows"] += y.shape[0]
         return perturb(self, y, generator)
 
-    monkeypatch.setattr(MultiBit, "encode", spy_encode)
-    monkeypatch.setattr(RandomizedResponse, "perturb", spy_perturb)
+    monkeypatch.setattr(MultiBit, "sample", spy_encode)
+    monkeypatch.setattr(RandomizedResponse, "sample", spy_perturb)
     return counts
 
 

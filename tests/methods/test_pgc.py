@@ -36,7 +36,7 @@ def test_one_bit_estimate_of_the_convolution_is_unbiased_with_the_lemma_4_varian
     mech = OneBit(eps, per_coordinate=True)
     gen = torch.Generator().manual_seed(0)
     xs = x.repeat(reps, 1)  # reps independent collections of the 4 nodes
-    estimates = mech.perturb(xs, gen).view(reps, 4, 2)
+    estimates = mech.estimate(mech.sample(xs, gen)).view(reps, 4, 2)
     gcs = torch.stack([graph_convolution(e, ei) for e in estimates])
     mean = gcs.mean(0)
     truth = graph_convolution(x, ei)
