@@ -1,47 +1,31 @@
 """One-time node-side collection for local-DP methods (LPGNN, thesis ch. 3; PGC, ch. 2).
 
-In the local model every node perturbs its own data *once*, on its side, and the server only
-ever sees what the nodes sent (thesis Alg. 4 lines 4-11, Alg. 1 lines 1-2):
-
-* features: a feature randomizer of :mod:`lightning_dpgnn.privacy.ldp` with budget ``x_epsilon``
-  (multi-bit by default: compact ``{-1, 0, 1}`` codes that the server rectifies, eq. 3.10);
-* labels of the *labelled* nodes (train + validation): randomized response with budget
-  ``y_epsilon`` (eq. 3.39). Test labels are never collected; they are read only to evaluate.
-
-:class:`LocalCollector` runs that step and records it on an accountant: each node spends
-``x_epsilon + y_epsilon`` (Corollary 2), one collection. The result, a
-:class:`LocalCollection`, holds exactly what the server received (codes are kept compact) and
-is what a model caches and checkpoints: re-running the collection would query the nodes again
-and double the spend.
-
-Budgets: ``math.inf`` means "read in the clear" — no mechanism runs and the accountant records
-an infinite spend, so the report says so (thesis Table 3.2's ``eps_y = inf``). ``y_epsilon=None``
-means the labels are *public* in the threat model (PGC, thesis §2.3.1: only features are
-private); they are copied and nothing is recorded for them.
-
-Ad-hoc features that cost no budget (thesis Table 3.3): ``features="ones"`` (all-one vectors),
-``"degree"`` (one-hot node degree, the graph is public to the server) and ``"random"`` (uniform
-in [0, 1]); all keep the private feature dimension ``d``.
-
-Part of the privacy layer (no Lightning imports): usable on its own, e.g. by the estimation-error
-benchmark; the LDP methods (:mod:`lightning_dpgnn.methods.local`) run it once per fit.
+Every node perturbs its own data *once* and the server only sees what it sent (thesis Alg. 4
+lines 4-11, Alg. 1 lines 1-2): its features through a randomizer of
+:mod:`lightning_dpgnn.privacy.ldp` at ``x_epsilon`` and, for labelled (train + validation)
+nodes, its label by randomized response at ``y_epsilon`` (eq. 3.39); each node spends
+``x_epsilon + y_epsilon`` (Corollary 2). The :class:`LocalCollection` is cached and
+checkpointed: collecting again would query the nodes again and double the spend. ``math.inf``
+reads in the clear (an infinite spend in the ledger, thesis Table 3.2's ``eps_y = inf``);
+``y_epsilon=None`` makes the labels public (PGC, §2.3.1: nothing recorded). Ad-hoc features
+(Table 3.3: ``"ones"``, ``"degree"``, ``"random"``) cost no budget.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from numbers import Real
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from .accountant import PrivacyAccountant, check_delta, check_epsilon
+from .accountant import check_delta, check_epsilon
 from .feature_rr import FeatureRR
 from .labels import RandomizedResponse
 from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
 from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
-from .mechanism import FEATURES, LABELS, Clear, Mechanism, Steps, run
+from .mechanism import FEATURES, LABELS, Clear, Mechanism, Steps
 
 if TYPE_CHECKING:  # annotations only: the privacy layer loads without PyG
     from torch_geometric.data import Data
@@ -77,18 +61,10 @@ CLEAR_LABELS = "labels/clear"
 
 @dataclass
 class LocalCollection:
-    """What the server received from the nodes in one collection.
-
-    Attributes:
-        payload: the feature messages: ``int8`` codes for multi-bit (``{-1,0,1}``) and 1-bit
-            (``{0,1}``), possibly stored sparse; the unbiased float estimate for the continuous
-            mechanisms; raw or ad-hoc features otherwise. Decode with
-            :meth:`LocalCollector.features`.
-        encoding: ``"codes"`` (payload must be rectified) or ``"values"``.
-        labels: ``[N]`` long; the (noisy) label each labelled node sent, ``-1`` elsewhere.
-        label_mask: ``[N]`` bool, the nodes that sent a label (train + validation).
-        num_features: ``d``.
-    """
+    """What the server received in one collection: ``payload``, the feature messages
+    (``encoding="codes"``: ``int8`` multi-bit or 1-bit codes, possibly sparse, decoded by
+    :meth:`LocalCollector.features`; else ``"values"``), ``labels`` (the noisy label of each
+    node in ``label_mask``, ``-1`` elsewhere) and ``num_features``."""
 
     payload: torch.Tensor
     encoding: Literal["codes", "values"]
@@ -97,13 +73,7 @@ class LocalCollection:
     num_features: int
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "payload": self.payload,
-            "encoding": self.encoding,
-            "labels": self.labels,
-            "label_mask": self.label_mask,
-            "num_features": self.num_features,
-        }
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> LocalCollection:
@@ -134,30 +104,16 @@ def adhoc_features(
 
 
 class LocalCollector:
-    """Runs the one-time LDP collection of features and labels and records its spend.
+    """Runs the one-time LDP collection of features and labels (module docstring).
 
     Args:
-        x_epsilon: feature budget per node (``math.inf``: features read in the clear).
-        y_epsilon: label budget per labelled node (``math.inf``: labels read in the clear;
-            ``None``: labels are public in this threat model and are not accounted).
-        mechanism: ``"multibit"`` (default), ``"onebit"``, ``"laplace"``, ``"duchi"``,
-            ``"piecewise"``, ``"gaussian"`` (analytic Gaussian, at ``gaussian_delta``) or
-            ``"featurerr"`` (HeteroRR's per-feature randomizer, with ``theta`` and ``k``),
-            ``"hybrid"``, ``"three_outputs"`` or ``"pm_sub"``
-            (:mod:`~lightning_dpgnn.privacy.ldp_numeric`).
-        m: multi-bit sampling parameter (``None``: the optimal ``m*`` of eq. 3.19).
-        theta: FeatureRR only: PUBLIC per-feature weights (one per feature, summing to 1; see
-            :func:`~lightning_dpgnn.privacy.feature_rr.public_feature_weights`); ``None``:
-            uniform.
-        k: FeatureRR only: the number of bins (``None``: its default).
-        alpha, beta: feature range known to the server (features are clipped into it).
-        per_coordinate: for the coordinate-wise mechanisms, give *every feature* budget
-            ``x_epsilon`` as in thesis ch. 2 (the per-node spend is then ``d * x_epsilon``);
-            default: ``x_epsilon`` per node, split over the ``d`` features.
-        gaussian_delta: delta of the analytic Gaussian mechanism, (eps, delta)-LDP per node
-            (thesis Table 3.2 uses 1e-10); it becomes the accountant's delta of the fit.
-        features: ``"private"`` (collect with the mechanism) or an ad-hoc, budget-free source:
-            ``"ones"``, ``"degree"``, ``"random"``.
+        mechanism: a name of :data:`FEATURE_MECHANISMS` (``"gaussian"``: the analytic Gaussian
+            at ``gaussian_delta``, which becomes the fit's accountant delta).
+        m: multi-bit only; theta, k: FeatureRR only (theta PUBLIC, see
+            :func:`~lightning_dpgnn.privacy.feature_rr.public_feature_weights`).
+        alpha, beta: the public feature range (features are clipped into it).
+        per_coordinate: coordinate-wise mechanisms: ``x_epsilon`` per *feature* (thesis ch. 2).
+        features: ``"private"`` or an ad-hoc, budget-free source.
         collect_labels: ``False`` for tasks without node labels (link prediction).
     """
 
@@ -276,18 +232,6 @@ class LocalCollector:
         return 1.0 if rr is None else rr.keep_probability
 
     # -- the node side ----------------------------------------------------------------------------
-    def collect(
-        self,
-        data: Data,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-        num_classes: int | None = None,
-        labels: bool = True,
-    ) -> LocalCollection:
-        """Every node perturbs its features; every labelled node its label (:meth:`steps`),
-        recorded once on ``accountant``."""
-        return run(self.steps(data, generator, num_classes, labels), accountant, generator)
-
     @torch.no_grad()
     def steps(
         self,
@@ -296,14 +240,10 @@ class LocalCollector:
         num_classes: int | None = None,
         labels: bool = True,
     ) -> Steps:
-        """One collection as draw steps (:func:`~.mechanism.run`): the features through
-        :meth:`feature_mechanism`, the labels of ``train_mask | val_mask`` through
-        :meth:`label_mechanism`.
-
-        ``data`` needs ``x``, ``y``, ``edge_index``, ``train_mask`` and ``val_mask``.
-        ``labels=False``: features only (a new graph sent to a trained model for prediction;
-        it needs only ``x`` and ``edge_index``). ``generator`` also draws ad-hoc features.
-        """
+        """One collection as draw steps (:func:`~.mechanism.run`): every node's features
+        through :meth:`feature_mechanism`, the labels of ``train_mask | val_mask`` through
+        :meth:`label_mechanism` (``labels=False``: features only, e.g. a new graph sent to a
+        trained model). ``generator`` also draws ad-hoc features."""
         x = data.x
         if x is None or x.dim() != 2 or x.size(1) == 0:
             raise ValueError("local collection needs node features data.x of shape [N, d>=1]")
