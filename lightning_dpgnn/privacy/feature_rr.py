@@ -110,7 +110,6 @@ class FeatureRR(FeatureRandomizer):
             f"beta={self.beta})"
         )
 
-    # -- parameters --------------------------------------------------------------------------
     def theta_for(self, d: int) -> torch.Tensor:
         """The weights for ``d`` features (float64, sum 1): theta, or uniform when ``None``."""
         d = _check_d(d)
@@ -146,7 +145,6 @@ class FeatureRR(FeatureRandomizer):
         logits = -self._rate(d)[:, None, None] * dist
         return torch.softmax(logits, dim=-1)
 
-    # -- discretisation ----------------------------------------------------------------------
     def bin_index(self, x: torch.Tensor) -> torch.Tensor:
         """0-based bin of every entry: ``ceil(k s) - 1`` clipped to ``[0, k - 1]``, where
         ``s = (x - alpha) / (beta - alpha)`` (the paper's ``(t-1)/k <= s <= t/k``)."""
@@ -169,7 +167,6 @@ class FeatureRR(FeatureRandomizer):
         a, b = self._bounds(u.to(torch.float64))
         return a + (b - a) * (u.to(torch.float64) + 0.5) / self.k
 
-    # -- sampling ----------------------------------------------------------------------------
     def _sample_rows(self, x, d, generator):
         return self._to_values(self._sample_bins(self._bins(x), d, generator))
 
@@ -221,7 +218,6 @@ class FeatureRR(FeatureRandomizer):
         u = torch.where(go_above, tf + distance(w - m_below, above), u)
         return u.clamp_(0, k - 1).to(torch.long)
 
-    # -- exact distribution and moments --------------------------------------------------------
     def output_probabilities(self, x: torch.Tensor) -> torch.Tensor:
         """Exact ``Pr[report = bin u | x]`` per entry, float64 ``x.shape + (k,)`` (0-based u)."""
         xd = self._prepare(x)
@@ -264,7 +260,6 @@ class FeatureRR(FeatureRandomizer):
         """Exact ``E|y - x|`` per entry (discretisation and randomization together)."""
         return self._moment(xd, lambda v, xx: (v - xx).abs())
 
-    # -- accounting ----------------------------------------------------------------------------
     def total_epsilon(self, d: int | None = None) -> float:
         """Per-row spend: the ``epsilon_i`` composed sequentially (Theorem 3) on a scratch
         accountant. Exactly ``epsilon * sum(theta) = epsilon``; the float sum may differ in the
@@ -294,9 +289,6 @@ class FeatureRR(FeatureRandomizer):
         )
 
 
-# ------------------------------------------------------------------------------------------------
-# public feature weights (eqs. 5-7)
-# ------------------------------------------------------------------------------------------------
 def _as_matrix(x, name: str) -> torch.Tensor:
     t = torch.as_tensor(x).detach().to(device="cpu", dtype=torch.float64)
     if t.ndim != 2 or t.shape[0] < 2 or t.shape[1] < 1:

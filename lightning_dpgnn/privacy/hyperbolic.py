@@ -108,7 +108,6 @@ class HyperbolicGaussian:
         self.noise_multiplier = self.inter.noise_multiplier
         self.level, self.reads = self.inter.level, self.inter.reads
 
-    # -- the budget split ------------------------------------------------------------------
     def parts(self) -> list[tuple[GaussianAggregation, float]]:
         """``(mechanism, scale of its noise multiplier)`` of each released part: the inter part
         at ``1 / sqrt(beta)``, the intra part at ``1 / sqrt(1 - beta)``; a part with no share
@@ -145,7 +144,6 @@ class HyperbolicGaussian:
         for mechanism, part_scale in self.parts():
             mechanism.scaled(part_scale).account(accountant, count=count)
 
-    # -- the mechanism -----------------------------------------------------------------------
     def split(self, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(rho, u)``: each point's clipped tangent radius over ``C`` (``[N, 1]``, in
         ``[0, 1]``) and its direction (``[N, d]``, unit rows or zero)."""

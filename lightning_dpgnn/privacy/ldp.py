@@ -160,7 +160,6 @@ class FeatureRandomizer(ABC):
         self.d: int | None = None
         self._last_d: int | None = None
 
-    # -- input handling --------------------------------------------------------------------
     def _bounds(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """alpha, beta as float64 tensors on x's device, broadcastable against x."""
         a = torch.as_tensor(self.alpha, dtype=torch.float64, device=x.device)
@@ -227,7 +226,6 @@ class FeatureRandomizer(ABC):
     def _out_dtype(x: torch.Tensor) -> torch.dtype:
         return x.dtype if x.is_floating_point() else torch.get_default_dtype()
 
-    # -- the mechanism ---------------------------------------------------------------------
     def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """What the nodes send for every row of ``x`` (shaped like ``x``), recording nothing:
         the unbiased estimate in ``x``'s dtype (the default dtype for integer ``x``), or
@@ -273,7 +271,6 @@ class FeatureRandomizer(ABC):
             raise NotImplementedError(f"{type(self).__name__} has no closed-form expected error")
         return (self.output_probabilities(xd) * (values(xd) - xd.unsqueeze(-1)).abs()).sum(-1)
 
-    # -- accounting ------------------------------------------------------------------------
     def total_epsilon(self, d: int | None = None) -> float:
         """LDP budget one collection spends per row (node)."""
         return self.epsilon
@@ -365,9 +362,6 @@ class _CoordinateRandomizer(FeatureRandomizer):
         return torch.stack([self._from_std(torch.full_like(xd, v)) for v in values], dim=-1)
 
 
-# --------------------------------------------------------------------------------------------
-# 1-bit mechanism (PGC)
-# --------------------------------------------------------------------------------------------
 class OneBit(_CoordinateRandomizer):
     """The 1-bit mechanism (thesis eq. 2.3): each coordinate sends one bit
     ``y ~ Bernoulli(1/(e^eps_c + 1) + (x - alpha)/Delta * (e^eps_c - 1)/(e^eps_c + 1))``;
@@ -418,9 +412,6 @@ class OneBit(_CoordinateRandomizer):
         return _log_prob_of(self.output_probabilities(x), bits.to(torch.long))
 
 
-# --------------------------------------------------------------------------------------------
-# Laplace mechanism
-# --------------------------------------------------------------------------------------------
 class Laplace(_CoordinateRandomizer):
     """Laplace mechanism (thesis §2.9.1, eq. 2.16): ``y* = x + Lap(Delta / eps_c)``, unbiased,
     variance ``2 (Delta / eps_c)^2`` (eq. 2.17). With ``eps_c = epsilon / d`` the scale
@@ -460,9 +451,6 @@ class Laplace(_CoordinateRandomizer):
         return ld.sum(dim=-1)
 
 
-# --------------------------------------------------------------------------------------------
-# Duchi et al.'s mechanism
-# --------------------------------------------------------------------------------------------
 class Duchi(_CoordinateRandomizer):
     """Duchi et al.'s mechanism (thesis eq. 2.18) on ``t = 2(x - alpha)/Delta - 1`` (eq. 2.21):
     ``t* = +-C`` with ``C = coth(eps_c / 2)`` and ``Pr[t* = +C | t] = 1/2 + tanh(eps_c / 2)
@@ -507,9 +495,6 @@ class Duchi(_CoordinateRandomizer):
         return _log_prob_of(self.output_probabilities(xd), high)
 
 
-# --------------------------------------------------------------------------------------------
-# Piecewise mechanism
-# --------------------------------------------------------------------------------------------
 class Piecewise(_CoordinateRandomizer):
     """Piecewise mechanism of Wang et al. (thesis eq. 2.28-2.29), estimate eq. 2.33: on
     ``t in [-1, 1]`` it outputs ``t* in [-C, C]`` with density ``p`` on ``[l(t), r(t)]`` and
@@ -604,9 +589,6 @@ class Piecewise(_CoordinateRandomizer):
         return torch.log(self.density(x, y)).sum(dim=-1)
 
 
-# --------------------------------------------------------------------------------------------
-# Analytic Gaussian mechanism
-# --------------------------------------------------------------------------------------------
 def analytic_gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:
     """Smallest delta for which ``N(0, sigma^2)`` noise is (epsilon, delta)-DP (Balle & Wang
     2018, Theorem 8): ``Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D)``, ``D`` the L2
@@ -733,9 +715,6 @@ class AnalyticGaussian(FeatureRandomizer):
         )
 
 
-# --------------------------------------------------------------------------------------------
-# Multi-bit mechanism (LPGNN)
-# --------------------------------------------------------------------------------------------
 def optimal_m(epsilon: float, d: int) -> int:
     """Optimal sampling parameter of the multi-bit encoder (thesis Prop. 3, eq. 3.19):
     ``m* = max(1, min(d, floor(epsilon / 2.18)))`` minimises the worst-case rectifier variance

@@ -163,7 +163,6 @@ class LocalCollector:
         self.collect_labels = bool(collect_labels)
         self._randomizer = self._make_randomizer()  # validates eps, m, alpha < beta early
 
-    # -- mechanisms -------------------------------------------------------------------------------
     @property
     def collects_features(self) -> bool:
         """Whether the private features are read (through a mechanism or in the clear)."""
@@ -202,7 +201,6 @@ class LocalCollector:
         """The analytic Gaussian is (eps, delta)-LDP: the accountant then needs a delta."""
         return self.perturbs_features and self.mechanism == "gaussian"
 
-    # -- the mechanisms of one collection ---------------------------------------------------------
     def feature_mechanism(self, d: int) -> Mechanism | None:
         """What reads the ``d`` private features: the randomizer, a clear read (infinite
         epsilon) or nothing (ad-hoc features read nothing private)."""
@@ -231,7 +229,6 @@ class LocalCollector:
         rr = self.label_randomizer(num_classes)
         return 1.0 if rr is None else rr.keep_probability
 
-    # -- the node side ----------------------------------------------------------------------------
     @torch.no_grad()
     def steps(
         self,
@@ -267,7 +264,6 @@ class LocalCollector:
             mask = mask.clone()
         return LocalCollection(payload, encoding, node_labels, mask, d)
 
-    # -- the server side --------------------------------------------------------------------------
     def features(self, collection: LocalCollection) -> torch.Tensor:
         """The server's feature matrix: rectified codes (eq. 3.10 / 2.5) or the received values."""
         if collection.encoding == "values":
