@@ -352,38 +352,26 @@ def public_feature_weights(
     coef=None,
     return_scores: bool = False,
 ):
-    """HeteroRR's feature weights theta (eqs. 5-7), computed once on PUBLIC data.
+    """HeteroRR's feature weights theta (eqs. 5-7, supplement Algorithm 1), computed once on
+    PUBLIC data, float64 ``[d]`` summing to 1 (and ``alpha``, ``beta`` with ``return_scores``).
 
     Args:
-        x_public: ``[n, p]`` raw inputs of a *public* node subset (nodes whose features the
-            threat model treats as public, or public metadata). Never the private nodes:
-            theta sets every feature's noise scale, and a theta that depends on a protected
-            node's data breaks the LDP bound of Theorem 3.
-        y_public: ``[n]`` class labels of those nodes (for the public linear model).
-        sensitive: boolean mask over the ``p`` *input* features that are sensitive (eq. 5
-            masks them out); ``None``: none is sensitive, every feature is equally sensitive
-            (``beta_i = 1/d``; eq. 5 is 0/0 then).
-        gamma: eq. 7's balance in ``[0, 1]`` between importance (gamma) and sensitivity.
-        embed: the public embedding ``g`` (a fixed, public map ``[n, p] -> [n, d]``, e.g. a
-            PCA fitted on public data); identity by default (``d = p``).
-        mask_value: what a masked sensitive input is replaced with (0 by default).
-        coef: weights ``[d]`` or ``[classes, d]`` of an already fitted public linear model;
-            ``None`` fits a multinomial logistic regression on ``(embed(x_public), y_public)``.
-        return_scores: also return ``alpha`` and ``beta``.
+        x_public, y_public: ``[n, p]`` inputs and labels of a *public* node subset, never the
+            private nodes: theta sets every feature's noise scale, and a theta that depends on
+            a protected node's data breaks Theorem 3's bound.
+        sensitive: boolean mask over the ``p`` inputs that are sensitive (``None``: all alike,
+            ``beta_i = 1/d``).
+        gamma: eq. 7's balance in ``[0, 1]`` between importance and sensitivity.
+        embed: the public embedding ``g``, ``[n, p] -> [n, d]`` (identity by default).
+        mask_value: what a masked sensitive input is replaced with.
+        coef: ``[d]`` or ``[classes, d]`` weights of a fitted public linear model (``None``:
+            a logistic regression is fitted on ``(embed(x_public), y_public)``).
 
-    The scores:
-
-    * sensitivity ``beta_i = mean_v |z_vi - zhat_vi| / ||z_v - zhat_v||_1`` (eq. 5) with
-      ``z = g(x)``, ``zhat = g(x with the sensitive inputs masked)``, averaged over the public
-      nodes ``v`` whose embedding the mask changes, then normalised to sum 1;
-    * importance ``alpha_i = mean_{v,c} |phi_vic| / sum_j mean_{v,c} |phi_vjc|`` (eq. 6), with
-      the exact SHAP values of a linear model, ``phi_vic = w_ci (z_vi - E z_i)``, the mean
-      taken over the public nodes (no ``shap`` dependency);
-    * ``theta_i = gamma alpha_i + (1 - gamma) (beta_min + beta_max - beta_i)`` (eq. 7), then
-      normalised to sum 1 (supplement Algorithm 1; Theorem 3 needs it).
-
-    Returns:
-        theta, float64 ``[d]`` summing to 1 (and ``alpha``, ``beta`` with ``return_scores``).
+    Sensitivity ``beta_i`` (eq. 5) is the mean over public nodes of ``|z_vi - zhat_vi| /
+    ||z_v - zhat_v||_1`` (``zhat``: the sensitive inputs masked); importance ``alpha_i``
+    (eq. 6) the normalised mean ``|phi_vic|`` of a linear model's exact SHAP values
+    ``w_ci (z_vi - E z_i)``; ``theta_i = gamma alpha_i + (1 - gamma) (beta_min + beta_max -
+    beta_i)`` (eq. 7), normalised (Theorem 3 needs it).
     """
     xp = _as_matrix(x_public, "x_public")
     yp = torch.as_tensor(y_public).detach().to("cpu").reshape(-1)

@@ -34,12 +34,7 @@ import torch
 from .. import hyperbolic as H
 from ..levels import Level
 from .accountant import PrivacyAccountant
-from .aggregation import (
-    GaussianAggregation,
-    check_degree_promise,
-    normalize_rows,
-    sum_aggregate,
-)
+from .aggregation import GaussianAggregation, check_degree_promise, normalize_rows, sum_aggregate
 from .mechanism import Steps, sample_steps
 
 __all__ = ["HyperbolicGaussian", "check_beta", "check_clip", "optimal_beta"]

@@ -72,20 +72,13 @@ def _check_d(d: int) -> int:
 
 
 def _check_bounds(alpha: Bounds, beta: Bounds) -> tuple[float | torch.Tensor, float | torch.Tensor]:
-    """Validate the feature range: finite, and ``alpha < beta`` (elementwise for vectors)."""
-
-    def conv(v: Bounds, name: str) -> float | torch.Tensor:
-        if isinstance(v, int | float):
-            return float(v)
-        t = torch.as_tensor(v, dtype=torch.float64).detach().cpu()
-        if t.ndim == 0:
-            return float(t)
-        if t.ndim != 1 or t.numel() == 0:
+    """Validate the feature range: numbers or 1-D sequences (one per feature), finite, and
+    ``alpha < beta`` (elementwise)."""
+    ta, tb = (torch.as_tensor(v, dtype=torch.float64).detach().cpu() for v in (alpha, beta))
+    for t, name in ((ta, "alpha"), (tb, "beta")):
+        if t.ndim > 1 or t.numel() == 0:
             raise ValueError(f"{name} must be a number or a 1-D sequence (one per feature)")
-        return t
-
-    a, b = conv(alpha, "alpha"), conv(beta, "beta")
-    ta, tb = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    a, b = (float(t) if t.ndim == 0 else t for t in (ta, tb))
     if not (torch.isfinite(ta).all() and torch.isfinite(tb).all()):
         raise ValueError(f"alpha and beta must be finite, got alpha={alpha!r}, beta={beta!r}")
     try:
@@ -645,7 +638,6 @@ class AnalyticGaussian(FeatureRandomizer):
         super().__init__(epsilon, alpha, beta)
         self.delta = check_delta(delta)
         self._multiplier: float | None = None
-        self._sigma_cache: dict[int, float] = {}
 
     @property
     def noise_multiplier(self) -> float:
@@ -667,11 +659,8 @@ class AnalyticGaussian(FeatureRandomizer):
         return float(width.norm())
 
     def sigma(self, d: int) -> float:
-        """Noise standard deviation for rows of dimension ``d`` (cached)."""
-        d = int(d)
-        if d not in self._sigma_cache:
-            self._sigma_cache[d] = self.noise_multiplier * self.sensitivity(d)
-        return self._sigma_cache[d]
+        """Noise standard deviation for rows of dimension ``d``."""
+        return self.noise_multiplier * self.sensitivity(d)
 
     def _sample_rows(self, x, d, generator):
         return x + R.normal(tuple(x.shape), self.sigma(d), generator=generator,

@@ -34,13 +34,9 @@ __all__ = ["Hybrid", "ThreeOutputs", "PMSub", "HYBRID_EPS_STAR", "three_outputs_
 
 #: Wang et al. (ICDE 2019): HM mixes in PM only above this budget,
 #: ``ln((-5 + 2 cbrt(6353 - 405 sqrt(241)) + 2 cbrt(6353 + 405 sqrt(241))) / 27) ~= 0.61``
+_ROOT = 405.0 * math.sqrt(241.0)
 HYBRID_EPS_STAR = math.log(
-    (
-        -5.0
-        + 2.0 * (6353.0 - 405.0 * math.sqrt(241.0)) ** (1.0 / 3.0)
-        + 2.0 * (6353.0 + 405.0 * math.sqrt(241.0)) ** (1.0 / 3.0)
-    )
-    / 27.0
+    (-5.0 + 2.0 * (6353.0 - _ROOT) ** (1.0 / 3.0) + 2.0 * (6353.0 + _ROOT) ** (1.0 / 3.0)) / 27.0
 )
 
 

@@ -161,7 +161,8 @@ class LocalCollector:
         self.gaussian_delta = check_delta(gaussian_delta, "gaussian_delta")
         self.features_source = features
         self.collect_labels = bool(collect_labels)
-        self._randomizer = self._make_randomizer()  # validates eps, m, alpha < beta early
+        #: the feature mechanism (``None``: clear or ad-hoc features), validated here
+        self.randomizer = self._make_randomizer()
 
     @property
     def collects_features(self) -> bool:
@@ -185,11 +186,6 @@ class LocalCollector:
             return FeatureRR(self.x_epsilon, self.theta, alpha=self.alpha, beta=self.beta, **k)
         return cls(self.x_epsilon, self.alpha, self.beta, per_coordinate=self.per_coordinate)
 
-    @property
-    def randomizer(self) -> FeatureRandomizer | None:
-        """The feature mechanism (``None`` when features are clear or ad-hoc)."""
-        return self._randomizer
-
     def label_randomizer(self, num_classes: int) -> RandomizedResponse | None:
         """Randomized response over ``num_classes`` labels (``None``: labels not private)."""
         if self.y_epsilon is None or not self.collect_labels:
@@ -206,9 +202,9 @@ class LocalCollector:
         epsilon) or nothing (ad-hoc features read nothing private)."""
         if not self.collects_features:
             return None
-        if self._randomizer is None:
+        if self.randomizer is None:
             return Clear(CLEAR_FEATURES, (FEATURES,), "private features read without a mechanism")
-        return self._randomizer.at_width(d)
+        return self.randomizer.at_width(d)
 
     def label_mechanism(self, num_classes: int) -> Mechanism | None:
         """What reads the private labels: randomized response, a clear read (``y_epsilon`` is
@@ -270,7 +266,7 @@ class LocalCollector:
             return collection.payload.float()
         codes = collection.payload
         codes = codes.to_dense() if codes.is_sparse else codes
-        rnd = self._randomizer
+        rnd = self.randomizer
         if not isinstance(rnd, MultiBit | OneBit):
             raise ValueError(
                 f"collection holds codes but the collector's mechanism is {self.mechanism!r}"
@@ -284,9 +280,9 @@ class LocalCollector:
         when the features are multi-bit codes (``m`` non-zeros per row: sparse), else ``None``.
         A server that multiplies the features by a weight can then multiply the sparse codes
         (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`); post-processing, no budget."""
-        if collection.encoding != "codes" or not isinstance(self._randomizer, MultiBit):
+        if collection.encoding != "codes" or not isinstance(self.randomizer, MultiBit):
             return None
-        scale, offset = self._randomizer.rectifier(collection.num_features)
+        scale, offset = self.randomizer.rectifier(collection.num_features)
         return collection.payload, scale, offset
 
     def __repr__(self) -> str:

@@ -181,21 +181,13 @@ def laplace(
     return (noise * scale).to(dtype)
 
 
-def bernoulli(
-    p: torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+def bernoulli(p: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
     """Bernoulli(p) draws (as a bool tensor) with the shape and device of ``p``."""
     u = uniform(p.shape, generator=generator, dtype=torch.float64, device=p.device)
     return u < p.to(torch.float64)
 
 
-def categorical(
-    probs: torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+def categorical(probs: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
     """One draw per row of the row-stochastic matrix ``probs`` (inverse-CDF sampling)."""
     u = uniform((probs.shape[0], 1), generator=generator, dtype=torch.float64, device=probs.device)
     cdf = probs.to(torch.float64).cumsum(dim=1)
