@@ -270,7 +270,11 @@ class MatrixMultiBit:
     ) -> list[torch.Tensor]:
         """One round: every graph's embedding encoded once (:meth:`encode`), recording
         nothing."""
-        return [self.encode(h, generator).cpu() for h in embeddings]
+        codes = []
+        for h in embeddings:  # not through encode: the draw stays close to run (docs/index.md)
+            x = self.prepare(h.detach())
+            codes.append(self.randomizer(x.size(0)).sample(x, generator).cpu())
+        return codes
 
     def graph_release(self, codes: list[torch.Tensor], graph_ids: torch.Tensor) -> GraphRelease:
         """What the server receives from one round (:meth:`sample`)."""

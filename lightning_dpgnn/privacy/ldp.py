@@ -219,10 +219,12 @@ class FeatureRandomizer(ABC):
     def _out_dtype(x: torch.Tensor) -> torch.dtype:
         return x.dtype if x.is_floating_point() else torch.get_default_dtype()
 
-    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """What the nodes send for every row of ``x`` (shaped like ``x``), recording nothing:
-        the unbiased estimate in ``x``'s dtype (the default dtype for integer ``x``), or
-        ``int8`` codes when :attr:`sends_codes`."""
+    def _chunks(
+        self, x: torch.Tensor
+    ) -> tuple[torch.Tensor, Iterator[tuple[torch.Tensor, torch.Tensor, int]]]:
+        """Validate ``x``; ``(out, chunks)``: the output, shaped like ``x`` (``int8`` codes when
+        :attr:`sends_codes`, else ``x``'s dtype, or the default one for integer ``x``), and
+        per chunk ``(rows of out, clipped float64 rows of x, d)`` for the caller to fill."""
         self._validate(x)
         rows = x.unsqueeze(0) if x.ndim == 1 else x
         n, d = rows.shape
@@ -230,15 +232,22 @@ class FeatureRandomizer(ABC):
         self._last_d = d
         dtype = torch.int8 if self.sends_codes else self._out_dtype(x)
         out = torch.empty((n, d), dtype=dtype, device=x.device)
-        for sl in _row_chunks(n, d):
-            out[sl].copy_(self._sample_rows(self._clip64(rows[sl]), d, generator))
-        return out.squeeze(0) if x.ndim == 1 else out
+        chunks = ((out[sl], self._clip64(rows[sl]), d) for sl in _row_chunks(n, d))
+        return out.squeeze(0) if x.ndim == 1 else out, chunks
 
-    @abstractmethod
+    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What the nodes send for every row of ``x`` (shaped like ``x``; the unbiased
+        estimate, or codes when :attr:`sends_codes`), recording nothing."""
+        out, chunks = self._chunks(x)
+        for rows, xc, d in chunks:
+            rows.copy_(self._sample_rows(xc, d, generator))
+        return out
+
     def _sample_rows(
         self, x: torch.Tensor, d: int, generator: torch.Generator | None
     ) -> torch.Tensor:
         """What the nodes send for a float64 chunk of rows (already clipped)."""
+        raise NotImplementedError
 
     def estimate(self, sent: torch.Tensor) -> torch.Tensor:
         """The server's unbiased estimate from what :meth:`sample` sent (itself, unless the
@@ -760,17 +769,21 @@ class MultiBit(FeatureRandomizer):
         th = math.tanh(self.epsilon / m / 2.0)
         return (1.0 - th) / 2.0 + (x - a) / (b - a) * th
 
-    def _sample_rows(self, x, d, generator):
-        """Alg. 2: codes in ``{-1, 0, 1}``, exactly ``m`` non-zeros per row."""
-        n, m = x.size(0), self.resolve_m(d)
-        keys = R.uniform((n, d), generator=generator, dtype=torch.float64, device=x.device)
-        idx = keys.topk(m, dim=1, largest=False, sorted=False).indices  # S: m dims per row
-        a, b = self._bounds(x)
-        if a.ndim == 1:
-            a, b = a.expand(n, d).gather(1, idx), b.expand(n, d).gather(1, idx)
-        t = R.bernoulli(self._p_one(x.gather(1, idx), m, a, b), generator=generator)
-        codes = torch.zeros((n, d), dtype=torch.int8, device=x.device)
-        return codes.scatter_(1, idx, 2 * t.to(torch.int8) - 1)
+    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What a node sends (Alg. 2): codes in ``{-1, 0, 1}`` (``int8``), exactly ``m``
+        non-zeros per row; drawn here, one frame from :func:`~.mechanism.run` (GW-LDP's
+        matrix encoder calls it per graph)."""
+        out, chunks = self._chunks(x)
+        for codes, xc, d in chunks:
+            n, m = xc.size(0), self.resolve_m(d)
+            keys = R.uniform((n, d), generator=generator, dtype=torch.float64, device=xc.device)
+            idx = keys.topk(m, dim=1, largest=False, sorted=False).indices  # S: m dims per row
+            a, b = self._bounds(xc)
+            if a.ndim == 1:
+                a, b = a.expand(n, d).gather(1, idx), b.expand(n, d).gather(1, idx)
+            t = R.bernoulli(self._p_one(xc.gather(1, idx), m, a, b), generator=generator)
+            codes.zero_().scatter_(1, idx, 2 * t.to(torch.int8) - 1)
+        return out
 
     def rectify(self, codes: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """Rectifier, eq. 3.10: ``x' = d (beta-alpha)/(2m) * coth(eps/2m) * x* + (alpha +
