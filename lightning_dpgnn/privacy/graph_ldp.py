@@ -1,24 +1,18 @@
 """Local DP on a graph's node-embedding matrix (GW-LDP, Jin & Chen, IJCAI 2022, Alg. 1).
 
-A client holding a graph sends the server ``M(H)`` with ``H = f(A, X)`` in
-``[alpha, beta]^{n x h}``, a representation with a *public* range (never the graph's own
-min/max). :class:`MatrixMultiBit` is the paper's encoder: LPGNN's multi-bit encoder
-(:class:`~lightning_dpgnn.privacy.ldp.MultiBit`) on every row at ``epsilon / r`` (``r`` released
-rows). Alg. 1 flips each sampled entry at ``epsilon / (m n)`` and its proof multiplies over the
-rows: we read ``m`` as *per row*, which spends exactly ``epsilon`` per graph by sequential
-composition over the rows (reading it as a total would spend only ``epsilon / n``).
+A client sends ``M(H)``, ``H = f(A, X)`` in a *public* range ``[alpha, beta]^{n x h}``.
+:class:`MatrixMultiBit` runs LPGNN's multi-bit encoder on every row at ``epsilon / r`` (``r``
+released rows): reading Alg. 1's ``m`` per row, a graph spends exactly ``epsilon`` by sequential
+composition over its rows (as a total it would spend only ``epsilon / n``).
 
-**The protected unit** is one client's whole graph: independent graphs are disjoint units, so
-one release round is one ``epsilon`` entry whatever the number of graphs. Graphs cut from one
-source graph are not disjoint: a source node sits in every released graph that holds it, so
-their releases compose sequentially by :func:`multiplicity` (``k * epsilon`` for the worst
-node; the source graph's edges, which decide ``k``, are then public). ``size="public"`` releases
-each graph's number of nodes (one row per node); ``size="padded"`` pads or truncates to a public
-``n_max`` rows, protecting it too. The guarantee holds *given the model* ``f``, whose FedAvg
-updates the paper sends in the clear (see :class:`~lightning_dpgnn.methods.GWLDP`).
-
-:class:`PaperCodeGaussian` reproduces the authors' code (``cshjin/IJCAI22-GWLDP``, ``ldp_emb``)
-side by side: Gaussian noise on *unbounded* embeddings, so no sensitivity and no guarantee.
+**The protected unit** is one client's whole graph; independent graphs compose in parallel (one
+round is one ``epsilon``). Graphs cut from one source graph share its nodes and compose
+sequentially by :func:`multiplicity` (``k * epsilon`` for the worst node; the source edges that
+decide ``k`` are public). ``size="public"`` releases each graph's number of nodes;
+``size="padded"`` (a public ``n_max`` rows) protects it. The guarantee holds *given the model*
+``f``, whose FedAvg updates the paper sends in the clear (:class:`~lightning_dpgnn.methods.GWLDP`).
+:class:`PaperCodeGaussian` reproduces the authors' code: noise on unbounded embeddings, no
+sensitivity, no guarantee.
 """
 
 from __future__ import annotations

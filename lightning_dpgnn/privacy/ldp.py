@@ -1,17 +1,9 @@
-"""Local-DP randomizers for node features (thesis ch. 2 and 3).
+"""Local-DP randomizers for node feature rows ``x in [alpha, beta]^d`` (thesis ch. 2 and 3).
 
-Each randomizer perturbs feature rows ``x in [alpha, beta]^d`` (``[n, d]``, or one ``[d]``
-row) on the node side: :class:`MultiBit` (LPGNN, Alg. 2, eq. 3.10), :class:`OneBit` (PGC,
-eq. 2.3, 2.5), :class:`Laplace` (eq. 2.16), :class:`Duchi` (eq. 2.18), :class:`Piecewise`
-(eq. 2.28-2.34) and :class:`AnalyticGaussian` ((epsilon, delta)-LDP, Balle & Wang 2018).
-
-**Budget of a row.** ``epsilon`` is what one collection spends *per node* (per row). The
-scalar mechanisms of thesis §2.9 compose sequentially over the ``d`` coordinates, so each gets
-``epsilon / d`` (thesis §3.4; the 1B baseline of Table 3.2 is Alg. 2 with ``m = d``). Chapter 2
-(PGC) gives *each feature* ``epsilon`` instead (§2.8): ``per_coordinate=True``, and
-:meth:`~FeatureRandomizer.account` then records the per-node total ``d * epsilon``. The
-variance formulas of §2.9 are evaluated at the coordinate budget ``eps_c``. Every draw goes
-through :mod:`lightning_dpgnn.privacy.random`, so ``secure_mode()`` covers them.
+``epsilon`` is what one collection spends per node (row). The scalar mechanisms of thesis §2.9
+compose sequentially over the ``d`` coordinates, ``epsilon / d`` each (§3.4); thesis ch. 2
+(PGC) gives each feature ``epsilon`` instead (``per_coordinate=True``; the recorded per-node
+spend is then ``d * epsilon``). Every draw goes through :mod:`lightning_dpgnn.privacy.random`.
 """
 
 from __future__ import annotations
@@ -116,6 +108,14 @@ def _log_prob_of(probs: torch.Tensor, which: torch.Tensor) -> torch.Tensor:
     shape = torch.broadcast_shapes(probs.shape[:-1], which.shape)
     probs = probs.expand(*shape, probs.shape[-1])
     return torch.log(probs.gather(-1, which.expand(shape).unsqueeze(-1)).squeeze(-1)).sum(-1)
+
+
+def _check_codes(name: str, codes: torch.Tensor, values: tuple[int, ...]) -> None:
+    if codes.ndim not in (1, 2) or codes.shape[-1] == 0:
+        raise ValueError(f"{name}: codes must be [n, d] or [d], got {tuple(codes.shape)}")
+    if not bool(functools.reduce(torch.logical_or, (codes == v for v in values)).all()):
+        allowed = ", ".join(map(str, values[:-1])) + f" and {values[-1]}"
+        raise ValueError(f"{name}: codes must contain only {allowed}")
 
 
 def _per_entry(method):
@@ -385,10 +385,7 @@ class OneBit(_CoordinateRandomizer):
     def rectify(self, bits: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """Server side, eq. 2.5: ``y* = ((e^eps_c + 1) y - 1) / (e^eps_c - 1) * Delta + alpha``,
         computed as ``alpha + Delta/2 * (1 + coth(eps_c/2) (2y - 1))``."""
-        if bits.ndim not in (1, 2) or bits.shape[-1] == 0:
-            raise ValueError(f"onebit: bits must be [n, d] or [d], got {tuple(bits.shape)}")
-        if bool(((bits != 0) & (bits != 1)).any()):
-            raise ValueError("onebit: bits must contain only 0 and 1")
+        _check_codes(self.name, bits, (0, 1))
         yd = bits.to(torch.float64)
         a, b = self._bounds(yd)
         c = _coth_half(self.coordinate_epsilon(bits.shape[-1]))
@@ -507,15 +504,16 @@ class Piecewise(_CoordinateRandomizer):
     ``C = (E + s)(s + 1) / (s (E - 1))``, the high-density interval is centred at
     ``(E + s)/(E - 1) t`` with half-width ``(E + s)/(s (E - 1))``, density
     ``p = s E (E - 1) / (2 (E + s)^2)`` and mass ``E / (E + s)``; every member is eps-LDP
-    (density ratio exactly ``e^eps``) and unbiased. Subclasses set :meth:`shape`.
+    (density ratio exactly ``e^eps``) and unbiased.
     """
 
     name: ClassVar[str] = "piecewise"
+    divisor: ClassVar[float] = 2.0
 
-    @staticmethod
-    def shape(eps: float) -> float:
-        """The family parameter ``s``: ``e^{eps/2}`` for PM."""
-        return math.exp(eps / 2.0)
+    @classmethod
+    def shape(cls, eps: float) -> float:
+        """The family parameter ``s = e^{eps / divisor}`` (``e^{eps/2}`` for PM)."""
+        return math.exp(eps / cls.divisor)
 
     def _geometry(self, d: int) -> tuple[float, float, float, float, float, float]:
         """``eps_c``, ``C``, centre slope, half-width, centre density ``p`` and centre mass."""
@@ -788,10 +786,7 @@ class MultiBit(FeatureRandomizer):
     def rectify(self, codes: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """Rectifier, eq. 3.10: ``x' = d (beta-alpha)/(2m) * coth(eps/2m) * x* + (alpha +
         beta)/2`` (see :meth:`rectifier`)."""
-        if codes.ndim not in (1, 2) or codes.shape[-1] == 0:
-            raise ValueError(f"multibit: codes must be [n, d] or [d], got {tuple(codes.shape)}")
-        if bool((~((codes == 0) | (codes == 1) | (codes == -1))).any()):
-            raise ValueError("multibit: codes must contain only -1, 0 and 1")
+        _check_codes(self.name, codes, (-1, 0, 1))
         return self._rectify64(codes).to(dtype or torch.get_default_dtype())
 
     def rectifier(

@@ -41,15 +41,11 @@ HYBRID_EPS_STAR = math.log(
 
 
 class PMSub(Piecewise):
-    """PM-SUB (Zhao et al. 2020, §IV-C): the piecewise mechanism (see :class:`Piecewise` for
-    the family) with ``s = e^{eps/3}``; unbiased, eps_c-LDP (density ratio exactly ``e^eps``)."""
+    """PM-SUB (Zhao et al. 2020, §IV-C): the piecewise family of :class:`Piecewise` at
+    ``s = e^{eps/3}``; unbiased, eps_c-LDP (density ratio exactly ``e^eps``)."""
 
     name: ClassVar[str] = "pm_sub"
-
-    @staticmethod
-    def shape(eps: float) -> float:
-        """``s = e^{eps/3}`` (PM-SUB's choice; PM uses ``e^{eps/2}``)."""
-        return math.exp(eps / 3.0)
+    divisor: ClassVar[float] = 3.0
 
 
 class Hybrid(_CoordinateRandomizer):

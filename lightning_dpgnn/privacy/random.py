@@ -1,14 +1,12 @@
 """Noise sources for every mechanism, with a secure-randomness switch (invariant no-replay).
 
-* A draw without a generator comes from a per-device ``torch.Generator`` seeded with 63 bits of
-  ``os.urandom``, never from torch's global generator: no ``manual_seed``, ``seed_everything``
-  or recipe seed replays privacy noise. An explicit generator (:func:`reproducible_generator`)
-  gives reproducible noise, *not private against anyone who knows the seed*: the draw marks its
-  accountant so. A generator of another device draws where it lives and is copied over (a
-  seeded fit draws the same noise on CPU and GPU).
-* Secure mode (``set_secure_mode(True)`` / ``with secure_mode():``) builds every uniform from
-  ``os.urandom`` (the OS CSPRNG) and refuses generators; Gaussian noise is the sum of two
-  Box–Muller draws of variance ``std**2 / 2`` (opacus' mitigation of floating-point attacks).
+A draw without a generator comes from a per-device generator seeded from ``os.urandom``, never
+torch's global one, so no seed replays privacy noise; an explicit generator
+(:func:`reproducible_generator`) gives reproducible noise, *not private against anyone who
+knows the seed* (the draw marks its accountant so), drawn where it lives and copied over.
+Secure mode (:func:`secure_mode`) builds every uniform from the OS CSPRNG and refuses
+generators; its Gaussian noise is the sum of two Box–Muller draws of variance ``std**2 / 2``
+(opacus' mitigation of floating-point attacks).
 """
 
 from __future__ import annotations
