@@ -130,14 +130,10 @@ def _per_entry(method):
 
 
 class FeatureRandomizer(ABC):
-    """Common interface of the feature randomizers (the :class:`~.mechanism.Mechanism`
-    protocol): ``sample`` is what the nodes send, ``estimate`` the server's unbiased estimate.
-
-    Args:
-        epsilon: LDP budget spent per row (node) and per collection.
-        alpha, beta: feature range; a number or one value per feature (``alpha < beta``).
-            Inputs outside it are clipped into it with a warning (thesis §2.7).
-    """
+    """A feature randomizer (a :class:`~.mechanism.Mechanism`): ``sample`` is what the nodes
+    send, ``estimate`` the server's unbiased estimate; ``epsilon`` per row (node) and collection,
+    over the public range ``[alpha, beta]`` (numbers or one per feature; inputs outside it are
+    clipped, with a warning, thesis §2.7)."""
 
     name: ClassVar[str] = "feature_randomizer"
     level: ClassVar[str] = "ldp"
@@ -266,8 +262,7 @@ class FeatureRandomizer(ABC):
 
     @_per_entry
     def expected_error(self, xd: torch.Tensor) -> torch.Tensor:
-        """Exact ``E|y - x|`` of each entry of the estimate (shape of ``x``), here for a
-        mechanism with finitely many outputs per entry (``output_values``)."""
+        """Exact ``E|y - x|`` per entry of the estimate (here: finitely many ``output_values``)."""
         values = getattr(self, "output_values", None)
         if values is None:
             raise NotImplementedError(f"{type(self).__name__} has no closed-form expected error")
@@ -278,9 +273,8 @@ class FeatureRandomizer(ABC):
         return self.epsilon
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
-        """Record ``count`` collections (pure epsilon-LDP per node: each node spends the budget
-        on its own data, so ``count`` is not the number of nodes) for ``d`` features
-        (:meth:`at_width`, else the last input's)."""
+        """Record ``count`` collections (pure, per node; ``count`` counts collections, not
+        nodes) for ``d`` features (:meth:`at_width`, else the last input's)."""
         return accountant.add_pure(self.name, self.total_epsilon(), count=count,
                                    note=self._note())
 
@@ -305,13 +299,9 @@ class FeatureRandomizer(ABC):
 
 
 class _CoordinateRandomizer(FeatureRandomizer):
-    """A scalar mechanism of thesis §2.9 applied independently to every coordinate.
-
-    Args:
-        per_coordinate: ``False``: ``epsilon`` is the per-row budget, ``epsilon / d`` per
-            coordinate (sequential composition, thesis §3.4). ``True``: ``epsilon`` is *each*
-            feature's budget (thesis ch. 2); the per-row spend is then ``d * epsilon``.
-    """
+    """A scalar mechanism of thesis §2.9 on every coordinate, at ``epsilon / d`` each
+    (sequential composition, §3.4), or ``epsilon`` each with ``per_coordinate=True`` (thesis
+    ch. 2; the per-row spend is then ``d * epsilon``)."""
 
     _REPR = ("epsilon", "alpha", "beta", "per_coordinate")
 
@@ -495,17 +485,12 @@ class Duchi(_CoordinateRandomizer):
 
 
 class Piecewise(_CoordinateRandomizer):
-    """Piecewise mechanism of Wang et al. (thesis eq. 2.28-2.29), estimate eq. 2.33: on
-    ``t in [-1, 1]`` it outputs ``t* in [-C, C]`` with density ``p`` on ``[l(t), r(t)]`` and
-    ``p / e^eps`` elsewhere; unbiased, variance eq. 2.34.
-
-    PM is the member ``s = e^{eps/2}`` of a one-parameter family (Zhao et al. 2020; PM-SUB is
-    ``s = e^{eps/3}``, :class:`~lightning_dpgnn.privacy.ldp_numeric.PMSub`): with ``E = e^eps``,
-    ``C = (E + s)(s + 1) / (s (E - 1))``, the high-density interval is centred at
-    ``(E + s)/(E - 1) t`` with half-width ``(E + s)/(s (E - 1))``, density
-    ``p = s E (E - 1) / (2 (E + s)^2)`` and mass ``E / (E + s)``; every member is eps-LDP
-    (density ratio exactly ``e^eps``) and unbiased.
-    """
+    """Piecewise mechanism of Wang et al. (thesis eq. 2.28-2.34): on ``t in [-1, 1]`` it
+    outputs ``t* in [-C, C]``, density ``p`` on ``[l(t), r(t)]`` and ``p / e^eps`` elsewhere;
+    unbiased. It is ``s = e^{eps/2}`` of a family (Zhao et al. 2020; PM-SUB is ``e^{eps/3}``):
+    with ``E = e^eps``, ``C = (E + s)(s + 1) / (s (E - 1))``, the interval is centred at
+    ``(E + s)/(E - 1) t``, half-width ``(E + s)/(s (E - 1))``, ``p = s E (E - 1) / (2 (E +
+    s)^2)``, mass ``E / (E + s)``: every member is eps-LDP (density ratio exactly ``e^eps``)."""
 
     name: ClassVar[str] = "piecewise"
     divisor: ClassVar[float] = 2.0
@@ -600,9 +585,8 @@ def analytic_gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1
 
 
 def calibrate_analytic_gaussian(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest ``sigma`` with ``analytic_gaussian_delta(epsilon, sigma, sensitivity) <= delta``:
-    the privacy profile decreases in sigma, so a root is found (at unit sensitivity; sigma is
-    linear in it), and the returned sigma always satisfies the condition."""
+    """Smallest ``sigma`` with ``analytic_gaussian_delta(epsilon, sigma, sensitivity) <= delta``
+    (a root of the decreasing privacy profile, on the private side)."""
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     if math.isinf(eps):
@@ -628,13 +612,9 @@ def calibrate_analytic_gaussian(epsilon: float, delta: float, sensitivity: float
 
 class AnalyticGaussian(FeatureRandomizer):
     """Analytic Gaussian mechanism (Balle & Wang 2018), the AG baseline of thesis Table 3.2:
-    ``y* = x + N(0, sigma^2 I)``, sigma calibrated exactly to (epsilon, delta)-LDP for the L2
-    sensitivity of a row, ``||beta - alpha||_2``. Unbiased, variance ``sigma^2``.
-
-    :meth:`account` records a Gaussian entry (``noise_multiplier = sigma / sensitivity``, one
-    for all d), which the accountant composes by RDP: valid, looser than the exact
-    (epsilon, delta) of one release, and it needs an accountant delta.
-    """
+    ``y* = x + N(0, sigma^2 I)``, sigma calibrated exactly to (epsilon, delta)-LDP for a row's
+    L2 sensitivity ``||beta - alpha||_2``; unbiased. Recorded as a Gaussian entry, which the
+    accountant composes by RDP (valid, looser than the exact (epsilon, delta) of one release)."""
 
     name: ClassVar[str] = "analytic_gaussian"
     _REPR = ("epsilon", "delta", "alpha", "beta")
@@ -723,15 +703,9 @@ def optimal_m(epsilon: float, d: int) -> int:
 
 class MultiBit(FeatureRandomizer):
     """Multi-bit encoder (thesis Alg. 2) and rectifier (eq. 3.10) of LPGNN, epsilon-LDP per
-    row (Theorem 1): each node samples ``m`` of its ``d`` dimensions and sends ``2t - 1`` with
-    ``t ~ Bernoulli(1/(e^{eps/m} + 1) + (x - alpha)/(beta - alpha) * (e^{eps/m} - 1)/(e^{eps/m}
-    + 1))`` for each, 0 elsewhere; the rectified estimate is unbiased (Prop. 1), variance
-    eq. 3.18.
-
-    Args:
-        m: number of sampled dimensions in ``[1, d]``; ``None`` uses :func:`optimal_m`
-            (eq. 3.19), resolved when ``d`` is known.
-    """
+    row (Theorem 1): each node sends a 1-bit code at ``eps / m`` for ``m`` of its ``d``
+    dimensions, 0 elsewhere (``m=None``: :func:`optimal_m`); the rectified estimate is unbiased
+    (Prop. 1), variance eq. 3.18."""
 
     name: ClassVar[str] = "multibit"
     sends_codes: ClassVar[bool] = True
