@@ -1,20 +1,14 @@
 """FeatureRR: HeteroRR's per-feature local-DP randomizer (Tran et al., eqs. 5-9, Theorem 3).
 
-Each node maps feature ``i`` of its row to one of ``k`` equal bins, ``t = ceil(k s)`` with
-``s = (z_i - alpha) / (beta - alpha)`` (§III-A b), and reports bin ``u`` with
-``Pr[u | t] ~ exp(-|u - t| / (k sigma_i))`` (eqs. 8-9). Feature ``i`` gets ``epsilon_i =
-epsilon * theta_i`` and Theorem 3's smallest scale ``sigma_i = (k - 1) / (k epsilon_i)``: the
-worst-case ratio of eq. 8 is then exactly ``e^{epsilon_i}`` (inputs ``t = 1, k``, output
-``u = 1``; the tests check the whole grid) and the row is ``epsilon * sum_i theta_i``-LDP by
-sequential composition, so **theta must sum to 1** (the supplement's Algorithm 1 normalises,
-the main text's eq. 7 does not) **and be public**: a theta computed from a node's own data makes
-the noise depend on the input and Theorem 3 no longer holds (:func:`public_feature_weights`
-computes it once, on public data).
-
-The report is the reported bin's *centre* (the paper's ``u/k`` is its upper edge; the centre
-halves the worst discretisation error, and the privacy analysis over bin indices is unchanged).
-FeatureRR is **not unbiased**: reports stay in ``[alpha, beta]`` and shrink towards the middle
-as ``epsilon_i`` falls (:meth:`FeatureRR.expected_output` gives the exact mean).
+Feature ``i`` of a row is binned into one of ``k`` bins, ``t = ceil(k (z_i - alpha) / (beta -
+alpha))``, and bin ``u`` is reported with ``Pr[u | t] ~ exp(-|u - t| / (k sigma_i))`` (eqs.
+8-9) at Theorem 3's ``sigma_i = (k - 1) / (k epsilon_i)``, ``epsilon_i = epsilon * theta_i``:
+the worst ratio is exactly ``e^{epsilon_i}`` and the row is ``epsilon * sum_i theta_i``-LDP by
+sequential composition. So **theta must sum to 1** (the supplement normalises, eq. 7 does not)
+**and be public**: a theta from a node's own data makes the noise depend on the input
+(:func:`public_feature_weights` computes it once, on public data). The report is the bin's
+centre (the paper's ``u/k`` is its upper edge; the privacy analysis is over bin indices), so
+FeatureRR is **biased** towards the middle of the range.
 """
 
 from __future__ import annotations
@@ -76,16 +70,10 @@ def check_theta(theta: torch.Tensor | list | tuple, d: int | None = None) -> tor
 
 
 class FeatureRR(FeatureRandomizer):
-    """FeatureRR (HeteroRR eqs. 8-9, Theorem 3): k-bin exponential randomized response with a
-    per-feature budget ``epsilon_i = epsilon * theta_i``; epsilon-LDP per row (node). Nodes
-    send the reported bins' centres.
-
-    Args:
-        theta: public feature weights (:func:`public_feature_weights`, :func:`check_theta`);
-            ``None``: uniform ``1/d``. A zero weight makes its feature's report uniform over the
-            bins, independent of the input.
-        k: number of bins (``>= 2``).
-    """
+    """FeatureRR (HeteroRR eqs. 8-9, Theorem 3): ``k``-bin exponential randomized response at
+    ``epsilon_i = epsilon * theta_i`` per feature, epsilon-LDP per row; nodes send the reported
+    bins' centres. ``theta``: public weights (:func:`check_theta`; ``None``: uniform; a zero
+    weight makes its feature's report uniform, independent of the input)."""
 
     name: ClassVar[str] = "featurerr"
 
@@ -138,8 +126,7 @@ class FeatureRR(FeatureRandomizer):
         return (self.per_feature_epsilon(d) / (self.k - 1)).to(device)
 
     def transition_matrices(self, d: int) -> torch.Tensor:
-        """``P[i, t, u] = Pr[u | t]`` of eq. 8 for every feature, float64 ``[d, k, k]``
-        (bins 0-based here)."""
+        """``P[i, t, u] = Pr[u | t]`` of eq. 8 per feature, float64 ``[d, k, k]`` (0-based)."""
         idx = torch.arange(self.k, dtype=torch.float64)
         dist = (idx[:, None] - idx[None, :]).abs()
         logits = -self._rate(d)[:, None, None] * dist

@@ -191,13 +191,12 @@ class MatrixMultiBit:
         MultiBit(self.epsilon, self.alpha, self.beta, m=m)  # validates m early
 
     def randomizer(self, rows: int) -> MultiBit:
-        """The row mechanism of a matrix of ``rows`` rows, at ``epsilon / rows`` (sequential
-        composition over the rows)."""
+        """The row mechanism of a ``rows``-row matrix: ``epsilon / rows`` (composed over rows)."""
         return MultiBit(self.epsilon / int(rows), self.alpha, self.beta, m=self.m)
 
     def prepare(self, h: torch.Tensor) -> torch.Tensor:
-        """The matrix that is encoded: ``h`` itself, or padded with the midpoint of the range /
-        truncated to ``n_max`` rows (a fixed function of the graph: the LDP bound covers it)."""
+        """``h``, or padded (with the range's midpoint) / truncated to ``n_max`` rows: a fixed
+        function of the graph, which the LDP bound covers."""
         if h.dim() != 2 or h.size(0) < 1 or h.size(1) < 1:
             raise ValueError(
                 f"the embedding must be a [n >= 1, h >= 1] matrix, got {tuple(h.shape)}"
@@ -212,14 +211,12 @@ class MatrixMultiBit:
         return torch.cat([h, pad])
 
     def encode(self, h: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Alg. 1 on one graph's embedding ``h`` (``[n, h]``): codes in {-1, 0, 1} (``int8``),
-        exactly ``m`` non-zeros per row."""
+        """Alg. 1 on one graph's embedding ``h`` (``[n, h]``): ``int8`` codes in {-1, 0, 1}."""
         x = self.prepare(h.detach())
         return self.randomizer(x.size(0)).sample(x, generator)
 
     def rectify(self, codes: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        """The unbiased estimate of the encoded matrix (LPGNN eq. 3.10 per row); the number of
-        rows (hence the per-row budget) is read off the codes."""
+        """The unbiased estimate of the encoded matrix (LPGNN eq. 3.10 per row)."""
         return self.randomizer(codes.size(0)).rectify(codes, dtype)
 
     def log_prob(self, h: torch.Tensor, codes: torch.Tensor) -> float:
@@ -235,17 +232,14 @@ class MatrixMultiBit:
         return self.randomizer(x.size(0)).output_probabilities(x)
 
     def at_overlap(self, overlap: int) -> MatrixMultiBit:
-        """This encoder over graphs whose nodes sit in up to ``overlap`` released graphs
-        (:func:`multiplicity`): what its rounds spend."""
+        """This encoder over graphs whose nodes sit in up to ``overlap`` of them."""
         out = copy.copy(self)
         out.overlap = int(overlap)
         return out
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
-        """Record ``count`` release rounds: ``epsilon`` each per graph. Independent graphs are
-        disjoint units (one round over all graphs is one entry, parallel composition); graphs
-        cut from one source graph, whose nodes sit in up to :attr:`overlap` released graphs,
-        compose sequentially: ``overlap * epsilon`` per round."""
+        """Record ``count`` release rounds, ``epsilon`` per graph: in parallel over independent
+        graphs, ``overlap * epsilon`` when a source node is in :attr:`overlap` graphs."""
         overlap = self.overlap
         m = "m* (optimal)" if self.m is None else f"m={self.m}"
         rows = "n rows (n public)" if self.size == "public" else f"n_max={self.n_max} rows"
@@ -262,8 +256,7 @@ class MatrixMultiBit:
     def sample(
         self, embeddings: list[torch.Tensor], generator: torch.Generator | None = None
     ) -> list[torch.Tensor]:
-        """One round: every graph's embedding encoded once (:meth:`encode`), recording
-        nothing."""
+        """One round: every graph's embedding encoded once, recording nothing."""
         codes = []
         for h in embeddings:  # not through encode: the draw stays close to run (docs/index.md)
             x = self.prepare(h.detach())

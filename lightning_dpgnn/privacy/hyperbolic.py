@@ -100,9 +100,8 @@ class HyperbolicGaussian:
         self.level, self.reads = self.inter.level, self.inter.reads
 
     def parts(self) -> list[tuple[GaussianAggregation, float]]:
-        """``(mechanism, scale of its noise multiplier)`` of each released part: the inter part
-        at ``1 / sqrt(beta)``, the intra part at ``1 / sqrt(1 - beta)``; a part with no share
-        is not released."""
+        """``(mechanism, scale of its noise multiplier)`` of each released part (inter at
+        ``1 / sqrt(beta)``, intra at ``1 / sqrt(1 - beta)``)."""
         out = []
         if self.beta > 0:
             out.append((self.inter, 1.0 / math.sqrt(self.beta)))
@@ -116,13 +115,11 @@ class HyperbolicGaussian:
         return self.inter.sensitivity
 
     def stds(self) -> dict[str, float]:
-        """Noise standard deviation per released part, in the units of the sums (the radius
-        sum counts in units of ``C``)."""
+        """Noise standard deviation per released part, in the units of the sums."""
         return {m.name: m.std * s for m, s in self.parts()}
 
     def scaled(self, scale: float) -> HyperbolicGaussian:
-        """This release at ``scale`` times its noise multiplier (one hop's share of a
-        multi-hop budget); itself at scale 1."""
+        """This release at ``scale`` times its noise multiplier (a hop's share of a budget)."""
         if float(scale) == 1.0:
             return self
         out = copy.copy(self)
@@ -157,9 +154,8 @@ class HyperbolicGaussian:
         return torch.cat([sum_aggregate(rho, edge_index, n), sum_aggregate(u, edge_index, n)], 1)
 
     def steps(self, points: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> Steps:
-        """The release as draw steps (:func:`~.mechanism.run`): ``[N, 1 + d]``, the noisy sums
-        ``[R + noise, U + noise]``, each part yielded as the Gaussian aggregation at its share
-        (a part with no share of the budget: zeros)."""
+        """The release as draw steps (:func:`~.mechanism.run`): the noisy sums ``[R, U]``,
+        ``[N, 1 + d]``, each part yielded as the Gaussian aggregation at its share."""
         if not isinstance(points, torch.Tensor) or not points.is_floating_point():
             raise TypeError(f"{self.name}: points must be a floating-point tensor")
         if points.ndim != 2:
@@ -180,11 +176,10 @@ class HyperbolicGaussian:
             check_degree_promise(edge_index, n, self.inter.max_degree)
         rho, u = self.split(points)
         self.inter.check_input(u, edge_index, n)  # the graph and (node level) the degrees
-        shares = {m.name: s for m, s in self.parts()}
-        out = []
+        shares, out = dict(self.parts()), []
         for mechanism, rows in ((self.inter, rho), (self.intra, u)):
             agg = sum_aggregate(rows, edge_index, n)
-            share = shares.get(mechanism.name)
+            share = shares.get(mechanism)
             out.append(torch.zeros_like(agg) if share is None
                        else (yield mechanism.scaled(share), agg))
         return torch.cat(out, dim=1)

@@ -119,11 +119,9 @@ def _three_outputs_worst_variance(p0: float, eps: float) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def three_outputs_p0(eps: float) -> float:
-    """``P_{0<-0}``, the probability of output 0 at input 0: as in Zhao et al., the minimiser
-    of the worst-case variance over ``[0, e^eps / (e^eps + 2)]`` (the range that keeps the
-    mechanism eps-LDP), solved numerically (bounded Brent) rather than through the paper's
-    cubic; it reproduces the paper's regimes (0 below ``ln 2``, ``e^eps/(e^eps + 2)`` above
-    ``ln 5.53``). A function of the public ``eps`` only."""
+    """``P_{0<-0}`` (output 0 at input 0), as in Zhao et al. the minimiser of the worst-case
+    variance over the eps-LDP range ``[0, e^eps / (e^eps + 2)]``, found numerically (0 below
+    ``ln 2``, the cap above ``ln 5.53``, as in the paper). A function of the public ``eps``."""
     e = math.exp(eps)
     cap = e / (e + 2.0)
     res = minimize_scalar(
@@ -136,12 +134,11 @@ def three_outputs_p0(eps: float) -> float:
 
 class ThreeOutputs(_CoordinateRandomizer):
     """Three-Outputs mechanism (Zhao et al. 2020, §IV-A): ``t* in {-C, 0, C}``. With
-    ``E = e^eps_c`` and ``p0`` (:func:`three_outputs_p0`), at ``t = 1`` the outputs ``C, 0,
-    -C`` have probabilities ``E c1, p0 / E, c1`` with ``c1 = (1 - p0/E)/(E + 1)`` (mirrored at
-    ``t = -1``), at ``t = 0`` ``0`` has ``p0`` and ``+-C`` ``(1 - p0)/2`` each, linear in
-    between; ``C = E (E + 1) / ((E - 1)(E - p0))`` makes it unbiased. The probabilities were
-    derived here from that definition: each output's varies by at most ``E`` over the inputs,
-    so it is eps_c-LDP. Variance ``C^2 (1 - P(0 | t)) - t^2``; ``p0 = 0`` is Duchi."""
+    ``E = e^eps_c``, ``p0`` (:func:`three_outputs_p0`) and ``c1 = (1 - p0/E)/(E + 1)``, at
+    ``t = 1`` the outputs ``C, 0, -C`` have probabilities ``E c1, p0 / E, c1`` (mirrored at
+    ``t = -1``), at ``t = 0`` ``(1 - p0)/2, p0, (1 - p0)/2``, linear in between (derived here):
+    each varies by at most ``E``, so eps_c-LDP; ``C = E (E + 1) / ((E - 1)(E - p0))`` makes it
+    unbiased. ``p0 = 0`` is Duchi."""
 
     name: ClassVar[str] = "three_outputs"
 

@@ -198,8 +198,7 @@ class LocalCollector:
         return self.perturbs_features and self.mechanism == "gaussian"
 
     def feature_mechanism(self, d: int) -> Mechanism | None:
-        """What reads the ``d`` private features: the randomizer, a clear read (infinite
-        epsilon) or nothing (ad-hoc features read nothing private)."""
+        """What reads the ``d`` private features: the randomizer, a clear read or nothing."""
         if not self.collects_features:
             return None
         if self.randomizer is None:
@@ -207,16 +206,14 @@ class LocalCollector:
         return self.randomizer.at_width(d)
 
     def label_mechanism(self, num_classes: int) -> Mechanism | None:
-        """What reads the private labels: randomized response, a clear read (``y_epsilon`` is
-        infinite) or nothing (labels not collected, or public: ``y_epsilon=None``)."""
+        """What reads the private labels: randomized response, a clear read or nothing."""
         rr = self.label_randomizer(num_classes)
         if rr is None or math.isfinite(rr.epsilon):
             return rr
         return Clear(CLEAR_LABELS, (LABELS,), "private labels read without a mechanism")
 
     def mechanisms(self, d: int, num_classes: int, labels: bool = True) -> list[Mechanism]:
-        """The mechanisms of one collection of ``d`` features (and, with ``labels``, of
-        ``num_classes`` labels): their ``account`` is its plan."""
+        """The mechanisms of one collection (their ``account`` is its plan)."""
         ms = (self.feature_mechanism(d), self.label_mechanism(num_classes) if labels else None)
         return [m for m in ms if m is not None]
 
@@ -277,9 +274,8 @@ class LocalCollector:
         self, collection: LocalCollection
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(codes, scale, offset)`` with ``features(collection) = codes * scale + offset``
-        when the features are multi-bit codes (``m`` non-zeros per row: sparse), else ``None``.
-        A server that multiplies the features by a weight can then multiply the sparse codes
-        (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`); post-processing, no budget."""
+        for multi-bit codes (sparse: :class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`
+        multiplies them), else ``None``; post-processing."""
         if collection.encoding != "codes" or not isinstance(self.randomizer, MultiBit):
             return None
         scale, offset = self.randomizer.rectifier(collection.num_features)
