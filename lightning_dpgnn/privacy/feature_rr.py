@@ -160,14 +160,11 @@ class FeatureRR(FeatureRandomizer):
     def _sample_bins(
         self, t: torch.Tensor, d: int, generator: torch.Generator | None
     ) -> torch.Tensor:
-        """Draw ``u ~ Pr[. | t]`` (eq. 8) for every entry of the 0-based bins ``t``, ``[n, d]``.
-
-        Exact inverse-CDF sampling with one uniform per entry (O(1) memory in k): with
-        ``q = exp(-rate)``, the masses are 1 at ``u = t``, ``G(t)`` below and ``G(k-1-t)``
-        above, where ``G(n) = q (1 - q^n) / (1 - q)`` (``= n`` when ``rate = 0``); a uniform on
-        ``[0, C_t)`` picks the side, and the distance ``j >= 1`` is the smallest with
-        ``G(j) > v``, i.e. ``j = floor(log(1 - v (1 - q)/q) / log q) + 1``.
-        """
+        """Draw ``u ~ Pr[. | t]`` (eq. 8) for the 0-based bins ``t``, by exact inverse CDF with one
+        uniform per entry: with ``q = exp(-rate)`` the masses are 1 at ``u = t``, ``G(t)`` below
+        and ``G(k-1-t)`` above, ``G(n) = q (1 - q^n) / (1 - q)`` (``n`` at rate 0); a uniform on
+        ``[0, C_t)`` picks the side and the distance ``j = floor(log(1 - v (1 - q)/q) / log q) +
+        1``."""
         rate = self._rate(d, t.device).expand_as(t)
         k = self.k
         tf = t.to(torch.float64)

@@ -104,18 +104,12 @@ def adhoc_features(
 
 
 class LocalCollector:
-    """Runs the one-time LDP collection of features and labels (module docstring).
-
-    Args:
-        mechanism: a name of :data:`FEATURE_MECHANISMS` (``"gaussian"``: the analytic Gaussian
-            at ``gaussian_delta``, which becomes the fit's accountant delta).
-        m: multi-bit only; theta, k: FeatureRR only (theta PUBLIC, see
-            :func:`~lightning_dpgnn.privacy.feature_rr.public_feature_weights`).
-        alpha, beta: the public feature range (features are clipped into it).
-        per_coordinate: coordinate-wise mechanisms: ``x_epsilon`` per *feature* (thesis ch. 2).
-        features: ``"private"`` or an ad-hoc, budget-free source.
-        collect_labels: ``False`` for tasks without node labels (link prediction).
-    """
+    """The one-time LDP collection of features and labels (module docstring): ``mechanism``
+    is a name of :data:`FEATURE_MECHANISMS` (``"gaussian"`` at ``gaussian_delta``, the fit's
+    accountant delta), ``m`` multi-bit's, ``theta`` (PUBLIC) and ``k`` FeatureRR's parameters,
+    ``per_coordinate`` as in :mod:`~lightning_dpgnn.privacy.ldp`; ``alpha, beta`` the public
+    range; ``features``: ``"private"`` or an ad-hoc source; ``collect_labels=False`` for tasks
+    without node labels (link prediction)."""
 
     def __init__(
         self,
