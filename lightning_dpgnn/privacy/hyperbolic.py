@@ -61,10 +61,9 @@ def check_clip(clip: float) -> float:
 
 
 def optimal_beta(dim: int) -> float:
-    """The share that minimises the total squared noise of the release, ``1 / (1 + sqrt(d))``:
-    the inter part is one coordinate and the intra part ``d``, both of sensitivity 1, so the
-    summed noise variance ``sigma^2 (1 / beta + d / (1 - beta))`` is smallest there. A function
-    of the public embedding width only."""
+    """The share minimising the summed noise variance ``sigma^2 (1 / beta + d / (1 - beta))``
+    (one inter coordinate, ``d`` intra ones, both of sensitivity 1): ``1 / (1 + sqrt(d))``, a
+    function of the public embedding width only."""
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
         raise ValueError(f"dim must be an integer >= 1, got {dim!r}")
     return 1.0 / (1.0 + math.sqrt(dim))
@@ -192,10 +191,9 @@ class HyperbolicGaussian:
         return sample_steps(self.steps(points, edge_index, num_nodes), generator)
 
     def recombine(self, release: torch.Tensor) -> torch.Tensor:
-        """Points of the ball from a release (post-processing): ``exp_0(C r_hat u_hat)`` with
-        ``u_hat`` the released direction sum normalized and ``r_hat = clamp(R / max(|U|, 1),
-        0, 1)``; without an intra part the points are the origin, without an inter part
-        ``r_hat = 1``."""
+        """Points of the ball from a release (post-processing): ``exp_0(C r_hat u_hat)``,
+        ``u_hat = U / |U|``, ``r_hat = clamp(R / max(|U|, 1), 0, 1)`` (1 without an inter part;
+        the origin without an intra part)."""
         radius, directions = release[:, :1], release[:, 1:]
         length = torch.linalg.vector_norm(directions, dim=-1, keepdim=True)
         if self.beta > 0:

@@ -1,14 +1,11 @@
 """One-time node-side collection for local-DP methods (LPGNN, thesis ch. 3; PGC, ch. 2).
 
-Every node perturbs its own data *once* and the server only sees what it sent (thesis Alg. 4
-lines 4-11, Alg. 1 lines 1-2): its features through a randomizer of
-:mod:`lightning_dpgnn.privacy.ldp` at ``x_epsilon`` and, for labelled (train + validation)
-nodes, its label by randomized response at ``y_epsilon`` (eq. 3.39); each node spends
-``x_epsilon + y_epsilon`` (Corollary 2). The :class:`LocalCollection` is cached and
-checkpointed: collecting again would query the nodes again and double the spend. ``math.inf``
-reads in the clear (an infinite spend in the ledger, thesis Table 3.2's ``eps_y = inf``);
-``y_epsilon=None`` makes the labels public (PGC, §2.3.1: nothing recorded). Ad-hoc features
-(Table 3.3: ``"ones"``, ``"degree"``, ``"random"``) cost no budget.
+Every node perturbs its data *once* (thesis Alg. 4 lines 4-11, Alg. 1 lines 1-2): its features
+by a randomizer of :mod:`~lightning_dpgnn.privacy.ldp` at ``x_epsilon`` and, if labelled (train
++ validation), its label by randomized response at ``y_epsilon``: ``x_epsilon + y_epsilon`` per
+node (Corollary 2). The :class:`LocalCollection` is cached and checkpointed (collecting again
+would double the spend). ``math.inf`` reads in the clear (an infinite spend in the ledger);
+``y_epsilon=None`` makes the labels public (PGC, §2.3.1); ad-hoc features (Table 3.3) are free.
 """
 
 from __future__ import annotations
