@@ -156,6 +156,7 @@ def cells(args, cache: Path):
 
     from lightning_dpgnn import gw
     from lightning_dpgnn.privacy import MatrixMultiBit, PaperCodeGaussian, PrivacyAccountant
+    from lightning_dpgnn.privacy.mechanism import draw
 
     noise_eps = S.GWLDP_EPSILONS[0]  # the noise-only row: the smallest default epsilon
     for seed in range(args.seed_start, args.seeds):
@@ -193,9 +194,8 @@ def cells(args, cache: Path):
                                            n_jobs=args.jobs)  # fmt: skip
 
         def released(p, mech, mats, name: str, seed=seed) -> np.ndarray:
-            ids = torch.arange(len(p["graphs"]))
-            rel = mech.release(mats, ids, PrivacyAccountant("ldp"), _generator(seed, name))
-            return gw_of([mech.rectify(c) for c in rel.matrices])
+            codes = draw(mech, PrivacyAccountant("ldp"), _generator(seed, name), mats)
+            return gw_of([mech.rectify(c) for c in codes])
 
         def size_d(p) -> np.ndarray:
             sizes = np.array([g.num_nodes for g in p["graphs"]], dtype=float)
@@ -206,10 +206,8 @@ def cells(args, cache: Path):
             return gw.pairwise_discrepancy(costs, cache_dir=cache, n_jobs=args.jobs)
 
         def paper_code(p, std, seed=seed) -> np.ndarray:
-            ids = torch.arange(len(p["graphs"]))
-            return gw_of(PaperCodeGaussian(std).release(
-                p["raw"], ids, PrivacyAccountant("ldp"), _generator(seed, f"paper{std}")
-            ).matrices)  # fmt: skip
+            acc, gen = PrivacyAccountant("ldp"), _generator(seed, f"paper{std}")
+            return gw_of(draw(PaperCodeGaussian(std), acc, gen, p["raw"]))
 
         def end_to_end(run) -> dict:
             p = run()

@@ -63,10 +63,10 @@ def train(seed: int, args, prep) -> dict:
 def cells(args, cache: Path):
     """``(meta, fit)`` of every (seed, row, epsilon, clustering), seeds outermost
     (:func:`common.run_cells`); a distance matrix is computed once for its two clusterings."""
-    import torch
 
     from lightning_dpgnn import gw
     from lightning_dpgnn.privacy import MatrixMultiBit, PrivacyAccountant
+    from lightning_dpgnn.privacy.mechanism import draw
 
     def gw_a(p):
         costs = [gw.structure_cost(g.edge_index, g.num_nodes) for g in p["graphs"]]
@@ -77,8 +77,8 @@ def cells(args, cache: Path):
 
     def ldp_h(p, eps):
         mech = MatrixMultiBit(eps)
-        rel = mech.release(p["h"], torch.arange(len(p["graphs"])), PrivacyAccountant("ldp"))
-        mats = [gw.embedding_cost(mech.rectify(c)) for c in rel.matrices]
+        codes = draw(mech, PrivacyAccountant("ldp"), None, p["h"])
+        mats = [gw.embedding_cost(mech.rectify(c)) for c in codes]
         return gw.pairwise_discrepancy(mats, cache_dir=cache)
 
     for seed in range(args.seeds):

@@ -80,7 +80,7 @@ def measure(name: str, eps: float, d: int, seeds: int, rows: int) -> dict:
         # stratified x ~ U[0, 1]: one draw in each of ``rows`` equal strata per feature
         strata = torch.argsort(torch.rand(rows, d, generator=gen), dim=0).to(torch.float64)
         x = (strata + torch.rand(rows, d, generator=gen, dtype=torch.float64)) / rows
-        mc.append(float((mech.perturb(x, gen) - x).abs().mean()))
+        mc.append(float((mech.estimate(mech.sample(x, gen)) - x).abs().mean()))
     mean, lo, hi = bootstrap_ci(mc)
     return dict(
         analytic=analytic,

@@ -48,7 +48,8 @@ def node_errors(data, mechanism: str, eps: float, seed: int):
 
     mech = FEATURE_MECHANISMS[mechanism](eps, 0.0, 1.0, per_coordinate=True)
     truth = graph_convolution(data.x.float(), data.edge_index)
-    estimate = mech.perturb(data.x.float(), torch.Generator().manual_seed(seed)).float()
+    sent = mech.sample(data.x.float(), torch.Generator().manual_seed(seed))
+    estimate = mech.estimate(sent).float()
     return (graph_convolution(estimate, data.edge_index) - truth).abs().mean(dim=1)
 
 

@@ -301,6 +301,7 @@ def child_lpgnn(what: str) -> dict:
     if what == "collect":
         from lightning_dpgnn.data import NodeDataModule
         from lightning_dpgnn.privacy import LocalCollector, PrivacyAccountant
+        from lightning_dpgnn.privacy.mechanism import run
 
         dm = NodeDataModule("musae-facebook", split="lpgnn", classes=[0, 1, 2, 3],
                             feature_range=(0.0, 1.0), feature_bounds=(0.0, 1.0))
@@ -309,7 +310,7 @@ def child_lpgnn(what: str) -> dict:
         times = []
         for _ in range(3):
             t = time.perf_counter()
-            collector.collect(data, PrivacyAccountant("ldp"), num_classes=4)
+            run(collector.steps(data, num_classes=4), PrivacyAccountant("ldp"))
             times.append(time.perf_counter() - t)
         return {"collect_s": median(times), "shape": list(data.x.shape), "rss_mib": _max_rss_mib()}
     import lightning as L

@@ -1,35 +1,14 @@
 """FeatureRR: HeteroRR's per-feature local-DP randomizer (Tran et al., eqs. 5-9, Theorem 3).
 
-Every node randomizes its own feature row ``z in [alpha, beta]^d`` once, on its side:
-
-1. **Discretisation** (paper §III-A b): feature ``i`` is mapped to one of ``k`` equal bins,
-   ``t = ceil(k s)`` with ``s = (z_i - alpha) / (beta - alpha)`` (``s = 0`` goes to bin 1).
-2. **Randomizer** (eqs. 8-9): the reported bin ``u`` is drawn with
-   ``Pr[u | t] = exp(-|u - t| / (k sigma_i)) / C_t``, ``C_t = sum_u exp(-|u - t| / (k sigma_i))``.
-3. **Budget split** (Theorem 3): feature ``i`` gets ``epsilon_i = epsilon * theta_i`` and the
-   smallest noise scale the theorem allows, ``sigma_i = (k - 1) / (k epsilon_i)``. Then the
-   worst-case ratio of eq. 8 over inputs is exactly ``e^{epsilon_i}`` (tight: inputs ``t = 1``
-   and ``t = k``, output ``u = 1``; ``tests/privacy/test_feature_rr.py`` computes it over the
-   whole ``k x k x k`` grid) and the row is ``epsilon * sum_i theta_i``-LDP by basic sequential
-   composition. **Theorem 3 therefore needs ``sum_i theta_i = 1``**: the main text's eq. 7 does
-   not normalise, the supplement's Algorithm 1 does, and so does this class.
-
-**theta must be public.** The weights decide each feature's noise scale, so a theta computed
-from a node's own data (its SHAP values or its masked-versus-unmasked change, as the paper
-describes them) makes the noise depend on the input and the ratio bound of Theorem 3 no longer
-holds. :func:`public_feature_weights` computes theta *once*, on a public node subset with a
-public model, and the same theta is used for every node.
-
-The report is the *bin representative*: the centre ``alpha + (u - 1/2)/k * (beta - alpha)`` of
-the reported bin. The paper writes the representative as ``u/k`` (the bin's upper edge); the
-centre halves the worst discretisation error and removes a ``1/(2k)`` upward shift, and the
-randomizer over bin indices, hence the privacy analysis, is unchanged. Unlike the other
-randomizers of :mod:`lightning_dpgnn.privacy.ldp`, FeatureRR is **not unbiased** (the paper has
-no rectifier): its reports stay inside ``[alpha, beta]`` and shrink towards the middle as
-``epsilon_i`` falls; :meth:`FeatureRR.expected_output`, :meth:`FeatureRR.variance` and
-:meth:`FeatureRR.expected_error` give the exact first two moments and ``E|y - z|``.
-
-Pure torch (scikit-learn for the public linear model): no Lightning imports.
+Feature ``i`` of a row is binned into one of ``k`` bins, ``t = ceil(k (z_i - alpha) / (beta -
+alpha))``, and bin ``u`` is reported with ``Pr[u | t] ~ exp(-|u - t| / (k sigma_i))`` (eqs.
+8-9) at Theorem 3's ``sigma_i = (k - 1) / (k epsilon_i)``, ``epsilon_i = epsilon * theta_i``:
+the worst ratio is exactly ``e^{epsilon_i}`` and the row is ``epsilon * sum_i theta_i``-LDP by
+sequential composition. So **theta must sum to 1** (the supplement normalises, eq. 7 does not)
+**and be public**: a theta from a node's own data makes the noise depend on the input
+(:func:`public_feature_weights` computes it once, on public data). The report is the bin's
+centre (the paper's ``u/k`` is its upper edge; the privacy analysis is over bin indices), so
+FeatureRR is **biased** towards the middle of the range.
 """
 
 from __future__ import annotations
@@ -42,8 +21,8 @@ from typing import ClassVar
 import torch
 
 from . import random as R
-from .accountant import LedgerEntry, PrivacyAccountant
-from .ldp import Bounds, FeatureRandomizer
+from .accountant import PrivacyAccountant
+from .ldp import Bounds, FeatureRandomizer, _check_d, _log_prob_of, _per_entry
 
 __all__ = ["FeatureRR", "public_feature_weights", "check_theta", "DEFAULT_K"]
 
@@ -58,13 +37,9 @@ _THETA_SUM_RTOL = 1e-6
 
 
 def check_theta(theta: torch.Tensor | list | tuple, d: int | None = None) -> torch.Tensor:
-    """Validate public feature weights and return them as float64, normalised to sum 1.
-
-    Policy: theta must be a 1-D sequence of finite, non-negative numbers with a positive sum
-    (``d`` entries when ``d`` is given); anything else raises ``ValueError``. A theta that does
-    not sum to one (e.g. eq. 7 of the paper, which does not normalise) is divided by its sum
-    with a ``UserWarning``: Theorem 3's guarantee ``epsilon`` per node needs ``sum theta = 1``.
-    """
+    """Validate public feature weights (a 1-D sequence of finite, non-negative numbers with a
+    positive sum, ``d`` of them when given) and return them as float64 normalised to sum 1, with
+    a ``UserWarning`` when they did not (Theorem 3's ``epsilon`` per node needs it)."""
     if isinstance(theta, torch.Tensor):
         th = theta.detach().to(device="cpu", dtype=torch.float64)
     else:
@@ -95,21 +70,10 @@ def check_theta(theta: torch.Tensor | list | tuple, d: int | None = None) -> tor
 
 
 class FeatureRR(FeatureRandomizer):
-    """FeatureRR (HeteroRR eqs. 8-9, Theorem 3): k-bin exponential randomized response with a
-    per-feature budget ``epsilon_i = epsilon * theta_i``.
-
-    Args:
-        epsilon: the LDP budget of a whole row (node), ``epsilon_f`` in the paper.
-        theta: public feature weights, one per feature (see :func:`public_feature_weights`);
-            validated and normalised by :func:`check_theta`. ``None``: uniform ``1/d`` (every
-            feature gets ``epsilon/d``, the homogeneous split). A zero weight gives its feature
-            ``epsilon_i = 0``: its report is uniform over the bins, independent of the input.
-        k: number of bins (``>= 2``), :data:`DEFAULT_K` by default.
-        alpha, beta: public feature range (numbers or one per feature); inputs are clipped.
-        generator: optional seeded ``torch.Generator`` used when ``perturb`` gets none.
-
-    :meth:`perturb` returns the bin centres of the reported bins (same shape as the input).
-    """
+    """FeatureRR (HeteroRR eqs. 8-9, Theorem 3): ``k``-bin exponential randomized response at
+    ``epsilon_i = epsilon * theta_i`` per feature, epsilon-LDP per row; nodes send the reported
+    bins' centres. ``theta``: public weights (:func:`check_theta`; ``None``: uniform; a zero
+    weight makes its feature's report uniform, independent of the input)."""
 
     name: ClassVar[str] = "featurerr"
 
@@ -120,21 +84,23 @@ class FeatureRR(FeatureRandomizer):
         k: int = DEFAULT_K,
         alpha: Bounds = 0.0,
         beta: Bounds = 1.0,
-        *,
-        generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(epsilon, alpha, beta, generator=generator)
+        super().__init__(epsilon, alpha, beta)
         if isinstance(k, bool) or not isinstance(k, int) or k < 2:
             raise ValueError(f"k (the number of bins) must be an integer >= 2, got {k!r}")
         self.k = k
         self.theta = None if theta is None else check_theta(theta)
 
-    # -- parameters --------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        th = "uniform" if self.theta is None else f"tensor[{self.theta.numel()}]"
+        return (
+            f"FeatureRR(epsilon={self.epsilon}, theta={th}, k={self.k}, alpha={self.alpha}, "
+            f"beta={self.beta})"
+        )
+
     def theta_for(self, d: int) -> torch.Tensor:
         """The weights for ``d`` features (float64, sum 1): theta, or uniform when ``None``."""
-        d = int(d)
-        if d < 1:
-            raise ValueError(f"d must be >= 1, got {d}")
+        d = _check_d(d)
         if self.theta is None:
             return torch.full((d,), 1.0 / d, dtype=torch.float64)
         if self.theta.numel() != d:
@@ -144,7 +110,7 @@ class FeatureRR(FeatureRandomizer):
             )
         return self.theta
 
-    def _check_d(self, d: int) -> None:
+    def _check_width(self, d: int) -> None:
         self.theta_for(d)
 
     def per_feature_epsilon(self, d: int) -> torch.Tensor:
@@ -160,19 +126,16 @@ class FeatureRR(FeatureRandomizer):
         return (self.per_feature_epsilon(d) / (self.k - 1)).to(device)
 
     def transition_matrices(self, d: int) -> torch.Tensor:
-        """``P[i, t, u] = Pr[u | t]`` of eq. 8 for every feature, float64 ``[d, k, k]``
-        (bins 0-based here)."""
+        """``P[i, t, u] = Pr[u | t]`` of eq. 8 per feature, float64 ``[d, k, k]`` (0-based)."""
         idx = torch.arange(self.k, dtype=torch.float64)
         dist = (idx[:, None] - idx[None, :]).abs()
         logits = -self._rate(d)[:, None, None] * dist
         return torch.softmax(logits, dim=-1)
 
-    # -- discretisation ----------------------------------------------------------------------
     def bin_index(self, x: torch.Tensor) -> torch.Tensor:
         """0-based bin of every entry: ``ceil(k s) - 1`` clipped to ``[0, k - 1]``, where
         ``s = (x - alpha) / (beta - alpha)`` (the paper's ``(t-1)/k <= s <= t/k``)."""
-        xd = self._prepare(x)
-        return self._bins(xd)
+        return self._bins(self._prepare(x))
 
     def _bins(self, xd: torch.Tensor) -> torch.Tensor:
         a, b = self._bounds(xd)
@@ -191,21 +154,17 @@ class FeatureRR(FeatureRandomizer):
         a, b = self._bounds(u.to(torch.float64))
         return a + (b - a) * (u.to(torch.float64) + 0.5) / self.k
 
-    # -- sampling ----------------------------------------------------------------------------
-    def _perturb_rows(self, x, d, generator):
+    def _sample_rows(self, x, d, generator):
         return self._to_values(self._sample_bins(self._bins(x), d, generator))
 
     def _sample_bins(
         self, t: torch.Tensor, d: int, generator: torch.Generator | None
     ) -> torch.Tensor:
-        """Draw ``u ~ Pr[. | t]`` (eq. 8) for every entry of the 0-based bins ``t``, ``[n, d]``.
-
-        Exact inverse-CDF sampling with one uniform per entry (O(1) memory in k): with
-        ``q = exp(-rate)``, the masses are 1 at ``u = t``, ``G(t)`` below and ``G(k-1-t)``
-        above, where ``G(n) = q (1 - q^n) / (1 - q)`` (``= n`` when ``rate = 0``); a uniform on
-        ``[0, C_t)`` picks the side, and the distance ``j >= 1`` is the smallest with
-        ``G(j) > v``, i.e. ``j = floor(log(1 - v (1 - q)/q) / log q) + 1``.
-        """
+        """Draw ``u ~ Pr[. | t]`` (eq. 8) for the 0-based bins ``t``, by exact inverse CDF with one
+        uniform per entry: with ``q = exp(-rate)`` the masses are 1 at ``u = t``, ``G(t)`` below
+        and ``G(k-1-t)`` above, ``G(n) = q (1 - q^n) / (1 - q)`` (``n`` at rate 0); a uniform on
+        ``[0, C_t)`` picks the side and the distance ``j = floor(log(1 - v (1 - q)/q) / log q) +
+        1``."""
         rate = self._rate(d, t.device).expand_as(t)
         k = self.k
         tf = t.to(torch.float64)
@@ -243,7 +202,6 @@ class FeatureRR(FeatureRandomizer):
         u = torch.where(go_above, tf + distance(w - m_below, above), u)
         return u.clamp_(0, k - 1).to(torch.long)
 
-    # -- exact distribution and moments --------------------------------------------------------
     def output_probabilities(self, x: torch.Tensor) -> torch.Tensor:
         """Exact ``Pr[report = bin u | x]`` per entry, float64 ``x.shape + (k,)`` (0-based u)."""
         xd = self._prepare(x)
@@ -255,55 +213,44 @@ class FeatureRR(FeatureRandomizer):
         return torch.softmax(-rate * dist, dim=-1)
 
     def log_prob(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Exact joint log-probability of report rows ``y`` (bin centres, as :meth:`perturb`
-        returns them) given input rows ``x``: one value per row (sum over features)."""
-        probs = self.output_probabilities(x)
+        """Exact joint log-probability of report rows ``y`` (bin centres, as sent) given input
+        rows ``x``: one value per row (sum over features)."""
         u = self._bins(self._clip64(y.to(torch.float64)))
-        shape = torch.broadcast_shapes(probs.shape[:-1], u.shape)
-        probs = probs.expand(*shape, self.k)
-        picked = probs.gather(-1, u.expand(shape).unsqueeze(-1)).squeeze(-1)
-        return torch.log(picked).sum(dim=-1)
+        return _log_prob_of(self.output_probabilities(x), u)
 
-    def _moment(self, x: torch.Tensor, fn) -> torch.Tensor:
-        xd = self._prepare(x)
+    def _moment(self, xd: torch.Tensor, fn) -> torch.Tensor:
         probs = self.output_probabilities(xd)
         vals = self.bin_values(xd.shape[-1]).to(xd.device)
         return (probs * fn(vals, xd.unsqueeze(-1))).sum(dim=-1)
 
-    def expected_output(self, x: torch.Tensor) -> torch.Tensor:
-        """``E[y | x]`` per entry (exact; not ``x``: FeatureRR is biased, see the module doc)."""
-        return self._moment(x, lambda v, _x: v).to(self._out_dtype(x))
+    @_per_entry
+    def expected_output(self, xd: torch.Tensor) -> torch.Tensor:
+        """``E[y | x]`` per entry (exact; not ``x``: FeatureRR is biased)."""
+        return self._moment(xd, lambda v, _x: v)
 
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
         """Exact ``Var[y | x]`` per entry (the spread of the report around its own mean)."""
-        xd = self._prepare(x)
         mean = self._moment(xd, lambda v, _x: v)
-        second = self._moment(xd, lambda v, _x: v**2)
-        return (second - mean**2).clamp_(min=0.0).to(self._out_dtype(x))
+        return (self._moment(xd, lambda v, _x: v**2) - mean**2).clamp_(min=0.0)
 
-    def mean_squared_error(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def mean_squared_error(self, xd: torch.Tensor) -> torch.Tensor:
         """Exact ``E[(y - x)^2 | x]`` per entry (variance plus squared bias)."""
-        return self._moment(x, lambda v, xx: (v - xx) ** 2).to(self._out_dtype(x))
+        return self._moment(xd, lambda v, xx: (v - xx) ** 2)
 
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def expected_error(self, xd: torch.Tensor) -> torch.Tensor:
         """Exact ``E|y - x|`` per entry (discretisation and randomization together)."""
-        return self._moment(x, lambda v, xx: (v - xx).abs()).to(self._out_dtype(x))
+        return self._moment(xd, lambda v, xx: (v - xx).abs())
 
-    # -- accounting ----------------------------------------------------------------------------
     def total_epsilon(self, d: int | None = None) -> float:
-        """Per-row spend: the sequential composition of the ``epsilon_i`` (= epsilon, since
-        theta sums to one), composed by a scratch :class:`PrivacyAccountant`."""
-        return self._compose(self._resolve_d(d))
-
-    def _compose(self, d: int) -> float:
-        """Sequential composition of the per-feature budgets on a scratch accountant.
-
-        In exact arithmetic the sum is ``epsilon * sum(theta) = epsilon``; the float sum of
-        the ``epsilon * theta_i`` may differ from it in the last bits, so the composed value
-        is checked against ``epsilon`` (relative 1e-9) and ``epsilon`` itself is returned.
-        """
+        """Per-row spend: the ``epsilon_i`` composed sequentially (Theorem 3) on a scratch
+        accountant. Exactly ``epsilon * sum(theta) = epsilon``; the float sum may differ in the
+        last bits, so it is checked against ``epsilon`` (relative 1e-9), which is returned."""
         scratch = PrivacyAccountant(level="ldp")
-        values, counts = torch.unique(self.per_feature_epsilon(d), return_counts=True)
+        values, counts = torch.unique(self.per_feature_epsilon(self._resolve_d(d)),
+                                      return_counts=True)
         for eps_i, count in zip(values.tolist(), counts.tolist(), strict=True):
             if eps_i > 0:  # a zero-weight feature's report ignores its input: no spend
                 scratch.add_pure(f"{self.name}/feature", eps_i, count=int(count))
@@ -315,12 +262,6 @@ class FeatureRR(FeatureRandomizer):
             )
         return self.epsilon
 
-    def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
-        """Record ``count`` collections: each node spends ``sum_i epsilon theta_i = epsilon``
-        (basic sequential composition over its ``d`` features, Theorem 3)."""
-        d = self._resolve_d(None)
-        return accountant.add_pure(self.name, self._compose(d), count=count, note=self._note(d))
-
     def _note(self, d: int | None = None) -> str:
         d = self._width() if d is None else int(d)
         uniform = self.theta is None or bool((self.theta == self.theta[0]).all())
@@ -331,17 +272,7 @@ class FeatureRR(FeatureRandomizer):
             f"epsilon * theta_i composed sequentially{tail} = {self.epsilon:g} per node"
         )
 
-    def __repr__(self) -> str:
-        th = "uniform" if self.theta is None else f"tensor[{self.theta.numel()}]"
-        return (
-            f"FeatureRR(epsilon={self.epsilon}, theta={th}, k={self.k}, alpha={self.alpha}, "
-            f"beta={self.beta})"
-        )
 
-
-# ------------------------------------------------------------------------------------------------
-# public feature weights (eqs. 5-7)
-# ------------------------------------------------------------------------------------------------
 def _as_matrix(x, name: str) -> torch.Tensor:
     t = torch.as_tensor(x).detach().to(device="cpu", dtype=torch.float64)
     if t.ndim != 2 or t.shape[0] < 2 or t.shape[1] < 1:
@@ -405,38 +336,26 @@ def public_feature_weights(
     coef=None,
     return_scores: bool = False,
 ):
-    """HeteroRR's feature weights theta (eqs. 5-7), computed once on PUBLIC data.
+    """HeteroRR's feature weights theta (eqs. 5-7, supplement Algorithm 1), computed once on
+    PUBLIC data, float64 ``[d]`` summing to 1 (and ``alpha``, ``beta`` with ``return_scores``).
 
     Args:
-        x_public: ``[n, p]`` raw inputs of a *public* node subset (nodes whose features the
-            threat model treats as public, or public metadata). Never the private nodes:
-            theta sets every feature's noise scale, and a theta that depends on a protected
-            node's data breaks the LDP bound of Theorem 3.
-        y_public: ``[n]`` class labels of those nodes (for the public linear model).
-        sensitive: boolean mask over the ``p`` *input* features that are sensitive (eq. 5
-            masks them out); ``None``: none is sensitive, every feature is equally sensitive
-            (``beta_i = 1/d``; eq. 5 is 0/0 then).
-        gamma: eq. 7's balance in ``[0, 1]`` between importance (gamma) and sensitivity.
-        embed: the public embedding ``g`` (a fixed, public map ``[n, p] -> [n, d]``, e.g. a
-            PCA fitted on public data); identity by default (``d = p``).
-        mask_value: what a masked sensitive input is replaced with (0 by default).
-        coef: weights ``[d]`` or ``[classes, d]`` of an already fitted public linear model;
-            ``None`` fits a multinomial logistic regression on ``(embed(x_public), y_public)``.
-        return_scores: also return ``alpha`` and ``beta``.
+        x_public, y_public: ``[n, p]`` inputs and labels of a *public* node subset, never the
+            private nodes: theta sets every feature's noise scale, and a theta that depends on
+            a protected node's data breaks Theorem 3's bound.
+        sensitive: boolean mask over the ``p`` inputs that are sensitive (``None``: all alike,
+            ``beta_i = 1/d``).
+        gamma: eq. 7's balance in ``[0, 1]`` between importance and sensitivity.
+        embed: the public embedding ``g``, ``[n, p] -> [n, d]`` (identity by default).
+        mask_value: what a masked sensitive input is replaced with.
+        coef: ``[d]`` or ``[classes, d]`` weights of a fitted public linear model (``None``:
+            a logistic regression is fitted on ``(embed(x_public), y_public)``).
 
-    The scores:
-
-    * sensitivity ``beta_i = mean_v |z_vi - zhat_vi| / ||z_v - zhat_v||_1`` (eq. 5) with
-      ``z = g(x)``, ``zhat = g(x with the sensitive inputs masked)``, averaged over the public
-      nodes ``v`` whose embedding the mask changes, then normalised to sum 1;
-    * importance ``alpha_i = mean_{v,c} |phi_vic| / sum_j mean_{v,c} |phi_vjc|`` (eq. 6), with
-      the exact SHAP values of a linear model, ``phi_vic = w_ci (z_vi - E z_i)``, the mean
-      taken over the public nodes (no ``shap`` dependency);
-    * ``theta_i = gamma alpha_i + (1 - gamma) (beta_min + beta_max - beta_i)`` (eq. 7), then
-      normalised to sum 1 (supplement Algorithm 1; Theorem 3 needs it).
-
-    Returns:
-        theta, float64 ``[d]`` summing to 1 (and ``alpha``, ``beta`` with ``return_scores``).
+    Sensitivity ``beta_i`` (eq. 5) is the mean over public nodes of ``|z_vi - zhat_vi| /
+    ||z_v - zhat_v||_1`` (``zhat``: the sensitive inputs masked); importance ``alpha_i``
+    (eq. 6) the normalised mean ``|phi_vic|`` of a linear model's exact SHAP values
+    ``w_ci (z_vi - E z_i)``; ``theta_i = gamma alpha_i + (1 - gamma) (beta_min + beta_max -
+    beta_i)`` (eq. 7), normalised (Theorem 3 needs it).
     """
     xp = _as_matrix(x_public, "x_public")
     yp = torch.as_tensor(y_public).detach().to("cpu").reshape(-1)

@@ -1,53 +1,18 @@
 """Local DP on a graph's node-embedding matrix (GW-LDP, Jin & Chen, IJCAI 2022, Alg. 1).
 
-**The release.** A client holds a graph ``G = (A, X)`` and a (federatedly trained) GNN ``f``;
-it sends the server ``H* = M(H)`` with ``H = f(A, X)`` in ``[alpha, beta]^{n x h}``, a
-representation with a *public* range (sigmoid / softmax outputs, or clipping; never the
-graph's own min/max). :class:`MatrixMultiBit` is the paper's matrix multi-bit encoder: the
-multi-bit encoder of LPGNN (:class:`~lightning_dpgnn.privacy.ldp.MultiBit`) applied to every
-row with the per-row budget ``epsilon / r`` (``r`` released rows).
+A client sends ``M(H)``, ``H = f(A, X)`` in a *public* range ``[alpha, beta]^{n x h}``.
+:class:`MatrixMultiBit` runs LPGNN's multi-bit encoder on every row at ``epsilon / r`` (``r``
+released rows): reading Alg. 1's ``m`` per row, a graph spends exactly ``epsilon`` by sequential
+composition over its rows (as a total it would spend only ``epsilon / n``).
 
-**Epsilon split (stated).** Alg. 1 samples "m values from [n] x [h]" but flips each sampled
-entry with budget ``epsilon / (m n)`` and its proof multiplies over the n rows; we read ``m`` as
-*per row* (m of the h entries of each row), which is exactly ``MultiBit(epsilon / n, m=m)`` per
-row and spends exactly ``epsilon`` per graph by sequential composition over the rows (any two
-matrices differ in at most all ``r`` rows; each row is ``epsilon / r``-LDP). Reading ``m`` as a
-total would spend only ``epsilon / n``. ``epsilon`` has its standard meaning: larger = less
-noise.
-
-**The protected unit** is one graph held by a client, all of it (edges, node features, node
-labels): the released matrix of any graph and of any other graph are within ``e^epsilon`` of
-each other in probability. Independent graphs are disjoint units, so the releases of different
-graphs compose in parallel: one release round is one ``epsilon`` entry in the ledger, whatever
-the number of graphs (a client holding k graphs spends ``k * epsilon`` on its whole collection).
-
-**Graphs cut from one source graph** (ego graphs of a citation graph) are not disjoint: a node
-of the source graph sits in every released graph that holds it, and each of those releases
-reads its features. They compose sequentially, by the true multiplicity
-(:func:`multiplicity`: the largest number of released graphs that hold one source node, read
-from the graphs' ``node_id``): one round is ``k * epsilon`` for the worst node, and the unit is
-"one node of the source graph". ``k`` (and which graph holds which node) is a function of the
-source graph's edges, which are therefore public: the unit says so.
-
-**The graph size.** The matrix has one row per node, so ``size="public"`` releases the number of
-nodes ``n`` in the clear (the unit then says so: on MUTAG a classifier on n alone reaches about
-84 %). ``size="padded"`` pads (with the midpoint of the range) or truncates every matrix to a
-public ``n_max`` rows, so the row count is the same for every graph and ``n`` is protected too;
-each row then gets ``epsilon / n_max``.
-
-**What is not covered.** The guarantee is about the released matrices *given the model* ``f``.
-The model is trained on the clients' graphs: in the paper's protocol its FedAvg updates are sent
-in the clear, so ``f`` itself is not private; only with client-level DP-FedAvg does the whole
-pipeline carry a guarantee (see :class:`~lightning_dpgnn.methods.GWLDP`).
-
-**Paper-code reference mode.** :class:`PaperCodeGaussian` reproduces the authors' released code
-(``cshjin/IJCAI22-GWLDP``, ``ldp_emb``): ``H + N(0, s^2)`` on the *unbounded* embeddings, with
-the standard deviation ``s`` called "epsilon" (default ``1/n``, in fact ``1/n`` of the first
-graph for every graph: the code sets it once). With no bound on ``H`` there is
-no sensitivity, so no epsilon holds: it records an infinite spend and a note saying it is not
-differentially private. It exists only to reproduce the published tables side by side.
-
-Pure torch: no Lightning imports.
+**The protected unit** is one client's whole graph; independent graphs compose in parallel (one
+round is one ``epsilon``). Graphs cut from one source graph share its nodes and compose
+sequentially by :func:`multiplicity` (``k * epsilon`` for the worst node; the source edges that
+decide ``k`` are public). ``size="public"`` releases each graph's number of nodes;
+``size="padded"`` (a public ``n_max`` rows) protects it. The guarantee holds *given the model*
+``f``, whose FedAvg updates the paper sends in the clear (:class:`~lightning_dpgnn.methods.GWLDP`).
+:class:`PaperCodeGaussian` reproduces the authors' code: noise on unbounded embeddings, no
+sensitivity, no guarantee.
 """
 
 from __future__ import annotations
@@ -63,7 +28,7 @@ import torch
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_epsilon
 from .ldp import MultiBit
-from .mechanism import EDGES, FEATURES, draw
+from .mechanism import EDGES, FEATURES
 
 __all__ = [
     "MatrixMultiBit",
@@ -90,10 +55,8 @@ def multiplicity(
     node_ids: Sequence[torch.Tensor] | None, groups: Sequence[int] | None = None
 ) -> int:
     """The largest number of graphs (or, with ``groups``, of distinct groups of graphs, e.g.
-    the clients that train on them) that hold one node of the source graph the graphs are cut
-    from; ``node_ids[i]`` are graph ``i``'s nodes in the source graph. ``None`` (independent
-    graphs, no source graph): 1. A function of which node each graph holds, never of features
-    or labels."""
+    clients) that hold one node of the source graph; ``node_ids[i]``: graph ``i``'s nodes in it
+    (``None``: independent graphs, 1). Never a function of features or labels."""
     if not node_ids:
         return 1
     holders: dict[int, set[int]] = {}
@@ -112,14 +75,10 @@ def graph_unit(
     overlap: int | None = None,
     public: Sequence[str] = (),
 ) -> str:
-    """The protected unit and the scope of the GW-LDP release's guarantee, in words (for
-    reports).
-
-    ``overlap``: the graphs are cut from one source graph and one of its nodes is in up to
-    ``overlap`` released graphs (``None``: independent graphs); ``fedavg``: ``"dp"`` when the
-    model updates are DP-FedAvg (their own guarantee, :func:`fedavg_unit`), ``"clear"`` when
-    they are sent in the clear; ``public``: what the data module treats as public (named in the
-    unit, invariant 15)."""
+    """The protected unit and scope of the GW-LDP release's guarantee, in words (for reports).
+    ``overlap``: a source node is in up to ``overlap`` released graphs (``None``: independent
+    graphs); ``fedavg``: ``"dp"`` (DP-FedAvg updates, :func:`fedavg_unit`) or ``"clear"``;
+    ``public``: what the data module treats as public (invariant 15)."""
     rows = ("one row per node, so each graph's number of nodes is public" if size == "public"
             else f"every released matrix is padded or truncated to n_max={n_max} rows")
     if overlap is None:
@@ -150,10 +109,9 @@ def graph_unit(
 
 
 def fedavg_unit(clients_per_node: int = 1, public: Sequence[str] = ()) -> str:
-    """The unit and scope of GW-LDP's DP-FedAvg guarantee, in words: client-level DP of the
-    noisy sum of clipped updates (central: the server adds the noise, so it is trusted with
-    each client's update). ``clients_per_node``: how many clients' updates one source node can
-    change (graphs cut from one source graph)."""
+    """The unit and scope of GW-LDP's DP-FedAvg guarantee (client-level, central: the server
+    adds the noise), in words; ``clients_per_node``: how many clients' updates one source node
+    can change."""
     spread = ("" if clients_per_node == 1 else
               f"; one source node is in the training graphs of up to {clients_per_node} "
               "clients, and the recorded sensitivity covers all of them")
@@ -169,14 +127,8 @@ def fedavg_unit(clients_per_node: int = 1, public: Sequence[str] = ()) -> str:
 
 @dataclass
 class GraphRelease:
-    """What the server received: one matrix per graph, in the order of ``graph_ids``.
-
-    Attributes:
-        kind: ``"codes"`` (``int8`` multi-bit codes in {-1, 0, 1}, rectify with the mechanism),
-            ``"values"`` (real matrices: the paper-code mode, or clear embeddings).
-        matrices: the released matrices (``[r_i, h]``).
-        graph_ids: the dataset index of each graph.
-    """
+    """What the server received: one matrix per graph (``[r_i, h]``; ``kind``: ``"codes"``,
+    ``int8`` multi-bit codes to rectify, or ``"values"``), in the order of ``graph_ids``."""
 
     kind: Literal["codes", "values"]
     matrices: list[torch.Tensor]
@@ -200,16 +152,10 @@ class GraphRelease:
 
 
 class MatrixMultiBit:
-    """The matrix multi-bit encoder of GW-LDP Alg. 1, ``epsilon``-LDP per graph.
-
-    Args:
-        epsilon: budget per graph (standard meaning: larger = less noise).
-        alpha, beta: the public range of the embedding entries (inputs are clipped into it).
-        m: entries sampled per row (``None``: LPGNN's optimal ``m*`` at the per-row budget,
-            which is 1 at the budgets of interest).
-        size: ``"public"`` (one row per node, n is released) or ``"padded"`` (``n_max`` rows).
-        n_max: the public maximum number of rows (``size="padded"``).
-    """
+    """The matrix multi-bit encoder of GW-LDP Alg. 1, ``epsilon``-LDP per graph (module
+    docstring). ``alpha, beta``: the entries' public range (inputs are clipped into it); ``m``:
+    entries sampled per row (``None``: LPGNN's ``m*``); ``size``: ``"public"`` or ``"padded"``
+    to the public ``n_max`` rows."""
 
     name: ClassVar[str] = "gwldp/multibit"
     level: ClassVar[str] = "ldp"
@@ -244,24 +190,13 @@ class MatrixMultiBit:
         self.overlap = 1
         MultiBit(self.epsilon, self.alpha, self.beta, m=m)  # validates m early
 
-    # -- the split ---------------------------------------------------------------------------
-    def rows(self, n: int) -> int:
-        """Rows released for a graph of ``n`` nodes: ``n``, or ``n_max`` when padded."""
-        if int(n) < 1:
-            raise ValueError(f"a graph needs at least one node, got n={n}")
-        return int(n) if self.size == "public" else int(self.n_max)  # type: ignore[arg-type]
-
-    def row_epsilon(self, rows: int) -> float:
-        """Budget of one row: ``epsilon / rows`` (sequential composition over the rows)."""
-        return self.epsilon / int(rows)
-
     def randomizer(self, rows: int) -> MultiBit:
-        """The row mechanism for a matrix of ``rows`` rows."""
-        return MultiBit(self.row_epsilon(rows), self.alpha, self.beta, m=self.m)
+        """The row mechanism of a ``rows``-row matrix: ``epsilon / rows`` (composed over rows)."""
+        return MultiBit(self.epsilon / int(rows), self.alpha, self.beta, m=self.m)
 
     def prepare(self, h: torch.Tensor) -> torch.Tensor:
-        """The matrix that is encoded: ``h`` itself, or padded with the midpoint of the range /
-        truncated to ``n_max`` rows (a fixed function of the graph: the LDP bound covers it)."""
+        """``h``, or padded (with the range's midpoint) / truncated to ``n_max`` rows: a fixed
+        function of the graph, which the LDP bound covers."""
         if h.dim() != 2 or h.size(0) < 1 or h.size(1) < 1:
             raise ValueError(
                 f"the embedding must be a [n >= 1, h >= 1] matrix, got {tuple(h.shape)}"
@@ -275,20 +210,15 @@ class MatrixMultiBit:
                          device=h.device)
         return torch.cat([h, pad])
 
-    # -- the client side ---------------------------------------------------------------------
     def encode(self, h: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Alg. 1 on one graph's embedding ``h`` (``[n, h]``): codes in {-1, 0, 1} (``int8``),
-        exactly ``m`` non-zeros per row."""
+        """Alg. 1 on one graph's embedding ``h`` (``[n, h]``): ``int8`` codes in {-1, 0, 1}."""
         x = self.prepare(h.detach())
-        return self.randomizer(x.size(0)).encode(x, generator)
+        return self.randomizer(x.size(0)).sample(x, generator)
 
-    # -- the server side ---------------------------------------------------------------------
     def rectify(self, codes: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        """The unbiased estimate of the encoded matrix (LPGNN eq. 3.10 per row); the number of
-        rows (hence the per-row budget) is read off the codes."""
+        """The unbiased estimate of the encoded matrix (LPGNN eq. 3.10 per row)."""
         return self.randomizer(codes.size(0)).rectify(codes, dtype)
 
-    # -- exact probabilities (audits, tests) ---------------------------------------------------
     def log_prob(self, h: torch.Tensor, codes: torch.Tensor) -> float:
         """Exact ``log Pr[encode(h) = codes]`` (product over rows)."""
         x = self.prepare(h.detach().to(torch.float64))
@@ -301,19 +231,15 @@ class MatrixMultiBit:
         x = self.prepare(h.detach().to(torch.float64))
         return self.randomizer(x.size(0)).output_probabilities(x)
 
-    # -- accounting --------------------------------------------------------------------------
     def at_overlap(self, overlap: int) -> MatrixMultiBit:
-        """This encoder over graphs whose nodes sit in up to ``overlap`` released graphs
-        (:func:`multiplicity`): what its rounds spend."""
+        """This encoder over graphs whose nodes sit in up to ``overlap`` of them."""
         out = copy.copy(self)
         out.overlap = int(overlap)
         return out
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
-        """Record ``count`` release rounds: ``epsilon`` each per graph. Independent graphs are
-        disjoint units (one round over all graphs is one entry, parallel composition); graphs
-        cut from one source graph, whose nodes sit in up to :attr:`overlap` released graphs,
-        compose sequentially: ``overlap * epsilon`` per round."""
+        """Record ``count`` release rounds, ``epsilon`` per graph: in parallel over independent
+        graphs, ``overlap * epsilon`` when a source node is in :attr:`overlap` graphs."""
         overlap = self.overlap
         m = "m* (optimal)" if self.m is None else f"m={self.m}"
         rows = "n rows (n public)" if self.size == "public" else f"n_max={self.n_max} rows"
@@ -330,12 +256,11 @@ class MatrixMultiBit:
     def sample(
         self, embeddings: list[torch.Tensor], generator: torch.Generator | None = None
     ) -> list[torch.Tensor]:
-        """One round: every graph's embedding encoded once (:meth:`encode`), recording
-        nothing."""
+        """One round: every graph's embedding encoded once, recording nothing."""
         codes = []
-        for h in embeddings:
+        for h in embeddings:  # not through encode: the draw stays close to run (docs/index.md)
             x = self.prepare(h.detach())
-            codes.append(self.randomizer(x.size(0)).encode(x, generator).cpu())
+            codes.append(self.randomizer(x.size(0)).sample(x, generator).cpu())
         return codes
 
     def graph_release(self, codes: list[torch.Tensor], graph_ids: torch.Tensor) -> GraphRelease:
@@ -343,20 +268,6 @@ class MatrixMultiBit:
         meta = {"mechanism": self.name, "epsilon": self.epsilon, "size": self.size,
                 "n_max": self.n_max, "alpha": self.alpha, "beta": self.beta, "m": self.m}
         return GraphRelease("codes", codes, graph_ids.cpu(), meta)
-
-    def release(
-        self,
-        embeddings: list[torch.Tensor],
-        graph_ids: torch.Tensor,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-        node_ids: Sequence[torch.Tensor] | None = None,
-    ) -> GraphRelease:
-        """Encode every graph's embedding once and record one release round, composed over
-        the graphs that share a source node (``node_ids``: each graph's nodes in the source
-        graph it is cut from; ``None``: independent graphs)."""
-        mechanism = self.at_overlap(multiplicity(node_ids))
-        return self.graph_release(draw(mechanism, accountant, generator, embeddings), graph_ids)
 
     def __repr__(self) -> str:
         return (
@@ -367,18 +278,10 @@ class MatrixMultiBit:
 
 class PaperCodeGaussian:
     """The authors' code's embedding perturbation (``gwldp/ldp.py::ldp_emb``): ``H + N(0, s^2)``
-    with ``s`` their "epsilon". **Not differentially private** (no bound on ``H``, so no
-    sensitivity): it records an infinite spend with a note saying so.
-
-    Their default is meant to be ``1/n``, but the code sets it once, from the *first* embedding
-    of the list (``if eps is None: eps = 1. / emb.shape[0]`` inside the loop), so every graph
-    gets ``1 / n_first``; that is what ``std=None`` reproduces. ``per_graph=True`` gives each
-    graph ``1 / n`` (the text's reading).
-
-    Args:
-        std: the noise standard deviation (what the code calls epsilon); ``None``: the default.
-        per_graph: with ``std=None``, ``1 / n`` of each graph instead of the first one's.
-    """
+    with ``s`` (``std``) their "epsilon". **Not differentially private** (no bound on ``H``, so
+    no sensitivity): it records an infinite spend with a note saying so. Their default ``1/n``
+    is set once, from the *first* graph (``std=None``); ``per_graph=True`` gives each graph
+    ``1 / n`` (the text's reading)."""
 
     name: ClassVar[str] = "gwldp/paper-code-gaussian"
     level: ClassVar[str] = "ldp"
@@ -410,16 +313,6 @@ class PaperCodeGaussian:
             "(called epsilon in the authors' code) on unbounded embeddings"
         )
         return accountant.add_pure(self.name, math.inf, count=count, note=note)
-
-    def release(
-        self,
-        embeddings: list[torch.Tensor],
-        graph_ids: torch.Tensor,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-        node_ids: Sequence[torch.Tensor] | None = None,
-    ) -> GraphRelease:
-        return self.graph_release(draw(self, accountant, generator, embeddings), graph_ids)
 
     def sample(
         self, embeddings: list[torch.Tensor], generator: torch.Generator | None = None

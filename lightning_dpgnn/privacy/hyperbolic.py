@@ -1,55 +1,22 @@
-"""The hyperbolic Gaussian mechanism of PoinDP, made sound (``docs/poindp.md``).
+"""The hyperbolic Gaussian mechanism of PoinDP (Wei et al., AAAI 2024), made sound
+(``docs/poindp.md``: the paper's per-node sensitivities are local, not DP).
 
-PoinDP (Wei et al., AAAI 2024) perturbs node embeddings that live in the Poincaré ball, with
-the budget split by ``beta`` between the *inter-hierarchy* part (how far from the origin a node
-sits: its level in the hierarchy) and the *intra-hierarchy* part (where it sits on that level:
-its direction). The paper's sensitivities are evaluated per node on the actual data, which is
-local sensitivity, not DP (docs/poindp.md lists the faults). This module releases the same two
-parts with a guarantee:
+Each node's point of the ball (curvature ``-c``) is mapped to the tangent space at the origin,
+clipped to a public norm ``C`` and split into radius ``r_v`` (the *inter-hierarchy* part) and
+direction ``u_v`` (*intra*). Released for every node ``v``: the in-neighbour sums
+``R_v = sum_w r_w / C`` and ``U_v = sum_w u_w``, each with Gaussian noise (one
+:class:`~lightning_dpgnn.privacy.aggregation.GaussianAggregation` per part, ledger entries
+``<name>/inter`` and ``<name>/intra``).
 
-1. **Tangent space at a public base point.** Each node's embedding ``e_v`` (a point of the ball
-   of curvature ``-c``) is mapped to the tangent space at the origin, ``t_v = log_0(e_v)``, and
-   clipped to a public norm ``C``: ``t_v <- t_v min(1, C / |t_v|)``.
-2. **Split.** ``t_v = r_v u_v`` with radius ``r_v = |t_v|`` in ``[0, C]`` (inter) and direction
-   ``u_v = t_v / |t_v|`` on the unit sphere (intra; the zero vector when ``t_v = 0``). The
-   hyperbolic distance of ``e_v`` to the origin is ``2 r_v`` at ``c = 1``: the radius *is* the
-   hierarchy level.
-3. **What is released** (edge or node level): for every node ``v`` the sums over its
-   in-neighbours ``w -> v`` of the normalized radii and of the directions,
-   ``R_v = sum_w r_w / C`` and ``U_v = sum_w u_w``, each with Gaussian noise
-   (:class:`~lightning_dpgnn.privacy.aggregation.GaussianAggregation`, the sum-aggregation
-   mechanism of GAP: one per part, ledger entries ``<name>/inter`` and ``<name>/intra``).
-   A node's own embedding is not released by this mechanism: its neighbourhood is.
-4. **Sensitivity.** Every row entering a sum has L2 norm at most 1 (``r_w / C`` in ``[0, 1]``,
-   ``|u_w|`` in ``{0, 1}``). Removing one directed edge ``w -> v`` changes one row of each sum
-   by at most 1; one undirected edge (both directions stored) changes two rows, ``sqrt(2)``;
-   removing one node with all its edges, on graphs whose in- and out-degrees are at most a
-   public ``D`` (checked), changes at most ``D`` rows of the other nodes by at most 1 each,
-   ``sqrt(D)`` (docs/privacy.md, "Why sqrt(D) holds under the promise"). This is the
-   aggregation's own sensitivity, so each part is exactly a GAP hop. In the tangent units of
-   ``t``, the radius part has sensitivity ``C`` per changed row (``2C`` would be replacement of
-   a radius by another under the *replace-one* relation, which this library does not use: its
-   relation is add/remove) and the direction part 1 per changed row (2 under replacement:
-   two unit vectors are at most 2 apart).
-5. **Budget split.** With a noise multiplier ``z`` for the whole release, the inter part runs
-   at ``z / sqrt(beta)`` and the intra part at ``z / sqrt(1 - beta)``. Both are Gaussian
-   mechanisms of the same sensitivity, so they compose exactly to one Gaussian mechanism with
-   ``1 / z_eff^2 = beta / z^2 + (1 - beta) / z^2 = 1 / z^2`` (zCDP: ``rho = beta rho + (1 -
-   beta) rho``): ``beta`` is each part's share of the budget in zCDP/RDP, the unit in which
-   Gaussian mechanisms add up, never a split of epsilon. The accountant composes the two
-   entries (exactly, :class:`~lightning_dpgnn.privacy.accountant.PrivacyAccountant`); the
-   calibration solves ``z`` for the target (:func:`~lightning_dpgnn.privacy.calibration.
-   calibrate_noise_multiplier`). ``beta = 0`` or ``1`` releases one part only (the
-   ablations "without inter" and "without intra"): the other is not computed, costs nothing
-   and is returned as zeros.
-6. **Recombination** (:meth:`HyperbolicGaussian.recombine`): the released sums are mapped back
-   to the ball, ``exp_0(C r_hat u_hat)`` with ``u_hat = U / |U|`` and ``r_hat`` the mean
-   neighbour radius estimated as ``clamp(R / max(|U|, 1), 0, 1)``: post-processing, free.
+**Sensitivity.** Every summed row has L2 norm at most 1, so each part is exactly a GAP hop:
+1 per directed edge, ``sqrt(2)`` per undirected edge, ``sqrt(D)`` per node under a public,
+checked degree bound ``D`` (docs/privacy.md; the relation is add/remove, not replacement).
 
-The exponential map is post-processing, so the mechanism is exactly the Euclidean Gaussian
-mechanism in the tangent space; the paper's density factor ``gamma(z|mu)`` (Theorem 1) plays no
-role in the guarantee. Every draw goes through :mod:`lightning_dpgnn.privacy.random` (through
-``GaussianAggregation.perturb``). Pure torch: no Lightning imports.
+**Budget split.** The inter part runs at ``z / sqrt(beta)``, the intra part at
+``z / sqrt(1 - beta)``: same sensitivity, so they compose exactly to one Gaussian mechanism at
+``z`` (zCDP: ``rho = beta rho + (1 - beta) rho``); ``beta`` splits rho, never epsilon, and
+``beta = 0`` or ``1`` releases one part (the other is zeros and costs nothing). Mapping back to
+the ball (:meth:`HyperbolicGaussian.recombine`) is post-processing.
 """
 
 from __future__ import annotations
@@ -63,73 +30,51 @@ import torch
 from .. import hyperbolic as H
 from ..levels import Level
 from .accountant import PrivacyAccountant
-from .aggregation import (
-    GaussianAggregation,
-    check_degree_promise,
-    normalize_rows,
-    sum_aggregate,
-)
-from .mechanism import Steps, run, sample_steps
+from .aggregation import GaussianAggregation, check_degree_promise, normalize_rows, sum_aggregate
+from .mechanism import Steps, sample_steps
 
 __all__ = ["HyperbolicGaussian", "check_beta", "check_clip", "optimal_beta"]
+
+
+def _number(value: float, what: str, ok, why: str) -> float:
+    """``value`` as a float, finite and passing ``ok`` (a bool is not a number)."""
+    try:
+        v = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{what}, got {value!r}") from err
+    if not (math.isfinite(v) and ok(v)):
+        raise ValueError(f"{what}{why}, got {value!r}")
+    return v
 
 
 def check_beta(beta: float) -> float:
     """The inter-hierarchy (radius) share of the budget: a number in ``[0, 1]``. ``0`` releases
     the directions only (ablation "without inter"), ``1`` the radii only ("without intra")."""
-    if isinstance(beta, bool):
-        raise ValueError(f"beta must be a number in [0, 1], got {beta!r}")
-    try:
-        b = float(beta)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"beta must be a number in [0, 1], got {beta!r}") from err
-    if not (math.isfinite(b) and 0.0 <= b <= 1.0):
-        raise ValueError(
-            f"beta must be in [0, 1] (the inter-hierarchy share of the budget; 0 or 1 release "
-            f"one part only), got {beta!r}"
-        )
-    return b
+    why = " (the inter-hierarchy share of the budget; 0 or 1 release one part only)"
+    return _number(beta, "beta must be a number in [0, 1]", lambda b: 0.0 <= b <= 1.0, why)
 
 
 def check_clip(clip: float) -> float:
     """The public clipping norm ``C`` of the tangent vectors: a finite number > 0."""
-    if isinstance(clip, bool):
-        raise ValueError(f"clip must be a finite number > 0, got {clip!r}")
-    try:
-        value = float(clip)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"clip must be a finite number > 0, got {clip!r}") from err
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"clip must be a finite number > 0 (the public tangent norm C), "
-                         f"got {clip!r}")
-    return value
+    return _number(clip, "clip must be a finite number > 0", lambda c: c > 0,
+                   " (the public tangent norm C)")
 
 
 def optimal_beta(dim: int) -> float:
-    """The share that minimises the total squared noise of the release, ``1 / (1 + sqrt(d))``:
-    the inter part is one coordinate and the intra part ``d``, both of sensitivity 1, so the
-    summed noise variance ``sigma^2 (1 / beta + d / (1 - beta))`` is smallest there. A function
-    of the public embedding width only."""
+    """The share minimising the summed noise variance ``sigma^2 (1 / beta + d / (1 - beta))``
+    (one inter coordinate, ``d`` intra ones, both of sensitivity 1): ``1 / (1 + sqrt(d))``, a
+    function of the public embedding width only."""
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
         raise ValueError(f"dim must be an integer >= 1, got {dim!r}")
     return 1.0 / (1.0 + math.sqrt(dim))
 
 
 class HyperbolicGaussian:
-    """The sound hyperbolic Gaussian mechanism (module docstring): clip in the tangent space at
-    the origin, split into radius and direction, one Gaussian sum aggregation per part at its
-    share ``beta`` / ``1 - beta`` of the budget, recombined on the ball.
-
-    Args:
-        noise_multiplier: ``z`` of the whole release (the two parts compose to one Gaussian
-            mechanism at ``z``).
-        beta: the inter-hierarchy (radius) share, in ``[0, 1]`` (:func:`check_beta`).
-        clip: the public tangent norm ``C``.
-        curvature: ``c`` of the ball.
-        level, max_degree, edge_unit: as :class:`~lightning_dpgnn.privacy.GaussianAggregation`
-            (node level: the public degree bound ``D``, checked on the graph).
-        name: ledger prefix (``<name>/inter``, ``<name>/intra``).
-    """
+    """The sound hyperbolic Gaussian mechanism (module docstring): one Gaussian sum
+    aggregation per part (radius, direction) at its share ``beta`` / ``1 - beta`` of the
+    budget, the whole release at ``noise_multiplier``. ``clip``: the public tangent norm ``C``;
+    ``level``, ``max_degree``, ``edge_unit``: as
+    :class:`~lightning_dpgnn.privacy.GaussianAggregation`; ``name``: the ledger prefix."""
 
     def __init__(
         self,
@@ -153,11 +98,9 @@ class HyperbolicGaussian:
         self.noise_multiplier = self.inter.noise_multiplier
         self.level, self.reads = self.inter.level, self.inter.reads
 
-    # -- the budget split ------------------------------------------------------------------
     def parts(self) -> list[tuple[GaussianAggregation, float]]:
-        """``(mechanism, scale of its noise multiplier)`` of each released part: the inter part
-        at ``1 / sqrt(beta)``, the intra part at ``1 / sqrt(1 - beta)``; a part with no share
-        is not released."""
+        """``(mechanism, scale of its noise multiplier)`` of each released part (inter at
+        ``1 / sqrt(beta)``, intra at ``1 / sqrt(1 - beta)``)."""
         out = []
         if self.beta > 0:
             out.append((self.inter, 1.0 / math.sqrt(self.beta)))
@@ -171,13 +114,11 @@ class HyperbolicGaussian:
         return self.inter.sensitivity
 
     def stds(self) -> dict[str, float]:
-        """Noise standard deviation per released part, in the units of the sums (the radius
-        sum counts in units of ``C``)."""
+        """Noise standard deviation per released part, in the units of the sums."""
         return {m.name: m.std * s for m, s in self.parts()}
 
     def scaled(self, scale: float) -> HyperbolicGaussian:
-        """This release at ``scale`` times its noise multiplier (one hop's share of a
-        multi-hop budget); itself at scale 1."""
+        """This release at ``scale`` times its noise multiplier (a hop's share of a budget)."""
         if float(scale) == 1.0:
             return self
         out = copy.copy(self)
@@ -190,7 +131,6 @@ class HyperbolicGaussian:
         for mechanism, part_scale in self.parts():
             mechanism.scaled(part_scale).account(accountant, count=count)
 
-    # -- the mechanism -----------------------------------------------------------------------
     def split(self, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(rho, u)``: each point's clipped tangent radius over ``C`` (``[N, 1]``, in
         ``[0, 1]``) and its direction (``[N, d]``, unit rows or zero)."""
@@ -212,7 +152,9 @@ class HyperbolicGaussian:
         n = int(num_nodes)
         return torch.cat([sum_aggregate(rho, edge_index, n), sum_aggregate(u, edge_index, n)], 1)
 
-    def check_points(self, points: torch.Tensor) -> None:
+    def steps(self, points: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> Steps:
+        """The release as draw steps (:func:`~.mechanism.run`): the noisy sums ``[R, U]``,
+        ``[N, 1 + d]``, each part yielded as the Gaussian aggregation at its share."""
         if not isinstance(points, torch.Tensor) or not points.is_floating_point():
             raise TypeError(f"{self.name}: points must be a floating-point tensor")
         if points.ndim != 2:
@@ -228,22 +170,15 @@ class HyperbolicGaussian:
                 f"(curvature {self.curvature:g}); the largest norm is {top:.6g} (use "
                 "lightning_dpgnn.hyperbolic.project)"
             )
-
-    def steps(self, points: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> Steps:
-        """The release as draw steps (:func:`~.mechanism.run`): ``[N, 1 + d]``, the noisy sums
-        ``[R + noise, U + noise]``, each part yielded as the Gaussian aggregation at its share
-        (a part with no share of the budget: zeros)."""
-        self.check_points(points)
         n = int(num_nodes)
         if self.inter.level is Level.NODE:  # the promise the sqrt(D) sensitivity rests on
             check_degree_promise(edge_index, n, self.inter.max_degree)
         rho, u = self.split(points)
         self.inter.check_input(u, edge_index, n)  # the graph and (node level) the degrees
-        shares = {m.name: s for m, s in self.parts()}
-        out = []
+        shares, out = dict(self.parts()), []
         for mechanism, rows in ((self.inter, rho), (self.intra, u)):
             agg = sum_aggregate(rows, edge_index, n)
-            share = shares.get(mechanism.name)
+            share = shares.get(mechanism)
             out.append(torch.zeros_like(agg) if share is None
                        else (yield mechanism.scaled(share), agg))
         return torch.cat(out, dim=1)
@@ -255,24 +190,10 @@ class HyperbolicGaussian:
         """The noisy sums of :meth:`steps`, recording nothing."""
         return sample_steps(self.steps(points, edge_index, num_nodes), generator)
 
-    def __call__(
-        self,
-        points: torch.Tensor,
-        edge_index: torch.Tensor,
-        num_nodes: int,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-        scale: float = 1.0,
-    ) -> torch.Tensor:
-        """The noisy sums (:meth:`steps`) at ``scale`` times the release's noise multiplier,
-        each part recorded on ``accountant``."""
-        return run(self.scaled(scale).steps(points, edge_index, num_nodes), accountant, generator)
-
     def recombine(self, release: torch.Tensor) -> torch.Tensor:
-        """Points of the ball from a release (post-processing): ``exp_0(C r_hat u_hat)`` with
-        ``u_hat`` the released direction sum normalized and ``r_hat = clamp(R / max(|U|, 1),
-        0, 1)``; without an intra part the points are the origin, without an inter part
-        ``r_hat = 1``."""
+        """Points of the ball from a release (post-processing): ``exp_0(C r_hat u_hat)``,
+        ``u_hat = U / |U|``, ``r_hat = clamp(R / max(|U|, 1), 0, 1)`` (1 without an inter part;
+        the origin without an intra part)."""
         radius, directions = release[:, :1], release[:, 1:]
         length = torch.linalg.vector_norm(directions, dim=-1, keepdim=True)
         if self.beta > 0:

@@ -1,13 +1,4 @@
-"""Local-DP label perturbation: generalized randomized response (thesis §3.4.3, eq. 3.39).
-
-Each labelled node keeps its label ``y`` with probability ``e^eps / (e^eps + c - 1)`` and
-otherwise reports one of the other ``c - 1`` classes uniformly at random, i.e.
-``p(y' | y) = e^eps / (e^eps + c - 1)`` if ``y' = y`` and ``1 / (e^eps + c - 1)`` otherwise
-(eq. 3.39; Kairouz et al. 2016). This is epsilon-LDP: every column of the transition matrix
-varies by a factor of exactly ``e^eps``. Draws go through :mod:`lightning_dpgnn.privacy.random`.
-
-Pure torch: no Lightning imports.
-"""
+"""Local-DP label perturbation: generalized randomized response (thesis §3.4.3, eq. 3.39)."""
 
 from __future__ import annotations
 
@@ -24,26 +15,21 @@ __all__ = ["RandomizedResponse"]
 
 
 class RandomizedResponse:
-    """Generalized randomized response over ``num_classes`` labels (thesis eq. 3.39).
-
-    Args:
-        epsilon: LDP budget per label (``math.inf`` keeps every label: no privacy, and
-            :meth:`account` then records an infinite spend, as in thesis Table 3.2's
-            ``epsilon_y = inf``).
-        num_classes: number of classes ``c >= 2``.
-        generator: optional seeded ``torch.Generator`` used when ``perturb`` gets none.
-    """
+    """Generalized randomized response over ``num_classes`` labels (thesis eq. 3.39; Kairouz et
+    al. 2016): a node keeps its label with probability ``e^eps / (e^eps + c - 1)``, else reports
+    one of the other ``c - 1`` classes uniformly. Epsilon-LDP: every column of the transition
+    matrix varies by exactly ``e^eps``. ``epsilon=inf`` keeps every label (an infinite spend,
+    thesis Table 3.2's ``epsilon_y = inf``)."""
 
     name: ClassVar[str] = "randomized_response"
+    level: ClassVar[str] = "ldp"
+    reads: ClassVar[tuple[str, ...]] = (LABELS,)
 
-    def __init__(
-        self, epsilon: float, num_classes: int, *, generator: torch.Generator | None = None
-    ) -> None:
+    def __init__(self, epsilon: float, num_classes: int) -> None:
         self.epsilon = check_epsilon(epsilon)
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
             raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
         self.num_classes = num_classes
-        self.generator = generator
 
     @property
     def keep_probability(self) -> float:
@@ -58,22 +44,17 @@ class RandomizedResponse:
     def transition_matrix(
         self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
     ) -> torch.Tensor:
-        """``P[i, j] = Pr[y' = j | y = i]`` (eq. 3.39), a ``c x c`` row-stochastic matrix.
-
-        This is the ``p(y' | y)`` used by Drop's forward correction (eq. 3.41).
-        """
+        """``P[i, j] = Pr[y' = j | y = i]`` (eq. 3.39), the ``p(y' | y)`` of Drop's forward
+        correction (eq. 3.41)."""
         c = self.num_classes
         p = torch.full((c, c), self.flip_probability, dtype=torch.float64, device=device)
         p.fill_diagonal_(self.keep_probability)
         return p.to(dtype)
 
-    def perturb(self, y: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Randomize every label in ``y`` (integer tensor, values in ``[0, c)``) independently.
-
-        Keeps ``y`` with :attr:`keep_probability`; otherwise adds a uniform offset in
-        ``{1, ..., c-1}`` modulo ``c``, which is uniform over the other ``c - 1`` classes.
-        Returns a ``LongTensor`` with the shape and device of ``y``.
-        """
+    def sample(self, y: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Randomize every label of ``y`` (class indices in ``[0, c)``) independently, recording
+        nothing: an offset uniform in ``{1, ..., c-1}`` modulo ``c`` is uniform over the other
+        classes. A ``LongTensor`` shaped like ``y``."""
         if not isinstance(y, torch.Tensor):
             raise TypeError(f"{self.name}: y must be a torch.Tensor, got {type(y).__name__}")
         if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
@@ -87,18 +68,11 @@ class RandomizedResponse:
             raise ValueError(f"{self.name}: {bad} label(s) outside [0, {c}) (num_classes={c})")
         if math.isinf(self.epsilon):
             return y.clone()
-        gen = generator if generator is not None else self.generator
         keep_p = torch.full(y.shape, self.keep_probability, dtype=torch.float64, device=y.device)
-        keep = R.bernoulli(keep_p, generator=gen)
-        u = R.uniform(tuple(y.shape), generator=gen, dtype=torch.float64, device=y.device)
+        keep = R.bernoulli(keep_p, generator=generator)
+        u = R.uniform(tuple(y.shape), generator=generator, dtype=torch.float64, device=y.device)
         offset = 1 + torch.floor(u * (c - 1)).to(torch.long).clamp_(0, c - 2)
         return torch.where(keep, y, (y + offset) % c)
-
-    level, reads = "ldp", (LABELS,)
-
-    def sample(self, y: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The draw (:class:`~.mechanism.Mechanism`): :meth:`perturb`, recording nothing."""
-        return self.perturb(y, generator)
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
         """Record ``count`` label collections (pure epsilon-LDP per node) on ``accountant``."""

@@ -1,36 +1,15 @@
-"""Local-DP randomizers for node features (thesis ch. 2 and 3).
+"""Local-DP randomizers for node feature rows ``x in [alpha, beta]^d`` (thesis ch. 2 and 3).
 
-Every randomizer perturbs feature rows ``x in [alpha, beta]^d`` (a ``[n, d]`` tensor, or one
-``[d]`` row) on the node side and returns the server's *unbiased* estimate of ``x``:
-
-* :class:`MultiBit` — multi-bit encoder + rectifier of LPGNN (Alg. 2, eq. 3.10, 3.18, 3.19);
-* :class:`OneBit` — 1-bit mechanism of PGC (eq. 2.3, 2.5, 2.11);
-* :class:`Laplace` — Laplace mechanism, LM (eq. 2.16, 2.17);
-* :class:`Duchi` — Duchi et al.'s mechanism, DM (eq. 2.18, 2.19, 2.21, 2.33);
-* :class:`Piecewise` — Piecewise mechanism, PM (eq. 2.28-2.34);
-* :class:`AnalyticGaussian` — analytic Gaussian, AG, (epsilon, delta)-LDP (Table 3.2;
-  Balle & Wang 2018).
-
-**Budget of a row.** ``epsilon`` is the LDP budget that one call spends *per node* (per row),
-which is what :meth:`account` records. The coordinate-wise mechanisms of thesis §2.9 (1-bit,
-Laplace, Duchi, Piecewise) are scalar mechanisms; applied to a ``d``-dimensional row they
-compose sequentially, so each coordinate gets ``epsilon / d`` (thesis §3.4: "we need to perturb
-each of the d features with epsilon/d budget"; the 1B baseline of Table 3.2 is Alg. 2 with
-``m = d``, i.e. ``epsilon/d`` per dimension). Chapter 2 (PGC) instead gives *each feature* its
-own budget (§2.8: "the total privacy budget of a single node scales linearly with the number of
-features"): pass ``per_coordinate=True`` to reproduce it; then every coordinate gets
-``epsilon`` and :meth:`account` records the true per-node total ``d * epsilon``.
-
-The variance formulas of §2.9 are per-coordinate formulas; here they are evaluated at the
-coordinate budget ``eps_c`` (``epsilon/d`` by default). Every draw goes through
-:mod:`lightning_dpgnn.privacy.random`, so ``secure_mode()`` covers these mechanisms.
-
-Pure torch/numpy/scipy: no Lightning imports.
+``epsilon`` is what one collection spends per node (row). The scalar mechanisms of thesis §2.9
+compose sequentially over the ``d`` coordinates, ``epsilon / d`` each (§3.4); thesis ch. 2
+(PGC) gives each feature ``epsilon`` instead (``per_coordinate=True``; the recorded per-node
+spend is then ``d * epsilon``). Every draw goes through :mod:`lightning_dpgnn.privacy.random`.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import warnings
 from abc import ABC, abstractmethod
@@ -68,9 +47,6 @@ M_STAR_Z = 2.18
 _CHUNK_ENTRIES = 1 << 22
 
 
-# --------------------------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------------------------
 def _check_feature_epsilon(epsilon: float) -> float:
     eps = check_epsilon(epsilon)
     if math.isinf(eps):
@@ -81,21 +57,20 @@ def _check_feature_epsilon(epsilon: float) -> float:
     return eps
 
 
+def _check_d(d: int) -> int:
+    if int(d) < 1:
+        raise ValueError(f"d must be >= 1, got {d}")
+    return int(d)
+
+
 def _check_bounds(alpha: Bounds, beta: Bounds) -> tuple[float | torch.Tensor, float | torch.Tensor]:
-    """Validate the feature range: finite, and ``alpha < beta`` (elementwise for vectors)."""
-
-    def conv(v: Bounds, name: str) -> float | torch.Tensor:
-        if isinstance(v, int | float):
-            return float(v)
-        t = torch.as_tensor(v, dtype=torch.float64).detach().cpu()
-        if t.ndim == 0:
-            return float(t)
-        if t.ndim != 1 or t.numel() == 0:
+    """Validate the feature range: numbers or 1-D sequences (one per feature), finite, and
+    ``alpha < beta`` (elementwise)."""
+    ta, tb = (torch.as_tensor(v, dtype=torch.float64).detach().cpu() for v in (alpha, beta))
+    for t, name in ((ta, "alpha"), (tb, "beta")):
+        if t.ndim > 1 or t.numel() == 0:
             raise ValueError(f"{name} must be a number or a 1-D sequence (one per feature)")
-        return t
-
-    a, b = conv(alpha, "alpha"), conv(beta, "beta")
-    ta, tb = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    a, b = (float(t) if t.ndim == 0 else t for t in (ta, tb))
     if not (torch.isfinite(ta).all() and torch.isfinite(tb).all()):
         raise ValueError(f"alpha and beta must be finite, got alpha={alpha!r}, beta={beta!r}")
     try:
@@ -122,45 +97,58 @@ def _coth_half(eps: float) -> float:
     return 1.0 + 2.0 / math.expm1(eps)
 
 
-def _discrete_abs_error(values: torch.Tensor, probs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``E|y - x|`` of a discrete output: ``sum_j probs[..., j] |values[..., j] - x|``."""
-    return (probs * (values - x.unsqueeze(-1)).abs()).sum(dim=-1)
-
-
 def _uniform_abs_integral(lo, hi, x: torch.Tensor) -> torch.Tensor:
     """``int_lo^hi |y - x| dy = [(y - x)|y - x| / 2]_lo^hi`` (elementwise)."""
     return ((hi - x) * (hi - x).abs() - (lo - x) * (lo - x).abs()) / 2.0
 
 
-class FeatureRandomizer(ABC):
-    """Common interface of the feature randomizers.
+def _log_prob_of(probs: torch.Tensor, which: torch.Tensor) -> torch.Tensor:
+    """``sum_i log probs[..., i, which[..., i]]``: the log-probability of a row of discrete
+    outputs (``which``: each entry's output index) given per-entry output probabilities."""
+    shape = torch.broadcast_shapes(probs.shape[:-1], which.shape)
+    probs = probs.expand(*shape, probs.shape[-1])
+    return torch.log(probs.gather(-1, which.expand(shape).unsqueeze(-1)).squeeze(-1)).sum(-1)
 
-    Args:
-        epsilon: LDP budget spent per row (node) and per call.
-        alpha, beta: feature range; a number or one value per feature (``alpha < beta``).
-            Inputs outside the range are clipped into it with a warning (thesis §2.7: "the
-            node can simply clip its feature within the given bound").
-        generator: optional seeded ``torch.Generator`` used when ``perturb`` gets none.
-    """
+
+def _check_codes(name: str, codes: torch.Tensor, values: tuple[int, ...]) -> None:
+    if codes.ndim not in (1, 2) or codes.shape[-1] == 0:
+        raise ValueError(f"{name}: codes must be [n, d] or [d], got {tuple(codes.shape)}")
+    if not bool(functools.reduce(torch.logical_or, (codes == v for v in values)).all()):
+        allowed = ", ".join(map(str, values[:-1])) + f" and {values[-1]}"
+        raise ValueError(f"{name}: codes must contain only {allowed}")
+
+
+def _per_entry(method):
+    """An evaluation method (variance, error, ...): ``x`` validated and clipped to float64
+    before, the result in the output dtype of ``x`` after."""
+
+    @functools.wraps(method)
+    def wrapper(self: FeatureRandomizer, x: torch.Tensor) -> torch.Tensor:
+        return method(self, self._prepare(x)).to(self._out_dtype(x))
+
+    return wrapper
+
+
+class FeatureRandomizer(ABC):
+    """A feature randomizer (a :class:`~.mechanism.Mechanism`): ``sample`` is what the nodes
+    send, ``estimate`` the server's unbiased estimate; ``epsilon`` per row (node) and collection,
+    over the public range ``[alpha, beta]`` (numbers or one per feature; inputs outside it are
+    clipped, with a warning, thesis §2.7)."""
 
     name: ClassVar[str] = "feature_randomizer"
+    level: ClassVar[str] = "ldp"
+    reads: ClassVar[tuple[str, ...]] = (FEATURES,)
+    #: the nodes send ``int8`` codes (rectified by :meth:`estimate`) rather than values
+    sends_codes: ClassVar[bool] = False
+    _REPR: ClassVar[tuple[str, ...]] = ("epsilon", "alpha", "beta")
 
-    def __init__(
-        self,
-        epsilon: float,
-        alpha: Bounds = 0.0,
-        beta: Bounds = 1.0,
-        *,
-        generator: torch.Generator | None = None,
-    ) -> None:
+    def __init__(self, epsilon: float, alpha: Bounds = 0.0, beta: Bounds = 1.0) -> None:
         self.epsilon = _check_feature_epsilon(epsilon)
         self.alpha, self.beta = _check_bounds(alpha, beta)
-        self.generator = generator
         #: the feature dimension its spend is for (:meth:`at_width`; else the last input's)
         self.d: int | None = None
         self._last_d: int | None = None
 
-    # -- input handling --------------------------------------------------------------------
     def _bounds(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """alpha, beta as float64 tensors on x's device, broadcastable against x."""
         a = torch.as_tensor(self.alpha, dtype=torch.float64, device=x.device)
@@ -173,11 +161,8 @@ class FeatureRandomizer(ABC):
         return a, b
 
     def _validate(self, x: torch.Tensor, any_rank: bool = False) -> None:
-        """Check ``x`` ([n, d] or [d], no NaN) and warn (with a count) about values to clip.
-
-        ``any_rank=True`` (evaluation helpers such as :meth:`variance` or densities) accepts
-        any ``[..., d]`` shape so inputs can broadcast against outputs.
-        """
+        """Check ``x`` ([n, d] or [d]; any ``[..., d]`` with ``any_rank``, for evaluation
+        helpers; no NaN) and warn, with a count, about values to clip."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{self.name}: x must be a torch.Tensor, got {type(x).__name__}")
         if (x.ndim not in (1, 2) and not (any_rank and x.ndim > 2)) or x.shape[-1] == 0:
@@ -222,54 +207,48 @@ class FeatureRandomizer(ABC):
         self._validate(x, any_rank=True)
         return self._clip64(x)
 
-    def _chunks(
-        self, x: torch.Tensor, dtype: torch.dtype | None = None
-    ) -> tuple[torch.Tensor, Iterator[tuple[torch.Tensor, torch.Tensor, int]]]:
-        """Validate ``x``; ``(out, chunks)``: the output (shaped like ``x``; its dtype ``x``'s
-        when floating point, else the default) and, chunk by chunk, ``(rows of out, clipped
-        float64 rows of x, d)`` for the caller to fill."""
-        self._validate(x)
-        rows = x.unsqueeze(0) if x.ndim == 1 else x
-        n, d = rows.shape
-        self._check_d(d)
-        self._last_d = d
-        out = torch.empty((n, d), dtype=dtype or self._out_dtype(x), device=x.device)
-        chunks = ((out[sl], self._clip64(rows[sl]), d) for sl in _row_chunks(n, d))
-        return out.squeeze(0) if x.ndim == 1 else out, chunks
-
-    def _check_d(self, d: int) -> None:
+    def _check_width(self, d: int) -> None:
         """Hook: validate parameters that depend on the feature dimension ``d``."""
-        if d < 1:
-            raise ValueError(f"{self.name}: d must be >= 1, got {d}")
+        _check_d(d)
 
     @staticmethod
     def _out_dtype(x: torch.Tensor) -> torch.dtype:
         return x.dtype if x.is_floating_point() else torch.get_default_dtype()
 
-    def _gen(self, generator: torch.Generator | None) -> torch.Generator | None:
-        return generator if generator is not None else self.generator
+    def _chunks(
+        self, x: torch.Tensor
+    ) -> tuple[torch.Tensor, Iterator[tuple[torch.Tensor, torch.Tensor, int]]]:
+        """Validate ``x``; ``(out, chunks)``: the output, shaped like ``x`` (``int8`` codes when
+        :attr:`sends_codes`, else ``x``'s dtype, or the default one for integer ``x``), and
+        per chunk ``(rows of out, clipped float64 rows of x, d)`` for the caller to fill."""
+        self._validate(x)
+        rows = x.unsqueeze(0) if x.ndim == 1 else x
+        n, d = rows.shape
+        self._check_width(d)
+        self._last_d = d
+        dtype = torch.int8 if self.sends_codes else self._out_dtype(x)
+        out = torch.empty((n, d), dtype=dtype, device=x.device)
+        chunks = ((out[sl], self._clip64(rows[sl]), d) for sl in _row_chunks(n, d))
+        return out.squeeze(0) if x.ndim == 1 else out, chunks
 
-    # -- public API ------------------------------------------------------------------------
-    def perturb(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Perturb every row of ``x`` and return the unbiased estimate (same shape as ``x``).
-
-        The output has ``x``'s dtype when it is floating point (else the default dtype).
-        """
-        gen = self._gen(generator)
+    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What the nodes send for every row of ``x`` (shaped like ``x``; the unbiased
+        estimate, or codes when :attr:`sends_codes`), recording nothing."""
         out, chunks = self._chunks(x)
         for rows, xc, d in chunks:
-            rows.copy_(self._perturb_rows(xc, d, gen))
+            rows.copy_(self._sample_rows(xc, d, generator))
         return out
 
-    #: the draw (:class:`~.mechanism.Mechanism`): the unbiased estimate, recording nothing
-    sample = perturb
-    level: ClassVar[str] = "ldp"
-    reads: ClassVar[tuple[str, ...]] = (FEATURES,)
+    def _sample_rows(
+        self, x: torch.Tensor, d: int, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        """What the nodes send for a float64 chunk of rows (already clipped)."""
+        raise NotImplementedError
 
     def estimate(self, sent: torch.Tensor) -> torch.Tensor:
         """The server's unbiased estimate from what :meth:`sample` sent (itself, unless the
-        nodes send codes)."""
-        return sent
+        nodes send codes: then float64)."""
+        return self.rectify(sent, torch.float64) if self.sends_codes else sent
 
     def at_width(self, d: int) -> FeatureRandomizer:
         """This randomizer with its spend fixed for ``d`` features (what a plan records)."""
@@ -278,37 +257,24 @@ class FeatureRandomizer(ABC):
         return out
 
     @abstractmethod
-    def _perturb_rows(
-        self, x: torch.Tensor, d: int, generator: torch.Generator | None
-    ) -> torch.Tensor:
-        """Unbiased estimate for a float64 chunk of rows (already clipped)."""
-
-    @abstractmethod
     def variance(self, x: torch.Tensor) -> torch.Tensor:
-        """Closed-form variance of each entry of :meth:`perturb`'s output (shape of ``x``)."""
+        """Closed-form variance of each entry of the estimate (shape of ``x``)."""
 
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
-        """Exact ``E|y - x|`` of each entry of :meth:`perturb`'s output (shape of ``x``): here
-        for a mechanism with finitely many outputs per entry (``output_values`` and
-        ``output_probabilities``, the last axis over the outputs); the others override it."""
+    @_per_entry
+    def expected_error(self, xd: torch.Tensor) -> torch.Tensor:
+        """Exact ``E|y - x|`` per entry of the estimate (here: finitely many ``output_values``)."""
         values = getattr(self, "output_values", None)
         if values is None:
             raise NotImplementedError(f"{type(self).__name__} has no closed-form expected error")
-        xd = self._prepare(x)
-        err = _discrete_abs_error(values(xd), self.output_probabilities(xd), xd)
-        return err.to(self._out_dtype(x))
+        return (self.output_probabilities(xd) * (values(xd) - xd.unsqueeze(-1)).abs()).sum(-1)
 
     def total_epsilon(self, d: int | None = None) -> float:
-        """LDP budget one call spends per row (node)."""
+        """LDP budget one collection spends per row (node)."""
         return self.epsilon
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
-        """Record ``count`` invocations (pure epsilon-LDP) on ``accountant``, for ``d``
-        features (:meth:`at_width`, else the last input's).
-
-        One invocation = perturbing every node's row once (LDP: each node spends the budget on
-        its own data, so ``count`` is the number of collections, not the number of nodes).
-        """
+        """Record ``count`` collections (pure, per node; ``count`` counts collections, not
+        nodes) for ``d`` features (:meth:`at_width`, else the last input's)."""
         return accountant.add_pure(self.name, self.total_epsilon(), count=count,
                                    note=self._note())
 
@@ -320,30 +286,24 @@ class FeatureRandomizer(ABC):
         if d is None:
             raise ValueError(
                 f"{self.name}: the spend depends on the feature dimension d; fix it with "
-                "at_width(d=...) or call perturb() first"
+                "at_width(d=...) or draw a sample first"
             )
-        if d < 1:
-            raise ValueError(f"{self.name}: d must be >= 1, got {d}")
-        return d
+        return _check_d(d)
 
     def _width(self) -> int | None:
         return self.d if self.d is not None else self._last_d
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(epsilon={self.epsilon}, alpha={self.alpha}, beta={self.beta})"
-        )
+        fields = ", ".join(f"{k}={getattr(self, k)}" for k in self._REPR)
+        return f"{type(self).__name__}({fields})"
 
 
 class _CoordinateRandomizer(FeatureRandomizer):
-    """A scalar mechanism of thesis §2.9 applied independently to every coordinate.
+    """A scalar mechanism of thesis §2.9 on every coordinate, at ``epsilon / d`` each
+    (sequential composition, §3.4), or ``epsilon`` each with ``per_coordinate=True`` (thesis
+    ch. 2; the per-row spend is then ``d * epsilon``)."""
 
-    Args:
-        per_coordinate: ``False`` (default): ``epsilon`` is the per-row budget, split evenly as
-            ``epsilon / d`` per coordinate (sequential composition, thesis §3.4). ``True``:
-            ``epsilon`` is the budget of *each* feature, as in thesis ch. 2 (PGC); the per-row
-            spend recorded by :meth:`account` is then ``d * epsilon``.
-    """
+    _REPR = ("epsilon", "alpha", "beta", "per_coordinate")
 
     def __init__(
         self,
@@ -352,15 +312,13 @@ class _CoordinateRandomizer(FeatureRandomizer):
         beta: Bounds = 1.0,
         *,
         per_coordinate: bool = False,
-        generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(epsilon, alpha, beta, generator=generator)
+        super().__init__(epsilon, alpha, beta)
         self.per_coordinate = bool(per_coordinate)
 
     def coordinate_epsilon(self, d: int) -> float:
         """Budget of one coordinate: ``epsilon / d`` (default) or ``epsilon`` (per-coordinate)."""
-        if d < 1:
-            raise ValueError(f"d must be >= 1, got {d}")
+        d = _check_d(d)
         return self.epsilon if self.per_coordinate else self.epsilon / d
 
     def total_epsilon(self, d: int | None = None) -> float:
@@ -391,34 +349,19 @@ class _CoordinateRandomizer(FeatureRandomizer):
         a, b = self._bounds(t_star)
         return (b - a) / 2.0 * (t_star + 1.0) + a
 
-    def _two_point_log_prob(self, x: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
-        """Exact log-probability of a row of two-point outputs (``high``: which of the two
-        values each coordinate took), from :meth:`output_probabilities` ``[low, high]``."""
-        probs = self.output_probabilities(x)
-        return torch.log(torch.where(high, probs[..., 1], probs[..., 0])).sum(dim=-1)
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(epsilon={self.epsilon}, alpha={self.alpha}, "
-            f"beta={self.beta}, per_coordinate={self.per_coordinate})"
-        )
+    def _std_values(self, xd: torch.Tensor, values: Sequence[float]) -> torch.Tensor:
+        """The outputs ``y*`` of the standardized ``values``, stacked on a last axis per entry."""
+        return torch.stack([self._from_std(torch.full_like(xd, v)) for v in values], dim=-1)
 
 
-# --------------------------------------------------------------------------------------------
-# 1-bit mechanism (PGC)
-# --------------------------------------------------------------------------------------------
 class OneBit(_CoordinateRandomizer):
-    """The 1-bit mechanism (thesis eq. 2.3) with the unbiased server estimate of eq. 2.5.
-
-    Each coordinate sends one bit ``y ~ Bernoulli(1/(e^eps_c + 1) + (x - alpha)/Delta *
-    (e^eps_c - 1)/(e^eps_c + 1))`` (eq. 2.3); the server maps it to
-    ``y* = ((e^eps_c + 1) y - 1) / (e^eps_c - 1) * Delta + alpha`` (eq. 2.5), with
-    ``E[y*] = x`` (Lemma 2) and variance eq. 2.11. ``eps_c`` is the coordinate budget
-    (``epsilon/d`` by default, see the module docstring); with the default split this is exactly
-    Alg. 2 with ``m = d`` (the 1B baseline of Table 3.2).
-    """
+    """The 1-bit mechanism (thesis eq. 2.3): each coordinate sends one bit
+    ``y ~ Bernoulli(1/(e^eps_c + 1) + (x - alpha)/Delta * (e^eps_c - 1)/(e^eps_c + 1))``;
+    the server's estimate (eq. 2.5) is unbiased (Lemma 2) with variance eq. 2.11. With the
+    default split it is Alg. 2 with ``m = d`` (the 1B baseline of Table 3.2)."""
 
     name: ClassVar[str] = "onebit"
+    sends_codes: ClassVar[bool] = True
 
     def _p_one(self, x: torch.Tensor, d: int) -> torch.Tensor:
         """``Pr[y = 1 | x]`` of eq. 2.3, written with ``tanh(eps/2) = (e^eps-1)/(e^eps+1)``."""
@@ -426,54 +369,26 @@ class OneBit(_CoordinateRandomizer):
         th = math.tanh(self.coordinate_epsilon(d) / 2.0)
         return (1.0 - th) / 2.0 + (x - a) / (b - a) * th
 
-    def encode(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Node side: the bits ``y in {0, 1}`` of eq. 2.3, as an ``int8`` tensor shaped like x."""
-        gen = self._gen(generator)
-        out, chunks = self._chunks(x, torch.int8)
-        for rows, xc, d in chunks:
-            rows.copy_(R.bernoulli(self._p_one(xc, d), generator=gen))
-        return out
-
-    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """What a node sends: its bits (:meth:`encode`)."""
-        return self.encode(x, generator)
-
-    def estimate(self, sent: torch.Tensor) -> torch.Tensor:
-        return self.rectify(sent)
+    def _sample_rows(self, x, d, generator):
+        return R.bernoulli(self._p_one(x, d), generator=generator)
 
     def rectify(self, bits: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """Server side: ``y* = ((e^eps_c + 1) y - 1) / (e^eps_c - 1) * Delta + alpha`` (eq. 2.5).
-
-        Rewritten as ``y* = alpha + Delta/2 * (1 + coth(eps_c/2) (2y - 1))``, the same map.
-        """
-        if bits.ndim not in (1, 2) or bits.shape[-1] == 0:
-            raise ValueError(f"onebit: bits must be [n, d] or [d], got {tuple(bits.shape)}")
-        if bool(((bits != 0) & (bits != 1)).any()):
-            raise ValueError("onebit: bits must contain only 0 and 1")
-        d = bits.shape[-1]
+        """Server side, eq. 2.5: ``y* = ((e^eps_c + 1) y - 1) / (e^eps_c - 1) * Delta + alpha``,
+        computed as ``alpha + Delta/2 * (1 + coth(eps_c/2) (2y - 1))``."""
+        _check_codes(self.name, bits, (0, 1))
         yd = bits.to(torch.float64)
         a, b = self._bounds(yd)
-        c = _coth_half(self.coordinate_epsilon(d))
+        c = _coth_half(self.coordinate_epsilon(bits.shape[-1]))
         out = a + (b - a) / 2.0 * (1.0 + c * (2.0 * yd - 1.0))
         return out.to(dtype or torch.get_default_dtype())
 
-    def _perturb_rows(self, x, d, generator):
-        bits = R.bernoulli(self._p_one(x, d), generator=generator)
-        a, b = self._bounds(x)
-        c = _coth_half(self.coordinate_epsilon(d))
-        return a + (b - a) / 2.0 * (1.0 + c * (2.0 * bits.to(torch.float64) - 1.0))
-
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
-        """``Var[y*] = Delta^2 e^eps_c / (e^eps_c - 1)^2 + (x - alpha)(beta - x)`` (eq. 2.11).
-
-        ``e^eps/(e^eps - 1)^2 = 1 / (2 sinh(eps/2))^2`` is used for numerical stability.
-        """
-        xd = self._prepare(x)
-        d = xd.shape[-1]
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
+        """``Var[y*] = Delta^2 e^eps_c / (e^eps_c - 1)^2 + (x - alpha)(beta - x)`` (eq. 2.11),
+        with ``e^eps/(e^eps - 1)^2 = 1 / (2 sinh(eps/2))^2`` for numerical stability."""
         a, b = self._bounds(xd)
-        s = 2.0 * math.sinh(self.coordinate_epsilon(d) / 2.0)
-        v = (b - a) ** 2 / s**2 + (xd - a) * (b - xd)
-        return v.to(self._out_dtype(x))
+        s = 2.0 * math.sinh(self.coordinate_epsilon(xd.shape[-1]) / 2.0)
+        return (b - a) ** 2 / s**2 + (xd - a) * (b - xd)
 
     def output_probabilities(self, x: torch.Tensor) -> torch.Tensor:
         """Exact ``[Pr[y=0 | x], Pr[y=1 | x]]`` per entry (eq. 2.3), shape ``x.shape + (2,)``."""
@@ -483,48 +398,33 @@ class OneBit(_CoordinateRandomizer):
 
     def log_prob(self, x: torch.Tensor, bits: torch.Tensor) -> torch.Tensor:
         """Exact log-probability of the bit vector ``bits`` for each row of ``x`` (sum over d)."""
-        return self._two_point_log_prob(x, bits.to(torch.bool))
+        return _log_prob_of(self.output_probabilities(x), bits.to(torch.long))
 
 
-# --------------------------------------------------------------------------------------------
-# Laplace mechanism
-# --------------------------------------------------------------------------------------------
 class Laplace(_CoordinateRandomizer):
-    """Laplace mechanism (thesis §2.9.1, eq. 2.16): ``y* = x + Lap(Delta / eps_c)``.
-
-    Unbiased; variance ``2 (Delta / eps_c)^2`` (eq. 2.17). With the default split
-    ``eps_c = epsilon / d`` the scale ``d Delta / epsilon`` is the L1 sensitivity of the row
-    over epsilon, so the row is epsilon-LDP.
-    """
+    """Laplace mechanism (thesis §2.9.1, eq. 2.16): ``y* = x + Lap(Delta / eps_c)``, unbiased,
+    variance ``2 (Delta / eps_c)^2`` (eq. 2.17). With ``eps_c = epsilon / d`` the scale
+    ``d Delta / epsilon`` is the row's L1 sensitivity over epsilon: the row is epsilon-LDP."""
 
     name: ClassVar[str] = "laplace"
-
-    def scale(self, d: int) -> torch.Tensor | float:
-        """Laplace scale ``lambda = Delta / eps_c`` (one per feature for per-feature ranges)."""
-        delta = torch.as_tensor(self.beta, dtype=torch.float64) - torch.as_tensor(
-            self.alpha, dtype=torch.float64
-        )
-        lam = delta / self.coordinate_epsilon(d)
-        return float(lam) if lam.ndim == 0 else lam
 
     def _lambda(self, x: torch.Tensor) -> torch.Tensor:
         a, b = self._bounds(x)
         return (b - a) / self.coordinate_epsilon(x.shape[-1])
 
-    def _perturb_rows(self, x, d, generator):
+    def _sample_rows(self, x, d, generator):
         return x + R.laplace(tuple(x.shape), self._lambda(x), generator=generator,
                              dtype=torch.float64, device=x.device)
 
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = 2 (Delta / eps_c)^2`` (eq. 2.17), independent of x."""
-        xd = self._prepare(x)
-        v = 2.0 * self._lambda(xd) ** 2 * torch.ones_like(xd)
-        return v.to(self._out_dtype(x))
+        return 2.0 * self._lambda(xd) ** 2 * torch.ones_like(xd)
 
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def expected_error(self, xd: torch.Tensor) -> torch.Tensor:
         """``E|y* - x| = lambda = Delta / eps_c``."""
-        xd = self._prepare(x)
-        return (self._lambda(xd) * torch.ones_like(xd)).to(self._out_dtype(x))
+        return self._lambda(xd) * torch.ones_like(xd)
 
     def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Output density per entry: ``Lap(y - x | lambda) = exp(-|y-x|/lambda) / (2 lambda)``."""
@@ -540,19 +440,11 @@ class Laplace(_CoordinateRandomizer):
         return ld.sum(dim=-1)
 
 
-# --------------------------------------------------------------------------------------------
-# Duchi et al.'s mechanism
-# --------------------------------------------------------------------------------------------
 class Duchi(_CoordinateRandomizer):
-    """Duchi et al.'s mechanism (thesis eq. 2.18) on ``t = 2(x - alpha)/Delta - 1`` (eq. 2.21).
-
-    ``t* = +-C`` with ``C = (e^eps_c + 1)/(e^eps_c - 1)`` and
-    ``Pr[t* = +C | t] = 1/2 + (e^eps_c - 1)/(2 e^eps_c + 2) * t`` (eq. 2.18); the estimate is
-    ``y* = Delta/2 (t* + 1) + alpha`` (the affine map of eq. 2.33), unbiased, with variance
-    ``Delta^2/4 * (C^2 - t^2)`` (eq. 2.19 rescaled). The thesis applies it per feature; the
-    dimension handling follows the module docstring (no dimension sampling is described for DM
-    in the thesis).
-    """
+    """Duchi et al.'s mechanism (thesis eq. 2.18) on ``t = 2(x - alpha)/Delta - 1`` (eq. 2.21):
+    ``t* = +-C`` with ``C = coth(eps_c / 2)`` and ``Pr[t* = +C | t] = 1/2 + tanh(eps_c / 2)
+    t / 2``; the estimate ``y* = Delta/2 (t* + 1) + alpha`` (eq. 2.33) is unbiased, variance
+    ``Delta^2/4 (C^2 - t^2)`` (eq. 2.19 rescaled)."""
 
     name: ClassVar[str] = "duchi"
 
@@ -560,27 +452,23 @@ class Duchi(_CoordinateRandomizer):
         th = math.tanh(self.coordinate_epsilon(d) / 2.0)  # (e^eps-1)/(e^eps+1)
         return 0.5 + th / 2.0 * self._std_input(x)
 
-    def _perturb_rows(self, x, d, generator):
+    def _sample_rows(self, x, d, generator):
         high = R.bernoulli(self._p_high(x, d), generator=generator)
         c = _coth_half(self.coordinate_epsilon(d))
-        t_star = (2.0 * high.to(torch.float64) - 1.0) * c
-        return self._from_std(t_star)
+        return self._from_std((2.0 * high.to(torch.float64) - 1.0) * c)
 
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = Delta^2 / 4 * (C^2 - t^2)`` (eq. 2.19 under the map of eq. 2.33)."""
-        xd = self._prepare(x)
         a, b = self._bounds(xd)
         c = _coth_half(self.coordinate_epsilon(xd.shape[-1]))
-        t = self._std_input(xd)
-        return ((b - a) ** 2 / 4.0 * (c**2 - t**2)).to(self._out_dtype(x))
+        return (b - a) ** 2 / 4.0 * (c**2 - self._std_input(xd) ** 2)
 
     def output_values(self, x: torch.Tensor) -> torch.Tensor:
         """The two possible outputs ``[y*(t* = -C), y*(t* = +C)]`` per entry of ``x``."""
         xd = self._prepare(x)
         c = _coth_half(self.coordinate_epsilon(xd.shape[-1]))
-        lo = self._from_std(torch.full_like(xd, -c))
-        hi = self._from_std(torch.full_like(xd, c))
-        return torch.stack([lo, hi], dim=-1)
+        return self._std_values(xd, (-c, c))
 
     def output_probabilities(self, x: torch.Tensor) -> torch.Tensor:
         """Exact ``[Pr[t* = -C | x], Pr[t* = +C | x]]`` per entry (eq. 2.18)."""
@@ -592,114 +480,87 @@ class Duchi(_CoordinateRandomizer):
         """Exact log-probability of an output row ``y`` (values from :meth:`output_values`)."""
         xd = self._prepare(x)
         a, b = self._bounds(xd)
-        return self._two_point_log_prob(xd, y.to(torch.float64) > (a + b) / 2.0)
+        high = (y.to(torch.float64) > (a + b) / 2.0).to(torch.long)
+        return _log_prob_of(self.output_probabilities(xd), high)
 
 
-# --------------------------------------------------------------------------------------------
-# Piecewise mechanism
-# --------------------------------------------------------------------------------------------
 class Piecewise(_CoordinateRandomizer):
-    """Piecewise mechanism of Wang et al. (thesis eq. 2.28-2.29) with the estimate of eq. 2.33.
-
-    On ``t in [-1, 1]`` it outputs ``t* in [-C, C]``, ``C = (e^{eps/2} + 1)/(e^{eps/2} - 1)``
-    (eq. 2.28), with density ``p`` on ``[l(t), r(t)]`` and ``p / e^eps`` elsewhere, where
-    ``p = (e^eps - e^{eps/2}) / (2 e^{eps/2} + 2)``, ``l(t) = (C+1)/2 t - (C-1)/2``,
-    ``r(t) = l(t) + C - 1`` (eq. 2.29). ``y* = Delta/2 (t* + 1) + alpha`` (eq. 2.33) is unbiased
-    with variance eq. 2.34. The thesis applies PM per feature; the dimension handling follows
-    the module docstring (``eps = eps_c``).
-
-    PM is the member ``s = e^{eps/2}`` of a one-parameter family of piecewise mechanisms (Zhao
-    et al. 2020, whose PM-SUB is ``s = e^{eps/3}``,
-    :class:`~lightning_dpgnn.privacy.ldp_numeric.PMSub`): with ``E = e^eps``,
-    ``C = (E + s)(s + 1) / (s (E - 1))``, the high-density interval is centred at
-    ``(E + s)/(E - 1) t`` with half-width ``(E + s)/(s (E - 1))``, its density is
-    ``p = s E (E - 1) / (2 (E + s)^2)`` and its mass ``E / (E + s)``; every member is
-    eps-LDP (density ratio exactly ``e^eps``) and unbiased. Subclasses set :meth:`shape`.
-    """
+    """Piecewise mechanism of Wang et al. (thesis eq. 2.28-2.34): on ``t in [-1, 1]`` it
+    outputs ``t* in [-C, C]``, density ``p`` on ``[l(t), r(t)]`` and ``p / e^eps`` elsewhere;
+    unbiased. It is ``s = e^{eps/2}`` of a family (Zhao et al. 2020; PM-SUB is ``e^{eps/3}``):
+    with ``E = e^eps``, ``C = (E + s)(s + 1) / (s (E - 1))``, the interval is centred at
+    ``(E + s)/(E - 1) t``, half-width ``(E + s)/(s (E - 1))``, ``p = s E (E - 1) / (2 (E +
+    s)^2)``, mass ``E / (E + s)``: every member is eps-LDP (density ratio exactly ``e^eps``)."""
 
     name: ClassVar[str] = "piecewise"
+    divisor: ClassVar[float] = 2.0
 
-    @staticmethod
-    def shape(eps: float) -> float:
-        """The family parameter ``s``: ``e^{eps/2}`` for PM."""
-        return math.exp(eps / 2.0)
+    @classmethod
+    def shape(cls, eps: float) -> float:
+        """The family parameter ``s = e^{eps / divisor}`` (``e^{eps/2}`` for PM)."""
+        return math.exp(eps / cls.divisor)
 
-    def _geometry(self, eps: float) -> tuple[float, float, float, float, float]:
-        """``C``, centre slope, half-width, centre density ``p`` and centre mass."""
+    def _geometry(self, d: int) -> tuple[float, float, float, float, float, float]:
+        """``eps_c``, ``C``, centre slope, half-width, centre density ``p`` and centre mass."""
+        eps = self.coordinate_epsilon(d)
         s = self.shape(eps)
         em1 = math.expm1(eps)  # E - 1
         e = em1 + 1.0
         c = (e + s) * (s + 1.0) / (s * em1)
-        slope = (e + s) / em1
-        half = (e + s) / (s * em1)
         p = s * e * em1 / (2.0 * (e + s) ** 2)
-        return c, slope, half, p, e / (e + s)
+        return eps, c, (e + s) / em1, (e + s) / (s * em1), p, e / (e + s)
 
-    def _perturb_rows(self, x, d, generator):
-        eps = self.coordinate_epsilon(d)
-        c, slope, half, _, centre_mass = self._geometry(eps)
-        t = self._std_input(x)
-        left = slope * t - half  # l(t)
+    def _sample_rows(self, x, d, generator):
+        _, c, slope, half, _, centre_mass = self._geometry(d)
+        left = slope * self._std_input(x) - half  # l(t)
         right = left + 2.0 * half  # r(t)
         shape = tuple(x.shape)
         u1 = R.uniform(shape, generator=generator, dtype=torch.float64, device=x.device)
         u2 = R.uniform(shape, generator=generator, dtype=torch.float64, device=x.device)
-        in_centre = u1 < centre_mass
         centre = left + 2.0 * half * u2
         # outer part [-C, l) U (r, C], total length 2C - 2 half, uniform
         v = (2.0 * c - 2.0 * half) * u2
         left_len = left + c
         outer = torch.where(v < left_len, -c + v, right + (v - left_len))
-        t_star = torch.where(in_centre, centre, outer)
-        return self._from_std(t_star)
+        return self._from_std(torch.where(u1 < centre_mass, centre, outer))
 
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = Delta^2/4 (E[t*^2] - t^2)`` with ``E[t*^2] = p/e^eps * 2C^3/3 +
-        p (1 - e^-eps) * 2h (3 (slope t)^2 + h^2) / 3`` (h: the half-width). For PM this is
-        eq. 2.34, ``(x - (alpha+beta)/2)^2 / (e^{eps/2} - 1)
-        + (e^{eps/2} + 3) / (3 (e^{eps/2} - 1)^2) * Delta^2 / 4``."""
-        xd = self._prepare(x)
+        p (1 - e^-eps) * 2h (3 (slope t)^2 + h^2) / 3`` (h: the half-width); eq. 2.34 for PM."""
         a, b = self._bounds(xd)
-        eps = self.coordinate_epsilon(xd.shape[-1])
-        c, slope, half, p, _ = self._geometry(eps)
+        eps, c, slope, half, p, _ = self._geometry(xd.shape[-1])
         t = self._std_input(xd)
         second = p * math.exp(-eps) * 2.0 * c**3 / 3.0 + p * (-math.expm1(-eps)) * 2.0 * half * (
             3.0 * (slope * t) ** 2 + half**2
         ) / 3.0
-        return ((b - a) ** 2 / 4.0 * (second - t**2)).to(self._out_dtype(x))
+        return (b - a) ** 2 / 4.0 * (second - t**2)
 
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def expected_error(self, xd: torch.Tensor) -> torch.Tensor:
         """Exact ``E|y* - x| = Delta/2 E|t* - t|``: density ``p/e^eps`` on ``[-C, C]`` plus
         ``p (1 - e^-eps)`` on ``[l(t), r(t)]``, each integrated in closed form."""
-        xd = self._prepare(x)
         a, b = self._bounds(xd)
-        eps = self.coordinate_epsilon(xd.shape[-1])
-        c, slope, half, p, _ = self._geometry(eps)
+        eps, c, slope, half, p, _ = self._geometry(xd.shape[-1])
         t = self._std_input(xd)
         low = p * math.exp(-eps) * _uniform_abs_integral(-c, c, t)
         centre = _uniform_abs_integral(slope * t - half, slope * t + half, t)
         high = p * (-math.expm1(-eps)) * centre
-        return ((b - a) / 2.0 * (low + high)).to(self._out_dtype(x))
+        return (b - a) / 2.0 * (low + high)
 
     def support(self, x: torch.Tensor) -> torch.Tensor:
         """``[low, high]`` of the output ``y*`` per entry (``t* = -C`` and ``t* = +C``)."""
         xd = self._prepare(x)
-        c = self._geometry(self.coordinate_epsilon(xd.shape[-1]))[0]
-        return torch.stack(
-            [self._from_std(torch.full_like(xd, -c)), self._from_std(torch.full_like(xd, c))],
-            dim=-1,
-        )
+        c = self._geometry(xd.shape[-1])[1]
+        return self._std_values(xd, (-c, c))
 
     def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Output density of ``y*`` per entry: eq. 2.29 times the Jacobian ``2 / Delta``."""
         xd = self._prepare(x)
         a, b = self._bounds(xd)
-        eps = self.coordinate_epsilon(xd.shape[-1])
-        c, slope, half, p, _ = self._geometry(eps)
-        t = self._std_input(xd)
+        eps, c, slope, half, p, _ = self._geometry(xd.shape[-1])
         t_star = 2.0 * (y.to(torch.float64) - a) / (b - a) - 1.0
-        left = slope * t - half
-        t_star, left = torch.broadcast_tensors(t_star, left)
+        t_star, left = torch.broadcast_tensors(t_star, slope * self._std_input(xd) - half)
         dens = torch.where(
             (t_star >= left) & (t_star <= left + 2.0 * half),
             torch.full_like(t_star, p),
@@ -713,16 +574,10 @@ class Piecewise(_CoordinateRandomizer):
         return torch.log(self.density(x, y)).sum(dim=-1)
 
 
-# --------------------------------------------------------------------------------------------
-# Analytic Gaussian mechanism
-# --------------------------------------------------------------------------------------------
 def analytic_gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:
-    """Smallest delta for which ``N(0, sigma^2)`` noise is (epsilon, delta)-DP.
-
-    Balle & Wang (2018), Theorem 8:
-    ``delta = Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D)`` with ``D`` the L2
-    sensitivity and ``s = sigma``. The second term is evaluated in log-space.
-    """
+    """Smallest delta for which ``N(0, sigma^2)`` noise is (epsilon, delta)-DP (Balle & Wang
+    2018, Theorem 8): ``Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D)``, ``D`` the L2
+    sensitivity; the second term in log-space."""
     r = sensitivity / sigma
     first = float(ndtr(r / 2.0 - epsilon / r))
     second = math.exp(epsilon + float(log_ndtr(-r / 2.0 - epsilon / r)))
@@ -730,12 +585,8 @@ def analytic_gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1
 
 
 def calibrate_analytic_gaussian(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest ``sigma`` with ``analytic_gaussian_delta(epsilon, sigma, sensitivity) <= delta``.
-
-    The privacy profile decreases in sigma (Balle & Wang 2018), so the exact calibration is a
-    one-dimensional root-finding problem; it is solved for unit sensitivity (sigma scales
-    linearly with the sensitivity) and the returned sigma always satisfies the condition.
-    """
+    """Smallest ``sigma`` with ``analytic_gaussian_delta(epsilon, sigma, sensitivity) <= delta``
+    (a root of the decreasing privacy profile, on the private side)."""
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     if math.isinf(eps):
@@ -753,42 +604,27 @@ def calibrate_analytic_gaussian(epsilon: float, delta: float, sensitivity: float
         hi += 1.0
         if hi > 700:
             raise ValueError("analytic Gaussian calibration failed (budget too small)")
-    log_s = brentq(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
-    s = math.exp(log_s)
+    s = math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500))
     while analytic_gaussian_delta(eps, s) > dlt:  # make sure we land on the private side
         s *= 1.0 + 1e-12
     return s * float(sensitivity)
 
 
 class AnalyticGaussian(FeatureRandomizer):
-    """Analytic Gaussian mechanism (Balle & Wang 2018), the AG baseline of thesis Table 3.2.
-
-    ``y* = x + N(0, sigma^2 I)`` with sigma calibrated exactly (numerically) to
-    (epsilon, delta)-LDP for the L2 sensitivity of a row, ``||beta - alpha||_2`` =
-    ``(beta - alpha) sqrt(d)``. Unbiased, variance ``sigma^2``. Because sigma is linear in the
-    sensitivity, the calibration gives one noise multiplier ``sigma / sensitivity`` for all d;
-    ``sigma(d)`` is cached per d.
-
-    :meth:`account` records a Gaussian entry (``noise_multiplier = sigma / sensitivity``), so the
-    accountant composes it by RDP: the accountant's epsilon for it is a valid but looser bound
-    than the exact (epsilon, delta) of a single release, and it needs an accountant delta.
-    """
+    """Analytic Gaussian mechanism (Balle & Wang 2018), the AG baseline of thesis Table 3.2:
+    ``y* = x + N(0, sigma^2 I)``, sigma calibrated exactly to (epsilon, delta)-LDP for a row's
+    L2 sensitivity ``||beta - alpha||_2``; unbiased. Recorded as a Gaussian entry, which the
+    accountant composes by RDP (valid, looser than the exact (epsilon, delta) of one release)."""
 
     name: ClassVar[str] = "analytic_gaussian"
+    _REPR = ("epsilon", "delta", "alpha", "beta")
 
     def __init__(
-        self,
-        epsilon: float,
-        delta: float,
-        alpha: Bounds = 0.0,
-        beta: Bounds = 1.0,
-        *,
-        generator: torch.Generator | None = None,
+        self, epsilon: float, delta: float, alpha: Bounds = 0.0, beta: Bounds = 1.0
     ) -> None:
-        super().__init__(epsilon, alpha, beta, generator=generator)
+        super().__init__(epsilon, alpha, beta)
         self.delta = check_delta(delta)
         self._multiplier: float | None = None
-        self._sigma_cache: dict[int, float] = {}
 
     @property
     def noise_multiplier(self) -> float:
@@ -799,8 +635,7 @@ class AnalyticGaussian(FeatureRandomizer):
 
     def sensitivity(self, d: int) -> float:
         """L2 sensitivity of a row: ``||beta - alpha||_2`` (= ``(beta - alpha) sqrt(d)``)."""
-        if d < 1:
-            raise ValueError(f"d must be >= 1, got {d}")
+        d = _check_d(d)
         width = torch.as_tensor(self.beta, dtype=torch.float64) - torch.as_tensor(
             self.alpha, dtype=torch.float64
         )
@@ -811,26 +646,22 @@ class AnalyticGaussian(FeatureRandomizer):
         return float(width.norm())
 
     def sigma(self, d: int) -> float:
-        """Noise standard deviation for rows of dimension ``d`` (cached)."""
-        d = int(d)
-        if d not in self._sigma_cache:
-            self._sigma_cache[d] = self.noise_multiplier * self.sensitivity(d)
-        return self._sigma_cache[d]
+        """Noise standard deviation for rows of dimension ``d``."""
+        return self.noise_multiplier * self.sensitivity(d)
 
-    def _perturb_rows(self, x, d, generator):
+    def _sample_rows(self, x, d, generator):
         return x + R.normal(tuple(x.shape), self.sigma(d), generator=generator,
                             dtype=torch.float64, device=x.device)
 
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = sigma(d)^2`` for every entry."""
-        xd = self._prepare(x)
-        return torch.full_like(xd, self.sigma(xd.shape[-1]) ** 2).to(self._out_dtype(x))
+        return torch.full_like(xd, self.sigma(xd.shape[-1]) ** 2)
 
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def expected_error(self, xd: torch.Tensor) -> torch.Tensor:
         """``E|y* - x| = sigma(d) sqrt(2 / pi)``."""
-        xd = self._prepare(x)
-        err = torch.full_like(xd, self.sigma(xd.shape[-1]) * math.sqrt(2.0 / math.pi))
-        return err.to(self._out_dtype(x))
+        return torch.full_like(xd, self.sigma(xd.shape[-1]) * math.sqrt(2.0 / math.pi))
 
     def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Output density per entry: ``N(y | x, sigma^2)``."""
@@ -846,75 +677,44 @@ class AnalyticGaussian(FeatureRandomizer):
         z = (y.to(torch.float64) - xd) / s
         return (-0.5 * z**2 - math.log(s * math.sqrt(2.0 * math.pi))).sum(dim=-1)
 
-    def total_epsilon(self, d: int | None = None) -> float:
-        return self.epsilon
-
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> LedgerEntry:
         """Record ``count`` Gaussian releases: ``add_gaussian(name, sigma/sensitivity, ...)``."""
-        d = self._resolve_d(None)
         return accountant.add_gaussian(
             self.name,
             self.noise_multiplier,
             count=count,
-            sensitivity=self.sensitivity(d),
+            sensitivity=self.sensitivity(self._resolve_d(None)),
             note=(
                 f"analytic Gaussian calibrated to (epsilon={self.epsilon:g}, "
                 f"delta={self.delta:g})-LDP per release (Balle & Wang 2018); RDP-composed here"
             ),
         )
 
-    def __repr__(self) -> str:
-        return (
-            f"AnalyticGaussian(epsilon={self.epsilon}, delta={self.delta}, alpha={self.alpha}, "
-            f"beta={self.beta})"
-        )
 
-
-# --------------------------------------------------------------------------------------------
-# Multi-bit mechanism (LPGNN)
-# --------------------------------------------------------------------------------------------
 def optimal_m(epsilon: float, d: int) -> int:
-    """Optimal sampling parameter of the multi-bit encoder (thesis Prop. 3, eq. 3.19/3.24).
-
-    ``m* = max(1, min(d, floor(epsilon / 2.18)))``: it minimises the worst-case rectifier
-    variance (eq. 3.21), whose minimiser in ``z = epsilon/m`` solves ``z = sinh(z)/2``
-    (eq. 3.23), ``z* ~= 2.18``. So ``m* = 1`` whenever ``epsilon < 2 * 2.18``.
-    """
+    """Optimal sampling parameter of the multi-bit encoder (thesis Prop. 3, eq. 3.19):
+    ``m* = max(1, min(d, floor(epsilon / 2.18)))`` minimises the worst-case rectifier variance
+    (eq. 3.21), whose minimiser in ``z = epsilon/m`` solves ``z = sinh(z)/2`` (eq. 3.23)."""
     eps = _check_feature_epsilon(epsilon)
-    d = int(d)
-    if d < 1:
-        raise ValueError(f"d must be >= 1, got {d}")
+    d = _check_d(d)
     # the tiny slack keeps exact multiples of 2.18 (e.g. 4.36) from flooring one short
     return max(1, min(d, math.floor(eps / M_STAR_Z + 1e-9)))
 
 
 class MultiBit(FeatureRandomizer):
-    """Multi-bit encoder (thesis Alg. 2) and rectifier (eq. 3.10) of LPGNN.
-
-    Encoder (node side): sample ``m`` of the ``d`` dimensions uniformly without replacement;
-    for each sampled dimension draw ``t ~ Bernoulli(1/(e^{eps/m} + 1) + (x - alpha)/(beta -
-    alpha) * (e^{eps/m} - 1)/(e^{eps/m} + 1))`` and output ``2t - 1``; other dimensions output 0.
-    The whole row is epsilon-LDP (Theorem 1). Rectifier (server side, eq. 3.10):
-    ``x' = d (beta - alpha)/(2m) * (e^{eps/m} + 1)/(e^{eps/m} - 1) * x* + (alpha + beta)/2``,
-    unbiased (Prop. 1) with variance eq. 3.18.
-
-    Args:
-        m: number of sampled dimensions in ``[1, d]``; ``None`` uses :func:`optimal_m`
-            (eq. 3.19), resolved when ``d`` is known.
-    """
+    """Multi-bit encoder (thesis Alg. 2) and rectifier (eq. 3.10) of LPGNN, epsilon-LDP per
+    row (Theorem 1): each node sends a 1-bit code at ``eps / m`` for ``m`` of its ``d``
+    dimensions, 0 elsewhere (``m=None``: :func:`optimal_m`); the rectified estimate is unbiased
+    (Prop. 1), variance eq. 3.18."""
 
     name: ClassVar[str] = "multibit"
+    sends_codes: ClassVar[bool] = True
+    _REPR = ("epsilon", "alpha", "beta", "m")
 
     def __init__(
-        self,
-        epsilon: float,
-        alpha: Bounds = 0.0,
-        beta: Bounds = 1.0,
-        m: int | None = None,
-        *,
-        generator: torch.Generator | None = None,
+        self, epsilon: float, alpha: Bounds = 0.0, beta: Bounds = 1.0, m: int | None = None
     ) -> None:
-        super().__init__(epsilon, alpha, beta, generator=generator)
+        super().__init__(epsilon, alpha, beta)
         if m is not None:  # m <= d is checked once d is known
             if isinstance(m, bool) or not isinstance(m, int):
                 raise ValueError(f"m must be an integer in [1, d] or None, got {m!r}")
@@ -924,68 +724,48 @@ class MultiBit(FeatureRandomizer):
 
     def resolve_m(self, d: int) -> int:
         """The sampling parameter used for ``d`` features (``m``, or ``m*`` when ``m=None``)."""
-        d = int(d)
-        if d < 1:
-            raise ValueError(f"d must be >= 1, got {d}")
+        d = _check_d(d)
         if self.m is None:
             return optimal_m(self.epsilon, d)
         if self.m > d:
             raise ValueError(f"m must be in [1, d], got m={self.m} for d={d} features")
         return self.m
 
-    def _check_d(self, d: int) -> None:
+    def _check_width(self, d: int) -> None:
         self.resolve_m(d)
 
-    def _p_one(self, x: torch.Tensor, m: int) -> torch.Tensor:
+    def _p_one(self, x: torch.Tensor, m: int, a=None, b=None) -> torch.Tensor:
         """Bernoulli parameter of Alg. 2 line 4 (``tanh(eps/2m) = (e^{eps/m}-1)/(e^{eps/m}+1)``)."""
-        a, b = self._bounds(x)
+        if a is None:
+            a, b = self._bounds(x)
         th = math.tanh(self.epsilon / m / 2.0)
         return (1.0 - th) / 2.0 + (x - a) / (b - a) * th
 
-    def encode(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Alg. 2: codes in ``{-1, 0, 1}`` (``int8``), exactly ``m`` non-zeros per row."""
-        gen = self._gen(generator)
-        out, chunks = self._chunks(x, torch.int8)
+    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What a node sends (Alg. 2): codes in ``{-1, 0, 1}`` (``int8``), exactly ``m``
+        non-zeros per row; drawn here, one frame from :func:`~.mechanism.run` (GW-LDP's
+        matrix encoder calls it per graph)."""
+        out, chunks = self._chunks(x)
         for codes, xc, d in chunks:
             n, m = xc.size(0), self.resolve_m(d)
-            keys = R.uniform((n, d), generator=gen, dtype=torch.float64, device=xc.device)
+            keys = R.uniform((n, d), generator=generator, dtype=torch.float64, device=xc.device)
             idx = keys.topk(m, dim=1, largest=False, sorted=False).indices  # S: m dims per row
             a, b = self._bounds(xc)
-            xs = xc.gather(1, idx)
             if a.ndim == 1:
-                a = a.expand(n, d).gather(1, idx)
-                b = b.expand(n, d).gather(1, idx)
-            th = math.tanh(self.epsilon / m / 2.0)
-            t = R.bernoulli((1.0 - th) / 2.0 + (xs - a) / (b - a) * th, generator=gen)
-            codes.zero_().scatter_(1, idx, (2 * t.to(torch.int8) - 1))
+                a, b = a.expand(n, d).gather(1, idx), b.expand(n, d).gather(1, idx)
+            t = R.bernoulli(self._p_one(xc.gather(1, idx), m, a, b), generator=generator)
+            codes.zero_().scatter_(1, idx, 2 * t.to(torch.int8) - 1)
         return out
 
-    def sample(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """What a node sends: its codes (:meth:`encode`)."""
-        return self.encode(x, generator)
-
-    def estimate(self, sent: torch.Tensor) -> torch.Tensor:
-        return self.rectify(sent)
-
-    def scale(self, d: int) -> float | torch.Tensor:
-        """Rectifier factor ``d (beta-alpha)/(2m) * (e^{eps/m}+1)/(e^{eps/m}-1)`` (eq. 3.10)."""
-        m = self.resolve_m(d)
-        width = torch.as_tensor(self.beta, dtype=torch.float64) - torch.as_tensor(
-            self.alpha, dtype=torch.float64
-        )
-        s = d * width / (2.0 * m) * _coth_half(self.epsilon / m)
-        return float(s) if s.ndim == 0 else s
-
     def rectify(self, codes: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """Rectifier, eq. 3.10: ``x' = scale(d) * x* + (alpha + beta) / 2`` (see :meth:`scale`)."""
-        if codes.ndim not in (1, 2) or codes.shape[-1] == 0:
-            raise ValueError(f"multibit: codes must be [n, d] or [d], got {tuple(codes.shape)}")
-        if bool((~((codes == 0) | (codes == 1) | (codes == -1))).any()):
-            raise ValueError("multibit: codes must contain only -1, 0 and 1")
+        """Rectifier, eq. 3.10: ``x' = d (beta-alpha)/(2m) * coth(eps/2m) * x* + (alpha +
+        beta)/2`` (see :meth:`rectifier`)."""
+        _check_codes(self.name, codes, (-1, 0, 1))
         return self._rectify64(codes).to(dtype or torch.get_default_dtype())
 
-    def rectifier(self, d: int, device: torch.device | None = None
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    def rectifier(
+        self, d: int, device: torch.device | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(scale, offset)``, ``[d]`` float64 vectors with ``rectify(codes) = codes * scale
         + offset`` (eq. 3.10): the rectified features are an affine map of the sparse codes."""
         a, b = self._bounds(torch.empty(d, dtype=torch.float64, device=device))
@@ -997,44 +777,34 @@ class MultiBit(FeatureRandomizer):
         scale, offset = self.rectifier(codes.shape[-1], codes.device)
         return codes.to(torch.float64) * scale + offset
 
-    def _perturb_rows(self, x, d, generator):
-        """``rectify(encode(x))`` on a chunk of rows: the unbiased estimate (Prop. 1)."""
-        return self._rectify64(self.encode(x, generator))
-
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
-        """``Var[x'] = d/m * ((beta-alpha)/2 * (e^{eps/m}+1)/(e^{eps/m}-1))^2
-        - (x - (alpha+beta)/2)^2`` (eq. 3.18)."""
-        xd = self._prepare(x)
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
+        """``Var[x'] = d/m * ((beta-alpha)/2 * coth(eps/2m))^2 - (x - (alpha+beta)/2)^2``
+        (eq. 3.18)."""
         d = xd.shape[-1]
         m = self.resolve_m(d)
         a, b = self._bounds(xd)
         c = _coth_half(self.epsilon / m)
-        v = d / m * ((b - a) / 2.0 * c) ** 2 - (xd - (a + b) / 2.0) ** 2
-        return v.to(self._out_dtype(x))
+        return d / m * ((b - a) / 2.0 * c) ** 2 - (xd - (a + b) / 2.0) ** 2
 
     def output_probabilities(self, x: torch.Tensor) -> torch.Tensor:
         """Exact marginal ``[Pr[x*_i=-1], Pr[x*_i=0], Pr[x*_i=1]]`` per entry (Theorem 1 proof)."""
         xd = self._prepare(x)
         d = xd.shape[-1]
         m = self.resolve_m(d)
-        p1 = self._p_one(xd, m)
-        q = m / d
+        p1, q = self._p_one(xd, m), m / d
         return torch.stack([q * (1.0 - p1), torch.full_like(p1, 1.0 - q), q * p1], dim=-1)
 
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
-        """Exact ``E|x' - x|`` over the three rectified values (codes -1, 0, 1)."""
-        xd = self._prepare(x)
+    def output_values(self, xd: torch.Tensor) -> torch.Tensor:
+        """The three rectified values (codes -1, 0, 1) per entry of ``x``."""
         codes = torch.tensor([-1, 0, 1], dtype=torch.float64, device=xd.device)
         values = self._rectify64(codes.expand(*xd.shape, 3).transpose(-1, -2))  # [..., 3, d]
-        err = _discrete_abs_error(values.transpose(-1, -2), self.output_probabilities(xd), xd)
-        return err.to(self._out_dtype(x))
+        return values.transpose(-1, -2)
 
     def log_prob(self, x: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
-        """Exact joint log-probability of a code row given ``x`` (one value per row).
-
-        ``Pr[x* | x] = 1/C(d, m) * prod_{i in S} Pr[t_i = (x*_i + 1)/2]`` when ``x*`` has
-        exactly ``m`` non-zeros (support ``S``), and 0 otherwise.
-        """
+        """Exact joint log-probability of a code row given ``x`` (one value per row):
+        ``1/C(d, m) * prod_{i in S} Pr[t_i = (x*_i + 1)/2]`` when ``x*`` has exactly ``m``
+        non-zeros (support ``S``), else 0."""
         xd = self._prepare(x)
         d = xd.shape[-1]
         m = self.resolve_m(d)
@@ -1045,6 +815,3 @@ class MultiBit(FeatureRandomizer):
         log_choose = math.lgamma(d + 1) - math.lgamma(m + 1) - math.lgamma(d - m + 1)
         lp = per.sum(dim=-1) - log_choose
         return torch.where(nnz == m, lp, torch.full_like(lp, -math.inf))
-
-    def __repr__(self) -> str:
-        return f"MultiBit(epsilon={self.epsilon}, alpha={self.alpha}, beta={self.beta}, m={self.m})"

@@ -1,30 +1,13 @@
-"""More scalar LDP mechanisms for numerical features: Hybrid, Three-Outputs and PM-SUB.
+"""More scalar LDP mechanisms for numerical features: the baselines of HeteroRR's error figure
+(supplement Fig. 10). Each is coordinate-wise on ``t = 2 (x - alpha)/Delta - 1`` (thesis eq.
+2.21) with ``y* = Delta/2 (t* + 1) + alpha`` (eq. 2.33), like
+:class:`~lightning_dpgnn.privacy.ldp.Duchi`: unbiased, eps_c-LDP per coordinate.
 
-The baselines of HeteroRR's error figure (supplement Fig. 10) that
-:mod:`lightning_dpgnn.privacy.ldp` lacked. Each is a coordinate-wise mechanism on
-``t = 2 (x - alpha)/Delta - 1 in [-1, 1]`` (thesis eq. 2.21) whose standardized output ``t*`` is
-mapped back by ``y* = Delta/2 (t* + 1) + alpha`` (eq. 2.33), exactly like
-:class:`~lightning_dpgnn.privacy.ldp.Duchi` and :class:`~lightning_dpgnn.privacy.ldp.Piecewise`:
-unbiased, eps_c-LDP per coordinate with ``eps_c = epsilon / d`` (or ``epsilon`` with
-``per_coordinate=True``), exact output probabilities/densities for the ratio tests, the exact
-variance and ``E|y* - x|``.
-
-* :class:`Hybrid` — Wang et al., "Collecting and Analyzing Multidimensional Data with Local
-  Differential Privacy", ICDE 2019, §III-C (HM): PM with probability ``a``, Duchi otherwise.
-* :class:`ThreeOutputs` — Zhao et al., "Local Differential Privacy-Based Federated Learning
-  for Internet of Things", IEEE IoT Journal 2020 (arXiv 2004.08856), §IV-A: outputs
-  ``{-C, 0, C}`` with piecewise-linear probabilities.
-* :class:`PMSub` — the same paper, §IV-C: the piecewise family of
-  :class:`~lightning_dpgnn.privacy.ldp.Piecewise` at ``s = e^{eps/3}`` (the value as recalled
-  from the paper, whose text was not available offline; privacy and unbiasedness hold for
-  every ``s > 0`` and are tested).
-
-Three-Outputs' probabilities were derived here from its definition (three outputs, linear
-probabilities on each side of 0, unbiased, every ratio at most ``e^eps``); the minimiser of
-its worst-case variance reproduces the paper's regimes (``P_{0<-0} = 0`` below ``ln 2``,
-``e^eps/(e^eps + 2)`` above ``ln 5.53``), which the tests check.
-
-Pure torch/scipy: no Lightning imports.
+* :class:`Hybrid` — Wang et al., ICDE 2019, §III-C (HM): PM with probability ``a``, else Duchi.
+* :class:`ThreeOutputs` — Zhao et al., IEEE IoT Journal 2020 (arXiv 2004.08856), §IV-A.
+* :class:`PMSub` — the same paper, §IV-C: the piecewise family at ``s = e^{eps/3}`` (the value
+  as recalled from the paper, unavailable offline; privacy and unbiasedness hold for every
+  ``s > 0`` and are tested).
 """
 
 from __future__ import annotations
@@ -37,57 +20,40 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from . import random as R
-from .ldp import Bounds, Duchi, Piecewise, _CoordinateRandomizer, _coth_half
+from .ldp import (
+    Bounds,
+    Duchi,
+    Piecewise,
+    _CoordinateRandomizer,
+    _coth_half,
+    _log_prob_of,
+    _per_entry,
+)
 
 __all__ = ["Hybrid", "ThreeOutputs", "PMSub", "HYBRID_EPS_STAR", "three_outputs_p0"]
 
 #: Wang et al. (ICDE 2019): HM mixes in PM only above this budget,
 #: ``ln((-5 + 2 cbrt(6353 - 405 sqrt(241)) + 2 cbrt(6353 + 405 sqrt(241))) / 27) ~= 0.61``
+_ROOT = 405.0 * math.sqrt(241.0)
 HYBRID_EPS_STAR = math.log(
-    (
-        -5.0
-        + 2.0 * (6353.0 - 405.0 * math.sqrt(241.0)) ** (1.0 / 3.0)
-        + 2.0 * (6353.0 + 405.0 * math.sqrt(241.0)) ** (1.0 / 3.0)
-    )
-    / 27.0
+    (-5.0 + 2.0 * (6353.0 - _ROOT) ** (1.0 / 3.0) + 2.0 * (6353.0 + _ROOT) ** (1.0 / 3.0)) / 27.0
 )
 
 
-# ------------------------------------------------------------------------------------------------
-# PM-SUB
-# ------------------------------------------------------------------------------------------------
 class PMSub(Piecewise):
-    """PM-SUB (Zhao et al. 2020, §IV-C): the piecewise mechanism with ``s = e^{eps/3}``.
-
-    Output ``t* in [-C, C]``, ``C = (e^eps + s)(s + 1) / (s (e^eps - 1))``; density
-    ``p = s e^eps (e^eps - 1) / (2 (s + e^eps)^2)`` on ``[l(t), r(t)] = (e^eps + s)/(e^eps - 1)
-    * [t - 1/s, t + 1/s]`` and ``p / e^eps`` elsewhere (see :class:`Piecewise` for the family).
-    Unbiased; eps_c-LDP with the density ratio exactly ``e^eps``.
-    """
+    """PM-SUB (Zhao et al. 2020, §IV-C): the piecewise family of :class:`Piecewise` at
+    ``s = e^{eps/3}``; unbiased, eps_c-LDP (density ratio exactly ``e^eps``)."""
 
     name: ClassVar[str] = "pm_sub"
-
-    @staticmethod
-    def shape(eps: float) -> float:
-        """``s = e^{eps/3}`` (PM-SUB's choice; PM uses ``e^{eps/2}``)."""
-        return math.exp(eps / 3.0)
+    divisor: ClassVar[float] = 3.0
 
 
-# ------------------------------------------------------------------------------------------------
-# Hybrid mechanism
-# ------------------------------------------------------------------------------------------------
 class Hybrid(_CoordinateRandomizer):
-    """Hybrid mechanism, HM (Wang et al., ICDE 2019, §III-C).
-
-    Each coordinate runs the Piecewise mechanism with probability ``a`` and Duchi's mechanism
-    otherwise, both at the full coordinate budget ``eps_c``: ``a = 1 - e^{-eps_c/2}`` when
-    ``eps_c > eps*`` (:data:`HYBRID_EPS_STAR`, about 0.61) and ``a = 0`` (Duchi alone) below.
-    The choice is independent of the input, so the mixture is eps_c-LDP (its continuous part
-    is ``a`` times PM's density, its two atoms ``+-C_DM`` carry ``1 - a`` times Duchi's
-    probabilities: each ratio is at most ``e^eps_c``) and unbiased, with variance
-    ``a Var_PM + (1 - a) Var_DM`` (constant in ``x`` when ``a > 0``; its value is HM's
-    worst-case variance of the paper).
-    """
+    """Hybrid mechanism, HM (Wang et al., ICDE 2019, §III-C): each coordinate runs PM with
+    probability ``a = 1 - e^{-eps_c/2}`` when ``eps_c >`` :data:`HYBRID_EPS_STAR` (else
+    ``a = 0``) and Duchi otherwise, both at the full ``eps_c``. The choice ignores the input,
+    so the mixture (``a`` times PM's density plus ``1 - a`` times Duchi's two atoms) keeps
+    every ratio at most ``e^eps_c``; unbiased, variance ``a Var_PM + (1 - a) Var_DM``."""
 
     name: ClassVar[str] = "hybrid"
 
@@ -98,41 +64,34 @@ class Hybrid(_CoordinateRandomizer):
         beta: Bounds = 1.0,
         *,
         per_coordinate: bool = False,
-        generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(epsilon, alpha, beta, per_coordinate=per_coordinate, generator=generator)
-        kw = {"per_coordinate": self.per_coordinate}
-        self._pm = Piecewise(epsilon, alpha, beta, **kw)
-        self._dm = Duchi(epsilon, alpha, beta, **kw)
+        super().__init__(epsilon, alpha, beta, per_coordinate=per_coordinate)
+        self._pm = Piecewise(epsilon, alpha, beta, per_coordinate=self.per_coordinate)
+        self._dm = Duchi(epsilon, alpha, beta, per_coordinate=self.per_coordinate)
 
     def mix_probability(self, d: int) -> float:
         """``a``: the probability of running PM on a coordinate (0 at or below eps*)."""
         eps = self.coordinate_epsilon(d)
         return -math.expm1(-eps / 2.0) if eps > HYBRID_EPS_STAR else 0.0
 
-    def _perturb_rows(self, x, d, generator):
-        use_pm = R.bernoulli(
-            torch.full(tuple(x.shape), self.mix_probability(d), dtype=torch.float64,
-                       device=x.device),
-            generator=generator,
-        )
-        pm = self._pm._perturb_rows(x, d, generator)
-        dm = self._dm._perturb_rows(x, d, generator)
-        return torch.where(use_pm, pm, dm)
+    def _sample_rows(self, x, d, generator):
+        a = torch.full(tuple(x.shape), self.mix_probability(d), dtype=torch.float64,
+                       device=x.device)
+        use_pm = R.bernoulli(a, generator=generator)
+        pm = self._pm._sample_rows(x, d, generator)
+        return torch.where(use_pm, pm, self._dm._sample_rows(x, d, generator))
 
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
         """``a Var_PM(x) + (1 - a) Var_DM(x)`` (both unbiased, so the mixture's variance)."""
-        xd = self._prepare(x)
         a = self.mix_probability(xd.shape[-1])
-        v = a * self._pm.variance(xd) + (1.0 - a) * self._dm.variance(xd)
-        return v.to(self._out_dtype(x))
+        return a * self._pm.variance(xd) + (1.0 - a) * self._dm.variance(xd)
 
-    def expected_error(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def expected_error(self, xd: torch.Tensor) -> torch.Tensor:
         """``a E_PM|y* - x| + (1 - a) E_DM|y* - x|``."""
-        xd = self._prepare(x)
         a = self.mix_probability(xd.shape[-1])
-        err = a * self._pm.expected_error(xd) + (1.0 - a) * self._dm.expected_error(xd)
-        return err.to(self._out_dtype(x))
+        return a * self._pm.expected_error(xd) + (1.0 - a) * self._dm.expected_error(xd)
 
     def density(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Density of the continuous part per entry: ``a`` times PM's density."""
@@ -149,9 +108,6 @@ class Hybrid(_CoordinateRandomizer):
         return (1.0 - self.mix_probability(xd.shape[-1])) * self._dm.output_probabilities(xd)
 
 
-# ------------------------------------------------------------------------------------------------
-# Three-Outputs mechanism
-# ------------------------------------------------------------------------------------------------
 def _three_outputs_worst_variance(p0: float, eps: float) -> float:
     """Worst-case (over ``t in [-1, 1]``) variance of Three-Outputs at ``P_{0<-0} = p0``."""
     e = math.exp(eps)
@@ -163,14 +119,9 @@ def _three_outputs_worst_variance(p0: float, eps: float) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def three_outputs_p0(eps: float) -> float:
-    """``P_{0<-0}``, the probability of output 0 at input 0, for budget ``eps``.
-
-    Zhao et al. choose it to minimise the worst-case variance over inputs within the range
-    that keeps the mechanism eps-LDP, ``[0, e^eps / (e^eps + 2)]`` (the paper gives the
-    minimiser in closed form through the root of a cubic, 0 below ``eps = ln 2``); this solves
-    the same one-dimensional problem numerically (bounded Brent, ``xatol = 1e-12``). It depends
-    on the public ``eps`` only.
-    """
+    """``P_{0<-0}`` (output 0 at input 0), as in Zhao et al. the minimiser of the worst-case
+    variance over the eps-LDP range ``[0, e^eps / (e^eps + 2)]``, found numerically (0 below
+    ``ln 2``, the cap above ``ln 5.53``, as in the paper). A function of the public ``eps``."""
     e = math.exp(eps)
     cap = e / (e + 2.0)
     res = minimize_scalar(
@@ -182,35 +133,27 @@ def three_outputs_p0(eps: float) -> float:
 
 
 class ThreeOutputs(_CoordinateRandomizer):
-    """Three-Outputs mechanism (Zhao et al. 2020, §IV-A) on ``t in [-1, 1]``.
-
-    Outputs ``t* in {-C, 0, C}``. With ``E = e^eps_c`` and ``p0 = P_{0<-0}``
-    (:func:`three_outputs_p0`): at ``t = 1`` the output is ``C``, ``0``, ``-C`` with
-    probabilities ``E c1``, ``p0 / E``, ``c1``, where ``c1 = (1 - p0/E)/(E + 1)`` (mirrored at
-    ``t = -1``); at ``t = 0`` it is 0 with probability ``p0`` and ``+-C`` with
-    ``(1 - p0)/2`` each; in between the probabilities are linear on ``[-1, 0]`` and ``[0, 1]``.
-    ``C = E (E + 1) / ((E - 1)(E - p0))`` makes ``E[t*] = t``. Each output's probability
-    varies by at most a factor ``E`` over the inputs (exactly ``E`` for ``+-C``, and for 0 when
-    ``p0 > 0``), so it is eps_c-LDP; ``p0 <= E / (E + 2)`` keeps ``(1 - p0)/2`` between ``c1``
-    and ``E c1``. Variance ``C^2 (1 - P(0 | t)) - t^2``. With ``p0 = 0`` it is Duchi's
-    mechanism.
-    """
+    """Three-Outputs mechanism (Zhao et al. 2020, §IV-A): ``t* in {-C, 0, C}``. With
+    ``E = e^eps_c``, ``p0`` (:func:`three_outputs_p0`) and ``c1 = (1 - p0/E)/(E + 1)``, at
+    ``t = 1`` the outputs ``C, 0, -C`` have probabilities ``E c1, p0 / E, c1`` (mirrored at
+    ``t = -1``), at ``t = 0`` ``(1 - p0)/2, p0, (1 - p0)/2``, linear in between (derived here):
+    each varies by at most ``E``, so eps_c-LDP; ``C = E (E + 1) / ((E - 1)(E - p0))`` makes it
+    unbiased. ``p0 = 0`` is Duchi."""
 
     name: ClassVar[str] = "three_outputs"
 
-    def _constants(self, d: int) -> tuple[float, float, float, float]:
-        """``C``, ``p0``, ``c1 = P(-C | t=1)`` and ``E c1 = P(C | t=1)``."""
+    def _constants(self, d: int) -> tuple[float, float, float, float, float]:
+        """``C``, ``p0``, ``c1 = P(-C | t=1)``, ``E c1 = P(C | t=1)`` and ``E``."""
         eps = self.coordinate_epsilon(d)
         e = math.exp(eps)
         p0 = three_outputs_p0(eps)
         c1 = (1.0 - p0 / e) / (e + 1.0)
         c = _coth_half(eps) * e / (e - p0)  # E (E + 1) / ((E - 1)(E - p0))
-        return c, p0, c1, e * c1
+        return c, p0, c1, e * c1, e
 
     def _probs_std(self, t: torch.Tensor, d: int) -> torch.Tensor:
         """``[P(-C | t), P(0 | t), P(C | t)]`` for standardized inputs (float64)."""
-        c, p0, low, high = self._constants(d)
-        e = math.exp(self.coordinate_epsilon(d))
+        c, p0, low, high, e = self._constants(d)
         mid = (1.0 - p0) / 2.0
         p_zero = p0 - p0 * (1.0 - 1.0 / e) * t.abs()
         p_pos = torch.where(t >= 0, mid + (high - mid) * t, mid + (mid - low) * t)
@@ -226,11 +169,9 @@ class ThreeOutputs(_CoordinateRandomizer):
         """The three outputs ``[y*(-C), y*(0), y*(C)]`` per entry of ``x``."""
         xd = self._prepare(x)
         c = self._constants(xd.shape[-1])[0]
-        return torch.stack(
-            [self._from_std(torch.full_like(xd, v)) for v in (-c, 0.0, c)], dim=-1
-        )
+        return self._std_values(xd, (-c, 0.0, c))
 
-    def _perturb_rows(self, x, d, generator):
+    def _sample_rows(self, x, d, generator):
         c = self._constants(d)[0]
         probs = self._probs_std(self._std_input(x), d)
         u = R.uniform(tuple(x.shape), generator=generator, dtype=torch.float64, device=x.device)
@@ -239,15 +180,15 @@ class ThreeOutputs(_CoordinateRandomizer):
         )
         return self._from_std(t_star)
 
-    def variance(self, x: torch.Tensor) -> torch.Tensor:
+    @_per_entry
+    def variance(self, xd: torch.Tensor) -> torch.Tensor:
         """``Var[y*] = Delta^2 / 4 * (C^2 (1 - P(0 | t)) - t^2)``."""
-        xd = self._prepare(x)
         a, b = self._bounds(xd)
         d = xd.shape[-1]
         c = self._constants(d)[0]
         t = self._std_input(xd)
         p_zero = self._probs_std(t, d)[..., 1]
-        return ((b - a) ** 2 / 4.0 * (c**2 * (1.0 - p_zero) - t**2)).to(self._out_dtype(x))
+        return (b - a) ** 2 / 4.0 * (c**2 * (1.0 - p_zero) - t**2)
 
     def log_prob(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Exact log-probability of an output row ``y`` (values from :meth:`output_values`)."""
@@ -256,5 +197,4 @@ class ThreeOutputs(_CoordinateRandomizer):
         mid = (a + b) / 2.0
         yd = y.to(torch.float64)
         which = torch.where(yd < mid, 0, torch.where(yd > mid, 2, 1))
-        probs = self.output_probabilities(xd)
-        return torch.log(probs.gather(-1, which.unsqueeze(-1)).squeeze(-1)).sum(dim=-1)
+        return _log_prob_of(self.output_probabilities(xd), which)

@@ -1,47 +1,28 @@
 """One-time node-side collection for local-DP methods (LPGNN, thesis ch. 3; PGC, ch. 2).
 
-In the local model every node perturbs its own data *once*, on its side, and the server only
-ever sees what the nodes sent (thesis Alg. 4 lines 4-11, Alg. 1 lines 1-2):
-
-* features: a feature randomizer of :mod:`lightning_dpgnn.privacy.ldp` with budget ``x_epsilon``
-  (multi-bit by default: compact ``{-1, 0, 1}`` codes that the server rectifies, eq. 3.10);
-* labels of the *labelled* nodes (train + validation): randomized response with budget
-  ``y_epsilon`` (eq. 3.39). Test labels are never collected; they are read only to evaluate.
-
-:class:`LocalCollector` runs that step and records it on an accountant: each node spends
-``x_epsilon + y_epsilon`` (Corollary 2), one collection. The result, a
-:class:`LocalCollection`, holds exactly what the server received (codes are kept compact) and
-is what a model caches and checkpoints: re-running the collection would query the nodes again
-and double the spend.
-
-Budgets: ``math.inf`` means "read in the clear" — no mechanism runs and the accountant records
-an infinite spend, so the report says so (thesis Table 3.2's ``eps_y = inf``). ``y_epsilon=None``
-means the labels are *public* in the threat model (PGC, thesis §2.3.1: only features are
-private); they are copied and nothing is recorded for them.
-
-Ad-hoc features that cost no budget (thesis Table 3.3): ``features="ones"`` (all-one vectors),
-``"degree"`` (one-hot node degree, the graph is public to the server) and ``"random"`` (uniform
-in [0, 1]); all keep the private feature dimension ``d``.
-
-Part of the privacy layer (no Lightning imports): usable on its own, e.g. by the estimation-error
-benchmark; the LDP methods (:mod:`lightning_dpgnn.methods.local`) run it once per fit.
+Every node perturbs its data *once* (thesis Alg. 4 lines 4-11, Alg. 1 lines 1-2): its features
+by a randomizer of :mod:`~lightning_dpgnn.privacy.ldp` at ``x_epsilon`` and, if labelled (train
++ validation), its label by randomized response at ``y_epsilon``: ``x_epsilon + y_epsilon`` per
+node (Corollary 2). The :class:`LocalCollection` is cached and checkpointed (collecting again
+would double the spend). ``math.inf`` reads in the clear (an infinite spend in the ledger);
+``y_epsilon=None`` makes the labels public (PGC, §2.3.1); ad-hoc features (Table 3.3) are free.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from numbers import Real
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from .accountant import PrivacyAccountant, check_delta, check_epsilon
+from .accountant import check_delta, check_epsilon
 from .feature_rr import FeatureRR
 from .labels import RandomizedResponse
 from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
 from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
-from .mechanism import FEATURES, LABELS, Clear, Mechanism, Steps, run
+from .mechanism import FEATURES, LABELS, Clear, Mechanism, Steps
 
 if TYPE_CHECKING:  # annotations only: the privacy layer loads without PyG
     from torch_geometric.data import Data
@@ -77,18 +58,10 @@ CLEAR_LABELS = "labels/clear"
 
 @dataclass
 class LocalCollection:
-    """What the server received from the nodes in one collection.
-
-    Attributes:
-        payload: the feature messages: ``int8`` codes for multi-bit (``{-1,0,1}``) and 1-bit
-            (``{0,1}``), possibly stored sparse; the unbiased float estimate for the continuous
-            mechanisms; raw or ad-hoc features otherwise. Decode with
-            :meth:`LocalCollector.features`.
-        encoding: ``"codes"`` (payload must be rectified) or ``"values"``.
-        labels: ``[N]`` long; the (noisy) label each labelled node sent, ``-1`` elsewhere.
-        label_mask: ``[N]`` bool, the nodes that sent a label (train + validation).
-        num_features: ``d``.
-    """
+    """What the server received in one collection: ``payload``, the feature messages
+    (``encoding="codes"``: ``int8`` multi-bit or 1-bit codes, possibly sparse, decoded by
+    :meth:`LocalCollector.features`; else ``"values"``), ``labels`` (the noisy label of each
+    node in ``label_mask``, ``-1`` elsewhere) and ``num_features``."""
 
     payload: torch.Tensor
     encoding: Literal["codes", "values"]
@@ -97,13 +70,7 @@ class LocalCollection:
     num_features: int
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "payload": self.payload,
-            "encoding": self.encoding,
-            "labels": self.labels,
-            "label_mask": self.label_mask,
-            "num_features": self.num_features,
-        }
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> LocalCollection:
@@ -134,32 +101,12 @@ def adhoc_features(
 
 
 class LocalCollector:
-    """Runs the one-time LDP collection of features and labels and records its spend.
-
-    Args:
-        x_epsilon: feature budget per node (``math.inf``: features read in the clear).
-        y_epsilon: label budget per labelled node (``math.inf``: labels read in the clear;
-            ``None``: labels are public in this threat model and are not accounted).
-        mechanism: ``"multibit"`` (default), ``"onebit"``, ``"laplace"``, ``"duchi"``,
-            ``"piecewise"``, ``"gaussian"`` (analytic Gaussian, at ``gaussian_delta``) or
-            ``"featurerr"`` (HeteroRR's per-feature randomizer, with ``theta`` and ``k``),
-            ``"hybrid"``, ``"three_outputs"`` or ``"pm_sub"``
-            (:mod:`~lightning_dpgnn.privacy.ldp_numeric`).
-        m: multi-bit sampling parameter (``None``: the optimal ``m*`` of eq. 3.19).
-        theta: FeatureRR only: PUBLIC per-feature weights (one per feature, summing to 1; see
-            :func:`~lightning_dpgnn.privacy.feature_rr.public_feature_weights`); ``None``:
-            uniform.
-        k: FeatureRR only: the number of bins (``None``: its default).
-        alpha, beta: feature range known to the server (features are clipped into it).
-        per_coordinate: for the coordinate-wise mechanisms, give *every feature* budget
-            ``x_epsilon`` as in thesis ch. 2 (the per-node spend is then ``d * x_epsilon``);
-            default: ``x_epsilon`` per node, split over the ``d`` features.
-        gaussian_delta: delta of the analytic Gaussian mechanism, (eps, delta)-LDP per node
-            (thesis Table 3.2 uses 1e-10); it becomes the accountant's delta of the fit.
-        features: ``"private"`` (collect with the mechanism) or an ad-hoc, budget-free source:
-            ``"ones"``, ``"degree"``, ``"random"``.
-        collect_labels: ``False`` for tasks without node labels (link prediction).
-    """
+    """The one-time LDP collection of features and labels (module docstring): ``mechanism``
+    is a name of :data:`FEATURE_MECHANISMS` (``"gaussian"`` at ``gaussian_delta``, the fit's
+    accountant delta), ``m`` multi-bit's, ``theta`` (PUBLIC) and ``k`` FeatureRR's parameters,
+    ``per_coordinate`` as in :mod:`~lightning_dpgnn.privacy.ldp`; ``alpha, beta`` the public
+    range; ``features``: ``"private"`` or an ad-hoc source; ``collect_labels=False`` for tasks
+    without node labels (link prediction)."""
 
     def __init__(
         self,
@@ -205,9 +152,9 @@ class LocalCollector:
         self.gaussian_delta = check_delta(gaussian_delta, "gaussian_delta")
         self.features_source = features
         self.collect_labels = bool(collect_labels)
-        self._randomizer = self._make_randomizer()  # validates eps, m, alpha < beta early
+        #: the feature mechanism (``None``: clear or ad-hoc features), validated here
+        self.randomizer = self._make_randomizer()
 
-    # -- mechanisms -------------------------------------------------------------------------------
     @property
     def collects_features(self) -> bool:
         """Whether the private features are read (through a mechanism or in the clear)."""
@@ -230,11 +177,6 @@ class LocalCollector:
             return FeatureRR(self.x_epsilon, self.theta, alpha=self.alpha, beta=self.beta, **k)
         return cls(self.x_epsilon, self.alpha, self.beta, per_coordinate=self.per_coordinate)
 
-    @property
-    def randomizer(self) -> FeatureRandomizer | None:
-        """The feature mechanism (``None`` when features are clear or ad-hoc)."""
-        return self._randomizer
-
     def label_randomizer(self, num_classes: int) -> RandomizedResponse | None:
         """Randomized response over ``num_classes`` labels (``None``: labels not private)."""
         if self.y_epsilon is None or not self.collect_labels:
@@ -246,27 +188,23 @@ class LocalCollector:
         """The analytic Gaussian is (eps, delta)-LDP: the accountant then needs a delta."""
         return self.perturbs_features and self.mechanism == "gaussian"
 
-    # -- the mechanisms of one collection ---------------------------------------------------------
     def feature_mechanism(self, d: int) -> Mechanism | None:
-        """What reads the ``d`` private features: the randomizer, a clear read (infinite
-        epsilon) or nothing (ad-hoc features read nothing private)."""
+        """What reads the ``d`` private features: the randomizer, a clear read or nothing."""
         if not self.collects_features:
             return None
-        if self._randomizer is None:
+        if self.randomizer is None:
             return Clear(CLEAR_FEATURES, (FEATURES,), "private features read without a mechanism")
-        return self._randomizer.at_width(d)
+        return self.randomizer.at_width(d)
 
     def label_mechanism(self, num_classes: int) -> Mechanism | None:
-        """What reads the private labels: randomized response, a clear read (``y_epsilon`` is
-        infinite) or nothing (labels not collected, or public: ``y_epsilon=None``)."""
+        """What reads the private labels: randomized response, a clear read or nothing."""
         rr = self.label_randomizer(num_classes)
         if rr is None or math.isfinite(rr.epsilon):
             return rr
         return Clear(CLEAR_LABELS, (LABELS,), "private labels read without a mechanism")
 
     def mechanisms(self, d: int, num_classes: int, labels: bool = True) -> list[Mechanism]:
-        """The mechanisms of one collection of ``d`` features (and, with ``labels``, of
-        ``num_classes`` labels): their ``account`` is its plan."""
+        """The mechanisms of one collection (their ``account`` is its plan)."""
         ms = (self.feature_mechanism(d), self.label_mechanism(num_classes) if labels else None)
         return [m for m in ms if m is not None]
 
@@ -274,19 +212,6 @@ class LocalCollector:
         """Drop's bound on the accuracy of predicting noisy labels (Alg. 4 line 17)."""
         rr = self.label_randomizer(num_classes)
         return 1.0 if rr is None else rr.keep_probability
-
-    # -- the node side ----------------------------------------------------------------------------
-    def collect(
-        self,
-        data: Data,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-        num_classes: int | None = None,
-        labels: bool = True,
-    ) -> LocalCollection:
-        """Every node perturbs its features; every labelled node its label (:meth:`steps`),
-        recorded once on ``accountant``."""
-        return run(self.steps(data, generator, num_classes, labels), accountant, generator)
 
     @torch.no_grad()
     def steps(
@@ -296,14 +221,10 @@ class LocalCollector:
         num_classes: int | None = None,
         labels: bool = True,
     ) -> Steps:
-        """One collection as draw steps (:func:`~.mechanism.run`): the features through
-        :meth:`feature_mechanism`, the labels of ``train_mask | val_mask`` through
-        :meth:`label_mechanism`.
-
-        ``data`` needs ``x``, ``y``, ``edge_index``, ``train_mask`` and ``val_mask``.
-        ``labels=False``: features only (a new graph sent to a trained model for prediction;
-        it needs only ``x`` and ``edge_index``). ``generator`` also draws ad-hoc features.
-        """
+        """One collection as draw steps (:func:`~.mechanism.run`): every node's features
+        through :meth:`feature_mechanism`, the labels of ``train_mask | val_mask`` through
+        :meth:`label_mechanism` (``labels=False``: features only, e.g. a new graph sent to a
+        trained model). ``generator`` also draws ad-hoc features."""
         x = data.x
         if x is None or x.dim() != 2 or x.size(1) == 0:
             raise ValueError("local collection needs node features data.x of shape [N, d>=1]")
@@ -327,14 +248,13 @@ class LocalCollector:
             mask = mask.clone()
         return LocalCollection(payload, encoding, node_labels, mask, d)
 
-    # -- the server side --------------------------------------------------------------------------
     def features(self, collection: LocalCollection) -> torch.Tensor:
         """The server's feature matrix: rectified codes (eq. 3.10 / 2.5) or the received values."""
         if collection.encoding == "values":
             return collection.payload.float()
         codes = collection.payload
         codes = codes.to_dense() if codes.is_sparse else codes
-        rnd = self._randomizer
+        rnd = self.randomizer
         if not isinstance(rnd, MultiBit | OneBit):
             raise ValueError(
                 f"collection holds codes but the collector's mechanism is {self.mechanism!r}"
@@ -345,12 +265,11 @@ class LocalCollector:
         self, collection: LocalCollection
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(codes, scale, offset)`` with ``features(collection) = codes * scale + offset``
-        when the features are multi-bit codes (``m`` non-zeros per row: sparse), else ``None``.
-        A server that multiplies the features by a weight can then multiply the sparse codes
-        (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`); post-processing, no budget."""
-        if collection.encoding != "codes" or not isinstance(self._randomizer, MultiBit):
+        for multi-bit codes (sparse: :class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`
+        multiplies them), else ``None``; post-processing."""
+        if collection.encoding != "codes" or not isinstance(self.randomizer, MultiBit):
             return None
-        scale, offset = self._randomizer.rectifier(collection.num_features)
+        scale, offset = self.randomizer.rectifier(collection.num_features)
         return collection.payload, scale, offset
 
     def __repr__(self) -> str:

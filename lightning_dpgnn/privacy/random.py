@@ -1,27 +1,12 @@
-"""Noise sources for every mechanism, with a secure-randomness switch.
+"""Noise sources for every mechanism, with a secure-randomness switch (invariant no-replay).
 
-All randomness that protects private data is drawn through the functions in this module, so a
-single switch covers every mechanism (invariant no-replay).
-
-* Default mode: a draw without an explicit generator comes from a process-wide
-  ``torch.Generator`` per device seeded with 63 bits from ``os.urandom`` — never from torch's
-  global generator, so ``torch.manual_seed`` / ``seed_everything`` / a recipe's seed cannot
-  replay privacy noise (invariant no-replay). An explicit ``torch.Generator`` (see
-  :func:`reproducible_generator`) gives reproducible noise: it is then *not private against
-  anyone who knows the seed*, and mechanisms record it on their accountant.
-* Devices: a draw lands on the ``device`` asked for. Without a generator it comes from that
-  device's own entropy-seeded generator (a CUDA draw from a CUDA generator). A generator of
-  another device (a reproducible ``noise_seed`` generator lives on the CPU) draws where it lives
-  and the draw is copied over, so a seeded fit draws the same noise on a CPU and on a GPU (torch
-  refuses a CPU generator for a CUDA draw).
-* Secure mode (``set_secure_mode(True)`` or ``with secure_mode():``): every uniform variate is
-  built from ``os.urandom`` (the operating system's CSPRNG), so the noise cannot be predicted
-  from a seed. Gaussian noise is the sum of two independent Box–Muller draws of variance
-  ``std**2 / 2``, the same mitigation opacus' ``secure_mode`` uses against floating-point attacks
-  on the Gaussian mechanism. Passing a ``torch.Generator`` in secure mode is an error: a seeded
-  draw is never secure.
-
-This module has no Lightning imports.
+A draw without a generator comes from a per-device generator seeded from ``os.urandom``, never
+torch's global one, so no seed replays privacy noise; an explicit generator
+(:func:`reproducible_generator`) gives reproducible noise, *not private against anyone who
+knows the seed* (the draw marks its accountant so), drawn where it lives and copied over.
+Secure mode (:func:`secure_mode`) builds every uniform from the OS CSPRNG and refuses
+generators; its Gaussian noise is the sum of two Box–Muller draws of variance ``std**2 / 2``
+(opacus' mitigation of floating-point attacks).
 """
 
 from __future__ import annotations
@@ -90,12 +75,8 @@ _ENTROPY: dict[str, torch.Generator] = {}
 
 
 def entropy_generator(device=None) -> torch.Generator:
-    """The process-wide generator of ``device``, seeded once from the OS entropy pool.
-
-    Seeding from 63 bits of ``os.urandom`` (not from torch's global RNG) means no seed an
-    attacker can read — a recipe, ``seed_everything``, a checkpoint's hyper-parameters — replays
-    the noise. A forked child re-seeds its own generator (the pid is part of the key).
-    """
+    """The process-wide generator of ``device``, seeded once from 63 bits of ``os.urandom``
+    (no seed an attacker can read replays it); a forked child re-seeds its own (pid in the key)."""
     dev = torch.device(device if device is not None else "cpu")
     key = f"{dev}:{os.getpid()}"
     gen = _ENTROPY.get(key)
@@ -107,12 +88,9 @@ def entropy_generator(device=None) -> torch.Generator:
 
 
 def reproducible_generator(seed: int, stream: int = 0, device=None) -> torch.Generator:
-    """An explicitly seeded generator for *reproducible* noise (research runs, tests).
-
-    ``stream`` separates independent draws made from one seed. Noise drawn from it is not
-    private against anyone who knows ``seed``: mechanisms given a generator mark their
-    accountant ``reproducible`` and the report says so. Refused in secure mode.
-    """
+    """An explicitly seeded generator for *reproducible* noise (research runs, tests), not
+    private against anyone who knows ``seed`` (the accountant is marked so); ``stream``
+    separates independent draws from one seed. Refused in secure mode."""
     if _SECURE:
         raise SecureModeError("secure mode is on: reproducible (seeded) noise is refused")
     gen = torch.Generator(device=torch.device(device if device is not None else "cpu"))
@@ -201,21 +179,13 @@ def laplace(
     return (noise * scale).to(dtype)
 
 
-def bernoulli(
-    p: torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+def bernoulli(p: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
     """Bernoulli(p) draws (as a bool tensor) with the shape and device of ``p``."""
     u = uniform(p.shape, generator=generator, dtype=torch.float64, device=p.device)
     return u < p.to(torch.float64)
 
 
-def categorical(
-    probs: torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+def categorical(probs: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
     """One draw per row of the row-stochastic matrix ``probs`` (inverse-CDF sampling)."""
     u = uniform((probs.shape[0], 1), generator=generator, dtype=torch.float64, device=probs.device)
     cdf = probs.to(torch.float64).cumsum(dim=1)
@@ -235,19 +205,11 @@ def bernoulli_positions(
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The successes of independent Bernoulli trials, segment by segment, without one draw per
-    trial: segment ``s`` has ``totals[s]`` positions ``0 .. totals[s] - 1``, each a success with
-    probability ``rates[s]`` (clipped to [0, 1]).
-
-    Drawn as geometric gaps between successes (the gap to the next success is
-    ``floor(log U / log(1 - rate)) + 1``), which is exactly that process in ``O(#successes)``
-    time and memory; equivalently a ``Binomial(totals[s], rates[s])`` count of positions chosen
-    uniformly without replacement. All segments draw their uniforms together, in batches,
-    through :func:`uniform` (secure mode covers them).
-
-    Returns ``(segment, position)``: two ``int64`` tensors, one entry per success, sorted by
-    segment then position. Shared by EdgeRand's flipped non-edges and the HRG graph sampling
-    (:mod:`lightning_dpgnn.privacy.hrg`)."""
+    """The successes of independent Bernoulli trials: segment ``s`` has ``totals[s]``
+    positions, each a success with probability ``rates[s]`` (clipped to [0, 1]). Drawn exactly
+    as geometric gaps ``floor(log U / log(1 - rate)) + 1`` between successes, in
+    ``O(#successes)``, all segments' uniforms together through :func:`uniform`. Returns
+    ``(segment, position)``, ``int64``, sorted (EdgeRand's flipped non-edges, HRG sampling)."""
     device = torch.device(device) if device is not None else torch.device("cpu")
     totals = torch.as_tensor(totals, dtype=torch.long).cpu()
     rates = torch.as_tensor(rates, dtype=torch.float64).cpu().clamp(0.0, 1.0)

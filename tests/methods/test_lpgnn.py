@@ -14,6 +14,7 @@ from lightning_dpgnn import LPGNN
 from lightning_dpgnn.nn.kprop import KProp
 from lightning_dpgnn.privacy import MultiBit, RandomizedResponse
 from lightning_dpgnn.privacy.local import LocalCollector
+from lightning_dpgnn.privacy.mechanism import run
 
 # tiny graphs: one thread; ``ldp_dm`` (tests/conftest.py): csbm in [0, 1], LPGNN's split
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def spies(monkeypatch):
     """Count calls and rows of the node-side mechanisms."""
     counts = {"encode_calls": 0, "encode_rows": 0, "rr_calls": 0, "rr_rows": 0}
-    encode, perturb = MultiBit.encode, RandomizedResponse.perturb
+    encode, perturb = MultiBit.sample, RandomizedResponse.sample
 
     def spy_encode(self, x, generator=None):
         counts["encode_calls"] += 1
@@ -35,8 +36,8 @@ def spies(monkeypatch):
         counts["rr_rows"] += y.shape[0]
         return perturb(self, y, generator)
 
-    monkeypatch.setattr(MultiBit, "encode", spy_encode)
-    monkeypatch.setattr(RandomizedResponse, "perturb", spy_perturb)
+    monkeypatch.setattr(MultiBit, "sample", spy_encode)
+    monkeypatch.setattr(RandomizedResponse, "sample", spy_perturb)
     return counts
 
 
@@ -277,7 +278,8 @@ def test_collector_works_on_a_hand_built_graph_without_lightning():
         val_mask=torch.tensor([0, 0, 0, 1, 0, 0], dtype=torch.bool),
     )
     acc = PrivacyAccountant("ldp")
-    col = LocalCollector(0.5, 0.25, "onebit").collect(data, acc, torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(0)
+    col = run(LocalCollector(0.5, 0.25, "onebit").steps(data, gen), acc, gen)
     assert col.encoding == "codes" and set(col.payload.unique().tolist()) <= {0, 1}
     assert acc.epsilon() == pytest.approx(0.75)
     assert col.label_mask.tolist() == [True, True, True, True, False, False]

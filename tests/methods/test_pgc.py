@@ -36,7 +36,7 @@ def test_one_bit_estimate_of_the_convolution_is_unbiased_with_the_lemma_4_varian
     mech = OneBit(eps, per_coordinate=True)
     gen = torch.Generator().manual_seed(0)
     xs = x.repeat(reps, 1)  # reps independent collections of the 4 nodes
-    estimates = mech.perturb(xs, gen).view(reps, 4, 2)
+    estimates = mech.estimate(mech.sample(xs, gen)).float().view(reps, 4, 2)
     gcs = torch.stack([graph_convolution(e, ei) for e in estimates])
     mean = gcs.mean(0)
     truth = graph_convolution(x, ei)
@@ -71,9 +71,11 @@ def test_accounting_is_per_feature_as_in_chapter_2_and_labels_are_public(ldp_dm,
 
 def test_pgc_collects_once_and_learns(ldp_dm, make_trainer, monkeypatch):
     calls = []
-    encode = OneBit.encode
+    sample = OneBit.sample
     monkeypatch.setattr(
-        OneBit, "encode", lambda self, x, g=None: calls.append(x.shape[0]) or encode(self, x, g)
+        OneBit,
+        "sample",
+        lambda self, x, generator=None: calls.append(x.shape[0]) or sample(self, x, generator),
     )
     torch.manual_seed(0)  # the weights' initialisation (unseeded, the check was flaky)
     model = PGC(x_epsilon=8.0, noise_seed=0, dropout=0.0)

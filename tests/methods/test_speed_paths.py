@@ -167,15 +167,15 @@ def test_ldp_input_check_counts_what_float64_counts(bounds):
     mech = MultiBit(1.0, alpha=lo, beta=hi)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        mech.encode(x, torch.Generator().manual_seed(1))
+        mech.sample(x, torch.Generator().manual_seed(1))
     assert any(f"{expected} of {x.numel()} input values" in str(w.message) for w in caught)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        mech.encode(x.clamp(lo, hi), torch.Generator().manual_seed(1))
+        mech.sample(x.clamp(lo, hi), torch.Generator().manual_seed(1))
     assert not any("outside the feature range" in str(w.message) for w in caught)
     x[3, 5] = float("nan")
     with pytest.raises(ValueError, match="1 NaN"):
-        mech.encode(x)
+        mech.sample(x)
 
 
 class _BatchSizes(__import__("lightning").Callback):

@@ -15,7 +15,7 @@ from lightning_dpgnn.privacy.ldp import MultiBit
 def codes_and_graph(n: int = 30, d: int = 300, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     x = torch.rand(n, d, generator=g)
-    codes = MultiBit(1.0, m=2).encode(x, generator=g)  # int8, 2 non-zeros per row
+    codes = MultiBit(1.0, m=2).sample(x, generator=g)  # int8, 2 non-zeros per row
     ei = torch.randint(0, n - 1, (2, 90), generator=g)  # node n - 1 isolated
     return codes, coalesce(torch.cat([ei, ei.flip(0)], 1), num_nodes=n)
 

@@ -83,7 +83,7 @@ def test_sampler_matches_the_exact_probabilities(eps, theta):
     k, n = 7, 100_000
     mech = FeatureRR(eps, torch.tensor(theta), k=k)
     x = torch.tensor([0.0, 0.33, 0.71, 1.0], dtype=torch.float64)
-    y = mech.perturb(x.expand(n, 4).clone(), generator=torch.Generator().manual_seed(3))
+    y = mech.sample(x.expand(n, 4).clone(), generator=torch.Generator().manual_seed(3))
     assert y.dtype == torch.float64
     assert set(torch.unique(y).tolist()) <= set(mech.bin_values(4).flatten().tolist())
     u = mech.bin_index(y)
@@ -112,7 +112,7 @@ def test_moments_are_exact_and_featurerr_is_biased():
     mech = FeatureRR(1.0, None, k=10)
     x = torch.tensor([0.0, 0.2, 0.5, 0.95], dtype=torch.float64)
     n = 200_000
-    y = mech.perturb(x.expand(n, 4).clone(), generator=torch.Generator().manual_seed(9))
+    y = mech.sample(x.expand(n, 4).clone(), generator=torch.Generator().manual_seed(9))
     mean, var = mech.expected_output(x), mech.variance(x)
     assert ((y.mean(0) - mean).abs() <= 5 * (var / n).sqrt()).all()
     assert torch.allclose(y.var(0), var, rtol=0.02)
@@ -181,7 +181,7 @@ def test_bad_theta(theta, match):
 def test_theta_length_and_normalisation_policy():
     mech = FeatureRR(1.0, [0.5, 0.5])
     with pytest.raises(ValueError, match="theta has 2 weights but the rows have d = 3"):
-        mech.perturb(torch.rand(4, 3))
+        mech.sample(torch.rand(4, 3))
     with pytest.raises(ValueError, match="d = 3"):
         check_theta([0.5, 0.5], d=3)
     with pytest.warns(UserWarning, match="normalised"):

@@ -18,6 +18,7 @@ import torch
 from lightning_dpgnn.privacy import MatrixMultiBit, PaperCodeGaussian, PrivacyAccountant
 from lightning_dpgnn.privacy.graph_ldp import PAPER_CODE_UNIT, graph_unit
 from lightning_dpgnn.privacy.ldp import MultiBit
+from lightning_dpgnn.privacy.mechanism import draw
 
 
 def _all_code_matrices(rows: int, h: int, m: int):
@@ -110,13 +111,13 @@ def test_one_release_round_is_one_epsilon_whatever_the_number_of_graphs() -> Non
     mech = MatrixMultiBit(2.0)
     acc = PrivacyAccountant("ldp")
     graphs = [torch.rand(n, 4) for n in (3, 7, 12)]
-    rel = mech.release(graphs, torch.arange(3), acc)
+    rel = mech.graph_release(draw(mech, acc, None, graphs), torch.arange(3))
     assert acc.epsilon() == pytest.approx(2.0)  # disjoint units: parallel composition
     assert [c.shape[0] for c in rel.matrices] == [3, 7, 12]
     assert all(int((c != 0).sum(1).max()) == 1 for c in rel.matrices)  # m* = 1 per row
     assert not acc.reproducible
     again = PrivacyAccountant("ldp")
-    mech.release(graphs, torch.arange(3), again, torch.Generator().manual_seed(0))
+    draw(mech, again, torch.Generator().manual_seed(0), graphs)
     assert again.reproducible  # an explicit generator is recorded
 
 
@@ -137,11 +138,11 @@ def test_graphs_sharing_a_source_node_compose_by_its_multiplicity() -> None:
     assert worst == pytest.approx(2 * eps)
     node_ids = [torch.tensor([7]), torch.tensor([7])]
     acc = PrivacyAccountant("ldp")
-    mech.release([hi, hi], torch.arange(2), acc, node_ids=node_ids)
+    draw(mech.at_overlap(multiplicity(node_ids)), acc, None, [hi, hi])
     assert acc.epsilon() == pytest.approx(2 * eps) and acc.epsilon() >= worst - 1e-9
     assert "up to 2 released graphs" in acc.ledger[0].note
     independent = PrivacyAccountant("ldp")
-    mech.release([hi, hi], torch.arange(2), independent)  # no source graph: parallel
+    draw(mech.at_overlap(multiplicity(None)), independent, None, [hi, hi])  # parallel
     assert independent.epsilon() == pytest.approx(eps)
     # the multiplicity counts graphs, or distinct groups (clients) of graphs, per source node
     ids = [torch.tensor([0, 1]), torch.tensor([1, 2]), torch.tensor([1, 3])]
@@ -189,7 +190,7 @@ def test_paper_code_mode_is_labelled_not_differentially_private() -> None:
     mech = PaperCodeGaussian()
     acc = PrivacyAccountant("ldp", unit=PAPER_CODE_UNIT)
     h = torch.randn(5, 3) * 10
-    rel = mech.release([h], torch.arange(1), acc)
+    rel = mech.graph_release(draw(mech, acc, None, [h]), torch.arange(1))
     report = PrivacyReport.from_accountant(acc)
     assert math.isinf(report.epsilon)
     assert "NOT differentially private" in report.unit

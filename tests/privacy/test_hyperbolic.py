@@ -17,6 +17,7 @@ from lightning_dpgnn.privacy import (
 )
 from lightning_dpgnn.privacy import random as R
 from lightning_dpgnn.privacy.hyperbolic import HyperbolicGaussian, optimal_beta
+from lightning_dpgnn.privacy.mechanism import run
 
 
 def _points(n, d, seed=0, spread=2.0):
@@ -53,7 +54,8 @@ def test_the_noise_of_each_part_has_the_spread_of_its_share(beta):
     the wrong sensitivity) fails it."""
     n, d, z = 10_000, 4, 0.7
     mech = HyperbolicGaussian(z, beta=beta, clip=1.0)
-    out = mech(_points(n, d), torch.empty(2, 0, dtype=torch.long), n, PrivacyAccountant("edge"))
+    empty = torch.empty(2, 0, dtype=torch.long)
+    out = run(mech.steps(_points(n, d), empty, n), PrivacyAccountant("edge"))
     for cols, std in ((out[:, :1], z * math.sqrt(2 / beta)),
                       (out[:, 1:], z * math.sqrt(2 / (1 - beta)))):
         k = cols.numel()
@@ -69,13 +71,13 @@ def test_a_part_without_share_is_not_released_and_costs_nothing():
     edges = _random_graph(n, 3)
     only_angle = HyperbolicGaussian(1.0, beta=0.0)
     acc = PrivacyAccountant("edge", 1e-5)
-    out = only_angle(_points(n, d), edges, n, acc)
+    out = run(only_angle.steps(_points(n, d), edges, n), acc)
     assert torch.equal(out[:, :1], torch.zeros(n, 1, dtype=out.dtype))
     assert [e.name for e in acc.ledger] == ["poindp/intra"]
     assert acc.ledger[0].noise_multiplier == pytest.approx(1.0)  # the whole budget
     only_radius = HyperbolicGaussian(1.0, beta=1.0)
     acc = PrivacyAccountant("edge", 1e-5)
-    out = only_radius(_points(n, d), edges, n, acc)
+    out = run(only_radius.steps(_points(n, d), edges, n), acc)
     assert torch.equal(out[:, 1:], torch.zeros(n, d, dtype=out.dtype))
     assert [e.name for e in acc.ledger] == ["poindp/inter"]
 
@@ -136,7 +138,7 @@ def test_node_level_refuses_a_graph_above_the_degree_promise_before_any_draw():
     edges = _random_graph(n, 6, seed=3)
     acc = PrivacyAccountant("node", 1e-5)
     with pytest.raises(DegreeBoundError):
-        HyperbolicGaussian(1.0, level="node", max_degree=1)(_points(n, 3), edges, n, acc)
+        run(HyperbolicGaussian(1.0, level="node", max_degree=1).steps(_points(n, 3), edges, n), acc)
     assert acc.total_count() == 0
 
 
@@ -153,7 +155,7 @@ def test_the_release_spends_what_the_calibration_solved_whatever_the_split(beta)
     z = calibrate_noise_multiplier(plan, target, delta)
     n = 30
     acc = PrivacyAccountant("edge", delta)
-    HyperbolicGaussian(z, beta=beta)(_points(n, 3), _random_graph(n, 2), n, acc)
+    run(HyperbolicGaussian(z, beta=beta).steps(_points(n, 3), _random_graph(n, 2), n), acc)
     eps = acc.epsilon()
     assert target * 0.99 <= eps <= target
     assert eps == pytest.approx(plan(z).epsilon())
@@ -169,13 +171,14 @@ def test_the_release_spends_what_the_calibration_solved_whatever_the_split(beta)
 def test_every_draw_goes_through_the_library_random_source():
     n = 20
     points, edges = _points(n, 3), _random_graph(n, 2)
-    seeded = [HyperbolicGaussian(1.0)(points, edges, n, acc := PrivacyAccountant("edge", 1e-5),
-                                      R.reproducible_generator(7)) for _ in range(2)]
+    seeded = [run(HyperbolicGaussian(1.0).steps(points, edges, n),
+                  acc := PrivacyAccountant("edge", 1e-5), R.reproducible_generator(7))
+              for _ in range(2)]
     assert torch.equal(seeded[0], seeded[1]) and acc.reproducible
     before = R.secure_draw_count()
     with secure_mode():
         acc = PrivacyAccountant("edge", 1e-5)
-        HyperbolicGaussian(1.0)(points, edges, n, acc)
+        run(HyperbolicGaussian(1.0).steps(points, edges, n), acc)
     assert R.secure_draw_count() > before and acc.secure
 
 
@@ -196,9 +199,9 @@ def test_points_outside_the_ball_and_a_missing_accountant_are_refused():
     mech = HyperbolicGaussian(1.0)
     edges = _random_graph(5, 2)
     with pytest.raises(ValueError, match="inside the Poincaré ball"):
-        mech(torch.ones(5, 2), edges, 5, PrivacyAccountant("edge", 1e-5))
+        run(mech.steps(torch.ones(5, 2), edges, 5), PrivacyAccountant("edge", 1e-5))
     with pytest.raises(TypeError, match="accountant"):
-        mech(_points(5, 2), edges, 5, None)
+        run(mech.steps(_points(5, 2), edges, 5), None)
 
 
 def test_recombine_maps_back_into_the_ball_with_the_released_direction():

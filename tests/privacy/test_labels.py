@@ -34,7 +34,7 @@ def test_empirical_keep_probability():
     eps, c, n = 1.0, 5, 400_000
     rr = RandomizedResponse(eps, c)
     y = torch.randint(0, c, (n,), generator=torch.Generator().manual_seed(0))
-    out = rr.perturb(y, generator=torch.Generator().manual_seed(1))
+    out = rr.sample(y, generator=torch.Generator().manual_seed(1))
     assert out.dtype == torch.long and out.shape == y.shape
     p = rr.keep_probability
     frac = float((out == y).double().mean())
@@ -45,7 +45,7 @@ def test_empirical_transition_frequencies_match_matrix():
     eps, c, n = 0.8, 4, 400_000
     rr = RandomizedResponse(eps, c)
     y = torch.arange(c).repeat_interleave(n // c)
-    out = rr.perturb(y, generator=torch.Generator().manual_seed(7))
+    out = rr.sample(y, generator=torch.Generator().manual_seed(7))
     counts = torch.zeros(c, c, dtype=torch.float64)
     counts.index_put_((y, out), torch.ones(n, dtype=torch.float64), accumulate=True)
     freq = counts / counts.sum(1, keepdim=True)
@@ -57,13 +57,13 @@ def test_empirical_transition_frequencies_match_matrix():
 def test_shapes_devices_and_infinite_epsilon():
     rr = RandomizedResponse(2.0, 3)
     y = torch.randint(0, 3, (6, 5), dtype=torch.int32)
-    out = rr.perturb(y, generator=torch.Generator().manual_seed(0))
+    out = rr.sample(y, generator=torch.Generator().manual_seed(0))
     assert out.shape == (6, 5) and out.dtype == torch.long
     assert ((out >= 0) & (out < 3)).all()
-    assert rr.perturb(torch.empty(0, dtype=torch.long)).numel() == 0
+    assert rr.sample(torch.empty(0, dtype=torch.long)).numel() == 0
     inf = RandomizedResponse(math.inf, 3)
     assert inf.keep_probability == 1.0 and inf.flip_probability == 0.0
-    assert torch.equal(inf.perturb(y), y.long())
+    assert torch.equal(inf.sample(y), y.long())
     # huge epsilon: no overflow, keeps labels
     assert RandomizedResponse(1e4, 10).keep_probability == 1.0
 
@@ -72,7 +72,7 @@ def test_never_reports_the_true_label_when_flipping():
     """A flipped label is never the true one: P[y'=y] is exactly the keep probability."""
     rr = RandomizedResponse(1e-9, 2)  # almost 50/50 for two classes
     y = torch.zeros(200_000, dtype=torch.long)
-    out = rr.perturb(y, generator=torch.Generator().manual_seed(3))
+    out = rr.sample(y, generator=torch.Generator().manual_seed(3))
     frac = float((out == 0).double().mean())
     assert abs(frac - 0.5) <= 5 * math.sqrt(0.25 / y.numel())
 
@@ -102,8 +102,8 @@ def test_bad_num_classes(c):
 def test_bad_labels():
     rr = RandomizedResponse(1.0, 3)
     with pytest.raises(ValueError, match=r"2 label\(s\) outside \[0, 3\)"):
-        rr.perturb(torch.tensor([0, 3, -1, 2]))
+        rr.sample(torch.tensor([0, 3, -1, 2]))
     with pytest.raises(TypeError, match="integer"):
-        rr.perturb(torch.tensor([0.0, 1.0]))
+        rr.sample(torch.tensor([0.0, 1.0]))
     with pytest.raises(TypeError):
-        rr.perturb([0, 1])
+        rr.sample([0, 1])

@@ -44,7 +44,7 @@ def grid_row(alpha: float = ALPHA, beta: float = BETA) -> torch.Tensor:
 def check_mean_and_variance(mech, row: torch.Tensor, seed: int, n: int = N_DRAWS) -> None:
     """Empirical mean == x (5 SE from the closed form) and empirical var == .variance(x)."""
     x = row.expand(n, row.numel()).clone()
-    y = mech.perturb(x, generator=torch.Generator().manual_seed(seed))
+    y = mech.estimate(mech.sample(x, generator=torch.Generator().manual_seed(seed)))
     assert y.shape == x.shape and y.dtype == torch.float64
     var = mech.variance(row)
     assert var.shape == row.shape
@@ -173,10 +173,10 @@ def test_duchi_and_onebit_have_the_same_distribution():
 def test_onebit_encode_rectify_roundtrip_and_bits():
     ob = OneBit(1.0, ALPHA, BETA)
     x = torch.rand(50, 7, generator=torch.Generator().manual_seed(0)) * 3 - 1
-    bits = ob.encode(x, generator=torch.Generator().manual_seed(5))
+    bits = ob.sample(x, generator=torch.Generator().manual_seed(5))
     assert bits.dtype == torch.int8 and set(bits.unique().tolist()) <= {0, 1}
-    y = ob.perturb(x, generator=torch.Generator().manual_seed(5))
-    assert torch.allclose(y, ob.rectify(bits), atol=1e-4)
+    y = ob.estimate(ob.sample(x, generator=torch.Generator().manual_seed(5)))
+    assert torch.allclose(y, ob.rectify(bits, torch.float64), atol=1e-4)
     with pytest.raises(ValueError, match="only 0 and 1"):
         ob.rectify(torch.full((2, 3), 2, dtype=torch.int8))
 
@@ -186,7 +186,7 @@ def test_empirical_frequencies_match_exact_probabilities_multibit():
     d, m, n = 4, 2, 200_000
     mb = MultiBit(4.0, 0.0, 1.0, m=m)
     row = torch.tensor([0.0, 0.2, 0.7, 1.0], dtype=torch.float64)
-    codes = mb.encode(row.expand(n, d), generator=torch.Generator().manual_seed(3))
+    codes = mb.sample(row.expand(n, d), generator=torch.Generator().manual_seed(3))
     all_codes = _all_codes(d, m)
     probs = torch.exp(mb.log_prob(row.expand(len(all_codes), d), all_codes))
     assert float(probs.sum()) == pytest.approx(1.0, abs=1e-12)
@@ -205,7 +205,7 @@ def test_piecewise_mass_in_the_high_density_band():
     eps, n = 1.0, 400_000
     pm = Piecewise(eps, 0.0, 1.0)  # d = 1: eps_c = eps
     for xv in (0.0, 0.3, 1.0):
-        y = pm.perturb(
+        y = pm.sample(
             torch.full((n, 1), xv, dtype=torch.float64), generator=torch.Generator().manual_seed(11)
         )
         c = (math.exp(eps / 2) + 1) / (math.exp(eps / 2) - 1)
@@ -383,9 +383,9 @@ def test_analytic_gaussian_calibration(eps, delta, d):
 def test_analytic_gaussian_accounting_records_a_gaussian():
     ag = AnalyticGaussian(1.0, 1e-5, 0.0, 1.0)
     acc = PrivacyAccountant(level="ldp", delta=1e-5)
-    with pytest.raises(ValueError, match="perturb"):
+    with pytest.raises(ValueError, match="sample"):
         ag.account(acc)  # d unknown yet
-    ag.perturb(torch.rand(4, 9))
+    ag.sample(torch.rand(4, 9))
     entry = ag.account(acc)
     assert entry.kind == "gaussian" and entry.name == "analytic_gaussian"
     assert entry.sensitivity == pytest.approx(3.0)
@@ -405,7 +405,7 @@ def test_multibit_codes(eps, m):
     n, d = 300, 10
     mb = MultiBit(eps, 0.0, 1.0, m=m)
     x = torch.rand(n, d, generator=torch.Generator().manual_seed(4))
-    codes = mb.encode(x, generator=torch.Generator().manual_seed(1))
+    codes = mb.sample(x, generator=torch.Generator().manual_seed(1))
     assert codes.dtype == torch.int8 and codes.shape == (n, d)
     assert set(codes.unique().tolist()) <= {-1, 0, 1}
     mm = mb.resolve_m(d)
@@ -415,7 +415,7 @@ def test_multibit_codes(eps, m):
     # sampled dimensions are spread uniformly (every dimension gets picked)
     assert ((codes != 0).sum(0) > 0).all()
     # 1-D input is one row
-    one = mb.encode(x[0])
+    one = mb.sample(x[0])
     assert one.shape == (d,) and int((one != 0).sum()) == mm
 
 
@@ -441,7 +441,7 @@ def test_multibit_rectify_is_eq_3_10():
     scale = d * (BETA - ALPHA) / (2 * 2) * (math.exp(1.0) + 1) / (math.exp(1.0) - 1)
     expected = torch.tensor([[scale, 0, -scale, 0, 0, 0]], dtype=torch.float64) + (ALPHA + BETA) / 2
     assert torch.allclose(mb.rectify(codes, torch.float64), expected)
-    assert mb.scale(d) == pytest.approx(scale)
+    assert torch.allclose(mb.rectifier(d)[0], torch.full((d,), scale, dtype=torch.float64))
     with pytest.raises(ValueError, match="-1, 0 and 1"):
         mb.rectify(torch.tensor([[2, 0, 0, 0, 0, 0]], dtype=torch.int8))
 
@@ -470,7 +470,7 @@ def test_names_and_pure_accounting():
     pc = Laplace(0.1, per_coordinate=True)
     with pytest.raises(ValueError, match="d="):
         pc.account(acc)
-    pc.perturb(torch.rand(3, 12))
+    pc.sample(torch.rand(3, 12))
     assert pc.account(PrivacyAccountant(level="ldp")).epsilon == pytest.approx(1.2)
 
 
@@ -511,7 +511,7 @@ def test_bad_range_ag_and_bound_length():
         AnalyticGaussian(1.0, 1e-5, 1.0, 0.0)
     mech = Laplace(1.0, [0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="3 entries"):
-        mech.perturb(torch.rand(2, 4))
+        mech.sample(torch.rand(2, 4))
 
 
 def test_bad_m():
@@ -520,10 +520,10 @@ def test_bad_m():
             MultiBit(1.0, m=m)
     mb = MultiBit(1.0, m=5)
     with pytest.raises(ValueError, match=r"m must be in \[1, d\]"):
-        mb.encode(torch.rand(3, 4))
+        mb.sample(torch.rand(3, 4))
     with pytest.raises(ValueError, match=r"m must be in \[1, d\]"):
-        mb.perturb(torch.rand(0, 4))  # checked even without rows
-    assert mb.encode(torch.rand(3, 5)).ne(0).sum(1).eq(5).all()
+        mb.sample(torch.rand(0, 4))  # checked even without rows
+    assert mb.sample(torch.rand(3, 5)).ne(0).sum(1).eq(5).all()
 
 
 @pytest.mark.parametrize(
@@ -542,24 +542,24 @@ def test_clipping_warns_with_count_and_clips(factory):
     x = torch.full((4, 5), 0.5)
     x[0, 0], x[1, 3], x[3, 4] = -0.2, 1.7, 5.0
     with pytest.warns(UserWarning, match=r"3 of 20 input values were outside"):
-        y = mech.perturb(x, generator=torch.Generator().manual_seed(8))
+        y = mech.sample(x, generator=torch.Generator().manual_seed(8))
     clipped = x.clamp(0.0, 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # in-range input: no warning
-        y_ref = mech.perturb(clipped, generator=torch.Generator().manual_seed(8))
+        y_ref = mech.sample(clipped, generator=torch.Generator().manual_seed(8))
     assert torch.equal(y, y_ref)
 
 
 def test_nan_and_shape_validation():
     mech = OneBit(1.0)
     with pytest.raises(ValueError, match="NaN"):
-        mech.perturb(torch.tensor([[0.1, float("nan")]]))
+        mech.sample(torch.tensor([[0.1, float("nan")]]))
     with pytest.raises(ValueError, match="shape"):
-        mech.perturb(torch.rand(2, 3, 4))
+        mech.sample(torch.rand(2, 3, 4))
     with pytest.raises(ValueError, match="shape"):
-        mech.perturb(torch.rand(3, 0))
+        mech.sample(torch.rand(3, 0))
     with pytest.raises(TypeError):
-        mech.perturb([[0.1, 0.2]])
+        mech.sample([[0.1, 0.2]])
 
 
 def test_output_dtype_and_shape():
@@ -571,8 +571,11 @@ def test_output_dtype_and_shape():
         MultiBit(1.0),
         AnalyticGaussian(1.0, 1e-5),
     ):
-        assert mech.perturb(torch.rand(3, 4)).dtype == torch.float32
-        assert mech.perturb(torch.rand(3, 4, dtype=torch.float64)).dtype == torch.float64
-        assert mech.perturb(torch.randint(0, 2, (3, 4))).dtype == torch.get_default_dtype()
-        assert mech.perturb(torch.rand(4)).shape == (4,)
-        assert mech.perturb(torch.rand(0, 4)).shape == (0, 4)
+        codes = torch.int8 if mech.sends_codes else None  # else the estimate: x's dtype
+        assert mech.sample(torch.rand(3, 4)).dtype == (codes or torch.float32)
+        assert mech.sample(torch.rand(3, 4, dtype=torch.float64)).dtype == (codes or torch.float64)
+        ints = torch.randint(0, 2, (3, 4))
+        assert mech.sample(ints).dtype == (codes or torch.get_default_dtype())
+        assert mech.estimate(mech.sample(torch.rand(3, 4))).is_floating_point()
+        assert mech.sample(torch.rand(4)).shape == (4,)
+        assert mech.sample(torch.rand(0, 4)).shape == (0, 4)

@@ -178,7 +178,7 @@ def test_unbiased_and_variance_match(factory, n):
 def test_expected_error_matches_monte_carlo(factory):
     mech, row, n = factory(), grid_row(), 200_000
     x = row.expand(n, row.numel()).clone()
-    y = mech.perturb(x, generator=torch.Generator().manual_seed(5))
+    y = mech.estimate(mech.sample(x, generator=torch.Generator().manual_seed(5)))
     err = (y - x).abs()
     expect = mech.expected_error(row)
     se = err.std(0) / math.sqrt(n)

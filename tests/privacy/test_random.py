@@ -21,6 +21,7 @@ from lightning_dpgnn.privacy.ldp import (
     Piecewise,
 )
 from lightning_dpgnn.privacy.ldp_numeric import Hybrid, PMSub, ThreeOutputs
+from lightning_dpgnn.privacy.mechanism import draw
 
 X = torch.rand(64, 8, generator=torch.Generator().manual_seed(0))
 Y = torch.randint(0, 5, (512,), generator=torch.Generator().manual_seed(0))
@@ -40,25 +41,22 @@ FEATURE_MECHS = {
 }
 
 
-def run(name: str, generator: torch.Generator | None = None, ctor_generator=None):
-    """One draw of mechanism ``name``; ``generator`` goes to the call, the other to __init__."""
+def run(name: str, generator: torch.Generator | None = None):
+    """One draw of mechanism ``name`` from ``generator``."""
     if name in FEATURE_MECHS:
-        return FEATURE_MECHS[name](generator=ctor_generator).perturb(X, generator=generator)
-    if name == "multibit_encode":
-        return MultiBit(1.0, generator=ctor_generator).encode(X, generator=generator)
-    if name == "onebit_encode":
-        return OneBit(1.0, generator=ctor_generator).encode(X, generator=generator)
+        return FEATURE_MECHS[name]().sample(X, generator=generator)
+    if name in ("multibit_draw", "onebit_draw"):  # the recorded draw (mechanism.draw)
+        mech = MultiBit(1.0) if name == "multibit_draw" else OneBit(1.0)
+        return draw(mech, PrivacyAccountant(level="ldp"), generator, X)
     if name == "randomized_response":
-        return RandomizedResponse(1.0, 5, generator=ctor_generator).perturb(Y, generator=generator)
+        return RandomizedResponse(1.0, 5).sample(Y, generator=generator)
     if name == "pma":
-        if ctor_generator is not None:
-            generator = ctor_generator
         agg = GaussianAggregation(1.0)
         return agg(X, EI, 64, PrivacyAccountant(level="edge", delta=1e-5), generator=generator)
     raise KeyError(name)
 
 
-ALL = [*FEATURE_MECHS, "multibit_encode", "onebit_encode", "randomized_response", "pma"]
+ALL = [*FEATURE_MECHS, "multibit_draw", "onebit_draw", "randomized_response", "pma"]
 
 
 @pytest.fixture(autouse=True)
@@ -86,8 +84,6 @@ def test_secure_mode_rejects_seeded_generators(name):
     with R.secure_mode():
         with pytest.raises(R.SecureModeError):
             run(name, generator=torch.Generator().manual_seed(0))
-        with pytest.raises(R.SecureModeError):
-            run(name, ctor_generator=torch.Generator().manual_seed(0))
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -98,10 +94,23 @@ def test_seeded_generator_reproduces_draws_outside_secure_mode(name):
     c = run(name, generator=torch.Generator().manual_seed(43))
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
-    if name != "pma":  # a constructor generator is used when the call passes none
-        d = run(name, ctor_generator=torch.Generator().manual_seed(42))
-        assert torch.equal(a, d)
     assert R.secure_draw_count() == before  # nothing came from the CSPRNG
+
+
+@pytest.mark.parametrize("name", [*FEATURE_MECHS, "randomized_response"])
+def test_seeded_noise_enters_only_through_the_draws_generator(name):
+    """No mechanism holds a generator of its own: a seeded draw is always the one ``draw``
+    marks reproducible on the accountant."""
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(TypeError):
+        if name == "randomized_response":
+            RandomizedResponse(1.0, 5, generator=g)
+        else:
+            FEATURE_MECHS[name](generator=g)
+    acc = PrivacyAccountant(level="ldp", delta=1e-5)
+    mech = RandomizedResponse(1.0, 5) if name == "randomized_response" else FEATURE_MECHS[name]()
+    draw(mech, acc, g, Y if name == "randomized_response" else X)
+    assert acc.reproducible
 
 
 def test_secure_gaussian_noise_has_the_right_variance():
@@ -133,7 +142,7 @@ def test_secure_mode_nests_and_restores():
         with R.secure_mode(False):
             assert not R.is_secure_mode()
             g = torch.Generator().manual_seed(0)
-            OneBit(1.0).perturb(X, generator=g)  # allowed: secure mode is off here
+            OneBit(1.0).sample(X, generator=g)  # allowed: secure mode is off here
         assert R.is_secure_mode()
     assert not R.is_secure_mode()
 
