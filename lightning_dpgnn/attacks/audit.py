@@ -26,7 +26,6 @@ This module reads no private data and imports no Lightning: it is a test bench f
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,13 +36,13 @@ from scipy.stats import binomtest
 from ..levels import Level
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation
+from ..privacy.mechanism import draw
 
 __all__ = [
     "AuditResult", "audit_aggregation", "audit_mechanism", "clopper_pearson",
     "epsilon_lower_bound",
 ]  # fmt: skip
 
-Mechanism = Callable[..., torch.Tensor]
 Unit = Literal["edge-directed", "edge-undirected", "node"]
 
 
@@ -181,7 +180,7 @@ def _gadget(unit: Unit, copies: int, dim: int, degree: int, generator: torch.Gen
 
 
 def audit_aggregation(
-    mechanism: Mechanism,
+    mechanism: GaussianAggregation,
     unit: Unit = "edge-directed",
     *,
     trials: int = 100_000,
@@ -197,8 +196,8 @@ def audit_aggregation(
     GaussianAggregation`) against the epsilon it records for one call.
 
     Args:
-        mechanism: ``mechanism(x, edge_index, num_nodes, accountant, generator) -> output``;
-            it must record what it spends on ``accountant``.
+        mechanism: an aggregation (``aggregate(x, edge_index, num_nodes)`` and the mechanism
+            protocol), drawn once per hypothesis through :func:`~..privacy.mechanism.draw`.
         unit: the neighbouring relation audited: one directed edge, one undirected edge (both
             directions), or one node with its ``degree`` out-edges.
         trials: trials per hypothesis (gadget copies in one call).
@@ -215,7 +214,8 @@ def audit_aggregation(
     scores, eps = [], []
     for edges in (edges_out, edges_in):
         acc = PrivacyAccountant(acc_level, delta)
-        scores.append(score(mechanism(x, edges, n, acc, noise_generator)).numpy())
+        out = draw(mechanism, acc, noise_generator, mechanism.aggregate(x, edges, n))
+        scores.append(score(out).numpy())
         if len(acc.ledger) != 1:
             raise ValueError(f"the mechanism must record one entry per call, got {acc.ledger}")
         eps.append(acc.epsilon(delta))

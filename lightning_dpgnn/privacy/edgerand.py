@@ -1,37 +1,21 @@
-"""EdgeRand's graph perturbation: asymmetric randomized response on the adjacency (ARR).
+"""EdgeRand: asymmetric randomized response on the adjacency (ARR; Imola, Murakami and Chaudhuri
+2022), the GAP paper's edge-level baseline (thesis §4.7.2), which keeps the output as sparse as
+the input.
 
-The edge-level baseline of the GAP paper and thesis §4.7.2 (SAGE-EDP / EdgeRand) perturbs the
-adjacency matrix once and trains a GNN on the noisy graph. Plain randomized response on every
-entry (F. Wu et al. 2021) turns a sparse graph into a dense one; the asymmetric randomized
-response (Imola, Murakami and Chaudhuri 2022), as the GAP paper uses it, keeps the output as
-sparse as the input:
+1. *Density* (``density_share`` of epsilon): the number of edge units ``m`` plus
+   ``Laplace(1 / eps_density)`` (one unit changes ``m`` by 1), i.e. density ``d = m~ / P``
+   over the ``P`` candidate pairs.
+2. *Randomized response* (``eps_link``, the rest): a pair is reported present with probability
+   ``p q`` if it is an edge and ``(1 - p) q`` if not, ``p = e^eps / (1 + e^eps)`` and
+   ``q = d / (p d + (1 - p)(1 - d))`` (capped at 1) so that about ``d P`` edges come out. Both
+   outcomes' ratios are at most ``e^eps_link`` and one unit is one pair, so the release is
+   ``eps_link + eps_density``-DP (pure).
 
-1. *Density* (``density_share`` of epsilon, pure DP): the number of edge units ``m`` plus
-   ``Laplace(1 / eps_density)`` (one unit changes ``m`` by 1), giving the density
-   ``d = m~ / P`` over the ``P`` candidate pairs.
-2. *Randomized response* (the rest, ``eps_link``): every candidate pair is reported present
-   with probability ``p * q`` if it is an edge and ``(1 - p) * q`` if it is not, where
-   ``p = e^eps_link / (1 + e^eps_link)`` is randomized response's keep probability and
-   ``q = d / (p d + (1 - p)(1 - d))`` (capped at 1) is the sub-sampling that makes the expected
-   number of output edges ``P (d p q + (1 - d)(1 - p) q) = d P``, the (noisy) number of input
-   edges. Both probabilities keep the ratio ``p / (1 - p) = e^eps_link``, and for the absent
-   outcome ``(1 - (1-p) q) / (1 - p q) <= e^eps_link``: each pair is ``eps_link``-DP, and one
-   unit is one pair, so the whole release is ``eps_link + eps_density``-DP (pure, delta 0).
-
-The candidate pairs depend on the protected unit: ``edge_unit="undirected"`` (one friendship)
-perturbs the unordered pairs ``i < j`` once and returns a symmetric graph; ``"directed"``
-(the thesis' unit) perturbs every ordered pair ``i != j``. Self-loops are never candidates.
-
-Memory: never an ``N x N`` matrix. The existing units are kept by one Bernoulli draw each; the
-non-edges that flip to present are the successes of a Bernoulli(``(1 - p) q``) process over
-the ``N^2`` ordered positions, drawn as geometric gaps between successes (exactly that process,
-``O(#successes)`` memory and time); positions that are not candidates (``i >= j`` for the
-undirected unit, the diagonal) or that hold an existing edge are dropped, which leaves exactly
-an independent Bernoulli draw on every candidate non-edge. The output is sorted, so its order
-does not tell kept edges from new ones.
-
-Every draw goes through :mod:`lightning_dpgnn.privacy.random` (entropy-seeded unless a
-``generator`` is passed; secure mode covers it). Pure torch: no Lightning imports.
+Candidates: unordered pairs ``i < j`` (``edge_unit="undirected"``, symmetric output) or ordered
+pairs ``i != j`` (``"directed"``); never self-loops. Kept edges are one Bernoulli each; added
+non-edges are a Bernoulli process over the ``N^2`` positions drawn by geometric gaps
+(``O(#successes)``), restricted to candidate non-edges. The output is sorted, so its order
+does not tell kept edges from new ones. Pure torch: no Lightning imports.
 """
 
 from __future__ import annotations
@@ -43,7 +27,7 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
 from .aggregation import EDGE_UNITS
-from .mechanism import EDGES, draw
+from .mechanism import EDGES
 from .random import bernoulli_positions
 
 __all__ = ["AsymmetricRandomizedResponse", "arr_probabilities", "bernoulli_positions"]
@@ -58,7 +42,6 @@ def arr_probabilities(eps_link: float, density: float) -> tuple[float, float]:
     d = min(max(float(density), 1e-12), 1.0)
     q = min(1.0, d / (p * d + (1.0 - p) * (1.0 - d)))
     return p * q, (1.0 - p) * q
-
 
 
 class AsymmetricRandomizedResponse:
@@ -124,23 +107,11 @@ class AsymmetricRandomizedResponse:
             "(Imola et al. 2022; GAP paper §6)",
         )
 
-    def __call__(
-        self,
-        edge_index: torch.Tensor,
-        num_nodes: int,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-    ) -> torch.Tensor:
-        """The perturbed graph (:meth:`sample`), recorded on ``accountant`` (required)."""
-        return draw(self, accountant, generator, edge_index, num_nodes)
-
     def sample(
         self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         """The perturbed graph as a sorted ``[2, E']`` edge index (both directions of every
-        pair for the undirected unit). The candidate non-edges reported present are a
-        Bernoulli(``p01``) process over the ``n^2`` ordered positions
-        (:func:`bernoulli_positions`), restricted to candidate non-edges (see the module doc)."""
+        pair for the undirected unit; module doc)."""
         n = int(num_nodes)
         if n < 2:
             raise ValueError(f"{self.name}: needs at least two nodes, got {n}")

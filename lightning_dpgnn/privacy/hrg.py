@@ -1,59 +1,31 @@
 """Private hierarchical random graphs: EdgeRR (HeteroRR, Tran et al.) and PrivHRG (Xiao et al.).
 
-A *dendrogram* over the ``n`` nodes is a binary tree whose leaves are the nodes and whose
-``n - 1`` internal nodes ``r`` split the leaves below them into a left set of ``L_r`` and a
-right set of ``R_r`` leaves; ``N_r = L_r R_r`` pairs have ``r`` as their lowest common
-ancestor. The hierarchical random graph (HRG; Clauset, Moore and Newman 2008) puts an edge on
-each of those pairs with probability ``p_r``; the maximum-likelihood ``p_r = e_r / N_r`` for
-``e_r`` edges between the two sides gives the log-likelihood ``sum_r N_r chi(e_r / N_r)`` with
-``chi(t) = t log t + (1 - t) log(1 - t)``.
+A dendrogram is a binary tree over the ``n`` nodes; its internal node ``r`` is the lowest
+common ancestor of ``N_r = L_r R_r`` pairs (``L_r``, ``R_r`` leaves on each side). The HRG
+(Clauset, Moore and Newman 2008) with ``e_r`` edges across ``r`` has log-likelihood
+``sum_r N_r chi(e_r / N_r)``, ``chi(t) = t log t + (1 - t) log(1 - t)``. HeteroRR's EdgeRR
+(eqs. 10-15) splits it into ``L_pub`` (public edges) and ``L_pri`` (private edges, edge-level
+DP). This is a sound version of it (docs/heterorr.md lists the paper's and code's gaps):
 
-HeteroRR's EdgeRR (eqs. 10-15) splits the edges into **public** ones (known to everyone) and
-**private** ones (protected under edge-level DP) and the likelihood into two terms,
-``L_pub`` (public edges) and ``L_pri`` (private edges). This module implements a sound version
-of it (docs/heterorr.md lists the gaps of the paper and of the authors' code):
+* every count is over all ``n`` nodes (a public set): ``N_r = L_r R_r`` in both terms;
+* one private edge moves one ``e_r`` by one, so ``L_pri`` has sensitivity
+  ``Delta = log N + (N - 1) log(1 + 1 / (N - 1))``, ``N = ceil(n/2) floor(n/2)`` (Lemma 4 as
+  proven in the supplement; attained at ``e_r = 0 -> 1``, ``N_r = N``);
+* **one** Metropolis chain of Clauset-Moore-Newman subtree swaps (a symmetric proposal)
+  targets ``exp(L_pub + eps_e1 / (2 Delta) L_pri)``: the exponential mechanism with utility
+  ``L_pri`` over the public base measure ``exp(L_pub)`` (eq. 14 omits the 2);
+* then ``Laplace(1 / eps_e2)`` on each internal node's private-edge count (sensitivity 1, the
+  dendrogram fixed), and Bernoulli draws with ``p_r = clip(noisy / (N_r - e_r), 0, 1)`` on the
+  pairs under ``r`` that are not public edges; public edges pass through.
 
-* every count is over a **public node set**, all ``n`` nodes: ``N_r = L_r R_r`` for both terms
-  (the paper counts the private term over the nodes that have a private edge, a set that one
-  private edge can change);
-* ``Delta = log N + (N - 1) log(1 + 1 / (N - 1))`` with ``N = ceil(n/2) floor(n/2)``
-  (Lemma 4 as proven in the supplement and used by the C++ code; main-text eq. 15 drops the
-  factor ``N - 1``): one private edge moves one ``e_r`` by one, and :func:`sensitivity` bounds
-  the change of ``N_r chi(e_r / N_r)`` (it is attained at ``e_r = 0 -> 1``, ``N_r = N``);
-* **one** Metropolis chain over dendrograms targets
-  ``pi(D) ~ exp(L_pub(D) + eps_e1 / (2 Delta) * L_pri(D))``: the exponential mechanism with
-  utility ``L_pri`` (sensitivity ``Delta``, hence the factor 2 that eq. 14 omits) over the base
-  measure ``exp(L_pub)``, which reads public edges only. The moves are Clauset-Moore-Newman's
-  subtree swaps (pick a non-root internal node ``r``, move one of its two children to the place
-  of ``r``'s sibling: a symmetric proposal), so the acceptance is
-  ``min(1, exp(dL_pub + eps_e1 / (2 Delta) dL_pri))``. The authors' code alternates a public
-  and a private round instead, a chain whose stationary law is not this one;
-* a move touches two internal nodes; the edge counts of both are updated by walking the edges
-  of the one subtree that moves (``O(volume)`` per move). The loop is one plain-Python
-  function, the reference; numba (a dependency) compiles the same function, about 100 times
-  faster (``1000 n`` moves on Cora: about a CPU-second compiled, 38 in Python);
-* after the chain, ``Laplace(1 / eps_e2)`` is added to each internal node's private-edge count
-  (one private edge changes one count by one, the dendrogram fixed), and only the **private
-  part** is sampled: each internal node ``r`` gets independent Bernoulli draws with
-  ``p_r = clip(noisy count / (N_r - e_r), 0, 1)`` on its ``N_r - e_r`` pairs that are not
-  public edges (a binomial number of uniformly chosen pairs, by geometric gaps, never
-  ``O(n^2)`` draws); the public edges pass through unchanged.
+**Equilibrium condition.** The exponential mechanism is ``eps_e1``-DP for an exact draw from
+its target; a finite chain only approaches it (a chain of one move on n = 4 is not DP at all).
+No mixing bound is proven, so :class:`EdgeRR` states the condition (:meth:`EdgeRR.condition`)
+and refuses chains shorter than :data:`MIN_STEPS_PER_NODE` ``* n`` moves, PrivHRG's burn-in:
+a convention, far above the coupon-collector bound ``(n - 2) H(n - 2)``.
 
-**Equilibrium condition (as for PrivHRG).** The exponential mechanism is ``eps_e1``-DP for an
-exact draw from ``pi``. A finite chain only approaches ``pi``: its output is ``eps_e1``-DP
-*at equilibrium*, and a short chain is not DP at all (n = 4, one move: a dendrogram that one
-graph reaches is unreachable under its neighbour). No mixing bound is proven for this chain, so
-:class:`EdgeRR` states the condition with its epsilon (:meth:`EdgeRR.condition`, printed in the
-unit) and refuses chains shorter than :data:`MIN_STEPS_PER_NODE` ``* n`` moves: PrivHRG's
-burn-in (Xiao et al.; ``kaseyxiao/privHRG`` declares equilibrium after at least ``1000 n``
-moves), the only published equilibrium time for this chain. It is a convention, not a proof; it
-is far above the coupon-collector bound ``(n - 2) H(n - 2)`` below which some internal node is
-typically never proposed (so the chain cannot have forgotten its start). The authors' HeteroRR
-code stops at ``50 n`` (paper-code mode only).
-
-Every draw (the initial dendrogram, the proposals and acceptance uniforms, the Laplace noise,
-the sampling) goes through :mod:`lightning_dpgnn.privacy.random`, in batches. Pure numpy/torch:
-no Lightning imports.
+The chain's loop is one plain-Python function (the reference) that numba compiles (about 100
+times faster). Every draw goes through :mod:`lightning_dpgnn.privacy.random`. Pure numpy/torch.
 """
 
 from __future__ import annotations
@@ -68,7 +40,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
-from .mechanism import EDGES, draw
+from .mechanism import EDGES
 
 __all__ = [
     "MIN_STEPS_PER_NODE",
@@ -772,17 +744,6 @@ class EdgeRR:
             f"{self.name}/counts", self.eps_counts, count=count,
             note="Laplace(1/eps) on each internal node's private-edge count, sensitivity 1",
         )
-
-    def __call__(
-        self,
-        edge_index: torch.Tensor,
-        num_nodes: int,
-        private_mask: torch.Tensor,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-    ) -> torch.Tensor:
-        """The released graph (:meth:`sample`), recorded on ``accountant`` (edge level)."""
-        return draw(self, accountant, generator, edge_index, num_nodes, private_mask)
 
     def sample(
         self,

@@ -1,17 +1,11 @@
-"""LapGraph: Laplace noise on the adjacency, then the top-m pairs (Wu, Long, Zhang and Li,
-"LinkTeller: Recovering private edges from graph neural networks via influence analysis",
-IEEE S&P 2022), an edge-level baseline of HeteroRR beside EdgeRand and PrivHRG.
+"""LapGraph (Wu, Long, Zhang and Li, "LinkTeller", IEEE S&P 2022): Laplace noise on the
+adjacency, then the top-m pairs; an edge-level baseline of HeteroRR.
 
-1. *Edge count* (``count_share`` of epsilon, 1% in LinkTeller): ``m~ = m + Laplace(1 / eps_1)``
-   (one undirected edge changes ``m`` by one), rounded and clipped into ``[0, P]``.
-2. *Adjacency* (the rest, ``eps_2``): ``Laplace(1 / eps_2)`` on every entry ``A_ij``, ``i < j``
-   (one undirected edge changes one entry by one: sensitivity 1), then the ``m~`` pairs with the
-   largest noisy entries are the released edges (post-processing).
-
-The release is ``eps_1 + eps_2``-DP (pure) for one undirected edge. The ``P = n (n - 1) / 2``
-noisy entries are drawn in chunks of rows and only a running top-``m~`` is kept (exact, memory
-``O(chunk + m~)``, time ``O(n^2)``). Every draw goes through
-:mod:`lightning_dpgnn.privacy.random`. Pure torch: no Lightning imports.
+``count_share`` of epsilon (``eps_1``) buys the edge count ``m~ = m + Laplace(1 / eps_1)``; the
+rest (``eps_2``) adds ``Laplace(1 / eps_2)`` to every entry ``A_ij``, ``i < j``, and the ``m~``
+largest are released. One undirected edge changes ``m`` and one entry by one, so the release is
+``eps_1 + eps_2``-DP (pure). The noisy entries are drawn in chunks of rows keeping a running
+top-``m~`` (exact; memory ``O(chunk + m~)``). Pure torch: no Lightning imports.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
-from .mechanism import EDGES, draw
+from .mechanism import EDGES
 
 __all__ = ["LapGraph"]
 
@@ -70,17 +64,6 @@ class LapGraph:
             note="Laplace(1/eps) on every upper-triangular adjacency entry, then top-m~ "
             "(sensitivity 1 per undirected edge)",
         )
-
-    def __call__(
-        self,
-        edge_index: torch.Tensor,
-        num_nodes: int,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-    ) -> torch.Tensor:
-        """The released graph (:meth:`sample`), recorded on ``accountant`` (edge level,
-        undirected unit)."""
-        return draw(self, accountant, generator, edge_index, num_nodes)
 
     def sample(
         self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None

@@ -21,6 +21,7 @@ from lightning_dpgnn.privacy.ldp import (
     Piecewise,
 )
 from lightning_dpgnn.privacy.ldp_numeric import Hybrid, PMSub, ThreeOutputs
+from lightning_dpgnn.privacy.mechanism import draw
 
 X = torch.rand(64, 8, generator=torch.Generator().manual_seed(0))
 Y = torch.randint(0, 5, (512,), generator=torch.Generator().manual_seed(0))
@@ -54,7 +55,8 @@ def run(name: str, generator: torch.Generator | None = None, ctor_generator=None
         if ctor_generator is not None:
             generator = ctor_generator
         agg = GaussianAggregation(1.0)
-        return agg(X, EI, 64, PrivacyAccountant(level="edge", delta=1e-5), generator=generator)
+        acc = PrivacyAccountant(level="edge", delta=1e-5)
+        return draw(agg, acc, generator, agg.aggregate(X, EI, 64))
     raise KeyError(name)
 
 
