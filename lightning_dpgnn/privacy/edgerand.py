@@ -30,7 +30,38 @@ from .aggregation import EDGE_UNITS
 from .mechanism import EDGES
 from .random import bernoulli_positions
 
-__all__ = ["AsymmetricRandomizedResponse", "arr_probabilities", "bernoulli_positions"]
+__all__ = [
+    "AsymmetricRandomizedResponse", "arr_probabilities", "bernoulli_positions", "pair_keys",
+    "both_directions", "check_nodes",
+]
+
+
+def check_nodes(name: str, edge_index: torch.Tensor, num_nodes: int, least: int = 2) -> int:
+    """``num_nodes`` as an int, refused below ``least`` or when ``edge_index`` is outside it."""
+    n = int(num_nodes)
+    if n < least:
+        raise ValueError(f"{name}: needs at least {least} nodes, got {n}")
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
+        raise ValueError(f"{name}: edge_index refers to nodes outside [0, {n})")
+    return n
+
+
+def pair_keys(edge_index: torch.Tensor, num_nodes: int, undirected: bool = True) -> torch.Tensor:
+    """The distinct pairs of ``edge_index`` other than self-loops as sorted keys ``i * N + j``
+    (``i < j`` when ``undirected``: a pair stored in either direction is one unit)."""
+    src, dst = edge_index[0].long(), edge_index[1].long()
+    if undirected:
+        src, dst = torch.minimum(src, dst), torch.maximum(src, dst)
+    keep = src != dst
+    return torch.unique(src[keep] * int(num_nodes) + dst[keep])
+
+
+def both_directions(keys: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """Unordered pair keys ``i * N + j`` as a sorted ``[2, 2m]`` edge index, both directions."""
+    n = int(num_nodes)
+    src, dst = torch.cat([keys // n, keys % n]), torch.cat([keys % n, keys // n])
+    order = torch.argsort(src * n + dst)
+    return torch.stack([src[order], dst[order]])
 
 
 def arr_probabilities(eps_link: float, density: float) -> tuple[float, float]:
@@ -87,13 +118,8 @@ class AsymmetricRandomizedResponse:
         return n * (n - 1) // (2 if self.edge_unit == "undirected" else 1)
 
     def units(self, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
-        """The distinct candidate pairs present in ``edge_index`` as keys ``i * N + j``
-        (``i < j`` for the undirected unit: a pair stored in either direction is one unit)."""
-        src, dst = edge_index[0].long(), edge_index[1].long()
-        if self.edge_unit == "undirected":
-            src, dst = torch.minimum(src, dst), torch.maximum(src, dst)
-        keep = src != dst
-        return torch.unique(src[keep] * int(num_nodes) + dst[keep])
+        """The distinct candidate pairs present in ``edge_index`` (:func:`pair_keys`)."""
+        return pair_keys(edge_index, num_nodes, self.edge_unit == "undirected")
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
         """Record ``count`` releases: the Laplace count and the randomized response (pure)."""
@@ -112,12 +138,7 @@ class AsymmetricRandomizedResponse:
     ) -> torch.Tensor:
         """The perturbed graph as a sorted ``[2, E']`` edge index (both directions of every
         pair for the undirected unit; module doc)."""
-        n = int(num_nodes)
-        if n < 2:
-            raise ValueError(f"{self.name}: needs at least two nodes, got {n}")
-        if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
-            raise ValueError(f"{self.name}: edge_index refers to nodes outside [0, {n})")
-        device = edge_index.device
+        n, device = check_nodes(self.name, edge_index, num_nodes), edge_index.device
         keys = self.units(edge_index, n)
         noisy_m = keys.numel() + float(R.laplace((1,), 1.0 / self.eps_density,
                                                   generator=generator, dtype=torch.float64))
@@ -132,12 +153,9 @@ class AsymmetricRandomizedResponse:
         pos = pos[src < dst if self.edge_unit == "undirected" else src != dst]
         added = pos[~torch.isin(pos, keys)]
         out = torch.sort(torch.cat([kept, added])).values
-        src, dst = out // n, out % n
         if self.edge_unit == "undirected":
-            src, dst = torch.cat([src, dst]), torch.cat([dst, src])
-            order = torch.argsort(src * n + dst)
-            src, dst = src[order], dst[order]
-        return torch.stack([src, dst])
+            return both_directions(out, n)
+        return torch.stack([out // n, out % n])
 
     def __repr__(self) -> str:
         return (

@@ -40,6 +40,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
+from .edgerand import both_directions, check_nodes, pair_keys
 from .mechanism import EDGES
 
 __all__ = [
@@ -219,13 +220,9 @@ def _check_pairs(edges: np.ndarray, n: int, what: str) -> np.ndarray:
     return edges
 
 
-def _undirected(edge_index: torch.Tensor | np.ndarray, n: int) -> np.ndarray:
+def _pairs(edge_index: torch.Tensor, n: int) -> np.ndarray:
     """The distinct unordered pairs ``i < j`` of ``edge_index`` (either direction), ``[2, m]``."""
-    e = np.asarray(edge_index.cpu() if isinstance(edge_index, torch.Tensor) else edge_index,
-                   dtype=np.int64).reshape(2, -1)
-    lo, hi = np.minimum(e[0], e[1]), np.maximum(e[0], e[1])
-    keep = lo != hi
-    keys = np.unique(lo[keep] * n + hi[keep])
+    keys = pair_keys(edge_index.cpu(), n).numpy()
     return np.stack([keys // n, keys % n])
 
 
@@ -256,18 +253,15 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
     root, n_internal, n_leaves_offset, u, temperature, totals, stack, mark, trace,
     trace_every, step0, pub_weight=1.0,
 ):
-    """Run ``len(u) // 3`` Metropolis moves in place (the pure-Python reference; numba compiles
-    the same function). ``u``: three uniforms per move (which internal node, which child stays,
-    acceptance). The target is ``exp(pub_weight * L_pub + temperature * L_pri)``.
-    ``totals``: ``[L_pub, L_pri]``, updated. ``trace[k]`` gets ``totals`` after
-    every ``trace_every``-th move (global step ``step0 + i``). Returns the accepted moves.
+    """Run ``len(u) // 3`` Metropolis moves in place towards ``exp(pub_weight * L_pub +
+    temperature * L_pri)`` (``u``: which node, which child stays, acceptance), updating
+    ``totals = [L_pub, L_pri]`` and ``trace`` every ``trace_every`` moves; returns the accepted
+    moves. The pure-Python reference, which numba compiles.
 
     A move at ``r`` (children ``a`` that stays and ``b``, parent ``p``, sibling ``s``) turns
-    ``p = ((a, b), s)`` into ``p = ((a, s), b)``. Only ``r`` and ``p`` change: their new edge
-    counts need ``E(a, s)``, the edges of ``a`` whose lowest common ancestor is ``p`` (or
-    ``e_p - E(b, s)``: the smaller of ``a`` and ``b`` is walked). Accepted, the edges ``a-b``
-    move their ancestor from ``r`` to ``p`` and ``a-s`` from ``p`` to ``r``: the edges of
-    ``a`` are walked, or those of ``b`` and ``s`` (``b``'s leaves marked) when smaller."""
+    ``p = ((a, b), s)`` into ``((a, s), b)``; only ``r`` and ``p`` change, and their counts need
+    ``E(a, s)`` (the smaller of ``a``, ``b`` is walked). Accepted, edges ``a-b`` move their
+    ancestor ``r -> p`` and ``a-s`` ``p -> r`` (walking ``a``, or ``b`` then ``s`` if smaller)."""
     n_moves = len(u) // 3
     accepted = 0
     for i in range(n_moves):
@@ -475,10 +469,9 @@ def _kernel(backend: str) -> Callable[..., int]:
 
 @dataclass
 class HRGFit:
-    """The chain's final state: the dendrogram, each internal node's public and private edge
-    counts and ``N_r``, the likelihood trace ``[(step, L_pub, L_pri)]`` and run facts. The
-    exact private counts and ``L_pri`` are computed from the private edges: diagnostics for the
-    curator, not covered by epsilon (only the sampled graph is released)."""
+    """The chain's final state: dendrogram, each internal node's public and private edge counts
+    and ``N_r``, the trace ``[(step, L_pub, L_pri)]`` and run facts; the private counts and
+    ``L_pri`` are the curator's diagnostics, not covered by epsilon (never released)."""
 
     dendrogram: Dendrogram
     public_counts: np.ndarray
@@ -506,18 +499,12 @@ def fit_dendrogram(
     chunk: int = 1 << 16,
     rounds: tuple[int, int] | None = None,
 ) -> HRGFit:
-    """Run one Metropolis chain of ``steps`` subtree swaps from a random dendrogram, targeting
-    ``exp(L_pub + temperature * L_pri)``, and return its final state.
-
-    ``rounds=(p, q)``: the authors' HeteroRR code instead (paper-code mode, NOT the exponential
-    mechanism): ``p`` moves on ``L_pub`` alone, then ``q`` moves on ``temperature * L_pri``
-    alone, in turn — a chain whose stationary law is not ``exp(L_pub + temperature L_pri)``.
-
-    ``public`` and ``private``: disjoint unordered pairs ``[2, m]`` over ``num_nodes`` leaves.
-    Uniforms come from :mod:`~lightning_dpgnn.privacy.random` in batches of ``chunk`` moves;
-    ``progress`` shows a tqdm bar of the moves (``None``: when the chain is long,
-    :func:`shows_progress`; the bar shows no likelihood, which is computed from the private
-    edges); the trace keeps about ``trace_points`` points."""
+    """Run one Metropolis chain of ``steps`` subtree swaps from a random dendrogram towards
+    ``exp(L_pub + temperature * L_pri)`` over the disjoint unordered pairs ``public`` and
+    ``private`` and return its final state (uniforms drawn ``chunk`` moves at a time; a tqdm
+    bar of the moves, never of the private likelihood, when ``progress`` or a long chain).
+    ``rounds=(p, q)``: the authors' alternation of ``p`` moves on ``L_pub`` alone and ``q`` on
+    ``temperature * L_pri`` alone instead (paper-code mode: NOT the exponential mechanism)."""
     n = int(num_nodes)
     if n < 3:
         raise ValueError(f"the chain needs at least three nodes (one non-root move), got {n}")
@@ -628,26 +615,12 @@ def edge_split(edge_index: torch.Tensor, rho: float, seed: int = 0) -> torch.Ten
 
 # -- EdgeRR: the release ------------------------------------------------------------------------
 class EdgeRR:
-    """HeteroRR's edge release: a private HRG over all nodes, fitted with public edges for
-    utility and private edges under edge-level DP, then a sampled private part (module doc).
-
-    With every edge private (``rho = 1``) it is PrivHRG (Xiao, Chen and Tan, KDD'14).
-
-    Args:
-        epsilon: budget for one private edge (pure DP at the chain's equilibrium:
-            :meth:`condition`): ``eps_e1 = mcmc_share * epsilon`` for the exponential mechanism
-            (the chain), ``eps_e2`` the rest for the Laplace counts.
-        mcmc_share: share of epsilon spent by the chain (PrivHRG's example: 0.5).
-        steps_per_node: chain length ``steps_per_node * n`` (default and minimum 1000,
-            :data:`MIN_STEPS_PER_NODE`, PrivHRG's burn-in; the released dendrogram is the state
-            after them).
-        steps: an explicit chain length (overrides ``steps_per_node``; at least ``1000 n``,
-            checked when ``n`` is known: :meth:`check_chain`).
-        backend: ``"auto"`` (numba, else Python), ``"numba"``, ``"python"``.
-        progress: a tqdm progress bar over the moves (``None``: when the chain is long,
-            :func:`shows_progress`).
-        name: ledger name prefix (``<name>/mcmc``, ``<name>/counts``).
-    """
+    """HeteroRR's edge release (module doc), PrivHRG (Xiao, Chen and Tan, KDD'14) when every
+    edge is private: ``epsilon`` per private edge, pure DP at the chain's equilibrium
+    (:meth:`condition`), ``mcmc_share`` of it for the chain and the rest for the Laplace
+    counts. The chain runs ``steps`` or ``steps_per_node * n`` moves, at least
+    :data:`MIN_STEPS_PER_NODE` ``* n`` (:meth:`check_chain`); ``backend``: ``"auto"`` (numba,
+    else Python), ``"numba"`` or ``"python"``; ledger entries ``<name>/mcmc``, ``<name>/counts``."""
 
     #: the shortest chain run, in moves per node (0 in the paper-code mode, which is not DP)
     min_steps_per_node: float = MIN_STEPS_PER_NODE
@@ -683,10 +656,8 @@ class EdgeRR:
         self.progress = None if progress is None else bool(progress)
         self.name = str(name)
         self.level, self.reads = "edge", (EDGES,)  # on the private edges only
-        #: the last run's chain (dendrogram, exact counts, likelihood trace, time): the
-        #: curator's diagnostics, computed from the private edges and **not covered by
-        #: epsilon** (never released, checkpointed or published; the progress bar shows the
-        #: same likelihoods)
+        #: the last run's chain: the curator's diagnostics, **not covered by epsilon** (never
+        #: released, checkpointed or published)
         self.last_fit: HRGFit | None = None
 
     @property
@@ -764,9 +735,9 @@ class EdgeRR:
             rounds=self.rounds,
         )
         self.last_fit = fit
-        sampled = sample_private_part(fit, public, self.eps_counts, generator)
-        return symmetric_edge_index(np.concatenate([public, sampled], axis=1), n,
-                                    edge_index.device)
+        pairs = np.concatenate([public, sample_private_part(fit, public, self.eps_counts,
+                                                            generator)], axis=1)
+        return both_directions(torch.from_numpy(pairs[0] * n + pairs[1]), n).to(edge_index.device)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(epsilon={self.epsilon}, mcmc_share={self.mcmc_share}, "
@@ -783,15 +754,9 @@ PAPER_CODE_FLAW = (
 
 class PaperCodeEdgeRR(EdgeRR):
     """The authors' HeteroRR edge release (``khangtran2020/DPGNN``, ``ERand/src/main.cpp``),
-    for side-by-side figures only: **NOT differentially private** (:data:`PAPER_CODE_FLAW`).
-
-    It reproduces the code's chain: ``Delta`` from ``N = ceil(n_priv/2) floor(n_priv/2)`` over
-    the ``n_priv`` nodes that have a private edge, alternating rounds of ``rounds[0]`` moves on
-    ``L_pub`` and ``rounds[1]`` on ``eps_e1 / (2 Delta) L_pri`` (the README's 1000 / 10), and
-    ``50 n`` moves. It keeps the sound sampler (public edges pass through) and releases one
-    graph, where the code samples ten and resamples public pairs. Its ``account`` records an
-    infinite spend, so a report says NOT differentially private and ``PrivacyBudget`` refuses
-    it."""
+    for side-by-side figures only: **NOT differentially private** (:data:`PAPER_CODE_FLAW`;
+    ``rounds``: the README's 1000 / 10), with the sound sampler and one released graph. It
+    records an infinite spend, so reports say so and ``PrivacyBudget`` refuses it."""
 
     min_steps_per_node = 0.0  # the code's 50 n: not DP at any length (its account: infinite)
 
@@ -816,18 +781,15 @@ def split_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(public, private)`` unordered pairs of ``edge_index`` split by ``private_mask`` (a bool
     per column; the two directions of an edge must agree)."""
-    if n < 3:
-        raise ValueError(f"the HRG release needs at least three nodes, got {n}")
+    check_nodes("the HRG release", edge_index, n, least=3)
     mask = torch.as_tensor(private_mask)
     if mask.dtype != torch.bool or mask.shape != (edge_index.size(1),):
         raise ValueError(
             f"private_mask must be a bool tensor with one entry per edge column "
             f"({edge_index.size(1)}), got {tuple(mask.shape)} {mask.dtype}"
         )
-    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
-        raise ValueError(f"edge_index refers to nodes outside [0, {n})")
-    public = _undirected(edge_index[:, ~mask.to(edge_index.device)], n)
-    private = _undirected(edge_index[:, mask.to(edge_index.device)], n)
+    mask = mask.to(edge_index.device)
+    public, private = _pairs(edge_index[:, ~mask], n), _pairs(edge_index[:, mask], n)
     if np.intersect1d(public[0] * n + public[1], private[0] * n + private[1]).size:
         raise ValueError(
             "an edge is marked private in one direction and public in the other: the "
@@ -839,10 +801,10 @@ def split_pairs(
 def sample_private_part(
     fit: HRGFit, public: np.ndarray, eps_counts: float, generator: torch.Generator | None
 ) -> np.ndarray:
-    """Laplace(1/eps) on each internal node's private-edge count, then independent Bernoulli
-    draws with ``p_r = clip(noisy / (N_r - e_r), 0, 1)`` on the ``N_r - e_r`` pairs under ``r``
-    that are not public edges (geometric gaps over the ``N_r`` pairs, public hits dropped).
-    Returns the sampled unordered pairs ``[2, k]``."""
+    """The sampled unordered pairs ``[2, k]``: Laplace(1/eps) on each internal node's
+    private-edge count, then Bernoulli(``clip(noisy / (N_r - e_r), 0, 1)``) on the pairs under
+    ``r`` that are not public edges (geometric gaps over the ``N_r`` pairs, public hits
+    dropped)."""
     den = fit.dendrogram
     n = den.num_leaves
     noisy = fit.private_counts.astype(np.float64) + R.laplace(
@@ -865,13 +827,3 @@ def sample_private_part(
     keys = lo * n + hi
     keys = keys[~np.isin(keys, public[0] * n + public[1])]
     return np.stack([keys // n, keys % n])
-
-
-def symmetric_edge_index(pairs: np.ndarray, n: int, device: torch.device | None = None
-                         ) -> torch.Tensor:
-    """Unordered pairs ``[2, m]`` as a sorted ``[2, 2m]`` edge index with both directions."""
-    pairs = torch.from_numpy(np.ascontiguousarray(pairs, dtype=np.int64))
-    src = torch.cat([pairs[0], pairs[1]])
-    dst = torch.cat([pairs[1], pairs[0]])
-    order = torch.argsort(src * n + dst)
-    return torch.stack([src[order], dst[order]]).to(device or "cpu")

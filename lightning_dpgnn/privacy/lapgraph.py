@@ -14,6 +14,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
+from .edgerand import both_directions, check_nodes, pair_keys
 from .mechanism import EDGES
 
 __all__ = ["LapGraph"]
@@ -69,15 +70,8 @@ class LapGraph:
         self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         """The released graph as a sorted, symmetric ``[2, E']`` edge index."""
-        n = int(num_nodes)
-        if n < 2:
-            raise ValueError(f"{self.name}: needs at least two nodes, got {n}")
-        if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
-            raise ValueError(f"{self.name}: edge_index refers to nodes outside [0, {n})")
-        device = edge_index.device
-        e = edge_index.detach().cpu().long()
-        lo, hi = torch.minimum(e[0], e[1]), torch.maximum(e[0], e[1])
-        keys = torch.unique(lo[lo != hi] * n + hi[lo != hi])
+        n = check_nodes(self.name, edge_index, num_nodes)
+        keys = pair_keys(edge_index.detach().cpu(), n)
         pairs = n * (n - 1) // 2
         noisy_m = keys.numel() + float(R.laplace((1,), 1.0 / self.eps_count,
                                                   generator=generator, dtype=torch.float64))
@@ -106,11 +100,7 @@ class LapGraph:
             top = torch.topk(vals, min(m, vals.numel())).indices
             best_val, best_key = vals[top], ks[top]
             row = stop
-        out = torch.sort(best_key).values
-        src, dst = out // n, out % n
-        src, dst = torch.cat([src, dst]), torch.cat([dst, src])
-        order = torch.argsort(src * n + dst)
-        return torch.stack([src[order], dst[order]]).to(device)
+        return both_directions(torch.sort(best_key).values, n).to(edge_index.device)
 
     def __repr__(self) -> str:
         return f"LapGraph(epsilon={self.epsilon}, count_share={self.count_share})"
