@@ -277,14 +277,10 @@ class GaussianAggregation:
 
 
 def hop_noise_scales(budget: Sequence[float] | None, hops: int) -> tuple[float, ...]:
-    """Per-hop multipliers of the noise scale that split one budget unevenly over ``hops``.
-
-    ``budget`` gives each hop's share (any positive numbers, normalized to ``s_k``; ``None``:
-    equal shares). Hop ``k`` runs at noise multiplier ``z * sqrt(1 / (hops * s_k))``, so
-    ``sum_k 1 / (z * scale_k)^2 = hops / z^2``: the hops compose (exactly, as Gaussian
-    mechanisms, and in RDP) to the same guarantee as ``hops`` hops at ``z``. A larger share is
-    less noise on that hop and more on the others.
-    """
+    """Per-hop multipliers of the noise scale splitting one budget over ``hops`` by the shares
+    ``budget`` (normalized to ``s_k``; ``None``: equal): hop ``k`` runs at ``z sqrt(1 / (hops
+    s_k))``, so ``sum_k 1 / (z scale_k)^2 = hops / z^2`` and the hops compose (exactly, and in
+    RDP) to the guarantee of ``hops`` hops at ``z``."""
     if budget is None:
         return (1.0,) * hops
     shares = tuple(budget)

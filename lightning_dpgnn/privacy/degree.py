@@ -87,20 +87,11 @@ class PrivateDegreeBound:
     """Release a degree bound D under pure epsilon-DP (module doc: statistic, proof), e.g.
     ``draw(PrivateDegreeBound(0.5, max_bound=5000), acc, None, edge_index, num_nodes)``.
 
-    Args:
-        epsilon: budget of the release (pure epsilon-DP).
-        candidates: public ascending candidate bounds; default :func:`round_candidates` of
-            ``max_bound`` (a 1-2-5 grid). Never derived from the graph.
-        max_bound: public largest candidate (e.g. ``num_nodes - 1``, public metadata, or a
-            platform cap); used when ``candidates`` is not given.
-        exceed: how many nodes (in units of the excess profile) may lie above the released
-            bound at the utility's optimum; ``0`` aims at the maximum degree.
-        prefer_small: exponent ``a`` of the public base measure ``t^-a`` over the candidates
-            (``0``: uniform). Every candidate at or above the maximum degree has the best
-            utility; the base measure makes the smaller of them likelier (less noise in the
-            fit). Data-independent, so the guarantee is unchanged.
-        level: ``"node"`` (sensitivity 2) or ``"edge"`` (sensitivity 1).
-        name: ledger name.
+    ``candidates``: public ascending bounds, never derived from the graph (default: the
+    :func:`round_candidates` up to a public ``max_bound``); ``exceed``: how many nodes (in
+    excess-profile units) the utility's optimum leaves above the bound; ``prefer_small``: the
+    exponent ``a`` of the base measure ``t^-a``, which favours the smallest valid candidate
+    (data-independent: the guarantee is unchanged); ``level``: ``"node"`` or ``"edge"``.
     """
 
     def __init__(

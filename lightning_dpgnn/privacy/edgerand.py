@@ -76,15 +76,9 @@ def arr_probabilities(eps_link: float, density: float) -> tuple[float, float]:
 
 
 class AsymmetricRandomizedResponse:
-    """Edge-level DP release of a perturbed graph (EdgeRand with ARR; see the module doc).
-
-    Args:
-        epsilon: total budget of the release (pure epsilon-DP for one edge unit).
-        edge_unit: ``"undirected"`` (one friendship; symmetric output) or ``"directed"``.
-        density_share: the share of epsilon spent on the noisy edge count (the GAP paper's
-            reference implementation spends 10%).
-        name: ledger name prefix (entries ``<name>/density`` and ``<name>/link``).
-    """
+    """Edge-level DP release of a perturbed graph (module doc): pure ``epsilon``-DP for one
+    ``edge_unit``, ``density_share`` of it (the GAP code's 10%) on the noisy edge count; ledger
+    entries ``<name>/density`` and ``<name>/link``."""
 
     def __init__(
         self,

@@ -21,14 +21,9 @@ __all__ = ["LapGraph"]
 
 
 class LapGraph:
-    """Edge-level DP release of a graph by Laplace noise on the adjacency and top-``m~``.
-
-    Args:
-        epsilon: budget for one undirected edge (pure).
-        count_share: share of epsilon spent on the noisy edge count (LinkTeller: 0.01).
-        chunk: noisy entries drawn per batch (memory, not the result).
-        name: ledger name prefix (``<name>/count``, ``<name>/adjacency``).
-    """
+    """Edge-level DP release of a graph by Laplace noise on the adjacency and top-``m~``
+    (module doc): pure ``epsilon``-DP per undirected edge, ``count_share`` of it on the count;
+    ``chunk`` noisy entries per batch (memory only); ledger ``<name>/count``, ``/adjacency``."""
 
     def __init__(
         self,
