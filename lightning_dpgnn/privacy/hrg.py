@@ -250,7 +250,7 @@ def log_likelihood(
 # -- the chain ------------------------------------------------------------------------------------
 def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled by numba
     left, right, parent, size, epub, epri, lca, adj_ptr, adj_edge, edge_ends, edge_private,
-    root, n_internal, n_leaves_offset, u, temperature, totals, stack, mark, trace,
+    root, n_internal, n_leaves_offset, u, temperature, totals, stack, leaves, mark, trace,
     trace_every, step0, pub_weight=1.0,
 ):
     """Run ``len(u) // 3`` Metropolis moves in place towards ``exp(pub_weight * L_pub +
@@ -262,6 +262,22 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
     ``p = ((a, b), s)`` into ``((a, s), b)``; only ``r`` and ``p`` change, and their counts need
     ``E(a, s)`` (the smaller of ``a``, ``b`` is walked). Accepted, edges ``a-b`` move their
     ancestor ``r -> p`` and ``a-s`` ``p -> r`` (walking ``a``, or ``b`` then ``s`` if smaller)."""
+
+    def leaves_of(node):  # the leaves below ``node`` into ``leaves``; how many (numba inlines it)
+        stack[0] = node
+        top, count = 1, 0
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            if node >= n_leaves_offset:
+                leaves[count] = node - n_leaves_offset
+                count += 1
+            else:
+                stack[top] = left[node]
+                stack[top + 1] = right[node]
+                top += 2
+        return count
+
     n_moves = len(u) // 3
     accepted = 0
     for i in range(n_moves):
@@ -283,24 +299,14 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
         # E(a, s): the edges of the smaller of a and b whose lowest common ancestor is p
         c_pub = 0
         c_pri = 0
-        stack[0] = a if sa <= sb else b
-        top = 1
-        while top > 0:
-            top -= 1
-            node = stack[top]
-            if node >= n_leaves_offset:
-                leaf = node - n_leaves_offset
-                for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                    e = adj_edge[j]
-                    if lca[e] == p:
-                        if edge_private[e]:
-                            c_pri += 1
-                        else:
-                            c_pub += 1
-            else:
-                stack[top] = left[node]
-                stack[top + 1] = right[node]
-                top += 2
+        for t in range(leaves_of(a if sa <= sb else b)):
+            for j in range(adj_ptr[leaves[t]], adj_ptr[leaves[t] + 1]):
+                e = adj_edge[j]
+                if lca[e] == p:
+                    if edge_private[e]:
+                        c_pri += 1
+                    else:
+                        c_pub += 1
         if sa <= sb:
             x_pub = c_pub
             x_pri = c_pri
@@ -347,59 +353,29 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
             stamp = step0 + i + 1
             if sa <= sb + su:
                 # the edges of a: to b (ancestor r -> p), to the sibling (p -> r)
-                stack[0] = a
-                top = 1
-                while top > 0:
-                    top -= 1
-                    node = stack[top]
-                    if node >= n_leaves_offset:
-                        leaf = node - n_leaves_offset
-                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                            e = adj_edge[j]
-                            if lca[e] == r:
-                                lca[e] = p
-                            elif lca[e] == p:
-                                lca[e] = r
-                    else:
-                        stack[top] = left[node]
-                        stack[top + 1] = right[node]
-                        top += 2
+                for t in range(leaves_of(a)):
+                    for j in range(adj_ptr[leaves[t]], adj_ptr[leaves[t] + 1]):
+                        e = adj_edge[j]
+                        if lca[e] == r:
+                            lca[e] = p
+                        elif lca[e] == p:
+                            lca[e] = r
             else:
                 # the edges of b to a (r -> p), b's leaves marked; then the sibling's edges
                 # with ancestor p not into b go to a (p -> r)
-                stack[0] = b
-                top = 1
-                while top > 0:
-                    top -= 1
-                    node = stack[top]
-                    if node >= n_leaves_offset:
-                        leaf = node - n_leaves_offset
-                        mark[leaf] = stamp
-                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                            e = adj_edge[j]
-                            if lca[e] == r:
-                                lca[e] = p
-                    else:
-                        stack[top] = left[node]
-                        stack[top + 1] = right[node]
-                        top += 2
-                stack[0] = sib
-                top = 1
-                while top > 0:
-                    top -= 1
-                    node = stack[top]
-                    if node >= n_leaves_offset:
-                        leaf = node - n_leaves_offset
-                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                            e = adj_edge[j]
-                            if lca[e] == p:
-                                other = edge_ends[e, 0] + edge_ends[e, 1] - leaf
-                                if mark[other] != stamp:
-                                    lca[e] = r
-                    else:
-                        stack[top] = left[node]
-                        stack[top + 1] = right[node]
-                        top += 2
+                for t in range(leaves_of(b)):
+                    mark[leaves[t]] = stamp
+                    for j in range(adj_ptr[leaves[t]], adj_ptr[leaves[t] + 1]):
+                        e = adj_edge[j]
+                        if lca[e] == r:
+                            lca[e] = p
+                for t in range(leaves_of(sib)):
+                    for j in range(adj_ptr[leaves[t]], adj_ptr[leaves[t] + 1]):
+                        e = adj_edge[j]
+                        if lca[e] == p:
+                            other = edge_ends[e, 0] + edge_ends[e, 1] - leaves[t]
+                            if mark[other] != stamp:
+                                lca[e] = r
             # r = (a, sibling), p = (r, b)
             left[r] = a
             right[r] = sib
@@ -539,7 +515,7 @@ def fit_dendrogram(
                        pair_log_likelihood(epri, pairs).sum()], dtype=np.float64)
     trace_every = max(1, steps // max(1, int(trace_points))) if steps else 0
     trace = np.zeros((steps // trace_every if trace_every else 0, 2), dtype=np.float64)
-    stack = np.zeros(2 * n + 2, dtype=np.int64)
+    stack, leaves = np.zeros(2 * n + 2, dtype=np.int64), np.zeros(n, dtype=np.int64)
     mark = np.zeros(n, dtype=np.int64)  # leaves of b, stamped with the move's step
     edge_ends = np.ascontiguousarray(edges.T)
     root = den.root
@@ -561,7 +537,7 @@ def fit_dendrogram(
             u = R.uniform((3 * k,), generator=generator, dtype=torch.float64).numpy()
             accepted += int(kernel(
                 den.left, den.right, den.parent, size, epub, epri, lca, adj_ptr, adj_edge,
-                edge_ends, is_private, root, n - 1, n - 1, u, temp, totals, stack,
+                edge_ends, is_private, root, n - 1, n - 1, u, temp, totals, stack, leaves,
                 mark, trace, trace_every, done, weight,
             ))
             done += k
