@@ -42,12 +42,7 @@ from ..levels import LEVELS
 from . import random as _random
 
 __all__ = [
-    "LEVELS",
-    "LedgerEntry",
-    "PrivacyAccountant",
-    "resolve_delta",
-    "units_at_risk",
-    "check_epsilon",
+    "LEVELS", "LedgerEntry", "PrivacyAccountant", "resolve_delta", "units_at_risk", "check_epsilon",
     "check_delta",
 ]
 

@@ -37,20 +37,9 @@ from .accountant import PrivacyAccountant
 from .distributed import all_reduce_sum, broadcast_from_first, process_group
 
 __all__ = [
-    "DPOptimizer",
-    "GhostDPOptimizer",
-    "DistributedDPOptimizer",
-    "DistributedGhostDPOptimizer",
-    "PoissonBatchSampler",
-    "ghost_backward",
-    "grad_sample_module",
-    "unwrap",
-    "assert_dp_compatible",
-    "make_private",
-    "NotDPCompatibleError",
-    "DPSGDPhase",
-    "record_steps",
-    "row_loader",
+    "DPOptimizer", "GhostDPOptimizer", "DistributedDPOptimizer", "DistributedGhostDPOptimizer",
+    "PoissonBatchSampler", "ghost_backward", "grad_sample_module", "unwrap", "assert_dp_compatible",
+    "make_private", "NotDPCompatibleError", "DPSGDPhase", "record_steps", "row_loader",
 ]
 
 
@@ -131,13 +120,11 @@ class _LedgerNoise:
         self.accountant = accountant
         self.ledger_name = name
         self.group_size = group_size
-        self.steps_taken = 0
         self.clipped = False  # ghost clipping: set by ghost_backward, cleared by each step
         self.attach_step_hook(_LedgerNoise._record_step)
 
     @staticmethod
     def _record_step(opt: _LedgerNoise) -> None:
-        opt.steps_taken += 1
         opt.accountant.mark_reproducible(opt.generator)
         record_steps(
             opt.accountant, opt.ledger_name, opt.noise_multiplier, opt.sample_rate,
@@ -152,18 +139,12 @@ class _LedgerNoise:
         draws = getattr(self, "rank", 0) == 0
         for p in self.params:
             _check_processed_flag(p.summed_grad)
-            if not draws:
-                p.grad = p.summed_grad.view_as(p)
-                _mark_as_processed(p.summed_grad)
-                continue
-            noise = dprandom.normal(
-                p.summed_grad.shape,
-                std,
-                generator=self.generator,
-                dtype=p.summed_grad.dtype,
-                device=p.summed_grad.device,
-            )
-            p.grad = (p.summed_grad + noise).view_as(p)
+            grad = p.summed_grad
+            if draws:
+                grad = grad + dprandom.normal(
+                    grad.shape, std, generator=self.generator, dtype=grad.dtype, device=grad.device
+                )
+            p.grad = grad.view_as(p)
             _mark_as_processed(p.summed_grad)
 
 

@@ -44,20 +44,9 @@ from .edgerand import both_directions, check_nodes, pair_keys
 from .mechanism import EDGES
 
 __all__ = [
-    "MIN_STEPS_PER_NODE",
-    "Dendrogram",
-    "HRGFit",
-    "EdgeRR",
-    "PaperCodeEdgeRR",
-    "sensitivity",
-    "pair_log_likelihood",
-    "log_likelihood",
-    "fit_dendrogram",
-    "edge_split",
-    "keyed_uniform",
-    "split_pairs",
-    "sample_private_part",
-    "numba_available",
+    "MIN_STEPS_PER_NODE", "Dendrogram", "HRGFit", "EdgeRR", "PaperCodeEdgeRR", "sensitivity",
+    "pair_log_likelihood", "log_likelihood", "fit_dendrogram", "edge_split", "keyed_uniform",
+    "split_pairs", "sample_private_part", "numba_available",
 ]
 
 BACKENDS = ("auto", "numba", "python")
