@@ -162,17 +162,9 @@ class LedgerEntry:
             self.sample_rate = float(q)
 
     def key(self) -> tuple:
-        """Entries with equal keys merge by adding their counts."""
-        return (
-            self.name,
-            self.kind,
-            self.noise_multiplier,
-            self.epsilon,
-            self.sensitivity,
-            self.sample_rate,
-            self.level,
-            self.group_size,
-        )
+        """Entries with equal keys (every field but ``count`` and ``note``) merge by adding
+        their counts."""
+        return tuple(v for k, v in vars(self).items() if k not in ("count", "note"))
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
         """Rényi-DP curve of ``count`` invocations at ``orders`` (> 1): ``count`` times the
@@ -180,14 +172,9 @@ class LedgerEntry:
         orders = np.atleast_1d(np.asarray(orders, dtype=float))
         if self.count == 0:
             return np.zeros_like(orders)
-        unit = np.array(
-            [
-                _unit_rdp(self.kind, self.noise_multiplier, self.sample_rate, self.epsilon,
-                          float(a), self.group_size)
-                for a in orders
-            ]
-        )
-        return self.count * unit
+        unit = [_unit_rdp(self.kind, self.noise_multiplier, self.sample_rate, self.epsilon,
+                          float(a), self.group_size) for a in orders]
+        return self.count * np.array(unit)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -404,14 +391,11 @@ class PrivacyAccountant:
         """Record ``steps`` DP-SGD steps (Poisson rate ``sample_rate``, clip = sensitivity);
         with ``group_size``, graph DP-SGD steps where one unit changes up to that many clipped
         per-sample terms (module doc)."""
-        if group_size is None:
-            return self._add(
-                "subsampled_gaussian", name, steps, note, noise_multiplier=noise_multiplier,
-                sample_rate=sample_rate, sensitivity=float(sensitivity),
-            )
+        graph = group_size is not None
         return self._add(
-            "graph_subsampled_gaussian", name, steps, note, noise_multiplier=noise_multiplier,
-            sample_rate=sample_rate, sensitivity=float(sensitivity), group_size=int(group_size),
+            "graph_subsampled_gaussian" if graph else "subsampled_gaussian", name, steps, note,
+            noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+            sensitivity=float(sensitivity), group_size=int(group_size) if graph else None,
         )
 
     def add_pure(self, name: str, epsilon: float, *, count: int = 1, note: str = "") -> LedgerEntry:
