@@ -171,17 +171,10 @@ class Dendrogram:
         b = self.leaf(np.asarray(dst, dtype=np.int64))
         if np.any(a == b):
             raise ValueError("a pair of a node with itself has no lowest common ancestor")
-        while True:
-            deeper_a = depth[a] > depth[b]
-            deeper_b = depth[b] > depth[a]
-            if not (deeper_a.any() or deeper_b.any()):
-                break
-            a = np.where(deeper_a, self.parent[a], a)
-            b = np.where(deeper_b, self.parent[b], b)
-        while np.any(a != b):
-            diff = a != b
-            a = np.where(diff, self.parent[a], a)
-            b = np.where(diff, self.parent[b], b)
+        while np.any(a != b):  # the deeper of two different nodes climbs (both at equal depth)
+            differ = a != b
+            up_a, up_b = differ & (depth[a] >= depth[b]), differ & (depth[b] >= depth[a])
+            a, b = np.where(up_a, self.parent[a], a), np.where(up_b, self.parent[b], b)
         return a
 
     def leaf_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
