@@ -344,11 +344,9 @@ class PoissonBatchSampler(torch.utils.data.DistributedSampler):
             if self.num_replicas > 1:
                 mask = broadcast_from_first(mask.to(torch.uint8)).bool()
             if self.shard is not None:
-                start, stop = self.shard
-                yield (mask[start:stop].nonzero().flatten()).tolist()
-                continue
-            rows = mask.nonzero().flatten()
-            yield rows[self.rank :: self.num_replicas].tolist()
+                yield mask[self.shard[0] : self.shard[1]].nonzero().flatten().tolist()
+            else:
+                yield mask.nonzero().flatten()[self.rank :: self.num_replicas].tolist()
 
 
 class _Rows(torch.utils.data.Dataset):

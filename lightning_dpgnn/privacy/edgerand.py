@@ -95,16 +95,10 @@ class AsymmetricRandomizedResponse:
             raise ValueError(f"density_share must be in (0, 1), got {density_share!r}")
         self.edge_unit = edge_unit
         self.density_share = float(density_share)
+        self.eps_density = self.epsilon * self.density_share
+        self.eps_link = self.epsilon * (1.0 - self.density_share)
         self.name = str(name)
         self.level, self.reads = "edge", (EDGES,)
-
-    @property
-    def eps_density(self) -> float:
-        return self.epsilon * self.density_share
-
-    @property
-    def eps_link(self) -> float:
-        return self.epsilon * (1.0 - self.density_share)
 
     def num_pairs(self, num_nodes: int) -> int:
         """Candidate pairs ``P``: ``N (N - 1) / 2`` (undirected) or ``N (N - 1)``."""

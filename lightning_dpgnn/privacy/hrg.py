@@ -30,6 +30,7 @@ times faster). Every draw goes through :mod:`lightning_dpgnn.privacy.random`. Pu
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -381,9 +382,6 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
     return accepted
 
 
-_COMPILED: dict[str, Callable[..., int]] = {}
-
-
 def numba_available() -> bool:
     """Whether the compiled kernel can be used (numba, a dependency, imports)."""
     try:
@@ -411,18 +409,19 @@ def shows_progress(steps: int, backend: str = "auto") -> bool:
 
 
 def _kernel(backend: str) -> Callable[..., int]:
-    if resolve_backend(backend) == "python":
-        return _mcmc_kernel
-    if "numba" not in _COMPILED:
-        try:
-            import numba
-        except ImportError:
-            raise ImportError(
-                "backend='numba' needs numba (a dependency of lightning-dpgnn: pip install "
-                "numba), or use backend='python'/'auto'"
-            ) from None
-        _COMPILED["numba"] = numba.njit(cache=True, nogil=True)(_mcmc_kernel)
-    return _COMPILED["numba"]
+    return _mcmc_kernel if resolve_backend(backend) == "python" else _compiled()
+
+
+@functools.cache
+def _compiled() -> Callable[..., int]:
+    try:
+        import numba
+    except ImportError:
+        raise ImportError(
+            "backend='numba' needs numba (a dependency of lightning-dpgnn: pip install "
+            "numba), or use backend='python'/'auto'"
+        ) from None
+    return numba.njit(cache=True, nogil=True)(_mcmc_kernel)
 
 
 @dataclass
@@ -608,6 +607,8 @@ class EdgeRR:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.mcmc_share = float(mcmc_share)
+        self.eps_mcmc = self.epsilon * self.mcmc_share
+        self.eps_counts = self.epsilon * (1.0 - self.mcmc_share)
         self.steps_per_node = float(steps_per_node)
         self.steps = None if steps is None else int(steps)
         self.backend = backend
@@ -617,14 +618,6 @@ class EdgeRR:
         #: the last run's chain: the curator's diagnostics, **not covered by epsilon** (never
         #: released, checkpointed or published)
         self.last_fit: HRGFit | None = None
-
-    @property
-    def eps_mcmc(self) -> float:
-        return self.epsilon * self.mcmc_share
-
-    @property
-    def eps_counts(self) -> float:
-        return self.epsilon * (1.0 - self.mcmc_share)
 
     #: the authors' alternation of public and private rounds (``None``: one chain)
     rounds: tuple[int, int] | None = None

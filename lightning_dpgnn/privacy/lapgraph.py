@@ -39,17 +39,11 @@ class LapGraph:
         if int(chunk) < 1:
             raise ValueError(f"chunk must be >= 1, got {chunk!r}")
         self.count_share = float(count_share)
+        self.eps_count = self.epsilon * self.count_share
+        self.eps_adjacency = self.epsilon * (1.0 - self.count_share)
         self.chunk = int(chunk)
         self.name = str(name)
         self.level, self.reads = "edge", (EDGES,)
-
-    @property
-    def eps_count(self) -> float:
-        return self.epsilon * self.count_share
-
-    @property
-    def eps_adjacency(self) -> float:
-        return self.epsilon * (1.0 - self.count_share)
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
         """Record ``count`` releases: the noisy count and the noisy adjacency (both pure)."""

@@ -206,11 +206,10 @@ class SeveralGuarantees:
 
     @classmethod
     def from_dict(cls, d: dict) -> SeveralGuarantees:
-        parts = []
-        for g in d["guarantees"]:
-            g = dict(g)
-            parts.append((g.pop("name"), PrivacyReport.from_dict(g)))
-        return cls(tuple(parts))
+        return cls(tuple(
+            (g["name"], PrivacyReport.from_dict({k: v for k, v in g.items() if k != "name"}))
+            for g in d["guarantees"]
+        ))
 
     to_json = PrivacyReport.to_json
 
