@@ -43,7 +43,7 @@ from . import random as _random
 
 __all__ = [
     "LEVELS", "LedgerEntry", "PrivacyAccountant", "resolve_delta", "units_at_risk", "check_epsilon",
-    "check_delta",
+    "check_delta", "is_count",
 ]
 
 Kind = Literal["gaussian", "subsampled_gaussian", "graph_subsampled_gaussian", "pure"]
@@ -77,6 +77,11 @@ def check_delta(delta: float, name: str = "delta") -> float:
     if not 0.0 < d < 1.0:
         raise ValueError(f"{name} must be in the open interval (0, 1), got {delta!r}")
     return d
+
+
+def is_count(value: object) -> bool:
+    """Whether ``value`` is an integer >= 1 (a ``bool`` is not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 #: ``delta="auto"`` keeps ``n * delta`` (the expected number of protected units in the event
@@ -152,9 +157,10 @@ class LedgerEntry:
                 raise ValueError(f"{self.name}: noise_multiplier must be > 0, got {nm!r}")
             self.noise_multiplier = float(nm)
         if self.kind == "graph_subsampled_gaussian":
-            g = self.group_size
-            if isinstance(g, bool) or not isinstance(g, int) or g < 1:
-                raise ValueError(f"{self.name}: group_size must be an integer >= 1, got {g!r}")
+            if not is_count(self.group_size):
+                raise ValueError(
+                    f"{self.name}: group_size must be an integer >= 1, got {self.group_size!r}"
+                )
         if self.kind in _SAMPLED:
             q = self.sample_rate
             if q is None or not 0.0 < float(q) <= 1.0:

@@ -20,7 +20,7 @@ from .._quiet import quiet_sparse
 from ..caches import TensorCache
 from ..levels import EDGE_UNITS, Level
 from . import random as R
-from .accountant import PrivacyAccountant
+from .accountant import PrivacyAccountant, check_epsilon, is_count
 from .mechanism import EDGES, FEATURES
 
 __all__ = [
@@ -176,21 +176,14 @@ class GaussianAggregation:
         edge_unit: Literal["undirected", "directed"] = "undirected",
         reads: tuple[str, ...] = (EDGES, FEATURES),
     ) -> None:
-        try:
-            nm = float(noise_multiplier)
-        except (TypeError, ValueError) as err:
-            raise ValueError(
-                f"noise_multiplier must be a number > 0, got {noise_multiplier!r}"
-            ) from err
-        if not (math.isfinite(nm) and nm > 0):
+        nm = check_epsilon(noise_multiplier, "noise_multiplier")
+        if math.isinf(nm):
             raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
         if level not in (Level.EDGE.value, Level.NODE.value):
             raise ValueError(f"level must be 'edge' or 'node', got {level!r}")
         if edge_unit not in EDGE_UNITS:
             raise ValueError(f"edge_unit must be one of {EDGE_UNITS}, got {edge_unit!r}")
-        if max_degree is not None and (
-            isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1
-        ):
+        if max_degree is not None and not is_count(max_degree):
             raise ValueError(f"max_degree must be an integer >= 1 or None, got {max_degree!r}")
         if level == Level.NODE.value and max_degree is None:
             raise ValueError(

@@ -33,7 +33,7 @@ from opacus.utils.fast_gradient_clipping_utils import DPTensorFastGradientClippi
 from opacus.validators import ModuleValidator
 
 from . import random as dprandom
-from .accountant import PrivacyAccountant
+from .accountant import PrivacyAccountant, is_count
 from .distributed import all_reduce_sum, broadcast_from_first, process_group
 
 __all__ = [
@@ -447,9 +447,7 @@ class DPSGDPhase:
             raise ValueError(f"{name}: max_grad_norm must be > 0, got {max_grad_norm}")
         self.name, self.epochs, self.batch_size = name, int(epochs), int(batch_size)
         self.max_grad_norm = float(max_grad_norm)
-        if group_size is not None and (
-            isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1
-        ):
+        if group_size is not None and not is_count(group_size):
             raise ValueError(f"{name}: group_size must be an integer >= 1, got {group_size!r}")
         self.group_size = group_size
         self.num_samples = 0
