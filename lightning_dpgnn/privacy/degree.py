@@ -56,9 +56,9 @@ def _distinct_degrees(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     n = int(num_nodes)
     if edge_index.numel() == 0:
         return torch.zeros(n, dtype=torch.long)
-    ei = edge_index.to(torch.long).cpu()
-    pairs = torch.unique(ei[0] * max(n, 1) + ei[1])
-    src, dst = pairs // max(n, 1), pairs % max(n, 1)
+    ei, m = edge_index.to(torch.long).cpu(), max(n, 1)
+    pairs = torch.unique(ei[0] * m + ei[1])
+    src, dst = pairs // m, pairs % m
     out_deg = torch.bincount(src, minlength=n)
     in_deg = torch.bincount(dst, minlength=n)
     return torch.maximum(in_deg, out_deg)

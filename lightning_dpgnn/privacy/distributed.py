@@ -8,6 +8,8 @@ travel through the current CUDA device and come back where they came from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.distributed as dist
 
@@ -33,23 +35,24 @@ def _wire_device(tensor: torch.Tensor) -> torch.device:
     return tensor.device
 
 
-def broadcast_from_first(tensor: torch.Tensor) -> torch.Tensor:
-    """Rank 0's ``tensor`` on every rank (same shape and dtype on all of them); ``tensor``
-    itself when there is one process."""
+def _in_place(tensor: torch.Tensor, collective: Callable[[torch.Tensor], object]) -> torch.Tensor:
+    """``collective`` run on ``tensor`` where the backend can move it; ``tensor`` itself on one
+    process."""
     if process_group()[1] == 1:
         return tensor
     wire = tensor.to(_wire_device(tensor))
-    dist.broadcast(wire, src=0)
+    collective(wire)
     return wire.to(tensor.device)
+
+
+def broadcast_from_first(tensor: torch.Tensor) -> torch.Tensor:
+    """Rank 0's ``tensor`` on every rank (same shape and dtype on all of them)."""
+    return _in_place(tensor, lambda wire: dist.broadcast(wire, src=0))
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
     """``tensor`` summed over every rank (in place when it can travel as it is)."""
-    if process_group()[1] == 1:
-        return tensor
-    wire = tensor.to(_wire_device(tensor))
-    dist.all_reduce(wire, op=dist.ReduceOp.SUM)
-    return wire.to(tensor.device)
+    return _in_place(tensor, lambda wire: dist.all_reduce(wire, op=dist.ReduceOp.SUM))
 
 
 def row_blocks(num_rows: int, world_size: int) -> list[tuple[int, int]]:
