@@ -228,11 +228,10 @@ def _sgm_opacus(noise_multiplier: float, sample_rate: float, alpha: float) -> fl
 
 
 def _subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float, alpha: float) -> float:
-    """RDP of one Poisson-subsampled Gaussian step at order ``alpha``, numerically safe:
-    opacus' fractional-order series loses all precision at large orders (a negative "RDP" from
-    order ~130 at q = 0.2, z = 7), so above :data:`SGM_FRACTIONAL_ORDERS_UP_TO`, or outside the
-    values at ``floor(alpha)`` and ``ceil(alpha)``, the exact integer value at ``ceil(alpha)``
-    is used (a valid bound: RDP does not decrease with the order)."""
+    """RDP of one Poisson-subsampled Gaussian step at order ``alpha``: opacus' fractional series
+    loses all precision at large orders (a negative "RDP" from order ~130 at q = 0.2, z = 7), so
+    above :data:`SGM_FRACTIONAL_ORDERS_UP_TO`, or outside the values at the neighbouring
+    integers, the value at ``ceil(alpha)`` is used (valid: RDP does not decrease in the order)."""
     upper = _sgm_opacus(noise_multiplier, sample_rate, float(math.ceil(alpha)))
     if float(alpha).is_integer() or alpha > SGM_FRACTIONAL_ORDERS_UP_TO:
         return upper
@@ -315,9 +314,8 @@ def _convert(rdp_fn: Callable[[float], float], delta: float, conversion: Convers
 
 
 def _exact_gaussian_epsilon(entries: list[LedgerEntry], delta: float) -> float:
-    """Exact epsilon of a composition of Gaussian mechanisms (no subsampling): one Gaussian
-    mechanism with ``1 / z^2 = sum count / z_i^2``, converted with the analytic Gaussian
-    mechanism's exact curve (Balle and Wang 2018)."""
+    """Exact epsilon of composed Gaussian mechanisms: one with ``1 / z^2 = sum count / z_i^2``,
+    through the analytic Gaussian mechanism (Balle and Wang 2018)."""
     mu2 = sum(e.count / float(e.noise_multiplier) ** 2 for e in entries)  # type: ignore[arg-type]
     if mu2 <= 0:
         return 0.0

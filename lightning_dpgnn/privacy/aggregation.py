@@ -40,10 +40,7 @@ def edge_sensitivity(edge_unit: str) -> float:
 
 def normalize_rows(x: torch.Tensor) -> torch.Tensor:
     """Divide every row by its L2 norm (thesis eq. 4.6); all-zero rows map to zero, never NaN.
-
-    Rows are first scaled by their largest absolute entry, so tiny or huge rows neither
-    underflow nor overflow when squared (non-finite inputs are the caller's to reject).
-    """
+    Rows are scaled by their largest entry first, so squaring neither underflows nor overflows."""
     if x.ndim != 2:
         raise ValueError(f"x must be a [num_nodes, d] matrix, got shape {tuple(x.shape)}")
     peak = x.abs().amax(dim=1, keepdim=True) if x.shape[1] else x.new_zeros((x.shape[0], 1))

@@ -36,8 +36,7 @@ def _wire_device(tensor: torch.Tensor) -> torch.device:
 
 
 def _in_place(tensor: torch.Tensor, collective: Callable[[torch.Tensor], object]) -> torch.Tensor:
-    """``collective`` run on ``tensor`` where the backend can move it; ``tensor`` itself on one
-    process."""
+    """``collective`` on ``tensor`` where the backend moves it; ``tensor`` on one process."""
     if process_group()[1] == 1:
         return tensor
     wire = tensor.to(_wire_device(tensor))

@@ -193,10 +193,9 @@ class _OneAllReduce:
 
 
 class DistributedDPOptimizer(_OneAllReduce, DPOptimizer, _OpacusDistributedDPOptimizer):
-    """:class:`DPOptimizer` under DDP (opacus' ``DistributedDPOptimizer`` semantics): each rank
-    clips its own samples' gradients; rank 0 alone adds the noise; the noisy sums are all-reduced
-    so every rank steps on ``(sum of all clipped gradients + N(0, (z C)^2)) / B`` — the
-    single-process update. DDP's own gradient averaging must be off during these steps."""
+    """:class:`DPOptimizer` under DDP (opacus' semantics): each rank clips its samples, rank 0
+    alone adds the noise, and every rank steps on the all-reduced single-process update (DDP's
+    own gradient averaging must be off)."""
 
 
 class DistributedGhostDPOptimizer(
@@ -376,10 +375,8 @@ class _Rows(torch.utils.data.Dataset):
 
 
 def _take_rows(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Rows ``index`` of ``t``; sparse CSR rows (wide one-hot features, e.g. one rank's shard
-    of a full batch under DDP) through COO, which supports row selection; sparse COO rows
-    (features kept sparse by the reader) come back dense, as per-sample gradients need.
-    ``index`` (from the sampler, on the CPU) goes to ``t``'s device first."""
+    """Rows ``index`` of ``t`` on its device: sparse CSR rows through COO (which selects rows),
+    sparse COO rows dense (as per-sample gradients need)."""
     index = index.to(t.device)
     if t.layout == torch.sparse_coo:
         return t.index_select(0, index).to_dense()

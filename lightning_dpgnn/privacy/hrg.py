@@ -100,9 +100,6 @@ class Dendrogram:
     def root(self) -> int:
         return int(np.flatnonzero(self.parent[: self.num_leaves - 1] < 0)[0])
 
-    def leaf(self, i: np.ndarray | int) -> np.ndarray | int:
-        return np.asarray(i) + self.num_leaves - 1
-
     @classmethod
     def random(cls, n: int, generator: torch.Generator | None = None) -> Dendrogram:
         """A balanced dendrogram over a uniformly random order of the leaves (the chain's
@@ -168,8 +165,8 @@ class Dendrogram:
         """The lowest common ancestor (an internal node) of each leaf pair ``(src, dst)``
         (node indices ``0 .. n - 1``, ``src != dst``), vectorised over the pairs."""
         depth = self.depths()
-        a = self.leaf(np.asarray(src, dtype=np.int64))
-        b = self.leaf(np.asarray(dst, dtype=np.int64))
+        a = np.asarray(src, dtype=np.int64) + self.num_leaves - 1  # leaf i is node n - 1 + i
+        b = np.asarray(dst, dtype=np.int64) + self.num_leaves - 1
         if np.any(a == b):
             raise ValueError("a pair of a node with itself has no lowest common ancestor")
         while np.any(a != b):  # the deeper of two different nodes climbs (both at equal depth)
@@ -392,8 +389,7 @@ def numba_available() -> bool:
 
 
 def resolve_backend(backend: str) -> str:
-    """The kernel ``backend`` runs: ``"numba"`` (a dependency of the library) or ``"python"``
-    (the reference, and the fallback of ``"auto"`` where numba cannot be imported)."""
+    """The kernel ``backend`` runs: ``"numba"``, or ``"python"`` (``"auto"`` without numba)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
@@ -403,8 +399,7 @@ def resolve_backend(backend: str) -> str:
 
 def shows_progress(steps: int, backend: str = "auto") -> bool:
     """Whether a chain of ``steps`` moves shows its progress bar by default: when it is expected
-    to take more than :data:`PROGRESS_AFTER_SECONDS` (e.g. 1000 n moves in pure Python above
-    n = 100, compiled above n = 10,000)."""
+    to take more than :data:`PROGRESS_AFTER_SECONDS`."""
     return int(steps) * _SECONDS_PER_MOVE[resolve_backend(backend)] > PROGRESS_AFTER_SECONDS
 
 
@@ -655,8 +650,7 @@ class EdgeRR:
         return self.eps_mcmc / (2.0 * sensitivity(num_nodes))
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
-        """Record ``count`` releases: the chain (exponential mechanism) and the Laplace
-        counts."""
+        """Record ``count`` releases: the chain (exponential mechanism), the Laplace counts."""
         accountant.add_pure(
             f"{self.name}/mcmc", self.eps_mcmc, count=count,
             note="exponential mechanism over dendrograms (utility L_pri, Lemma 4 sensitivity), "
@@ -680,14 +674,13 @@ class EdgeRR:
         n = int(num_nodes)
         steps = self.check_chain(n)
         public, private = split_pairs(edge_index, n, private_mask)
-        fit = fit_dendrogram(
+        self.last_fit = fit = fit_dendrogram(
             n, public, private, self.chain_temperature(n, private), steps,
             generator=generator, backend=self.backend, progress=self.progress,
             rounds=self.rounds,
         )
-        self.last_fit = fit
-        pairs = np.concatenate([public, sample_private_part(fit, public, self.eps_counts,
-                                                            generator)], axis=1)
+        sampled = sample_private_part(fit, public, self.eps_counts, generator)
+        pairs = np.concatenate([public, sampled], axis=1)
         return both_directions(torch.from_numpy(pairs[0] * n + pairs[1]), n).to(edge_index.device)
 
     def __repr__(self) -> str:

@@ -80,11 +80,9 @@ def run(
     generator: torch.Generator | None = None,
     once: Callable[..., Any] | None = None,
 ) -> Any:
-    """Drive a release's draw ``steps`` (a generator yielding ``(mechanism, *inputs)``) and
-    return its value: each yielded mechanism is checked (:func:`check_accountant`), sampled
-    from ``generator`` (``None``: entropy-seeded) and recorded once on ``accountant``, and
-    ``steps`` is sent the noisy output. ``once(sample, *inputs, generator)``: how a sample is
-    drawn once for a process group (``None``: here)."""
+    """Drive a release's draw ``steps`` and return its value: each yielded mechanism is checked,
+    sampled from ``generator`` (``None``: entropy-seeded; ``once``: how a process group draws
+    it once) and recorded once on ``accountant``, and ``steps`` is sent the noisy output."""
     out = None
     try:
         while True:
