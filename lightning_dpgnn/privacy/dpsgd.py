@@ -163,9 +163,8 @@ class DPOptimizer(_LedgerNoise, _OpacusDPOptimizer):
 
 
 class GhostDPOptimizer(_LedgerNoise, DPOptimizerFastGradientClipping):
-    """Ghost-clipping counterpart of :class:`DPOptimizer`: ``p.grad`` already holds the clipped
-    sum (from :func:`ghost_backward`); this adds our noise, scales, steps and records the step.
-    Same arguments as :class:`DPOptimizer`."""
+    """Ghost-clipping :class:`DPOptimizer`: ``p.grad`` already holds the clipped sum (from
+    :func:`ghost_backward`); this adds our noise, scales, steps and records the step."""
 
     def pre_step(self, closure=None):  # noqa: D401 - opacus signature
         if not self.clipped or any(p.grad is None for p in self.params):
