@@ -592,6 +592,7 @@ def heterorr_release(method: str, edge_index, num_nodes: int, epsilon: float | N
     from lightning_dpgnn.privacy import EdgeRR, LapGraph, PrivacyAccountant
     from lightning_dpgnn.privacy.edgerand import AsymmetricRandomizedResponse
     from lightning_dpgnn.privacy.hrg import edge_split
+    from lightning_dpgnn.privacy.mechanism import draw
 
     acc = PrivacyAccountant("edge")
     mask = None if rho is None else edge_split(edge_index, rho, split_seed)
@@ -603,11 +604,11 @@ def heterorr_release(method: str, edge_index, num_nodes: int, epsilon: float | N
         return edge_index[:, :0], acc
     if method == "EdgeRR":
         mech = EdgeRR(epsilon, steps_per_node=steps_per_node)
-        return mech(edge_index, num_nodes, mask, acc), acc
+        return draw(mech, acc, None, edge_index, num_nodes, mask), acc
     if method == "LapGraph":
-        return LapGraph(epsilon)(edge_index, num_nodes, acc), acc
+        return draw(LapGraph(epsilon), acc, None, edge_index, num_nodes), acc
     if method == "EdgeRand":
-        return AsymmetricRandomizedResponse(epsilon)(edge_index, num_nodes, acc), acc
+        return draw(AsymmetricRandomizedResponse(epsilon), acc, None, edge_index, num_nodes), acc
     raise ValueError(f"unknown edge release {method!r}")
 
 

@@ -366,25 +366,17 @@ DEGREE_BOUNDS = {"observed": OBSERVED_MAX_DEGREE, "public": MAX_DEGREE}
 # -- audits (audit_aggregation.py, audit_power.py) -------------------------------------------
 
 
-class HalfNoise:
+def HalfNoise(z: float, **kw):  # noqa: N802 - reads as the mechanism it builds
     """A broken aggregation: draws noise at ``z / 2`` and records ``z`` on the ledger (what
     the mechanism audits must catch)."""
+    from lightning_dpgnn.privacy.aggregation import GaussianAggregation
 
-    def __init__(self, z: float, **kw) -> None:
-        from lightning_dpgnn.privacy.aggregation import GaussianAggregation
+    class HalfNoise(GaussianAggregation):
+        @property
+        def std(self) -> float:
+            return super().std / 2
 
-        self.drawn, self.claimed = GaussianAggregation(z / 2, **kw), GaussianAggregation(z, **kw)
-
-    def __call__(self, x, edge_index, num_nodes, accountant, generator):
-        from lightning_dpgnn.privacy import PrivacyAccountant
-
-        out = self.drawn(
-            x, edge_index, num_nodes, PrivacyAccountant(accountant.level, accountant.delta),
-            generator,
-        )  # fmt: skip
-        c = self.claimed
-        accountant.add_gaussian("pma", c.noise_multiplier, sensitivity=c.sensitivity)
-        return out
+    return HalfNoise(z, **kw)
 
 
 #: audit_power.py: delta of the audited friendship unit

@@ -5,7 +5,6 @@ from below through Clopper-Pearson error rates. No private data, no Lightning.""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import astuple, dataclass
 from typing import Literal
 
@@ -16,13 +15,13 @@ from scipy.stats import binomtest
 from ..levels import Level
 from ..privacy import PrivacyAccountant
 from ..privacy.aggregation import GaussianAggregation
+from ..privacy.mechanism import draw
 
 __all__ = [
     "AuditResult", "audit_aggregation", "audit_mechanism", "clopper_pearson",
     "epsilon_lower_bound",
 ]  # fmt: skip
 
-Mechanism = Callable[..., torch.Tensor]
 Unit = Literal["edge-directed", "edge-undirected", "node"]
 
 
@@ -150,7 +149,7 @@ def _gadget(unit: Unit, copies: int, dim: int, degree: int, generator: torch.Gen
 
 
 def audit_aggregation(
-    mechanism: Mechanism,
+    mechanism: GaussianAggregation,
     unit: Unit = "edge-directed",
     *,
     trials: int = 100_000,
@@ -162,8 +161,9 @@ def audit_aggregation(
     generator: torch.Generator | None = None,
     noise_generator: torch.Generator | None = None,
 ) -> AuditResult:
-    """Audit ``mechanism(x, edge_index, num_nodes, accountant, noise_generator)`` against the
-    epsilon it records for one call, with ``trials`` gadget copies per hypothesis."""
+    """Audit one aggregation mechanism (``aggregate(x, edge_index, num_nodes)`` and the
+    mechanism protocol, drawn through :func:`~..privacy.mechanism.draw`) against the epsilon it
+    records for one call, with ``trials`` gadget copies per hypothesis."""
     if trials < 8:
         raise ValueError(f"trials must be >= 8, got {trials}")
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
@@ -172,7 +172,8 @@ def audit_aggregation(
     scores, eps = [], []
     for edges in (edges_out, edges_in):
         acc = PrivacyAccountant(acc_level, delta)
-        scores.append(score(mechanism(x, edges, n, acc, noise_generator)).numpy())
+        out = draw(mechanism, acc, noise_generator, mechanism.aggregate(x, edges, n))
+        scores.append(score(out).numpy())
         if len(acc.ledger) != 1:
             raise ValueError(f"the mechanism must record one entry per call, got {acc.ledger}")
         eps.append(acc.epsilon(delta))

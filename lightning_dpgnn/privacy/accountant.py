@@ -1,42 +1,26 @@
 """Privacy accounting: a ledger of mechanism invocations composed with Rényi DP.
 
-Every read of private data is recorded here as a :class:`LedgerEntry`. The accountant turns the
-ledger into an (epsilon, delta) guarantee by summing Rényi-DP curves and converting once:
+Every read of private data is a :class:`LedgerEntry`; the accountant sums the entries' RDP
+curves and converts once:
 
-* ``"gaussian"`` entries (PMA / NAP aggregation, Gaussian mechanisms): RDP from autodp's
-  ``rdp_bank.RDP_gaussian`` — ``alpha * sensitivity^2 / (2 sigma^2)`` per call
-  (thesis Theorem 2; node level multiplies by the degree bound D, Theorem 3 / Lemma 8).
-* ``"subsampled_gaussian"`` entries (DP-SGD steps with Poisson sampling): RDP from opacus'
-  ``compute_rdp`` (Mironov et al. 2019 / Zhu & Wang 2019), the same analysis opacus' own
-  ``RDPAccountant`` uses.
-* ``"graph_subsampled_gaussian"`` entries (DP-SGD on a GNN, DPGNN; Daigavane et al. 2021):
-  a node-level step in which removing one node changes up to ``group_size`` per-sample terms
-  (its own and those of the nodes it is a neighbour of), each by at most twice the clipping
-  norm. With Poisson sampling the number of changed terms in the batch is
-  ``rho ~ Binomial(group_size, q)``; by joint convexity of ``exp((alpha-1) D_alpha)`` one step
-  is ``(1/(alpha-1)) log E_rho[exp(alpha (alpha-1) (2 rho)^2 / (2 z^2))]``-RDP (the bound of
-  Daigavane et al., Theorem 1, with Poisson instead of fixed-size batches; see
-  docs/baselines.md). At ``q = 1`` it is the Gaussian mechanism of sensitivity
-  ``2 group_size`` clipping norms.
-* ``"pure"`` entries (LDP randomizers, epsilon-DP): RDP from autodp's ``RDP_pureDP`` for mixing
-  with other entries; if *every* entry is pure the accountant returns plain sequential
-  composition, ``sum(count * epsilon)`` with delta 0 (thesis Corollary 2). A ledger that mixes
-  pure and approximate-DP entries reports the smaller of the RDP route and basic composition
-  (the pure sum plus the rest's epsilon at the same delta), both sound.
+* ``"gaussian"`` (PMA / NAP hops): autodp's ``RDP_gaussian``, ``alpha s^2 / (2 sigma^2)`` per
+  call (thesis Theorem 2; node level: sensitivity ``sqrt(D)``, Theorem 3 / Lemma 8);
+* ``"subsampled_gaussian"`` (DP-SGD, Poisson sampling): opacus' ``compute_rdp`` (Mironov et
+  al. 2019 / Zhu & Wang 2019), as opacus' own ``RDPAccountant``;
+* ``"graph_subsampled_gaussian"`` (DP-SGD on a GNN; Daigavane et al. 2021): removing a node
+  changes up to ``group_size`` per-sample terms by two clipping norms each, and
+  ``rho ~ Binomial(group_size, q)`` of them are sampled; by joint convexity a step is
+  ``(1/(alpha-1)) log E_rho[exp(alpha (alpha-1) (2 rho)^2 / (2 z^2))]``-RDP (their Theorem 1
+  with Poisson batches; docs/baselines.md);
+* ``"pure"`` (LDP randomizers): autodp's ``RDP_pureDP``; an all-pure ledger composes
+  sequentially, ``sum(count * epsilon)`` with delta 0 (thesis Corollary 2), and a mixed one
+  reports the smaller of the RDP route and basic composition (both sound).
 
-A ledger of plain Gaussian mechanisms only (edge-level PMA/NAP hops) is converted exactly: the
-composition of Gaussian mechanisms with noise multipliers ``z_i`` is one Gaussian mechanism with
-``z = (sum_i count_i / z_i^2)^(-1/2)`` (Dong, Roth and Su 2019, Corollary 3.3), whose exact
-(epsilon, delta) is the analytic Gaussian mechanism's (Balle and Wang 2018; autodp's
-``get_eps_ana_gaussian``). It is never looser than the RDP route, which stays as a check.
-
-Otherwise RDP to (epsilon, delta) uses, by default, the improved conversion of Balle et al. (2020)
-(``conversion="improved"``; autodp's ``rdp_to_approxdp`` with ``BBGHS_conversion=True`` and
-opacus' ``get_privacy_spent``). ``conversion="basic"`` is Mironov's Proposition 3 (thesis
-Proposition 5): ``eps = min_alpha rdp(alpha) + log(1/delta)/(alpha-1)``, which reproduces the
-papers' closed forms exactly (e.g. Proposition 6). The improved conversion is never looser.
-
-Pure torch/numpy: no Lightning imports.
+An all-Gaussian ledger is converted exactly: it is one Gaussian mechanism with
+``z = (sum_i count_i / z_i^2)^(-1/2)`` (Dong, Roth and Su 2019, Cor. 3.3), whose exact epsilon is
+the analytic Gaussian's (Balle and Wang 2018). Otherwise RDP converts with Balle et al. (2020)
+(``conversion="improved"``, as autodp's BBGHS and opacus) or Mironov's Proposition 3
+(``"basic"``, thesis Proposition 5: the papers' closed forms). Pure torch/numpy.
 """
 
 from __future__ import annotations
@@ -58,17 +42,10 @@ from ..levels import LEVELS
 from . import random as _random
 
 __all__ = [
-    "LEVELS",
-    "Level",
-    "LedgerEntry",
-    "PrivacyAccountant",
-    "resolve_delta",
-    "units_at_risk",
-    "check_epsilon",
-    "check_delta",
+    "LEVELS", "LedgerEntry", "PrivacyAccountant", "resolve_delta", "units_at_risk", "check_epsilon",
+    "check_delta", "is_count",
 ]
 
-Level = Literal["none", "edge", "node", "ldp"]
 Kind = Literal["gaussian", "subsampled_gaussian", "graph_subsampled_gaussian", "pure"]
 KINDS: tuple[str, ...] = ("gaussian", "subsampled_gaussian", "graph_subsampled_gaussian", "pure")
 _SAMPLED = ("subsampled_gaussian", "graph_subsampled_gaussian")
@@ -102,6 +79,11 @@ def check_delta(delta: float, name: str = "delta") -> float:
     return d
 
 
+def is_count(value: object) -> bool:
+    """Whether ``value`` is an integer >= 1 (a ``bool`` is not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 #: ``delta="auto"`` keeps ``n * delta`` (the expected number of protected units in the event
 #: the epsilon does not cover) at or below this
 AUTO_UNITS_AT_RISK = 0.01
@@ -110,21 +92,10 @@ DELTA_RULES = ("auto", "paper")
 
 
 def resolve_delta(delta: float | str | None, num_units: int) -> float:
-    """Resolve ``delta="auto"`` or ``"paper"`` from the number of private units ``n`` (edges
-    for edge-level DP, nodes for node-level DP); a number is validated and returned unchanged.
-
-    * ``"auto"`` (the default): the largest power of ten with ``n * delta <= 0.01``, e.g. 1e-7
-      for 24,000 nodes and 1e-9 for 1.6M edges. ``n * delta`` is the expected number of units
-      for which the ``(epsilon, delta)`` guarantee may fail outright (Dwork & Roth 2014, §2.3:
-      the mechanism that publishes each record with probability ``delta`` is
-      ``(0, delta)``-DP, so ``delta`` must be much smaller than ``1/n``); at ``<= 0.01``, with
-      probability at least 99% no unit is in that event.
-    * ``"paper"``: the papers' convention (thesis §4.7.5, §5.5): the largest power of ten
-      strictly below ``1/n``, so ``n * delta`` is between 0.1 and 1 (0.99 on csbm's 9,900
-      edges). The benchmarks that compare with the papers use it.
-
-    A number at or above ``1/n`` is allowed, with a warning: it does not protect every unit.
-    """
+    """``delta`` for ``n`` private units (edges or nodes): ``"auto"`` (default) is the largest
+    power of ten with ``n * delta <= 0.01`` (``n * delta`` units expected in the event the
+    guarantee fails outright, Dwork & Roth 2014 §2.3); ``"paper"`` the largest strictly below
+    ``1/n`` (thesis §4.7.5, §5.5); a number is validated, with a warning at or above ``1/n``."""
     n = int(num_units)
     if delta is None or (isinstance(delta, str) and delta.lower() in DELTA_RULES):
         rule = "auto" if delta is None else delta.lower()
@@ -156,23 +127,11 @@ def units_at_risk(delta: float | None, num_units: int | None) -> float | None:
 
 @dataclass
 class LedgerEntry:
-    """One kind of mechanism invocation and how many times it ran.
-
-    Attributes:
-        name: what ran, e.g. ``"pma"``, ``"nap/stage2"``, ``"encoder/dpsgd"``, ``"multibit"``.
-        kind: ``"gaussian"``, ``"subsampled_gaussian"``, ``"graph_subsampled_gaussian"`` or
-            ``"pure"``.
-        noise_multiplier: noise standard deviation divided by the L2 sensitivity
-            (Gaussian kinds), ``None`` for pure-epsilon mechanisms.
-        epsilon: per-invocation epsilon of a pure (LDP) mechanism, ``None`` otherwise.
-        sensitivity: L2 sensitivity of the query (for node-level aggregation ``sqrt(D)``).
-        count: number of invocations (steps for DP-SGD).
-        sample_rate: Poisson sampling rate of a subsampled Gaussian (DP-SGD batch / N).
-        level: the adjacency notion the entry is accounted at (``edge``/``node``/``ldp``).
-        note: free text, e.g. the theorem the analysis comes from.
-        group_size: ``graph_subsampled_gaussian`` only: how many per-sample terms one
-            protected unit can change (DPGNN: ``D + 1``).
-    """
+    """``count`` invocations of one mechanism (``name``, e.g. ``"pma"``, ``"encoder/dpsgd"``) of
+    a :data:`KINDS` ``kind``: a Gaussian kind's ``noise_multiplier`` (noise std / L2
+    ``sensitivity``), a subsampled one's Poisson ``sample_rate`` and (graph DP-SGD) the
+    ``group_size`` of per-sample terms one unit changes, or a pure one's ``epsilon``; ``level``
+    is the adjacency it is accounted at, ``note`` free text (e.g. the theorem used)."""
 
     name: str
     kind: Kind
@@ -198,9 +157,10 @@ class LedgerEntry:
                 raise ValueError(f"{self.name}: noise_multiplier must be > 0, got {nm!r}")
             self.noise_multiplier = float(nm)
         if self.kind == "graph_subsampled_gaussian":
-            g = self.group_size
-            if isinstance(g, bool) or not isinstance(g, int) or g < 1:
-                raise ValueError(f"{self.name}: group_size must be an integer >= 1, got {g!r}")
+            if not is_count(self.group_size):
+                raise ValueError(
+                    f"{self.name}: group_size must be an integer >= 1, got {self.group_size!r}"
+                )
         if self.kind in _SAMPLED:
             q = self.sample_rate
             if q is None or not 0.0 < float(q) <= 1.0:
@@ -208,35 +168,19 @@ class LedgerEntry:
             self.sample_rate = float(q)
 
     def key(self) -> tuple:
-        """Entries with equal keys merge by adding their counts."""
-        return (
-            self.name,
-            self.kind,
-            self.noise_multiplier,
-            self.epsilon,
-            self.sensitivity,
-            self.sample_rate,
-            self.level,
-            self.group_size,
-        )
+        """Entries with equal keys (every field but ``count`` and ``note``) merge by adding
+        their counts."""
+        return tuple(v for k, v in vars(self).items() if k not in ("count", "note"))
 
     def rdp(self, orders: np.ndarray) -> np.ndarray:
-        """Rényi-DP curve of ``count`` invocations at the given orders (> 1).
-
-        RDP composes additively, so this is ``count`` times the single-invocation curve, which
-        is cached per (kind, parameters, order): checking the budget every step stays cheap.
-        """
+        """Rényi-DP curve of ``count`` invocations at ``orders`` (> 1): ``count`` times the
+        single invocation's, cached per (kind, parameters, order)."""
         orders = np.atleast_1d(np.asarray(orders, dtype=float))
         if self.count == 0:
             return np.zeros_like(orders)
-        unit = np.array(
-            [
-                _unit_rdp(self.kind, self.noise_multiplier, self.sample_rate, self.epsilon,
-                          float(a), self.group_size)
-                for a in orders
-            ]
-        )
-        return self.count * unit
+        unit = [_unit_rdp(self.kind, self.noise_multiplier, self.sample_rate, self.epsilon,
+                          float(a), self.group_size) for a in orders]
+        return self.count * np.array(unit)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -284,16 +228,10 @@ def _sgm_opacus(noise_multiplier: float, sample_rate: float, alpha: float) -> fl
 
 
 def _subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float, alpha: float) -> float:
-    """RDP of one Poisson-subsampled Gaussian step at order ``alpha``, numerically safe.
-
-    At integer orders opacus sums ``alpha + 1`` terms exactly (stable). Its fractional-order
-    series loses all precision at large orders (a negative "RDP" from order ~130 at q = 0.2,
-    z = 7, which reads as a tiny epsilon). So a fractional order above
-    :data:`SGM_FRACTIONAL_ORDERS_UP_TO` takes the value at ``ceil(alpha)``, and below it the
-    series is kept only when it lies between the values at ``floor(alpha)`` and
-    ``ceil(alpha)``: RDP does not decrease with the order, so the value at ``ceil(alpha)`` is
-    always a valid bound at ``alpha``.
-    """
+    """RDP of one Poisson-subsampled Gaussian step at order ``alpha``: opacus' fractional series
+    loses all precision at large orders (a negative "RDP" from order ~130 at q = 0.2, z = 7), so
+    above :data:`SGM_FRACTIONAL_ORDERS_UP_TO`, or outside the values at the neighbouring
+    integers, the value at ``ceil(alpha)`` is used (valid: RDP does not decrease in the order)."""
     upper = _sgm_opacus(noise_multiplier, sample_rate, float(math.ceil(alpha)))
     if float(alpha).is_integer() or alpha > SGM_FRACTIONAL_ORDERS_UP_TO:
         return upper
@@ -326,15 +264,10 @@ def _conversion_term(alpha: float, log_delta: float, conversion: Conversion) -> 
 
 
 def _grid_values(rdp_fn: Callable[[float], float], terms: np.ndarray) -> np.ndarray:
-    """The conversion at every order of :data:`_ORDER_GRID`, in increasing order, stopping
-    where no later order can do better (``inf`` there).
-
-    The RDP of a mechanism does not decrease with the order, so past order ``a`` with RDP
-    ``r`` every later order gives at least ``r`` plus the smallest later conversion term; once
-    that is no less than the best value so far, the rest of the grid (the orders whose RDP is
-    the slowest to compute) is skipped. The result is the full grid's whenever the computed
-    RDP is monotone, and every order gives a valid epsilon, so stopping early can never make
-    the bound invalid, only (if the RDP were not monotone) less tight."""
+    """The conversion at every order of :data:`_ORDER_GRID` (``inf`` past the stop). RDP does
+    not decrease with the order, so once the RDP so far plus the smallest later conversion term
+    reaches the best value, no later order can do better and the (slowest) rest is skipped;
+    every order gives a valid epsilon, so stopping early is never unsound."""
     later_min = np.minimum.accumulate(terms[::-1])[::-1]
     values = np.full(len(_ORDER_GRID), math.inf)
     best = math.inf
@@ -381,9 +314,8 @@ def _convert(rdp_fn: Callable[[float], float], delta: float, conversion: Convers
 
 
 def _exact_gaussian_epsilon(entries: list[LedgerEntry], delta: float) -> float:
-    """Exact epsilon of a composition of Gaussian mechanisms (no subsampling): one Gaussian
-    mechanism with ``1 / z^2 = sum count / z_i^2``, converted with the analytic Gaussian
-    mechanism's exact curve (Balle and Wang 2018)."""
+    """Exact epsilon of composed Gaussian mechanisms: one with ``1 / z^2 = sum count / z_i^2``,
+    through the analytic Gaussian mechanism (Balle and Wang 2018)."""
     mu2 = sum(e.count / float(e.noise_multiplier) ** 2 for e in entries)  # type: ignore[arg-type]
     if mu2 <= 0:
         return 0.0
@@ -395,19 +327,10 @@ def _exact_gaussian_epsilon(entries: list[LedgerEntry], delta: float) -> float:
 
 @dataclass
 class PrivacyAccountant:
-    """Records mechanism invocations and composes them into an (epsilon, delta) guarantee.
-
-    Args:
-        level: ``"edge"``, ``"node"``, ``"ldp"`` or ``"none"``.
-        delta: target delta for the reported epsilon (``None`` for pure-epsilon LDP).
-        conversion: ``"improved"`` (default, Balle et al. 2020) or ``"basic"`` (Mironov 2017,
-            the conversion behind the papers' closed forms).
-        unit: the protected unit in words (e.g. ``"one undirected edge"``), for reports.
-
-    Besides the ledger it keeps how the noise was drawn: ``secure`` is True when every
-    recorded invocation ran in secure mode (``None`` before the first), ``reproducible`` is
-    True once any mechanism drew from an explicitly seeded generator.
-    """
+    """Records mechanism invocations at ``level`` and composes them into an (epsilon,
+    ``delta``) guarantee (``conversion``: module doc; ``unit``: the protected unit in words).
+    ``secure``: every recorded invocation ran in secure mode (``None`` before the first);
+    ``reproducible``: some mechanism drew from an explicitly seeded generator."""
 
     level: str = "edge"
     delta: float | None = None
@@ -467,29 +390,16 @@ class PrivacyAccountant:
         steps: int = 1,
         sensitivity: float = 1.0,
         note: str = "",
+        group_size: int | None = None,
     ) -> LedgerEntry:
-        """Record ``steps`` DP-SGD steps (Poisson rate ``sample_rate``, clip = sensitivity)."""
+        """Record ``steps`` DP-SGD steps (Poisson rate ``sample_rate``, clip = sensitivity);
+        with ``group_size``, graph DP-SGD steps where one unit changes up to that many clipped
+        per-sample terms (module doc)."""
+        graph = group_size is not None
         return self._add(
-            "subsampled_gaussian", name, steps, note, noise_multiplier=noise_multiplier,
-            sample_rate=sample_rate, sensitivity=float(sensitivity),
-        )
-
-    def add_graph_subsampled_gaussian(
-        self,
-        name: str,
-        noise_multiplier: float,
-        sample_rate: float,
-        group_size: int,
-        *,
-        steps: int = 1,
-        sensitivity: float = 1.0,
-        note: str = "",
-    ) -> LedgerEntry:
-        """Record ``steps`` DP-SGD steps on a GNN where one unit changes up to ``group_size``
-        clipped per-sample terms (clip = ``sensitivity``; see the module doc)."""
-        return self._add(
-            "graph_subsampled_gaussian", name, steps, note, noise_multiplier=noise_multiplier,
-            sample_rate=sample_rate, sensitivity=float(sensitivity), group_size=int(group_size),
+            "graph_subsampled_gaussian" if graph else "subsampled_gaussian", name, steps, note,
+            noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+            sensitivity=float(sensitivity), group_size=int(group_size) if graph else None,
         )
 
     def add_pure(self, name: str, epsilon: float, *, count: int = 1, note: str = "") -> LedgerEntry:
@@ -506,11 +416,7 @@ class PrivacyAccountant:
         return total
 
     def epsilon(self, delta: float | None = None, conversion: Conversion | None = None) -> float:
-        """Epsilon spent by the ledger at ``delta`` (defaults to the accountant's delta).
-
-        An empty ledger spends 0. A ledger of pure mechanisms only composes sequentially
-        (sum of count * epsilon, delta ignored). Otherwise RDP curves are summed and converted.
-        """
+        """Epsilon spent by the ledger at ``delta`` (default: the accountant's); module doc."""
         if delta is not None:
             delta = check_delta(delta)
         active = [e for e in self.ledger if e.count > 0]
@@ -537,11 +443,9 @@ class PrivacyAccountant:
     def _basic_mixed_epsilon(
         self, active: list[LedgerEntry], delta: float, conversion: Conversion
     ) -> float:
-        """A ledger of pure entries and approximate-DP ones, by basic composition: the pure
-        part is ``(sum count * epsilon, 0)``-DP, the rest ``(epsilon', delta)``-DP, so the whole
-        is ``(sum + epsilon', delta)``-DP (Dwork & Roth 2014, Theorem 3.16). Sound like the RDP
-        route, and tighter when a large pure epsilon meets a Gaussian part (RDP's bound for a
-        pure mechanism is loose); :meth:`epsilon` reports the smaller."""
+        """Basic composition of the pure part ``(sum count * epsilon, 0)`` and the rest
+        ``(epsilon', delta)`` (Dwork & Roth 2014, Theorem 3.16): tighter than RDP when a large
+        pure epsilon meets a Gaussian part."""
         pure = [e for e in active if e.kind == "pure"]
         if not pure:
             return math.inf

@@ -1,19 +1,10 @@
 """Private sum aggregation: the Gaussian mechanism on ``A^T X`` (GAP's PMA, ProGAP's NAP).
 
-* :func:`normalize_rows` — L2 row normalization (thesis eq. 4.6); zero rows stay zero.
-* :func:`sum_aggregate` — ``AGG(X, A) = A^T X``: node ``v`` receives the sum of ``x[u]`` over
-  edges ``u -> v`` (``edge_index[0]`` = source, ``edge_index[1]`` = target).
-* :class:`GaussianAggregation` — one noisy hop: normalize, aggregate, add ``N(0, std^2)``.
-  Edge level, directed unit (the thesis'): sensitivity 1 (thesis Lemma 6), RDP
-  ``alpha / (2 sigma^2)`` per hop (Theorem 2). Edge level, undirected unit (the default: one
-  friendship is stored as two directed edges, and removing it changes two rows by at most 1
-  each): sensitivity ``sqrt(2)``.
-  Node level with in- and out-degrees bounded by ``D``: each node's row enters at most ``D``
-  aggregates, each with sensitivity 1 (Lemma 7), so one hop is ``(alpha, D alpha/(2 sigma^2))``
-  -RDP (Lemma 8 / Theorem 3) — a Gaussian mechanism with L2 sensitivity ``sqrt(D)``.
-
-Every call records exactly one ledger entry on the accountant it is given. Pure torch: no
-Lightning imports.
+Rows are L2-normalized first (thesis eq. 4.6), so one hop's L2 sensitivity is: edge level, 1
+for one directed edge (the thesis' unit, Lemma 6) or ``sqrt(2)`` for one undirected edge (the
+default: both stored directions move one row by at most 1 each); node level with in- and
+out-degrees bounded by ``D``, ``sqrt(D)`` (a node's row enters at most ``D`` aggregates, each
+with sensitivity 1: Lemma 8 / Theorem 3). Pure torch: no Lightning imports.
 """
 
 from __future__ import annotations
@@ -29,14 +20,13 @@ from .._quiet import quiet_sparse
 from ..caches import TensorCache
 from ..levels import EDGE_UNITS, Level
 from . import random as R
-from .accountant import PrivacyAccountant
-from .mechanism import EDGES, FEATURES, draw
+from .accountant import PrivacyAccountant, check_epsilon, is_count
+from .mechanism import EDGES, FEATURES
 
 __all__ = [
     "normalize_rows", "sum_aggregate", "in_adjacency", "GaussianAggregation", "degrees",
     "edge_sensitivity", "EDGE_UNITS", "DegreeBoundError", "check_degree_promise",
 ]
-
 
 
 def edge_sensitivity(edge_unit: str) -> float:
@@ -50,10 +40,7 @@ def edge_sensitivity(edge_unit: str) -> float:
 
 def normalize_rows(x: torch.Tensor) -> torch.Tensor:
     """Divide every row by its L2 norm (thesis eq. 4.6); all-zero rows map to zero, never NaN.
-
-    Rows are first scaled by their largest absolute entry, so tiny or huge rows neither
-    underflow nor overflow when squared (non-finite inputs are the caller's to reject).
-    """
+    Rows are scaled by their largest entry first, so squaring neither underflows nor overflows."""
     if x.ndim != 2:
         raise ValueError(f"x must be a [num_nodes, d] matrix, got shape {tuple(x.shape)}")
     peak = x.abs().amax(dim=1, keepdim=True) if x.shape[1] else x.new_zeros((x.shape[0], 1))
@@ -103,14 +90,10 @@ class DegreeBoundError(ValueError):
 def check_degree_promise(
     edge_index: torch.Tensor, num_nodes: int, max_degree: int, what: str = "the graph"
 ) -> None:
-    """Raise :class:`DegreeBoundError` unless every in- and out-degree is <= ``max_degree``.
-
-    The node-level sensitivity ``sqrt(D)`` of the sum aggregation (thesis Lemma 8) holds on the
-    class of graphs whose degrees are at most ``D`` — a class closed under removing a node, so
-    both neighbouring graphs are in it. The check lives here, next to the mechanism whose
-    sensitivity relies on it, so that every caller of a node-level aggregation checks the same
-    promise. Sampling edges down to ``D`` is not a substitute: every projection we know of lets
-    one removed node change edges far from it (docs/privacy.md)."""
+    """Raise :class:`DegreeBoundError` unless every in- and out-degree is <= ``max_degree``:
+    the node-level sensitivity ``sqrt(D)`` (thesis Lemma 8) holds on the graphs of degree at
+    most ``D``, a class closed under removing a node. Sampling edges down to ``D`` is no
+    substitute: one removed node would change edges far from it (docs/privacy.md)."""
     in_deg, out_deg = degrees(edge_index, int(num_nodes))
     top_in = int(in_deg.max()) if in_deg.numel() else 0
     top_out = int(out_deg.max()) if out_deg.numel() else 0
@@ -133,17 +116,10 @@ def in_adjacency(
     rows: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """``A^T`` as a sparse CSR ``[num_nodes, num_nodes]`` matrix of ones (row ``v`` lists the
-    sources of the edges into ``v``; repeated edges stay separate entries, so they count with
-    multiplicity), with int32 indices when they fit.
-
-    ``rows=(lo, hi)``: only the target rows ``lo..hi-1``, a ``[hi - lo, num_nodes]`` block
-    built from the edges into them alone (the edge partition of a distributed aggregation,
-    :func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`).
-
-    Built once per ``edge_index`` tensor (a declared cache, :mod:`.cache`), keyed by its in-place
-    version, the node count, rows, dtype and device, so the K hops of a fit (and the stages of
-    ProGAP) sort the edges once instead of coalescing a COO matrix at every hop.
-    """
+    sources of the edges into ``v``, repeated edges with multiplicity), int32 indices when they
+    fit; ``rows=(lo, hi)``: only target rows ``lo..hi-1`` (the edge partition of
+    :func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`). Built once per edge
+    tensor, in-place version, node count, rows, dtype and device (a declared cache)."""
     key = (edge_index._version, int(num_nodes), rows, dtype, edge_index.device)
     cached = _ADJACENCY.get(edge_index, key)
     if cached is not None:
@@ -171,13 +147,8 @@ def in_adjacency(
 
 
 def sum_aggregate(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """``A^T X``: row ``v`` is the sum of ``x[u]`` over edges ``(u -> v)`` (thesis Lemma 6).
-
-    A sparse CSR ``A^T`` (:func:`in_adjacency`, built once per edge tensor) times ``x``: no
-    ``[num_edges, d]`` intermediate; on the 51.8M-edge merged Facebook100 graph one product
-    with 16 columns takes a fraction of a second on one CPU thread. Repeated edges count with
-    multiplicity.
-    """
+    """``A^T X``: row ``v`` is the sum of ``x[u]`` over edges ``(u -> v)`` (thesis Lemma 6),
+    repeated edges with multiplicity; a sparse product with :func:`in_adjacency` for floats."""
     num_nodes = int(num_nodes)
     _check_graph(x, edge_index, num_nodes)
     if x.dtype in (torch.float32, torch.float64):
@@ -188,23 +159,10 @@ def sum_aggregate(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> 
 
 
 class GaussianAggregation:
-    """One private aggregation hop (PMA step of thesis Alg. 5; NAP of ProGAP without the
-    final normalization, which the caller applies).
-
-    ``__call__`` normalizes the rows of ``x``, sums them over in-neighbours and adds Gaussian
-    noise of standard deviation ``noise_multiplier * sensitivity``:
-
-    * ``level="edge"``: sensitivity ``sqrt(2)`` for ``edge_unit="undirected"`` (default: both
-      directions of one friendship) or 1 for ``"directed"`` (Lemma 6);
-    * ``level="node"``: sensitivity ``sqrt(max_degree)`` (Lemma 8 / Theorem 3: per hop
-      ``D alpha / (2 sigma^2)`` RDP, i.e. a Gaussian mechanism with L2 sensitivity
-      ``sqrt(D)`` and noise std ``sigma``). The graph must already be degree-bounded: a
-      graph whose max in- or out-degree exceeds ``D`` is rejected (never a silently wrong
-      guarantee).
-
-    Each call records one ``add_gaussian(name, noise_multiplier, sensitivity=...)`` on the
-    accountant it receives; :attr:`calls` counts the invocations.
-    """
+    """One private aggregation hop (PMA of thesis Alg. 5; NAP of ProGAP before its final
+    normalization): ``A^T normalize_rows(x) + N(0, std^2)``, ``std = noise_multiplier *
+    sensitivity`` (module doc). A node-level hop refuses a graph with a degree above ``D``
+    (never a silently wrong guarantee); :attr:`calls` counts the draws."""
 
     def __init__(
         self,
@@ -215,44 +173,29 @@ class GaussianAggregation:
         edge_unit: Literal["undirected", "directed"] = "undirected",
         reads: tuple[str, ...] = (EDGES, FEATURES),
     ) -> None:
-        try:
-            nm = float(noise_multiplier)
-        except (TypeError, ValueError) as err:
-            raise ValueError(
-                f"noise_multiplier must be a number > 0, got {noise_multiplier!r}"
-            ) from err
-        if not (math.isfinite(nm) and nm > 0):
+        nm = check_epsilon(noise_multiplier, "noise_multiplier")
+        if math.isinf(nm):
             raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
         if level not in (Level.EDGE.value, Level.NODE.value):
             raise ValueError(f"level must be 'edge' or 'node', got {level!r}")
-        level = Level(level)
         if edge_unit not in EDGE_UNITS:
             raise ValueError(f"edge_unit must be one of {EDGE_UNITS}, got {edge_unit!r}")
-        self.edge_unit = edge_unit
-        if level is Level.NODE:
-            if max_degree is None:
-                raise ValueError(
-                    "node-level aggregation needs max_degree (the degree bound D): bound the "
-                    "degrees of the graph first and pass the bound"
-                )
-            if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
-                raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
-        elif max_degree is not None and (
-            isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1
-        ):
+        if max_degree is not None and not is_count(max_degree):
             raise ValueError(f"max_degree must be an integer >= 1 or None, got {max_degree!r}")
-        self.noise_multiplier = nm
-        self.level = level
-        self.max_degree = max_degree
-        self.name = str(name)
+        if level == Level.NODE.value and max_degree is None:
+            raise ValueError(
+                "node-level aggregation needs max_degree (the degree bound D): bound the "
+                "degrees of the graph first and pass the bound"
+            )
+        self.noise_multiplier, self.level, self.max_degree = nm, Level(level), max_degree
+        self.name, self.edge_unit = str(name), edge_unit
         #: what it reads: the edges and the rows it sums (features, or training labels)
         self.reads = tuple(reads)
         self.calls = 0
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of one hop: edge level 1 (directed unit, Lemma 6) or ``sqrt(2)``
-        (undirected unit: both directions); node level ``sqrt(D)`` (Lemma 8)."""
+        """L2 sensitivity of one hop (module doc)."""
         if self.level is Level.NODE:
             return math.sqrt(self.max_degree)  # type: ignore[arg-type]
         return edge_sensitivity(self.edge_unit)
@@ -262,22 +205,6 @@ class GaussianAggregation:
         """Noise standard deviation ``noise_multiplier * sensitivity``."""
         return self.noise_multiplier * self.sensitivity
 
-    def check_degrees(self, edge_index: torch.Tensor, num_nodes: int) -> None:
-        """Node level: raise unless max in-degree and max out-degree are both <= D."""
-        if self.level is not Level.NODE:
-            return
-        in_deg, out_deg = degrees(edge_index, num_nodes)
-        max_in = int(in_deg.max()) if in_deg.numel() else 0
-        max_out = int(out_deg.max()) if out_deg.numel() else 0
-        if max_in > self.max_degree or max_out > self.max_degree:  # type: ignore[operator]
-            raise ValueError(
-                f"node-level aggregation needs every in- and out-degree <= max_degree="
-                f"{self.max_degree}, but the graph has max in-degree {max_in} and max "
-                f"out-degree {max_out}: max_degree must be a public upper bound on every "
-                "degree (a node's features must enter at most D aggregates for the sqrt(D) "
-                "sensitivity to hold)"
-            )
-
     def check_input(self, x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> None:
         """Refuse what the sensitivity does not cover: non-float or non-finite ``x``, a
         malformed graph, and (node level) degrees above ``D``."""
@@ -286,21 +213,8 @@ class GaussianAggregation:
         _check_graph(x, edge_index, int(num_nodes))
         if not bool(torch.isfinite(x).all()):
             raise ValueError(f"{self.name}: x contains NaN or infinite values")
-        self.check_degrees(edge_index, int(num_nodes))
-
-    def __call__(
-        self,
-        x: torch.Tensor,
-        edge_index: torch.Tensor,
-        num_nodes: int,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-        scale: float = 1.0,
-    ) -> torch.Tensor:
-        """Noisy aggregate ``A^T normalize_rows(x) + N(0, (scale * std)^2)`` (not
-        re-normalized), recorded on ``accountant`` (required) at the multiplier used."""
-        agg = self.aggregate(x, edge_index, num_nodes)
-        return draw(self.scaled(scale), accountant, generator, agg)
+        if self.level is Level.NODE:
+            check_degree_promise(edge_index, int(num_nodes), self.max_degree)  # type: ignore[arg-type]
 
     def aggregate(self, x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
         """The exact sum ``A^T normalize_rows(x)`` that :meth:`sample` perturbs, once
@@ -338,24 +252,12 @@ class GaussianAggregation:
         )
 
     def sample(self, agg: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """``agg + N(0, std^2)``, recording nothing (:func:`~.mechanism.run` records). ``agg``
-        must be ``A^T normalize_rows(x)`` of a graph :meth:`check_input` accepted — e.g.
-        assembled from the edge partitions of a distributed aggregation
-        (:func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`)."""
+        """``agg + N(0, std^2)`` for ``agg`` an :meth:`aggregate` (or one assembled from the
+        edge partitions of :func:`~lightning_dpgnn.privacy.distributed.block_sum_aggregate`)."""
         self.calls += 1
         return agg + R.normal(
             tuple(agg.shape), self.std, generator=generator, dtype=agg.dtype, device=agg.device
         )
-
-    def perturb(
-        self,
-        agg: torch.Tensor,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-        scale: float = 1.0,
-    ) -> torch.Tensor:
-        """One recorded draw at ``scale`` on an aggregate computed elsewhere (:meth:`sample`)."""
-        return draw(self.scaled(scale), accountant, generator, agg)
 
     def __repr__(self) -> str:
         return (
@@ -365,14 +267,10 @@ class GaussianAggregation:
 
 
 def hop_noise_scales(budget: Sequence[float] | None, hops: int) -> tuple[float, ...]:
-    """Per-hop multipliers of the noise scale that split one budget unevenly over ``hops``.
-
-    ``budget`` gives each hop's share (any positive numbers, normalized to ``s_k``; ``None``:
-    equal shares). Hop ``k`` runs at noise multiplier ``z * sqrt(1 / (hops * s_k))``, so
-    ``sum_k 1 / (z * scale_k)^2 = hops / z^2``: the hops compose (exactly, as Gaussian
-    mechanisms, and in RDP) to the same guarantee as ``hops`` hops at ``z``. A larger share is
-    less noise on that hop and more on the others.
-    """
+    """Per-hop multipliers of the noise scale splitting one budget over ``hops`` by the shares
+    ``budget`` (normalized to ``s_k``; ``None``: equal): hop ``k`` runs at ``z sqrt(1 / (hops
+    s_k))``, so ``sum_k 1 / (z scale_k)^2 = hops / z^2`` and the hops compose (exactly, and in
+    RDP) to the guarantee of ``hops`` hops at ``z``."""
     if budget is None:
         return (1.0,) * hops
     shares = tuple(budget)

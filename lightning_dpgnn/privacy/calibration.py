@@ -1,13 +1,8 @@
-"""Numeric noise calibration: find the noise multiplier that meets a target (epsilon, delta).
+"""Numeric noise calibration: the noise multiplier that meets a target (epsilon, delta).
 
-A *plan* is a function ``noise_multiplier -> PrivacyAccountant`` that fills a ledger with every
-mechanism the training run will invoke (e.g. GAP node level: encoder DP-SGD steps + K PMA hops
-+ classifier DP-SGD steps, all at one noise scale as in thesis §4.7.5). Epsilon decreases
-monotonically in the noise multiplier, so a bracketing root search in log-space (regula
-falsi, Illinois variant) finds the smallest noise whose realized epsilon is <= the target
-and within ``rtol`` (0.1%) of it.
-
-Pure torch/numpy: no Lightning imports.
+A *plan* maps a noise multiplier to the ledger of the whole run (every mechanism at one noise
+scale, thesis §4.7.5); epsilon decreases in it, so a bracketing root search in log-space
+(Illinois regula falsi) finds it. Pure torch/numpy: no Lightning imports.
 """
 
 from __future__ import annotations
@@ -36,18 +31,9 @@ def calibrate_noise_multiplier(
     high: float = 1e6,
     max_iter: int = 200,
 ) -> float:
-    """Smallest noise multiplier ``z`` with ``target*(1-rtol) <= eps(plan(z)) <= target``.
-
-    Args:
-        plan: builds the ledger of the whole run for a given noise multiplier.
-        epsilon: target epsilon (> 0).
-        delta: target delta; ``None`` uses the delta of the accountant the plan returns.
-        rtol: how close below the target the realized epsilon must land (default 0.1%).
-        low, high: noise-multiplier search range.
-
-    Returns:
-        The noise multiplier. ``eps(plan(z)) <= epsilon`` always holds for the returned value.
-    """
+    """Smallest noise multiplier ``z`` in ``[low, high]`` with ``epsilon * (1 - rtol) <=
+    eps(plan(z)) <= epsilon`` at ``delta`` (``None``: the plan's accountant's); the returned
+    ``z`` always satisfies ``eps(plan(z)) <= epsilon``."""
     target = check_epsilon(epsilon)
     if delta is not None:
         delta = check_delta(delta)

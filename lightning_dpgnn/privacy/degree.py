@@ -1,54 +1,24 @@
-"""A differentially private choice of the degree bound D (issue 27; design invariant 1).
+"""A differentially private degree bound D (issue 27; docs/privacy.md, "Choosing D").
 
-Node-level models take ``max_degree = D``, a promise that every in- and out-degree is at most
-D (docs/privacy.md, "Node level: the degree bound"). D must not be read off the private graph:
-the observed maximum degree is one node's private data (a published D of 709 says that a node of
-degree exactly 709 is in the graph). D is either declared from public knowledge (a platform's
-friend cap) or released by this mechanism and paid for in the ledger.
+Node-level models promise that every in- and out-degree is at most D; D must come from public
+knowledge or from this release, paid for in the ledger (the observed maximum is one node's data).
 
-**The statistic.** Let ``deg(v) = max(in_degree(v), out_degree(v))`` on the simple graph
-(repeated pairs counted once), ``c_t(G) = #{v : deg(v) > t}`` the number of nodes above ``t``,
-and the *excess profile*
+**Statistic.** ``deg(v) = max(in, out)`` degree on distinct pairs, ``c_t = #{v : deg(v) > t}``
+and the excess profile ``phi_t = min_{j >= 0} (c_{t+j} + j)``: non-increasing, 1-Lipschitz in
+``t`` (``phi_t = min(c_t, phi_{t+1} + 1)``), 0 exactly when ``t >= max deg``.
 
-    phi_t(G) = min_{j >= 0} ( c_{t+j}(G) + j ).
+**Sensitivity.** Removing a node ``v`` drops every other ``deg`` by at most 1 (a simple graph
+holds one edge each way per pair) and removes ``v``: ``c_{s+1}(G) - 1 <= c_s(G') <= c_s(G)``,
+hence ``|phi_t(G) - phi_t(G')| <= 2`` on every simple graph, no promise needed. One edge (or
+friendship) removes no node: sensitivity 1. The plain count ``c_t`` has no such bound (a
+star's centre moves ``c_0`` by the star's size); repeated edges are counted once, or one node
+could move a degree by its multiplicity.
 
-``phi_t`` is non-increasing and 1-Lipschitz in ``t`` (``phi_t = min(c_t, phi_{t+1} + 1)``), it is
-0 exactly when ``t >= max deg``, and below that it grows with the number of nodes above ``t``: it
-measures how far ``t`` is from being a valid bound, in nodes.
-
-**Sensitivity (the proof the ledger relies on).** Node level, remove a node ``v`` (``G' = G -
-v``; adding is the same pair read backwards). In a simple graph ``v`` holds at most one edge to
-and one from each other node, so every other ``deg`` drops by at most 1 and none grows; ``v``
-itself leaves. Hence ``c_s(G') <= c_s(G)`` and ``c_s(G') >= c_{s+1}(G) - 1`` for every ``s``
-(a node above ``s + 1`` in G other than ``v`` is still above ``s``). So
-``phi_t(G') <= phi_t(G)``, and ``phi_t(G') >= min_j (c_{t+j+1}(G) + j + 1) - 2 >= phi_t(G) - 2``:
-``|phi_t(G) - phi_t(G')| <= 2`` for every ``t``, on every simple graph, with no promise needed.
-Edge level (one friendship, both directions, or one directed edge): no node leaves and two
-degrees drop by at most 1, so ``c_s(G') >= c_{s+1}(G)`` and the sensitivity is 1. The plain
-count ``c_t`` has no such bound: removing the centre of a star moves ``c_0`` by the star's size
-(``tests/privacy/test_degree.py``). A repeated edge would let one node move a degree by its
-multiplicity, so degrees are counted on distinct pairs (invariant 12).
-
-**The release.** The exponential mechanism (McSherry and Talwar 2007) over a public, ascending
-list of candidate bounds with utility ``u(t) = -|phi_t(G) - exceed|`` (sensitivity ``Delta`` =
-2 node level, 1 edge level) and a public base measure ``t^-a`` (``prefer_small = a``; it does
-not depend on the graph, so it leaves the guarantee unchanged): ``Pr[t] ∝ t^-a exp(epsilon u(t)
-/ (2 Delta))``. Pure ``epsilon``-DP; :meth:`PrivateDegreeBound.account` records one ``"pure"``
-ledger entry. With ``exceed = 0`` it favours the candidates at or above the maximum degree and,
-among the ones below, those few nodes exceed. Since ``phi_t <= max deg - t``, a candidate ``m``
-below the maximum keeps at least ``exp(-epsilon m / (2 Delta))`` of a valid one's weight.
-Noise comes from :mod:`lightning_dpgnn.privacy.random`
-(entropy-seeded unless a generator is passed; secure mode covers it).
-
-**What it cannot do.** Under node-level DP no mechanism can certify the maximum degree: it is
-one node's data. The release lands below the maximum with a probability that grows with how few
-nodes are near the top (at ``epsilon = 1``, node level, a candidate that only one node exceeds
-has ``e^{-1/4}`` ≈ 0.78 of the weight of a valid one). A fit at a bound below the maximum is
-refused (``DegreeBoundError``); the refusal is seen by whoever runs the fit, and estimating
-again or raising D by hand after it is another read of the graph (a second release must be
-recorded; a hand-raised D is a read outside any mechanism). See docs/privacy.md, "Choosing D".
-
-Pure torch: no Lightning imports.
+**Release.** The exponential mechanism (McSherry and Talwar 2007) over public ascending
+candidates, ``Pr[t] ∝ t^-a exp(epsilon u(t) / (2 Delta))`` with ``u(t) = -|phi_t - exceed|``
+and the public base measure ``t^-a``: pure ``epsilon``-DP. No mechanism can certify the
+maximum degree (it is one node's data): a release below it makes the fit refuse
+(``DegreeBoundError``), and estimating again is another recorded read. Pure torch.
 """
 
 from __future__ import annotations
@@ -60,7 +30,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
-from .mechanism import EDGES, draw
+from .mechanism import EDGES
 
 __all__ = ["PrivateDegreeBound", "degree_excess", "round_candidates"]
 
@@ -86,9 +56,9 @@ def _distinct_degrees(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     n = int(num_nodes)
     if edge_index.numel() == 0:
         return torch.zeros(n, dtype=torch.long)
-    ei = edge_index.to(torch.long).cpu()
-    pairs = torch.unique(ei[0] * max(n, 1) + ei[1])
-    src, dst = pairs // max(n, 1), pairs % max(n, 1)
+    ei, m = edge_index.to(torch.long).cpu(), max(n, 1)
+    pairs = torch.unique(ei[0] * m + ei[1])
+    src, dst = pairs // m, pairs % m
     out_deg = torch.bincount(src, minlength=n)
     in_deg = torch.bincount(dst, minlength=n)
     return torch.maximum(in_deg, out_deg)
@@ -108,36 +78,20 @@ def degree_excess(
     # c[t] = #{deg > t} for t = 0..top+1
     above = hist.flip(0).cumsum(0).flip(0)  # above[t] = #{deg >= t}
     c = torch.cat([above[1:], above.new_zeros(1)])[: top + 2]
-    phi = c.clone()
-    for t in range(top, -1, -1):  # phi_t = min(c_t, phi_{t+1} + 1); phi_{top+1} = 0
-        phi[t] = min(float(c[t]), float(phi[t + 1]) + 1.0)
+    t = torch.arange(top + 2, dtype=torch.float64)  # phi_t = min_{s >= t} (c_s + s) - t
+    phi = (c + t).flip(0).cummin(0).values.flip(0) - t
     return phi[torch.tensor(cands)]
 
 
 class PrivateDegreeBound:
-    """Release a degree bound D under differential privacy (module doc: statistic, proof).
+    """Release a degree bound D under pure epsilon-DP (module doc: statistic, proof), e.g.
+    ``draw(PrivateDegreeBound(0.5, max_bound=5000), acc, None, edge_index, num_nodes)``.
 
-    Example::
-
-        mech = PrivateDegreeBound(epsilon=0.5, max_bound=5000)   # public grid 1, 2, 5, ...
-        acc = PrivacyAccountant("node", delta=1e-6)
-        d = mech(data.edge_index, data.num_nodes, acc)          # recorded in acc's ledger
-        model = GAP(privacy="node", epsilon=8.0, max_degree=d)   # the fit spends its own
-
-    Args:
-        epsilon: budget of the release (pure epsilon-DP).
-        candidates: public ascending candidate bounds; default :func:`round_candidates` of
-            ``max_bound`` (a 1-2-5 grid). Never derived from the graph.
-        max_bound: public largest candidate (e.g. ``num_nodes - 1``, public metadata, or a
-            platform cap); used when ``candidates`` is not given.
-        exceed: how many nodes (in units of the excess profile) may lie above the released
-            bound at the utility's optimum; ``0`` aims at the maximum degree.
-        prefer_small: exponent ``a`` of the public base measure ``t^-a`` over the candidates
-            (``0``: uniform). Every candidate at or above the maximum degree has the best
-            utility; the base measure makes the smaller of them likelier (less noise in the
-            fit). Data-independent, so the guarantee is unchanged.
-        level: ``"node"`` (sensitivity 2) or ``"edge"`` (sensitivity 1).
-        name: ledger name.
+    ``candidates``: public ascending bounds, never derived from the graph (default: the
+    :func:`round_candidates` up to a public ``max_bound``); ``exceed``: how many nodes (in
+    excess-profile units) the utility's optimum leaves above the bound; ``prefer_small``: the
+    exponent ``a`` of the base measure ``t^-a``, which favours the smallest valid candidate
+    (data-independent: the guarantee is unchanged); ``level``: ``"node"`` or ``"edge"``.
     """
 
     def __init__(
@@ -202,17 +156,6 @@ class PrivateDegreeBound:
                 f"{self.sensitivity:g} ({self.level} level; privacy/degree.py)"
             ),
         )
-
-    def __call__(
-        self,
-        edge_index: torch.Tensor,
-        num_nodes: int,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-    ) -> int:
-        """Draw the bound (:meth:`sample`) and record the release on ``accountant``
-        (required; a node-level release also covers one edge, not the reverse)."""
-        return draw(self, accountant, generator, edge_index, num_nodes)
 
     def sample(
         self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None

@@ -1,24 +1,14 @@
 """The few collectives the privacy layer needs under data-parallel training (pure torch).
 
-Under DDP every mechanism's noise is drawn once for the whole process group (invariant
-one-draw-under-ddp): the
-first process (rank 0) draws, the others receive. The privacy layer does that with
-``torch.distributed`` only — no Lightning import — and only when a process group of more than
-one process is initialized; a single process never touches ``torch.distributed``.
-
-* :func:`process_group` — ``(rank, world_size)`` of the default group (``(0, 1)`` without one).
-* :func:`broadcast_from_first` — rank 0's tensor on every rank (e.g. a Poisson batch mask).
-* :func:`all_reduce_sum` — the sum over ranks (DP-SGD's noisy clipped gradient sums).
-* :func:`row_blocks` / :func:`gather_rows` — the contiguous blocks of node rows the ranks hold
-  when a cache is sharded, and the whole matrix back from them.
-* :func:`block_sum_aggregate` — this rank's destination rows of ``A^T X`` from the edges that
-  end in them (an edge partition); :func:`gather_rows` assembles the whole aggregate.
-
-NCCL moves only CUDA tensors: with it, tensors travel through the current CUDA device and come
-back on the device they came from.
+Under DDP every mechanism's noise is drawn once for the whole group (invariant
+one-draw-under-ddp): rank 0 draws, the others receive, through ``torch.distributed`` only, and
+only when a group of several processes is initialized. NCCL moves CUDA tensors only: tensors
+travel through the current CUDA device and come back where they came from.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -45,23 +35,23 @@ def _wire_device(tensor: torch.Tensor) -> torch.device:
     return tensor.device
 
 
-def broadcast_from_first(tensor: torch.Tensor) -> torch.Tensor:
-    """Rank 0's ``tensor`` on every rank (same shape and dtype on all of them); ``tensor``
-    itself when there is one process."""
+def _in_place(tensor: torch.Tensor, collective: Callable[[torch.Tensor], object]) -> torch.Tensor:
+    """``collective`` on ``tensor`` where the backend moves it; ``tensor`` on one process."""
     if process_group()[1] == 1:
         return tensor
     wire = tensor.to(_wire_device(tensor))
-    dist.broadcast(wire, src=0)
+    collective(wire)
     return wire.to(tensor.device)
+
+
+def broadcast_from_first(tensor: torch.Tensor) -> torch.Tensor:
+    """Rank 0's ``tensor`` on every rank (same shape and dtype on all of them)."""
+    return _in_place(tensor, lambda wire: dist.broadcast(wire, src=0))
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
     """``tensor`` summed over every rank (in place when it can travel as it is)."""
-    if process_group()[1] == 1:
-        return tensor
-    wire = tensor.to(_wire_device(tensor))
-    dist.all_reduce(wire, op=dist.ReduceOp.SUM)
-    return wire.to(tensor.device)
+    return _in_place(tensor, lambda wire: dist.all_reduce(wire, op=dist.ReduceOp.SUM))
 
 
 def row_blocks(num_rows: int, world_size: int) -> list[tuple[int, int]]:
@@ -99,14 +89,8 @@ def gather_rows(block: torch.Tensor, num_rows: int) -> torch.Tensor:
 def block_sum_aggregate(
     x: torch.Tensor, edge_index: torch.Tensor, rows: tuple[int, int]
 ) -> torch.Tensor:
-    """Rows ``[lo, hi)`` of ``A^T X`` (row ``v``: the sum of ``x[u]`` over edges ``u -> v``),
-    computed from the edges whose target lies in the block only.
-
-    The edge partition of a distributed aggregation: rank ``r`` aggregates the edges into its
-    block of :func:`row_blocks`, so it holds ``E / world_size`` edges of the sparse ``A^T`` and
-    does that share of the work, and the blocks together are ``A^T X`` (each row is summed by
-    one rank, in the order one process sums it). Repeated edges count with multiplicity.
-    Pure torch; the sparse block (:func:`~lightning_dpgnn.privacy.aggregation.in_adjacency`
-    with ``rows``) is kept on ``edge_index`` for the next call (the K hops of a fit)."""
+    """Rows ``[lo, hi)`` of ``A^T X`` from the edges whose target lies in the block (the edge
+    partition of a distributed aggregation: each row is summed by one rank, in the order one
+    process sums it; the sparse block is cached, :func:`~.aggregation.in_adjacency`)."""
     lo, hi = int(rows[0]), int(rows[1])
     return in_adjacency(edge_index, x.shape[0], x.dtype, rows=(lo, hi)) @ x

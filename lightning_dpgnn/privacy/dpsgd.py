@@ -1,56 +1,17 @@
 """DP-SGD on top of opacus, with our noise source and our ledger.
 
-* :func:`make_private` wraps a module in opacus' ``GradSampleModule`` (per-sample gradients)
-  and an optimizer in :class:`DPOptimizer`, a subclass of opacus' ``DPOptimizer`` whose gradient
-  noise is drawn through :mod:`lightning_dpgnn.privacy.random` (so the secure-randomness switch
-  covers it) and whose every noisy step is recorded in a :class:`PrivacyAccountant` as a
-  subsampled-Gaussian entry.
-* Ghost clipping (opacus' fast gradient clipping, :func:`grad_sample_module` with
-  ``ghost=True``, :class:`GhostDPOptimizer`, :func:`ghost_backward`): the same clipped, noised
-  gradient without materializing per-sample gradients. A linear layer's per-sample gradient
-  norm is ``||x_i|| ||delta_i||``; a second backward on ``sum_i c_i loss_i`` (``c_i`` the
-  clipping factors) gives the clipped sum. On one-hot inputs 2000-5000 wide this removes the
-  ``B x d x h`` per-sample tensor that dominated DP-SGD's time.
-* :class:`PoissonBatchSampler` draws Poisson-sampled batches of row indices (each row joins a
-  batch independently with probability ``sample_rate``), the sampling the RDP analysis of
-  subsampled Gaussians assumes (thesis Theorem 5). Batches may be empty; an epoch is
-  ``round(1 / sample_rate)`` batches.
-* :func:`assert_dp_compatible` rejects modules that mix samples (BatchNorm) with a clear message.
-* Under DDP (a ``torch.distributed`` group of several processes), :func:`make_private` returns
-  :class:`DistributedDPOptimizer` / :class:`DistributedGhostDPOptimizer` (opacus' distributed
-  optimizers: each rank clips its rows, rank 0 alone adds the noise, the noisy sums are
-  all-reduced) and :class:`PoissonBatchSampler` samples the global rows once (rank 0 draws,
-  broadcasts) and gives each rank its shard: the update, the sampling rate and the ledger are
-  those of one process.
-
-Why not opacus' public ``PrivacyEngine.make_private(..., grad_sample_mode="ghost")`` with its
-``DPLossFastGradientClipping`` criterion (opacus 1.5/1.6); what the suite and the lifecycle
-require that the public path does not give:
-
-1. *Noise source* (invariant no-replay; ``tests/privacy/test_random.py`` and
-   ``tests/callbacks/test_privacy_budget.py::test_secure_mode_covers_dpsgd_noise_and_batches``):
-   opacus
-   draws gradient noise from ``torch.normal`` with an optional ``torch.Generator``, and its
-   secure mode needs ``torchcsprng``. Our secure mode draws from the OS CSPRNG through
-   :mod:`lightning_dpgnn.privacy.random`, so ``add_noise`` is overridden; it keeps opacus'
-   processed-flag guard (``_check_processed_flag`` / ``_mark_as_processed``, private helpers)
-   so that noise is never added twice to one gradient.
-2. *Loaders*: ``make_private`` wraps one ``DataLoader`` given up front into its Poisson
-   ``DPDataLoader``; under Lightning the loaders are rebuilt every epoch (per stage, from the
-   model's ``train_dataloader_from``), so :class:`PoissonBatchSampler` draws them instead.
-3. *Ledger*: steps are recorded on our accountant (one ledger for aggregations and DP-SGD,
-   planned and calibrated jointly), not on opacus' accountant: a step hook does it.
-4. *Lightning's backward*: the public criterion returns a ``DPTensorFastGradientClipping``,
-   not a ``torch.Tensor``, and Lightning's ``training_step`` must return a tensor; the model
-   therefore keeps the per-sample losses and :func:`ghost_backward` runs
-   ``DPTensorFastGradientClipping(...).backward()`` itself.
-5. *Empty Poisson batches and stages* (``tests/privacy/test_dpsgd_ghost.py``): an empty batch
-   must still be a noised, recorded step with a zero clipped sum, and the trainable
-   parameters change between stages; opacus' ghost clipping has no public call for either,
-   so :func:`ghost_backward` resets the hooks' captured ``activations`` / ``_forward_counter``
-   after an empty forward and sets ``trainable_parameters`` before each backward.
-
-Pure torch/opacus: no Lightning imports.
+:func:`make_private` wraps a module in opacus' per-sample-gradient wrapper (classic, or ghost
+clipping: the clipped sum from a second backward on ``sum_i c_i loss_i``, without the
+``B x d x h`` per-sample tensor) and the optimizer in a subclass of opacus' that draws the
+noise through :mod:`lightning_dpgnn.privacy.random` (secure mode covers it; opacus'
+processed-flag guard keeps it from being added twice) and records every step on our
+:class:`PrivacyAccountant` (one ledger with the aggregations, planned and calibrated jointly).
+:class:`PoissonBatchSampler` draws the Poisson batches the subsampled-Gaussian analysis assumes
+(thesis Theorem 5), rebuilt per epoch as Lightning wants, empty batches included: an empty batch
+is still a noised, recorded step (:func:`ghost_backward` handles it, which opacus' public
+``PrivacyEngine`` path does not, nor a criterion that must return a plain tensor). Under DDP
+each rank clips its rows, rank 0 alone adds the noise, and the global rows are sampled once:
+the update, sampling rate and ledger are those of one process. Pure torch/opacus.
 """
 
 from __future__ import annotations
@@ -72,24 +33,13 @@ from opacus.utils.fast_gradient_clipping_utils import DPTensorFastGradientClippi
 from opacus.validators import ModuleValidator
 
 from . import random as dprandom
-from .accountant import PrivacyAccountant
+from .accountant import PrivacyAccountant, is_count
 from .distributed import all_reduce_sum, broadcast_from_first, process_group
 
 __all__ = [
-    "DPOptimizer",
-    "GhostDPOptimizer",
-    "DistributedDPOptimizer",
-    "DistributedGhostDPOptimizer",
-    "PoissonBatchSampler",
-    "ghost_backward",
-    "grad_sample_module",
-    "unwrap",
-    "assert_dp_compatible",
-    "make_private",
-    "NotDPCompatibleError",
-    "DPSGDPhase",
-    "record_steps",
-    "row_loader",
+    "DPOptimizer", "GhostDPOptimizer", "DistributedDPOptimizer", "DistributedGhostDPOptimizer",
+    "PoissonBatchSampler", "ghost_backward", "grad_sample_module", "unwrap", "assert_dp_compatible",
+    "make_private", "NotDPCompatibleError", "DPSGDPhase", "record_steps", "row_loader",
 ]
 
 
@@ -98,11 +48,8 @@ class NotDPCompatibleError(ValueError):
 
 
 def assert_dp_compatible(module: torch.nn.Module, where: str = "model") -> None:
-    """Raise if ``module`` cannot be trained with DP-SGD (e.g. it contains BatchNorm).
-
-    BatchNorm mixes statistics across the samples of a batch, so one node's data would leak into
-    every other sample's gradient and per-sample clipping would no longer bound sensitivity.
-    """
+    """Raise if ``module`` cannot be trained with DP-SGD: BatchNorm mixes the samples of a
+    batch, so per-sample clipping would no longer bound one node's influence."""
     bn = [
         name
         for name, m in module.named_modules()
@@ -133,16 +80,13 @@ def record_steps(
 ) -> None:
     """Record ``steps`` DP-SGD steps: plain subsampled Gaussians, or (``group_size`` given: one
     unit changes up to that many per-sample terms, DPGNN) graph subsampled Gaussians."""
-    if group_size is None:
-        accountant.add_subsampled_gaussian(
-            name, noise_multiplier, sample_rate, steps=steps, sensitivity=max_grad_norm
-        )
-    else:
-        accountant.add_graph_subsampled_gaussian(
-            name, noise_multiplier, sample_rate, group_size, steps=steps,
-            sensitivity=max_grad_norm,
-            note=f"one node changes up to {group_size} clipped terms (Daigavane et al. 2021)",
-        )
+    note = "" if group_size is None else (
+        f"one node changes up to {group_size} clipped terms (Daigavane et al. 2021)"
+    )
+    accountant.add_subsampled_gaussian(
+        name, noise_multiplier, sample_rate, steps=steps, sensitivity=max_grad_norm, note=note,
+        group_size=group_size,
+    )
 
 
 class _LedgerNoise:
@@ -176,13 +120,11 @@ class _LedgerNoise:
         self.accountant = accountant
         self.ledger_name = name
         self.group_size = group_size
-        self.steps_taken = 0
         self.clipped = False  # ghost clipping: set by ghost_backward, cleared by each step
         self.attach_step_hook(_LedgerNoise._record_step)
 
     @staticmethod
     def _record_step(opt: _LedgerNoise) -> None:
-        opt.steps_taken += 1
         opt.accountant.mark_reproducible(opt.generator)
         record_steps(
             opt.accountant, opt.ledger_name, opt.noise_multiplier, opt.sample_rate,
@@ -197,34 +139,18 @@ class _LedgerNoise:
         draws = getattr(self, "rank", 0) == 0
         for p in self.params:
             _check_processed_flag(p.summed_grad)
-            if not draws:
-                p.grad = p.summed_grad.view_as(p)
-                _mark_as_processed(p.summed_grad)
-                continue
-            noise = dprandom.normal(
-                p.summed_grad.shape,
-                std,
-                generator=self.generator,
-                dtype=p.summed_grad.dtype,
-                device=p.summed_grad.device,
-            )
-            p.grad = (p.summed_grad + noise).view_as(p)
+            grad = p.summed_grad
+            if draws:
+                grad = grad + dprandom.normal(
+                    grad.shape, std, generator=self.generator, dtype=grad.dtype, device=grad.device
+                )
+            p.grad = grad.view_as(p)
             _mark_as_processed(p.summed_grad)
 
 
 class DPOptimizer(_LedgerNoise, _OpacusDPOptimizer):
-    """opacus' DPOptimizer with noise from our (secure-switchable) source and a ledger hook.
-
-    Args:
-        optimizer: the wrapped optimizer (e.g. ``torch.optim.Adam`` for DP-Adam).
-        noise_multiplier: gradient noise std / clipping norm.
-        max_grad_norm: per-sample clipping norm C.
-        expected_batch_size: ``sample_rate * N`` (used to scale the summed noisy gradient).
-        sample_rate: Poisson sampling rate, recorded in the ledger.
-        accountant: every noisy step adds one subsampled-Gaussian invocation here.
-        name: ledger name of this DP-SGD run (e.g. ``"encoder/dpsgd"``).
-        generator: optional seeded ``torch.Generator`` (refused in secure mode).
-    """
+    """opacus' DPOptimizer with noise from our (secure-switchable) source, recording every
+    step on ``accountant`` as ``name`` (:func:`record_steps`); built by :func:`make_private`."""
 
     def pre_step(self, closure=None):  # noqa: D401 - opacus signature
         if self.grad_samples is None or len(self.grad_samples) == 0:
@@ -237,9 +163,8 @@ class DPOptimizer(_LedgerNoise, _OpacusDPOptimizer):
 
 
 class GhostDPOptimizer(_LedgerNoise, DPOptimizerFastGradientClipping):
-    """Ghost-clipping counterpart of :class:`DPOptimizer`: ``p.grad`` already holds the clipped
-    sum (from :func:`ghost_backward`); this adds our noise, scales, steps and records the step.
-    Same arguments as :class:`DPOptimizer`."""
+    """Ghost-clipping :class:`DPOptimizer`: ``p.grad`` already holds the clipped sum (from
+    :func:`ghost_backward`); this adds our noise, scales, steps and records the step."""
 
     def pre_step(self, closure=None):  # noqa: D401 - opacus signature
         if not self.clipped or any(p.grad is None for p in self.params):
@@ -267,10 +192,9 @@ class _OneAllReduce:
 
 
 class DistributedDPOptimizer(_OneAllReduce, DPOptimizer, _OpacusDistributedDPOptimizer):
-    """:class:`DPOptimizer` under DDP (opacus' ``DistributedDPOptimizer`` semantics): each rank
-    clips its own samples' gradients; rank 0 alone adds the noise; the noisy sums are all-reduced
-    so every rank steps on ``(sum of all clipped gradients + N(0, (z C)^2)) / B`` — the
-    single-process update. DDP's own gradient averaging must be off during these steps."""
+    """:class:`DPOptimizer` under DDP (opacus' semantics): each rank clips its samples, rank 0
+    alone adds the noise, and every rank steps on the all-reduced single-process update (DDP's
+    own gradient averaging must be off)."""
 
 
 class DistributedGhostDPOptimizer(
@@ -282,12 +206,9 @@ class DistributedGhostDPOptimizer(
 def grad_sample_module(
     module: torch.nn.Module, max_grad_norm: float, *, ghost: bool = True, where: str = "model"
 ) -> AbstractGradSampleModule:
-    """Check ``module`` suits DP-SGD and wrap it for per-sample clipping.
-
-    ``ghost=True`` (default): opacus' fast gradient clipping with ghost norms, to be trained with
-    :class:`GhostDPOptimizer` and :func:`ghost_backward`. ``ghost=False``: the classic
-    ``GradSampleModule`` (materialized per-sample gradients) for :class:`DPOptimizer`.
-    """
+    """Check ``module`` suits DP-SGD and wrap it for per-sample clipping: ghost clipping
+    (:class:`GhostDPOptimizer`, :func:`ghost_backward`) or, ``ghost=False``, opacus' classic
+    ``GradSampleModule`` (:class:`DPOptimizer`)."""
     assert_dp_compatible(module, where)
     if not ghost:
         return GradSampleModule(module)
@@ -306,12 +227,9 @@ def ghost_backward(
     optimizer: GhostDPOptimizer,
     loss_per_sample: torch.Tensor,
 ) -> None:
-    """Backward of a ghost-clipped batch: leaves ``sum_i c_i grad_i`` in ``p.grad``.
-
-    ``loss_per_sample`` holds one loss per sampled row (empty for an empty Poisson batch, whose
-    clipped sum is zero; the step still adds noise and is recorded). Parameters that are frozen
-    now are left out of the norms (stages change what trains).
-    """
+    """Backward of a ghost-clipped batch: leaves ``sum_i c_i grad_i`` in ``p.grad`` (zero for
+    an empty Poisson batch, whose step is still noised and recorded; opacus has no call for it,
+    so the hooks' captures are reset here). Frozen parameters are left out of the norms."""
     module.trainable_parameters = [p for p in module.parameters() if p.requires_grad]
     if loss_per_sample.numel() == 0:
         optimizer.zero_grad(set_to_none=True)
@@ -342,15 +260,10 @@ def make_private(
     ghost: bool = False,
     group_size: int | None = None,
 ) -> tuple[AbstractGradSampleModule, DPOptimizer | GhostDPOptimizer]:
-    """Wrap ``module``/``optimizer`` for DP-SGD whose steps are recorded in ``accountant``.
-
-    A module already wrapped by :func:`grad_sample_module` keeps its flavour (ghost or not);
-    otherwise ``ghost`` chooses. Ghost-clipped training must backpropagate with
-    :func:`ghost_backward`. In a process group of several ranks (DDP) the optimizer is the
-    distributed flavour: ``num_samples`` and ``sample_rate`` are those of the global dataset,
-    each rank trains on its shard of every global Poisson batch
-    (:class:`PoissonBatchSampler`), and the noise is added once per global step.
-    ``group_size``: steps are recorded as graph subsampled Gaussians (:func:`record_steps`)."""
+    """Wrap ``module``/``optimizer`` for DP-SGD whose steps are recorded in ``accountant``
+    (:func:`record_steps`). A :func:`grad_sample_module` keeps its flavour, else ``ghost``
+    chooses (ghost clipping backpropagates with :func:`ghost_backward`). Under DDP the
+    optimizer is the distributed flavour; ``num_samples`` and ``sample_rate`` are global."""
     if max_grad_norm <= 0:
         raise ValueError(f"max_grad_norm must be > 0, got {max_grad_norm}")
     if not 0 < sample_rate <= 1:
@@ -384,24 +297,14 @@ def make_private(
 
 
 class PoissonBatchSampler(torch.utils.data.DistributedSampler):
-    """Poisson-sampled batches over ``num_samples`` rows (each row in w.p. ``sample_rate``).
+    """``steps`` (default ``round(1 / sample_rate)``) Poisson batches of row indices over
+    ``num_samples`` rows, drawn through :mod:`lightning_dpgnn.privacy.random`.
 
-    Yields ``steps`` batches (default ``round(1 / sample_rate)``, one "epoch") of row indices.
-    Draws go through :mod:`lightning_dpgnn.privacy.random`, so secure mode covers batch sampling
-    too.
-
-    Under DDP (``num_replicas > 1``) the batches are Poisson samples of the *global* rows, the
-    sampling the accountant records: rank 0 draws each batch's membership and broadcasts it
-    (:func:`~lightning_dpgnn.privacy.distributed.broadcast_from_first`), and rank ``r`` yields
-    its shard, every ``num_replicas``-th sampled row from the ``r``-th. It is a
-    ``DistributedSampler`` so that Lightning leaves it alone (it would otherwise shard the
-    *batches* across ranks). Use it as a loader's ``sampler`` with ``batch_size=None``
-    (:func:`row_loader`); every rank must iterate it in step (it holds a collective).
-
-    ``shard=(start, stop)``: this rank holds only the global rows ``start..stop-1`` (a sharded
-    row cache, rows of rank ``r`` before those of rank ``r + 1``); it yields the sampled rows
-    among them, numbered from ``start``. The global draw, and so the accounting, is unchanged.
-    """
+    Under DDP rank 0 draws each batch over the *global* rows (the sampling the ledger records)
+    and broadcasts it; rank ``r`` yields every ``num_replicas``-th sampled row from the
+    ``r``-th, or with ``shard=(start, stop)`` the sampled rows among the ones it holds
+    (numbered from ``start``). A ``DistributedSampler``, so Lightning leaves it alone; every
+    rank must iterate it in step (a collective)."""
 
     def __init__(
         self,
@@ -439,11 +342,9 @@ class PoissonBatchSampler(torch.utils.data.DistributedSampler):
             if self.num_replicas > 1:
                 mask = broadcast_from_first(mask.to(torch.uint8)).bool()
             if self.shard is not None:
-                start, stop = self.shard
-                yield (mask[start:stop].nonzero().flatten()).tolist()
-                continue
-            rows = mask.nonzero().flatten()
-            yield rows[self.rank :: self.num_replicas].tolist()
+                yield mask[self.shard[0] : self.shard[1]].nonzero().flatten().tolist()
+            else:
+                yield mask.nonzero().flatten()[self.rank :: self.num_replicas].tolist()
 
 
 class _Rows(torch.utils.data.Dataset):
@@ -473,10 +374,8 @@ class _Rows(torch.utils.data.Dataset):
 
 
 def _take_rows(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Rows ``index`` of ``t``; sparse CSR rows (wide one-hot features, e.g. one rank's shard
-    of a full batch under DDP) through COO, which supports row selection; sparse COO rows
-    (features kept sparse by the reader) come back dense, as per-sample gradients need.
-    ``index`` (from the sampler, on the CPU) goes to ``t``'s device first."""
+    """Rows ``index`` of ``t`` on its device: sparse CSR rows through COO (which selects rows),
+    sparse COO rows dense (as per-sample gradients need)."""
     index = index.to(t.device)
     if t.layout == torch.sparse_coo:
         return t.index_select(0, index).to_dense()
@@ -497,20 +396,11 @@ def row_loader(
     shard: tuple[int, int, int] | None = None,
     batch_size: int | None = None,
 ) -> torch.utils.data.DataLoader:
-    """A loader over rows: Poisson batches when ``sample_rate`` is set, else one full batch
-    (``batch_size``: shuffled batches of that many rows, for rows whose training costs no
-    privacy; never a DP-SGD batch).
-
-    The full batch is a plain ``batch_size=len(rows)`` loader, so that under a distributed
-    strategy (full-batch training: no DP-SGD) Lightning can swap in a ``DistributedSampler`` and
-    each process gets its shard of the rows as one batch. Poisson batches sample the global
-    rows and give each rank of the default process group its shard of each
-    (:class:`PoissonBatchSampler`).
-
-    ``shard=(start, stop, total)``: ``tensors`` are already this rank's rows, global rows
-    ``start..stop-1`` of ``total`` (a sharded row cache): the full batch is all of them (a
-    one-replica ``DistributedSampler``, which Lightning leaves alone), and Poisson batches are
-    drawn over the ``total`` global rows, this rank training on the sampled ones it holds."""
+    """A loader over rows: Poisson batches when ``sample_rate`` is set
+    (:class:`PoissonBatchSampler`), else one full batch that Lightning may shard under DDP
+    (``batch_size``: shuffled batches, for rows whose training costs no privacy).
+    ``shard=(start, stop, total)``: ``tensors`` are this rank's global rows ``start..stop-1``
+    of ``total``; Poisson batches are still drawn over all ``total`` rows."""
     ds = _Rows(*tensors)
     if shard is not None and shard[1] - shard[0] != len(ds):
         raise ValueError(f"shard {shard[:2]} does not match the {len(ds)} rows given")
@@ -533,16 +423,9 @@ def row_loader(
 
 
 class DPSGDPhase:
-    """One DP-SGD training run (DP-MLP, a GAP module, a ProGAP stage): plan, loader, wrapping.
-
-    Args:
-        name: ledger name (e.g. ``"encoder/dpsgd"``).
-        epochs: passes over the data; each is ``round(N / batch_size)`` Poisson batches.
-        batch_size: expected batch size B (sampling rate ``B / N``).
-        max_grad_norm: per-sample clipping norm C.
-        group_size: per-sample terms one protected unit can change (``None``: one, plain
-            DP-SGD; DPGNN: ``D + 1``), see :func:`record_steps`.
-    """
+    """One DP-SGD training run (DP-MLP, a GAP module, a ProGAP stage) of ``epochs`` passes
+    of ``round(N / batch_size)`` Poisson batches at clipping norm ``max_grad_norm``: its plan,
+    loader and wrapping. ``group_size``: see :func:`record_steps`."""
 
     def __init__(
         self,
@@ -560,9 +443,7 @@ class DPSGDPhase:
             raise ValueError(f"{name}: max_grad_norm must be > 0, got {max_grad_norm}")
         self.name, self.epochs, self.batch_size = name, int(epochs), int(batch_size)
         self.max_grad_norm = float(max_grad_norm)
-        if group_size is not None and (
-            isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1
-        ):
+        if group_size is not None and not is_count(group_size):
             raise ValueError(f"{name}: group_size must be an integer >= 1, got {group_size!r}")
         self.group_size = group_size
         self.num_samples = 0

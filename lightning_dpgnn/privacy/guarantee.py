@@ -1,12 +1,6 @@
-"""``Guarantee``: one privacy guarantee a model gives, as an object.
-
-A model owns one guarantee, or several over different units that are never added (HeteroRR:
-``edges`` under edge-level DP and ``features`` under local DP). Each names its level and unit,
-the accountant that records its spend, its target epsilon, and in words what it protects, what
-it uses in the clear, and the conditions it holds under (invariant 15): the report, the
-publishing gate, ``PrivacyBudget`` and the model card read these, never a method's attributes.
-
-Pure python: no Lightning imports.
+"""``Guarantee``: one privacy guarantee a model gives, as an object (invariant 15): its
+accountant, target and words are what reports, the publishing gate, ``PrivacyBudget`` and the
+model card read. A model has one, or several over different units that are never added.
 """
 
 from __future__ import annotations
@@ -52,20 +46,10 @@ def default_words(level: Level, labels_private: bool = True) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Guarantee:
-    """One guarantee of a model.
-
-    Attributes:
-        name: how reports, budgets and cards name it (the model's own: its level, e.g.
-            ``"edge"``, unless it declares several: ``"edges"``, ``"features"``).
-        accountant: the ledger its releases record on (the only source of its epsilon); it
-            carries the level and the protected unit.
-        target: its target epsilon (``None``: no target; the publishing gate and
-            ``PrivacyBudget`` hold it to it otherwise).
-        protects: what it protects, in words (``""``: its unit says it).
-        public: what it uses in the clear or does not protect, in words.
-        conditions: what it holds only under (a degree bound, a chain at equilibrium, ...),
-            printed with its epsilon wherever it is stated.
-    """
+    """One guarantee of a model: its ``name`` (its level unless it has several), the
+    ``accountant`` its releases record on (its only source of epsilon, with level and unit), its
+    ``target`` epsilon (``None``: none), what it ``protects`` and uses in the clear (``public``)
+    in words, and the ``conditions`` it holds only under (printed with its epsilon)."""
 
     name: str
     accountant: PrivacyAccountant

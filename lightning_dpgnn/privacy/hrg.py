@@ -1,63 +1,36 @@
 """Private hierarchical random graphs: EdgeRR (HeteroRR, Tran et al.) and PrivHRG (Xiao et al.).
 
-A *dendrogram* over the ``n`` nodes is a binary tree whose leaves are the nodes and whose
-``n - 1`` internal nodes ``r`` split the leaves below them into a left set of ``L_r`` and a
-right set of ``R_r`` leaves; ``N_r = L_r R_r`` pairs have ``r`` as their lowest common
-ancestor. The hierarchical random graph (HRG; Clauset, Moore and Newman 2008) puts an edge on
-each of those pairs with probability ``p_r``; the maximum-likelihood ``p_r = e_r / N_r`` for
-``e_r`` edges between the two sides gives the log-likelihood ``sum_r N_r chi(e_r / N_r)`` with
-``chi(t) = t log t + (1 - t) log(1 - t)``.
+A dendrogram is a binary tree over the ``n`` nodes; its internal node ``r`` is the lowest
+common ancestor of ``N_r = L_r R_r`` pairs (``L_r``, ``R_r`` leaves on each side). The HRG
+(Clauset, Moore and Newman 2008) with ``e_r`` edges across ``r`` has log-likelihood
+``sum_r N_r chi(e_r / N_r)``, ``chi(t) = t log t + (1 - t) log(1 - t)``. HeteroRR's EdgeRR
+(eqs. 10-15) splits it into ``L_pub`` (public edges) and ``L_pri`` (private edges, edge-level
+DP). This is a sound version of it (docs/heterorr.md lists the paper's and code's gaps):
 
-HeteroRR's EdgeRR (eqs. 10-15) splits the edges into **public** ones (known to everyone) and
-**private** ones (protected under edge-level DP) and the likelihood into two terms,
-``L_pub`` (public edges) and ``L_pri`` (private edges). This module implements a sound version
-of it (docs/heterorr.md lists the gaps of the paper and of the authors' code):
+* every count is over all ``n`` nodes (a public set): ``N_r = L_r R_r`` in both terms;
+* one private edge moves one ``e_r`` by one, so ``L_pri`` has sensitivity
+  ``Delta = log N + (N - 1) log(1 + 1 / (N - 1))``, ``N = ceil(n/2) floor(n/2)`` (Lemma 4 as
+  proven in the supplement; attained at ``e_r = 0 -> 1``, ``N_r = N``);
+* **one** Metropolis chain of Clauset-Moore-Newman subtree swaps (a symmetric proposal)
+  targets ``exp(L_pub + eps_e1 / (2 Delta) L_pri)``: the exponential mechanism with utility
+  ``L_pri`` over the public base measure ``exp(L_pub)`` (eq. 14 omits the 2);
+* then ``Laplace(1 / eps_e2)`` on each internal node's private-edge count (sensitivity 1, the
+  dendrogram fixed), and Bernoulli draws with ``p_r = clip(noisy / (N_r - e_r), 0, 1)`` on the
+  pairs under ``r`` that are not public edges; public edges pass through.
 
-* every count is over a **public node set**, all ``n`` nodes: ``N_r = L_r R_r`` for both terms
-  (the paper counts the private term over the nodes that have a private edge, a set that one
-  private edge can change);
-* ``Delta = log N + (N - 1) log(1 + 1 / (N - 1))`` with ``N = ceil(n/2) floor(n/2)``
-  (Lemma 4 as proven in the supplement and used by the C++ code; main-text eq. 15 drops the
-  factor ``N - 1``): one private edge moves one ``e_r`` by one, and :func:`sensitivity` bounds
-  the change of ``N_r chi(e_r / N_r)`` (it is attained at ``e_r = 0 -> 1``, ``N_r = N``);
-* **one** Metropolis chain over dendrograms targets
-  ``pi(D) ~ exp(L_pub(D) + eps_e1 / (2 Delta) * L_pri(D))``: the exponential mechanism with
-  utility ``L_pri`` (sensitivity ``Delta``, hence the factor 2 that eq. 14 omits) over the base
-  measure ``exp(L_pub)``, which reads public edges only. The moves are Clauset-Moore-Newman's
-  subtree swaps (pick a non-root internal node ``r``, move one of its two children to the place
-  of ``r``'s sibling: a symmetric proposal), so the acceptance is
-  ``min(1, exp(dL_pub + eps_e1 / (2 Delta) dL_pri))``. The authors' code alternates a public
-  and a private round instead, a chain whose stationary law is not this one;
-* a move touches two internal nodes; the edge counts of both are updated by walking the edges
-  of the one subtree that moves (``O(volume)`` per move). The loop is one plain-Python
-  function, the reference; numba (a dependency) compiles the same function, about 100 times
-  faster (``1000 n`` moves on Cora: about a CPU-second compiled, 38 in Python);
-* after the chain, ``Laplace(1 / eps_e2)`` is added to each internal node's private-edge count
-  (one private edge changes one count by one, the dendrogram fixed), and only the **private
-  part** is sampled: each internal node ``r`` gets independent Bernoulli draws with
-  ``p_r = clip(noisy count / (N_r - e_r), 0, 1)`` on its ``N_r - e_r`` pairs that are not
-  public edges (a binomial number of uniformly chosen pairs, by geometric gaps, never
-  ``O(n^2)`` draws); the public edges pass through unchanged.
+**Equilibrium condition.** The exponential mechanism is ``eps_e1``-DP for an exact draw from
+its target; a finite chain only approaches it (a chain of one move on n = 4 is not DP at all).
+No mixing bound is proven, so :class:`EdgeRR` states the condition (:meth:`EdgeRR.condition`)
+and refuses chains shorter than :data:`MIN_STEPS_PER_NODE` ``* n`` moves, PrivHRG's burn-in:
+a convention, far above the coupon-collector bound ``(n - 2) H(n - 2)``.
 
-**Equilibrium condition (as for PrivHRG).** The exponential mechanism is ``eps_e1``-DP for an
-exact draw from ``pi``. A finite chain only approaches ``pi``: its output is ``eps_e1``-DP
-*at equilibrium*, and a short chain is not DP at all (n = 4, one move: a dendrogram that one
-graph reaches is unreachable under its neighbour). No mixing bound is proven for this chain, so
-:class:`EdgeRR` states the condition with its epsilon (:meth:`EdgeRR.condition`, printed in the
-unit) and refuses chains shorter than :data:`MIN_STEPS_PER_NODE` ``* n`` moves: PrivHRG's
-burn-in (Xiao et al.; ``kaseyxiao/privHRG`` declares equilibrium after at least ``1000 n``
-moves), the only published equilibrium time for this chain. It is a convention, not a proof; it
-is far above the coupon-collector bound ``(n - 2) H(n - 2)`` below which some internal node is
-typically never proposed (so the chain cannot have forgotten its start). The authors' HeteroRR
-code stops at ``50 n`` (paper-code mode only).
-
-Every draw (the initial dendrogram, the proposals and acceptance uniforms, the Laplace noise,
-the sampling) goes through :mod:`lightning_dpgnn.privacy.random`, in batches. Pure numpy/torch:
-no Lightning imports.
+The chain's loop is one plain-Python function (the reference) that numba compiles (about 100
+times faster). Every draw goes through :mod:`lightning_dpgnn.privacy.random`. Pure numpy/torch.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -68,23 +41,13 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
-from .mechanism import EDGES, draw
+from .edgerand import both_directions, check_nodes, pair_keys
+from .mechanism import EDGES
 
 __all__ = [
-    "MIN_STEPS_PER_NODE",
-    "Dendrogram",
-    "HRGFit",
-    "EdgeRR",
-    "PaperCodeEdgeRR",
-    "sensitivity",
-    "pair_log_likelihood",
-    "log_likelihood",
-    "fit_dendrogram",
-    "edge_split",
-    "keyed_uniform",
-    "split_pairs",
-    "sample_private_part",
-    "numba_available",
+    "MIN_STEPS_PER_NODE", "Dendrogram", "HRGFit", "EdgeRR", "PaperCodeEdgeRR", "sensitivity",
+    "pair_log_likelihood", "log_likelihood", "fit_dendrogram", "edge_split", "keyed_uniform",
+    "split_pairs", "sample_private_part", "numba_available",
 ]
 
 BACKENDS = ("auto", "numba", "python")
@@ -136,9 +99,6 @@ class Dendrogram:
     @property
     def root(self) -> int:
         return int(np.flatnonzero(self.parent[: self.num_leaves - 1] < 0)[0])
-
-    def leaf(self, i: np.ndarray | int) -> np.ndarray | int:
-        return np.asarray(i) + self.num_leaves - 1
 
     @classmethod
     def random(cls, n: int, generator: torch.Generator | None = None) -> Dendrogram:
@@ -205,21 +165,14 @@ class Dendrogram:
         """The lowest common ancestor (an internal node) of each leaf pair ``(src, dst)``
         (node indices ``0 .. n - 1``, ``src != dst``), vectorised over the pairs."""
         depth = self.depths()
-        a = self.leaf(np.asarray(src, dtype=np.int64))
-        b = self.leaf(np.asarray(dst, dtype=np.int64))
+        a = np.asarray(src, dtype=np.int64) + self.num_leaves - 1  # leaf i is node n - 1 + i
+        b = np.asarray(dst, dtype=np.int64) + self.num_leaves - 1
         if np.any(a == b):
             raise ValueError("a pair of a node with itself has no lowest common ancestor")
-        while True:
-            deeper_a = depth[a] > depth[b]
-            deeper_b = depth[b] > depth[a]
-            if not (deeper_a.any() or deeper_b.any()):
-                break
-            a = np.where(deeper_a, self.parent[a], a)
-            b = np.where(deeper_b, self.parent[b], b)
-        while np.any(a != b):
-            diff = a != b
-            a = np.where(diff, self.parent[a], a)
-            b = np.where(diff, self.parent[b], b)
+        while np.any(a != b):  # the deeper of two different nodes climbs (both at equal depth)
+            differ = a != b
+            up_a, up_b = differ & (depth[a] >= depth[b]), differ & (depth[b] >= depth[a])
+            a, b = np.where(up_a, self.parent[a], a), np.where(up_b, self.parent[b], b)
         return a
 
     def leaf_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -247,13 +200,9 @@ def _check_pairs(edges: np.ndarray, n: int, what: str) -> np.ndarray:
     return edges
 
 
-def _undirected(edge_index: torch.Tensor | np.ndarray, n: int) -> np.ndarray:
+def _pairs(edge_index: torch.Tensor, n: int) -> np.ndarray:
     """The distinct unordered pairs ``i < j`` of ``edge_index`` (either direction), ``[2, m]``."""
-    e = np.asarray(edge_index.cpu() if isinstance(edge_index, torch.Tensor) else edge_index,
-                   dtype=np.int64).reshape(2, -1)
-    lo, hi = np.minimum(e[0], e[1]), np.maximum(e[0], e[1])
-    keep = lo != hi
-    keys = np.unique(lo[keep] * n + hi[keep])
+    keys = pair_keys(edge_index.cpu(), n).numpy()
     return np.stack([keys // n, keys % n])
 
 
@@ -281,21 +230,34 @@ def log_likelihood(
 # -- the chain ------------------------------------------------------------------------------------
 def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled by numba
     left, right, parent, size, epub, epri, lca, adj_ptr, adj_edge, edge_ends, edge_private,
-    root, n_internal, n_leaves_offset, u, temperature, totals, stack, mark, trace,
+    root, n_internal, n_leaves_offset, u, temperature, totals, stack, leaves, mark, trace,
     trace_every, step0, pub_weight=1.0,
 ):
-    """Run ``len(u) // 3`` Metropolis moves in place (the pure-Python reference; numba compiles
-    the same function). ``u``: three uniforms per move (which internal node, which child stays,
-    acceptance). The target is ``exp(pub_weight * L_pub + temperature * L_pri)``.
-    ``totals``: ``[L_pub, L_pri]``, updated. ``trace[k]`` gets ``totals`` after
-    every ``trace_every``-th move (global step ``step0 + i``). Returns the accepted moves.
+    """Run ``len(u) // 3`` Metropolis moves in place towards ``exp(pub_weight * L_pub +
+    temperature * L_pri)`` (``u``: which node, which child stays, acceptance), updating
+    ``totals = [L_pub, L_pri]`` and ``trace`` every ``trace_every`` moves; returns the accepted
+    moves. The pure-Python reference, which numba compiles.
 
     A move at ``r`` (children ``a`` that stays and ``b``, parent ``p``, sibling ``s``) turns
-    ``p = ((a, b), s)`` into ``p = ((a, s), b)``. Only ``r`` and ``p`` change: their new edge
-    counts need ``E(a, s)``, the edges of ``a`` whose lowest common ancestor is ``p`` (or
-    ``e_p - E(b, s)``: the smaller of ``a`` and ``b`` is walked). Accepted, the edges ``a-b``
-    move their ancestor from ``r`` to ``p`` and ``a-s`` from ``p`` to ``r``: the edges of
-    ``a`` are walked, or those of ``b`` and ``s`` (``b``'s leaves marked) when smaller."""
+    ``p = ((a, b), s)`` into ``((a, s), b)``; only ``r`` and ``p`` change, and their counts need
+    ``E(a, s)`` (the smaller of ``a``, ``b`` is walked). Accepted, edges ``a-b`` move their
+    ancestor ``r -> p`` and ``a-s`` ``p -> r`` (walking ``a``, or ``b`` then ``s`` if smaller)."""
+
+    def leaves_of(node):  # the leaves below ``node`` into ``leaves``; how many (numba inlines it)
+        stack[0] = node
+        top, count = 1, 0
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            if node >= n_leaves_offset:
+                leaves[count] = node - n_leaves_offset
+                count += 1
+            else:
+                stack[top] = left[node]
+                stack[top + 1] = right[node]
+                top += 2
+        return count
+
     n_moves = len(u) // 3
     accepted = 0
     for i in range(n_moves):
@@ -317,24 +279,14 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
         # E(a, s): the edges of the smaller of a and b whose lowest common ancestor is p
         c_pub = 0
         c_pri = 0
-        stack[0] = a if sa <= sb else b
-        top = 1
-        while top > 0:
-            top -= 1
-            node = stack[top]
-            if node >= n_leaves_offset:
-                leaf = node - n_leaves_offset
-                for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                    e = adj_edge[j]
-                    if lca[e] == p:
-                        if edge_private[e]:
-                            c_pri += 1
-                        else:
-                            c_pub += 1
-            else:
-                stack[top] = left[node]
-                stack[top + 1] = right[node]
-                top += 2
+        for t in range(leaves_of(a if sa <= sb else b)):
+            for j in range(adj_ptr[leaves[t]], adj_ptr[leaves[t] + 1]):
+                e = adj_edge[j]
+                if lca[e] == p:
+                    if edge_private[e]:
+                        c_pri += 1
+                    else:
+                        c_pub += 1
         if sa <= sb:
             x_pub = c_pub
             x_pri = c_pri
@@ -381,59 +333,29 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
             stamp = step0 + i + 1
             if sa <= sb + su:
                 # the edges of a: to b (ancestor r -> p), to the sibling (p -> r)
-                stack[0] = a
-                top = 1
-                while top > 0:
-                    top -= 1
-                    node = stack[top]
-                    if node >= n_leaves_offset:
-                        leaf = node - n_leaves_offset
-                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                            e = adj_edge[j]
-                            if lca[e] == r:
-                                lca[e] = p
-                            elif lca[e] == p:
-                                lca[e] = r
-                    else:
-                        stack[top] = left[node]
-                        stack[top + 1] = right[node]
-                        top += 2
+                for t in range(leaves_of(a)):
+                    for j in range(adj_ptr[leaves[t]], adj_ptr[leaves[t] + 1]):
+                        e = adj_edge[j]
+                        if lca[e] == r:
+                            lca[e] = p
+                        elif lca[e] == p:
+                            lca[e] = r
             else:
                 # the edges of b to a (r -> p), b's leaves marked; then the sibling's edges
                 # with ancestor p not into b go to a (p -> r)
-                stack[0] = b
-                top = 1
-                while top > 0:
-                    top -= 1
-                    node = stack[top]
-                    if node >= n_leaves_offset:
-                        leaf = node - n_leaves_offset
-                        mark[leaf] = stamp
-                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                            e = adj_edge[j]
-                            if lca[e] == r:
-                                lca[e] = p
-                    else:
-                        stack[top] = left[node]
-                        stack[top + 1] = right[node]
-                        top += 2
-                stack[0] = sib
-                top = 1
-                while top > 0:
-                    top -= 1
-                    node = stack[top]
-                    if node >= n_leaves_offset:
-                        leaf = node - n_leaves_offset
-                        for j in range(adj_ptr[leaf], adj_ptr[leaf + 1]):
-                            e = adj_edge[j]
-                            if lca[e] == p:
-                                other = edge_ends[e, 0] + edge_ends[e, 1] - leaf
-                                if mark[other] != stamp:
-                                    lca[e] = r
-                    else:
-                        stack[top] = left[node]
-                        stack[top + 1] = right[node]
-                        top += 2
+                for t in range(leaves_of(b)):
+                    mark[leaves[t]] = stamp
+                    for j in range(adj_ptr[leaves[t]], adj_ptr[leaves[t] + 1]):
+                        e = adj_edge[j]
+                        if lca[e] == r:
+                            lca[e] = p
+                for t in range(leaves_of(sib)):
+                    for j in range(adj_ptr[leaves[t]], adj_ptr[leaves[t] + 1]):
+                        e = adj_edge[j]
+                        if lca[e] == p:
+                            other = edge_ends[e, 0] + edge_ends[e, 1] - leaves[t]
+                            if mark[other] != stamp:
+                                lca[e] = r
             # r = (a, sibling), p = (r, b)
             left[r] = a
             right[r] = sib
@@ -457,9 +379,6 @@ def _mcmc_kernel(  # noqa: PLR0913, PLR0912, PLR0915 - one flat loop, compiled b
     return accepted
 
 
-_COMPILED: dict[str, Callable[..., int]] = {}
-
-
 def numba_available() -> bool:
     """Whether the compiled kernel can be used (numba, a dependency, imports)."""
     try:
@@ -470,8 +389,7 @@ def numba_available() -> bool:
 
 
 def resolve_backend(backend: str) -> str:
-    """The kernel ``backend`` runs: ``"numba"`` (a dependency of the library) or ``"python"``
-    (the reference, and the fallback of ``"auto"`` where numba cannot be imported)."""
+    """The kernel ``backend`` runs: ``"numba"``, or ``"python"`` (``"auto"`` without numba)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
@@ -481,32 +399,31 @@ def resolve_backend(backend: str) -> str:
 
 def shows_progress(steps: int, backend: str = "auto") -> bool:
     """Whether a chain of ``steps`` moves shows its progress bar by default: when it is expected
-    to take more than :data:`PROGRESS_AFTER_SECONDS` (e.g. 1000 n moves in pure Python above
-    n = 100, compiled above n = 10,000)."""
+    to take more than :data:`PROGRESS_AFTER_SECONDS`."""
     return int(steps) * _SECONDS_PER_MOVE[resolve_backend(backend)] > PROGRESS_AFTER_SECONDS
 
 
 def _kernel(backend: str) -> Callable[..., int]:
-    if resolve_backend(backend) == "python":
-        return _mcmc_kernel
-    if "numba" not in _COMPILED:
-        try:
-            import numba
-        except ImportError:
-            raise ImportError(
-                "backend='numba' needs numba (a dependency of lightning-dpgnn: pip install "
-                "numba), or use backend='python'/'auto'"
-            ) from None
-        _COMPILED["numba"] = numba.njit(cache=True, nogil=True)(_mcmc_kernel)
-    return _COMPILED["numba"]
+    return _mcmc_kernel if resolve_backend(backend) == "python" else _compiled()
+
+
+@functools.cache
+def _compiled() -> Callable[..., int]:
+    try:
+        import numba
+    except ImportError:
+        raise ImportError(
+            "backend='numba' needs numba (a dependency of lightning-dpgnn: pip install "
+            "numba), or use backend='python'/'auto'"
+        ) from None
+    return numba.njit(cache=True, nogil=True)(_mcmc_kernel)
 
 
 @dataclass
 class HRGFit:
-    """The chain's final state: the dendrogram, each internal node's public and private edge
-    counts and ``N_r``, the likelihood trace ``[(step, L_pub, L_pri)]`` and run facts. The
-    exact private counts and ``L_pri`` are computed from the private edges: diagnostics for the
-    curator, not covered by epsilon (only the sampled graph is released)."""
+    """The chain's final state: dendrogram, each internal node's public and private edge counts
+    and ``N_r``, the trace ``[(step, L_pub, L_pri)]`` and run facts; the private counts and
+    ``L_pri`` are the curator's diagnostics, not covered by epsilon (never released)."""
 
     dendrogram: Dendrogram
     public_counts: np.ndarray
@@ -534,18 +451,12 @@ def fit_dendrogram(
     chunk: int = 1 << 16,
     rounds: tuple[int, int] | None = None,
 ) -> HRGFit:
-    """Run one Metropolis chain of ``steps`` subtree swaps from a random dendrogram, targeting
-    ``exp(L_pub + temperature * L_pri)``, and return its final state.
-
-    ``rounds=(p, q)``: the authors' HeteroRR code instead (paper-code mode, NOT the exponential
-    mechanism): ``p`` moves on ``L_pub`` alone, then ``q`` moves on ``temperature * L_pri``
-    alone, in turn — a chain whose stationary law is not ``exp(L_pub + temperature L_pri)``.
-
-    ``public`` and ``private``: disjoint unordered pairs ``[2, m]`` over ``num_nodes`` leaves.
-    Uniforms come from :mod:`~lightning_dpgnn.privacy.random` in batches of ``chunk`` moves;
-    ``progress`` shows a tqdm bar of the moves (``None``: when the chain is long,
-    :func:`shows_progress`; the bar shows no likelihood, which is computed from the private
-    edges); the trace keeps about ``trace_points`` points."""
+    """Run one Metropolis chain of ``steps`` subtree swaps from a random dendrogram towards
+    ``exp(L_pub + temperature * L_pri)`` over the disjoint unordered pairs ``public`` and
+    ``private`` and return its final state (uniforms drawn ``chunk`` moves at a time; a tqdm
+    bar of the moves, never of the private likelihood, when ``progress`` or a long chain).
+    ``rounds=(p, q)``: the authors' alternation of ``p`` moves on ``L_pub`` alone and ``q`` on
+    ``temperature * L_pri`` alone instead (paper-code mode: NOT the exponential mechanism)."""
     n = int(num_nodes)
     if n < 3:
         raise ValueError(f"the chain needs at least three nodes (one non-root move), got {n}")
@@ -580,7 +491,7 @@ def fit_dendrogram(
                        pair_log_likelihood(epri, pairs).sum()], dtype=np.float64)
     trace_every = max(1, steps // max(1, int(trace_points))) if steps else 0
     trace = np.zeros((steps // trace_every if trace_every else 0, 2), dtype=np.float64)
-    stack = np.zeros(2 * n + 2, dtype=np.int64)
+    stack, leaves = np.zeros(2 * n + 2, dtype=np.int64), np.zeros(n, dtype=np.int64)
     mark = np.zeros(n, dtype=np.int64)  # leaves of b, stamped with the move's step
     edge_ends = np.ascontiguousarray(edges.T)
     root = den.root
@@ -602,7 +513,7 @@ def fit_dendrogram(
             u = R.uniform((3 * k,), generator=generator, dtype=torch.float64).numpy()
             accepted += int(kernel(
                 den.left, den.right, den.parent, size, epub, epri, lca, adj_ptr, adj_edge,
-                edge_ends, is_private, root, n - 1, n - 1, u, temp, totals, stack,
+                edge_ends, is_private, root, n - 1, n - 1, u, temp, totals, stack, leaves,
                 mark, trace, trace_every, done, weight,
             ))
             done += k
@@ -656,26 +567,12 @@ def edge_split(edge_index: torch.Tensor, rho: float, seed: int = 0) -> torch.Ten
 
 # -- EdgeRR: the release ------------------------------------------------------------------------
 class EdgeRR:
-    """HeteroRR's edge release: a private HRG over all nodes, fitted with public edges for
-    utility and private edges under edge-level DP, then a sampled private part (module doc).
-
-    With every edge private (``rho = 1``) it is PrivHRG (Xiao, Chen and Tan, KDD'14).
-
-    Args:
-        epsilon: budget for one private edge (pure DP at the chain's equilibrium:
-            :meth:`condition`): ``eps_e1 = mcmc_share * epsilon`` for the exponential mechanism
-            (the chain), ``eps_e2`` the rest for the Laplace counts.
-        mcmc_share: share of epsilon spent by the chain (PrivHRG's example: 0.5).
-        steps_per_node: chain length ``steps_per_node * n`` (default and minimum 1000,
-            :data:`MIN_STEPS_PER_NODE`, PrivHRG's burn-in; the released dendrogram is the state
-            after them).
-        steps: an explicit chain length (overrides ``steps_per_node``; at least ``1000 n``,
-            checked when ``n`` is known: :meth:`check_chain`).
-        backend: ``"auto"`` (numba, else Python), ``"numba"``, ``"python"``.
-        progress: a tqdm progress bar over the moves (``None``: when the chain is long,
-            :func:`shows_progress`).
-        name: ledger name prefix (``<name>/mcmc``, ``<name>/counts``).
-    """
+    """HeteroRR's edge release (module doc), PrivHRG (Xiao, Chen and Tan, KDD'14) when every
+    edge is private: ``epsilon`` per private edge, pure DP at the chain's equilibrium
+    (:meth:`condition`), ``mcmc_share`` of it for the chain and the rest for the Laplace
+    counts. The chain runs ``steps`` or ``steps_per_node * n`` moves, at least
+    :data:`MIN_STEPS_PER_NODE` ``* n`` (:meth:`check_chain`); ``backend``: ``"auto"`` (numba,
+    else Python), ``"numba"`` or ``"python"``; ledger entries ``<name>/mcmc``, ``<name>/counts``."""
 
     #: the shortest chain run, in moves per node (0 in the paper-code mode, which is not DP)
     min_steps_per_node: float = MIN_STEPS_PER_NODE
@@ -705,25 +602,17 @@ class EdgeRR:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.mcmc_share = float(mcmc_share)
+        self.eps_mcmc = self.epsilon * self.mcmc_share
+        self.eps_counts = self.epsilon * (1.0 - self.mcmc_share)
         self.steps_per_node = float(steps_per_node)
         self.steps = None if steps is None else int(steps)
         self.backend = backend
         self.progress = None if progress is None else bool(progress)
         self.name = str(name)
         self.level, self.reads = "edge", (EDGES,)  # on the private edges only
-        #: the last run's chain (dendrogram, exact counts, likelihood trace, time): the
-        #: curator's diagnostics, computed from the private edges and **not covered by
-        #: epsilon** (never released, checkpointed or published; the progress bar shows the
-        #: same likelihoods)
+        #: the last run's chain: the curator's diagnostics, **not covered by epsilon** (never
+        #: released, checkpointed or published)
         self.last_fit: HRGFit | None = None
-
-    @property
-    def eps_mcmc(self) -> float:
-        return self.epsilon * self.mcmc_share
-
-    @property
-    def eps_counts(self) -> float:
-        return self.epsilon * (1.0 - self.mcmc_share)
 
     #: the authors' alternation of public and private rounds (``None``: one chain)
     rounds: tuple[int, int] | None = None
@@ -761,8 +650,7 @@ class EdgeRR:
         return self.eps_mcmc / (2.0 * sensitivity(num_nodes))
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
-        """Record ``count`` releases: the chain (exponential mechanism) and the Laplace
-        counts."""
+        """Record ``count`` releases: the chain (exponential mechanism), the Laplace counts."""
         accountant.add_pure(
             f"{self.name}/mcmc", self.eps_mcmc, count=count,
             note="exponential mechanism over dendrograms (utility L_pri, Lemma 4 sensitivity), "
@@ -772,17 +660,6 @@ class EdgeRR:
             f"{self.name}/counts", self.eps_counts, count=count,
             note="Laplace(1/eps) on each internal node's private-edge count, sensitivity 1",
         )
-
-    def __call__(
-        self,
-        edge_index: torch.Tensor,
-        num_nodes: int,
-        private_mask: torch.Tensor,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-    ) -> torch.Tensor:
-        """The released graph (:meth:`sample`), recorded on ``accountant`` (edge level)."""
-        return draw(self, accountant, generator, edge_index, num_nodes, private_mask)
 
     def sample(
         self,
@@ -797,15 +674,14 @@ class EdgeRR:
         n = int(num_nodes)
         steps = self.check_chain(n)
         public, private = split_pairs(edge_index, n, private_mask)
-        fit = fit_dendrogram(
+        self.last_fit = fit = fit_dendrogram(
             n, public, private, self.chain_temperature(n, private), steps,
             generator=generator, backend=self.backend, progress=self.progress,
             rounds=self.rounds,
         )
-        self.last_fit = fit
         sampled = sample_private_part(fit, public, self.eps_counts, generator)
-        return symmetric_edge_index(np.concatenate([public, sampled], axis=1), n,
-                                    edge_index.device)
+        pairs = np.concatenate([public, sampled], axis=1)
+        return both_directions(torch.from_numpy(pairs[0] * n + pairs[1]), n).to(edge_index.device)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(epsilon={self.epsilon}, mcmc_share={self.mcmc_share}, "
@@ -822,15 +698,9 @@ PAPER_CODE_FLAW = (
 
 class PaperCodeEdgeRR(EdgeRR):
     """The authors' HeteroRR edge release (``khangtran2020/DPGNN``, ``ERand/src/main.cpp``),
-    for side-by-side figures only: **NOT differentially private** (:data:`PAPER_CODE_FLAW`).
-
-    It reproduces the code's chain: ``Delta`` from ``N = ceil(n_priv/2) floor(n_priv/2)`` over
-    the ``n_priv`` nodes that have a private edge, alternating rounds of ``rounds[0]`` moves on
-    ``L_pub`` and ``rounds[1]`` on ``eps_e1 / (2 Delta) L_pri`` (the README's 1000 / 10), and
-    ``50 n`` moves. It keeps the sound sampler (public edges pass through) and releases one
-    graph, where the code samples ten and resamples public pairs. Its ``account`` records an
-    infinite spend, so a report says NOT differentially private and ``PrivacyBudget`` refuses
-    it."""
+    for side-by-side figures only: **NOT differentially private** (:data:`PAPER_CODE_FLAW`;
+    ``rounds``: the README's 1000 / 10), with the sound sampler and one released graph. It
+    records an infinite spend, so reports say so and ``PrivacyBudget`` refuses it."""
 
     min_steps_per_node = 0.0  # the code's 50 n: not DP at any length (its account: infinite)
 
@@ -855,18 +725,15 @@ def split_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(public, private)`` unordered pairs of ``edge_index`` split by ``private_mask`` (a bool
     per column; the two directions of an edge must agree)."""
-    if n < 3:
-        raise ValueError(f"the HRG release needs at least three nodes, got {n}")
+    check_nodes("the HRG release", edge_index, n, least=3)
     mask = torch.as_tensor(private_mask)
     if mask.dtype != torch.bool or mask.shape != (edge_index.size(1),):
         raise ValueError(
             f"private_mask must be a bool tensor with one entry per edge column "
             f"({edge_index.size(1)}), got {tuple(mask.shape)} {mask.dtype}"
         )
-    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
-        raise ValueError(f"edge_index refers to nodes outside [0, {n})")
-    public = _undirected(edge_index[:, ~mask.to(edge_index.device)], n)
-    private = _undirected(edge_index[:, mask.to(edge_index.device)], n)
+    mask = mask.to(edge_index.device)
+    public, private = _pairs(edge_index[:, ~mask], n), _pairs(edge_index[:, mask], n)
     if np.intersect1d(public[0] * n + public[1], private[0] * n + private[1]).size:
         raise ValueError(
             "an edge is marked private in one direction and public in the other: the "
@@ -878,10 +745,10 @@ def split_pairs(
 def sample_private_part(
     fit: HRGFit, public: np.ndarray, eps_counts: float, generator: torch.Generator | None
 ) -> np.ndarray:
-    """Laplace(1/eps) on each internal node's private-edge count, then independent Bernoulli
-    draws with ``p_r = clip(noisy / (N_r - e_r), 0, 1)`` on the ``N_r - e_r`` pairs under ``r``
-    that are not public edges (geometric gaps over the ``N_r`` pairs, public hits dropped).
-    Returns the sampled unordered pairs ``[2, k]``."""
+    """The sampled unordered pairs ``[2, k]``: Laplace(1/eps) on each internal node's
+    private-edge count, then Bernoulli(``clip(noisy / (N_r - e_r), 0, 1)``) on the pairs under
+    ``r`` that are not public edges (geometric gaps over the ``N_r`` pairs, public hits
+    dropped)."""
     den = fit.dendrogram
     n = den.num_leaves
     noisy = fit.private_counts.astype(np.float64) + R.laplace(
@@ -904,13 +771,3 @@ def sample_private_part(
     keys = lo * n + hi
     keys = keys[~np.isin(keys, public[0] * n + public[1])]
     return np.stack([keys // n, keys % n])
-
-
-def symmetric_edge_index(pairs: np.ndarray, n: int, device: torch.device | None = None
-                         ) -> torch.Tensor:
-    """Unordered pairs ``[2, m]`` as a sorted ``[2, 2m]`` edge index with both directions."""
-    pairs = torch.from_numpy(np.ascontiguousarray(pairs, dtype=np.int64))
-    src = torch.cat([pairs[0], pairs[1]])
-    dst = torch.cat([pairs[1], pairs[0]])
-    order = torch.argsort(src * n + dst)
-    return torch.stack([src[order], dst[order]]).to(device or "cpu")

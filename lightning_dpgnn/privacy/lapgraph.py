@@ -1,17 +1,11 @@
-"""LapGraph: Laplace noise on the adjacency, then the top-m pairs (Wu, Long, Zhang and Li,
-"LinkTeller: Recovering private edges from graph neural networks via influence analysis",
-IEEE S&P 2022), an edge-level baseline of HeteroRR beside EdgeRand and PrivHRG.
+"""LapGraph (Wu, Long, Zhang and Li, "LinkTeller", IEEE S&P 2022): Laplace noise on the
+adjacency, then the top-m pairs; an edge-level baseline of HeteroRR.
 
-1. *Edge count* (``count_share`` of epsilon, 1% in LinkTeller): ``m~ = m + Laplace(1 / eps_1)``
-   (one undirected edge changes ``m`` by one), rounded and clipped into ``[0, P]``.
-2. *Adjacency* (the rest, ``eps_2``): ``Laplace(1 / eps_2)`` on every entry ``A_ij``, ``i < j``
-   (one undirected edge changes one entry by one: sensitivity 1), then the ``m~`` pairs with the
-   largest noisy entries are the released edges (post-processing).
-
-The release is ``eps_1 + eps_2``-DP (pure) for one undirected edge. The ``P = n (n - 1) / 2``
-noisy entries are drawn in chunks of rows and only a running top-``m~`` is kept (exact, memory
-``O(chunk + m~)``, time ``O(n^2)``). Every draw goes through
-:mod:`lightning_dpgnn.privacy.random`. Pure torch: no Lightning imports.
+``count_share`` of epsilon (``eps_1``) buys the edge count ``m~ = m + Laplace(1 / eps_1)``; the
+rest (``eps_2``) adds ``Laplace(1 / eps_2)`` to every entry ``A_ij``, ``i < j``, and the ``m~``
+largest are released. One undirected edge changes ``m`` and one entry by one, so the release is
+``eps_1 + eps_2``-DP (pure). The noisy entries are drawn in chunks of rows keeping a running
+top-``m~`` (exact; memory ``O(chunk + m~)``). Pure torch: no Lightning imports.
 """
 
 from __future__ import annotations
@@ -20,20 +14,16 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
-from .mechanism import EDGES, draw
+from .edgerand import both_directions, check_nodes, pair_keys
+from .mechanism import EDGES
 
 __all__ = ["LapGraph"]
 
 
 class LapGraph:
-    """Edge-level DP release of a graph by Laplace noise on the adjacency and top-``m~``.
-
-    Args:
-        epsilon: budget for one undirected edge (pure).
-        count_share: share of epsilon spent on the noisy edge count (LinkTeller: 0.01).
-        chunk: noisy entries drawn per batch (memory, not the result).
-        name: ledger name prefix (``<name>/count``, ``<name>/adjacency``).
-    """
+    """Edge-level DP release of a graph by Laplace noise on the adjacency and top-``m~``
+    (module doc): pure ``epsilon``-DP per undirected edge, ``count_share`` of it on the count;
+    ``chunk`` noisy entries per batch (memory only); ledger ``<name>/count``, ``/adjacency``."""
 
     def __init__(
         self,
@@ -49,17 +39,11 @@ class LapGraph:
         if int(chunk) < 1:
             raise ValueError(f"chunk must be >= 1, got {chunk!r}")
         self.count_share = float(count_share)
+        self.eps_count = self.epsilon * self.count_share
+        self.eps_adjacency = self.epsilon * (1.0 - self.count_share)
         self.chunk = int(chunk)
         self.name = str(name)
         self.level, self.reads = "edge", (EDGES,)
-
-    @property
-    def eps_count(self) -> float:
-        return self.epsilon * self.count_share
-
-    @property
-    def eps_adjacency(self) -> float:
-        return self.epsilon * (1.0 - self.count_share)
 
     def account(self, accountant: PrivacyAccountant, count: int = 1) -> None:
         """Record ``count`` releases: the noisy count and the noisy adjacency (both pure)."""
@@ -71,30 +55,12 @@ class LapGraph:
             "(sensitivity 1 per undirected edge)",
         )
 
-    def __call__(
-        self,
-        edge_index: torch.Tensor,
-        num_nodes: int,
-        accountant: PrivacyAccountant,
-        generator: torch.Generator | None = None,
-    ) -> torch.Tensor:
-        """The released graph (:meth:`sample`), recorded on ``accountant`` (edge level,
-        undirected unit)."""
-        return draw(self, accountant, generator, edge_index, num_nodes)
-
     def sample(
         self, edge_index: torch.Tensor, num_nodes: int, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         """The released graph as a sorted, symmetric ``[2, E']`` edge index."""
-        n = int(num_nodes)
-        if n < 2:
-            raise ValueError(f"{self.name}: needs at least two nodes, got {n}")
-        if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
-            raise ValueError(f"{self.name}: edge_index refers to nodes outside [0, {n})")
-        device = edge_index.device
-        e = edge_index.detach().cpu().long()
-        lo, hi = torch.minimum(e[0], e[1]), torch.maximum(e[0], e[1])
-        keys = torch.unique(lo[lo != hi] * n + hi[lo != hi])
+        n = check_nodes(self.name, edge_index, num_nodes)
+        keys = pair_keys(edge_index.detach().cpu(), n)
         pairs = n * (n - 1) // 2
         noisy_m = keys.numel() + float(R.laplace((1,), 1.0 / self.eps_count,
                                                   generator=generator, dtype=torch.float64))
@@ -123,11 +89,7 @@ class LapGraph:
             top = torch.topk(vals, min(m, vals.numel())).indices
             best_val, best_key = vals[top], ks[top]
             row = stop
-        out = torch.sort(best_key).values
-        src, dst = out // n, out % n
-        src, dst = torch.cat([src, dst]), torch.cat([dst, src])
-        order = torch.argsort(src * n + dst)
-        return torch.stack([src[order], dst[order]]).to(device)
+        return both_directions(torch.sort(best_key).values, n).to(edge_index.device)
 
     def __repr__(self) -> str:
         return f"LapGraph(epsilon={self.epsilon}, count_share={self.count_share})"

@@ -1,17 +1,11 @@
 """The mechanism protocol, and the one place where a mechanism's draw is checked and recorded.
 
-Every mechanism in this package is an object with a :attr:`~Mechanism.name` (its ledger entry),
-the :attr:`~Mechanism.level` it spends under, what private data it :attr:`~Mechanism.reads`,
-``account(accountant, count=1)`` (what ``count`` draws cost: the plan, and what a draw records)
-and ``sample(*inputs, generator=None)`` (the noisy output; it records nothing itself). Scale
-parameters (a hop's share of the budget, the overlap of GW-LDP's graphs) are attributes of the
-object, so the plan and the draw read one signature.
-
-:func:`run` is the preamble, written once: the accountant is present and at a level the
-mechanism's spend covers, the draw's reproducibility is marked, and exactly ``account(..., 1)``
-is recorded for every draw. A release's draw is a generator that yields ``(mechanism, *inputs)``
-and receives the noisy output: :func:`run` drives it, so the frames between the Lightning hook
-and the noise sampler are the hook's, ``run``'s and the mechanism's ``sample`` only.
+A mechanism has a ``name`` (its ledger entry), the ``level`` it spends under, what private data
+it ``reads``, ``account(accountant, count=1)`` (what ``count`` draws cost: the plan, and what a
+draw records) and ``sample(*inputs, generator=None)`` (the noisy output, recording nothing);
+scale parameters are attributes, so plan and draw read one signature. :func:`run` is the
+preamble, written once: it checks the accountant, marks reproducibility and records exactly
+``account(..., 1)`` per draw of a release's generator of ``(mechanism, *inputs)``.
 """
 
 from __future__ import annotations
@@ -86,11 +80,9 @@ def run(
     generator: torch.Generator | None = None,
     once: Callable[..., Any] | None = None,
 ) -> Any:
-    """Drive a release's draw ``steps`` (a generator yielding ``(mechanism, *inputs)``) and
-    return its value: each yielded mechanism is checked (:func:`check_accountant`), sampled
-    from ``generator`` (``None``: entropy-seeded) and recorded once on ``accountant``, and
-    ``steps`` is sent the noisy output. ``once(sample, *inputs, generator)``: how a sample is
-    drawn once for a process group (``None``: here)."""
+    """Drive a release's draw ``steps`` and return its value: each yielded mechanism is checked,
+    sampled from ``generator`` (``None``: entropy-seeded; ``once``: how a process group draws
+    it once) and recorded once on ``accountant``, and ``steps`` is sent the noisy output."""
     out = None
     try:
         while True:

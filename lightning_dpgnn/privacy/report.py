@@ -1,10 +1,6 @@
-"""``PrivacyReport``: what ``model.privacy_spent()`` returns.
-
-A frozen snapshot of an accountant: the guarantee (epsilon, delta, level), the accountant and
-conversion used, and the per-mechanism ledger. It serializes to JSON (model cards, benchmark
-files) and to a plain dict stored in Lightning checkpoints.
-
-Pure python: no Lightning imports.
+"""``PrivacyReport`` (what ``model.privacy_spent()`` returns): a frozen, serializable snapshot
+of an accountant's guarantee and ledger; ``SeveralGuarantees`` for guarantees over different
+units. Pure python: no Lightning imports.
 """
 
 from __future__ import annotations
@@ -30,26 +26,12 @@ _ACCOUNTANT_NAMES = {
 
 @dataclass(frozen=True)
 class PrivacyReport:
-    """The privacy guarantee of a trained (or planned) model.
-
-    Attributes:
-        epsilon: total epsilon spent (``math.inf`` for a non-private model that read private
-            data without a mechanism; 0.0 when nothing private was read).
-        delta: the delta the epsilon holds at (``0.0`` for pure-epsilon LDP).
-        level: a :class:`~lightning_dpgnn.levels.Level` (given as its name or itself).
-        accountant: how the ledger was composed and converted.
-        ledger: one entry per mechanism kind with its invocation count.
-        unit: the protected unit in words (``"one undirected edge"``, ``"one node with all its
-            edges, features and label"``, ...).
-        secure_randomness: every draw came from the OS CSPRNG (secure mode); ``None`` when no
-            mechanism has run.
-        reproducible_noise: some noise came from an explicitly seeded generator: the guarantee
-            does not hold against anyone who knows that seed (the zoo refuses such models).
-
-    A model whose releases protect different units (e.g. features under local DP and edges
-    under edge-level DP) reports :class:`SeveralGuarantees` instead: one report per guarantee,
-    never added.
-    """
+    """The privacy guarantee of a trained (or planned) model: ``epsilon`` (``math.inf``: private
+    data read without a mechanism; 0.0: nothing private read) at ``delta`` (0.0 for pure DP)
+    and ``level``, how the ledger was composed (``accountant``), the ``ledger``, the protected
+    ``unit`` in words, and how the noise was drawn: ``secure_randomness`` (the OS CSPRNG;
+    ``None``: nothing drawn) and ``reproducible_noise`` (some noise from a seeded generator:
+    no guarantee against whoever knows the seed; the zoo refuses such models)."""
 
     epsilon: float
     delta: float
@@ -132,10 +114,6 @@ class PrivacyReport:
     def from_json(cls, s: str) -> PrivacyReport:
         return cls.from_dict(json.loads(s))
 
-    def summary_lines(self) -> list[str]:
-        """:meth:`__str__` as lines."""
-        return str(self).splitlines()
-
     def __str__(self) -> str:
         if not self.level.private:
             return "non-private (epsilon = inf)"
@@ -173,15 +151,10 @@ _SINGLE = ("epsilon", "delta", "level", "accountant", "ledger", "unit")
 
 @dataclass(frozen=True)
 class SeveralGuarantees:
-    """A report of several guarantees over different units (e.g. ``features``: local DP per
-    node; ``edges``: edge-level DP on the private edges), each a :class:`PrivacyReport` of its
-    own. They are never summed: reading ``epsilon`` (or ``delta``, ``level``, ``unit``,
-    ``ledger``) of the whole raises :class:`MultipleGuaranteesError`; read
-    ``report["features"].epsilon`` instead.
-
-    Attributes:
-        parts: ``(name, report)`` pairs, in the model's order.
-    """
+    """Several guarantees over different units (e.g. ``features`` under local DP, ``edges``
+    under edge-level DP): ``parts``, ``(name, PrivacyReport)`` pairs never summed; reading
+    ``epsilon`` (``delta``, ``level``, ...) of the whole raises :class:`MultipleGuaranteesError`:
+    read ``report["features"].epsilon``."""
 
     parts: tuple[tuple[str, PrivacyReport], ...]
 
@@ -233,17 +206,12 @@ class SeveralGuarantees:
 
     @classmethod
     def from_dict(cls, d: dict) -> SeveralGuarantees:
-        parts = []
-        for g in d["guarantees"]:
-            g = dict(g)
-            parts.append((g.pop("name"), PrivacyReport.from_dict(g)))
-        return cls(tuple(parts))
+        return cls(tuple(
+            (g["name"], PrivacyReport.from_dict({k: v for k, v in g.items() if k != "name"}))
+            for g in d["guarantees"]
+        ))
 
-    def to_json(self, **kwargs) -> str:
-        return json.dumps(self.to_dict(), **kwargs)
-
-    def summary_lines(self) -> list[str]:
-        return str(self).splitlines()
+    to_json = PrivacyReport.to_json
 
     def __str__(self) -> str:
         lines = [f"{len(self.parts)} guarantees over different units (never added):"]

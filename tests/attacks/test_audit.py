@@ -6,7 +6,6 @@ import torch
 from scipy.stats import binomtest
 
 from lightning_dpgnn.attacks import audit_aggregation, clopper_pearson, epsilon_lower_bound
-from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy.aggregation import GaussianAggregation
 
 
@@ -22,19 +21,16 @@ UNITS = {
 }
 
 
-class RecordsMoreNoiseThanItDraws:
+class RecordsMoreNoiseThanItDraws(GaussianAggregation):
     """A broken mechanism: draws noise at ``z * factor`` but records ``z`` on the ledger."""
 
     def __init__(self, z: float, factor: float, **kw) -> None:
-        self.drawn = GaussianAggregation(z * factor, **kw)
-        self.claimed = GaussianAggregation(z, **kw)
+        super().__init__(z, **kw)
+        self.factor = factor
 
-    def __call__(self, x, edge_index, num_nodes, accountant, generator):
-        scratch = PrivacyAccountant(accountant.level, accountant.delta)
-        out = self.drawn(x, edge_index, num_nodes, scratch, generator)
-        c = self.claimed
-        accountant.add_gaussian("pma", c.noise_multiplier, sensitivity=c.sensitivity)
-        return out
+    @property
+    def std(self) -> float:
+        return super().std * self.factor
 
 
 def test_clopper_pearson_is_the_exact_binomial_interval():
@@ -95,9 +91,7 @@ def test_a_hop_with_a_larger_budget_share_records_the_noise_it_draws():
     """``hop_budget`` runs a hop at ``scale * z``: the ledger must charge that hop for the
     smaller noise it actually draws (audited), not for ``z``."""
     agg = GaussianAggregation(4.0, edge_unit="directed")
-
-    def hop(x, edge_index, num_nodes, accountant, generator):
-        return agg(x, edge_index, num_nodes, accountant, generator, scale=0.5)
+    hop = agg.scaled(0.5)
 
     result = audit_aggregation(hop, "edge-directed", trials=300_000, noise_generator=noise())
     assert result.consistent, str(result)

@@ -97,7 +97,7 @@ def test_graph_dpsgd_accounting_is_opacus_at_full_batch_and_never_below_it():
     z, D, steps, delta = 40.0, 5, 30, 1e-5
     g = D + 1
     acc = PrivacyAccountant("node", delta)
-    acc.add_graph_subsampled_gaussian("sage/dpsgd", z, 1.0, g, steps=steps)
+    acc.add_subsampled_gaussian("sage/dpsgd", z, 1.0, steps=steps, group_size=g)
     theirs = RDPAccountant()
     theirs.history = [(z / (2 * g), 1.0, steps)]
     ref = theirs.get_epsilon(delta)
@@ -149,8 +149,8 @@ def test_dpgnn_ledger_is_its_steps_plus_one_inference_aggregation(csbm_dm, make_
     # the same ledger rebuilt from the steps (the plan the calibration solved)
     acc = PrivacyAccountant("node", report.delta)
     z = model.noise_multiplier
-    acc.add_graph_subsampled_gaussian("s", z, model.phase.sample_rate, D_CSBM + 1,
-                                      steps=model.phase.total_steps)
+    acc.add_subsampled_gaussian("s", z, model.phase.sample_rate, steps=model.phase.total_steps,
+                                group_size=D_CSBM + 1)
     acc.add_gaussian("a", z, sensitivity=math.sqrt(D_CSBM))
     assert acc.epsilon() == pytest.approx(report.epsilon, rel=1e-9)
     # test and predict read the cached aggregate: no further spend

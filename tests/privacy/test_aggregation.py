@@ -15,6 +15,12 @@ from lightning_dpgnn.privacy.aggregation import (
     normalize_rows,
     sum_aggregate,
 )
+from lightning_dpgnn.privacy.mechanism import draw
+
+
+def hop(agg, x, edge_index, num_nodes, accountant, generator=None):
+    """One recorded hop: the exact aggregate, perturbed through :func:`draw`."""
+    return draw(agg, accountant, generator, agg.aggregate(x, edge_index, num_nodes))
 
 
 def random_graph(n: int, e: int, seed: int) -> torch.Tensor:
@@ -97,7 +103,7 @@ def test_noise_std_matches_multiplier_times_sensitivity(level, max_degree, nm):
     x = torch.randn(n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     agg = GaussianAggregation(nm, level=level, max_degree=max_degree)
     acc = PrivacyAccountant(level=level, delta=1e-5)
-    out = agg(x, ei, n, acc, generator=torch.Generator().manual_seed(1))
+    out = hop(agg, x, ei, n, acc, generator=torch.Generator().manual_seed(1))
     noise = out - sum_aggregate(normalize_rows(x), ei, n)
     # edge level: the undirected unit (the default) has sensitivity sqrt(2)
     expected_std = nm * (math.sqrt(2.0) if level == "edge" else math.sqrt(max_degree))
@@ -118,7 +124,7 @@ def test_one_accountant_entry_per_call(level, max_degree):
     agg = GaussianAggregation(2.0, level=level, max_degree=max_degree, name="pma/hop")
     acc = PrivacyAccountant(level=level, delta=1e-6)
     for k in range(1, 5):
-        agg(x, ei, n, acc)
+        hop(agg, x, ei, n, acc)
         assert agg.calls == k
         assert acc.total_count("pma/hop") == k
     assert len(acc.ledger) == 1  # same mechanism: one entry whose count is the number of calls
@@ -137,7 +143,7 @@ def test_edge_level_epsilon_is_proposition_6(K, s, delta):
     acc = PrivacyAccountant(level="edge", delta=delta, conversion="basic")
     h = x
     for _ in range(K):
-        h = agg(h, ei, n, acc)
+        h = hop(agg, h, ei, n, acc)
     closed = K / (2 * s**2) + math.sqrt(2 * K * math.log(1 / delta)) / s
     assert acc.epsilon() == pytest.approx(closed, rel=1e-6)
 
@@ -152,7 +158,7 @@ def test_node_level_epsilon_is_theorem_3():
     assert agg.std == pytest.approx(sigma)
     acc = PrivacyAccountant(level="node", delta=delta, conversion="basic")
     for _ in range(K):
-        agg(torch.randn(n, 5), ei, n, acc)
+        hop(agg, torch.randn(n, 5), ei, n, acc)
     closed = K * D / (2 * sigma**2) + math.sqrt(2 * K * D * math.log(1 / delta)) / sigma
     assert acc.epsilon() == pytest.approx(closed, rel=1e-6)
 
@@ -166,13 +172,13 @@ def test_node_level_rejects_unbounded_degrees():
     fan_out = torch.tensor([[0, 0, 0], [1, 2, 3]])  # node 0 has out-degree 3 > D
     for ei, what in ((fan_in, "in-degree 3"), (fan_out, "out-degree 3")):
         with pytest.raises(ValueError, match="public upper bound") as info:
-            agg(x, ei, n, acc)
+            hop(agg, x, ei, n, acc)
         assert what in str(info.value)
     assert agg.calls == 0 and acc.ledger == []  # nothing released, nothing recorded
     ok = torch.tensor([[0, 0, 1], [1, 2, 2]])  # max in-degree 2, max out-degree 2
     in_deg, out_deg = degrees(ok, n)
     assert int(in_deg.max()) == 2 and int(out_deg.max()) == 2
-    agg(x, ok, n, acc)
+    hop(agg, x, ok, n, acc)
     assert agg.calls == 1
 
 
@@ -193,15 +199,16 @@ def test_accountant_is_required():
     agg = GaussianAggregation(1.0)
     x, ei = torch.randn(3, 2), torch.tensor([[0, 1], [1, 2]])
     with pytest.raises(TypeError):
-        agg(x, ei, 3)  # type: ignore[call-arg]
+        draw(agg, agg.aggregate(x, ei, 3))  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="accountant"):
-        agg(x, ei, 3, None)
+        hop(agg, x, ei, 3, None)
     # an edge-level guarantee cannot be booked on a node-level accountant
     with pytest.raises(ValueError, match="node-level accountant"):
-        agg(x, ei, 3, PrivacyAccountant(level="node", delta=1e-5))
+        hop(agg, x, ei, 3, PrivacyAccountant(level="node", delta=1e-5))
     assert agg.calls == 0
     with pytest.raises(ValueError, match="NaN"):
-        agg(
+        hop(
+            agg,
             torch.tensor([[float("nan"), 0.0], [1, 1], [0, 1]]),
             ei,
             3,

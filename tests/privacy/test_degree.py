@@ -16,6 +16,7 @@ from lightning_dpgnn.privacy import (
     round_candidates,
 )
 from lightning_dpgnn.privacy import random as R
+from lightning_dpgnn.privacy.mechanism import draw
 
 
 def _graph_with_hubs(n=80, hubs=(40, 25, 25), seed=0):
@@ -116,7 +117,7 @@ def test_sampled_outputs_of_neighbouring_graphs_match_their_ratio_bound():
     gen = R.reproducible_generator(0)
     freq = []
     for graph in ((ei, n), _remove_node(ei, n, 0)):
-        out = [mech(*graph, PrivacyAccountant("node", 1e-6), gen) for _ in range(draws)]
+        out = [draw(mech, PrivacyAccountant("node", 1e-6), gen, *graph) for _ in range(draws)]
         counts = torch.tensor([out.count(t) for t in mech.candidates], dtype=torch.float64)
         freq.append(counts / draws)
         expected = mech.probabilities(*graph)
@@ -131,17 +132,18 @@ def test_the_release_is_recorded_once_as_pure_epsilon_and_marks_seeded_noise():
     mech = PrivateDegreeBound(0.5, max_bound=100)
     assert mech.candidates == [1, 2, 5, 10, 20, 50, 100]
     acc = PrivacyAccountant("node", 1e-6)
-    d = mech(ei, n, acc)
+    d = draw(mech, acc, None, ei, n)
     assert d in mech.candidates
     assert acc.epsilon() == pytest.approx(0.5) and acc.total_count("degree_bound") == 1
     assert "sensitivity 2" in acc.ledger[0].note
     assert not acc.reproducible  # entropy-seeded by default
-    mech(ei, n, acc, R.reproducible_generator(1))
+    draw(mech, acc, R.reproducible_generator(1), ei, n)
     assert acc.reproducible and acc.epsilon() == pytest.approx(1.0)
     with pytest.raises(ValueError, match="cannot be recorded"):
-        PrivateDegreeBound(0.5, [1], level="edge")(ei, n, PrivacyAccountant("node", 1e-6))
+        edge_bound = PrivateDegreeBound(0.5, [1], level="edge")
+        draw(edge_bound, PrivacyAccountant("node", 1e-6), None, ei, n)
     with pytest.raises(TypeError, match="accountant"):
-        mech(ei, n, None)
+        draw(mech, None, None, ei, n)
 
 
 def test_at_a_large_epsilon_the_release_is_the_smallest_valid_candidate():

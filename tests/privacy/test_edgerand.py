@@ -12,6 +12,7 @@ import torch
 
 from lightning_dpgnn.privacy import PrivacyAccountant
 from lightning_dpgnn.privacy.edgerand import AsymmetricRandomizedResponse, arr_probabilities
+from lightning_dpgnn.privacy.mechanism import draw
 
 
 def _random_undirected(n: int, m: int, seed: int) -> torch.Tensor:
@@ -25,7 +26,7 @@ def _random_undirected(n: int, m: int, seed: int) -> torch.Tensor:
 
 
 def _release(arr, edge_index, n):
-    return arr(edge_index, n, PrivacyAccountant("edge"))
+    return draw(arr, PrivacyAccountant("edge"), None, edge_index, n)
 
 
 @pytest.mark.parametrize("eps", [0.5, 2.0, 8.0])
@@ -113,19 +114,19 @@ def test_no_replay_from_public_seeds_and_explicit_noise_is_marked():
     acc1, acc2 = PrivacyAccountant("edge"), PrivacyAccountant("edge")
     from lightning_dpgnn.privacy.random import reproducible_generator
 
-    c = arr(edges, n, acc1, reproducible_generator(7))
-    d = arr(edges, n, acc2, reproducible_generator(7))
+    c = draw(arr, acc1, reproducible_generator(7), edges, n)
+    d = draw(arr, acc2, reproducible_generator(7), edges, n)
     assert torch.equal(c, d) and acc1.reproducible and acc2.reproducible
 
 
 def test_the_release_is_recorded_as_epsilon_pure_dp():
     acc = PrivacyAccountant("edge")
     arr = AsymmetricRandomizedResponse(2.0, density_share=0.25)
-    arr(_random_undirected(50, 100, seed=5), 50, acc)
+    draw(arr, acc, None, _random_undirected(50, 100, seed=5), 50)
     assert acc.epsilon() == pytest.approx(2.0)
     assert {e.name: e.epsilon for e in acc.ledger} == {"arr/density": 0.5, "arr/link": 1.5}
     with pytest.raises(ValueError, match="edge-level"):
-        arr(_random_undirected(50, 100, seed=5), 50, PrivacyAccountant("node"))
+        draw(arr, PrivacyAccountant("node"), None, _random_undirected(50, 100, seed=5), 50)
 
 
 def test_memory_safe_on_a_graph_whose_dense_adjacency_would_not_fit():

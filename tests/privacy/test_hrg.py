@@ -12,6 +12,7 @@ import torch
 
 from lightning_dpgnn.privacy import PrivacyAccountant, hrg, secure_mode
 from lightning_dpgnn.privacy.edgerand import bernoulli_positions
+from lightning_dpgnn.privacy.mechanism import draw
 from lightning_dpgnn.privacy.random import reproducible_generator as seeded
 
 
@@ -113,7 +114,7 @@ def test_a_chain_shorter_than_privhrgs_burn_in_is_refused_before_anything_is_spe
     mech, acc = hrg.EdgeRR(1.0, steps=1), PrivacyAccountant("edge")
     with pytest.raises(ValueError, match=r"a chain of 1 moves on 12 nodes is shorter than the "
                                          r"minimum 1000 n = 12000"):
-        mech(edge_index, n, hrg.edge_split(edge_index, 0.5), acc)
+        draw(mech, acc, None, edge_index, n, hrg.edge_split(edge_index, 0.5))
     assert acc.ledger == [] and mech.last_fit is None
     assert hrg.EdgeRR(1.0, steps=12000).check_chain(n) == 12000
     assert "equilibrium only, assumed reached after 1000 n moves" in hrg.EdgeRR(1.0).condition()
@@ -246,7 +247,7 @@ def test_the_release_keeps_public_edges_and_is_accounted():
     mask = hrg.edge_split(edge_index, 0.5, seed=3)
     acc = PrivacyAccountant("edge")
     mech = hrg.EdgeRR(2.0, backend="python")
-    out = mech(edge_index, n, mask, acc, seeded(4))
+    out = draw(mech, acc, seeded(4), edge_index, n, mask)
     released = set(map(tuple, out.T.tolist()))
     assert set(map(tuple, edge_index[:, ~mask].T.tolist())) <= released
     assert released == {(j, i) for i, j in released}  # symmetric, no self-loop
@@ -257,13 +258,13 @@ def test_the_release_keeps_public_edges_and_is_accounted():
     assert mech.last_fit.steps == 1000 * n
     assert mech.temperature(n) == pytest.approx(1.0 / (2 * hrg.sensitivity(n)))
     with pytest.raises(ValueError, match="edge-level"):
-        mech(edge_index, n, mask, PrivacyAccountant("ldp"))
+        draw(mech, PrivacyAccountant("ldp"), None, edge_index, n, mask)
     with pytest.raises(ValueError, match="one entry per edge column"):
-        mech(edge_index, n, mask[:-1], acc)
+        draw(mech, acc, None, edge_index, n, mask[:-1])
     with pytest.raises(ValueError, match="both directions"):
         bad = mask.clone()
         bad[0] = ~bad[0]
-        mech(edge_index, n, bad, acc)
+        draw(mech, acc, None, edge_index, n, bad)
 
 
 def test_every_draw_goes_through_the_secure_source():
@@ -274,11 +275,12 @@ def test_every_draw_goes_through_the_secure_source():
     edge_index = torch.from_numpy(np.concatenate([pairs, pairs[::-1]], axis=1).copy())
     before = R.secure_draw_count()
     with secure_mode():
-        hrg.EdgeRR(1.0, backend="python")(
-            edge_index, n, hrg.edge_split(edge_index, 0.5), PrivacyAccountant("edge"))
+        mask = hrg.edge_split(edge_index, 0.5)
+        draw(hrg.EdgeRR(1.0, backend="python"), PrivacyAccountant("edge"), None, edge_index, n,
+             mask)
         with pytest.raises(R.SecureModeError):
-            hrg.EdgeRR(1.0)(edge_index, n, hrg.edge_split(edge_index, 0.5),
-                                       PrivacyAccountant("edge"), torch.Generator())
+            draw(hrg.EdgeRR(1.0), PrivacyAccountant("edge"), torch.Generator(), edge_index, n,
+                 mask)
     assert R.secure_draw_count() >= before + 4  # start, moves, Laplace, sampling
 
 

@@ -52,7 +52,8 @@ def run(name: str, generator: torch.Generator | None = None):
         return RandomizedResponse(1.0, 5).sample(Y, generator=generator)
     if name == "pma":
         agg = GaussianAggregation(1.0)
-        return agg(X, EI, 64, PrivacyAccountant(level="edge", delta=1e-5), generator=generator)
+        acc = PrivacyAccountant(level="edge", delta=1e-5)
+        return draw(agg, acc, generator, agg.aggregate(X, EI, 64))
     raise KeyError(name)
 
 
