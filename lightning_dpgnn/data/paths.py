@@ -21,7 +21,6 @@ __all__ = [
     "CACHE_ENV",
     "resolve_root",
     "resolve_cache_dir",
-    "download_root",
     "fingerprint",
 ]
 
@@ -50,17 +49,9 @@ def resolve_cache_dir(cache_dir: str | os.PathLike[str] | None) -> Path:
     return path.expanduser().resolve()
 
 
-def download_root(cache_dir: Path) -> Path:
-    """Folder under the cache dir that downloads go to (it mirrors the shared-datasets layout)."""
-    return cache_dir / "datasets"
-
-
 def fingerprint(paths: Iterable[Path], *extra: object) -> str:
-    """Short hash of file paths, sizes and modification times plus ``extra`` values.
-
-    Used to key processed caches, so a cache built from other raw files (or another target) is
-    never reused by mistake.
-    """
+    """Short hash of file paths, sizes and modification times plus ``extra`` values: the key of
+    a processed cache, so that one built from other raw files (or options) is never reused."""
     h = hashlib.sha1()
     for p in sorted(Path(p) for p in paths):
         h.update(str(p).encode())

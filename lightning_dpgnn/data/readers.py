@@ -1,18 +1,12 @@
 """Readers that turn raw dataset files into :class:`torch_geometric.data.Data`.
 
-Each reader takes the folder holding the raw files (possibly read-only) and a writable folder for
-processed caches. PyG dataset classes are subclassed so that they read ``raw_dir`` from wherever
-the raw files are and write ``processed_dir`` into the cache, never next to the raw files.
-
-Edge convention everywhere: ``edge_index[0]`` is the source, ``edge_index[1]`` the target;
-undirected graphs are stored with both directions and coalesced (sorted, no duplicates).
+Each reader reads the raw files from their folder (possibly read-only) and writes processed files
+only into a cache folder. Undirected graphs hold both directions, coalesced.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,14 +25,11 @@ from .errors import CorruptCacheError, DataError, UnknownTargetError
 from .validation import corrupt_file, reading
 
 __all__ = [
-    "read_planetoid",
+    "read_pyg",
     "read_musae",
     "read_facebook100",
     "read_facebook100_merged",
-    "read_reddit",
-    "read_lastfm",
     "read_ogbn_products",
-    "read_tudataset",
     "FACEBOOK100_COLUMNS",
     "FACEBOOK100_TARGETS",
     "FACEBOOK100_FEATURES",
@@ -46,13 +37,7 @@ __all__ = [
 ]
 
 FACEBOOK100_COLUMNS: tuple[str, ...] = (
-    "status",
-    "gender",
-    "major",
-    "minor",
-    "housing",
-    "year",
-    "high_school",
+    "status", "gender", "major", "minor", "housing", "year", "high_school"
 )
 """Columns of ``local_info`` in the Facebook100 ``.mat`` files (0 = missing)."""
 
@@ -73,15 +58,9 @@ before looking at any one graph, so the feature layout does not depend on who is
 FACEBOOK100_VOCABULARIES = ("data", "public")
 
 
-# --------------------------------------------------------------------------------------------
-# PyG classes with redirected raw/processed folders
-# --------------------------------------------------------------------------------------------
-
-
 class _RedirectDirs:
-    """Mixin for a PyG dataset: read raw files from ``raw_dir`` and write processed files to
-    ``processed_dir`` (a cache), never next to the raw files. The other arguments go to the
-    dataset, whose ``root`` is the cache's parent folder."""
+    """Mixin for a PyG dataset: raw files are read from ``raw_dir`` and processed files written
+    to ``processed_dir`` (a cache), never next to the raw files."""
 
     _raw_dir: str
     _processed_dir: str
@@ -100,26 +79,25 @@ class _RedirectDirs:
 
 
 class _Planetoid(_RedirectDirs, Planetoid):
-    """:class:`~torch_geometric.datasets.Planetoid` (``name``) with redirected folders."""
+    pass
 
 
 class _Reddit(_RedirectDirs, Reddit):
-    """:class:`~torch_geometric.datasets.Reddit` with redirected folders."""
+    pass
 
 
 class _LastFMAsia(_RedirectDirs, LastFMAsia):
-    """:class:`~torch_geometric.datasets.LastFMAsia` with redirected folders."""
+    pass
 
 
 class CachedTUDataset(_RedirectDirs, TUDataset):
-    """:class:`~torch_geometric.datasets.TUDataset` reading raw files from ``raw_dir``.
-
-    Processed tensors are written to ``processed_dir`` (a cache), never next to the raw files.
-    """
+    """:class:`~torch_geometric.datasets.TUDataset` with redirected raw/processed folders."""
 
 
-def _strip(data: Data) -> Data:
-    """Return a plain ``Data`` with contiguous tensors (drops PyG dataset bookkeeping)."""
+def read_pyg(cls: type, raw_dir: Path, processed_dir: Path, *args: Any) -> Data:
+    """The one graph of the PyG dataset ``cls`` (``_Planetoid``, ``_Reddit``, ``_LastFMAsia``)
+    as a plain ``Data`` with contiguous tensors (Planetoid keeps its public split masks)."""
+    data = cls(raw_dir, processed_dir, *args)[0]
     out = Data()
     for key, value in data.items():
         out[key] = value.contiguous() if isinstance(value, Tensor) else value
@@ -128,59 +106,10 @@ def _strip(data: Data) -> Data:
     return out
 
 
-def read_planetoid(raw_dir: Path, processed_dir: Path, name: str) -> Data:
-    """Read a Planetoid citation graph (``ind.<name>.*`` pickles) with PyG's reader.
-
-    The result keeps PyG's public split masks (``train_mask``/``val_mask``/``test_mask``).
-    """
-    return _strip(_Planetoid(raw_dir, processed_dir, name)[0])
-
-
-def read_reddit(raw_dir: Path, processed_dir: Path) -> Data:
-    """Read Reddit (``reddit_data.npz``, ``reddit_graph.npz``) with PyG's reader."""
-    return _strip(_Reddit(raw_dir, processed_dir)[0])
-
-
-def read_lastfm(raw_dir: Path, processed_dir: Path) -> Data:
-    """Read LastFM Asia (``lastfm_asia.npz``) with PyG's reader."""
-    return _strip(_LastFMAsia(raw_dir, processed_dir)[0])
-
-
-def read_tudataset(
-    raw_dir: Path,
-    processed_dir: Path,
-    name: str,
-    use_node_attr: bool = False,
-    use_edge_attr: bool = False,
-) -> CachedTUDataset:
-    """Read a TU graph-classification dataset (``<NAME>_A.txt``, ...) with PyG's reader."""
-    return CachedTUDataset(
-        raw_dir, processed_dir, name, use_node_attr=use_node_attr, use_edge_attr=use_edge_attr
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Our own readers (with a small tensor cache)
-# --------------------------------------------------------------------------------------------
-
-
-def _save_atomic(obj: dict[str, Any], path: Path) -> None:
-    """``torch.save`` to a temp file in the same folder, then rename (safe under DDP/races)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def _load_cache(path: Path, mmap: bool = False) -> dict[str, Any] | None:
-    """The cached tensors, ``None`` when not built yet (a damaged file raises: the registry
-    then rebuilds the whole cache entry). ``mmap=True`` maps the file instead of reading it
-    (large graphs: only the pages used are read, and they are shared with the page cache)."""
+    """The cached tensors, ``None`` when not built yet (a damaged file raises: the registry then
+    rebuilds the cache entry). ``mmap=True`` maps the file (large graphs: only pages used are read).
+    Cache files are written into the entry's temporary folder (validation.cached_build)."""
     if not path.exists():
         return None
     try:
@@ -222,39 +151,11 @@ def _int_rows(frame: pd.DataFrame, path: Path, low: int, high: int) -> np.ndarra
     return values.astype(np.int64)
 
 
-def _categorical(values: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Encode a label column as ``0..c-1`` (sorted category order) and return the names."""
-    if values.dtype == bool:
-        return values.to_numpy().astype(np.int64), ["False", "True"]
-    codes, uniques = pd.factorize(values, sort=True)
-    return codes.astype(np.int64), [str(u) for u in uniques]
-
-
-def read_musae(
-    raw_dir: Path,
-    processed_dir: Path,
-    target: str,
-    id_column: str,
-    targets: tuple[str, ...],
-) -> Data:
-    """Read a MUSAE graph: ``edges.csv``, ``features.json``, ``target.csv``.
-
-    Args:
-        raw_dir: folder holding the three files.
-        processed_dir: writable cache folder.
-        target: column of ``target.csv`` to predict (categorical or boolean).
-        id_column: column of ``target.csv`` holding the node id used in ``edges.csv`` and
-            ``features.json`` (``id`` for Facebook, ``new_id`` for Twitch).
-        targets: allowed target columns.
-
-    Returns:
-        ``Data`` with dense binary ``x`` (``num_nodes x (max feature id + 1)``), ``y`` and
-        an undirected, coalesced ``edge_index`` (self-loops in the file are kept).
+def read_musae(raw_dir: Path, processed_dir: Path, target: str, id_column: str) -> Data:
+    """Read a MUSAE graph (``edges.csv``, ``features.json``, ``target.csv``): dense binary
+    ``x``, ``y`` from the categorical or boolean ``target`` column, and an undirected
+    ``edge_index``. ``id_column`` holds the node ids (``id`` for Facebook, ``new_id`` for Twitch).
     """
-    if target not in targets:
-        raise UnknownTargetError(
-            f"target {target!r} is not a valid target here; valid targets: {list(targets)}"
-        )
     cache_file = processed_dir / f"musae-{target}.pt"
     cached = _load_cache(cache_file)
     if cached is None:
@@ -268,16 +169,17 @@ def read_musae(
         ids = _int_rows(frame[[id_column]], raw_dir / "target.csv", 0, num_nodes)[:, 0]
         if not np.array_equal(np.sort(ids), np.arange(num_nodes)):
             raise DataError(f"{raw_dir / 'target.csv'}: column {id_column!r} is not 0..N-1")
-        codes, _ = _categorical(frame[target])
         y = np.empty(num_nodes, dtype=np.int64)
-        y[ids] = codes
+        if frame[target].dtype == bool:  # False/True -> 0/1 even when one value is absent
+            y[ids] = frame[target].to_numpy()
+        else:
+            y[ids] = pd.factorize(frame[target], sort=True)[0]
 
         edges_csv = raw_dir / "edges.csv"
         edges = _int_rows(_read_csv(edges_csv), edges_csv, 0, num_nodes)
         if edges.shape[1] != 2:
             raise corrupt_file(edges_csv, f"expected 2 columns, got {edges.shape[1]}")
-        edge_index = torch.from_numpy(edges.T.copy())
-        edge_index = to_undirected(edge_index, num_nodes=num_nodes)
+        edge_index = to_undirected(torch.from_numpy(edges.T.copy()), num_nodes=num_nodes)
 
         features_json = raw_dir / "features.json"
         with reading(features_json), open(features_json) as fh:
@@ -297,7 +199,7 @@ def read_musae(
             "feat_cols": torch.from_numpy(cols),
             "num_features": torch.tensor(num_features),
         }
-        _save_atomic(cached, cache_file)
+        torch.save(cached, cache_file)
 
     num_nodes = cached["y"].numel()
     x = torch.zeros(num_nodes, int(cached["num_features"]), dtype=torch.float)
@@ -376,17 +278,16 @@ def read_facebook100(
     features: Sequence[str] = FACEBOOK100_FEATURES,
     vocabulary: str = "data",
 ) -> Data:
-    """Read one Facebook100 school (``<School>.mat``).
+    """Read one Facebook100 school (``<School>.mat``: adjacency ``A``, ``local_info`` columns
+    :data:`FACEBOOK100_COLUMNS`, 0 = missing).
 
-    ``A`` is the symmetric adjacency matrix; ``local_info`` holds, per node, the columns
-    :data:`FACEBOOK100_COLUMNS` with 0 meaning missing. Nodes whose ``target`` is missing are
-    dropped (with their edges): a function of each node's own data. Labels are the sorted
-    distinct target values mapped to ``0..c-1``. Features are the concatenated one-hot
-    encodings of the ``features`` columns other than the target (default: the papers' five,
-    :data:`FACEBOOK100_FEATURES`); a missing value gives an all-zero block.
-    ``vocabulary="data"`` has one column per value present in this graph (the papers'
-    encoding; the layout then depends on the data, a read of private features at node level);
-    ``"public"`` uses the public code book :data:`FACEBOOK100_CODEBOOK` instead.
+    Nodes whose ``target`` is missing are dropped with their edges (a function of each node's
+    own data); labels are the sorted distinct target values; ``node_id`` is each kept node's row
+    in the file and ``label_values`` the raw target value of every label. Features are the
+    one-hot encodings of the ``features`` columns other than the target, all-zero when missing:
+    ``vocabulary="data"`` has one column per value present (the papers' encoding: the layout
+    depends on the data, a private read at node level), ``"public"`` the public code book
+    :data:`FACEBOOK100_CODEBOOK`.
     """
     columns = _check_facebook100_columns(target, features, vocabulary)
     mat = load_mat(path, ["A", "local_info"])
@@ -394,7 +295,7 @@ def read_facebook100(
     t = FACEBOOK100_COLUMNS.index(target)
     keep = info[:, t] != 0
     info = info[keep]
-    _, y = np.unique(info[:, t], return_inverse=True)
+    label_values, y = np.unique(info[:, t], return_inverse=True)
     num_nodes = info.shape[0]
     rows, cols, width = _one_hot_columns(info, columns, vocabulary)
     x = torch.zeros(num_nodes, width, dtype=torch.float)
@@ -403,7 +304,13 @@ def read_facebook100(
     adj = sp.csr_matrix(mat["A"])[keep][:, keep].tocoo()
     edge_index = torch.from_numpy(np.vstack([adj.row, adj.col]).astype(np.int64))
     edge_index = coalesce(edge_index, num_nodes=num_nodes)
-    return Data(x=x, edge_index=edge_index, y=torch.from_numpy(y.astype(np.int64)))
+    return Data(
+        x=x,
+        edge_index=edge_index,
+        y=torch.from_numpy(y.astype(np.int64)),
+        node_id=torch.from_numpy(np.flatnonzero(keep).astype(np.int64)),
+        label_values=torch.from_numpy(label_values.astype(np.int64)),
+    )
 
 
 FACEBOOK100_MERGED_EXCLUDED = ("high_school",)
@@ -437,7 +344,7 @@ def read_facebook100_merged(folder: Path, processed_dir: Path | None, target: st
     if cached is None:
         cached = _merge_facebook100(files, target)
         if cache_file is not None:
-            _save_atomic(cached, cache_file)
+            torch.save(cached, cache_file)
     return _merged_graph(cached)
 
 
@@ -466,15 +373,7 @@ def _merge_facebook100(files: list[Path], target: str) -> dict[str, Tensor]:
         raw_offset += info.shape[0]
     info = np.concatenate(infos)
     label_values, y = np.unique(info[:, t], return_inverse=True)
-    rows, fcols, width = [], [], 0
-    for j in feature_cols:
-        col = info[:, j]
-        present = np.flatnonzero(col != 0)
-        values, inv = np.unique(col[present], return_inverse=True)
-        rows.append(present)
-        fcols.append(inv + width)
-        width += len(values)
-    frows, fcol = np.concatenate(rows), np.concatenate(fcols)
+    frows, fcol, width = _one_hot_columns(info, feature_cols, "data")
     order = np.lexsort((fcol, frows))  # row-major: the CSR order of the feature matrix
     num_nodes = info.shape[0]
     rowptr = np.zeros(num_nodes + 1, np.int64)
@@ -564,5 +463,5 @@ def read_ogbn_products(raw_dir: Path, processed_dir: Path) -> Data:
             mask = torch.zeros(num_nodes, dtype=torch.bool)
             mask[idx] = True
             cached[key] = mask
-        _save_atomic(cached, cache_file)
+        torch.save(cached, cache_file)
     return Data(**cached)
