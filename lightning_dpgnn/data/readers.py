@@ -45,15 +45,13 @@ FACEBOOK100_TARGETS: tuple[str, ...] = FACEBOOK100_COLUMNS[:6]
 """Columns that can be used as the prediction target (high school has too many values)."""
 
 FACEBOOK100_FEATURES: tuple[str, ...] = ("status", "gender", "major", "minor", "housing")
-"""The papers' feature columns (thesis §4.7.1: student/faculty status, gender, major, minor,
-housing); ``"year"`` and ``"high_school"`` are available on request."""
+"""The papers' feature columns (thesis §4.7.1)."""
 
 FACEBOOK100_CODEBOOK: dict[str, int] = {
     "status": 12, "gender": 3, "major": 600, "minor": 600, "housing": 600,
 }
-"""Public code-book sizes (codes ``1..size-1``; 0 = missing) of the columns that a
-``vocabulary="public"`` encoding supports: above every code of the published dataset, fixed
-before looking at any one graph, so the feature layout does not depend on who is in it."""
+"""Public code-book sizes (codes ``1..size-1``) of ``vocabulary="public"``: above every code of
+the published dataset, fixed before looking at any graph."""
 
 FACEBOOK100_VOCABULARIES = ("data", "public")
 
@@ -134,8 +132,8 @@ def load_mat(path: Path, names: list[str]) -> dict[str, Any]:
 
 
 def _int_rows(frame: pd.DataFrame, path: Path, low: int, high: int) -> np.ndarray:
-    """The integer table ``frame`` read from ``path`` (header on line 1), every value in
-    ``[low, high)``; else an error naming the first bad line."""
+    """The integer table ``frame`` read from ``path``, every value in ``[low, high)``; else an
+    error naming the first bad line."""
     numbers = frame.apply(pd.to_numeric, errors="coerce")  # not a number: NaN
     values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
     with np.errstate(invalid="ignore"):
@@ -243,9 +241,8 @@ def _check_facebook100_columns(
 def _one_hot_columns(
     info: np.ndarray, columns: list[int], vocabulary: str
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Row and column indices of the one-hot encoding of ``columns`` of ``info`` (0 =
-    missing: an all-zero block) and the total width. ``vocabulary="data"``: one column per
-    value present (the papers' encoding); ``"public"``: one per code of the public code book."""
+    """Row and column indices of the one-hot encoding of ``columns`` of ``info`` (0 = missing)
+    and its width: one column per value present, or per code of the public code book."""
     rows, cols, width = [], [], 0
     node_ids = np.arange(info.shape[0])
     for j in columns:
@@ -314,26 +311,17 @@ def read_facebook100(
 
 
 FACEBOOK100_MERGED_EXCLUDED = ("high_school",)
-"""Columns left out of the merged graph's features: high-school codes are per-school and
-number in the tens of thousands across schools (a dense one-hot would not fit in memory)."""
+"""Left out of the merged graph's features (tens of thousands of per-school codes)."""
 
 
 def read_facebook100_merged(folder: Path, processed_dir: Path | None, target: str) -> Data:
     """All Facebook100 schools in ``folder`` as one graph ("FB-100" of ProGAP, Table 5.1).
 
-    Schools are read in name order and stacked block-diagonally (no edges between schools).
-    Nodes whose ``target`` is missing are dropped. Features are one-hot encodings of the other
-    columns except :data:`FACEBOOK100_MERGED_EXCLUDED`, over the codes pooled across schools
-    (the ``.mat`` files share code books for status, gender and year; majors, minors and
-    housing codes are used as given), kept as a sparse COO float32 matrix: at FB-scale
-    (694k nodes x 1.5k columns, ~5 non-zeros per row) a dense one would take 4.2 GB. Models
-    that read sparse features (GAP, ProGAP, MLP) take it as it is; a datamodule densifies it
-    for the others.
-
-    The result also carries ``node_id`` (each kept node's row in the raw files, schools offset
-    by their raw node counts) and ``label_values`` (the raw target value of every label).
-    It is cached in ``processed_dir`` as an int32 CSR graph (``rowptr``, ``col``) and CSR
-    features, read back memory-mapped: a second load costs the expansion of the edge list.
+    Schools are stacked block-diagonally in name order, as :func:`read_facebook100` reads one
+    (``node_id`` offset by the schools before), with one-hot features over the codes pooled
+    across schools (all columns but :data:`FACEBOOK100_MERGED_EXCLUDED`), kept as a sparse COO
+    float32 matrix (dense: 4.2 GB at FB-scale). It is cached in ``processed_dir`` as int32 CSR
+    tensors, read back memory-mapped.
     """
     _check_facebook100_target(target)
     files = sorted(Path(folder).glob("*.mat"))
@@ -399,8 +387,7 @@ def _csr_rows(rowptr: Tensor) -> Tensor:
 
 
 def _merged_graph(cached: dict[str, Tensor]) -> Data:
-    """``Data`` of the cached CSR tensors: ``edge_index`` (int64, PyG's convention) and the
-    one-hot features as a coalesced sparse COO float32 matrix."""
+    """``Data`` of the cached CSR tensors (features: a coalesced sparse COO matrix)."""
     num_nodes = cached["y"].numel()
     edge_index = torch.empty(2, cached["col"].numel(), dtype=torch.long)
     edge_index[0] = _csr_rows(cached["rowptr"])
@@ -435,14 +422,9 @@ OGB_PRODUCTS_FILES: tuple[str, ...] = (
 
 
 def read_ogbn_products(raw_dir: Path, processed_dir: Path) -> Data:
-    """Read the Amazon co-purchase graph ``ogbn-products`` from OGB's raw CSV files.
-
-    ``raw_dir`` is the extracted ``products/`` folder of OGB's ``products.zip`` (see
-    :data:`OGB_PRODUCTS_FILES`). This is the "Amazon" dataset of the GAP/ProGAP papers
-    (2,449,029 nodes, 100 features, 47 classes; the papers then keep classes with >= 100,000
-    nodes). OGB's sales-ranking split is kept as ``train_mask``/``val_mask``/``test_mask``.
-    Parsing the CSVs is slow, so the result is cached as tensors in ``processed_dir``.
-    """
+    """Read the GAP/ProGAP "Amazon" graph ``ogbn-products`` from the extracted ``products/``
+    folder of OGB's ``products.zip`` (cached as tensors), with OGB's sales-ranking split as
+    ``train_mask``/``val_mask``/``test_mask``."""
     cache_file = processed_dir / "ogbn-products.pt"
     cached = _load_cache(cache_file)
     if cached is None:

@@ -1,18 +1,11 @@
 """Checks that keep corrupted or partial data out of the processed cache.
 
-* **Raw files.** A parse error is re-raised as :class:`~.errors.CorruptDataError`
-  naming the file (and the line when the parser knows it). Datasets the package knows carry the
-  counts of their loaded graph (nodes, directed edges, features, classes; graphs for graph
-  datasets) and the size and SHA-256 of each raw file, measured from the shared copy
-  (``known_datasets.json``, written by ``benchmarks/measure_datasets.py``). A freshly read graph
-  whose counts differ is refused with an error that says which counts and which files differ; a
-  raw file that differs from the known copy while the counts agree only warns (another faithful
-  copy of the same data may differ in bytes).
-* **Processed cache.** An entry is built in a temporary folder and renamed into place only after
-  these checks passed, with a ``manifest.json`` holding the counts and the size of every cache
-  file. Loading an entry checks the manifest first and the loaded counts after; an entry without
-  a manifest, with a file of the wrong size, or whose graph does not match is rebuilt, never
-  loaded silently.
+A raw-file parse error becomes a :class:`~.errors.CorruptDataError` naming the file (and line).
+A fresh read of a known dataset is compared with its counts and raw-file digests, measured from
+the shared copy (``known_datasets.json``, by ``benchmarks/measure_datasets.py``): other counts
+are refused, other bytes with the same counts only warn. A cache entry is built in a temporary
+folder and renamed into place after these checks, with a ``manifest.json`` of its counts and
+file sizes; an entry that does not match its manifest is rebuilt, never loaded silently.
 """
 
 from __future__ import annotations
@@ -143,17 +136,9 @@ def _differing(files: Mapping[str, Path]) -> list[str]:
 def check_known(
     name: str, files: Mapping[str, Path], counts: Mapping[str, int] | None
 ) -> None:
-    """Compare a freshly read dataset with what the package knows about it.
-
-    Args:
-        name: canonical dataset name.
-        files: raw files by their path under the data root (the keys of the known digests).
-        counts: :func:`graph_counts` of the loaded data, or ``None`` when it was loaded with
-            non-default options (then only the files are compared).
-
-    Raises:
-        CorruptDataError: the counts differ from the known dataset's.
-    """
+    """Compare a freshly read dataset (its raw ``files`` by path under the data root, its
+    :func:`graph_counts`, ``None`` with non-default options) with the known one: other counts
+    raise :class:`CorruptDataError`, raw files that differ only warn."""
     expected = known_datasets()["counts"].get(name) if counts is not None else None
     wrong = [
         f"{key} {counts.get(key, 0):,} (expected {value:,})"
@@ -224,14 +209,12 @@ def cached_build(
     validate: Callable[[T], None],
     on_error: Callable[[Exception], Exception],
 ) -> T:
-    """Load ``entry`` (a processed-cache folder) or build it, never keeping unchecked data.
+    """Load the processed-cache folder ``entry`` or build it, never keeping unchecked data.
 
-    ``load(folder)`` reads the raw files and reads/writes its processed files in ``folder``.
-    A complete entry (manifest present, file sizes as recorded) is loaded and its counts compared
-    with the manifest; a damaged one is removed and rebuilt. A build runs in a temporary folder
-    next to ``entry``; ``validate(data)`` raises on bad data; only then the manifest is written
-    and the folder renamed to ``entry``. On any error the temporary folder is removed; a build
-    error that is not a :class:`DataError` is re-raised as ``on_error(err)``.
+    ``load(folder)`` reads the raw files and reads/writes its processed files in ``folder``. A
+    damaged entry is removed and rebuilt. A build runs in a temporary folder, renamed to
+    ``entry`` with its manifest after ``validate(data)`` passed; a build error that is not a
+    :class:`DataError` is re-raised as ``on_error(err)``.
     """
     if entry.exists():
         try:
