@@ -6,11 +6,8 @@ Quick start::
     dm = NodeDataModule()                      # embedded csbm graph, no files needed
     dm = NodeDataModule("facebook100/Caltech36", target="year", root="../shared/datasets")
 
-See ``docs/data.md`` for the datasets, the preprocessing and the cache layout.
-
-The names below are imported on first use (PEP 562): ``lightning_dpgnn.data.errors`` and the
-other light submodules load without Lightning or PyG (``dpgnn --help`` and ``dpgnn plot`` rely
-on it).
+See ``docs/data.md``. The names below are imported on first use (PEP 562), so the light
+submodules (``errors``, ...) load without Lightning or PyG (``dpgnn --help`` relies on it).
 """
 
 from __future__ import annotations

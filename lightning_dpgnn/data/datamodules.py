@@ -61,9 +61,8 @@ PRIVACY_LEVELS: tuple[str, ...] = LEVELS
 
 @runtime_checkable
 class NodeDataSource(Protocol):
-    """What a private node-level method needs from its data module (:class:`NodeDataModule`
-    is one): the preprocessed graph, the number of classes known as public metadata, and the
-    list of private reads its preprocessing made at a privacy level (empty: none)."""
+    """What a private node-level method needs from its data module: the preprocessed graph, the
+    number of classes known as public metadata, and its preprocessing's private reads."""
 
     @property
     def data(self) -> Data: ...
@@ -76,16 +75,16 @@ class NodeDataSource(Protocol):
 
 @runtime_checkable
 class TrainsFromGraph(Protocol):
-    """A model that batches its own training rows (Poisson batches for DP-SGD, the stages of
-    GAP/ProGAP): :meth:`NodeDataModule.train_dataloader` hands it the graph."""
+    """A model that batches its own training rows (DP-SGD, GAP/ProGAP's stages): it gets the
+    graph from :meth:`NodeDataModule.train_dataloader`."""
 
     def train_dataloader_from(self, data: Data) -> DataLoader: ...
 
 
 @runtime_checkable
 class TrainsFromClients(Protocol):
-    """A federated model: :meth:`GraphDataModule.train_dataloader` hands it the data module
-    (its :attr:`~GraphDataModule.clients`) and it returns its own training loader."""
+    """A federated model: it gets the data module (its :attr:`~GraphDataModule.clients`) from
+    :meth:`GraphDataModule.train_dataloader`."""
 
     def train_dataloader_from_clients(self, dm: Any) -> DataLoader: ...
 
@@ -688,9 +687,8 @@ class GraphDataModule(L.LightningDataModule):
         n = len(ds)
         self._dataset = ds
         if self.num_clients is None:
-            perm = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed))
-            n_train, n_val, _ = NodeSplit(*self._fractions).sizes(n)
-            tr, va, te = perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]
+            split = NodeSplit(*self._fractions, seed=self.seed, by="position")
+            tr, va, te = split.positional(torch.arange(n))
             self._clients = [ClientSplit(0, tr, va, te)]
         else:
             owner = (

@@ -53,9 +53,8 @@ class EmptyDatasetError(DataError, ValueError):
 
 
 class CorruptDataError(DataError, ValueError):
-    """A raw data file cannot be parsed, or the graph read from it is not the known dataset
-    (wrong node/edge/feature counts): the message names the file, the line when known, and what
-    to do. Nothing is written to the processed cache."""
+    """A raw data file cannot be parsed, or the graph read from it is not the known dataset (the
+    message names the file and what to do; nothing is written to the processed cache)."""
 
 
 class CorruptCacheError(DataError, RuntimeError):

@@ -30,23 +30,14 @@ CACHE_ENV = "DPGNN_CACHE"
 
 def resolve_root(root: str | os.PathLike[str] | None) -> Path | None:
     """Return the data root: ``root`` if given, else ``$DPGNN_DATA``, else ``None``."""
-    if root is not None and str(root) != "":
-        return Path(root).expanduser().resolve()
-    env = os.environ.get(DATA_ENV, "")
-    if env:
-        return Path(env).expanduser().resolve()
-    return None
+    path = str(root or "") or os.environ.get(DATA_ENV, "")
+    return Path(path).expanduser().resolve() if path else None
 
 
 def resolve_cache_dir(cache_dir: str | os.PathLike[str] | None) -> Path:
     """Return the writable cache dir: ``cache_dir``, else ``$DPGNN_CACHE``, else the user cache."""
-    if cache_dir is not None and str(cache_dir) != "":
-        path = Path(cache_dir)
-    elif os.environ.get(CACHE_ENV, ""):
-        path = Path(os.environ[CACHE_ENV])
-    else:
-        path = Path("~/.cache/lightning_dpgnn")
-    return path.expanduser().resolve()
+    path = str(cache_dir or "") or os.environ.get(CACHE_ENV, "") or "~/.cache/lightning_dpgnn"
+    return Path(path).expanduser().resolve()
 
 
 def fingerprint(paths: Iterable[Path], *extra: object) -> str:

@@ -403,7 +403,6 @@ def register_dataset(
     return spec
 
 
-
 def _missing(spec: DatasetSpec, where: Path) -> list[Path]:
     if spec.extra.get("mat_folder"):
         return [] if where.is_dir() and any(where.glob("*.mat")) else [where / "*.mat"]

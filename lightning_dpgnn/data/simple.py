@@ -85,10 +85,6 @@ def count_repeated_edges(edge_index: Tensor, num_nodes: int | None = None) -> in
     return _first_copies(edge_index, int(n or 0))[1]
 
 
-def _edge_count(data: Data) -> tuple[int, int]:
-    return int(data.num_nodes), int(data.edge_index.size(1))
-
-
 def simple_graph(data: Data, what: str = "the graph", repeated: str = "merge") -> Data:
     """``data`` with every repeated directed edge merged into one (``repeated="merge"``: the
     first stored copy and its attributes are kept, in order, and the number merged is stated in
@@ -96,10 +92,10 @@ def simple_graph(data: Data, what: str = "the graph", repeated: str = "merge") -
     :class:`MultigraphError`). A simple graph is returned as it is; nodes are never touched."""
     if repeated not in REPEATED:
         raise ValueError(f"repeated must be one of {REPEATED}, got {repeated!r}")
-    num_nodes, num_edges = _edge_count(data)
-    keep, count = _first_copies(data.edge_index, num_nodes)
+    keep, count = _first_copies(data.edge_index, int(data.num_nodes))
     if keep is None:
         return data
+    num_edges = int(data.edge_index.size(1))
     if repeated == "refuse":
         raise _error(what, count, num_edges)
     message = (
@@ -115,10 +111,9 @@ def simple_graph(data: Data, what: str = "the graph", repeated: str = "merge") -
 def require_simple(data: Data, what: str = "the graph") -> None:
     """Raise :class:`MultigraphError` if ``data`` stores some ``(source, target)`` pair more than
     once (every graph a model receives: the training graph, inductive inference)."""
-    num_nodes, num_edges = _edge_count(data)
-    count = _first_copies(data.edge_index, num_nodes)[1]
+    count = _first_copies(data.edge_index, int(data.num_nodes))[1]
     if count:
-        raise _error(what, count, num_edges)
+        raise _error(what, count, int(data.edge_index.size(1)))
 
 
 def _error(what: str, count: int, num_edges: int) -> MultigraphError:

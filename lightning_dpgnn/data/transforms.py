@@ -46,7 +46,6 @@ def _generator(seed: int | None) -> torch.Generator | None:
     return None if seed is None else torch.Generator().manual_seed(int(seed))
 
 
-# ---------------------------------------------------------------- keyed hash (splitmix64)
 def _signed64(c: int) -> int:
     c &= (1 << 64) - 1
     return c - (1 << 64) if c >= 1 << 63 else c
@@ -77,13 +76,6 @@ def keyed_uniform(seed: int, ids: Tensor) -> Tensor:
     key = _splitmix64(torch.tensor(_signed64(int(seed)), dtype=torch.long))
     z = _splitmix64(ids.to(torch.long) ^ key)
     return _shr(z, 11).to(torch.float64) / float(1 << 53)
-
-
-def _node_ids(data: Data) -> Tensor:
-    node_id = getattr(data, "node_id", None)
-    if node_id is None:
-        return torch.arange(int(data.num_nodes))
-    return node_id
 
 
 _ROW = "sparse_x_row"  # a node attribute that follows the nodes a sub-graph transform keeps
@@ -141,9 +133,7 @@ def parse_split(split: str | Sequence[float]) -> tuple[float, float, float]:
 def check_features(data: Data, name: str = "dataset") -> None:
     """Raise :class:`InvalidFeaturesError` if ``data.x`` holds NaN or infinite values."""
     x = getattr(data, "x", None)
-    if x is None:
-        return
-    if not torch.is_floating_point(x) or x.numel() == 0:
+    if x is None or not torch.is_floating_point(x) or x.numel() == 0:
         return
     if bool(torch.isfinite(x.sum())):  # one fast pass: NaN and inf propagate into the sum
         return
@@ -222,9 +212,7 @@ class FilterClassByCount(BaseTransform):
             out = _without_label_values(data, lambda d: d.subgraph(node_keep))
         out.y = new_label[out.y]
         values = getattr(out, "label_values", None)
-        if values is not None and values.numel() == counts.numel():
-            out.label_values = values[keep_class]
-        elif values is not None:  # classes beyond the largest present label are dropped too
+        if values is not None:  # classes beyond the largest present label are dropped too
             out.label_values = values[: counts.numel()][keep_class]
         return out
 
@@ -312,7 +300,8 @@ class NodeSplit(BaseTransform):
         n_test = min(n_test, n - n_val)
         return n - n_val - n_test, n_val, n_test
 
-    def _positional(self, candidates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def positional(self, candidates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The train, val and test parts of a seeded permutation of ``candidates``."""
         perm = candidates[torch.randperm(candidates.numel(), generator=_generator(self.seed))]
         n_train, n_val, _ = self.sizes(candidates.numel())
         return perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]
@@ -321,7 +310,9 @@ class NodeSplit(BaseTransform):
         seed = self.seed
         if seed is None:
             seed = int(torch.randint(0, 2**62, (1,)))
-        u = keyed_uniform(seed, _node_ids(data)[candidates])
+        node_id = getattr(data, "node_id", None)
+        ids = torch.arange(int(data.num_nodes)) if node_id is None else node_id
+        u = keyed_uniform(seed, ids[candidates])
         in_train = u < self.train
         in_val = ~in_train & (u < self.train + self.val)
         if self.test == 0.0:  # float rounding must not leave a few nodes in an empty test set
@@ -336,7 +327,7 @@ class NodeSplit(BaseTransform):
         else:
             candidates = torch.arange(n)
         if self.by == "position":
-            parts = self._positional(candidates)
+            parts = self.positional(candidates)
         else:
             parts = self._by_identity(data, candidates)
         for key, idx in zip(("train_mask", "val_mask", "test_mask"), parts, strict=True):

@@ -65,11 +65,9 @@ def known_datasets() -> dict[str, dict[str, Any]]:
 
 def file_digest(path: Path) -> dict[str, Any]:
     """Size and SHA-256 of a file."""
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return {"size": path.stat().st_size, "sha256": h.hexdigest()}
+        sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+    return {"size": path.stat().st_size, "sha256": sha256}
 
 
 def graph_counts(data: Data | InMemoryDataset) -> dict[str, int]:
@@ -133,9 +131,7 @@ def _differing(files: Mapping[str, Path]) -> list[str]:
     return out
 
 
-def check_known(
-    name: str, files: Mapping[str, Path], counts: Mapping[str, int] | None
-) -> None:
+def check_known(name: str, files: Mapping[str, Path], counts: Mapping[str, int] | None) -> None:
     """Compare a freshly read dataset (its raw ``files`` by path under the data root, its
     :func:`graph_counts`, ``None`` with non-default options) with the known one: other counts
     raise :class:`CorruptDataError`, raw files that differ only warn."""
@@ -159,11 +155,6 @@ def check_known(
             "measured on (the loaded counts agree); results may not match the documented ones",
             stacklevel=3,
         )
-
-
-# --------------------------------------------------------------------------------------------
-# Cache entries
-# --------------------------------------------------------------------------------------------
 
 
 def _cache_files(folder: Path) -> dict[str, int]:
