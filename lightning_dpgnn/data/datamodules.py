@@ -142,18 +142,12 @@ def majority_rate(data: Data) -> float | None:
 class NodeDataModule(L.LightningDataModule):
     """Full-batch transductive node classification on one graph.
 
-    Every dataloader yields the same single ``Data`` (the whole graph with ``train_mask``,
-    ``val_mask``, ``test_mask``). Preprocessing: merge repeated edges (a
-    :class:`~lightning_dpgnn.data.RepeatedEdgesWarning`: every sensitivity assumes a simple
-    graph, invariant 12), remove self-loops, keep the declared ``classes`` or else drop classes
-    under ``min_class_size``, optionally remove isolated nodes, split keyed on ``node_id`` (each
-    node's raw index; sizes binomial), then optionally bound in-degrees, scale features and
-    apply ``transform``. :meth:`private_reads` lists the steps that read data protected at a
-    privacy level (invariant reads-are-mechanisms, docs/privacy.md).
-
-    Example::
-
-        dm = NodeDataModule("facebook100/Caltech36", target="year", root="../shared/datasets")
+    Every dataloader yields the whole graph with ``train_mask``, ``val_mask``, ``test_mask``.
+    Preprocessing: merge repeated edges (invariant 12), remove self-loops, keep the declared
+    ``classes`` or drop classes under ``min_class_size``, optionally remove isolated nodes, split
+    keyed on ``node_id`` (each node's raw index), then optionally bound in-degrees, scale
+    features and apply ``transform``. :meth:`private_reads` lists the steps that read data
+    protected at a privacy level (invariant reads-are-mechanisms, docs/privacy.md).
 
     Args:
         name: dataset name (:func:`~lightning_dpgnn.data.available_datasets`), e.g. ``"csbm"``
@@ -163,32 +157,27 @@ class NodeDataModule(L.LightningDataModule):
         split: ``"gap"``/``"progap"`` (75/10/15), ``"lpgnn"`` (50/25/25), ``"public"`` (the
             dataset's own masks less unlabeled nodes) or ``(train, val, test)`` fractions.
         seed: key of the split and seed of degree bounding.
-        cache_dir: writable folder for processed caches and downloads (default
-            ``$DPGNN_CACHE``, else ``~/.cache/lightning_dpgnn``).
-        min_class_size: drop classes with fewer nodes (an int: a count; a float in (0, 1): a
-            fraction of labeled nodes; ``0``: off; ``None``: the dataset's default, GAP's
-            10,000 for Reddit and 100,000 for Amazon, 0.01 for Facebook100). Reads the labels.
+        cache_dir: writable folder for processed caches and downloads; default
+            ``$DPGNN_CACHE``, else ``~/.cache/lightning_dpgnn``.
+        min_class_size: drop classes with fewer nodes (an int, or a float in (0, 1): a fraction
+            of labeled nodes; ``0``: off; ``None``: the dataset's default). Reads the labels.
         subsample_in_degree: keep at most this many random in-edges per node
-            (:class:`BoundDegree`; reads the edges, so for non-private runs; node-level models
-            take a checked public bound, their ``max_degree``, instead).
+            (:class:`BoundDegree`; reads the edges: node-level models take ``max_degree``).
         max_degree: former name of ``subsample_in_degree`` (deprecated).
         remove_self_loops: remove self-loops.
-        remove_isolated: remove nodes without edges (a private read under edge- or node-level
-            DP; the GAP/ProGAP protocol sets it).
-        feature_range: scale every feature to ``(alpha, beta)``: linearly from
+        remove_isolated: remove nodes without edges (reads the edges; GAP/ProGAP set it).
+        feature_range: scale every feature to ``(alpha, beta)``, linearly from
             ``feature_bounds`` when declared, else by per-column min-max (reads the features).
-        transform: extra ``Data -> Data`` transform applied last (a PyG ``BaseTransform``, a
-            ``Compose``; from the CLI ``class_path``/``init_args``); one that leaves a repeated
-            edge is refused (:class:`~lightning_dpgnn.data.MultigraphError`).
+        transform: a ``Data -> Data`` transform applied last (from the CLI:
+            ``class_path``/``init_args``); one that leaves a repeated edge is refused.
         download: download missing raw files into the cache (``None``: only for Reddit,
             Amazon, PubMed and LastFM, which are not shipped offline).
         dataset_kwargs: dataset options, e.g. csbm's ``num_nodes``, ``num_classes``, ``seed``.
-        classes: public class declaration: the raw label values to keep, in the order of the
-            labels ``0..c-1`` (Facebook100: years, e.g. ``[2005, 2006, 2007, 2008, 2009]``);
-            nodes of other classes become unlabeled (``y = -1``) and stay in the graph.
-            Replaces ``min_class_size`` (giving both, non-zero, is an error).
+        classes: public class declaration: the raw label values to keep, in label order
+            (Facebook100: years, e.g. ``[2005, 2006, 2007, 2008, 2009]``); other nodes become
+            unlabeled (``y = -1``). Replaces ``min_class_size``.
         feature_bounds: public range ``(lo, hi)`` of the raw features: features are clamped to
-            it and mapped linearly onto ``feature_range`` if set (no statistic is computed).
+            it and mapped linearly onto ``feature_range`` if set.
         split_by: ``"identity"`` (roles keyed on ``node_id``, binomial sizes) or ``"position"``
             (exact sizes from a seeded permutation; a private read under node-level DP).
     """
@@ -801,8 +790,9 @@ class GraphDataModule(L.LightningDataModule):
             "num_clients": self.num_clients,
         }
 
-    def _loader(self, ds: Sequence[Data] | None, shuffle: bool) -> PyGDataLoader:
-        assert ds is not None
+    def _loader(self, part: str, shuffle: bool = False) -> PyGDataLoader:
+        self.setup()
+        ds = getattr(self, f"{part}_dataset")
         gen = torch.Generator().manual_seed(self.seed) if shuffle else None
         return PyGDataLoader(
             ds,  # type: ignore[arg-type]
@@ -816,21 +806,19 @@ class GraphDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         """Shuffled mini-batches of training graphs; a federated model
         (:class:`TrainsFromClients`) gets the clients instead and returns its own loader."""
-        self.setup()
         model = _model(self)
         if isinstance(model, TrainsFromClients):
+            self.setup()
             return model.train_dataloader_from_clients(self)
-        return self._loader(self.train_dataset, shuffle=True)
+        return self._loader("train", shuffle=True)
 
     def val_dataloader(self) -> PyGDataLoader:
         """Mini-batches of validation graphs."""
-        self.setup()
-        return self._loader(self.val_dataset, shuffle=False)
+        return self._loader("val")
 
     def test_dataloader(self) -> PyGDataLoader:
         """Mini-batches of test graphs."""
-        self.setup()
-        return self._loader(self.test_dataset, shuffle=False)
+        return self._loader("test")
 
     predict_dataloader = test_dataloader
 

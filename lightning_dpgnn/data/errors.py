@@ -1,8 +1,5 @@
-"""Exceptions raised by :mod:`lightning_dpgnn.data`.
-
-Every error subclasses :class:`DataError` and also the matching built-in exception
-(:class:`ValueError` or :class:`FileNotFoundError`), so callers can catch either.
-"""
+"""Exceptions raised by :mod:`lightning_dpgnn.data`: each subclasses :class:`DataError` and the
+matching built-in exception (:class:`ValueError`, ...), so callers can catch either."""
 
 from __future__ import annotations
 

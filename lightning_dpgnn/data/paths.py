@@ -1,13 +1,6 @@
-"""Where raw data is read from and where processed caches are written.
-
-* **Data root** (read-only is fine): the ``root=`` argument, else the ``DPGNN_DATA`` environment
-  variable. Datasets live below it in the layout of ``../shared/datasets`` (``planetoid/Cora/raw``,
-  ``musae/facebook``, ``facebook100/<School>.mat``, ``tudataset/MUTAG/raw``, ...). Nothing is
-  ever written below the root.
-* **Cache dir** (must be writable): the ``cache_dir=`` argument, else ``DPGNN_CACHE``, else
-  ``~/.cache/lightning_dpgnn``. Processed tensors go to ``<cache>/processed/`` and downloads go
-  to ``<cache>/datasets/`` (same layout as the root, so it can itself serve as a root).
-"""
+"""Where raw data is read from (the data root, in the layout of ``../shared/datasets``; nothing
+is written below it) and where processed caches (``<cache>/processed/``) and downloads
+(``<cache>/datasets/``, laid out like a root) are written."""
 
 from __future__ import annotations
 
@@ -16,13 +9,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = [
-    "DATA_ENV",
-    "CACHE_ENV",
-    "resolve_root",
-    "resolve_cache_dir",
-    "fingerprint",
-]
+__all__ = ["DATA_ENV", "CACHE_ENV", "resolve_root", "resolve_cache_dir", "fingerprint"]
 
 DATA_ENV = "DPGNN_DATA"
 CACHE_ENV = "DPGNN_CACHE"

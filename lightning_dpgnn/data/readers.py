@@ -37,7 +37,13 @@ __all__ = [
 ]
 
 FACEBOOK100_COLUMNS: tuple[str, ...] = (
-    "status", "gender", "major", "minor", "housing", "year", "high_school"
+    "status",
+    "gender",
+    "major",
+    "minor",
+    "housing",
+    "year",
+    "high_school",
 )
 """Columns of ``local_info`` in the Facebook100 ``.mat`` files (0 = missing)."""
 

@@ -70,6 +70,7 @@ _FB100_LICENSE = "research use (Traud, Mucha & Porter 2012); see facebook100/LIC
 #: ``year`` first: the papers' target is the default
 _FB100_TARGETS = readers.FACEBOOK100_TARGETS[5:] + readers.FACEBOOK100_TARGETS[:5]
 
+
 @dataclass(frozen=True)
 class DatasetSpec:
     """Everything the data layer knows about one dataset: where its raw files are (``subpath``
@@ -472,7 +473,6 @@ def _processed_dir(spec: DatasetSpec, raw: Path, cache: Path, *extra: object) ->
     files = [raw / f for f in spec.raw_files] if spec.raw_files else [raw]
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.name)
     return cache / "processed" / f"{safe}-{fingerprint(files, raw, *extra)}"
-
 
 
 def load_dataset(

@@ -404,19 +404,16 @@ class ScaleFeatures(BaseTransform):
         check_features(data, "ScaleFeatures input")
         x = dense_features(data.x).float()
         if self.bounds is not None:
-            lo_b, hi_b = self.bounds
-            if (lo_b, hi_b) == (self.alpha, self.beta):  # the identity map: clamp only
-                data.x = x.clamp(lo_b, hi_b)
+            lo, hi = self.bounds
+            x = x.clamp(lo, hi)
+            if (lo, hi) == (self.alpha, self.beta):  # the identity map: clamp only
+                data.x = x
                 return data
-            scale_b = (self.beta - self.alpha) / (hi_b - lo_b)
-            data.x = ((x.clamp(lo_b, hi_b) - lo_b) * scale_b + self.alpha).clamp_(
-                self.alpha, self.beta
-            )
-            return data
-        lo = x.min(dim=0).values
-        hi = x.max(dim=0).values
-        span = hi - lo
-        scale = torch.where(span > 0, (self.beta - self.alpha) / span, torch.zeros_like(span))
+            scale = (self.beta - self.alpha) / (hi - lo)
+        else:
+            lo = x.min(dim=0).values
+            span = x.max(dim=0).values - lo
+            scale = torch.where(span > 0, (self.beta - self.alpha) / span, torch.zeros_like(span))
         data.x = ((x - lo) * scale + self.alpha).clamp_(self.alpha, self.beta)
         return data
 
