@@ -25,7 +25,6 @@ from .errors import CorruptCacheError, DataError, UnknownTargetError
 from .validation import corrupt_file, reading
 
 __all__ = [
-    "read_pyg",
     "read_musae",
     "read_facebook100",
     "read_facebook100_merged",
@@ -96,18 +95,6 @@ class _LastFMAsia(_RedirectDirs, LastFMAsia):
 
 class CachedTUDataset(_RedirectDirs, TUDataset):
     """:class:`~torch_geometric.datasets.TUDataset` with redirected raw/processed folders."""
-
-
-def read_pyg(cls: type, raw_dir: Path, processed_dir: Path, *args: Any) -> Data:
-    """The one graph of the PyG dataset ``cls`` (``_Planetoid``, ``_Reddit``, ``_LastFMAsia``)
-    as a plain ``Data`` with contiguous tensors (Planetoid keeps its public split masks)."""
-    data = cls(raw_dir, processed_dir, *args)[0]
-    out = Data()
-    for key, value in data.items():
-        out[key] = value.contiguous() if isinstance(value, Tensor) else value
-    if "x" not in out and data.num_nodes is not None:
-        out.num_nodes = data.num_nodes
-    return out
 
 
 def _load_cache(path: Path, mmap: bool = False) -> dict[str, Any] | None:

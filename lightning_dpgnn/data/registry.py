@@ -66,7 +66,6 @@ FACEBOOK100_SCHOOLS: tuple[str, ...] = tuple(
 """The 100 schools of Facebook100 (the shared copy holds 87 of them; UIllinois20 is missing)."""
 
 FACEBOOK100_URL = "https://archive.org/details/oxford-2005-facebook-matrix"
-_FB100_LICENSE = "research use (Traud, Mucha & Porter 2012); see facebook100/LICENSE"
 #: ``year`` first: the papers' target is the default
 _FB100_TARGETS = readers.FACEBOOK100_TARGETS[5:] + readers.FACEBOOK100_TARGETS[:5]
 
@@ -90,7 +89,6 @@ class DatasetSpec:
     auto_download: bool = False
     can_download: bool = False
     default_min_class_size: int | float | None = None
-    license: str = ""
     loader: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     #: ``options`` (the loader options accepted; ``None``: any), ``mat_folder``, ``custom``
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -107,8 +105,9 @@ class DatasetSpec:
 
 
 def _pyg(cls: type, *args: Any) -> Callable[..., Data]:
-    """The loader of the one-graph PyG dataset ``cls(raw, processed, *args)``."""
-    return lambda raw, processed, target: readers.read_pyg(cls, raw, processed, *args)
+    """The loader of the one graph of the PyG dataset ``cls(raw, processed, *args)``, with
+    contiguous tensors (Planetoid keeps its public split masks)."""
+    return lambda raw, processed, target: cls(raw, processed, *args)[0].contiguous()
 
 
 def _read_facebook100(raw: Path, processed: Path, target: str, **options: Any) -> Data:
@@ -141,7 +140,6 @@ def _check_options(spec: DatasetSpec, options: dict[str, Any]) -> None:
 _PLANETOID_URL = "https://github.com/kimiyoung/planetoid/raw/master/data"
 _AMAZON_URL = "http://snap.stanford.edu/ogb/data/nodeproppred/products.zip"
 _MUSAE_URL = "https://github.com/benedekrozemberczki/MUSAE"
-_MUSAE_LICENSE = "GPL-3.0 (MUSAE, Rozemberczki et al. 2021)"
 
 _SPECS: dict[str, DatasetSpec] = {}
 _ALIASES: dict[str, str] = {}
@@ -162,7 +160,6 @@ _add(
         "csbm",
         Kind.NODE,
         "contextual stochastic block model generated in code (default dataset)",
-        license="synthetic",
         loader=lambda raw, processed, target, **options: make_csbm(**options),
         extra={"options": None},
     ),
@@ -187,7 +184,6 @@ for _name, _pyg_name, _auto, _description in (
             urls=(_PLANETOID_URL,),
             auto_download=_auto,
             can_download=True,
-            license="MIT (Planetoid, Yang et al. 2016)",
             loader=_pyg(readers._Planetoid, _pyg_name),
         ),
         f"planetoid/{_name}",
@@ -209,7 +205,6 @@ for _name, _folder, _page, _targets, _id, _description, _aliases in (
             raw_files=("edges.csv", "features.json", "target.csv"),
             urls=(f"https://snap.stanford.edu/data/{_page}.html", _MUSAE_URL),
             targets=_targets,
-            license=_MUSAE_LICENSE,
             loader=functools.partial(readers.read_musae, id_column=_id),
         ),
         f"musae/{_folder}",
@@ -226,7 +221,6 @@ _add(
         auto_download=True,
         can_download=True,
         default_min_class_size=10_000,
-        license="see https://snap.stanford.edu/graphsage/",
         loader=_pyg(readers._Reddit),
     ),
 )
@@ -241,7 +235,6 @@ _add(
         auto_download=True,
         can_download=True,
         default_min_class_size=100_000,
-        license="Amazon license (see https://ogb.stanford.edu/docs/nodeprop/#ogbn-products)",
         loader=_read_amazon,
     ),
     "ogbn-products",
@@ -257,7 +250,6 @@ _add(
         urls=("https://graphmining.ai/datasets/ptg/lastfm_asia.npz",),
         auto_download=True,
         can_download=True,
-        license="GPL-3.0 (Rozemberczki & Sarkar 2020)",
         loader=_pyg(readers._LastFMAsia),
     ),
     "lastfm-asia",
@@ -280,7 +272,6 @@ for _tu, _offline, _description in (
             urls=(f"https://www.chrsmrrs.com/graphkerneldatasets/{_tu}.zip",),
             auto_download=not _offline,
             can_download=True,
-            license="see https://chrsmrrs.github.io/datasets/",
             loader=functools.partial(readers.CachedTUDataset, name=_tu),
             extra={"options": ("use_node_attr", "use_edge_attr")},
         ),
@@ -298,7 +289,6 @@ _add(
         urls=(FACEBOOK100_URL,),
         targets=_FB100_TARGETS,
         default_min_class_size=0.01,
-        license=_FB100_LICENSE,
         loader=readers.read_facebook100_merged,
         extra={"mat_folder": True},
     ),
@@ -323,7 +313,6 @@ def _facebook100_spec(school: str) -> DatasetSpec:
         # 1% of the labelled nodes: works for every school (the papers' absolute 1000 would
         # empty the small ones); the GAP/ProGAP benchmarks and recipes pass 1000 explicitly
         default_min_class_size=0.01,
-        license=_FB100_LICENSE,
         loader=_read_facebook100,
         extra={"options": ("features", "vocabulary")},
     )
@@ -396,7 +385,6 @@ def register_dataset(
         description=description or f"custom dataset {name}",
         targets=tuple(targets),
         default_min_class_size=default_min_class_size,
-        license="user-provided",
         loader=loader,
         extra={"custom": True, "options": None},
     )

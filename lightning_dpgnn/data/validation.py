@@ -50,7 +50,10 @@ MANIFEST = "manifest.json"
 """Written last into a cache entry; an entry without it is incomplete and gets rebuilt."""
 
 _FORMAT = 1
-_REPLACE = "replace it with a fresh copy of the dataset and run again"
+_REPLACE = (
+    "replace it with a fresh copy of the dataset and run again (nothing was written to the "
+    "processed cache)."
+)
 
 T = TypeVar("T")
 
@@ -91,8 +94,7 @@ def corrupt_file(path: Path, problem: object, line: int | None = None) -> Corrup
     """The error for a raw file that cannot be parsed."""
     where = f"{path}, line {line}" if line else str(path)
     return CorruptDataError(
-        f"{where}: cannot read this file ({problem}). It is truncated or damaged: {_REPLACE} "
-        "(nothing was written to the processed cache)."
+        f"{where}: cannot read this file ({problem}). It is truncated or damaged: {_REPLACE}"
     )
 
 
@@ -131,6 +133,10 @@ def _differing(files: Mapping[str, Path]) -> list[str]:
     return out
 
 
+def _hint(differ: list[str]) -> str:
+    return f" Files that differ from the known copy: {'; '.join(differ)}." if differ else ""
+
+
 def check_known(name: str, files: Mapping[str, Path], counts: Mapping[str, int] | None) -> None:
     """Compare a freshly read dataset (its raw ``files`` by path under the data root, its
     :func:`graph_counts`, ``None`` with non-default options) with the known one: other counts
@@ -143,11 +149,9 @@ def check_known(name: str, files: Mapping[str, Path], counts: Mapping[str, int] 
     ]
     differ = _differing(files)
     if wrong:
-        hint = f" Files that differ from the known copy: {'; '.join(differ)}." if differ else ""
         raise CorruptDataError(
-            f"dataset {name!r} does not match the known dataset: {', '.join(wrong)}.{hint} A raw "
-            f"file is incomplete or altered: {_REPLACE} (nothing was written to the processed "
-            "cache)."
+            f"dataset {name!r} does not match the known dataset: {', '.join(wrong)}."
+            f"{_hint(differ)} A raw file is incomplete or altered: {_REPLACE}"
         )
     if differ:
         warnings.warn(
@@ -182,15 +186,10 @@ def _check_entry(folder: Path) -> dict[str, Any]:
 
 def corrupt_dataset(name: str, raw: Path, files: Mapping[str, Path], err: Exception):
     """The error for a dataset whose reader failed on a file it did not name."""
-    differ = _differing(files)
-    hint = (
-        f" Files that differ from the known copy: {'; '.join(differ)}."
-        if differ
-        else f" Check the files in {raw}."
-    )
+    hint = _hint(_differing(files)) or f" Check the files in {raw}."
     return CorruptDataError(
         f"cannot read dataset {name!r} from {raw} ({type(err).__name__}: {err}).{hint} A raw "
-        f"file is truncated or damaged: {_REPLACE} (nothing was written to the processed cache)."
+        f"file is truncated or damaged: {_REPLACE}"
     )
 
 
