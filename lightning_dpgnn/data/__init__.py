@@ -16,71 +16,35 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
 
-#: submodule -> the public names it defines
+#: submodule -> the public names it defines (space-separated)
 _MODULES = {
     "datamodules": (
-        "PRIVACY_LEVELS",
-        "GraphDataModule",
-        "NodeDataModule",
-        "NodeDataSource",
-        "TrainsFromGraph",
-        "TrainsFromClients",
-        "node_stats",
+        "PRIVACY_LEVELS GraphDataModule NodeDataModule NodeDataSource TrainsFromGraph "
+        "TrainsFromClients node_stats"
     ),
     "errors": (
-        "CorruptDataError",
-        "DataError",
-        "DatasetKindError",
-        "EmptyDatasetError",
-        "InvalidFeaturesError",
-        "InvalidSplitError",
-        "RawFilesNotFoundError",
-        "UnknownDatasetError",
-        "UnknownTargetError",
+        "CorruptDataError DataError DatasetKindError EmptyDatasetError InvalidFeaturesError "
+        "InvalidSplitError RawFilesNotFoundError UnknownDatasetError UnknownTargetError"
     ),
-    "paths": ("CACHE_ENV", "DATA_ENV", "resolve_cache_dir", "resolve_root"),
+    "paths": "CACHE_ENV DATA_ENV resolve_cache_dir resolve_root",
     "graphs": (
-        "ClientSplit",
-        "SimpleGraph",
-        "client_splits",
-        "dirichlet_partition",
-        "keyed_partition",
-        "ego_graphs",
-        "graph_stats",
-        "largest_connected_component",
+        "ClientSplit SimpleGraph client_splits dirichlet_partition keyed_partition ego_graphs "
+        "graph_stats largest_connected_component"
     ),
     "simple": (
-        "MultigraphError",
-        "RepeatedEdgesWarning",
-        "count_repeated_edges",
-        "require_simple",
-        "simple_graph",
+        "MultigraphError RepeatedEdgesWarning count_repeated_edges require_simple simple_graph"
     ),
     "registry": (
-        "FACEBOOK100_SCHOOLS",
-        "DatasetSpec",
-        "available_datasets",
-        "get_spec",
-        "load_dataset",
-        "load_graph_dataset",
-        "register_dataset",
+        "FACEBOOK100_SCHOOLS DatasetSpec available_datasets get_spec load_dataset "
+        "load_graph_dataset register_dataset"
     ),
-    "synthetic": ("CSBM_DEFAULTS", "make_csbm"),
+    "synthetic": "CSBM_DEFAULTS make_csbm",
     "transforms": (
-        "SPLIT_PRESETS",
-        "BoundDegree",
-        "FilterClassByCount",
-        "KeepClasses",
-        "NodeSplit",
-        "RemoveIsolatedNodes",
-        "RemoveSelfLoops",
-        "ScaleFeatures",
-        "check_features",
-        "keyed_uniform",
-        "parse_split",
+        "SPLIT_PRESETS BoundDegree FilterClassByCount KeepClasses NodeSplit RemoveIsolatedNodes "
+        "RemoveSelfLoops ScaleFeatures check_features keyed_uniform parse_split"
     ),
 }
-_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
