@@ -773,13 +773,12 @@ class GraphDataModule(L.LightningDataModule):
         """Name, split sizes and statistics of the graphs."""
         ds = self.dataset
         stats = graph_stats(list(ds))
-        y = torch.cat([g.y.view(-1) for g in ds])
         return {
             "name": self.name,
             "num_graphs": len(ds),
             "num_features": self.num_features,
             "num_classes": self.num_classes,
-            "class_counts": [int(c) for c in torch.bincount(y)],
+            "class_counts": [int(c) for c in torch.bincount(self.graph_labels)],
             "mean_nodes": stats["mean_nodes"],
             "mean_edges": stats["mean_edges"],
             "num_train": len(self.train_dataset or ()),

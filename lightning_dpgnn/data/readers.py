@@ -72,13 +72,8 @@ class _RedirectDirs:
         self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
         super().__init__(str(processed_dir.parent), *args, **kwargs)
 
-    @property
-    def raw_dir(self) -> str:  # noqa: D102
-        return self._raw_dir
-
-    @property
-    def processed_dir(self) -> str:  # noqa: D102
-        return self._processed_dir
+    raw_dir = property(lambda self: self._raw_dir)
+    processed_dir = property(lambda self: self._processed_dir)
 
 
 class _Planetoid(_RedirectDirs, Planetoid):

@@ -294,10 +294,8 @@ class NodeSplit(BaseTransform):
 
     def sizes(self, n: int) -> tuple[int, int, int]:
         """Number of train, val and test nodes for ``n`` labeled nodes (``by="position"``)."""
-        n_val = int(round(self.val * n))
-        n_test = int(round(self.test * n))
-        n_val = min(n_val, n)
-        n_test = min(n_test, n - n_val)
+        n_val = min(round(self.val * n), n)
+        n_test = min(round(self.test * n), n - n_val)
         return n - n_val - n_test, n_val, n_test
 
     def positional(self, candidates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
