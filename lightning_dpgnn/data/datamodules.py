@@ -15,7 +15,7 @@ from torch_geometric.transforms import BaseTransform
 
 from .._deprecation import renamed
 from ..levels import LEVELS, Level
-from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
+from .errors import EmptyDatasetError, InvalidSplitError
 from .graphs import (
     ClientSplit,
     SimpleGraph,
@@ -211,11 +211,7 @@ class NodeDataModule(L.LightningDataModule):
         # kept for checkpoints but not sent to loggers: Lightning refuses to log a model and a
         # datamodule whose hparams share a key with different values (``seed``)
         self.save_hyperparameters(ignore=["transform", "max_degree"], logger=False)
-        self.spec: DatasetSpec | None = get_spec(name)
-        if self.spec.kind != Kind.NODE:
-            raise DatasetKindError(
-                f"{self.spec.name!r} is a graph-classification dataset: use GraphDataModule"
-            )
+        self.spec: DatasetSpec | None = get_spec(name, Kind.NODE)
         self.name = self.spec.name
         self.root = root
         self.target = _resolve_target(self.spec, target)
@@ -585,12 +581,7 @@ class GraphDataModule(L.LightningDataModule):
         super().__init__()
         self.save_hyperparameters(logger=False, ignore=["graphs"])  # see NodeDataModule
         if graphs is None:
-            spec = get_spec(name)
-            if spec.kind != Kind.GRAPH:
-                raise DatasetKindError(
-                    f"{spec.name!r} is a node-classification dataset: use NodeDataModule"
-                )
-            self.name = spec.name
+            self.name = get_spec(name, Kind.GRAPH).name
         else:
             if len(graphs) == 0:
                 raise EmptyDatasetError("graphs is empty")

@@ -24,17 +24,6 @@ from torch_geometric.utils import coalesce, to_undirected
 from .errors import CorruptCacheError, DataError, UnknownTargetError
 from .validation import corrupt_file, reading
 
-__all__ = [
-    "read_musae",
-    "read_facebook100",
-    "read_facebook100_merged",
-    "read_ogbn_products",
-    "FACEBOOK100_COLUMNS",
-    "FACEBOOK100_TARGETS",
-    "FACEBOOK100_FEATURES",
-    "FACEBOOK100_CODEBOOK",
-]
-
 FACEBOOK100_COLUMNS: tuple[str, ...] = (
     "status",
     "gender",

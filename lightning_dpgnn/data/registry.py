@@ -333,9 +333,24 @@ def _known_summary() -> str:
     return ", ".join(base) + ", facebook100/<School> (e.g. facebook100/Caltech36; 100 schools)"
 
 
-def get_spec(name: str) -> DatasetSpec:
-    """The :class:`DatasetSpec` of a name or alias (case-insensitive); an unknown name raises
-    :class:`UnknownDatasetError` listing the known ones."""
+def get_spec(name: str, kind: Kind | None = None) -> DatasetSpec:
+    """The :class:`DatasetSpec` of a name or alias (case-insensitive): an unknown name raises
+    :class:`UnknownDatasetError` listing the known ones, a dataset of another ``kind``
+    :class:`DatasetKindError` naming what loads it."""
+    spec = _find_spec(name)
+    if kind is not None and spec.kind != kind:
+        if spec.kind == Kind.NODE:
+            load, known = "load_dataset() or NodeDataModule", ", ".join(available_datasets(kind))
+        else:
+            load, known = "load_graph_dataset() or GraphDataModule", _known_summary()
+        raise DatasetKindError(
+            f"{spec.name!r} is a {spec.kind}-classification dataset; use {load}. "
+            f"{kind.title()} datasets: {known}"
+        )
+    return spec
+
+
+def _find_spec(name: str) -> DatasetSpec:
     if not isinstance(name, str) or not name.strip():
         raise UnknownDatasetError(f"dataset name must be a non-empty string; known: {name!r}")
     key = _normalize(name)
@@ -485,12 +500,7 @@ def load_dataset(
     value of each label). A raw file that cannot be parsed, or a graph that does not match the
     known dataset's counts, raises :class:`CorruptDataError` and writes nothing to the cache.
     """
-    spec = get_spec(name)
-    if spec.kind != Kind.NODE:
-        raise DatasetKindError(
-            f"{spec.name!r} is a graph-classification dataset; use load_graph_dataset() or "
-            "GraphDataModule. Node datasets: " + _known_summary()
-        )
+    spec = get_spec(name, Kind.NODE)
     tgt = _resolve_target(spec, target)
     _check_options(spec, kwargs)
     if spec.extra.get("custom"):
@@ -565,12 +575,7 @@ def load_graph_dataset(
     """Load a TU graph-classification dataset (raw files in ``<root>/tudataset/<NAME>/raw``) as a
     PyG ``InMemoryDataset``; ``use_node_attr`` appends the continuous node attributes to ``x``,
     ``use_edge_attr`` loads edge attributes. The other arguments are :func:`load_dataset`'s."""
-    spec = get_spec(name)
-    if spec.kind != Kind.GRAPH:
-        raise DatasetKindError(
-            f"{spec.name!r} is a node-classification dataset; use load_dataset() or "
-            f"NodeDataModule. Graph datasets: {', '.join(available_datasets('graph'))}"
-        )
+    spec = get_spec(name, Kind.GRAPH)
     raw = locate_raw(spec, root, cache_dir, download)
     cache = resolve_cache_dir(cache_dir)
     processed = _processed_dir(spec, raw, cache, use_node_attr, use_edge_attr)

@@ -14,7 +14,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from .errors import DataError
-from .transforms import _without_label_values
+from .transforms import keep_edges
 
 __all__ = [
     "MultigraphError",
@@ -105,7 +105,7 @@ def simple_graph(data: Data, what: str = "the graph", repeated: str = "merge") -
     )
     warnings.warn(message, RepeatedEdgesWarning, stacklevel=2)
     log.info(message)
-    return _without_label_values(data, lambda d: d.edge_subgraph(keep))
+    return keep_edges(data, keep)
 
 
 def require_simple(data: Data, what: str = "the graph") -> None:

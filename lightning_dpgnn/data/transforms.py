@@ -106,6 +106,13 @@ def _without_label_values(data: Data, fn: Callable[[Data], Data]) -> Data:
     return out
 
 
+def keep_edges(data: Data, keep: Tensor) -> Data:
+    """``data`` with the edges of the mask ``keep`` (and their attributes); ``data`` if all."""
+    if bool(keep.all()):
+        return data
+    return _without_label_values(data, lambda d: d.edge_subgraph(keep))
+
+
 def parse_split(split: str | Sequence[float]) -> tuple[float, float, float]:
     """Turn a preset name (``"gap"``, ``"progap"``, ``"lpgnn"``) or three non-negative fractions
     summing to 1 into a triple (else :class:`InvalidSplitError`)."""
@@ -153,11 +160,7 @@ class RemoveSelfLoops(BaseTransform):
     """Remove edges ``(i, i)`` with *every* edge attribute (PyG's subsets only ``edge_weight``)."""
 
     def forward(self, data: Data) -> Data:
-        ei = data.edge_index
-        keep = ei[0] != ei[1]
-        if bool(keep.all()):
-            return data
-        return _without_label_values(data, lambda d: d.edge_subgraph(keep))
+        return keep_edges(data, data.edge_index[0] != data.edge_index[1])
 
 
 class RemoveIsolatedNodes(T.RemoveIsolatedNodes):
@@ -367,10 +370,7 @@ class BoundDegree(BaseTransform):
         return keep
 
     def forward(self, data: Data) -> Data:
-        keep = self.keep_mask(data.edge_index, data.num_nodes)
-        if bool(keep.all()):
-            return data
-        return _without_label_values(data, lambda d: d.edge_subgraph(keep))
+        return keep_edges(data, self.keep_mask(data.edge_index, data.num_nodes))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_degree={self.max_degree}, seed={self.seed})"

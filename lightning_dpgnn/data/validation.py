@@ -28,19 +28,6 @@ from torch_geometric.data import Data, InMemoryDataset
 
 from .errors import CorruptCacheError, CorruptDataError, DataError
 
-__all__ = [
-    "KNOWN_FILE",
-    "MANIFEST",
-    "known_datasets",
-    "file_digest",
-    "graph_counts",
-    "reading",
-    "corrupt_file",
-    "check_known",
-    "corrupt_dataset",
-    "cached_build",
-]
-
 log = logging.getLogger(__name__)
 
 KNOWN_FILE = Path(__file__).with_name("known_datasets.json")
