@@ -89,8 +89,7 @@ class TrainsFromClients(Protocol):
     def train_dataloader_from_clients(self, dm: Any) -> DataLoader: ...
 
 
-def _first(batch: list[Data]) -> Data:
-    """Collate function of the full-batch loaders: the batch is the one graph."""
+def _first(batch: list[Data]) -> Data:  # the full-batch loaders' collate: the one graph
     return batch[0]
 
 
@@ -251,17 +250,10 @@ class NodeDataModule(L.LightningDataModule):
         self._data: Data | None = None
 
     @classmethod
-    def from_data(
-        cls,
-        data: Data,
-        name: str = "custom",
-        split: str | tuple[float, float, float] = "gap",
-        seed: int = 0,
-        **kwargs: Any,
-    ) -> NodeDataModule:
+    def from_data(cls, data: Data, name: str = "custom", **kwargs: Any) -> NodeDataModule:
         """Wrap an in-memory ``Data`` (``x``, ``edge_index``, ``y``; counted as raw) with the same
-        preprocessing; ``kwargs`` are the other ``__init__`` options."""
-        dm = cls("csbm", split=split, seed=seed, **kwargs)
+        preprocessing; ``kwargs`` are the other ``__init__`` options (``split``, ``seed``, ...)."""
+        dm = cls("csbm", **kwargs)
         dm.spec = None
         dm.name = name
         dm.hparams["name"] = name
@@ -489,7 +481,6 @@ def _model(dm: L.LightningDataModule) -> L.LightningModule | None:
 
 
 def _set_up(dm: L.LightningDataModule, attr: str) -> Any:
-    """``dm.<attr>``, running ``dm.setup()`` on first access."""
     if getattr(dm, attr) is None:
         dm.setup()
     return getattr(dm, attr)
@@ -530,16 +521,14 @@ def _transform_reads(
 
 
 class GraphDataModule(L.LightningDataModule):
-    """Graph classification over many small graphs: TU datasets (MUTAG, PROTEINS; online
-    PROTEINS_full, IMDB-BINARY) or graphs given in memory (e.g. :meth:`ego` subgraphs).
+    """Graph classification over many small graphs, made simple on entry: a TU dataset or
+    graphs given in memory (e.g. :meth:`ego` subgraphs, cut from one source graph).
 
-    Every graph is made simple on entry (:class:`~lightning_dpgnn.data.graphs.SimpleGraph`).
-    Without clients the graphs are split at random (seeded); with ``num_clients`` (federated
-    learning, GW-LDP) they are first partitioned over the clients, by the label-free
-    :func:`~lightning_dpgnn.data.graphs.keyed_partition` or, with ``dirichlet_alpha``, the
-    label-skewed partition, which reads every label and so declares them public
-    (:meth:`declared_public`); then every client splits its own graphs. Given graphs that all
-    carry ``node_id`` are cut from one source graph (:attr:`source_nodes`).
+    Without clients the graphs are split at random; with ``num_clients`` (federated learning,
+    GW-LDP) they are first partitioned over the clients, by the label-free
+    :func:`~lightning_dpgnn.data.graphs.keyed_partition` or the label-Dirichlet partition,
+    which reads every label and so declares them public (:meth:`declared_public`); then every
+    client splits its own graphs.
 
     Args:
         name: ``"mutag"``, ``"proteins"``, ``"proteins-full"``, ``"imdb-binary"`` (or the name
@@ -549,17 +538,14 @@ class GraphDataModule(L.LightningDataModule):
         batch_size: graphs per batch.
         seed: seed of the split and of the training-set shuffling.
         cache_dir: writable folder for processed caches.
-        download: download missing raw files into the cache (default: only for the
-            datasets not shipped offline, PROTEINS_full and IMDB-BINARY).
+        download: download missing raw files into the cache (``None``: only PROTEINS_full and
+            IMDB-BINARY, which are not shipped offline).
         use_node_attr: append continuous node attributes to the one-hot node labels.
         num_workers: dataloader worker processes.
-        num_clients: partition the graphs over this many clients, at least 2 (``None``: one
-            holder of every graph).
-        dirichlet_alpha: ``None``: the keyed partition; a number: the label-Dirichlet
-            partition with this concentration (graph labels declared public).
+        num_clients: partition the graphs over this many clients (at least 2; ``None``: none).
+        dirichlet_alpha: the label-Dirichlet partition's concentration (``None``: keyed).
         partition_seed: seed of the partition (public: it only simulates who holds what).
-        graphs: graphs given in memory instead of a named dataset (``x``, ``edge_index`` and a
-            graph label ``y`` of shape ``[1]`` each).
+        graphs: graphs given in memory (``x``, ``edge_index``, a graph label ``y`` ``[1]``).
     """
 
     def __init__(

@@ -82,9 +82,8 @@ class CachedTUDataset(_RedirectDirs, TUDataset):
 
 
 def _load_cache(path: Path, mmap: bool = False) -> dict[str, Any] | None:
-    """The cached tensors, ``None`` when not built yet (a damaged file raises: the registry then
-    rebuilds the cache entry). ``mmap=True`` maps the file (large graphs: only pages used are read).
-    Cache files are written into the entry's temporary folder (validation.cached_build)."""
+    """The cached tensors (``mmap=True``: memory-mapped), ``None`` when not built yet; cache
+    files are written into the entry's temporary folder (validation.cached_build)."""
     if not path.exists():
         return None
     try:

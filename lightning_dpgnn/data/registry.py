@@ -72,12 +72,11 @@ _FB100_TARGETS = readers.FACEBOOK100_TARGETS[5:] + readers.FACEBOOK100_TARGETS[:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Everything the data layer knows about one dataset: where its raw files are (``subpath``
-    under the data root, the ``raw_files`` there, the ``urls`` they come from), its ``targets``
-    (the first is the default), whether it is downloaded (``auto_download``: when
-    ``download=None``; ``can_download``: at all), the GAP/ProGAP ``default_min_class_size``, and
-    ``loader(raw, processed, target, **options)`` (``(raw, processed, **options)`` for a graph
-    dataset; ``(root=, target=, **options)`` for a registered one)."""
+    """What the data layer knows about one dataset: its raw files (``subpath`` under the data
+    root, ``raw_files`` there, ``urls``), ``targets`` (the first is the default), downloads
+    (``auto_download``: when ``download=None``), the GAP/ProGAP ``default_min_class_size`` and
+    ``loader(raw, processed, target, **options)`` (graph datasets: no target; registered ones:
+    ``loader(root=, target=, **options)``)."""
 
     name: str
     kind: Kind

@@ -15,13 +15,10 @@ def make_csbm(
     num_nodes: int = 2000, num_classes: int = 5, avg_degree: float = 10.0, homophily: float = 0.8,
     num_features: int = 64, feature_signal: float = 1.0, seed: int = 0,
 ) -> Data:
-    """A contextual stochastic block model graph ``Data(x, edge_index, y)``, deterministic in
-    ``seed``: balanced classes in random order; ``round(num_nodes * avg_degree / 2)`` undirected
-    edge draws from a uniform source to a uniform node of its own class with probability
-    ``homophily`` (the expected edge homophily), else of another class (self-loops and
-    duplicates dropped); features ``mu[y] + N(0, I)`` with class means of norm
-    ``feature_signal``.
-    """
+    """A contextual stochastic block model ``Data(x, edge_index, y)``, deterministic in ``seed``:
+    balanced classes; ``round(num_nodes * avg_degree / 2)`` undirected edges from a uniform node
+    to one of its own class with probability ``homophily``, else of another class (self-loops
+    and duplicates dropped); features ``mu[y] + N(0, I)`` with ``|mu| = feature_signal``."""
     if num_nodes < num_classes or num_classes < 2:
         raise ValueError(
             f"csbm needs num_classes >= 2 and num_nodes >= num_classes, "

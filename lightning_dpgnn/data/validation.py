@@ -186,13 +186,11 @@ def cached_build(
     validate: Callable[[T], None],
     on_error: Callable[[Exception], Exception],
 ) -> T:
-    """Load the processed-cache folder ``entry`` or build it, never keeping unchecked data.
-
-    ``load(folder)`` reads the raw files and reads/writes its processed files in ``folder``. A
-    damaged entry is removed and rebuilt. A build runs in a temporary folder, renamed to
-    ``entry`` with its manifest after ``validate(data)`` passed; a build error that is not a
-    :class:`DataError` is re-raised as ``on_error(err)``.
-    """
+    """Load the processed-cache folder ``entry`` or build it, never keeping unchecked data:
+    ``load(folder)`` reads the raw files, reading or writing its processed files in ``folder``.
+    A build runs in a temporary folder, renamed to ``entry`` once ``validate(data)`` passed
+    (errors other than :class:`DataError` re-raised as ``on_error(err)``); a damaged entry is
+    rebuilt."""
     if entry.exists():
         try:
             manifest = _check_entry(entry)
