@@ -566,12 +566,9 @@ class GraphDataModule(L.LightningDataModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters(logger=False, ignore=["graphs"])  # see NodeDataModule
-        if graphs is None:
-            self.name = get_spec(name, Kind.GRAPH).name
-        else:
-            if len(graphs) == 0:
-                raise EmptyDatasetError("graphs is empty")
-            self.name = str(name)
+        if graphs is not None and len(graphs) == 0:
+            raise EmptyDatasetError("graphs is empty")
+        self.name = get_spec(name, Kind.GRAPH).name if graphs is None else str(name)
         self._given = list(graphs) if graphs is not None else None
         self.root = root
         self.split = split
