@@ -6,11 +6,8 @@ Quick start::
     dm = NodeDataModule()                      # embedded csbm graph, no files needed
     dm = NodeDataModule("facebook100/Caltech36", target="year", root="../shared/datasets")
 
-See ``docs/data.md`` for the datasets, the preprocessing and the cache layout.
-
-The names below are imported on first use (PEP 562): ``lightning_dpgnn.data.errors`` and the
-other light submodules load without Lightning or PyG (``dpgnn --help`` and ``dpgnn plot`` rely
-on it).
+See ``docs/data.md``. The names below are imported on first use (PEP 562), so the light
+submodules (``errors``, ...) load without Lightning or PyG (``dpgnn --help`` relies on it).
 """
 
 from __future__ import annotations
@@ -19,71 +16,35 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
 
-#: submodule -> the public names it defines
+#: submodule -> the public names it defines (space-separated)
 _MODULES = {
     "datamodules": (
-        "PRIVACY_LEVELS",
-        "GraphDataModule",
-        "NodeDataModule",
-        "NodeDataSource",
-        "TrainsFromGraph",
-        "TrainsFromClients",
-        "node_stats",
+        "PRIVACY_LEVELS GraphDataModule NodeDataModule NodeDataSource TrainsFromGraph "
+        "TrainsFromClients node_stats"
     ),
     "errors": (
-        "CorruptDataError",
-        "DataError",
-        "DatasetKindError",
-        "EmptyDatasetError",
-        "InvalidFeaturesError",
-        "InvalidSplitError",
-        "RawFilesNotFoundError",
-        "UnknownDatasetError",
-        "UnknownTargetError",
+        "CorruptDataError DataError DatasetKindError EmptyDatasetError InvalidFeaturesError "
+        "InvalidSplitError RawFilesNotFoundError UnknownDatasetError UnknownTargetError"
     ),
-    "paths": ("CACHE_ENV", "DATA_ENV", "resolve_cache_dir", "resolve_root"),
+    "paths": "CACHE_ENV DATA_ENV resolve_cache_dir resolve_root",
     "graphs": (
-        "ClientSplit",
-        "SimpleGraph",
-        "client_splits",
-        "dirichlet_partition",
-        "keyed_partition",
-        "ego_graphs",
-        "graph_stats",
-        "largest_connected_component",
+        "ClientSplit SimpleGraph client_splits dirichlet_partition keyed_partition ego_graphs "
+        "graph_stats largest_connected_component"
     ),
     "simple": (
-        "MultigraphError",
-        "RepeatedEdgesWarning",
-        "count_repeated_edges",
-        "require_simple",
-        "simple_graph",
+        "MultigraphError RepeatedEdgesWarning count_repeated_edges require_simple simple_graph"
     ),
     "registry": (
-        "FACEBOOK100_SCHOOLS",
-        "DatasetSpec",
-        "available_datasets",
-        "get_spec",
-        "load_dataset",
-        "load_graph_dataset",
-        "register_dataset",
+        "FACEBOOK100_SCHOOLS DatasetSpec available_datasets get_spec load_dataset "
+        "load_graph_dataset register_dataset"
     ),
-    "synthetic": ("CSBM_DEFAULTS", "make_csbm"),
+    "synthetic": "CSBM_DEFAULTS make_csbm",
     "transforms": (
-        "SPLIT_PRESETS",
-        "BoundDegree",
-        "FilterClassByCount",
-        "KeepClasses",
-        "NodeSplit",
-        "RemoveIsolatedNodes",
-        "RemoveSelfLoops",
-        "ScaleFeatures",
-        "check_features",
-        "keyed_uniform",
-        "parse_split",
+        "SPLIT_PRESETS BoundDegree FilterClassByCount KeepClasses NodeSplit RemoveIsolatedNodes "
+        "RemoveSelfLoops ScaleFeatures check_features keyed_uniform parse_split"
     ),
 }
-_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports

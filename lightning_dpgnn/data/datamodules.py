@@ -15,7 +15,7 @@ from torch_geometric.transforms import BaseTransform
 
 from .._deprecation import renamed
 from ..levels import LEVELS, Level
-from .errors import DatasetKindError, EmptyDatasetError, InvalidSplitError
+from .errors import EmptyDatasetError, InvalidSplitError
 from .graphs import (
     ClientSplit,
     SimpleGraph,
@@ -61,9 +61,8 @@ PRIVACY_LEVELS: tuple[str, ...] = LEVELS
 
 @runtime_checkable
 class NodeDataSource(Protocol):
-    """What a private node-level method needs from its data module (:class:`NodeDataModule`
-    is one): the preprocessed graph, the number of classes known as public metadata, and the
-    list of private reads its preprocessing made at a privacy level (empty: none)."""
+    """What a private node-level method needs from its data module: the preprocessed graph, the
+    number of classes known as public metadata, and its preprocessing's private reads."""
 
     @property
     def data(self) -> Data: ...
@@ -76,22 +75,21 @@ class NodeDataSource(Protocol):
 
 @runtime_checkable
 class TrainsFromGraph(Protocol):
-    """A model that batches its own training rows (Poisson batches for DP-SGD, the stages of
-    GAP/ProGAP): :meth:`NodeDataModule.train_dataloader` hands it the graph."""
+    """A model that batches its own training rows (DP-SGD, GAP/ProGAP's stages): it gets the
+    graph from :meth:`NodeDataModule.train_dataloader`."""
 
     def train_dataloader_from(self, data: Data) -> DataLoader: ...
 
 
 @runtime_checkable
 class TrainsFromClients(Protocol):
-    """A federated model: :meth:`GraphDataModule.train_dataloader` hands it the data module
-    (its :attr:`~GraphDataModule.clients`) and it returns its own training loader."""
+    """A federated model: it gets the data module (its :attr:`~GraphDataModule.clients`) from
+    :meth:`GraphDataModule.train_dataloader`."""
 
     def train_dataloader_from_clients(self, dm: Any) -> DataLoader: ...
 
 
-def _first(batch: list[Data]) -> Data:
-    """Collate function of the full-batch loaders: the batch *is* the single graph."""
+def _first(batch: list[Data]) -> Data:  # the full-batch loaders' collate: the one graph
     return batch[0]
 
 
@@ -143,80 +141,44 @@ def majority_rate(data: Data) -> float | None:
 class NodeDataModule(L.LightningDataModule):
     """Full-batch transductive node classification on one graph.
 
-    Every dataloader (train/val/test/predict) yields the same single ``Data`` holding the whole
-    graph with ``train_mask``, ``val_mask`` and ``test_mask``; the model picks the mask of the
-    stage. Preprocessing: merge repeated edges into one (stated in a
-    :class:`~lightning_dpgnn.data.RepeatedEdgesWarning`; every sensitivity assumes a simple
-    graph, design invariant 12); remove self-loops; keep the declared ``classes`` (other nodes
-    become unlabeled) or else drop classes smaller than ``min_class_size`` (and unlabeled nodes);
-    optionally remove isolated nodes; a 75/10/15 split keyed on node identity. Then, optionally:
-    subsample in-edges to ``subsample_in_degree``, scale features to ``feature_range``, and apply
-    ``transform``.
-
-    Every graph carries ``node_id``, each node's index in the raw dataset (before any node was
-    filtered out); the default split is a function of ``(seed, node_id)`` only (see
-    :class:`~lightning_dpgnn.data.NodeSplit`), so its sizes are binomial, not exact.
-
-    Invariant reads-are-mechanisms (docs/privacy.md; preprocessing reads no private data outside
-    a privacy mechanism):
-    :meth:`private_reads` lists the steps of this module that read data protected at a given
-    privacy level, naming the option to change. Public metadata replaces data-derived values:
-    ``classes`` instead of ``min_class_size``, ``feature_bounds`` instead of min-max statistics.
-
-    Raw files are read from ``root`` (or ``$DPGNN_DATA``), which may be read-only; processed
-    caches and downloads go to ``cache_dir`` (or ``$DPGNN_CACHE``, else
-    ``~/.cache/lightning_dpgnn``). The default dataset ``"csbm"`` is generated in code.
-
-    Example::
-
-        dm = NodeDataModule("facebook100/Caltech36", target="year", root="../shared/datasets")
-        dm.setup()
-        dm.num_features, dm.num_classes, dm.dataset_info()
+    Every dataloader yields the whole graph with ``train_mask``, ``val_mask``, ``test_mask``.
+    Preprocessing: merge repeated edges (invariant 12), remove self-loops, keep the declared
+    ``classes`` or drop classes under ``min_class_size``, optionally remove isolated nodes, split
+    keyed on ``node_id`` (each node's raw index), then optionally bound in-degrees, scale
+    features and apply ``transform``. :meth:`private_reads` lists the steps that read data
+    protected at a privacy level (invariant reads-are-mechanisms, docs/privacy.md).
 
     Args:
-        name: dataset name (see :func:`~lightning_dpgnn.data.available_datasets`), e.g.
-            ``"csbm"``, ``"cora"``, ``"musae-facebook"``, ``"facebook100/Caltech36"``.
-        root: data root holding the raw files; default ``$DPGNN_DATA``.
+        name: dataset name (:func:`~lightning_dpgnn.data.available_datasets`), e.g. ``"csbm"``
+            (generated in code, the default), ``"cora"``, ``"facebook100/Caltech36"``.
+        root: data root holding the raw files (read-only is fine); default ``$DPGNN_DATA``.
         target: prediction target, e.g. ``"year"`` for Facebook100; ``None``: dataset default.
         split: ``"gap"``/``"progap"`` (75/10/15), ``"lpgnn"`` (50/25/25), ``"public"`` (the
-            dataset's own masks, e.g. Planetoid's, less unlabeled nodes), or
-            ``(train, val, test)`` fractions. Fractions are expected values: each labeled node
-            draws its role from ``(seed, node_id)`` (see ``split_by``).
+            dataset's own masks less unlabeled nodes) or ``(train, val, test)`` fractions.
         seed: key of the split and seed of degree bounding.
-        cache_dir: writable folder for processed caches and downloads.
-        min_class_size: drop classes with fewer nodes (their nodes and edges too); an int is a
-            count, a float in (0, 1) a fraction of labeled nodes, ``0`` disables it; ``None``
-            uses the dataset's default (Reddit 10,000 and Amazon 100,000 as in GAP;
-            Facebook100 0.01; else off). Reads the labels; ignored when ``classes`` is given.
-        subsample_in_degree: if set, keep at most this many random in-edges per node
-            (:class:`BoundDegree`; reads the edges, so non-private runs only). No guarantee
-            relies on it: node-level models take a checked public bound, their ``max_degree``.
+        cache_dir: writable folder for processed caches and downloads; default
+            ``$DPGNN_CACHE``, else ``~/.cache/lightning_dpgnn``.
+        min_class_size: drop classes with fewer nodes (an int, or a float in (0, 1): a fraction
+            of labeled nodes; ``0``: off; ``None``: the dataset's default). Reads the labels.
+        subsample_in_degree: keep at most this many random in-edges per node
+            (:class:`BoundDegree`; reads the edges: node-level models take ``max_degree``).
         max_degree: former name of ``subsample_in_degree`` (deprecated).
         remove_self_loops: remove self-loops.
-        remove_isolated: remove nodes without edges (default ``False``: which nodes are isolated
-            depends on the edges, so under edge- or node-level DP it is a private read; the
-            GAP/ProGAP papers' protocol sets it to ``True``).
-        feature_range: if set, scale every feature to ``(alpha, beta)``: linearly from
-            ``feature_bounds`` when declared, else by per-column min-max over the data (which
-            reads the features).
-        classes: public class declaration: the raw label values to keep, in the order of the
-            labels ``0..c-1`` (Facebook100: class years, e.g. ``[2005, 2006, 2007, 2008,
-            2009]``; other datasets: values of the loaded ``y``). Nodes of other classes become
-            unlabeled (``y = -1``) and stay in the graph with their edges; no split mask holds
-            them. Replaces ``min_class_size`` (giving both, non-zero, is an error).
-        feature_bounds: public range ``(lo, hi)`` of the raw features (e.g. ``(0, 1)`` for
-            one-hot features): features are clamped to it, and mapped linearly onto
-            ``feature_range`` when that is set; no statistic of the data is computed.
-        split_by: ``"identity"`` (roles keyed on ``node_id``, binomial sizes) or ``"position"``
-            (exact sizes from a seeded permutation; a private read under node-level DP).
-        transform: extra transform applied last: a PyG ``BaseTransform`` (``Compose`` of several
-            is fine; from the CLI give ``class_path``/``init_args``). From Python, any
-            ``Data -> Data`` callable works too. A transform that leaves a repeated edge is
-            refused (:class:`~lightning_dpgnn.data.MultigraphError`).
+        remove_isolated: remove nodes without edges (reads the edges; GAP/ProGAP set it).
+        feature_range: scale every feature to ``(alpha, beta)``, linearly from
+            ``feature_bounds`` when declared, else by per-column min-max (reads the features).
+        transform: a ``Data -> Data`` transform applied last (from the CLI:
+            ``class_path``/``init_args``); one that leaves a repeated edge is refused.
         download: download missing raw files into the cache (``None``: only for Reddit,
             Amazon, PubMed and LastFM, which are not shipped offline).
-        dataset_kwargs: options for the dataset, e.g. csbm's ``num_nodes``, ``num_classes``,
-            ``avg_degree``, ``homophily``, ``num_features``, ``feature_signal``, ``seed``.
+        dataset_kwargs: dataset options, e.g. csbm's ``num_nodes``, ``num_classes``, ``seed``.
+        classes: public class declaration: the raw label values to keep, in label order
+            (Facebook100: years, e.g. ``[2005, 2006, 2007, 2008, 2009]``); other nodes become
+            unlabeled (``y = -1``). Replaces ``min_class_size``.
+        feature_bounds: public range ``(lo, hi)`` of the raw features: features are clamped to
+            it and mapped linearly onto ``feature_range`` if set.
+        split_by: ``"identity"`` (roles keyed on ``node_id``, binomial sizes) or ``"position"``
+            (exact sizes from a seeded permutation; a private read under node-level DP).
     """
 
     def __init__(
@@ -248,11 +210,7 @@ class NodeDataModule(L.LightningDataModule):
         # kept for checkpoints but not sent to loggers: Lightning refuses to log a model and a
         # datamodule whose hparams share a key with different values (``seed``)
         self.save_hyperparameters(ignore=["transform", "max_degree"], logger=False)
-        self.spec: DatasetSpec | None = get_spec(name)
-        if self.spec.kind != Kind.NODE:
-            raise DatasetKindError(
-                f"{self.spec.name!r} is a graph-classification dataset: use GraphDataModule"
-            )
+        self.spec: DatasetSpec | None = get_spec(name, Kind.NODE)
         self.name = self.spec.name
         self.root = root
         self.target = _resolve_target(self.spec, target)
@@ -292,21 +250,10 @@ class NodeDataModule(L.LightningDataModule):
         self._data: Data | None = None
 
     @classmethod
-    def from_data(
-        cls,
-        data: Data,
-        name: str = "custom",
-        split: str | tuple[float, float, float] = "gap",
-        seed: int = 0,
-        **kwargs: Any,
-    ) -> NodeDataModule:
-        """Wrap an in-memory ``Data`` (``x``, ``edge_index``, ``y``) with the same preprocessing.
-
-        ``kwargs`` are the other ``__init__`` options (``min_class_size``, ``classes``,
-        ``subsample_in_degree``, ...); :meth:`private_reads` applies unchanged. The graph counts
-        as raw: its ``node_id`` is kept when present, else set to ``arange(num_nodes)``.
-        """
-        dm = cls("csbm", split=split, seed=seed, **kwargs)
+    def from_data(cls, data: Data, name: str = "custom", **kwargs: Any) -> NodeDataModule:
+        """Wrap an in-memory ``Data`` (``x``, ``edge_index``, ``y``; counted as raw) with the same
+        preprocessing; ``kwargs`` are the other ``__init__`` options (``split``, ``seed``, ...)."""
+        dm = cls("csbm", **kwargs)
         dm.spec = None
         dm.name = name
         dm.hparams["name"] = name
@@ -314,7 +261,6 @@ class NodeDataModule(L.LightningDataModule):
         dm._given = data
         return dm
 
-    # ---------------------------------------------------------------- loading
     def _load_raw(self) -> Data:
         if self._given is not None:
             return self._given
@@ -335,10 +281,8 @@ class NodeDataModule(L.LightningDataModule):
         return self.spec.default_min_class_size if self.spec is not None else None
 
     def preprocess(self, data: Data) -> Data:
-        """Apply this module's preprocessing pipeline to a raw ``Data`` and return the result.
-
-        The input counts as raw: a missing ``node_id`` is set to ``arange(num_nodes)``.
-        """
+        """This module's preprocessing of a raw ``Data`` (a missing ``node_id`` is set to
+        ``arange(num_nodes)``)."""
         check_features(data, self.name)
         if getattr(data, "node_id", None) is None:
             data = copy.copy(data)
@@ -381,31 +325,12 @@ class NodeDataModule(L.LightningDataModule):
             raise EmptyDatasetError(f"{self.name}: no nodes left after preprocessing")
         return data
 
-    # ---------------------------------------------------------------- privacy
     def private_reads(self, level: str) -> list[str]:
-        """The preprocessing steps of this module that read data protected at ``level``.
-
-        Each entry is a self-contained sentence naming the option and how to change it. An
-        empty list means the preprocessing reads nothing protected at ``level`` (design
-        invariant reads-are-mechanisms); nothing is loaded to answer. What is protected (see
-        :data:`PRIVACY_LEVELS`):
-
-        * ``"edge"``: edges. Isolated-node removal and in-edge subsampling
-          (``subsample_in_degree``) read them.
-        * ``"node"``: edges, features and labels. Also the data-derived class filter
-          (``min_class_size``, unless ``classes`` is declared), data-derived feature scaling
-          (``feature_range`` without ``feature_bounds``) and the positional split.
-        * ``"ldp"``: features and labels (the graph structure is public): the class filter and
-          data-derived feature scaling.
-        * ``"none"``: nothing.
-
-        Known transforms given as ``transform`` (:class:`BoundDegree`, :class:`RemoveIsolatedNodes`,
-        :class:`FilterClassByCount`, :class:`ScaleFeatures` without bounds, a positional
-        :class:`NodeSplit`, also inside a ``Compose``) are checked too; what any other custom
-        transform reads is the caller's responsibility.
-
-        Raises:
-            ValueError: ``level`` is not one of ``"none"``, ``"edge"``, ``"node"``, ``"ldp"``.
+        """The preprocessing steps that read data protected at ``level`` (one of
+        :data:`PRIVACY_LEVELS`; ``"edge"`` protects edges, ``"node"`` edges, features, labels
+        and the node set, ``"ldp"`` features and labels), each a sentence naming the option to
+        change; empty: none (nothing is loaded to answer). The known transforms inside
+        ``transform`` are checked too; what a custom one reads is the caller's responsibility.
         """
         lv = Level.of(str(level).strip().lower())
         edges = lv.central
@@ -471,9 +396,8 @@ class NodeDataModule(L.LightningDataModule):
             self._load_raw()
 
     def setup(self, stage: str | None = None) -> None:
-        """Load, preprocess and split the graph (once; later calls are no-ops). Sparse
-        features (FB-scale readers) are densified for a model that does not read them sparse
-        (no ``sparse_features = True``: GNN, SAGE, DPGNN, PGC, LPGNN)."""
+        """Load, preprocess and split the graph (once); sparse features are densified for a
+        model without ``sparse_features = True``."""
         if self._data is None:
             self._data = self.preprocess(self._load_raw())
         model = _model(self)
@@ -482,7 +406,6 @@ class NodeDataModule(L.LightningDataModule):
         if sparse and model is not None and not getattr(model, "sparse_features", False):
             self._data.x = x.to_dense()
 
-    # ---------------------------------------------------------------- properties
     @property
     def data(self) -> Data:
         """The preprocessed graph with split masks (runs :meth:`setup` on first access)."""
@@ -494,8 +417,8 @@ class NodeDataModule(L.LightningDataModule):
 
     @property
     def num_classes(self) -> int:
-        """Number of classes (labels are ``0..num_classes-1``): ``len(classes)`` when declared
-        (no data is read), else one more than the largest label of the preprocessed graph."""
+        """``len(classes)`` when declared (no data is read), else one more than the largest
+        label of the preprocessed graph."""
         if self.classes is not None:
             return len(self.classes)
         y = self.data.y
@@ -520,38 +443,24 @@ class NodeDataModule(L.LightningDataModule):
         info["num_classes"] = self.num_classes
         return info
 
-    # ---------------------------------------------------------------- loaders
-    def _loader(self) -> DataLoader:
+    def val_dataloader(self) -> DataLoader:
+        """Yields the full graph (the model picks the stage's mask)."""
         return DataLoader([self.data], batch_size=1, shuffle=False, collate_fn=_first)
 
-    def train_dataloader(self) -> DataLoader:
-        """Yields the full graph once per epoch (use ``batch.train_mask``).
+    test_dataloader = predict_dataloader = val_dataloader
 
-        A model that batches its own training rows (:class:`TrainsFromGraph`: Poisson batches
-        for DP-SGD, the stages of GAP/ProGAP) gets the graph and returns the loader itself.
-        """
+    def train_dataloader(self) -> DataLoader:
+        """Yields the full graph; a model that batches its own training rows
+        (:class:`TrainsFromGraph`) gets the graph and returns the loader itself."""
         model = _model(self)
         if isinstance(model, TrainsFromGraph):
             return model.train_dataloader_from(self.data)
-        return self._loader()
-
-    def val_dataloader(self) -> DataLoader:
-        """Yields the full graph (use ``batch.val_mask``)."""
-        return self._loader()
-
-    def test_dataloader(self) -> DataLoader:
-        """Yields the full graph (use ``batch.test_mask``)."""
-        return self._loader()
-
-    def predict_dataloader(self) -> DataLoader:
-        """Yields the full graph (predict every node)."""
-        return self._loader()
+        return self.val_dataloader()
 
     @property
     def public_num_classes(self) -> int | None:
-        """Number of classes known without reading any label: the declared ``classes``, or for
-        the synthetic csbm graph its ``num_classes`` setting (a parameter of the generator).
-        ``None`` when only the labels could tell (private models then refuse to guess)."""
+        """Number of classes known without reading any label (the declared ``classes``, csbm's
+        ``num_classes``); ``None`` when only the labels could tell."""
         if self.classes is not None:
             return len(self.classes)
         if self._given is None and self.name == "csbm":
@@ -572,7 +481,6 @@ def _model(dm: L.LightningDataModule) -> L.LightningModule | None:
 
 
 def _set_up(dm: L.LightningDataModule, attr: str) -> Any:
-    """``dm.<attr>``, running ``dm.setup()`` on first access."""
     if getattr(dm, attr) is None:
         dm.setup()
     return getattr(dm, attr)
@@ -613,26 +521,14 @@ def _transform_reads(
 
 
 class GraphDataModule(L.LightningDataModule):
-    """Graph classification over many small graphs (TU datasets: MUTAG, PROTEINS; online
-    PROTEINS_full and IMDB-BINARY; or graphs given in memory, e.g. ego subgraphs).
+    """Graph classification over many small graphs, made simple on entry: a TU dataset or
+    graphs given in memory (e.g. :meth:`ego` subgraphs, cut from one source graph).
 
-    Every graph is made simple on entry (:class:`~lightning_dpgnn.data.graphs.SimpleGraph`:
-    repeated edges merged, self-loops dropped; all-one features when the dataset has none).
-
-    Without clients, the graphs are split at random into train/val/test (seeded). With
-    ``num_clients`` (federated learning, GW-LDP), the graphs are first partitioned over the
-    clients, then every client splits its own graphs by ``split`` (GW-LDP: 7:2:1);
-    ``train_dataset`` etc. are the union over clients and :attr:`clients` lists who holds what.
-    The partition is keyed by the graphs' identities and the public ``partition_seed`` and
-    reads no label (:func:`~lightning_dpgnn.data.graphs.keyed_partition`), unless
-    ``dirichlet_alpha`` asks for the label-skewed partition of the paper, which reads every
-    graph's label: the module then declares the graph labels public (:meth:`declared_public`,
-    named in the model's unit). Batches come from :class:`torch_geometric.loader.DataLoader`.
-
-    Graphs given in memory are independent units, unless every one carries ``node_id`` (its
-    nodes' ids in one source graph, as :meth:`ego` cuts them): they are then cut from one
-    source graph (:attr:`source_nodes`), and a release over them composes by the number of
-    graphs that hold one source node.
+    Without clients the graphs are split at random; with ``num_clients`` (federated learning,
+    GW-LDP) they are first partitioned over the clients, by the label-free
+    :func:`~lightning_dpgnn.data.graphs.keyed_partition` or the label-Dirichlet partition,
+    which reads every label and so declares them public (:meth:`declared_public`); then every
+    client splits its own graphs.
 
     Args:
         name: ``"mutag"``, ``"proteins"``, ``"proteins-full"``, ``"imdb-binary"`` (or the name
@@ -642,17 +538,14 @@ class GraphDataModule(L.LightningDataModule):
         batch_size: graphs per batch.
         seed: seed of the split and of the training-set shuffling.
         cache_dir: writable folder for processed caches.
-        download: download missing raw files into the cache (default: only for the
-            datasets that are not shipped offline, PROTEINS_full and IMDB-BINARY).
+        download: download missing raw files into the cache (``None``: only PROTEINS_full and
+            IMDB-BINARY, which are not shipped offline).
         use_node_attr: append continuous node attributes to the one-hot node labels.
         num_workers: dataloader worker processes.
-        num_clients: partition the graphs over this many clients, at least 2 (``None``: no
-            clients, one holder of every graph).
-        dirichlet_alpha: ``None`` (default): the label-free keyed partition; a number: the
-            label-Dirichlet partition with this concentration (graph labels declared public).
+        num_clients: partition the graphs over this many clients (at least 2; ``None``: none).
+        dirichlet_alpha: the label-Dirichlet partition's concentration (``None``: keyed).
         partition_seed: seed of the partition (public: it only simulates who holds what).
-        graphs: graphs given in memory instead of a named dataset (each with ``x``,
-            ``edge_index`` and a graph label ``y`` of shape ``[1]``); see :meth:`ego`.
+        graphs: graphs given in memory (``x``, ``edge_index``, a graph label ``y`` ``[1]``).
     """
 
     def __init__(
@@ -673,17 +566,9 @@ class GraphDataModule(L.LightningDataModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters(logger=False, ignore=["graphs"])  # see NodeDataModule
-        if graphs is None:
-            spec = get_spec(name)
-            if spec.kind != Kind.GRAPH:
-                raise DatasetKindError(
-                    f"{spec.name!r} is a node-classification dataset: use NodeDataModule"
-                )
-            self.name = spec.name
-        else:
-            if len(graphs) == 0:
-                raise EmptyDatasetError("graphs is empty")
-            self.name = str(name)
+        if graphs is not None and len(graphs) == 0:
+            raise EmptyDatasetError("graphs is empty")
+        self.name = get_spec(name, Kind.GRAPH).name if graphs is None else str(name)
         self._given = list(graphs) if graphs is not None else None
         self.root = root
         self.split = split
@@ -722,12 +607,9 @@ class GraphDataModule(L.LightningDataModule):
         sample_seed: int = 0,
         **kwargs: Any,
     ) -> GraphDataModule:
-        """Ego subgraphs of a citation graph's largest connected component (GW-LDP's clustering
-        task): ``num_graphs`` centres drawn at random (``sample_seed``; ``None``: every node),
-        ``hops``-hop neighbourhoods, pseudo-label = the centre's label. The graphs keep their
-        nodes' ids in the citation graph (``node_id``: :attr:`source_nodes`), so a release over
-        them composes by how many graphs hold one node; the citation graph's edges are public
-        (:meth:`declared_public`)."""
+        """``hops``-hop ego subgraphs of a citation graph's largest connected component around
+        ``num_graphs`` random centres (``None``: every node), labelled by the centre (GW-LDP's
+        clustering task); they keep their nodes' ids in it (:attr:`source_nodes`)."""
         from .graphs import ego_graphs, largest_connected_component
 
         data = load_dataset(name, root, cache_dir=kwargs.get("cache_dir"))
@@ -768,9 +650,8 @@ class GraphDataModule(L.LightningDataModule):
         n = len(ds)
         self._dataset = ds
         if self.num_clients is None:
-            perm = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed))
-            n_train, n_val, _ = NodeSplit(*self._fractions).sizes(n)
-            tr, va, te = perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]
+            split = NodeSplit(*self._fractions, seed=self.seed, by="position")
+            tr, va, te = split.positional(torch.arange(n))
             self._clients = [ClientSplit(0, tr, va, te)]
         else:
             owner = (
@@ -788,8 +669,7 @@ class GraphDataModule(L.LightningDataModule):
 
     @property
     def clients(self) -> list[ClientSplit]:
-        """Who holds which graphs (indices into :attr:`dataset`), split into train/val/test;
-        one client holding every graph when ``num_clients=None``."""
+        """Who holds which graphs (indices into :attr:`dataset`), split into train/val/test."""
         return _set_up(self, "_clients")
 
     @property
@@ -804,22 +684,17 @@ class GraphDataModule(L.LightningDataModule):
 
     @property
     def public_num_classes(self) -> int | None:
-        """Graph classification: the class list of the TU datasets is public (2 classes for
-        MUTAG, PROTEINS, IMDB-BINARY); ``None`` for graphs given in memory."""
+        """2 for the TU datasets (their class list is public); ``None`` for given graphs."""
         return 2 if self._given is None else None
 
     def private_reads(self, level: str) -> list[str]:
-        """Private reads of the preprocessing at ``level``: none. Making graphs simple is a
-        per-graph map (on the client), the keyed partition reads no graph, and each client
-        splits its own graphs; what the label-Dirichlet partition and graphs cut from one
-        source graph read is declared public instead (:meth:`declared_public`)."""
+        """None at any level: simple graphs are a per-graph map, the keyed partition reads no
+        graph and each client splits its own; the rest is :meth:`declared_public`."""
         return []
 
     def declared_public(self) -> list[str]:
-        """What this module's preprocessing treats as public, in words (the model names it in
-        its unit): the graph labels when the label-Dirichlet partition reads them, and the
-        source graph's edges when the graphs are cut from one (they decide which nodes each
-        graph holds, hence how many graphs hold one node)."""
+        """What the preprocessing treats as public, in words (the model names it in its unit):
+        the labels the label-Dirichlet partition reads, the source graph's edges."""
         public = []
         if self.num_clients is not None and self.dirichlet_alpha is not None:
             public.append(
@@ -835,9 +710,8 @@ class GraphDataModule(L.LightningDataModule):
 
     @property
     def source_nodes(self) -> list[torch.Tensor] | None:
-        """Each graph's nodes in the source graph the graphs are cut from (their ``node_id``,
-        as :meth:`ego` sets it); ``None``: independent graphs (a TU dataset, or given graphs
-        without ``node_id``)."""
+        """Each graph's nodes in the source graph they are cut from (``node_id``, as :meth:`ego`
+        sets it); ``None``: independent graphs."""
         if self._given is None:
             return None
         ids = [getattr(g, "node_id", None) for g in self.dataset]
@@ -873,13 +747,12 @@ class GraphDataModule(L.LightningDataModule):
         """Name, split sizes and statistics of the graphs."""
         ds = self.dataset
         stats = graph_stats(list(ds))
-        y = torch.cat([g.y.view(-1) for g in ds])
         return {
             "name": self.name,
             "num_graphs": len(ds),
             "num_features": self.num_features,
             "num_classes": self.num_classes,
-            "class_counts": [int(c) for c in torch.bincount(y)],
+            "class_counts": [int(c) for c in torch.bincount(self.graph_labels)],
             "mean_nodes": stats["mean_nodes"],
             "mean_edges": stats["mean_edges"],
             "num_train": len(self.train_dataset or ()),
@@ -890,8 +763,9 @@ class GraphDataModule(L.LightningDataModule):
             "num_clients": self.num_clients,
         }
 
-    def _loader(self, ds: Sequence[Data] | None, shuffle: bool) -> PyGDataLoader:
-        assert ds is not None
+    def _loader(self, part: str, shuffle: bool = False) -> PyGDataLoader:
+        self.setup()
+        ds = getattr(self, f"{part}_dataset")
         gen = torch.Generator().manual_seed(self.seed) if shuffle else None
         return PyGDataLoader(
             ds,  # type: ignore[arg-type]
@@ -904,27 +778,22 @@ class GraphDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         """Shuffled mini-batches of training graphs; a federated model
-        (:class:`TrainsFromClients`, e.g. GW-LDP's FedAvg) gets the clients instead and returns
-        its own loader (one batch per client)."""
-        self.setup()
+        (:class:`TrainsFromClients`) gets the clients instead and returns its own loader."""
         model = _model(self)
         if isinstance(model, TrainsFromClients):
+            self.setup()
             return model.train_dataloader_from_clients(self)
-        return self._loader(self.train_dataset, shuffle=True)
+        return self._loader("train", shuffle=True)
 
     def val_dataloader(self) -> PyGDataLoader:
         """Mini-batches of validation graphs."""
-        self.setup()
-        return self._loader(self.val_dataset, shuffle=False)
+        return self._loader("val")
 
     def test_dataloader(self) -> PyGDataLoader:
         """Mini-batches of test graphs."""
-        self.setup()
-        return self._loader(self.test_dataset, shuffle=False)
+        return self._loader("test")
 
-    def predict_dataloader(self) -> PyGDataLoader:
-        """Mini-batches of test graphs."""
-        return self.test_dataloader()
+    predict_dataloader = test_dataloader
 
 
 class _GraphList(list):

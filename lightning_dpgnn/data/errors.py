@@ -1,8 +1,5 @@
-"""Exceptions raised by :mod:`lightning_dpgnn.data`.
-
-Every error subclasses :class:`DataError` and also the matching built-in exception
-(:class:`ValueError` or :class:`FileNotFoundError`), so callers can catch either.
-"""
+"""Exceptions raised by :mod:`lightning_dpgnn.data`: each subclasses :class:`DataError` and the
+matching built-in exception (:class:`ValueError`, ...), so callers can catch either."""
 
 from __future__ import annotations
 
@@ -53,9 +50,8 @@ class EmptyDatasetError(DataError, ValueError):
 
 
 class CorruptDataError(DataError, ValueError):
-    """A raw data file cannot be parsed, or the graph read from it is not the known dataset
-    (wrong node/edge/feature counts): the message names the file, the line when known, and what
-    to do. Nothing is written to the processed cache."""
+    """A raw data file cannot be parsed, or the graph read from it is not the known dataset (the
+    message names the file and what to do; nothing is written to the processed cache)."""
 
 
 class CorruptCacheError(DataError, RuntimeError):

@@ -1,5 +1,4 @@
-"""Many small graphs: simple graphs on entry (design invariant 12), federated client
-partitions (GW-LDP §4: keyed or label-Dirichlet, then each client's own 7:2:1 split), ego
+"""Many small graphs: simple graphs on entry, federated client partitions (GW-LDP §4), ego
 subgraphs and GW-LDP's Table 3 statistics."""
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform, LargestConnectedComponents
 from torch_geometric.utils import coalesce, k_hop_subgraph
+
+from .transforms import NodeSplit
 
 __all__ = [
     "SimpleGraph",
@@ -50,10 +51,8 @@ class SimpleGraph(BaseTransform):
 
 
 def keyed_partition(num_graphs: int, num_clients: int, seed: int = 0) -> Tensor:
-    """The client of every graph, read from nothing but the graphs' identities (their
-    positions) and the public ``seed``: a seeded permutation of the positions dealt to the
-    clients in turn (sizes differ by at most one). It reads no label and no graph: changing one
-    graph moves no other graph to another client. Returns a long tensor ``[num_graphs]``."""
+    """The client of every graph: a permutation of the positions seeded by the public ``seed``,
+    dealt to the clients in turn. It reads no label and no graph."""
     n, k = int(num_graphs), int(num_clients)
     if k < 1:
         raise ValueError(f"num_clients must be >= 1, got {num_clients}")
@@ -73,15 +72,10 @@ def dirichlet_partition(
     min_size: int = 1,
     max_tries: int = 1000,
 ) -> Tensor:
-    """The client of every graph: for each class, the shares of the clients are drawn from
-    ``Dirichlet(alpha, ..., alpha)`` and the class's graphs (in a seeded random order) are cut
-    at the cumulative shares. Redrawn (same seed stream) until every client holds at least
-    ``min_size`` graphs. Small ``alpha`` = very unequal label mixes; large = close to IID
-    (Wang et al. 2020, as used by GW-LDP §4). It reads every graph's label (flipping one label
-    can move many other graphs): a data module that uses it declares the graph labels public.
-
-    Returns a long tensor ``[num_graphs]`` of client ids in ``0..num_clients-1``.
-    """
+    """The client of every graph: each class's graphs, in a seeded order, are cut at client
+    shares drawn from ``Dirichlet(alpha)``, redrawn until every client holds ``min_size``
+    graphs (Wang et al. 2020, GW-LDP §4). It reads every label: a data module using it declares
+    the graph labels public."""
     y = np.asarray(torch.as_tensor(labels).view(-1).tolist(), dtype=np.int64)
     k = int(num_clients)
     if k < 1:
@@ -127,17 +121,13 @@ class ClientSplit:
 def client_splits(
     owner: Tensor, fractions: tuple[float, float, float], seed: int = 0
 ) -> list[ClientSplit]:
-    """Each client splits its own graphs at random (seeded per client) into train/val/test by
-    ``fractions`` (validation and test sizes rounded, the rest trains)."""
+    """Each client splits its own graphs at random (seeded per client) by ``fractions``."""
     out = []
     for client in range(int(owner.max()) + 1 if owner.numel() else 0):
         idx = torch.nonzero(owner == client).view(-1)
         gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + client)
         idx = idx[torch.randperm(idx.numel(), generator=gen)]
-        n = idx.numel()
-        n_val = min(int(round(fractions[1] * n)), n)
-        n_test = min(int(round(fractions[2] * n)), n - n_val)
-        n_train = n - n_val - n_test
+        n_train, n_val, _ = NodeSplit(*fractions).sizes(idx.numel())
         out.append(ClientSplit(
             client, idx[:n_train].sort().values, idx[n_train:n_train + n_val].sort().values,
             idx[n_train + n_val:].sort().values,
@@ -165,9 +155,8 @@ def ego_graphs(
     largest_component: bool = True,
 ) -> list[Data]:
     """The ``hops``-hop ego subgraph around every centre (default: every node) of ``data``'s
-    largest connected component. Each graph has ``x`` (its nodes' features), ``y`` ``[1]`` (the
-    centre node's label: GW-LDP's pseudo-label), ``centre`` (the centre's position in it) and
-    ``node_id`` (its nodes' ids in ``data``)."""
+    largest connected component, with ``x``, ``y`` (the centre's label), ``centre`` (its
+    position) and ``node_id`` (the nodes' ids in ``data``)."""
     g = largest_connected_component(data) if largest_component else data
     n = int(g.num_nodes)
     chosen = torch.arange(n) if centres is None else torch.as_tensor(centres).view(-1)
@@ -188,8 +177,8 @@ def ego_graphs(
 
 
 def graph_stats(graphs: Sequence[Data]) -> dict[str, float]:
-    """GW-LDP Table 3: number of graphs, mean nodes and mean edges (both directions counted,
-    as the paper's 39.58 for MUTAG), and the mean of undirected edges."""
+    """GW-LDP Table 3: number of graphs, mean nodes and mean edges (both directions counted, as
+    the paper's 39.58 for MUTAG)."""
     nodes = np.array([int(g.num_nodes) for g in graphs], dtype=float)
     edges = np.array([int(g.edge_index.size(1)) for g in graphs], dtype=float)
     return {

@@ -1,13 +1,6 @@
-"""Where raw data is read from and where processed caches are written.
-
-* **Data root** (read-only is fine): the ``root=`` argument, else the ``DPGNN_DATA`` environment
-  variable. Datasets live below it in the layout of ``../shared/datasets`` (``planetoid/Cora/raw``,
-  ``musae/facebook``, ``facebook100/<School>.mat``, ``tudataset/MUTAG/raw``, ...). Nothing is
-  ever written below the root.
-* **Cache dir** (must be writable): the ``cache_dir=`` argument, else ``DPGNN_CACHE``, else
-  ``~/.cache/lightning_dpgnn``. Processed tensors go to ``<cache>/processed/`` and downloads go
-  to ``<cache>/datasets/`` (same layout as the root, so it can itself serve as a root).
-"""
+"""Where raw data is read from (the data root, in the layout of ``../shared/datasets``; nothing
+is written below it) and where processed caches (``<cache>/processed/``) and downloads
+(``<cache>/datasets/``, laid out like a root) are written."""
 
 from __future__ import annotations
 
@@ -16,14 +9,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = [
-    "DATA_ENV",
-    "CACHE_ENV",
-    "resolve_root",
-    "resolve_cache_dir",
-    "download_root",
-    "fingerprint",
-]
+__all__ = ["DATA_ENV", "CACHE_ENV", "resolve_root", "resolve_cache_dir", "fingerprint"]
 
 DATA_ENV = "DPGNN_DATA"
 CACHE_ENV = "DPGNN_CACHE"
@@ -31,36 +17,19 @@ CACHE_ENV = "DPGNN_CACHE"
 
 def resolve_root(root: str | os.PathLike[str] | None) -> Path | None:
     """Return the data root: ``root`` if given, else ``$DPGNN_DATA``, else ``None``."""
-    if root is not None and str(root) != "":
-        return Path(root).expanduser().resolve()
-    env = os.environ.get(DATA_ENV, "")
-    if env:
-        return Path(env).expanduser().resolve()
-    return None
+    path = str(root or "") or os.environ.get(DATA_ENV, "")
+    return Path(path).expanduser().resolve() if path else None
 
 
 def resolve_cache_dir(cache_dir: str | os.PathLike[str] | None) -> Path:
     """Return the writable cache dir: ``cache_dir``, else ``$DPGNN_CACHE``, else the user cache."""
-    if cache_dir is not None and str(cache_dir) != "":
-        path = Path(cache_dir)
-    elif os.environ.get(CACHE_ENV, ""):
-        path = Path(os.environ[CACHE_ENV])
-    else:
-        path = Path("~/.cache/lightning_dpgnn")
-    return path.expanduser().resolve()
-
-
-def download_root(cache_dir: Path) -> Path:
-    """Folder under the cache dir that downloads go to (it mirrors the shared-datasets layout)."""
-    return cache_dir / "datasets"
+    path = str(cache_dir or "") or os.environ.get(CACHE_ENV, "") or "~/.cache/lightning_dpgnn"
+    return Path(path).expanduser().resolve()
 
 
 def fingerprint(paths: Iterable[Path], *extra: object) -> str:
-    """Short hash of file paths, sizes and modification times plus ``extra`` values.
-
-    Used to key processed caches, so a cache built from other raw files (or another target) is
-    never reused by mistake.
-    """
+    """Short hash of file paths, sizes and modification times plus ``extra`` values: the key of
+    a processed cache, so that one built from other raw files (or options) is never reused."""
     h = hashlib.sha1()
     for p in sorted(Path(p) for p in paths):
         h.update(str(p).encode())

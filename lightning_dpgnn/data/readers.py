@@ -1,18 +1,12 @@
 """Readers that turn raw dataset files into :class:`torch_geometric.data.Data`.
 
-Each reader takes the folder holding the raw files (possibly read-only) and a writable folder for
-processed caches. PyG dataset classes are subclassed so that they read ``raw_dir`` from wherever
-the raw files are and write ``processed_dir`` into the cache, never next to the raw files.
-
-Edge convention everywhere: ``edge_index[0]`` is the source, ``edge_index[1]`` the target;
-undirected graphs are stored with both directions and coalesced (sorted, no duplicates).
+Each reader reads the raw files from their folder (possibly read-only) and writes processed files
+only into a cache folder. Undirected graphs hold both directions, coalesced.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,21 +24,6 @@ from torch_geometric.utils import coalesce, to_undirected
 from .errors import CorruptCacheError, DataError, UnknownTargetError
 from .validation import corrupt_file, reading
 
-__all__ = [
-    "read_planetoid",
-    "read_musae",
-    "read_facebook100",
-    "read_facebook100_merged",
-    "read_reddit",
-    "read_lastfm",
-    "read_ogbn_products",
-    "read_tudataset",
-    "FACEBOOK100_COLUMNS",
-    "FACEBOOK100_TARGETS",
-    "FACEBOOK100_FEATURES",
-    "FACEBOOK100_CODEBOOK",
-]
-
 FACEBOOK100_COLUMNS: tuple[str, ...] = (
     "status",
     "gender",
@@ -60,28 +39,20 @@ FACEBOOK100_TARGETS: tuple[str, ...] = FACEBOOK100_COLUMNS[:6]
 """Columns that can be used as the prediction target (high school has too many values)."""
 
 FACEBOOK100_FEATURES: tuple[str, ...] = ("status", "gender", "major", "minor", "housing")
-"""The papers' feature columns (thesis §4.7.1: student/faculty status, gender, major, minor,
-housing); ``"year"`` and ``"high_school"`` are available on request."""
+"""The papers' feature columns (thesis §4.7.1)."""
 
 FACEBOOK100_CODEBOOK: dict[str, int] = {
     "status": 12, "gender": 3, "major": 600, "minor": 600, "housing": 600,
 }
-"""Public code-book sizes (codes ``1..size-1``; 0 = missing) of the columns that a
-``vocabulary="public"`` encoding supports: above every code of the published dataset, fixed
-before looking at any one graph, so the feature layout does not depend on who is in it."""
+"""Public code-book sizes (codes ``1..size-1``) of ``vocabulary="public"``: above every code of
+the published dataset, fixed before looking at any graph."""
 
 FACEBOOK100_VOCABULARIES = ("data", "public")
 
 
-# --------------------------------------------------------------------------------------------
-# PyG classes with redirected raw/processed folders
-# --------------------------------------------------------------------------------------------
-
-
 class _RedirectDirs:
-    """Mixin for a PyG dataset: read raw files from ``raw_dir`` and write processed files to
-    ``processed_dir`` (a cache), never next to the raw files. The other arguments go to the
-    dataset, whose ``root`` is the cache's parent folder."""
+    """Mixin for a PyG dataset: raw files are read from ``raw_dir`` and processed files written
+    to ``processed_dir`` (a cache), never next to the raw files."""
 
     _raw_dir: str
     _processed_dir: str
@@ -90,97 +61,29 @@ class _RedirectDirs:
         self._raw_dir, self._processed_dir = str(raw_dir), str(processed_dir)
         super().__init__(str(processed_dir.parent), *args, **kwargs)
 
-    @property
-    def raw_dir(self) -> str:  # noqa: D102
-        return self._raw_dir
-
-    @property
-    def processed_dir(self) -> str:  # noqa: D102
-        return self._processed_dir
+    raw_dir = property(lambda self: self._raw_dir)
+    processed_dir = property(lambda self: self._processed_dir)
 
 
 class _Planetoid(_RedirectDirs, Planetoid):
-    """:class:`~torch_geometric.datasets.Planetoid` (``name``) with redirected folders."""
+    pass
 
 
 class _Reddit(_RedirectDirs, Reddit):
-    """:class:`~torch_geometric.datasets.Reddit` with redirected folders."""
+    pass
 
 
 class _LastFMAsia(_RedirectDirs, LastFMAsia):
-    """:class:`~torch_geometric.datasets.LastFMAsia` with redirected folders."""
+    pass
 
 
 class CachedTUDataset(_RedirectDirs, TUDataset):
-    """:class:`~torch_geometric.datasets.TUDataset` reading raw files from ``raw_dir``.
-
-    Processed tensors are written to ``processed_dir`` (a cache), never next to the raw files.
-    """
-
-
-def _strip(data: Data) -> Data:
-    """Return a plain ``Data`` with contiguous tensors (drops PyG dataset bookkeeping)."""
-    out = Data()
-    for key, value in data.items():
-        out[key] = value.contiguous() if isinstance(value, Tensor) else value
-    if "x" not in out and data.num_nodes is not None:
-        out.num_nodes = data.num_nodes
-    return out
-
-
-def read_planetoid(raw_dir: Path, processed_dir: Path, name: str) -> Data:
-    """Read a Planetoid citation graph (``ind.<name>.*`` pickles) with PyG's reader.
-
-    The result keeps PyG's public split masks (``train_mask``/``val_mask``/``test_mask``).
-    """
-    return _strip(_Planetoid(raw_dir, processed_dir, name)[0])
-
-
-def read_reddit(raw_dir: Path, processed_dir: Path) -> Data:
-    """Read Reddit (``reddit_data.npz``, ``reddit_graph.npz``) with PyG's reader."""
-    return _strip(_Reddit(raw_dir, processed_dir)[0])
-
-
-def read_lastfm(raw_dir: Path, processed_dir: Path) -> Data:
-    """Read LastFM Asia (``lastfm_asia.npz``) with PyG's reader."""
-    return _strip(_LastFMAsia(raw_dir, processed_dir)[0])
-
-
-def read_tudataset(
-    raw_dir: Path,
-    processed_dir: Path,
-    name: str,
-    use_node_attr: bool = False,
-    use_edge_attr: bool = False,
-) -> CachedTUDataset:
-    """Read a TU graph-classification dataset (``<NAME>_A.txt``, ...) with PyG's reader."""
-    return CachedTUDataset(
-        raw_dir, processed_dir, name, use_node_attr=use_node_attr, use_edge_attr=use_edge_attr
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Our own readers (with a small tensor cache)
-# --------------------------------------------------------------------------------------------
-
-
-def _save_atomic(obj: dict[str, Any], path: Path) -> None:
-    """``torch.save`` to a temp file in the same folder, then rename (safe under DDP/races)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """:class:`~torch_geometric.datasets.TUDataset` with redirected raw/processed folders."""
 
 
 def _load_cache(path: Path, mmap: bool = False) -> dict[str, Any] | None:
-    """The cached tensors, ``None`` when not built yet (a damaged file raises: the registry
-    then rebuilds the whole cache entry). ``mmap=True`` maps the file instead of reading it
-    (large graphs: only the pages used are read, and they are shared with the page cache)."""
+    """The cached tensors (``mmap=True``: memory-mapped), ``None`` when not built yet; cache
+    files are written into the entry's temporary folder (validation.cached_build)."""
     if not path.exists():
         return None
     try:
@@ -205,8 +108,8 @@ def load_mat(path: Path, names: list[str]) -> dict[str, Any]:
 
 
 def _int_rows(frame: pd.DataFrame, path: Path, low: int, high: int) -> np.ndarray:
-    """The integer table ``frame`` read from ``path`` (header on line 1), every value in
-    ``[low, high)``; else an error naming the first bad line."""
+    """The integer table ``frame`` read from ``path``, every value in ``[low, high)``; else an
+    error naming the first bad line."""
     numbers = frame.apply(pd.to_numeric, errors="coerce")  # not a number: NaN
     values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
     with np.errstate(invalid="ignore"):
@@ -222,39 +125,11 @@ def _int_rows(frame: pd.DataFrame, path: Path, low: int, high: int) -> np.ndarra
     return values.astype(np.int64)
 
 
-def _categorical(values: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Encode a label column as ``0..c-1`` (sorted category order) and return the names."""
-    if values.dtype == bool:
-        return values.to_numpy().astype(np.int64), ["False", "True"]
-    codes, uniques = pd.factorize(values, sort=True)
-    return codes.astype(np.int64), [str(u) for u in uniques]
-
-
-def read_musae(
-    raw_dir: Path,
-    processed_dir: Path,
-    target: str,
-    id_column: str,
-    targets: tuple[str, ...],
-) -> Data:
-    """Read a MUSAE graph: ``edges.csv``, ``features.json``, ``target.csv``.
-
-    Args:
-        raw_dir: folder holding the three files.
-        processed_dir: writable cache folder.
-        target: column of ``target.csv`` to predict (categorical or boolean).
-        id_column: column of ``target.csv`` holding the node id used in ``edges.csv`` and
-            ``features.json`` (``id`` for Facebook, ``new_id`` for Twitch).
-        targets: allowed target columns.
-
-    Returns:
-        ``Data`` with dense binary ``x`` (``num_nodes x (max feature id + 1)``), ``y`` and
-        an undirected, coalesced ``edge_index`` (self-loops in the file are kept).
+def read_musae(raw_dir: Path, processed_dir: Path, target: str, id_column: str) -> Data:
+    """Read a MUSAE graph (``edges.csv``, ``features.json``, ``target.csv``): dense binary
+    ``x``, ``y`` from the categorical or boolean ``target`` column, and an undirected
+    ``edge_index``. ``id_column`` holds the node ids (``id`` for Facebook, ``new_id`` for Twitch).
     """
-    if target not in targets:
-        raise UnknownTargetError(
-            f"target {target!r} is not a valid target here; valid targets: {list(targets)}"
-        )
     cache_file = processed_dir / f"musae-{target}.pt"
     cached = _load_cache(cache_file)
     if cached is None:
@@ -268,16 +143,17 @@ def read_musae(
         ids = _int_rows(frame[[id_column]], raw_dir / "target.csv", 0, num_nodes)[:, 0]
         if not np.array_equal(np.sort(ids), np.arange(num_nodes)):
             raise DataError(f"{raw_dir / 'target.csv'}: column {id_column!r} is not 0..N-1")
-        codes, _ = _categorical(frame[target])
         y = np.empty(num_nodes, dtype=np.int64)
-        y[ids] = codes
+        if frame[target].dtype == bool:  # False/True -> 0/1 even when one value is absent
+            y[ids] = frame[target].to_numpy()
+        else:
+            y[ids] = pd.factorize(frame[target], sort=True)[0]
 
         edges_csv = raw_dir / "edges.csv"
         edges = _int_rows(_read_csv(edges_csv), edges_csv, 0, num_nodes)
         if edges.shape[1] != 2:
             raise corrupt_file(edges_csv, f"expected 2 columns, got {edges.shape[1]}")
-        edge_index = torch.from_numpy(edges.T.copy())
-        edge_index = to_undirected(edge_index, num_nodes=num_nodes)
+        edge_index = to_undirected(torch.from_numpy(edges.T.copy()), num_nodes=num_nodes)
 
         features_json = raw_dir / "features.json"
         with reading(features_json), open(features_json) as fh:
@@ -297,7 +173,7 @@ def read_musae(
             "feat_cols": torch.from_numpy(cols),
             "num_features": torch.tensor(num_features),
         }
-        _save_atomic(cached, cache_file)
+        torch.save(cached, cache_file)
 
     num_nodes = cached["y"].numel()
     x = torch.zeros(num_nodes, int(cached["num_features"]), dtype=torch.float)
@@ -341,9 +217,8 @@ def _check_facebook100_columns(
 def _one_hot_columns(
     info: np.ndarray, columns: list[int], vocabulary: str
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Row and column indices of the one-hot encoding of ``columns`` of ``info`` (0 =
-    missing: an all-zero block) and the total width. ``vocabulary="data"``: one column per
-    value present (the papers' encoding); ``"public"``: one per code of the public code book."""
+    """Row and column indices of the one-hot encoding of ``columns`` of ``info`` (0 = missing)
+    and its width: one column per value present, or per code of the public code book."""
     rows, cols, width = [], [], 0
     node_ids = np.arange(info.shape[0])
     for j in columns:
@@ -376,17 +251,16 @@ def read_facebook100(
     features: Sequence[str] = FACEBOOK100_FEATURES,
     vocabulary: str = "data",
 ) -> Data:
-    """Read one Facebook100 school (``<School>.mat``).
+    """Read one Facebook100 school (``<School>.mat``: adjacency ``A``, ``local_info`` columns
+    :data:`FACEBOOK100_COLUMNS`, 0 = missing).
 
-    ``A`` is the symmetric adjacency matrix; ``local_info`` holds, per node, the columns
-    :data:`FACEBOOK100_COLUMNS` with 0 meaning missing. Nodes whose ``target`` is missing are
-    dropped (with their edges): a function of each node's own data. Labels are the sorted
-    distinct target values mapped to ``0..c-1``. Features are the concatenated one-hot
-    encodings of the ``features`` columns other than the target (default: the papers' five,
-    :data:`FACEBOOK100_FEATURES`); a missing value gives an all-zero block.
-    ``vocabulary="data"`` has one column per value present in this graph (the papers'
-    encoding; the layout then depends on the data, a read of private features at node level);
-    ``"public"`` uses the public code book :data:`FACEBOOK100_CODEBOOK` instead.
+    Nodes whose ``target`` is missing are dropped with their edges (a function of each node's
+    own data); labels are the sorted distinct target values; ``node_id`` is each kept node's row
+    in the file and ``label_values`` the raw target value of every label. Features are the
+    one-hot encodings of the ``features`` columns other than the target, all-zero when missing:
+    ``vocabulary="data"`` has one column per value present (the papers' encoding: the layout
+    depends on the data, a private read at node level), ``"public"`` the public code book
+    :data:`FACEBOOK100_CODEBOOK`.
     """
     columns = _check_facebook100_columns(target, features, vocabulary)
     mat = load_mat(path, ["A", "local_info"])
@@ -394,7 +268,7 @@ def read_facebook100(
     t = FACEBOOK100_COLUMNS.index(target)
     keep = info[:, t] != 0
     info = info[keep]
-    _, y = np.unique(info[:, t], return_inverse=True)
+    label_values, y = np.unique(info[:, t], return_inverse=True)
     num_nodes = info.shape[0]
     rows, cols, width = _one_hot_columns(info, columns, vocabulary)
     x = torch.zeros(num_nodes, width, dtype=torch.float)
@@ -403,30 +277,27 @@ def read_facebook100(
     adj = sp.csr_matrix(mat["A"])[keep][:, keep].tocoo()
     edge_index = torch.from_numpy(np.vstack([adj.row, adj.col]).astype(np.int64))
     edge_index = coalesce(edge_index, num_nodes=num_nodes)
-    return Data(x=x, edge_index=edge_index, y=torch.from_numpy(y.astype(np.int64)))
+    return Data(
+        x=x,
+        edge_index=edge_index,
+        y=torch.from_numpy(y.astype(np.int64)),
+        node_id=torch.from_numpy(np.flatnonzero(keep).astype(np.int64)),
+        label_values=torch.from_numpy(label_values.astype(np.int64)),
+    )
 
 
 FACEBOOK100_MERGED_EXCLUDED = ("high_school",)
-"""Columns left out of the merged graph's features: high-school codes are per-school and
-number in the tens of thousands across schools (a dense one-hot would not fit in memory)."""
+"""Left out of the merged graph's features (tens of thousands of per-school codes)."""
 
 
 def read_facebook100_merged(folder: Path, processed_dir: Path | None, target: str) -> Data:
     """All Facebook100 schools in ``folder`` as one graph ("FB-100" of ProGAP, Table 5.1).
 
-    Schools are read in name order and stacked block-diagonally (no edges between schools).
-    Nodes whose ``target`` is missing are dropped. Features are one-hot encodings of the other
-    columns except :data:`FACEBOOK100_MERGED_EXCLUDED`, over the codes pooled across schools
-    (the ``.mat`` files share code books for status, gender and year; majors, minors and
-    housing codes are used as given), kept as a sparse COO float32 matrix: at FB-scale
-    (694k nodes x 1.5k columns, ~5 non-zeros per row) a dense one would take 4.2 GB. Models
-    that read sparse features (GAP, ProGAP, MLP) take it as it is; a datamodule densifies it
-    for the others.
-
-    The result also carries ``node_id`` (each kept node's row in the raw files, schools offset
-    by their raw node counts) and ``label_values`` (the raw target value of every label).
-    It is cached in ``processed_dir`` as an int32 CSR graph (``rowptr``, ``col``) and CSR
-    features, read back memory-mapped: a second load costs the expansion of the edge list.
+    Schools are stacked block-diagonally in name order, as :func:`read_facebook100` reads one
+    (``node_id`` offset by the schools before), with one-hot features over the codes pooled
+    across schools (all columns but :data:`FACEBOOK100_MERGED_EXCLUDED`), kept as a sparse COO
+    float32 matrix (dense: 4.2 GB at FB-scale). It is cached in ``processed_dir`` as int32 CSR
+    tensors, read back memory-mapped.
     """
     _check_facebook100_target(target)
     files = sorted(Path(folder).glob("*.mat"))
@@ -437,7 +308,7 @@ def read_facebook100_merged(folder: Path, processed_dir: Path | None, target: st
     if cached is None:
         cached = _merge_facebook100(files, target)
         if cache_file is not None:
-            _save_atomic(cached, cache_file)
+            torch.save(cached, cache_file)
     return _merged_graph(cached)
 
 
@@ -466,15 +337,7 @@ def _merge_facebook100(files: list[Path], target: str) -> dict[str, Tensor]:
         raw_offset += info.shape[0]
     info = np.concatenate(infos)
     label_values, y = np.unique(info[:, t], return_inverse=True)
-    rows, fcols, width = [], [], 0
-    for j in feature_cols:
-        col = info[:, j]
-        present = np.flatnonzero(col != 0)
-        values, inv = np.unique(col[present], return_inverse=True)
-        rows.append(present)
-        fcols.append(inv + width)
-        width += len(values)
-    frows, fcol = np.concatenate(rows), np.concatenate(fcols)
+    frows, fcol, width = _one_hot_columns(info, feature_cols, "data")
     order = np.lexsort((fcol, frows))  # row-major: the CSR order of the feature matrix
     num_nodes = info.shape[0]
     rowptr = np.zeros(num_nodes + 1, np.int64)
@@ -500,8 +363,7 @@ def _csr_rows(rowptr: Tensor) -> Tensor:
 
 
 def _merged_graph(cached: dict[str, Tensor]) -> Data:
-    """``Data`` of the cached CSR tensors: ``edge_index`` (int64, PyG's convention) and the
-    one-hot features as a coalesced sparse COO float32 matrix."""
+    """``Data`` of the cached CSR tensors (features: a coalesced sparse COO matrix)."""
     num_nodes = cached["y"].numel()
     edge_index = torch.empty(2, cached["col"].numel(), dtype=torch.long)
     edge_index[0] = _csr_rows(cached["rowptr"])
@@ -536,14 +398,9 @@ OGB_PRODUCTS_FILES: tuple[str, ...] = (
 
 
 def read_ogbn_products(raw_dir: Path, processed_dir: Path) -> Data:
-    """Read the Amazon co-purchase graph ``ogbn-products`` from OGB's raw CSV files.
-
-    ``raw_dir`` is the extracted ``products/`` folder of OGB's ``products.zip`` (see
-    :data:`OGB_PRODUCTS_FILES`). This is the "Amazon" dataset of the GAP/ProGAP papers
-    (2,449,029 nodes, 100 features, 47 classes; the papers then keep classes with >= 100,000
-    nodes). OGB's sales-ranking split is kept as ``train_mask``/``val_mask``/``test_mask``.
-    Parsing the CSVs is slow, so the result is cached as tensors in ``processed_dir``.
-    """
+    """Read the GAP/ProGAP "Amazon" graph ``ogbn-products`` from the extracted ``products/``
+    folder of OGB's ``products.zip`` (cached as tensors), with OGB's sales-ranking split as
+    ``train_mask``/``val_mask``/``test_mask``."""
     cache_file = processed_dir / "ogbn-products.pt"
     cached = _load_cache(cache_file)
     if cached is None:
@@ -564,5 +421,5 @@ def read_ogbn_products(raw_dir: Path, processed_dir: Path) -> Data:
             mask = torch.zeros(num_nodes, dtype=torch.bool)
             mask[idx] = True
             cached[key] = mask
-        _save_atomic(cached, cache_file)
+        torch.save(cached, cache_file)
     return Data(**cached)

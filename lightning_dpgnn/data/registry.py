@@ -1,14 +1,10 @@
-"""Dataset registry: names, where their raw files live, and how to load them.
-
-Use :func:`available_datasets` for the known names, :func:`load_dataset` for a raw
-(untransformed) node-classification graph and :func:`load_graph_dataset` for a
-graph-classification dataset. :func:`register_dataset` adds your own node dataset (it then works
-with :class:`~lightning_dpgnn.data.NodeDataModule` and the CLI).
-"""
+"""Dataset registry: names, where their raw files live, and how to load them
+(:func:`load_dataset`, :func:`load_graph_dataset`; :func:`register_dataset` adds your own)."""
 
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import os
@@ -19,9 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
 from . import readers, validation
@@ -31,7 +25,7 @@ from .errors import (
     UnknownDatasetError,
     UnknownTargetError,
 )
-from .paths import download_root, fingerprint, resolve_cache_dir, resolve_root
+from .paths import fingerprint, resolve_cache_dir, resolve_root
 from .synthetic import make_csbm
 
 __all__ = [
@@ -46,7 +40,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
 
 
 class Kind(StrEnum):
@@ -73,36 +66,17 @@ FACEBOOK100_SCHOOLS: tuple[str, ...] = tuple(
 """The 100 schools of Facebook100 (the shared copy holds 87 of them; UIllinois20 is missing)."""
 
 FACEBOOK100_URL = "https://archive.org/details/oxford-2005-facebook-matrix"
-_FB100_LICENSE = "research use (Traud, Mucha & Porter 2012); see facebook100/LICENSE"
 #: ``year`` first: the papers' target is the default
 _FB100_TARGETS = readers.FACEBOOK100_TARGETS[5:] + readers.FACEBOOK100_TARGETS[:5]
-
-# --------------------------------------------------------------------------------------------
-# Specs
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Everything the data layer knows about one dataset.
-
-    Attributes:
-        name: canonical name (what :func:`available_datasets` lists).
-        kind: ``"node"`` (one graph, node classification) or ``"graph"`` (many small graphs).
-        description: one-line description.
-        subpath: folder (or file) of the raw data, relative to the data root.
-        raw_files: files that must exist under ``subpath`` (empty when ``subpath`` is a file).
-        urls: where the raw files come from (shown in errors and docs).
-        targets: valid ``target`` values; the first one is the default.
-        auto_download: download into the cache dir when the raw files are missing and the
-            caller passed ``download=None``.
-        can_download: whether a download path exists at all.
-        default_min_class_size: class-size threshold of the GAP/ProGAP preprocessing (used by
-            :class:`~lightning_dpgnn.data.NodeDataModule` when ``min_class_size=None``).
-        license: license note.
-        loader: ``loader(spec, raw_path, processed_dir, target, **kwargs) -> Data`` (or a
-            dataset for ``kind="graph"``).
-    """
+    """What the data layer knows about one dataset: its raw files (``subpath`` under the data
+    root, ``raw_files`` there, ``urls``), ``targets`` (the first is the default), downloads
+    (``auto_download``: when ``download=None``), the GAP/ProGAP ``default_min_class_size`` and
+    ``loader(raw, processed, target, **options)`` (graph datasets: no target; registered ones:
+    ``loader(root=, target=, **options)``)."""
 
     name: str
     kind: Kind
@@ -114,8 +88,8 @@ class DatasetSpec:
     auto_download: bool = False
     can_download: bool = False
     default_min_class_size: int | float | None = None
-    license: str = ""
     loader: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    #: ``options`` (the loader options accepted; ``None``: any), ``mat_folder``, ``custom``
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -129,86 +103,20 @@ class DatasetSpec:
         return bool(self.subpath)
 
 
-def _reader(read: Callable[..., Data], *extra: str) -> Callable[..., Data]:
-    """A loader without options: ``read(raw, processed, *spec.extra[k] for k in extra)``."""
-
-    def loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any) -> Data:
-        _no_kwargs(spec, kw)
-        return read(raw, processed, *(spec.extra[k] for k in extra))
-
-    return loader
+def _pyg(cls: type, *args: Any) -> Callable[..., Data]:
+    """The loader of the one graph of the PyG dataset ``cls(raw, processed, *args)``, with
+    contiguous tensors (Planetoid keeps its public split masks)."""
+    return lambda raw, processed, target: cls(raw, processed, *args)[0].contiguous()
 
 
-def _musae_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
-    _no_kwargs(spec, kw)
-    return readers.read_musae(raw, processed, target, spec.extra["id_column"], spec.targets)
+def _read_facebook100(raw: Path, processed: Path, target: str, **options: Any) -> Data:
+    return readers.read_facebook100(raw, target, **options)
 
 
-def _facebook100_identity(files: list[Path], target: str) -> tuple[Tensor, Tensor]:
-    """``node_id`` and ``label_values`` of the Facebook100 readers' output (schools stacked).
-
-    The readers drop nodes whose ``target`` is missing (0) and map the sorted distinct target
-    values to ``0..c-1``. This re-reads only ``local_info`` (milliseconds per school) and
-    returns each kept node's row in the raw ``.mat`` files (schools offset by their raw node
-    counts) and the raw target value (e.g. the class year) of every label index.
-    """
-    t = readers.FACEBOOK100_COLUMNS.index(target)
-    ids, values, offset = [], [], 0
-    for f in files:
-        info = np.asarray(readers.load_mat(f, ["local_info"])["local_info"], dtype=np.int64)
-        keep = info[:, t] != 0
-        ids.append(np.flatnonzero(keep) + offset)
-        values.append(info[keep, t])
-        offset += info.shape[0]
-    node_id = torch.from_numpy(np.concatenate(ids).astype(np.int64))
-    label_values = torch.from_numpy(np.unique(np.concatenate(values)).astype(np.int64))
-    return node_id, label_values
-
-
-def _facebook100_loader(
-    spec: DatasetSpec,
-    raw: Path,
-    processed: Path,
-    target: str,
-    features: tuple[str, ...] | list[str] = readers.FACEBOOK100_FEATURES,
-    vocabulary: str = "data",
-    **kw: Any,
-):
-    _no_kwargs(spec, kw)
-    data = readers.read_facebook100(raw, target, tuple(features), vocabulary)
-    data.node_id, data.label_values = _facebook100_identity([raw], target)
-    return data
-
-
-def _facebook100_merged_loader(
-    spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any
-):
-    _no_kwargs(spec, kw)
-    return readers.read_facebook100_merged(raw, processed, target)  # with node_id, label_values
-
-
-def _read_amazon(raw: Path, processed: Path) -> Data:
+def _read_amazon(raw: Path, processed: Path, target: str) -> Data:
     if not all((raw / f).exists() for f in readers.OGB_PRODUCTS_FILES):
         _download_ogb_products(raw)
     return readers.read_ogbn_products(raw, processed)
-
-
-def _tu_loader(spec: DatasetSpec, raw: Path, processed: Path, target: str, **kw: Any):
-    allowed = {"use_node_attr", "use_edge_attr"}
-    if set(kw) - allowed:
-        raise TypeError(f"{spec.name}: unexpected options {sorted(set(kw) - allowed)}")
-    return readers.read_tudataset(raw, processed, spec.extra["pyg_name"], **kw)
-
-
-def _csbm_loader(
-    spec: DatasetSpec, raw: Path | None, processed: Path | None, target: str, **kw: Any
-) -> Data:
-    return make_csbm(**kw)
-
-
-def _no_kwargs(spec: DatasetSpec, kw: dict[str, Any]) -> None:
-    if kw:
-        raise TypeError(f"dataset {spec.name!r} takes no extra options, got {sorted(kw)}")
 
 
 def _download_ogb_products(raw: Path) -> None:
@@ -221,32 +129,16 @@ def _download_ogb_products(raw: Path) -> None:
     os.unlink(path)
 
 
+def _check_options(spec: DatasetSpec, options: dict[str, Any]) -> None:
+    allowed = spec.extra.get("options", ())
+    if allowed is not None and set(options) - set(allowed):
+        takes = f"only the options {list(allowed)}" if allowed else "no extra options"
+        raise TypeError(f"dataset {spec.name!r} takes {takes}, got {sorted(options)}")
+
+
 _PLANETOID_URL = "https://github.com/kimiyoung/planetoid/raw/master/data"
 _AMAZON_URL = "http://snap.stanford.edu/ogb/data/nodeproppred/products.zip"
-
-
-def _planetoid(name: str, pyg_name: str, auto: bool, desc: str) -> DatasetSpec:
-    files = tuple(
-        f"ind.{pyg_name.lower()}.{s}"
-        for s in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
-    )
-    return DatasetSpec(
-        name=name,
-        kind="node",
-        description=desc,
-        subpath=f"planetoid/{pyg_name}/raw",
-        raw_files=files,
-        urls=(_PLANETOID_URL,),
-        auto_download=auto,
-        can_download=True,
-        license="MIT (Planetoid, Yang et al. 2016)",
-        loader=_reader(readers.read_planetoid, "pyg_name"),
-        extra={"pyg_name": pyg_name},
-    )
-
-
-_MUSAE_FILES = ("edges.csv", "features.json", "target.csv")
-_MUSAE_LICENSE = "GPL-3.0 (MUSAE, Rozemberczki et al. 2021)"
+_MUSAE_URL = "https://github.com/benedekrozemberczki/MUSAE"
 
 _SPECS: dict[str, DatasetSpec] = {}
 _ALIASES: dict[str, str] = {}
@@ -264,159 +156,139 @@ def _normalize(name: str) -> str:
 
 _add(
     DatasetSpec(
-        name="csbm",
-        kind="node",
-        description="contextual stochastic block model generated in code (default dataset)",
-        license="synthetic",
-        loader=_csbm_loader,
+        "csbm",
+        Kind.NODE,
+        "contextual stochastic block model generated in code (default dataset)",
+        loader=lambda raw, processed, target, **options: make_csbm(**options),
+        extra={"options": None},
     ),
     "cSBM",
     "synthetic",
 )
-_add(
-    _planetoid("cora", "Cora", False, "Cora citation graph: 2,708 nodes, 7 classes, 1,433 feats"),
-    "planetoid/cora",
-)
-_add(
-    _planetoid(
-        "citeseer", "CiteSeer", False, "CiteSeer citation graph: 3,327 nodes, 6 classes, 3,703"
-    ),
-    "planetoid/citeseer",
-)
-_add(
-    _planetoid("pubmed", "PubMed", True, "PubMed citation graph: 19,717 nodes, 3 classes, 500"),
-    "planetoid/pubmed",
-)
-_add(
-    DatasetSpec(
-        name="musae-facebook",
-        kind="node",
-        description="MUSAE Facebook page-page graph: 22,470 nodes, 4 page types, 4,714 feats",
-        subpath="musae/facebook",
-        raw_files=_MUSAE_FILES,
-        urls=(
-            "https://snap.stanford.edu/data/facebook-large-page-page-network.html",
-            "https://github.com/benedekrozemberczki/MUSAE",
+for _name, _pyg_name, _auto, _description in (
+    ("cora", "Cora", False, "Cora citation graph: 2,708 nodes, 7 classes, 1,433 feats"),
+    ("citeseer", "CiteSeer", False, "CiteSeer citation graph: 3,327 nodes, 6 classes, 3,703"),
+    ("pubmed", "PubMed", True, "PubMed citation graph: 19,717 nodes, 3 classes, 500"),
+):
+    _add(
+        DatasetSpec(
+            _name,
+            Kind.NODE,
+            _description,
+            subpath=f"planetoid/{_pyg_name}/raw",
+            raw_files=tuple(
+                f"ind.{_name}.{s}"
+                for s in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+            ),
+            urls=(_PLANETOID_URL,),
+            auto_download=_auto,
+            can_download=True,
+            loader=_pyg(readers._Planetoid, _pyg_name),
         ),
-        targets=("page_type",),
-        license=_MUSAE_LICENSE,
-        loader=_musae_loader,
-        extra={"id_column": "id"},
-    ),
-    "musae/facebook",
-    "facebook-page-page",
-    "facebookpagepage",
-)
-_add(
-    DatasetSpec(
-        name="musae-twitch-en",
-        kind="node",
-        description="MUSAE Twitch EN user graph: 7,126 nodes, 2 classes (mature), 3,170 feats",
-        subpath="musae/twitch_en",
-        raw_files=_MUSAE_FILES,
-        urls=(
-            "https://snap.stanford.edu/data/twitch-social-networks.html",
-            "https://github.com/benedekrozemberczki/MUSAE",
+        f"planetoid/{_name}",
+    )
+for _name, _folder, _page, _targets, _id, _description, _aliases in (
+    ("facebook", "facebook", "facebook-large-page-page-network", ("page_type",), "id",
+     "MUSAE Facebook page-page graph: 22,470 nodes, 4 page types, 4,714 feats",
+     ("facebook-page-page", "facebookpagepage")),
+    ("twitch-en", "twitch_en", "twitch-social-networks", ("mature", "partner"), "new_id",
+     "MUSAE Twitch EN user graph: 7,126 nodes, 2 classes (mature), 3,170 feats",
+     ("musae/twitch-en", "twitch", "twitch-en")),
+):  # fmt: skip
+    _add(
+        DatasetSpec(
+            f"musae-{_name}",
+            Kind.NODE,
+            _description,
+            subpath=f"musae/{_folder}",
+            raw_files=("edges.csv", "features.json", "target.csv"),
+            urls=(f"https://snap.stanford.edu/data/{_page}.html", _MUSAE_URL),
+            targets=_targets,
+            loader=functools.partial(readers.read_musae, id_column=_id),
         ),
-        targets=("mature", "partner"),
-        license=_MUSAE_LICENSE,
-        loader=_musae_loader,
-        extra={"id_column": "new_id"},
-    ),
-    "musae/twitch_en",
-    "musae/twitch-en",
-    "twitch",
-    "twitch-en",
-)
+        f"musae/{_folder}",
+        *_aliases,
+    )
 _add(
     DatasetSpec(
-        name="reddit",
-        kind="node",
-        description="Reddit posts graph (GraphSAGE): 232,965 nodes, 41 classes, 602 feats",
+        "reddit",
+        Kind.NODE,
+        "Reddit posts graph (GraphSAGE): 232,965 nodes, 41 classes, 602 feats",
         subpath="reddit/raw",
         raw_files=("reddit_data.npz", "reddit_graph.npz"),
         urls=("https://data.dgl.ai/dataset/reddit.zip",),
         auto_download=True,
         can_download=True,
         default_min_class_size=10_000,
-        license="see https://snap.stanford.edu/graphsage/",
-        loader=_reader(readers.read_reddit),
+        loader=_pyg(readers._Reddit),
     ),
 )
 _add(
     DatasetSpec(
-        name="amazon",
-        kind="node",
-        description="Amazon co-purchase graph ogbn-products: 2,449,029 nodes, 47 classes, 100",
+        "amazon",
+        Kind.NODE,
+        "Amazon co-purchase graph ogbn-products: 2,449,029 nodes, 47 classes, 100",
         subpath="amazon/products",
         raw_files=readers.OGB_PRODUCTS_FILES,
         urls=(_AMAZON_URL,),
         auto_download=True,
         can_download=True,
         default_min_class_size=100_000,
-        license="Amazon license (see https://ogb.stanford.edu/docs/nodeprop/#ogbn-products)",
-        loader=_reader(_read_amazon),
+        loader=_read_amazon,
     ),
     "ogbn-products",
     "amazon-products",
 )
 _add(
     DatasetSpec(
-        name="lastfm",
-        kind="node",
-        description="LastFM Asia social graph: 7,624 nodes, 18 classes, 128 feats",
+        "lastfm",
+        Kind.NODE,
+        "LastFM Asia social graph: 7,624 nodes, 18 classes, 128 feats",
         subpath="lastfm/raw",
         raw_files=("lastfm_asia.npz",),
         urls=("https://graphmining.ai/datasets/ptg/lastfm_asia.npz",),
         auto_download=True,
         can_download=True,
-        license="GPL-3.0 (Rozemberczki & Sarkar 2020)",
-        loader=_reader(readers.read_lastfm),
+        loader=_pyg(readers._LastFMAsia),
     ),
     "lastfm-asia",
     "lastfmasia",
 )
-_TU_DESCRIPTIONS = {
-    "MUTAG": "MUTAG molecules: 188 graphs, 2 classes, 7 node labels",
-    "PROTEINS": "PROTEINS: 1,113 graphs, 2 classes, 3 node labels",
-    # online only (downloaded on first use): the GW-LDP / FGW papers' "PROTEINS" and IMDB-B
-    "PROTEINS_full": "PROTEINS_full: 1,113 graphs, 2 classes, 3 node labels + 29 attributes",
-    "IMDB-BINARY": "IMDB-BINARY ego networks: 1,000 graphs, 2 classes, no node features",
-}
-for _tu, _offline in (
-    ("MUTAG", True), ("PROTEINS", True), ("PROTEINS_full", False), ("IMDB-BINARY", False)
+# PROTEINS_full and IMDB-BINARY are online only (the GW-LDP / FGW papers' "PROTEINS" and IMDB-B)
+for _tu, _offline, _description in (
+    ("MUTAG", True, "MUTAG molecules: 188 graphs, 2 classes, 7 node labels"),
+    ("PROTEINS", True, "PROTEINS: 1,113 graphs, 2 classes, 3 node labels"),
+    ("PROTEINS_full", False, "PROTEINS_full: 1,113 graphs, 2 classes, 3 node labels + 29 attrs"),
+    ("IMDB-BINARY", False, "IMDB-BINARY ego networks: 1,000 graphs, 2 classes, no node features"),
 ):
     _add(
         DatasetSpec(
-            name=_normalize(_tu),
-            kind="graph",
-            description=_TU_DESCRIPTIONS[_tu],
+            _normalize(_tu),
+            Kind.GRAPH,
+            _description,
             subpath=f"tudataset/{_tu}/raw",
             raw_files=(f"{_tu}_A.txt", f"{_tu}_graph_indicator.txt", f"{_tu}_graph_labels.txt"),
             urls=(f"https://www.chrsmrrs.com/graphkerneldatasets/{_tu}.zip",),
             auto_download=not _offline,
             can_download=True,
-            license="see https://chrsmrrs.github.io/datasets/",
-            loader=_tu_loader,
-            extra={"pyg_name": _tu},
+            loader=functools.partial(readers.CachedTUDataset, name=_tu),
+            extra={"options": ("use_node_attr", "use_edge_attr")},
         ),
         f"tudataset/{_tu}",
         f"tu/{_tu}",
         *((_tu.replace("-", ""),) if "-" in _tu else ()),
     )
 _add(_SPECS["imdb-binary"], "imdb-b")
-
 _add(
     DatasetSpec(
-        name="facebook100-all",
-        kind="node",
-        description="all Facebook100 schools in the data root merged into one graph (FB-100)",
+        "facebook100-all",
+        Kind.NODE,
+        "all Facebook100 schools in the data root merged into one graph (FB-100)",
         subpath="facebook100",
         urls=(FACEBOOK100_URL,),
         targets=_FB100_TARGETS,
         default_min_class_size=0.01,
-        license=_FB100_LICENSE,
-        loader=_facebook100_merged_loader,
+        loader=readers.read_facebook100_merged,
         extra={"mat_folder": True},
     ),
     "facebook100/all",
@@ -431,26 +303,23 @@ _FB100_BY_LOWER = {s.lower(): s for s in FACEBOOK100_SCHOOLS}
 def _facebook100_spec(school: str) -> DatasetSpec:
     school = _FB100_BY_LOWER.get(school.lower(), school)
     return DatasetSpec(
-        name=f"facebook100/{school}",
-        kind="node",
-        description=f"Facebook100 school network {school} (Sept. 2005)",
+        f"facebook100/{school}",
+        Kind.NODE,
+        f"Facebook100 school network {school} (Sept. 2005)",
         subpath=f"facebook100/{school}.mat",
         urls=(FACEBOOK100_URL, "https://github.com/sisaman/pyg-datasets"),
         targets=_FB100_TARGETS,
         # 1% of the labelled nodes: works for every school (the papers' absolute 1000 would
         # empty the small ones); the GAP/ProGAP benchmarks and recipes pass 1000 explicitly
         default_min_class_size=0.01,
-        license=_FB100_LICENSE,
-        loader=_facebook100_loader,
+        loader=_read_facebook100,
+        extra={"options": ("features", "vocabulary")},
     )
 
 
 def available_datasets(kind: Kind | None = None) -> list[str]:
-    """Names accepted by :func:`load_dataset` and the data modules.
-
-    Args:
-        kind: ``"node"`` or ``"graph"`` to filter, ``None`` for all. Facebook100 schools are
-            listed one by one as ``facebook100/<School>``.
+    """Names accepted by :func:`load_dataset` and the data modules, of one ``kind`` (``"node"``,
+    ``"graph"``; ``None``: all); Facebook100 schools listed one by one as ``facebook100/<School>``.
     """
     names = [s.name for s in _SPECS.values() if kind is None or s.kind == kind]
     if kind in (None, Kind.NODE):
@@ -463,12 +332,24 @@ def _known_summary() -> str:
     return ", ".join(base) + ", facebook100/<School> (e.g. facebook100/Caltech36; 100 schools)"
 
 
-def get_spec(name: str) -> DatasetSpec:
-    """Return the :class:`DatasetSpec` for a name or alias (case-insensitive).
+def get_spec(name: str, kind: Kind | None = None) -> DatasetSpec:
+    """The :class:`DatasetSpec` of a name or alias (case-insensitive): an unknown name raises
+    :class:`UnknownDatasetError` listing the known ones, a dataset of another ``kind``
+    :class:`DatasetKindError` naming what loads it."""
+    spec = _find_spec(name)
+    if kind is not None and spec.kind != kind:
+        if spec.kind == Kind.NODE:
+            load, known = "load_dataset() or NodeDataModule", ", ".join(available_datasets(kind))
+        else:
+            load, known = "load_graph_dataset() or GraphDataModule", _known_summary()
+        raise DatasetKindError(
+            f"{spec.name!r} is a {spec.kind}-classification dataset; use {load}. "
+            f"{kind.title()} datasets: {known}"
+        )
+    return spec
 
-    Raises:
-        UnknownDatasetError: the name is not known (the message lists the known names).
-    """
+
+def _find_spec(name: str) -> DatasetSpec:
     if not isinstance(name, str) or not name.strip():
         raise UnknownDatasetError(f"dataset name must be a non-empty string; known: {name!r}")
     key = _normalize(name)
@@ -502,15 +383,11 @@ def register_dataset(
     default_min_class_size: int | float | None = None,
     overwrite: bool = False,
 ) -> DatasetSpec:
-    """Register a custom node-classification dataset.
+    """Register a custom node-classification dataset (then ``NodeDataModule(name)`` works).
 
-    ``loader(root=<Path or None>, target=<str>, **kwargs)`` must return a ``Data`` with ``x``,
-    ``edge_index`` and ``y``; if it drops nodes of the raw data, it should also set ``node_id``
-    (each node's raw index; default ``arange(num_nodes)``). Afterwards ``NodeDataModule(name)``
-    and ``load_dataset(name)`` work.
-
-    Raises:
-        ValueError: the name is taken and ``overwrite`` is false.
+    ``loader(root=<Path or None>, target=<str>, **kwargs)`` returns a ``Data`` with ``x``,
+    ``edge_index``, ``y`` and, if it drops nodes of the raw data, ``node_id`` (each node's raw
+    index; default ``arange(num_nodes)``). A taken name raises unless ``overwrite``.
     """
     key = _normalize(name)
     if key in _ALIASES and not overwrite:
@@ -518,29 +395,21 @@ def register_dataset(
 
     spec = DatasetSpec(
         name=name,
-        kind="node",
+        kind=Kind.NODE,
         description=description or f"custom dataset {name}",
         targets=tuple(targets),
         default_min_class_size=default_min_class_size,
-        license="user-provided",
         loader=loader,
-        extra={"custom": True},
+        extra={"custom": True, "options": None},
     )
     _add(spec)
     return spec
 
 
-# --------------------------------------------------------------------------------------------
-# Locating raw files
-# --------------------------------------------------------------------------------------------
-
-
 def _missing(spec: DatasetSpec, where: Path) -> list[Path]:
     if spec.extra.get("mat_folder"):
         return [] if where.is_dir() and any(where.glob("*.mat")) else [where / "*.mat"]
-    if not spec.raw_files:
-        return [] if where.is_file() else [where]
-    return [where / f for f in spec.raw_files if not (where / f).is_file()]
+    return [path for path in _raw_file_keys(spec, where).values() if not path.is_file()]
 
 
 def locate_raw(
@@ -549,23 +418,15 @@ def locate_raw(
     cache_dir: str | os.PathLike[str] | None = None,
     download: bool | None = None,
 ) -> Path:
-    """Find the raw files of ``spec``; return the folder (or file) to read them from.
-
-    Looks in ``<root>/<subpath>`` (``root`` or ``$DPGNN_DATA``) and then in the cache's download
-    folder ``<cache>/datasets/<subpath>``. If neither has the files and downloading is allowed
-    (``download=True``, or ``None`` with ``spec.auto_download``), returns the cache location so
-    the reader downloads there (never into the root).
-
-    Raises:
-        RawFilesNotFoundError: files missing and no download; the message lists the paths looked
-            for and how to get the files.
-    """
+    """The folder (or file) holding the raw files of ``spec``: ``<root>/<subpath>``, else the
+    cache's ``<cache>/datasets/<subpath>``, which is also where a download goes (never into the
+    root). Raises :class:`RawFilesNotFoundError`, saying where it looked and how to get them."""
     root_path = resolve_root(root)
     cache = resolve_cache_dir(cache_dir)
     candidates = []
     if root_path is not None:
         candidates.append(root_path / spec.subpath)
-    cached = download_root(cache) / spec.subpath
+    cached = cache / "datasets" / spec.subpath
     candidates.append(cached)
     for cand in candidates:
         if not _missing(spec, cand):
@@ -616,11 +477,6 @@ def _processed_dir(spec: DatasetSpec, raw: Path, cache: Path, *extra: object) ->
     return cache / "processed" / f"{safe}-{fingerprint(files, raw, *extra)}"
 
 
-# --------------------------------------------------------------------------------------------
-# Public loading functions
-# --------------------------------------------------------------------------------------------
-
-
 def load_dataset(
     name: str = "csbm",
     root: str | os.PathLike[str] | None = None,
@@ -632,41 +488,24 @@ def load_dataset(
 ) -> Data:
     """Load a node-classification dataset as one raw (untransformed) ``Data``.
 
-    Args:
-        name: dataset name (see :func:`available_datasets`), case-insensitive.
-        root: data root holding the raw files (default ``$DPGNN_DATA``); read-only is fine.
-        target: prediction target (``None``: the dataset's default; see ``get_spec(name).targets``).
-        cache_dir: writable folder for processed caches and downloads (default ``$DPGNN_CACHE``
-            or ``~/.cache/lightning_dpgnn``).
-        download: ``True`` downloads missing raw files into the cache dir, ``False`` never does,
-            ``None`` downloads only for the datasets that are not shipped offline (Reddit,
-            Amazon, PubMed, LastFM).
-        **kwargs: dataset options, e.g. the :func:`~lightning_dpgnn.data.make_csbm` parameters.
+    Raw files are read from ``root`` (default ``$DPGNN_DATA``, read-only is fine); processed
+    caches and downloads go to ``cache_dir``. ``download=None`` downloads only the datasets not
+    shipped offline (Reddit, Amazon, PubMed, LastFM). ``kwargs`` are dataset options (e.g. the
+    :func:`~lightning_dpgnn.data.make_csbm` parameters).
 
-    Returns:
-        ``Data`` with ``x`` (float), ``edge_index`` (both directions for undirected graphs),
-        ``y`` (long, ``0..c-1``), ``node_id`` (long: each node's index in the raw dataset, i.e.
-        before the loader dropped any node; ``arange(num_nodes)`` when it drops none; the
-        identity the default split is keyed on) and, where the source defines one, its public
-        split masks. Facebook100 graphs also carry ``label_values`` (long ``[c]``: the raw
-        target value, e.g. the class year, of every label ``0..c-1``).
-
-    Raises:
-        UnknownDatasetError, UnknownTargetError, RawFilesNotFoundError.
-        CorruptDataError: a raw file cannot be parsed (the message names it) or the graph read
-            does not match the known dataset's counts; nothing is then written to the cache.
+    Returns ``x``, ``edge_index`` (both directions for undirected graphs), ``y`` (``0..c-1``),
+    ``node_id`` (each node's index in the raw dataset, what the default split is keyed on), the
+    source's public split masks if any, and for Facebook100 ``label_values`` (the raw target
+    value of each label). A raw file that cannot be parsed, or a graph that does not match the
+    known dataset's counts, raises :class:`CorruptDataError` and writes nothing to the cache.
     """
-    spec = get_spec(name)
-    if spec.kind != Kind.NODE:
-        raise DatasetKindError(
-            f"{spec.name!r} is a graph-classification dataset; use load_graph_dataset() or "
-            "GraphDataModule. Node datasets: " + _known_summary()
-        )
+    spec = get_spec(name, Kind.NODE)
     tgt = _resolve_target(spec, target)
+    _check_options(spec, kwargs)
     if spec.extra.get("custom"):
         data = spec.loader(root=resolve_root(root), target=tgt, **kwargs)  # type: ignore[misc]
     elif not spec.needs_files:
-        data = spec.loader(spec, None, None, tgt, **kwargs)  # type: ignore[misc]
+        data = spec.loader(None, None, tgt, **kwargs)  # type: ignore[misc]
     else:
         raw = locate_raw(spec, root, cache_dir, download)
         # the loader's options are part of the key: a README snippet (default vocabulary) and
@@ -678,7 +517,7 @@ def load_dataset(
             spec,
             raw,
             processed,
-            lambda folder: spec.loader(spec, raw, folder, tgt, **kwargs),  # type: ignore[misc]
+            lambda folder: spec.loader(raw, folder, tgt, **kwargs),  # type: ignore[misc]
             default=tgt == spec.default_target and not kwargs,
         )
     return _with_node_id(data)
@@ -696,12 +535,9 @@ def _raw_file_keys(spec: DatasetSpec, raw: Path) -> dict[str, Path]:
 def _load_checked(
     spec: DatasetSpec, raw: Path, processed: Path, load: Callable[[Path], Any], default: bool
 ) -> Any:
-    """Run ``load(cache folder)`` through the validated processed cache.
-
-    A fresh read is compared with the known dataset (counts only with the default target and
-    options; raw-file digests always) before anything reaches the cache; see
-    :mod:`lightning_dpgnn.data.validation`.
-    """
+    """Run ``load(cache folder)`` through the validated processed cache: a fresh read is compared
+    with the known dataset (its counts with the default target and options, its raw-file digests
+    always) before anything reaches the cache (:mod:`~lightning_dpgnn.data.validation`)."""
     files = _raw_file_keys(spec, raw)
 
     def validate(data: Any) -> None:
@@ -735,32 +571,19 @@ def load_graph_dataset(
     use_node_attr: bool = False,
     use_edge_attr: bool = False,
 ) -> InMemoryDataset:
-    """Load a graph-classification dataset (TU format) as a PyG ``InMemoryDataset``.
-
-    Args:
-        name: ``"mutag"`` or ``"proteins"`` (case-insensitive).
-        root: data root (default ``$DPGNN_DATA``); raw files in ``<root>/tudataset/<NAME>/raw``.
-        cache_dir: writable folder for processed caches and downloads.
-        download: ``True`` downloads missing raw files into the cache dir (default: never).
-        use_node_attr: append continuous node attributes (PROTEINS has one) to ``x``.
-        use_edge_attr: load edge attributes where present.
-    """
-    spec = get_spec(name)
-    if spec.kind != Kind.GRAPH:
-        raise DatasetKindError(
-            f"{spec.name!r} is a node-classification dataset; use load_dataset() or "
-            f"NodeDataModule. Graph datasets: {', '.join(available_datasets('graph'))}"
-        )
+    """Load a TU graph-classification dataset (raw files in ``<root>/tudataset/<NAME>/raw``) as a
+    PyG ``InMemoryDataset``; ``use_node_attr`` appends the continuous node attributes to ``x``,
+    ``use_edge_attr`` loads edge attributes. The other arguments are :func:`load_dataset`'s."""
+    spec = get_spec(name, Kind.GRAPH)
     raw = locate_raw(spec, root, cache_dir, download)
-    processed = _processed_dir(
-        spec, raw, resolve_cache_dir(cache_dir), use_node_attr, use_edge_attr
-    )
+    cache = resolve_cache_dir(cache_dir)
+    processed = _processed_dir(spec, raw, cache, use_node_attr, use_edge_attr)
     return _load_checked(
         spec,
         raw,
         processed,
         lambda folder: spec.loader(  # type: ignore[misc]
-            spec, raw, folder, "label", use_node_attr=use_node_attr, use_edge_attr=use_edge_attr
+            raw, folder, use_node_attr=use_node_attr, use_edge_attr=use_edge_attr
         ),
         default=not (use_node_attr or use_edge_attr),
     )

@@ -1,26 +1,8 @@
-"""Simple graphs by construction (design invariant 12).
-
-Every sensitivity this library accounts assumes a *simple* graph: each directed pair
-``(source, target)`` is stored at most once. The sum aggregation counts every stored copy, so a
-friendship stored twice moves the first hop and the label counts by twice the accounted
-sensitivity when it is removed, and a node-level neighbour with an edge stored three times
-breaks the ``sqrt(D)`` bound (issue 27).
-
-Two entry behaviours, chosen per entry point (``docs/data.md``, "Simple graphs"):
-
-* :func:`simple_graph` with ``repeated="merge"`` (data modules: bundled datasets,
-  ``NodeDataModule.from_data``, ``register_dataset`` loaders): repeated copies are merged into
-  one edge, the first copy and its edge attributes kept, and the number merged is stated once
-  (a :class:`RepeatedEdgesWarning` and a log line). Merging is a function of each pair alone,
-  so it is stable under the neighbouring relation: removing one edge (all its copies) or one
-  node from the multigraph removes exactly that edge or node from the simple graph.
-* :func:`require_simple` (graphs a model receives already preprocessed: the training graph of
-  any data module, graphs given to inductive inference): a repeated edge is refused with
-  :class:`MultigraphError` before any mechanism runs, naming how many and how to merge them.
-
-Self-loops are not repeated edges: they are left to the data module's ``remove_self_loops``
-(the GAP/ProGAP preprocessing removes them), a repeated self-loop is merged like any pair.
-"""
+"""Simple graphs by construction (design invariant 12): every sensitivity assumes each directed
+pair ``(source, target)`` is stored at most once, since the sum aggregation counts every copy.
+Data modules merge repeated edges (:func:`simple_graph`, stable under the neighbouring relation);
+graphs a model receives are refused when repeated (:func:`require_simple`). docs/data.md,
+"Simple graphs"."""
 
 from __future__ import annotations
 
@@ -32,7 +14,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from .errors import DataError
-from .transforms import _without_label_values
+from .transforms import keep_edges
 
 __all__ = [
     "MultigraphError",
@@ -80,9 +62,7 @@ def _strictly_increasing(edge_index: Tensor, num_nodes: int) -> bool:
 
 def _first_copies(edge_index: Tensor, num_nodes: int) -> tuple[Tensor | None, int]:
     """``(keep, repeated)``: a mask of the first stored copy of every pair (``None`` when the
-    graph is simple) and the number of copies beyond the first. Sorted input (as the bundled
-    readers and PyG's ``coalesce`` leave it) is recognised in one pass; otherwise one stable
-    sort."""
+    graph is simple) and the number of copies beyond the first (sorted input: one pass)."""
     e = int(edge_index.size(1))
     if e < 2 or _strictly_increasing(edge_index, num_nodes):  # sorted and simple
         return None, 0
@@ -105,30 +85,17 @@ def count_repeated_edges(edge_index: Tensor, num_nodes: int | None = None) -> in
     return _first_copies(edge_index, int(n or 0))[1]
 
 
-def _edge_count(data: Data) -> tuple[int, int]:
-    return int(data.num_nodes), int(data.edge_index.size(1))
-
-
 def simple_graph(data: Data, what: str = "the graph", repeated: str = "merge") -> Data:
-    """``data`` with every repeated directed edge merged into one (``repeated="merge"``) or
-    refused (``repeated="refuse"``). A simple graph is returned as it is (no copy).
-
-    Merging keeps the first stored copy of each ``(source, target)`` pair with its edge
-    attributes (``edge_attr``, ``edge_weight``, ...; the library's mechanisms read none), keeps
-    the order of the remaining edges, and states the number merged once: a
-    :class:`RepeatedEdgesWarning` and an INFO log line naming ``what``. It never adds, removes
-    or reorders nodes, so node-aligned outputs are unaffected.
-
-    Raises:
-        MultigraphError: ``repeated="refuse"`` and some pair is stored more than once.
-        ValueError: ``repeated`` is not ``"merge"`` or ``"refuse"``.
-    """
+    """``data`` with every repeated directed edge merged into one (``repeated="merge"``: the
+    first stored copy and its attributes are kept, in order, and the number merged is stated in
+    a :class:`RepeatedEdgesWarning` and a log line) or refused (``"refuse"``:
+    :class:`MultigraphError`). A simple graph is returned as it is; nodes are never touched."""
     if repeated not in REPEATED:
         raise ValueError(f"repeated must be one of {REPEATED}, got {repeated!r}")
-    num_nodes, num_edges = _edge_count(data)
-    keep, count = _first_copies(data.edge_index, num_nodes)
+    keep, count = _first_copies(data.edge_index, int(data.num_nodes))
     if keep is None:
         return data
+    num_edges = int(data.edge_index.size(1))
     if repeated == "refuse":
         raise _error(what, count, num_edges)
     message = (
@@ -138,17 +105,15 @@ def simple_graph(data: Data, what: str = "the graph", repeated: str = "merge") -
     )
     warnings.warn(message, RepeatedEdgesWarning, stacklevel=2)
     log.info(message)
-    return _without_label_values(data, lambda d: d.edge_subgraph(keep))
+    return keep_edges(data, keep)
 
 
 def require_simple(data: Data, what: str = "the graph") -> None:
-    """Refuse a multigraph: raise :class:`MultigraphError` if ``data`` stores some
-    ``(source, target)`` pair more than once. One pass over sorted edges, one sort otherwise;
-    the call site of every graph a model receives (the training graph, inductive inference)."""
-    num_nodes, num_edges = _edge_count(data)
-    count = _first_copies(data.edge_index, num_nodes)[1]
+    """Raise :class:`MultigraphError` if ``data`` stores some ``(source, target)`` pair more than
+    once (every graph a model receives: the training graph, inductive inference)."""
+    count = _first_copies(data.edge_index, int(data.num_nodes))[1]
     if count:
-        raise _error(what, count, num_edges)
+        raise _error(what, count, int(data.edge_index.size(1)))
 
 
 def _error(what: str, count: int, num_edges: int) -> MultigraphError:

@@ -1,10 +1,5 @@
-"""Synthetic graphs generated in code (no files, no download).
-
-:func:`make_csbm` draws a *contextual stochastic block model*: a stochastic block model whose
-nodes carry Gaussian features with a class-dependent mean. With the defaults the features alone
-are weakly informative while the graph is strongly homophilous, so a GNN that aggregates
-neighbours clearly beats an MLP — this is the embedded default dataset of ``dpgnn fit``.
-"""
+"""Synthetic graphs generated in code: :func:`make_csbm`, the default dataset of ``dpgnn fit``
+(weakly informative features on a homophilous graph, so a GNN clearly beats an MLP)."""
 
 from __future__ import annotations
 
@@ -20,34 +15,10 @@ def make_csbm(
     num_nodes: int = 2000, num_classes: int = 5, avg_degree: float = 10.0, homophily: float = 0.8,
     num_features: int = 64, feature_signal: float = 1.0, seed: int = 0,
 ) -> Data:
-    """Generate a contextual stochastic block model graph.
-
-    * Labels: balanced, ``num_nodes // num_classes`` (+1 for the first ``num_nodes % num_classes``
-      classes) nodes per class, in random order.
-    * Edges: ``round(num_nodes * avg_degree / 2)`` undirected edge draws. Each draw picks a source
-      uniformly; with probability ``homophily`` the other end is a uniform node of the *same*
-      class, otherwise a uniform node of a uniformly chosen *other* class. ``homophily`` is thus
-      the expected edge homophily (fraction of intra-class edges); with balanced classes the
-      intra/inter connection probability ratio is ``homophily * (c - 1) / (1 - homophily)``.
-      Self-loops and duplicate draws are dropped, so the realised mean degree is slightly below
-      ``avg_degree``. Stored with both directions.
-    * Features: ``x = mu[y] + N(0, I)``, where the class means ``mu`` are random directions of
-      norm ``feature_signal``. The smaller ``feature_signal``, the less an MLP can do alone.
-
-    Deterministic given ``seed`` (uses its own ``torch.Generator``); 2,000 nodes take a few ms.
-
-    Args:
-        num_nodes: number of nodes.
-        num_classes: number of classes (>= 2).
-        avg_degree: expected mean degree before removing duplicates.
-        homophily: expected fraction of intra-class edges, in ``[0, 1]``.
-        num_features: feature dimension.
-        feature_signal: norm of each class-mean vector (noise has unit variance per feature).
-        seed: random seed.
-
-    Returns:
-        ``Data(x, edge_index, y)``.
-    """
+    """A contextual stochastic block model ``Data(x, edge_index, y)``, deterministic in ``seed``:
+    balanced classes; ``round(num_nodes * avg_degree / 2)`` undirected edges from a uniform node
+    to one of its own class with probability ``homophily``, else of another class (self-loops
+    and duplicates dropped); features ``mu[y] + N(0, I)`` with ``|mu| = feature_signal``."""
     if num_nodes < num_classes or num_classes < 2:
         raise ValueError(
             f"csbm needs num_classes >= 2 and num_nodes >= num_classes, "

@@ -1,19 +1,8 @@
-"""Graph transforms used by the papers' preprocessing (PyG ``BaseTransform`` subclasses).
+"""Graph transforms of the papers' preprocessing (PyG ``BaseTransform`` subclasses).
 
-Edge convention: ``edge_index[0]`` is the source and ``edge_index[1]`` the target; a node
-aggregates over its *in*-neighbours (edges into it). Undirected graphs hold both directions.
-
-All transforms return a new ``Data`` (PyG's ``BaseTransform.__call__`` shallow-copies the input
-and no tensor is modified in place). Random transforms take ``seed``: with an integer they draw
-from their own ``torch.Generator`` (same output on every call), with ``None`` from torch's global
-generator.
-
-Node identity: ``data.node_id`` (long, ``[num_nodes]``) is each node's index in the *raw*
-dataset, before any node was filtered out; PyG's ``Data.subgraph`` subsets it like any other
-node attribute, so it survives every transform here. :class:`NodeSplit` keys its default split
-on it (a graph without ``node_id`` counts as raw: identity = position). ``data.label_values``
-(long, ``[c]``, optional) holds the raw value of every label index (e.g. the class year of each
-Facebook100 label); :class:`KeepClasses` and :class:`FilterClassByCount` keep it in sync.
+A node aggregates over its in-neighbours (``edge_index[1]`` is the target). ``data.node_id`` is
+each node's index in the raw dataset (it survives every transform here; :class:`NodeSplit` keys
+on it) and the optional ``data.label_values`` the raw value of every label index.
 """
 
 from __future__ import annotations
@@ -57,9 +46,7 @@ def _generator(seed: int | None) -> torch.Generator | None:
     return None if seed is None else torch.Generator().manual_seed(int(seed))
 
 
-# ---------------------------------------------------------------- keyed hash (splitmix64)
 def _signed64(c: int) -> int:
-    """A 64-bit unsigned constant as the int64 with the same bits."""
     c &= (1 << 64) - 1
     return c - (1 << 64) if c >= 1 << 63 else c
 
@@ -84,35 +71,20 @@ def _splitmix64(z: Tensor) -> Tensor:
 
 
 def keyed_uniform(seed: int, ids: Tensor) -> Tensor:
-    """Deterministic pseudo-random numbers in ``[0, 1)``, one per id, keyed by ``seed``.
-
-    ``u[i]`` depends only on ``(seed, ids[i])``: ``splitmix64(ids[i] XOR splitmix64(seed))``,
-    whose top 53 bits give a float64. Vectorised int64 arithmetic, identical on every platform.
-
-    Args:
-        seed: the key (any Python int; taken modulo ``2**64``).
-        ids: integer tensor of any shape (e.g. ``data.node_id``).
-    """
+    """Pseudo-random numbers in ``[0, 1)`` that depend only on ``(seed, ids[i])``: the top 53
+    bits of ``splitmix64(ids[i] XOR splitmix64(seed))``, identical on every platform."""
     key = _splitmix64(torch.tensor(_signed64(int(seed)), dtype=torch.long))
     z = _splitmix64(ids.to(torch.long) ^ key)
     return _shr(z, 11).to(torch.float64) / float(1 << 53)
-
-
-def _node_ids(data: Data) -> Tensor:
-    node_id = getattr(data, "node_id", None)
-    if node_id is None:
-        return torch.arange(int(data.num_nodes))
-    return node_id
 
 
 _ROW = "sparse_x_row"  # a node attribute that follows the nodes a sub-graph transform keeps
 
 
 def _without_label_values(data: Data, fn: Callable[[Data], Data]) -> Data:
-    """Run a sub-graph transform with the graph-level ``label_values`` set aside (PyG would take a
-    ``[c]`` tensor for a node or edge attribute when ``c`` equals the node or edge count), and
-    with sparse features ``x`` (which torch cannot index by node) set aside too: their kept rows
-    are selected afterwards, by the node positions the transform kept."""
+    """Run a sub-graph transform with the graph-level ``label_values`` set aside (PyG would take it
+    for a node or edge attribute when their counts match), and sparse features ``x`` too (torch
+    cannot index them by node: the kept rows are selected afterwards)."""
     values = getattr(data, "label_values", None)
     x = getattr(data, "x", None)
     sparse = x is not None and x.layout != torch.strided
@@ -134,13 +106,16 @@ def _without_label_values(data: Data, fn: Callable[[Data], Data]) -> Data:
     return out
 
 
-def parse_split(split: str | Sequence[float]) -> tuple[float, float, float]:
-    """Turn a preset name (``"gap"``, ``"progap"``, ``"lpgnn"``) or fractions into a triple.
+def keep_edges(data: Data, keep: Tensor) -> Data:
+    """``data`` with the edges of the mask ``keep`` (and their attributes); ``data`` if all."""
+    if bool(keep.all()):
+        return data
+    return _without_label_values(data, lambda d: d.edge_subgraph(keep))
 
-    Raises:
-        InvalidSplitError: unknown preset, not exactly three fractions, a negative or non-finite
-            fraction, or fractions that do not sum to 1.
-    """
+
+def parse_split(split: str | Sequence[float]) -> tuple[float, float, float]:
+    """Turn a preset name (``"gap"``, ``"progap"``, ``"lpgnn"``) or three non-negative fractions
+    summing to 1 into a triple (else :class:`InvalidSplitError`)."""
     if isinstance(split, str):
         key = split.strip().lower()
         if key not in SPLIT_PRESETS:
@@ -165,9 +140,7 @@ def parse_split(split: str | Sequence[float]) -> tuple[float, float, float]:
 def check_features(data: Data, name: str = "dataset") -> None:
     """Raise :class:`InvalidFeaturesError` if ``data.x`` holds NaN or infinite values."""
     x = getattr(data, "x", None)
-    if x is None:
-        return
-    if not torch.is_floating_point(x) or x.numel() == 0:
+    if x is None or not torch.is_floating_point(x) or x.numel() == 0:
         return
     if bool(torch.isfinite(x.sum())):  # one fast pass: NaN and inf propagate into the sum
         return
@@ -184,44 +157,26 @@ def check_features(data: Data, name: str = "dataset") -> None:
 
 
 class RemoveSelfLoops(BaseTransform):
-    """Remove edges ``(i, i)`` with *every* edge attribute (PyG's ``RemoveSelfLoops`` subsets
-    only the one attribute it is given, ``edge_weight`` by default, and would leave
-    ``edge_attr`` out of step with the edges)."""
+    """Remove edges ``(i, i)`` with *every* edge attribute (PyG's subsets only ``edge_weight``)."""
 
     def forward(self, data: Data) -> Data:
-        ei = data.edge_index
-        keep = ei[0] != ei[1]
-        if bool(keep.all()):
-            return data
-        return _without_label_values(data, lambda d: d.edge_subgraph(keep))
+        return keep_edges(data, data.edge_index[0] != data.edge_index[1])
 
 
 class RemoveIsolatedNodes(T.RemoveIsolatedNodes):
-    """PyG's :class:`~torch_geometric.transforms.RemoveIsolatedNodes`: nodes with neither
-    incoming nor outgoing edges go, the rest are relabelled, with the graph-level
-    ``label_values`` set aside.
-
-    Node-level attributes (``x``, ``y``, ``node_id``, masks, ...) are subset accordingly. Run it
-    after :class:`RemoveSelfLoops` to also drop nodes whose only edge is a self-loop. Which nodes
-    are isolated depends on the edges: under edge- or node-level DP this reads private data.
-    """
+    """PyG's :class:`~torch_geometric.transforms.RemoveIsolatedNodes` with ``label_values`` set
+    aside. Which nodes are isolated depends on the edges: a private read under edge- or
+    node-level DP."""
 
     def forward(self, data: Data) -> Data:
         return _without_label_values(data, super().forward)
 
 
 class FilterClassByCount(BaseTransform):
-    """Drop classes with fewer than ``min_count`` nodes, their nodes and their edges.
-
-    Remaining labels are remapped to ``0..c-1`` keeping their original order. Nodes with a
-    negative label (unlabeled) are dropped too. Which classes survive depends on the labels of
-    all nodes: under node-level or local DP this reads private data (declare the classes with
-    :class:`KeepClasses` instead).
-
-    Args:
-        min_count: an ``int`` is an absolute node count; a ``float`` in ``(0, 1)`` is a fraction
-            of the labeled nodes (e.g. ``0.01``: keep classes holding at least 1% of them).
-    """
+    """Drop classes with fewer than ``min_count`` nodes (an ``int``; a ``float`` in ``(0, 1)``:
+    a fraction of the labeled nodes), with their nodes and edges, and unlabeled nodes; labels
+    are remapped to ``0..c-1`` in order. It reads every label: a private read under node-level
+    or local DP (declare the classes with :class:`KeepClasses` instead)."""
 
     def __init__(self, min_count: int | float) -> None:
         if isinstance(min_count, bool) or min_count < 0:
@@ -260,31 +215,15 @@ class FilterClassByCount(BaseTransform):
             out = _without_label_values(data, lambda d: d.subgraph(node_keep))
         out.y = new_label[out.y]
         values = getattr(out, "label_values", None)
-        if values is not None and values.numel() == counts.numel():
-            out.label_values = values[keep_class]
-        elif values is not None:  # classes beyond the largest present label are dropped too
+        if values is not None:  # classes beyond the largest present label are dropped too
             out.label_values = values[: counts.numel()][keep_class]
         return out
 
 
 class KeepClasses(BaseTransform):
-    """Keep the declared (public) classes; every other node becomes unlabeled (``y = -1``).
-
-    No statistic of the labels is computed: ``classes`` lists raw label values, and the node
-    whose raw label is ``classes[i]`` gets label ``i``. Nodes of any other class, and nodes
-    already unlabeled, get ``y = -1`` and stay in the graph with their features and edges
-    (a node-level split leaves them out of every mask).
-
-    The raw label of a node is ``data.label_values[y]`` when the graph carries ``label_values``
-    (Facebook100: the class year, e.g. ``2008``), else ``y`` itself. The output carries
-    ``label_values = tensor(classes)``.
-
-    Args:
-        classes: distinct raw label values, in the order of the new labels ``0..c-1``.
-
-    Raises:
-        ValueError: ``classes`` is empty or holds duplicates.
-    """
+    """Keep the declared (public) classes: the node whose raw label (``label_values[y]``, else
+    ``y``) is ``classes[i]`` gets label ``i``; every other node gets ``y = -1`` and stays in the
+    graph. No statistic of the labels is computed; the output carries ``label_values``."""
 
     def __init__(self, classes: Sequence[int]) -> None:
         values = [int(c) for c in classes]
@@ -324,29 +263,13 @@ class KeepClasses(BaseTransform):
 
 
 class NodeSplit(BaseTransform):
-    """Random train/val/test node split into ``train_mask``, ``val_mask``, ``test_mask``.
+    """Random split of the labeled nodes into ``train_mask``, ``val_mask``, ``test_mask``.
 
-    Only labeled nodes (``y >= 0``; all nodes if there is no ``y``) are split; the three masks
-    are disjoint and cover every labeled node. Existing masks are replaced.
-
-    ``by="identity"`` (default): a node's role is a function of ``(seed, node identity)`` only,
-    ``u = keyed_uniform(seed, node_id)``: train if ``u < train``, val if ``u < train + val``,
-    else test. Adding or removing other nodes (or edges, or labels) never changes a node's
-    role, so the split reads no private data. The sizes are binomial, not exact: on ``n`` nodes
-    the train count is ``train * n`` give or take ``sqrt(train * (1 - train) * n)``. Identity is
-    ``data.node_id`` (the node's index in the raw dataset), or the position when absent.
-
-    ``by="position"``: the old exact-size split, a seeded permutation of the labeled nodes'
-    positions with ``round(val * n)`` validation and ``round(test * n)`` test nodes (see
-    :meth:`sizes`). Removing one node re-assigns the roles of many others, so under node-level
-    DP it reads private data.
-
-    Args:
-        train: fraction of training nodes.
-        val: fraction of validation nodes.
-        test: fraction of test nodes. The three must be non-negative and sum to 1.
-        seed: the split's key (``None``: drawn from torch's global generator on every call).
-        by: ``"identity"`` or ``"position"``.
+    ``by="identity"``: a node's role depends only on ``u = keyed_uniform(seed, node_id)`` (train
+    if ``u < train``, val if ``u < train + val``): other nodes, edges or labels never change it,
+    so the split reads no private data; sizes are binomial. ``by="position"``: a seeded
+    permutation with exact sizes (:meth:`sizes`): removing one node re-assigns many others, a
+    private read under node-level DP. ``seed=None`` draws a fresh key on every call.
     """
 
     BY = ("identity", "position")
@@ -369,18 +292,17 @@ class NodeSplit(BaseTransform):
     def from_preset(
         cls, split: str | Sequence[float], seed: int | None = 0, by: str = "identity"
     ) -> NodeSplit:
-        """Build from a preset name (``"gap"``, ``"lpgnn"``) or a ``(train, val, test)`` tuple."""
+        """Build from a preset name or a ``(train, val, test)`` tuple."""
         return cls(*parse_split(split), seed=seed, by=by)
 
     def sizes(self, n: int) -> tuple[int, int, int]:
         """Number of train, val and test nodes for ``n`` labeled nodes (``by="position"``)."""
-        n_val = int(round(self.val * n))
-        n_test = int(round(self.test * n))
-        n_val = min(n_val, n)
-        n_test = min(n_test, n - n_val)
+        n_val = min(round(self.val * n), n)
+        n_test = min(round(self.test * n), n - n_val)
         return n - n_val - n_test, n_val, n_test
 
-    def _positional(self, candidates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def positional(self, candidates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The train, val and test parts of a seeded permutation of ``candidates``."""
         perm = candidates[torch.randperm(candidates.numel(), generator=_generator(self.seed))]
         n_train, n_val, _ = self.sizes(candidates.numel())
         return perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]
@@ -389,7 +311,9 @@ class NodeSplit(BaseTransform):
         seed = self.seed
         if seed is None:
             seed = int(torch.randint(0, 2**62, (1,)))
-        u = keyed_uniform(seed, _node_ids(data)[candidates])
+        node_id = getattr(data, "node_id", None)
+        ids = torch.arange(int(data.num_nodes)) if node_id is None else node_id
+        u = keyed_uniform(seed, ids[candidates])
         in_train = u < self.train
         in_val = ~in_train & (u < self.train + self.val)
         if self.test == 0.0:  # float rounding must not leave a few nodes in an empty test set
@@ -404,7 +328,7 @@ class NodeSplit(BaseTransform):
         else:
             candidates = torch.arange(n)
         if self.by == "position":
-            parts = self._positional(candidates)
+            parts = self.positional(candidates)
         else:
             parts = self._by_identity(data, candidates)
         for key, idx in zip(("train_mask", "val_mask", "test_mask"), parts, strict=True):
@@ -421,20 +345,10 @@ class NodeSplit(BaseTransform):
 
 
 class BoundDegree(BaseTransform):
-    """Keep at most ``max_degree`` incoming edges per node, chosen uniformly at random.
-
-    Nodes whose in-degree is already ``<= max_degree`` keep all their edges; the kept edges are a
-    subset of the original ones, in their original order (edge attributes follow). Vectorised:
-    one random permutation and one stable sort, so ~1.6M edges take well under a second.
-    On an undirected graph the result is in general directed. A utility transform for
-    non-private runs only: it reads the edges, and it is **not** a stable degree projection
-    (removing one node re-shuffles the choice everywhere), so node-level DP does not use it —
-    node-level models check a public degree bound instead (docs/privacy.md).
-
-    Args:
-        max_degree: maximum in-degree ``D`` (>= 0).
-        seed: random seed (``None``: torch's global generator).
-    """
+    """Keep at most ``max_degree`` incoming edges per node, chosen uniformly at random (in their
+    original order, edge attributes following). For non-private runs only: it reads the edges
+    and is not a stable degree projection (node-level models check a public bound instead).
+    ``seed=None`` draws from torch's global generator."""
 
     def __init__(self, max_degree: int, seed: int | None = 0) -> None:
         if int(max_degree) < 0:
@@ -456,37 +370,17 @@ class BoundDegree(BaseTransform):
         return keep
 
     def forward(self, data: Data) -> Data:
-        keep = self.keep_mask(data.edge_index, data.num_nodes)
-        if bool(keep.all()):
-            return data
-        return _without_label_values(data, lambda d: d.edge_subgraph(keep))
+        return keep_edges(data, self.keep_mask(data.edge_index, data.num_nodes))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_degree={self.max_degree}, seed={self.seed})"
 
 
 class ScaleFeatures(BaseTransform):
-    """Scale every feature of ``x`` to ``[alpha, beta]``.
-
-    With ``bounds=(lo, hi)``, the declared public range of the raw features: features are
-    clamped to ``[lo, hi]`` and mapped linearly, ``lo -> alpha`` and ``hi -> beta``. No
-    statistic of the data is computed, so each node's row depends on that node's features only.
-
-    Without ``bounds``: min-max scaling per column, with minima and maxima taken over all nodes
-    (a constant column maps to ``alpha``). Every row then depends on every node's features,
-    which under node-level or local DP reads private data.
-
-    LDP feature mechanisms (PGC/LPGNN) assume features in a known range such as ``[0, 1]``.
-
-    Args:
-        alpha: lower end of the output range.
-        beta: upper end of the output range (``alpha < beta``).
-        bounds: ``(lo, hi)`` with ``lo < hi``, the public range of the raw features; ``None``:
-            data-derived min-max.
-
-    Raises:
-        InvalidFeaturesError: if ``x`` holds NaN or infinite values.
-    """
+    """Scale every feature of ``x`` to ``[alpha, beta]``: with ``bounds=(lo, hi)``, the public
+    range of the raw features, clamped and mapped linearly (each row depends on its own node
+    only); without, by per-column min-max over all nodes (a private read under node-level or
+    local DP; a constant column maps to ``alpha``). NaN or infinite features are refused."""
 
     def __init__(
         self,
@@ -508,19 +402,16 @@ class ScaleFeatures(BaseTransform):
         check_features(data, "ScaleFeatures input")
         x = dense_features(data.x).float()
         if self.bounds is not None:
-            lo_b, hi_b = self.bounds
-            if (lo_b, hi_b) == (self.alpha, self.beta):  # the identity map: clamp only
-                data.x = x.clamp(lo_b, hi_b)
+            lo, hi = self.bounds
+            x = x.clamp(lo, hi)
+            if (lo, hi) == (self.alpha, self.beta):  # the identity map: clamp only
+                data.x = x
                 return data
-            scale_b = (self.beta - self.alpha) / (hi_b - lo_b)
-            data.x = ((x.clamp(lo_b, hi_b) - lo_b) * scale_b + self.alpha).clamp_(
-                self.alpha, self.beta
-            )
-            return data
-        lo = x.min(dim=0).values
-        hi = x.max(dim=0).values
-        span = hi - lo
-        scale = torch.where(span > 0, (self.beta - self.alpha) / span, torch.zeros_like(span))
+            scale = (self.beta - self.alpha) / (hi - lo)
+        else:
+            lo = x.min(dim=0).values
+            span = x.max(dim=0).values - lo
+            scale = torch.where(span > 0, (self.beta - self.alpha) / span, torch.zeros_like(span))
         data.x = ((x - lo) * scale + self.alpha).clamp_(self.alpha, self.beta)
         return data
 

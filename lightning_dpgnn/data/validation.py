@@ -1,18 +1,11 @@
 """Checks that keep corrupted or partial data out of the processed cache.
 
-* **Raw files.** A parse error is re-raised as :class:`~.errors.CorruptDataError`
-  naming the file (and the line when the parser knows it). Datasets the package knows carry the
-  counts of their loaded graph (nodes, directed edges, features, classes; graphs for graph
-  datasets) and the size and SHA-256 of each raw file, measured from the shared copy
-  (``known_datasets.json``, written by ``benchmarks/measure_datasets.py``). A freshly read graph
-  whose counts differ is refused with an error that says which counts and which files differ; a
-  raw file that differs from the known copy while the counts agree only warns (another faithful
-  copy of the same data may differ in bytes).
-* **Processed cache.** An entry is built in a temporary folder and renamed into place only after
-  these checks passed, with a ``manifest.json`` holding the counts and the size of every cache
-  file. Loading an entry checks the manifest first and the loaded counts after; an entry without
-  a manifest, with a file of the wrong size, or whose graph does not match is rebuilt, never
-  loaded silently.
+A raw-file parse error becomes a :class:`~.errors.CorruptDataError` naming the file (and line).
+A fresh read of a known dataset is compared with its counts and raw-file digests, measured from
+the shared copy (``known_datasets.json``, by ``benchmarks/measure_datasets.py``): other counts
+are refused, other bytes with the same counts only warn. A cache entry is built in a temporary
+folder and renamed into place after these checks, with a ``manifest.json`` of its counts and
+file sizes; an entry that does not match its manifest is rebuilt, never loaded silently.
 """
 
 from __future__ import annotations
@@ -35,19 +28,6 @@ from torch_geometric.data import Data, InMemoryDataset
 
 from .errors import CorruptCacheError, CorruptDataError, DataError
 
-__all__ = [
-    "KNOWN_FILE",
-    "MANIFEST",
-    "known_datasets",
-    "file_digest",
-    "graph_counts",
-    "reading",
-    "corrupt_file",
-    "check_known",
-    "corrupt_dataset",
-    "cached_build",
-]
-
 log = logging.getLogger(__name__)
 
 KNOWN_FILE = Path(__file__).with_name("known_datasets.json")
@@ -57,7 +37,10 @@ MANIFEST = "manifest.json"
 """Written last into a cache entry; an entry without it is incomplete and gets rebuilt."""
 
 _FORMAT = 1
-_REPLACE = "replace it with a fresh copy of the dataset and run again"
+_REPLACE = (
+    "replace it with a fresh copy of the dataset and run again (nothing was written to the "
+    "processed cache)."
+)
 
 T = TypeVar("T")
 
@@ -72,11 +55,9 @@ def known_datasets() -> dict[str, dict[str, Any]]:
 
 def file_digest(path: Path) -> dict[str, Any]:
     """Size and SHA-256 of a file."""
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return {"size": path.stat().st_size, "sha256": h.hexdigest()}
+        sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+    return {"size": path.stat().st_size, "sha256": sha256}
 
 
 def graph_counts(data: Data | InMemoryDataset) -> dict[str, int]:
@@ -100,8 +81,7 @@ def corrupt_file(path: Path, problem: object, line: int | None = None) -> Corrup
     """The error for a raw file that cannot be parsed."""
     where = f"{path}, line {line}" if line else str(path)
     return CorruptDataError(
-        f"{where}: cannot read this file ({problem}). It is truncated or damaged: {_REPLACE} "
-        "(nothing was written to the processed cache)."
+        f"{where}: cannot read this file ({problem}). It is truncated or damaged: {_REPLACE}"
     )
 
 
@@ -140,20 +120,14 @@ def _differing(files: Mapping[str, Path]) -> list[str]:
     return out
 
 
-def check_known(
-    name: str, files: Mapping[str, Path], counts: Mapping[str, int] | None
-) -> None:
-    """Compare a freshly read dataset with what the package knows about it.
+def _hint(differ: list[str]) -> str:
+    return f" Files that differ from the known copy: {'; '.join(differ)}." if differ else ""
 
-    Args:
-        name: canonical dataset name.
-        files: raw files by their path under the data root (the keys of the known digests).
-        counts: :func:`graph_counts` of the loaded data, or ``None`` when it was loaded with
-            non-default options (then only the files are compared).
 
-    Raises:
-        CorruptDataError: the counts differ from the known dataset's.
-    """
+def check_known(name: str, files: Mapping[str, Path], counts: Mapping[str, int] | None) -> None:
+    """Compare a freshly read dataset (its raw ``files`` by path under the data root, its
+    :func:`graph_counts`, ``None`` with non-default options) with the known one: other counts
+    raise :class:`CorruptDataError`, raw files that differ only warn."""
     expected = known_datasets()["counts"].get(name) if counts is not None else None
     wrong = [
         f"{key} {counts.get(key, 0):,} (expected {value:,})"
@@ -162,11 +136,9 @@ def check_known(
     ]
     differ = _differing(files)
     if wrong:
-        hint = f" Files that differ from the known copy: {'; '.join(differ)}." if differ else ""
         raise CorruptDataError(
-            f"dataset {name!r} does not match the known dataset: {', '.join(wrong)}.{hint} A raw "
-            f"file is incomplete or altered: {_REPLACE} (nothing was written to the processed "
-            "cache)."
+            f"dataset {name!r} does not match the known dataset: {', '.join(wrong)}."
+            f"{_hint(differ)} A raw file is incomplete or altered: {_REPLACE}"
         )
     if differ:
         warnings.warn(
@@ -174,11 +146,6 @@ def check_known(
             "measured on (the loaded counts agree); results may not match the documented ones",
             stacklevel=3,
         )
-
-
-# --------------------------------------------------------------------------------------------
-# Cache entries
-# --------------------------------------------------------------------------------------------
 
 
 def _cache_files(folder: Path) -> dict[str, int]:
@@ -206,15 +173,10 @@ def _check_entry(folder: Path) -> dict[str, Any]:
 
 def corrupt_dataset(name: str, raw: Path, files: Mapping[str, Path], err: Exception):
     """The error for a dataset whose reader failed on a file it did not name."""
-    differ = _differing(files)
-    hint = (
-        f" Files that differ from the known copy: {'; '.join(differ)}."
-        if differ
-        else f" Check the files in {raw}."
-    )
+    hint = _hint(_differing(files)) or f" Check the files in {raw}."
     return CorruptDataError(
         f"cannot read dataset {name!r} from {raw} ({type(err).__name__}: {err}).{hint} A raw "
-        f"file is truncated or damaged: {_REPLACE} (nothing was written to the processed cache)."
+        f"file is truncated or damaged: {_REPLACE}"
     )
 
 
@@ -224,15 +186,11 @@ def cached_build(
     validate: Callable[[T], None],
     on_error: Callable[[Exception], Exception],
 ) -> T:
-    """Load ``entry`` (a processed-cache folder) or build it, never keeping unchecked data.
-
-    ``load(folder)`` reads the raw files and reads/writes its processed files in ``folder``.
-    A complete entry (manifest present, file sizes as recorded) is loaded and its counts compared
-    with the manifest; a damaged one is removed and rebuilt. A build runs in a temporary folder
-    next to ``entry``; ``validate(data)`` raises on bad data; only then the manifest is written
-    and the folder renamed to ``entry``. On any error the temporary folder is removed; a build
-    error that is not a :class:`DataError` is re-raised as ``on_error(err)``.
-    """
+    """Load the processed-cache folder ``entry`` or build it, never keeping unchecked data:
+    ``load(folder)`` reads the raw files, reading or writing its processed files in ``folder``.
+    A build runs in a temporary folder, renamed to ``entry`` once ``validate(data)`` passed
+    (errors other than :class:`DataError` re-raised as ``on_error(err)``); a damaged entry is
+    rebuilt."""
     if entry.exists():
         try:
             manifest = _check_entry(entry)
