@@ -3,47 +3,32 @@
 Jin & Chen, "Gromov-Wasserstein Discrepancy with Local Differential Privacy for Distributed
 Structural Graphs", IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-graphs.md``).
 
-**Federated training (Alg. 2, 3).** ``trainer.fit(model, GraphDataModule(..., num_clients=K))``
-runs FedAvg: one training epoch is one round, one training batch is one client. The client's
-local update (``local_epochs`` full-batch Adam epochs on its training graphs, from the global
-weights) is a Lightning Fabric loop on the client's own copy of the network (a ``Trainer``
-cannot nest inside another's fit; the copy is outside the outer DDP wrapper, so no gradient
-hook of the server's model fires), and at the end of the round the server averages the updates
-(weighted by the clients' numbers of training graphs). The clients are simulated in one
-process; under DDP each rank runs its share of the clients (Lightning's distributed sampler
-deals them out, each client to one rank per round: the loader is padded with empty steps, never
-with a repeated client) and the updates are summed across the ranks, so the same code runs with
-clients as ranks; DP-FedAvg's noise is drawn once, on rank 0 (:meth:`~PrivateModule.run_once`).
-These updates are **not private** in the paper's protocol: the report's unit says so.
-``dp_fedavg=True`` makes them client-level DP (each client's update clipped to ``fedavg_clip``,
-Gaussian noise on the sum, uniform average; accounted by RDP).
+**Federated training (Alg. 2, 3).** FedAvg over a ``GraphDataModule(..., num_clients=K)``: one
+training epoch is one round, one training batch is one client, whose local update
+(``local_epochs`` full-batch Adam epochs from the global weights) is a Lightning Fabric loop on
+the client's own copy of the network (outside the outer DDP wrapper); the server averages the
+updates, weighted by the clients' numbers of training graphs. Under DDP each rank runs its
+share of the clients (never a repeated one) and the updates are summed across ranks. These
+updates are **not private** in the paper's protocol (the unit says so); ``dp_fedavg=True`` makes
+them client-level DP (each update clipped to ``fedavg_clip``, Gaussian noise on the sum drawn
+once on rank 0, uniform average, RDP accounting).
 
 **The release (Alg. 1), once per fit.** After the last round every client encodes the node
-embeddings ``H`` of each of its graphs (the last convolution's outputs mapped into ``[0, 1]`` by
-``embedding``) with the matrix multi-bit encoder
-(:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`) and sends the codes; the server
-keeps them (checkpointed; a resumed or repeated fit never re-encodes). The release is declared
-once (:class:`~lightning_dpgnn.methods.releases.Release` ``gwldp_release``: its plan is the
-mechanism's ``account``, its draw :meth:`GWLDP._draw_release`); the lifecycle draws it once,
-on rank 0, when training ends, and caches, checkpoints and publishes it. Graphs cut from one
-source graph (ego graphs: the data module's ``source_nodes``) overlap: the release composes by
-the largest number of released graphs that hold one source node, DP-FedAvg by the number of
-clients that train on it, and the unit says so (and that the source graph's edges are public).
+embeddings ``H`` of each of its graphs (the last convolution's outputs mapped into ``[0, 1]``)
+with the matrix multi-bit encoder (:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`):
+a declared release, drawn once on rank 0 when training ends, cached and checkpointed. Graphs cut
+from one source graph (the data module's ``source_nodes``) overlap: the release composes by the
+largest number of released graphs holding one source node, DP-FedAvg by the number of clients
+training on it, and the unit says so. A private fit logs nothing computed in the clear from
+the clients' graphs (``log_private_metrics=True`` opts in).
 
-**Logging.** A private fit logs nothing computed in the clear from the clients' graphs (no
-``train/loss``, no ``val/*``; ``log_private_metrics=True`` opts in), and shows the planned spend
-of the whole fit on the progress bar (``privacy/epsilon_planned``).
+**The server** (post-processing, :mod:`lightning_dpgnn.gw`): rectified codes -> Euclidean cost
+matrix per graph -> GW discrepancy of all pairs -> SVM on ``exp(-gamma D / max D)``.
 
-**The server** (post-processing): rectified codes -> Euclidean cost matrix per graph (normalised
-by its maximum) -> GW discrepancy of all pairs (POT) -> SVM on ``exp(-gamma D / max D)``
-(:mod:`lightning_dpgnn.gw`). ``trainer.test`` logs the federated GNN's own test accuracy
-(``test/acc``) and the SVM's on the released matrices (``test/svm_acc``).
-
-**Modes.** ``mode="ldp"`` (sound, ``epsilon`` per graph); ``"none"`` (the clear embeddings:
-``epsilon=math.inf``, no privacy for the release); ``"paper-code"`` (the authors' code:
-Gaussian noise of std ``paper_std``, default ``1/n`` of the first graph, on the unbounded
-embeddings — **not differentially private**; its report says so, and ``PrivacyBudget`` and the
-zoo refuse it). ``fedavg_epsilon=math.inf`` is no privacy for the rounds (``dp_fedavg=False``).
+**Modes.** ``"ldp"`` (sound, ``epsilon`` per graph); ``"none"`` (clear embeddings, the same as
+``epsilon=math.inf``); ``"paper-code"`` (the authors' Gaussian noise of std ``paper_std`` on the
+unbounded embeddings: **not differentially private**; its report says so and ``PrivacyBudget``
+and the zoo refuse it).
 """
 
 from __future__ import annotations
@@ -82,6 +67,7 @@ from .base import PrivateModule, accuracy
 from .ledgers import calibrated, no_privacy
 from .paper_code import PaperCode
 from .releases import Draw, Release
+from .runtime import evaluating
 
 __all__ = ["GWLDP", "MODES", "EMBEDDINGS", "RELEASE_KEY"]
 
@@ -111,21 +97,20 @@ def _no_privacy_modes(mode: str, epsilon: float, dp_fedavg: bool, fedavg_epsilon
         dp_fedavg = False
     if mode == Level.LDP and no_privacy(epsilon):
         if dp_fedavg:
-            raise ValueError(
-                "epsilon=math.inf releases every graph's embeddings in the clear, whatever "
-                "DP-FedAvg spends on the rounds: give a finite epsilon, or dp_fedavg=False"
-            )
+            raise ValueError("epsilon=math.inf releases every graph's embeddings in the clear, "
+                             "whatever DP-FedAvg spends on the rounds: give a finite epsilon, or "
+                             "dp_fedavg=False")
         mode = Level.NONE.value
     return mode, bool(dp_fedavg)
 
 
 class GWLDP(PrivateModule):
-    """GW-LDP (see the module docstring).
+    """GW-LDP: FedAvg-trained GNN, a one-time LDP release of every graph's node embeddings, GW
+    discrepancies and an SVM on the server (module docstring).
 
     Args:
         mode: ``"ldp"``, ``"none"`` or ``"paper-code"`` (not differentially private).
-        epsilon: LDP budget per graph of the embedding release (``mode="ldp"``);
-            ``math.inf``: no privacy for the release (the same as ``mode="none"``).
+        epsilon: LDP budget per graph of the release (``math.inf``: ``mode="none"``).
         gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool).
         gnn_hidden, gnn_layers: override the GNN's width / depth.
         gnn_dropout: dropout of the GNN (``None``: the authors' 0 for the GCN, 0.5 for the GIN).
@@ -134,74 +119,50 @@ class GWLDP(PrivateModule):
         m: entries sampled per row by the encoder (``None``: ``m*``).
         size: ``"public"`` (one row per node; n is released) or ``"padded"`` (to ``n_max``).
         n_max: the public maximum number of rows (``size="padded"``).
-        paper_std: ``mode="paper-code"``: the noise std (the code's "epsilon"); ``None``: the
-            code's default, ``1/n`` of the first released graph for every graph.
+        paper_std: ``mode="paper-code"``'s noise std (``None``: the code's default, ``1/n`` of
+            the first released graph).
         local_epochs: local full-batch epochs per client and round.
-        dp_fedavg: client-level DP-FedAvg (clip + Gaussian noise on the sum of updates).
-        fedavg_clip: L2 bound of one client's update (DP-FedAvg).
-        fedavg_noise_multiplier: noise std / ``fedavg_clip``; ``None``: calibrated so that the
-            DP-FedAvg rounds alone spend ``fedavg_epsilon`` at the report's delta.
-        fedavg_epsilon: target epsilon of the DP-FedAvg rounds (when calibrating);
-            ``math.inf``: no privacy for the rounds (the same as ``dp_fedavg=False``).
+        dp_fedavg, fedavg_clip: client-level DP-FedAvg, the L2 bound of one client's update.
+        fedavg_noise_multiplier, fedavg_epsilon: noise std / ``fedavg_clip``, or ``None`` and
+            the rounds' own target epsilon it is calibrated to (``math.inf``: no DP-FedAvg).
         delta: delta of the DP-FedAvg part (``"auto"``: below 1 / number of graphs).
-        normalize: scale of each graph's cost matrix on the server (``"max"``, ``"mean"``,
-            ``None``).
-        fgw_alpha: ``None``: GW on the released rows' cost matrices (the paper's GW_H*); a
-            number in ``(0, 1]``: FGW with that structure weight, the feature cost between the
-            *released* rows (never the raw node features).
+        normalize: scale of each graph's cost matrix (``"max"``, ``"mean"``, ``None``).
+        fgw_alpha: ``None``: GW (the paper's GW_H*); in ``(0, 1]``: FGW with that structure
+            weight, the feature cost between the *released* rows.
         svm_c_grid, svm_gamma_grid: SVM grids (default: the FGW repository's).
         n_jobs, gw_cache_dir: parallel workers and on-disk cache of the all-pairs GW matrix.
         num_features, num_classes: public sizes (default: read from the data module).
         seed: weight initialisation seed. noise_seed: reproducible noise (research only).
         log_private_metrics: log ``train/loss`` and ``val/*`` during a private fit (computed in
-            the clear from the clients' graphs: not covered by epsilon; off by default).
+            the clear: not covered by epsilon).
         lr, weight_decay: the clients' local Adam.
     """
 
     #: the clients' network and Fabric, their training batches (PrivateModule.reset_caches)
     caches = ("_local", "_client_batches")
+    #: the unit (one client's whole graph) says what is protected, and what is not (the card)
+    guarantee_words = {"ldp": ("", "see the unit: what the release does not cover is listed there")}
 
     def __init__(
-        self,
-        mode: Literal["ldp", "none", "paper-code"] = "ldp",
-        epsilon: float = 1.0,
-        gnn: Literal["gcn", "gin"] = "gcn",
-        gnn_hidden: int | None = None,
-        gnn_layers: int | None = None,
-        gnn_dropout: float | None = None,
-        embedding: Literal["sigmoid", "softmax", "clip"] = "sigmoid",
-        m: int | None = None,
-        size: Literal["public", "padded"] = "public",
-        n_max: int | None = None,
-        paper_std: float | None = None,
-        local_epochs: int = 1,
-        dp_fedavg: bool = False,
-        fedavg_clip: float = 1.0,
-        fedavg_noise_multiplier: float | None = None,
-        fedavg_epsilon: float | None = None,
-        delta: float | str = "auto",
-        normalize: str | None = "max",
-        fgw_alpha: float | None = None,
-        svm_c_grid: Sequence[float] | None = None,
-        svm_gamma_grid: Sequence[float] | None = None,
-        n_jobs: int = 1,
-        gw_cache_dir: str | None = None,
-        num_features: int | None = None,
-        num_classes: int | None = None,
-        seed: int | None = None,
-        noise_seed: int | None = None,
-        log_private_metrics: bool = False,
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
+        self, mode: Literal["ldp", "none", "paper-code"] = "ldp", epsilon: float = 1.0,
+        gnn: Literal["gcn", "gin"] = "gcn", gnn_hidden: int | None = None,
+        gnn_layers: int | None = None, gnn_dropout: float | None = None,
+        embedding: Literal["sigmoid", "softmax", "clip"] = "sigmoid", m: int | None = None,
+        size: Literal["public", "padded"] = "public", n_max: int | None = None,
+        paper_std: float | None = None, local_epochs: int = 1, dp_fedavg: bool = False,
+        fedavg_clip: float = 1.0, fedavg_noise_multiplier: float | None = None,
+        fedavg_epsilon: float | None = None, delta: float | str = "auto",
+        normalize: str | None = "max", fgw_alpha: float | None = None,
+        svm_c_grid: Sequence[float] | None = None, svm_gamma_grid: Sequence[float] | None = None,
+        n_jobs: int = 1, gw_cache_dir: str | None = None, num_features: int | None = None,
+        num_classes: int | None = None, seed: int | None = None, noise_seed: int | None = None,
+        log_private_metrics: bool = False, lr: float = 0.01, weight_decay: float = 0.0,
     ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if gnn not in GNNS:
-            raise ValueError(f"gnn must be one of {GNNS}, got {gnn!r}")
-        if embedding not in EMBEDDINGS:
-            raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {embedding!r}")
-        if size not in SIZE_MODES:
-            raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
+        for name, value, options in (("mode", mode, MODES), ("gnn", gnn, GNNS),
+                                     ("embedding", embedding, EMBEDDINGS),
+                                     ("size", size, SIZE_MODES)):
+            if value not in options:
+                raise ValueError(f"{name} must be one of {options}, got {value!r}")
         if size == "padded" and n_max is not None and int(n_max) < 2:
             raise ValueError(f"n_max must be >= 2 (with one row per graph every GW discrepancy "
                              f"is 0), got {n_max!r}")
@@ -234,7 +195,6 @@ class GWLDP(PrivateModule):
             self._mechanism = MatrixMultiBit(epsilon, 0.0, 1.0, m, size=size, n_max=n_max)
         elif self.paper_code:
             self._mechanism = PaperCodeGaussian(paper_std)
-        self.release_epsilon = float(epsilon) if mode == Level.LDP else math.inf
         release_unit = (PAPER_CODE_UNIT if self.paper_code
                         else graph_unit(size, n_max, "dp" if fedavg else "clear"))
         #: the guarantee the release spends under (``None``: the model's own). With DP-FedAvg
@@ -279,7 +239,7 @@ class GWLDP(PrivateModule):
         """Whether the rounds are DP-FedAvg (their own guarantee, the model's)."""
         return self.guarantee_name == FEDAVG
 
-    # -- the release, in one place (the lead ports this onto the release object) ---------------
+    # -- the release ---------------------------------------------------------------------------
     def release_mechanism(self) -> MatrixMultiBit | PaperCodeGaussian | None:
         """The mechanism of the one-time embedding release (``None``: clear embeddings)."""
         return self._mechanism
@@ -296,20 +256,13 @@ class GWLDP(PrivateModule):
             return torch.softmax(h, dim=-1)
         return h.clamp(0.0, 1.0)
 
-    @torch.no_grad()
     def node_embeddings(self, graphs: Sequence[Data]) -> list[torch.Tensor]:
         """Each graph's released representation before the mechanism (client side: private)."""
         assert self.net is not None, "build the model (fit) first"
-        was = self.net.training
-        self.net.eval()
-        try:
-            return [
-                self.representation(self.net.embed(g.x.float().to(self.device),
-                                                   g.edge_index.to(self.device))).cpu()
-                for g in graphs
-            ]
-        finally:
-            self.net.train(was)
+        with evaluating(self.net):
+            return [self.representation(self.net.embed(g.x.float().to(self.device),
+                                                       g.edge_index.to(self.device))).cpu()
+                    for g in graphs]
 
     @property
     def _release(self) -> GraphRelease | None:
@@ -365,17 +318,16 @@ class GWLDP(PrivateModule):
         """What the server received (a clear error before the first fit)."""
         return self.releases.require(RELEASE_KEY, "GWLDP")
 
-    # -- setup (PrivateModule's template: data -> build -> prepare -> delta -> calibrate) ---------
+    # -- setup (PrivateModule's template) ---------------------------------------------------------
     def setup_data(self, stage: str) -> Any:
         """The data module of the clients' graphs (not one graph)."""
         dm = self.trainer.datamodule
         if dm is None or not hasattr(dm, "clients"):
             raise TypeError("GWLDP needs a GraphDataModule (trainer.fit(model, datamodule=dm))")
         if not any(int(g.num_nodes) > 1 for g in dm.dataset):
-            raise ValueError(
-                "GWLDP: every graph has a single node, so every GW discrepancy is 0 and the "
-                "server has nothing to compare: give graphs of at least 2 nodes"
-            )
+            raise ValueError("GWLDP: every graph has a single node, so every GW discrepancy is "
+                             "0 and the server has nothing to compare: give graphs of at least "
+                             "2 nodes")
         return dm
 
     def build_for(self, dm: Any, seed: int | None = None) -> None:
@@ -398,13 +350,13 @@ class GWLDP(PrivateModule):
         return super().resolve_delta(dm) if self._fedavg else None
 
     def calibrate(self) -> None:
-        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds, by the
-        one calibration path (:func:`.ledgers.calibrated` on the plan of the whole fit)."""
+        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds
+        (:func:`.ledgers.calibrated` on the plan of the whole fit)."""
         if self._fedavg and self._fedavg_z is None and self.trainer.state.fn == "fit":
             if self._fedavg_rounds() < 1:
                 raise ValueError("DP-FedAvg calibration needs Trainer(max_epochs=rounds)")
             self._fedavg_z = calibrated(self.ledgers.closed_plan, None, self.target_epsilon,
-                                             self.accountant.delta, "fedavg_noise_multiplier")
+                                        self.accountant.delta, "fedavg_noise_multiplier")
             self.hparams.fedavg_noise_multiplier = self._fedavg_z
 
     def _declare_unit(self, dm: Any) -> None:
@@ -457,11 +409,9 @@ class GWLDP(PrivateModule):
 
     # -- federated training --------------------------------------------------------------------
     def train_dataloader_from_clients(self, dm: Any) -> DataLoader:
-        """One batch per client (GraphDataModule hands its clients to this model). Under DDP,
-        Lightning's distributed sampler deals the steps out to the ranks (each client to one
-        rank per round); the loader is padded with empty steps (``-1``) to a multiple of the
-        world size, because the sampler would pad it with repeated clients (a client counted
-        twice: under DP-FedAvg, twice its sensitivity)."""
+        """One batch per client. Under DDP the loader is padded with empty steps (``-1``) to a
+        multiple of the world size: the distributed sampler would pad it with repeated clients
+        (a client counted twice: under DP-FedAvg, twice its sensitivity)."""
         world = self.trainer.world_size if self._trainer is not None else 1
         k = len(dm.clients)
         steps = list(range(k)) + [-1] * (-k % world)
@@ -500,9 +450,8 @@ class GWLDP(PrivateModule):
 
     def local_update(self, batch: Batch, start: dict[str, torch.Tensor]) -> tuple[
             dict[str, torch.Tensor], torch.Tensor]:
-        """One client's local update: ``local_epochs`` full-batch Adam epochs on its training
-        graphs from the global weights ``start``, a Lightning Fabric loop. Returns the change
-        of the floating-point state and the last loss."""
+        """One client's local update (``local_epochs`` full-batch Adam epochs from the global
+        weights ``start``, a Fabric loop): the change of the float state and the last loss."""
         net, fabric = self._client()
         net.load_state_dict(start)
         net.train()
@@ -539,10 +488,8 @@ class GWLDP(PrivateModule):
         return None
 
     def _logs_private_metrics(self) -> bool:
-        """Whether metrics computed in the clear from the clients' graphs (the training loss,
-        ``val/*``) may be logged now: not during a private fit, unless ``log_private_metrics``
-        (invariant 16); ``trainer.test`` figures are evaluation figures, not covered by
-        epsilon."""
+        """Whether metrics computed in the clear from the clients' graphs may be logged now: not
+        during a private fit, unless ``log_private_metrics`` (invariant 16)."""
         in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
         return not (in_fit and self.level.private and not self.log_private_metrics)
 
@@ -560,15 +507,13 @@ class GWLDP(PrivateModule):
             new = {n: self._global[n] + (sums[n] + noise[n].to(sums[n])) / k for n in sums}
         else:
             new = {n: self._global[n] + sums[n] / max(weight, 1e-12) for n in sums}
-        state = dict(self._global)
-        state.update(new)
-        self.net.load_state_dict(state)
+        self.net.load_state_dict({**self._global, **new})
         self._rounds_done += 1
         self._show_planned_spend()
 
     def _show_planned_spend(self) -> None:
-        """The whole fit's planned epsilon on the progress bar (``privacy/epsilon_planned``):
-        the release is drawn after the last round, so the spend alone reads 0 until then."""
+        """The whole fit's planned epsilon on the progress bar (the release is drawn after the
+        last round: the spend alone reads 0 until then)."""
         planned = self.privacy_planned() if self.level.private else None
         parts = {} if planned is None else planned.guarantees
         for name, report in parts.items():
@@ -637,35 +582,29 @@ class GWLDP(PrivateModule):
         return self._discrepancy
 
     def svm_accuracy(self, protocol: Literal["split", "nested"] = "split", **kwargs: Any):
-        """SVM on the GW kernel of the release. ``"split"``: the clients' 7:2:1 graphs (train,
-        pick (C, gamma) on val, accuracy on test); ``"nested"``: the FGW nested CV over all
-        graphs (returns a :class:`~lightning_dpgnn.gw.SVMResult`). The server is given the
-        labels of the training graphs (not covered by epsilon); test labels only score."""
+        """SVM on the GW kernel of the release: ``"split"``, the clients' 7:2:1 graphs, or
+        ``"nested"``, the FGW nested CV (a :class:`~lightning_dpgnn.gw.SVMResult`). The server
+        is given the training graphs' labels (not covered by epsilon); test labels only score."""
         dm = self.trainer.datamodule
         ids = self.release().graph_ids
         pos = {int(g): i for i, g in enumerate(ids.tolist())}
         y = dm.graph_labels[ids].numpy()
         d = self.discrepancy()
-        grids = {
-            "c_grid": self.hparams.svm_c_grid if self.hparams.svm_c_grid is not None else gw.C_GRID,
-            "gamma_grid": (self.hparams.svm_gamma_grid if self.hparams.svm_gamma_grid is not None
-                           else gw.GAMMA_GRID),
-        }
+        hp = self.hparams
+        grids = {"c_grid": gw.C_GRID if hp.svm_c_grid is None else hp.svm_c_grid,
+                 "gamma_grid": gw.GAMMA_GRID if hp.svm_gamma_grid is None else hp.svm_gamma_grid}
         if protocol == "nested":
             return gw.svm_nested_cv(d, y, **grids, **kwargs)
-        parts = [
-            np.array([pos[int(i)] for c in dm.clients for i in getattr(c, k)], dtype=int)
-            for k in ("train", "val", "test")
-        ]
+        parts = [np.array([pos[int(i)] for c in dm.clients for i in getattr(c, k)], dtype=int)
+                 for k in ("train", "val", "test")]
         return gw.svm_split(d, y, *parts, **grids)
 
     def cluster_release(
         self, k: int | None = None, method: Literal["spectral", "kmedoids"] = "spectral",
         gamma: float = 1.0, seed: int = 0,
     ) -> dict[str, Any]:
-        """Cluster the released graphs in GW space (GW-LDP's clustering task, e.g. on ego
-        graphs) and score the clusters against the graphs' (pseudo-)labels, which are read
-        only to score. ``k``: the number of classes by default."""
+        """Cluster the released graphs in GW space (e.g. ego graphs) and score the clusters
+        against the graphs' (pseudo-)labels, read only to score (``k``: the classes')."""
         dm = self.trainer.datamodule
         ids = self.release().graph_ids
         y = dm.graph_labels[ids].numpy()
@@ -673,13 +612,9 @@ class GWLDP(PrivateModule):
         labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
         return {"labels": labels, **gw.cluster_scores(labels, y)}
 
-    # -- refusals (the paper-code mode, and weights trained in the clear) ---------------------
-    #: the unit (one client's whole graph) says what is protected, and what is not (the card)
-    guarantee_words = {"ldp": ("", "see the unit: what the release does not cover is listed there")}
     def publication_blockers(self) -> list[str]:
-        """Reasons the zoo refuses this model beyond the common ones: the paper-code mode, and
-        private weights trained by FedAvg in the clear (the published weights would carry no
-        guarantee while the card states an epsilon; ``dp_fedavg=True`` covers them)."""
+        """Beyond the common refusals: private weights trained by FedAvg in the clear would carry
+        no guarantee while the card states an epsilon (``dp_fedavg=True`` covers them)."""
         if self.level.private and not self.paper_code and not self._fedavg:
             return ["its weights were trained by FedAvg in the clear on the clients' graphs (the "
                     "paper's protocol): they are NOT covered by the release's epsilon; train "
