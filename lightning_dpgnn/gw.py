@@ -265,11 +265,8 @@ def _k_medoids(d: np.ndarray, k: int, seed: int, iters: int = 100) -> np.ndarray
     medoids = [int(rng.integers(n))]
     while len(medoids) < k:  # k-means++ style seeding on D
         dist = d[:, medoids].min(axis=1) ** 2
-        if dist.sum() <= 0:
-            rest = np.setdiff1d(np.arange(n), medoids)
-            medoids.append(int(rng.choice(rest)))
-            continue
-        medoids.append(int(rng.choice(n, p=dist / dist.sum())))
+        medoids.append(int(rng.choice(np.setdiff1d(np.arange(n), medoids)) if dist.sum() <= 0
+                           else rng.choice(n, p=dist / dist.sum())))
     medoids = np.array(medoids)
     for _ in range(iters):
         labels = d[:, medoids].argmin(axis=1)

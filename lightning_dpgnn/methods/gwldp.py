@@ -7,11 +7,11 @@ Structural Graphs", IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-
 training epoch is one round, one training batch is one client, whose local update
 (``local_epochs`` full-batch Adam epochs from the global weights) is a Lightning Fabric loop on
 the client's own copy of the network (outside the outer DDP wrapper); the server averages the
-updates, weighted by the clients' numbers of training graphs. Under DDP each rank runs its
-share of the clients (never a repeated one) and the updates are summed across ranks. These
-updates are **not private** in the paper's protocol (the unit says so); ``dp_fedavg=True`` makes
-them client-level DP (each update clipped to ``fedavg_clip``, Gaussian noise on the sum drawn
-once on rank 0, uniform average, RDP accounting).
+updates, weighted by the clients' numbers of training graphs; under DDP each rank runs its
+share of the clients and the updates are summed across ranks. These updates are **not
+private** in the paper's protocol (the unit says so); ``dp_fedavg=True`` makes them
+client-level DP (each update clipped to ``fedavg_clip``, Gaussian noise on the sum drawn once
+on rank 0, uniform average, RDP accounting).
 
 **The release (Alg. 1), once per fit.** After the last round every client encodes the node
 embeddings ``H`` of each of its graphs (the last convolution's outputs mapped into ``[0, 1]``)
@@ -24,11 +24,8 @@ the clients' graphs (``log_private_metrics=True`` opts in).
 
 **The server** (post-processing, :mod:`lightning_dpgnn.gw`): rectified codes -> Euclidean cost
 matrix per graph -> GW discrepancy of all pairs -> SVM on ``exp(-gamma D / max D)``.
-
-**Modes.** ``"ldp"`` (sound, ``epsilon`` per graph); ``"none"`` (clear embeddings, the same as
-``epsilon=math.inf``); ``"paper-code"`` (the authors' Gaussian noise of std ``paper_std`` on the
-unbounded embeddings: **not differentially private**; its report says so and ``PrivacyBudget``
-and the zoo refuse it).
+``mode="paper-code"`` (the authors' Gaussian noise on unbounded embeddings) is **not
+differentially private**: its report says so and ``PrivacyBudget`` and the zoo refuse it.
 """
 
 from __future__ import annotations
@@ -87,9 +84,7 @@ def _first(batch: list[Any]) -> Any:
 
 def _no_privacy_modes(mode: str, epsilon: float, dp_fedavg: bool, fedavg_epsilon: float | None,
                       fedavg_noise_multiplier: float | None) -> tuple[str, bool]:
-    """``mode`` and ``dp_fedavg`` once ``math.inf`` budgets are read as "no privacy":
-    ``epsilon=math.inf`` is ``mode="none"``, ``fedavg_epsilon=math.inf`` is
-    ``dp_fedavg=False``."""
+    """``mode`` and ``dp_fedavg`` once ``math.inf`` budgets read as "no privacy"."""
     if dp_fedavg and no_privacy(fedavg_epsilon):
         if fedavg_noise_multiplier is not None:
             raise ValueError("fedavg_epsilon=math.inf (no privacy for the rounds) contradicts "
@@ -109,19 +104,16 @@ class GWLDP(PrivateModule):
     discrepancies and an SVM on the server (module docstring).
 
     Args:
-        mode: ``"ldp"``, ``"none"`` or ``"paper-code"`` (not differentially private).
-        epsilon: LDP budget per graph of the release (``math.inf``: ``mode="none"``).
-        gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool).
-        gnn_hidden, gnn_layers: override the GNN's width / depth.
-        gnn_dropout: dropout of the GNN (``None``: the authors' 0 for the GCN, 0.5 for the GIN).
+        mode, epsilon: ``"ldp"`` (``epsilon``-LDP per graph), ``"none"`` (the same as
+            ``epsilon=math.inf``) or ``"paper-code"`` (noise of std ``paper_std``, default
+            ``1/n`` of the first graph: not differentially private).
+        gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool);
+            ``gnn_hidden``, ``gnn_layers``, ``gnn_dropout`` override them.
         embedding: map of the last convolution's outputs into the public range ``[0, 1]``:
             ``"sigmoid"`` (default), ``"softmax"`` (over the features) or ``"clip"``.
         m: entries sampled per row by the encoder (``None``: ``m*``).
         size: ``"public"`` (one row per node; n is released) or ``"padded"`` (to ``n_max``).
         n_max: the public maximum number of rows (``size="padded"``).
-        paper_std: ``mode="paper-code"``'s noise std (``None``: the code's default, ``1/n`` of
-            the first released graph).
-        local_epochs: local full-batch epochs per client and round.
         dp_fedavg, fedavg_clip: client-level DP-FedAvg, the L2 bound of one client's update.
         fedavg_noise_multiplier, fedavg_epsilon: noise std / ``fedavg_clip``, or ``None`` and
             the rounds' own target epsilon it is calibrated to (``math.inf``: no DP-FedAvg).
@@ -135,7 +127,7 @@ class GWLDP(PrivateModule):
         seed: weight initialisation seed. noise_seed: reproducible noise (research only).
         log_private_metrics: log ``train/loss`` and ``val/*`` during a private fit (computed in
             the clear: not covered by epsilon).
-        lr, weight_decay: the clients' local Adam.
+        local_epochs, lr, weight_decay: the clients' local full-batch Adam epochs per round.
     """
 
     #: the clients' network and Fabric, their training batches (PrivateModule.reset_caches)
@@ -288,16 +280,6 @@ class GWLDP(PrivateModule):
         sources = dm.source_nodes
         return None if sources is None else [sources[int(i)] for i in self._released_ids(dm)]
 
-    @staticmethod
-    def _clients_holding_a_unit(dm: Any) -> int:
-        """The most clients whose training graphs hold one node of the source graph (1 for
-        independent graphs: one graph is on one client)."""
-        sources = dm.source_nodes
-        if sources is None:
-            return 1
-        held = [(sources[int(i)], c.client) for c in dm.clients for i in c.train]
-        return multiplicity([h for h, _ in held], [c for _, c in held])
-
     def release_graph(self) -> None:
         """No single graph: the release reads every client's graphs (``_draw_release``)."""
         return None
@@ -363,7 +345,10 @@ class GWLDP(PrivateModule):
         """The units of the fit's guarantees, from its data: independent graphs or graphs cut
         from one source graph (how many graphs, and clients, hold one of its nodes), and what
         the data module treats as public (invariant 15)."""
-        self._clients_per_unit = self._clients_holding_a_unit(dm)
+        nodes = dm.source_nodes  # the most clients whose training graphs hold one node (or 1)
+        held = [] if nodes is None else [(nodes[int(i)], c.client) for c in dm.clients
+                                         for i in c.train]
+        self._clients_per_unit = multiplicity([h for h, _ in held], [c for _, c in held])
         if self._fedavg:
             self.accountant.unit = fedavg_unit(self._clients_per_unit, dm.declared_public())
         if self.paper_code:

@@ -35,7 +35,7 @@ from torch_geometric.data import Data
 from .._deprecation import BUDGET_NAMES, renamed
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, PropagatedCodes, check_steps
-from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollector
+from ..privacy.local import LocalCollector
 from .base import accuracy
 from .pgc import LocalModule
 
@@ -99,16 +99,10 @@ class LPGNN(LocalModule):
         check_steps(y_steps, "y_steps")
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-        if mechanism not in FEATURE_MECHANISMS:
-            raise ValueError(
-                f"unknown feature mechanism {mechanism!r}; use one of {sorted(FEATURE_MECHANISMS)}"
-            )
-        if features not in FEATURE_SOURCES:
-            raise ValueError(f"features must be one of {FEATURE_SOURCES}, got {features!r}")
         if y_epsilon is None:
             raise ValueError("LPGNN's labels are private: give y_epsilon > 0 (math.inf: clean "
                              "labels)")
-        collector = LocalCollector(
+        collector = LocalCollector(  # checks the mechanism and the features' source
             x_epsilon, y_epsilon, mechanism, m=m, alpha=alpha, beta=beta,
             gaussian_delta=gaussian_delta, features=features,
         )
@@ -122,12 +116,11 @@ class LPGNN(LocalModule):
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
 
-    # -- construction -----------------------------------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         if num_classes < 2:
             raise ValueError(f"LPGNN needs at least 2 classes, got {num_classes}")
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        hp.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = GNNBackbone(  # cached: transductive, one fixed graph
             hp.backbone, num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
             activation=hp.activation, heads=hp.heads, cached=True,
