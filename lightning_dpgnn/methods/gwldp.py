@@ -109,11 +109,11 @@ class GWLDP(PrivateModule):
             ``1/n`` of the first graph: not differentially private).
         gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool);
             ``gnn_hidden``, ``gnn_layers``, ``gnn_dropout`` override them.
-        embedding: map of the last convolution's outputs into the public range ``[0, 1]``:
-            ``"sigmoid"`` (default), ``"softmax"`` (over the features) or ``"clip"``.
+        embedding: the last convolution's outputs into ``[0, 1]``: ``"sigmoid"``, ``"softmax"``
+            (over the features) or ``"clip"``.
         m: entries sampled per row by the encoder (``None``: ``m*``).
-        size: ``"public"`` (one row per node; n is released) or ``"padded"`` (to ``n_max``).
-        n_max: the public maximum number of rows (``size="padded"``).
+        size, n_max: ``"public"`` (one row per node; n is released) or ``"padded"`` (to the
+            public ``n_max`` rows).
         dp_fedavg, fedavg_clip: client-level DP-FedAvg, the L2 bound of one client's update.
         fedavg_noise_multiplier, fedavg_epsilon: noise std / ``fedavg_clip``, or ``None`` and
             the rounds' own target epsilon it is calibrated to (``math.inf``: no DP-FedAvg).
@@ -121,10 +121,10 @@ class GWLDP(PrivateModule):
         normalize: scale of each graph's cost matrix (``"max"``, ``"mean"``, ``None``).
         fgw_alpha: ``None``: GW (the paper's GW_H*); in ``(0, 1]``: FGW with that structure
             weight, the feature cost between the *released* rows.
-        svm_c_grid, svm_gamma_grid: SVM grids (default: the FGW repository's).
-        n_jobs, gw_cache_dir: parallel workers and on-disk cache of the all-pairs GW matrix.
-        num_features, num_classes: public sizes (default: read from the data module).
-        seed: weight initialisation seed. noise_seed: reproducible noise (research only).
+        svm_c_grid, svm_gamma_grid, n_jobs, gw_cache_dir: SVM grids (default: the FGW
+            repository's), parallel workers and on-disk cache of the all-pairs GW matrix.
+        num_features, num_classes: public sizes (default: the data module's).
+        seed, noise_seed: of the weights; of the noise (research only).
         log_private_metrics: log ``train/loss`` and ``val/*`` during a private fit (computed in
             the clear: not covered by epsilon).
         local_epochs, lr, weight_decay: the clients' local full-batch Adam epochs per round.
@@ -237,8 +237,8 @@ class GWLDP(PrivateModule):
         return self._mechanism
 
     def representation(self, h: torch.Tensor) -> torch.Tensor:
-        """What is released for node embeddings ``h``: mapped into ``[0, 1]`` (the public range
-        of the encoder), or ``h`` itself in the paper-code mode (its code perturbs raw ``h``)."""
+        """What is released for node embeddings ``h``: mapped into the encoder's ``[0, 1]`` (the
+        paper-code mode perturbs raw ``h``)."""
         if self.paper_code:
             return h
         emb = self.hparams.embedding
@@ -270,13 +270,11 @@ class GWLDP(PrivateModule):
 
     @staticmethod
     def _released_ids(dm: Any) -> torch.Tensor:
-        """The graphs the release reads: every client's (all of them: the server's SVM
-        trains on some and predicts the others), in the dataset's order."""
+        """Every client's graphs (the server's SVM trains on some, predicts the others)."""
         return torch.cat([c.all for c in dm.clients]).sort().values
 
     def _sources(self, dm: Any) -> list[torch.Tensor] | None:
-        """Each released graph's nodes in the source graph they are cut from (``None``:
-        independent graphs): what the release's composition is computed from."""
+        """Each released graph's nodes in its source graph (``None``: independent graphs)."""
         sources = dm.source_nodes
         return None if sources is None else [sources[int(i)] for i in self._released_ids(dm)]
 
@@ -285,8 +283,7 @@ class GWLDP(PrivateModule):
         return None
 
     def _draw_release(self, d: Draw) -> Steps:
-        """Every client encodes every one of its graphs once (all of them: the server's SVM
-        trains on some and predicts the others); one release round on the ledger."""
+        """Every client encodes every one of its graphs once: one release round."""
         dm = self.trainer.datamodule
         ids = self._released_ids(dm)
         embeddings = self.node_embeddings([dm.dataset[int(i)] for i in ids])
@@ -342,9 +339,8 @@ class GWLDP(PrivateModule):
             self.hparams.fedavg_noise_multiplier = self._fedavg_z
 
     def _declare_unit(self, dm: Any) -> None:
-        """The units of the fit's guarantees, from its data: independent graphs or graphs cut
-        from one source graph (how many graphs, and clients, hold one of its nodes), and what
-        the data module treats as public (invariant 15)."""
+        """The units of the fit's guarantees: independent graphs or graphs cut from one source
+        graph (how many graphs, and clients, hold one of its nodes), and what is public."""
         nodes = dm.source_nodes  # the most clients whose training graphs hold one node (or 1)
         held = [] if nodes is None else [(nodes[int(i)], c.client) for c in dm.clients
                                          for i in c.train]
@@ -382,8 +378,7 @@ class GWLDP(PrivateModule):
 
     # -- plan ------------------------------------------------------------------------------------
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
-        """The DP-FedAvg rounds left at ``noise_multiplier`` (default: the fit's; the release
-        plans itself)."""
+        """The DP-FedAvg rounds left at ``noise_multiplier`` (the release plans itself)."""
         if self._fedavg:
             z = self._fedavg_z if noise_multiplier is None else noise_multiplier
             left = max(self._fedavg_rounds() - self._rounds_done, 0)
@@ -413,8 +408,7 @@ class GWLDP(PrivateModule):
         self._weight = 0.0
 
     def _client(self) -> tuple[torch.nn.Module, Fabric]:
-        """The clients' network (a copy of the server's, outside its DDP wrapper) and the
-        Fabric that runs their local updates on this rank's device."""
+        """The clients' network (a copy of the server's, outside its DDP wrapper) and Fabric."""
         local = self.__dict__.get("_local")
         if local is None or local[1].device != self.device:
             fabric = Fabric(accelerator="cuda" if self.device.type == "cuda" else "cpu",
@@ -440,8 +434,7 @@ class GWLDP(PrivateModule):
         net, fabric = self._client()
         net.load_state_dict(start)
         net.train()
-        opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        model, opt = fabric.setup(net, opt, move_to_device=False)
+        model, opt = fabric.setup(net, self.adam(net.parameters()), move_to_device=False)
         y = batch.y.view(-1)
         for _ in range(int(self.hparams.local_epochs)):
             opt.zero_grad()
@@ -461,8 +454,7 @@ class GWLDP(PrivateModule):
         if self.hparams.dp_fedavg:
             norm = torch.sqrt(sum((d.double() ** 2).sum() for d in delta.values()))
             factor = min(1.0, float(self.hparams.fedavg_clip) / max(float(norm), 1e-12))
-            weight = 1.0
-            delta = {k: d * factor for k, d in delta.items()}
+            weight, delta = 1.0, {k: d * factor for k, d in delta.items()}
         else:
             weight = float(batch.num_graphs)
         for k, d in delta.items():
@@ -554,8 +546,7 @@ class GWLDP(PrivateModule):
         return [mech.rectify(c) for c in rel.matrices]
 
     def discrepancy(self) -> np.ndarray:
-        """The GW discrepancy of every pair of released graphs (cached), in the release's
-        order (``release().graph_ids``)."""
+        """The GW discrepancy of every pair of released graphs (cached), in ``graph_ids`` order."""
         if self._discrepancy is None:
             mats = self.server_matrices()
             costs = [gw.embedding_cost(h, self.hparams.normalize) for h in mats]

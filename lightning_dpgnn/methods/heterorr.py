@@ -12,8 +12,8 @@ Two releases, each optional, under **two guarantees that are never added** (docs
   PrivHRG: the unit says so; chains shorter than ``1000 n`` moves are refused).
 
 Both are declared releases (drawn once, cached, checkpointed, drawn afresh on a new graph on
-its own ledgers); everything after them is post-processing. :class:`HeteroRRRelease` is the
-same releases as a data transform.
+its own ledgers), after which all is post-processing; :class:`HeteroRRRelease` is them as a
+data transform.
 """
 
 from __future__ import annotations
@@ -210,17 +210,15 @@ class HeteroRR(PrivateModule):
                                dropout=hp.dropout, activation="relu")
 
     def build_for(self, data: Data, seed: int | None = None) -> None:
-        """The network over the public embedding's ``feature_dim`` columns (when the features
-        are released through one) or the graph's own."""
+        """The network over the public embedding's ``feature_dim`` columns or the graph's."""
         encoded = self.protects_features and self.hparams.feature_dim
         width = self.hparams.feature_dim if encoded else data.num_features
         with self.seeded(seed):
             self._build(int(width), num_classes(self, data))
 
     def prepare(self, data: Data, stage: str) -> None:
-        """What the releases need from public data, once: the chain length checked, the
-        public embedding, FeatureRR's theta; the public nodes read for them are named in the
-        features' unit."""
+        """What the releases need from public data, once: the chain length checked, the public
+        embedding and FeatureRR's theta (the public nodes read for them named in the unit)."""
         if self.edgerr is not None:
             self.edgerr.check_chain(int(data.num_nodes))
         read = []
@@ -363,8 +361,8 @@ class HeteroRR(PrivateModule):
 
     @staticmethod
     def _mask_of_pairs(data: Data, pairs: torch.Tensor) -> torch.Tensor:
-        """The columns of ``data.edge_index`` whose unordered pair is in ``pairs``; a listed
-        pair that is not an edge of the graph is refused (a typo would make no edge private)."""
+        """The columns of ``data.edge_index`` whose unordered pair is in ``pairs`` (a pair that
+        is no edge is refused: a typo would make no edge private)."""
         if pairs.dim() != 2 or pairs.size(0) != 2 or pairs.is_floating_point():
             raise ValueError(f"private_pairs must be an integer tensor [2, k], got "
                              f"{tuple(pairs.shape)} {pairs.dtype}")
@@ -417,7 +415,6 @@ class HeteroRR(PrivateModule):
             raise RuntimeError("HeteroRR must be fitted (or loaded) before inductive inference")
         return graph
 
-    # -- public state: theta and the public embedding -----------------------------------------
     def public_state(self) -> dict[str, Any]:
         return {k: v for k, v in (("theta", self.theta), ("encoder", self.encoder))
                 if v is not None}

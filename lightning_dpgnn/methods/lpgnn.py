@@ -52,17 +52,15 @@ class LPGNN(LocalModule):
         x_epsilon, y_epsilon: feature budget per node, label budget per labelled node
             (``math.inf``: no privacy for them, read in the clear and reported as such).
         x_steps, y_steps: ``K_x``, ``K_y``: feature and label KProp steps (>= 0).
-        mechanism: feature mechanism: ``"multibit"`` (MB), ``"onebit"`` (1B), ``"laplace"``
-            (LP), ``"gaussian"`` (analytic Gaussian, AG, at ``gaussian_delta``), ``"duchi"``,
-            ``"piecewise"`` (thesis Table 3.2).
+        mechanism: ``"multibit"``, ``"onebit"``, ``"laplace"``, ``"gaussian"`` (analytic, at
+            ``gaussian_delta``), ``"duchi"`` or ``"piecewise"`` (thesis Table 3.2).
         loss: ``"drop"`` (Alg. 4), ``"fc"`` (forward correction) or ``"ce"`` (cross-entropy on
             the noisy labels) — thesis Table 3.4.
         features: ``"private"`` or an ad-hoc, budget-free baseline of Table 3.3: ``"ones"``,
             ``"degree"`` (one-hot degree), ``"random"``.
         hidden, layers, dropout, activation, heads: backbone (two layers of 16, SELU, dropout;
             GAT with four heads, thesis §3.5.2).
-        lr, weight_decay: Adam.
-        m, alpha, beta: multi-bit sampling parameter (``None``: ``m*``), feature range.
+        lr, weight_decay, m, alpha, beta: Adam; multi-bit sampling (``None``: ``m*``), range.
         gaussian_delta: delta of the analytic Gaussian mechanism (the report's delta when
             ``mechanism="gaussian"``). ``delta``: its former name, deprecated.
         standardize: z-score every column of ``h`` (post-processing): the rectifier scales
@@ -272,16 +270,14 @@ class LPGNN(LocalModule):
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         view, logits = self.server_view(), self._logits(data)
         y = view["y_noisy"]
-        out = None
         for stage in ("train", "val"):
             mask = getattr(data, f"{stage}_mask").to(self.device) & view["labelled"]
             n = int(mask.sum())
             acc = accuracy(logits[mask], y[mask])
             self.log(f"{stage}/noisy_acc", acc, batch_size=n, on_step=False, on_epoch=True)
-            if stage == "val":
-                out = self.validation_loss(logits, mask, y)
-                self.log("val/loss", out, batch_size=n, on_step=False, on_epoch=True)
-        return out
+        loss = self.validation_loss(logits, mask, y)  # on the validation nodes, the loop's last
+        self.log("val/loss", loss, batch_size=n, on_step=False, on_epoch=True)
+        return loss
 
     def _logits(self, data: Data) -> torch.Tensor:
         """Logits of every node of the training graph (the test step's and prediction's, on

@@ -97,16 +97,13 @@ class _PGCModule(LocalModule):
         """The settings PGC and PGCLinkPrediction share.
 
         Args:
-            x_epsilon, per_coordinate: the features' budget, per feature
-                (``per_coordinate=True``: each node spends ``d * x_epsilon``) or per node;
-                ``math.inf``: the RAW baseline, read in the clear. (``epsilon`` is not an
-                alias: the CLI carries the default model's ``epsilon`` over to it.)
+            x_epsilon, per_coordinate: the features' budget, per feature (each node spends
+                ``d * x_epsilon``) or per node; ``math.inf``: the RAW baseline, in the clear.
+                (``epsilon`` is no alias: the CLI carries the default model's over to it.)
             mechanism: ``"onebit"`` (PGC), ``"laplace"``, ``"duchi"`` or ``"piecewise"``.
             alpha, beta: the feature range known to the server.
-            noise_seed: reproducible node-side randomness, for research only (the report
-                says the guarantee does not hold against anyone who knows the seed).
-            lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01).
-            x_eps: former name of ``x_epsilon`` (deprecated).
+            noise_seed: reproducible node-side noise, research only (the report says so).
+            lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01). x_eps: deprecated name.
         """
         x_epsilon = renamed(type(self).__name__, "x_eps", "x_epsilon", x_eps, x_epsilon,
                             BUDGET_NAMES)
