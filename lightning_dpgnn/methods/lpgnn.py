@@ -149,15 +149,16 @@ class LPGNN(LocalModule):
             c = self.local.collection()
             ei = graph.edge_index.to(self.device)
             h = self._server_features(c, ei, graph.num_nodes)  # line 14
-            noisy = c.labels.to(self.device)
-            y_one_hot = self._labelled_one_hot(noisy, c.label_mask.to(self.device))
-            y_prop = self.y_prop(y_one_hot, ei)  # line 15
+            noisy, labelled = c.labels.to(self.device), c.label_mask.to(self.device)
+            # one-hot y' for the labelled nodes, zero elsewhere (line 9; unlabelled are -1)
+            y_one_hot = F.one_hot(noisy.clamp_min(0), self.hparams.num_classes).float()
+            y_prop = self.y_prop(y_one_hot * labelled.unsqueeze(-1), ei)  # line 15
             self._view = {
                 "h": h,
                 "edge_index": ei,
                 "adj": self.net.adjacency(ei, graph.num_nodes, with_transpose=True),
                 "y_noisy": noisy,
-                "labelled": c.label_mask.to(self.device),
+                "labelled": labelled,
                 "y_tilde": y_prop.argmax(-1),
                 # nodes whose K_y-hop neighbourhood holds no label have no estimate y~
                 "has_y_tilde": y_prop.sum(-1) > 0,
@@ -221,13 +222,6 @@ class LPGNN(LocalModule):
         h = self._propagated(self.local.features_of(outputs), ei)
         with self.net.on_new_graph():
             return self(h, self.net.adjacency(ei, graph.num_nodes, with_transpose=True))
-
-    def _labelled_one_hot(self, labels: torch.Tensor, labelled: torch.Tensor) -> torch.Tensor:
-        """One-hot ``y'`` for labelled nodes, the zero vector elsewhere (Alg. 4 line 9)."""
-        c = self.hparams.num_classes
-        out = torch.zeros(labels.size(0), c, device=labels.device)
-        out[labelled] = F.one_hot(labels[labelled], c).float()
-        return out
 
     # -- the model (lines 20-22) ------------------------------------------------------------------
     def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:

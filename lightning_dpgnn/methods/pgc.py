@@ -123,12 +123,12 @@ class PGC(_PGCModule):
     """Node classification with private features: a GCN over the 1-bit estimates (Alg. 1).
 
     Args:
-        x_epsilon: the features' budget, per feature by default (see ``per_coordinate``).
         hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3; Table 2.2:
             Cora dropout 0.5).
         num_features, num_classes: build the network now; otherwise at ``setup``.
-        **kwargs: ``mechanism``, ``per_coordinate``, ``alpha``, ``beta``, ``noise_seed``,
-            ``lr``, ``weight_decay``: shared with :class:`PGCLinkPrediction` (``_PGCModule``).
+        x_epsilon, **kwargs: ``per_coordinate``, ``mechanism``, ``alpha``, ``beta``,
+            ``noise_seed``, ``lr``, ``weight_decay``: shared with PGCLinkPrediction
+            (``_PGCModule``).
     """
 
     card_method = "PGC: 1-bit locally private features and a GCN (node classification)"
@@ -216,19 +216,15 @@ class VGAEEncoder(nn.Module):
 
 
 class PGCLinkPrediction(_PGCModule):
-    """Link prediction with private features: a VGAE over the 1-bit estimates.
+    """Link prediction with private features: a VGAE over the 1-bit estimates; logs
+    ``train/loss``, ``val/loss``, ``val/auc`` and ``test/auc``.
 
     Args:
-        x_epsilon: the features' budget, as in :class:`PGC`.
-        hidden, out_dim: encoder widths (32 and 16, §2.6.3).
-        dropout: the encoder's (Table 2.2: Cora 0).
-        edge_split: train/val/test fractions of the edges (85/5/10).
-        split_seed: seed of the edge split (the graph is public: the split costs nothing).
-        num_features: build the network now; otherwise it is built from the data at ``setup``.
-        **kwargs: ``mechanism``, ``per_coordinate``, ``alpha``, ``beta``, ``noise_seed``,
-            ``lr``, ``weight_decay``: as in :class:`PGC`.
-
-    Logs ``train/loss``, ``val/loss``, ``val/auc`` and ``test/auc``.
+        hidden, out_dim, dropout: the encoder (32 and 16, §2.6.3; Table 2.2: Cora dropout 0).
+        edge_split, split_seed: train/val/test fractions of the edges (85/5/10) and the split's
+            seed (the graph is public: the split costs nothing).
+        num_features: build the network now; otherwise at ``setup``.
+        x_epsilon, **kwargs: as in :class:`PGC`.
     """
 
     card_method = "PGC: 1-bit locally private features and a VGAE (link prediction)"
