@@ -27,12 +27,11 @@ GAMMA_GRID = 2.0 ** np.linspace(-10, 10, 15)
 
 def structure_cost(edge_index: torch.Tensor, num_nodes: int) -> np.ndarray:
     """All-pairs shortest-path lengths (hops) of a graph; unreachable pairs cost ``n``."""
-    import scipy.sparse as sp
     from scipy.sparse.csgraph import shortest_path
+    from torch_geometric.utils import to_scipy_sparse_matrix
 
     n = int(num_nodes)
-    ei = edge_index.detach().cpu().numpy()
-    adj = sp.coo_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n)).tocsr()
+    adj = to_scipy_sparse_matrix(edge_index.detach().cpu(), num_nodes=n).tocsr()
     c = shortest_path(adj, directed=False, unweighted=True)
     c[np.isinf(c)] = n
     return c.astype(np.float64)
@@ -77,9 +76,8 @@ def gw_discrepancy(c1: np.ndarray, c2: np.ndarray, m: np.ndarray | None = None,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # POT warns when CG stops at max_iter
         if m is None:
-            val = ot.gromov.gromov_wasserstein2(
-                c1, c2, p, q, "square_loss", armijo=armijo, G0=g0, max_iter=max_iter
-            )
+            val = ot.gromov.gromov_wasserstein2(c1, c2, p, q, "square_loss", armijo=armijo,
+                                                G0=g0, max_iter=max_iter)
         else:
             val = ot.gromov.fused_gromov_wasserstein2(
                 np.ascontiguousarray(m, dtype=np.float64), c1, c2, p, q, "square_loss",
@@ -115,8 +113,7 @@ def pair_discrepancies(
     if n_jobs == 1 or len(blocks) <= 1:
         return [v for b in blocks for v in _pair_values(b, costs, features, alpha, armijo)]
     parts = Parallel(n_jobs=n_jobs, verbose=10 if progress else 0)(
-        delayed(_pair_values)(b, costs, features, alpha, armijo) for b in blocks
-    )
+        delayed(_pair_values)(b, costs, features, alpha, armijo) for b in blocks)
     return [v for part in parts for v in part]
 
 
@@ -295,9 +292,9 @@ def cluster(
     aff = gw_kernel(d, gamma)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return SpectralClustering(
-            n_clusters=int(k), affinity="precomputed", random_state=seed
-        ).fit_predict(aff)
+        clustering = SpectralClustering(n_clusters=int(k), affinity="precomputed",
+                                        random_state=seed)
+        return clustering.fit_predict(aff)
 
 
 def cluster_scores(labels: Sequence[int], truth: Sequence[int]) -> dict[str, Any]:

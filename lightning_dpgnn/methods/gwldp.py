@@ -3,29 +3,22 @@
 Jin & Chen, "Gromov-Wasserstein Discrepancy with Local Differential Privacy for Distributed
 Structural Graphs", IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-graphs.md``).
 
-**Federated training (Alg. 2, 3).** FedAvg over a ``GraphDataModule(..., num_clients=K)``: one
-training epoch is one round, one training batch is one client, whose local update
-(``local_epochs`` full-batch Adam epochs from the global weights) is a Lightning Fabric loop on
-the client's own copy of the network (outside the outer DDP wrapper); the server averages the
-updates, weighted by the clients' numbers of training graphs; under DDP each rank runs its
-share of the clients and the updates are summed across ranks. These updates are **not
-private** in the paper's protocol (the unit says so); ``dp_fedavg=True`` makes them
-client-level DP (each update clipped to ``fedavg_clip``, Gaussian noise on the sum drawn once
-on rank 0, uniform average, RDP accounting).
+1. **Federated training (Alg. 2, 3)**: FedAvg over a ``GraphDataModule(..., num_clients=K)``,
+   one round per epoch, one client per batch, whose local update is a Lightning Fabric loop on
+   its own copy of the network. The updates are **not private** in the paper's protocol (the
+   unit says so); ``dp_fedavg=True`` makes them client-level DP (clipped, Gaussian noise on
+   the sum, RDP accounting).
+2. **The release (Alg. 1)**, once, after the last round: every client encodes the node
+   embeddings of each of its graphs (mapped into ``[0, 1]``) with the matrix multi-bit encoder
+   (:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`). Graphs cut from one source
+   graph overlap: the release composes by the most released graphs holding one source node.
+3. **The server** (post-processing, :mod:`lightning_dpgnn.gw`): rectified codes -> Euclidean
+   cost matrix per graph -> GW discrepancy of all pairs -> SVM on ``exp(-gamma D / max D)``.
 
-**The release (Alg. 1), once per fit.** After the last round every client encodes the node
-embeddings ``H`` of each of its graphs (the last convolution's outputs mapped into ``[0, 1]``)
-with the matrix multi-bit encoder (:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`):
-a declared release, drawn once on rank 0 when training ends, cached and checkpointed. Graphs cut
-from one source graph (the data module's ``source_nodes``) overlap: the release composes by the
-largest number of released graphs holding one source node, DP-FedAvg by the number of clients
-training on it, and the unit says so. A private fit logs nothing computed in the clear from
-the clients' graphs (``log_private_metrics=True`` opts in).
-
-**The server** (post-processing, :mod:`lightning_dpgnn.gw`): rectified codes -> Euclidean cost
-matrix per graph -> GW discrepancy of all pairs -> SVM on ``exp(-gamma D / max D)``.
-``mode="paper-code"`` (the authors' Gaussian noise on unbounded embeddings) is **not
-differentially private**: its report says so and ``PrivacyBudget`` and the zoo refuse it.
+A private fit logs nothing computed in the clear from the clients' graphs unless
+``log_private_metrics=True``. ``mode="paper-code"`` (the authors' Gaussian noise on unbounded
+embeddings) is **not differentially private**: its report says so and ``PrivacyBudget`` and
+the zoo refuse it.
 """
 
 from __future__ import annotations
@@ -352,9 +345,7 @@ class GWLDP(PrivateModule):
         sources = self._sources(dm)
         self.accountant_of(self.release_guarantee).unit = graph_unit(
             self.hparams.size, self.hparams.n_max, "dp" if self._fedavg else "clear",
-            overlap=None if sources is None else multiplicity(sources),
-            public=dm.declared_public(),
-        )
+            overlap=None if sources is None else multiplicity(sources), public=dm.declared_public())
 
     def _fedavg_rounds(self) -> int:
         trainer = self._trainer
@@ -401,7 +392,6 @@ class GWLDP(PrivateModule):
         return None
 
     def on_train_epoch_start(self) -> None:
-        assert self.net is not None
         self._global = {k: v.detach().clone() for k, v in self.net.state_dict().items()}
         self._sum = {k: torch.zeros_like(v) for k, v in self._global.items()
                      if v.is_floating_point()}
@@ -449,7 +439,6 @@ class GWLDP(PrivateModule):
         batch = None if int(client) < 0 else self._client_batch(int(client))
         if batch is None:  # a padding step (DDP) or a client without training graphs
             return None
-        assert self._global is not None and self._sum is not None
         delta, loss = self.local_update(batch, self._global)
         if self.hparams.dp_fedavg:
             norm = torch.sqrt(sum((d.double() ** 2).sum() for d in delta.values()))
@@ -471,7 +460,6 @@ class GWLDP(PrivateModule):
         return not (in_fit and self.level.private and not self.log_private_metrics)
 
     def on_train_epoch_end(self) -> None:
-        assert self.net is not None and self._global is not None and self._sum is not None
         sums, weight = self._sum, self._weight
         if self.trainer.world_size > 1:  # clients as ranks: sum over every rank's clients
             strategy = self.trainer.strategy
@@ -500,7 +488,6 @@ class GWLDP(PrivateModule):
                 self.log(key, report.epsilon, prog_bar=True, sync_dist=True)
 
     def _fedavg_noise(self) -> dict[str, torch.Tensor]:
-        assert self._sum is not None and self._fedavg_z is not None
         std = float(self._fedavg_z) * float(self.hparams.fedavg_clip)
         gen = self.noise_generator(2)
         self.accountant.mark_reproducible(gen)
@@ -515,7 +502,6 @@ class GWLDP(PrivateModule):
 
     # -- evaluation of the federated GNN --------------------------------------------------------
     def _eval_step(self, batch: Batch, stage: str) -> None:
-        assert self.net is not None
         if stage == "val" and not self._logs_private_metrics():
             return
         logits = self.net(batch.x.float(), batch.edge_index, batch.batch)
@@ -553,8 +539,7 @@ class GWLDP(PrivateModule):
             alpha = self.hparams.fgw_alpha
             self._discrepancy = gw.pairwise_discrepancy(
                 costs, None if alpha is None else mats, alpha=alpha or 0.5,
-                n_jobs=self.hparams.n_jobs, cache_dir=self.hparams.gw_cache_dir,
-            )
+                n_jobs=self.hparams.n_jobs, cache_dir=self.hparams.gw_cache_dir)
         return self._discrepancy
 
     def svm_accuracy(self, protocol: Literal["split", "nested"] = "split", **kwargs: Any):

@@ -76,10 +76,9 @@ class HeteroRR(PrivateModule):
         epsilon, x_epsilon: edge budget for one private edge, feature budget per node
             (``math.inf``, ``x_epsilon``'s default: no privacy and no release for that part;
             ``None``: a deprecated alias of ``math.inf``).
-        feature_mechanism: ``"feature-rr"`` (default), ``"multibit"``, ``"duchi"`` or
-            ``"piecewise"``.
+        feature_mechanism, bins: ``"feature-rr"`` (with ``bins`` bins), ``"multibit"``,
+            ``"duchi"`` or ``"piecewise"``.
         feature_bounds: the public feature range ``(alpha, beta)``; features are clipped into it.
-        bins: FeatureRR's number of bins ``k`` (32 by default).
         feature_dim: the paper's public embedding ``g``: ``None`` (identity) or a PCA to this
             many dimensions fitted on the public nodes, scaled into [0, 1] by their range.
         public_fraction, public_seed: the public nodes when the graph has no
@@ -88,11 +87,10 @@ class HeteroRR(PrivateModule):
         rho, split_seed: the share of private edges when the graph has no ``private_pairs``
             nor ``private_edge_mask`` (each undirected edge by a hash of the seed and the edge).
         mcmc_share: share of ``epsilon`` spent by the HRG chain (the rest: Laplace counts).
-        steps_per_node, mcmc_steps: chain length (default and minimum ``1000 n``, PrivHRG's
-            burn-in; the edge epsilon holds at the chain's equilibrium, as the unit says).
-        mcmc_backend: ``"auto"`` (numba where it imports), ``"numba"`` or ``"python"``.
-        progress: a progress bar over the chain (``None``: for a long chain, when the Trainer
-            shows its progress bar).
+        steps_per_node, mcmc_steps, mcmc_backend, progress: chain length (default and minimum
+            ``1000 n``, PrivHRG's burn-in), ``"auto"`` (numba where it imports), ``"numba"`` or
+            ``"python"``, a progress bar (``None``: for a long chain, unless the Trainer hides
+            its own).
         hidden, layers, dropout, lr, weight_decay: the GCN (the authors' Cora script: 128
             hidden, 2 layers) and Adam.
         noise_seed: reproducible noise (research only; the report says so). seed: weights'.
@@ -147,10 +145,9 @@ class HeteroRR(PrivateModule):
                              "x_epsilon=math.inf: give the edge budget (epsilon), the feature "
                              "budget (x_epsilon) or both (a non-private GCN is "
                              "lightning_dpgnn.GNN(conv='gcn'))")
-        super().__init__(
-            "edge" if edges else "ldp", epsilon if edges else x_epsilon, "auto",
-            levels=("edge", "ldp"), noise_seed=noise_seed, lr=lr, weight_decay=weight_decay,
-        )
+        super().__init__("edge" if edges else "ldp", epsilon if edges else x_epsilon, "auto",
+                         levels=("edge", "ldp"), noise_seed=noise_seed, lr=lr,
+                         weight_decay=weight_decay)
         self.save_hyperparameters()
         if feature_mechanism not in FEATURE_MECHANISMS:
             raise ValueError(f"feature_mechanism must be one of {FEATURE_MECHANISMS}, got "
@@ -185,10 +182,8 @@ class HeteroRR(PrivateModule):
         if edges:
             release = PaperCodeEdgeRR if mode == PAPER_CODE else EdgeRR
             chain = {} if mode == PAPER_CODE else dict(steps_per_node=steps_per_node)
-            self.edgerr = release(
-                epsilon, mcmc_share=mcmc_share, steps=mcmc_steps, backend=mcmc_backend,
-                progress=progress, **chain,
-            )
+            self.edgerr = release(epsilon, mcmc_share=mcmc_share, steps=mcmc_steps,
+                                  backend=mcmc_backend, progress=progress, **chain)
             self.accountant.unit = (self.paper_code.note() if self.paper_code else
                                     f"{Unit(Level.EDGE, 'private')}, {self.edgerr.condition()}")
             releases.append(Release("edges", lambda z: [self.edgerr], self._draw_edges,

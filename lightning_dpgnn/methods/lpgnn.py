@@ -54,9 +54,8 @@ class LPGNN(LocalModule):
         x_steps, y_steps: ``K_x``, ``K_y``: feature and label KProp steps (>= 0).
         mechanism: ``"multibit"``, ``"onebit"``, ``"laplace"``, ``"gaussian"`` (analytic, at
             ``gaussian_delta``), ``"duchi"`` or ``"piecewise"`` (thesis Table 3.2).
-        loss: ``"drop"`` (Alg. 4), ``"fc"`` (forward correction) or ``"ce"`` (cross-entropy on
-            the noisy labels) — thesis Table 3.4.
-        features: ``"private"`` or an ad-hoc, budget-free baseline of Table 3.3: ``"ones"``,
+        loss: ``"drop"`` (Alg. 4), ``"fc"`` or ``"ce"`` (module docstring; Table 3.4).
+        features: ``"private"`` or a budget-free baseline of Table 3.3: ``"ones"``,
             ``"degree"`` (one-hot degree), ``"random"``.
         hidden, layers, dropout, activation, heads: backbone (two layers of 16, SELU, dropout;
             GAT with four heads, thesis §3.5.2).
@@ -153,16 +152,11 @@ class LPGNN(LocalModule):
             # one-hot y' for the labelled nodes, zero elsewhere (line 9; unlabelled are -1)
             y_one_hot = F.one_hot(noisy.clamp_min(0), self.hparams.num_classes).float()
             y_prop = self.y_prop(y_one_hot * labelled.unsqueeze(-1), ei)  # line 15
-            self._view = {
-                "h": h,
-                "edge_index": ei,
-                "adj": self.net.adjacency(ei, graph.num_nodes, with_transpose=True),
-                "y_noisy": noisy,
-                "labelled": labelled,
-                "y_tilde": y_prop.argmax(-1),
-                # nodes whose K_y-hop neighbourhood holds no label have no estimate y~
-                "has_y_tilde": y_prop.sum(-1) > 0,
-            }
+            adj = self.net.adjacency(ei, graph.num_nodes, with_transpose=True)
+            # nodes whose K_y-hop neighbourhood holds no label have no estimate y~
+            self._view = {"h": h, "edge_index": ei, "adj": adj, "y_noisy": noisy,
+                          "labelled": labelled, "y_tilde": y_prop.argmax(-1),
+                          "has_y_tilde": y_prop.sum(-1) > 0}
         return self._view
 
     def _server_features(self, collection, edge_index: torch.Tensor, num_nodes: int

@@ -173,10 +173,8 @@ def split_edges(
     ``test_pos``, ``test_neg`` (as many negatives as positives, never an edge)."""
     check_arguments({"edge_split": fractions})
     graph = Data(edge_index=remove_self_loops(to_undirected(edge_index))[0], num_nodes=num_nodes)
-    split = RandomLinkSplit(
-        num_val=fractions[1], num_test=fractions[2], is_undirected=True, split_labels=True,
-        add_negative_train_samples=False,
-    )
+    split = RandomLinkSplit(num_val=fractions[1], num_test=fractions[2], is_undirected=True,
+                            split_labels=True, add_negative_train_samples=False)
     state = random.getstate()  # the split draws from torch's and Python's global generators
     try:
         with torch.random.fork_rng(devices=[]):
@@ -252,9 +250,8 @@ class PGCLinkPrediction(_PGCModule):
 
     def prepare(self, data: Data, stage: str) -> None:
         if self.edges is None:
-            self.edges = split_edges(
-                data.edge_index, data.num_nodes, self.hparams.edge_split, self.hparams.split_seed
-            )
+            hp = self.hparams
+            self.edges = split_edges(data.edge_index, data.num_nodes, hp.edge_split, hp.split_seed)
 
     def _edges(self, key: str) -> torch.Tensor:
         return self.edges[key].to(self.device)
@@ -273,9 +270,8 @@ class PGCLinkPrediction(_PGCModule):
         z = self.embed()
         pos, neg = self._edges(f"{stage}_pos"), self._edges(f"{stage}_neg")
         p, q = self.vgae.decode(z, pos, sigmoid=False), self.vgae.decode(z, neg, sigmoid=False)
-        loss = F.binary_cross_entropy_with_logits(
-            torch.cat([p, q]), torch.cat([torch.ones_like(p), torch.zeros_like(q)])
-        )
+        target = torch.cat([torch.ones_like(p), torch.zeros_like(q)])
+        loss = F.binary_cross_entropy_with_logits(torch.cat([p, q]), target)
         self.log(f"{stage}/loss", loss, batch_size=1)
         self.log(f"{stage}/auc", roc_auc(p.detach(), q.detach()), batch_size=1, prog_bar=True)
         return loss
