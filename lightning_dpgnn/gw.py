@@ -81,8 +81,7 @@ def gw_discrepancy(c1: np.ndarray, c2: np.ndarray, m: np.ndarray | None = None,
         else:
             val = ot.gromov.fused_gromov_wasserstein2(
                 np.ascontiguousarray(m, dtype=np.float64), c1, c2, p, q, "square_loss",
-                alpha=alpha, armijo=armijo, G0=g0, max_iter=max_iter,
-            )
+                alpha=alpha, armijo=armijo, G0=g0, max_iter=max_iter)
     return max(float(val), 0.0)
 
 

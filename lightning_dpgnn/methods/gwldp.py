@@ -170,8 +170,7 @@ class GWLDP(PrivateModule):
         super().__init__(
             Level.LDP if private else Level.NONE, fedavg_epsilon if fedavg else None, delta,
             levels=("none", "ldp"), noise_seed=noise_seed,
-            log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
-        )
+            log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.mode = mode
         self.paper_code = PaperCode.of(mode, "embedding release", PAPER_CODE_FLAW)
@@ -249,10 +248,6 @@ class GWLDP(PrivateModule):
                                                        g.edge_index.to(self.device))).cpu()
                     for g in graphs]
 
-    @property
-    def _release(self) -> GraphRelease | None:
-        return self.releases.get(RELEASE_KEY)
-
     def _release_mechanisms(self, z: float | None) -> list[MatrixMultiBit | PaperCodeGaussian]:
         """The local encoder, over graphs sharing up to ``multiplicity`` source nodes."""
         if self._mechanism is None:
@@ -309,7 +304,7 @@ class GWLDP(PrivateModule):
                         hp.num_classes or int(dm.num_classes))
 
     def prepare(self, dm: Any, stage: str) -> None:
-        if stage == "fit" and self.level.private and self._release is None:
+        if stage == "fit" and self.level.private and self.releases.get(RELEASE_KEY) is None:
             self._declare_unit(dm)
 
     def private_units(self, dm: Any) -> int:
@@ -364,8 +359,7 @@ class GWLDP(PrivateModule):
             acc.add_gaussian(
                 FEDAVG_NAME, z / (2.0 * c), count=rounds, sensitivity=2.0 * c * s,
                 note=f"client-level DP-FedAvg: clip {s:g}, noise std {z * s:g} on the sum of "
-                f"client updates, full participation; {unit}",
-            )
+                f"client updates, full participation; {unit}")
 
     # -- plan ------------------------------------------------------------------------------------
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
@@ -516,7 +510,7 @@ class GWLDP(PrivateModule):
         self._eval_step(batch, "test")
 
     def on_test_epoch_end(self) -> None:
-        if self._release is not None:
+        if self.releases.get(RELEASE_KEY) is not None:
             acc, params = self.svm_accuracy()
             self.log("test/svm_acc", acc)
             self.last_svm_params = params

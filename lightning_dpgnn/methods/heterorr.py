@@ -4,16 +4,14 @@ edge-level private graph over public and private edges (EdgeRR), released once, 
 Two releases, each optional, under **two guarantees that are never added** (docs/heterorr.md):
 
 * ``"features"``: every node perturbs its (publicly embedded) feature vector on its own side,
-  ``x_epsilon``-LDP per node (edges and labels public). FeatureRR's per-feature budgets and the
-  PCA ``feature_dim`` are fitted on the declared public nodes only, read in the clear and named
-  in the unit (invariant 15);
+  ``x_epsilon``-LDP per node (edges and labels public; FeatureRR's budgets and the PCA are
+  fitted on the declared public nodes only, named in the unit: invariant 15);
 * ``"edges"``: the curator releases ``G_pub + sampled private part`` by the private HRG,
   ``epsilon``-edge-DP for one **private** edge, at the MCMC chain's equilibrium (asymptotic, as
   PrivHRG: the unit says so; chains shorter than ``1000 n`` moves are refused).
 
-Both are declared releases (drawn once, cached, checkpointed, drawn afresh on a new graph on
-its own ledgers), after which all is post-processing; :class:`HeteroRRRelease` is them as a
-data transform.
+Both are declared releases, after which all is post-processing; :class:`HeteroRRRelease` is
+them as a data transform.
 """
 
 from __future__ import annotations
@@ -100,14 +98,10 @@ class HeteroRR(PrivateModule):
             zoo refuse it).
     """
 
-    card_method = (
-        "HeteroRR: FeatureRR features (local DP per node) and/or an EdgeRR graph (private HRG "
-        "over public and private edges, released once), then a GCN"
-    )
-    card_paper = (
-        "Tran, Lai, Phan, Khalil, Ma, Khreishah, Thai, Wu. Heterogeneous Randomized Response for "
-        "Differential Privacy in Graph Neural Networks. IEEE BigData 2022"
-    )
+    card_method = ("HeteroRR: FeatureRR features (local DP per node) and/or an EdgeRR graph "
+                   "(private HRG over public and private edges, released once), then a GCN")
+    card_paper = ("Tran, Lai, Phan, Khalil, Ma, Khreishah, Thai, Wu. Heterogeneous Randomized "
+                  "Response for Differential Privacy in Graph Neural Networks. IEEE BigData 2022")
 
     #: what the edge guarantee protects, uses in the clear and holds only under (the card)
     guarantee_words = {"edge": (

@@ -68,9 +68,8 @@ class LPGNN(LocalModule):
             guarantee does not hold against anyone who knows the seed).
     """
 
-    card_method = (
-        "LPGNN: multi-bit feature encoder and rectifier, KProp, randomized-response labels, Drop"
-    )
+    card_method = ("LPGNN: multi-bit feature encoder and rectifier, KProp, randomized-response "
+                   "labels, Drop")
     card_paper = "Sajadmanesh, Gatica-Perez. Locally Private Graph Neural Networks. ACM CCS 2021"
 
     def __init__(
@@ -85,10 +84,8 @@ class LPGNN(LocalModule):
         num_features: int | None = None, num_classes: int | None = None,
         delta: float | None = None, x_eps: float | None = None, y_eps: float | None = None,
     ) -> None:
-        gaussian_delta = renamed(
-            "LPGNN", "delta", "gaussian_delta", delta, gaussian_delta,
-            "delta names the accountant's target elsewhere",
-        )
+        gaussian_delta = renamed("LPGNN", "delta", "gaussian_delta", delta, gaussian_delta,
+                                 "delta names the accountant's target elsewhere")
         x_epsilon = renamed("LPGNN", "x_eps", "x_epsilon", x_eps, x_epsilon, BUDGET_NAMES)
         y_epsilon = renamed("LPGNN", "y_eps", "y_epsilon", y_eps, y_epsilon, BUDGET_NAMES)
         check_backbone(backbone)
@@ -101,8 +98,7 @@ class LPGNN(LocalModule):
                              "labels)")
         collector = LocalCollector(  # checks the mechanism and the features' source
             x_epsilon, y_epsilon, mechanism, m=m, alpha=alpha, beta=beta,
-            gaussian_delta=gaussian_delta, features=features,
-        )
+            gaussian_delta=gaussian_delta, features=features)
         super().__init__(collector, noise_seed, lr, weight_decay)
         self.save_hyperparameters(ignore=["delta", "x_eps", "y_eps"])
         self._graph: Data | None = None
@@ -120,8 +116,7 @@ class LPGNN(LocalModule):
         hp.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = GNNBackbone(  # cached: transductive, one fixed graph
             hp.backbone, num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
-            activation=hp.activation, heads=hp.heads, cached=True,
-        )
+            activation=hp.activation, heads=hp.heads, cached=True)
         rr = self.collector.label_randomizer(num_classes)
         transition = torch.eye(num_classes) if math.isinf(rr.epsilon) else rr.transition_matrix()
         self.register_buffer("log_transition", transition.float().log(), persistent=False)
@@ -192,23 +187,19 @@ class LPGNN(LocalModule):
             return not c.perturbs_features
         return c.features_source in ("ones", "degree")
 
-    def _check_transfers(self) -> None:
-        if self.transfers_to_new_graphs:
-            return
-        c = self.collector
-        what = (f"x_epsilon={c.x_epsilon:g}" if c.features_source == "private"
-                else f"features={c.features_source!r}")
-        raise NotImplementedError(
-            f"LPGNN ({what}) cannot predict on a new graph: it fitted the one noise draw of its "
-            "training collection (after KProp the noise is a positional encoding of the training "
-            "graph), and on a fresh collection it predicts at about chance, even on the same "
-            "graph. Predict on the training graph (predict_step without `inductive`), or use "
-            "PGC, whose fresh collections give its tested accuracy. LPGNN transfers only with "
-            "x_epsilon=inf or features='ones'/'degree'."
-        )
-
     def inductive_graph(self, data: Data) -> Data:
-        self._check_transfers()  # before any node of the new graph spends its budget
+        """A new graph, refused (before any of its nodes spends) when the model cannot transfer."""
+        c = self.collector
+        if not self.transfers_to_new_graphs:
+            what = (f"x_epsilon={c.x_epsilon:g}" if c.features_source == "private"
+                    else f"features={c.features_source!r}")
+            raise NotImplementedError(
+                f"LPGNN ({what}) cannot predict on a new graph: it fitted the one noise draw of "
+                "its training collection (after KProp the noise is a positional encoding of the "
+                "training graph), and on a fresh collection it predicts at about chance, even on "
+                "the same graph. Predict on the training graph (predict_step without "
+                "`inductive`), or use PGC, whose fresh collections give its tested accuracy. "
+                "LPGNN transfers only with x_epsilon=inf or features='ones'/'degree'.")
         return super().inductive_graph(data)
 
     def inductive_logits(self, graph: Data, outputs: dict) -> torch.Tensor:

@@ -70,9 +70,8 @@ class LocalModule(PrivateModule):
     def predict_inductive(  # type: ignore[override]
         self, data: Data, collection: LocalCollection | None = None
     ) -> torch.Tensor:
-        """Class probabilities on a new graph from what its nodes sent: ``collection`` (from
-        :meth:`collect_from` on their devices) or, when ``None``, collected now (counted on
-        that graph's ledger; a repeated call returns the same collection)."""
+        """Class probabilities on a new graph from ``collection`` (:meth:`collect_from` on the
+        nodes' devices) or, when ``None``, collected now on that graph's own ledger."""
         return super().predict_inductive(data, self.local.given(collection))
 
     def inductive_accountant(self, graph: Data, guarantee: str | None = None):
@@ -83,9 +82,8 @@ class _PGCModule(LocalModule):
     """What :class:`PGC` and :class:`PGCLinkPrediction` share: the nodes' collection of their
     features (Alg. 1 lines 1-2) and Adam; subclasses build their own network."""
 
-    card_paper = (
-        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2"
-    )
+    card_paper = ("Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, "
+                  "EPFL), ch. 2")
     #: whether the nodes send their labels too (in the clear: they are public here)
     collect_labels: bool = True
 
@@ -111,8 +109,7 @@ class _PGCModule(LocalModule):
             raise ValueError(f"PGC mechanism must be one of {PGC_MECHANISMS}, got {mechanism!r}")
         collector = LocalCollector(  # labels (if any) are public in PGC's threat model
             x_epsilon, None, mechanism, alpha=alpha, beta=beta, per_coordinate=per_coordinate,
-            collect_labels=self.collect_labels,
-        )
+            collect_labels=self.collect_labels)
         super().__init__(collector, noise_seed, lr, weight_decay)
         # the hyper-parameters of the whole model: these and the subclass's own arguments
         self.save_hyperparameters(ignore=["x_eps"])
@@ -147,8 +144,7 @@ class PGC(_PGCModule):
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.gcn = GNNBackbone(  # cached: transductive, one fixed graph
             "gcn", num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
-            activation="relu", cached=True,
-        )
+            activation="relu", cached=True)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """Logits; the first GCN layer on ``y*`` is the estimator of eq. 2.4."""
@@ -200,11 +196,9 @@ class VGAEEncoder(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float) -> None:
         super().__init__()
-        # the encoder always sees the training edges: cache their normalisation
-        self.body = GNNBackbone(
+        self.body = GNNBackbone(  # cached: the encoder always sees the training edges
             "gcn", in_dim, hidden, hidden, layers=1, dropout=dropout, activation="relu",
-            batch_norm=True, cached=True, plain_last=False,
-        )
+            batch_norm=True, cached=True, plain_last=False)
         self.mu = GCNConv(hidden, out_dim, cached=True)
         self.logstd = GCNConv(hidden, out_dim, cached=True)
 
