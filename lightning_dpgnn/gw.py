@@ -1,22 +1,6 @@
-"""The server side of GW-LDP: (fused) Gromov-Wasserstein discrepancies, kernels, SVM, clustering.
-
-Everything here is post-processing of what the clients released (or, for the raw-graph
-baselines, of graphs the caller chose to read): no private read happens in this module.
-
-* :func:`structure_cost` — shortest-path cost matrix of a graph (GW_A; unreachable pairs cost
-  ``n``, as in the authors' code); :func:`embedding_cost` — pairwise Euclidean distances of the
-  rows of a (released) embedding matrix, normalised by their maximum by default (GW is
-  scale-sensitive and a rectified release has a scale that grows with ``n / epsilon``).
-* :func:`gw_discrepancy` — one GW (``M=None``) or FGW value with POT's conditional gradient
-  (``ot.gromov.gromov_wasserstein2`` / ``fused_gromov_wasserstein2``): float64, uniform node
-  weights, a fixed initial plan ``p q^T``, square loss.
-* :func:`pairwise_discrepancy` — all pairs, in parallel with joblib, cached on disk by a hash of
-  the inputs and settings.
-* :func:`gw_kernel`, :func:`svm_nested_cv` (the FGW protocol of Vayer et al. 2019: C in
-  ``logspace(-4, 4, 15)``, gamma in ``2^linspace(-10, 10, 15)``, 10 inner stratified folds,
-  outer random 90/10 splits), :func:`svm_split` (fixed train/val/test), :func:`knn_accuracy`,
-  :func:`cluster` (spectral clustering on the kernel, or k-medoids on D) and
-  :func:`cluster_scores` (NMI / ARI).
+"""The server side of GW-LDP: (fused) Gromov-Wasserstein discrepancies (POT), the GW kernel,
+SVMs and clustering (scikit-learn). All of it is post-processing of what the clients released
+(or of raw graphs the caller chose to read): no private read happens here.
 """
 
 from __future__ import annotations
@@ -32,52 +16,35 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = [
-    "C_GRID",
-    "GAMMA_GRID",
-    "structure_cost",
-    "embedding_cost",
-    "gw_discrepancy",
-    "pairwise_discrepancy",
-    "pair_discrepancies",
-    "gw_kernel",
-    "svm_nested_cv",
-    "svm_split",
-    "knn_accuracy",
-    "cluster",
-    "cluster_scores",
-    "SVMResult",
-]
+__all__ = ["C_GRID", "GAMMA_GRID", "structure_cost", "embedding_cost", "gw_discrepancy",
+           "pairwise_discrepancy", "pair_discrepancies", "gw_kernel", "svm_nested_cv",
+           "svm_split", "knn_accuracy", "cluster", "cluster_scores", "SVMResult"]
 
 #: the FGW repository's grids (Vayer et al. 2019)
 C_GRID = np.logspace(-4, 4, 15)
 GAMMA_GRID = 2.0 ** np.linspace(-10, 10, 15)
 
 
-# --------------------------------------------------------------------------------------------
-# cost matrices
-# --------------------------------------------------------------------------------------------
 def structure_cost(edge_index: torch.Tensor, num_nodes: int) -> np.ndarray:
     """All-pairs shortest-path lengths (hops) of a graph; unreachable pairs cost ``n``."""
-    import scipy.sparse as sp
     from scipy.sparse.csgraph import shortest_path
+    from torch_geometric.utils import to_scipy_sparse_matrix
 
     n = int(num_nodes)
-    ei = edge_index.detach().cpu().numpy()
-    adj = sp.coo_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n)).tocsr()
+    adj = to_scipy_sparse_matrix(edge_index.detach().cpu(), num_nodes=n).tocsr()
     c = shortest_path(adj, directed=False, unweighted=True)
     c[np.isinf(c)] = n
     return c.astype(np.float64)
 
 
-def embedding_cost(h: torch.Tensor | np.ndarray, normalize: str | None = "max") -> np.ndarray:
-    """Euclidean distances between the rows of ``h`` (GW-LDP eq. 3), ``float64``.
+def _f64(a: torch.Tensor | np.ndarray) -> torch.Tensor:
+    return torch.as_tensor(a).detach().cpu().to(torch.float64)
 
-    ``normalize="max"`` divides by the largest distance (``"mean"`` by the mean; ``None``
-    keeps the scale). This is post-processing of the release. A matrix whose rows are all
-    equal gives zeros."""
-    x = torch.as_tensor(h).detach().cpu().to(torch.float64)
-    c = torch.cdist(x, x).numpy()
+
+def embedding_cost(h: torch.Tensor | np.ndarray, normalize: str | None = "max") -> np.ndarray:
+    """Euclidean distances between the rows of ``h`` (GW-LDP eq. 3), ``float64``, divided by
+    the largest (``"mean"``: the mean; ``None``: kept); rows all equal give zeros."""
+    c = torch.cdist(_f64(h), _f64(h)).numpy()
     if normalize not in _SCALES:
         raise ValueError(f"normalize must be 'max', 'mean' or None, got {normalize!r}")
     scale = _SCALES[normalize](c)
@@ -90,22 +57,11 @@ _SCALES = {"max": np.max, "mean": np.mean, None: lambda c: 1.0, "none": lambda c
 
 def feature_cost(a: torch.Tensor | np.ndarray, b: torch.Tensor | np.ndarray) -> np.ndarray:
     """Squared Euclidean distances between the rows of ``a`` and of ``b`` (FGW's ``M``)."""
-    x = torch.as_tensor(a).detach().cpu().to(torch.float64)
-    y = torch.as_tensor(b).detach().cpu().to(torch.float64)
-    return (torch.cdist(x, y) ** 2).numpy()
+    return (torch.cdist(_f64(a), _f64(b)) ** 2).numpy()
 
 
-# --------------------------------------------------------------------------------------------
-# one discrepancy
-# --------------------------------------------------------------------------------------------
-def gw_discrepancy(
-    c1: np.ndarray,
-    c2: np.ndarray,
-    m: np.ndarray | None = None,
-    alpha: float = 0.5,
-    armijo: bool = False,
-    max_iter: int = 500,
-) -> float:
+def gw_discrepancy(c1: np.ndarray, c2: np.ndarray, m: np.ndarray | None = None,
+                   alpha: float = 0.5, armijo: bool = False, max_iter: int = 500) -> float:
     """GW (``m=None``) or FGW discrepancy between two metric-measure spaces with uniform
     weights, by POT's conditional gradient (line search: exact for the square loss, or
     Armijo); float64 and the fixed initial plan ``p q^T``. FGW's objective is
@@ -120,84 +76,56 @@ def gw_discrepancy(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # POT warns when CG stops at max_iter
         if m is None:
-            val = ot.gromov.gromov_wasserstein2(
-                c1, c2, p, q, "square_loss", armijo=armijo, G0=g0, max_iter=max_iter
-            )
+            val = ot.gromov.gromov_wasserstein2(c1, c2, p, q, "square_loss", armijo=armijo,
+                                                G0=g0, max_iter=max_iter)
         else:
             val = ot.gromov.fused_gromov_wasserstein2(
                 np.ascontiguousarray(m, dtype=np.float64), c1, c2, p, q, "square_loss",
-                alpha=alpha, armijo=armijo, G0=g0, max_iter=max_iter,
-            )
+                alpha=alpha, armijo=armijo, G0=g0, max_iter=max_iter)
     return max(float(val), 0.0)
 
 
-def _pair_values(
-    pairs: Sequence[tuple[int, int]],
-    costs: Sequence[np.ndarray],
-    feats: Sequence[np.ndarray] | None,
-    alpha: float,
-    armijo: bool,
-) -> list[float]:
-    out = []
-    for i, j in pairs:
-        m = None if feats is None else feature_cost(feats[i], feats[j])
-        out.append(gw_discrepancy(costs[i], costs[j], m, alpha, armijo))
-    return out
+def _pair_values(pairs, costs, feats, alpha: float, armijo: bool) -> list[float]:
+    return [gw_discrepancy(costs[i], costs[j],
+                           None if feats is None else feature_cost(feats[i], feats[j]),
+                           alpha, armijo) for i, j in pairs]
 
 
 def _digest(costs: Sequence[np.ndarray], feats: Sequence[np.ndarray] | None, **settings) -> str:
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-    for c in costs:
-        h.update(np.ascontiguousarray(c, dtype=np.float64).tobytes())
-        h.update(str(c.shape).encode())
-    for f in feats or ():
-        h.update(np.ascontiguousarray(f, dtype=np.float64).tobytes())
-        h.update(str(f.shape).encode())
+    for a in [*costs, *(feats or ())]:
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        h.update(str(a.shape).encode())
     return h.hexdigest()[:32]
 
 
 def pair_discrepancies(
-    pairs: Sequence[tuple[int, int]],
-    costs: Sequence[np.ndarray],
-    features: Sequence[np.ndarray] | None = None,
-    alpha: float = 0.5,
-    armijo: bool = False,
-    n_jobs: int = 1,
-    progress: bool = False,
-    chunk: int = 256,
+    pairs: Sequence[tuple[int, int]], costs: Sequence[np.ndarray],
+    features: Sequence[np.ndarray] | None = None, alpha: float = 0.5, armijo: bool = False,
+    n_jobs: int = 1, progress: bool = False, chunk: int = 256,
 ) -> list[float]:
     """The GW (FGW with ``features``) discrepancy of each pair ``(i, j)`` of the graphs given
-    by their cost matrices, in order; blocks of ``chunk`` pairs run in ``n_jobs`` joblib
-    workers."""
+    by their cost matrices, in order; blocks of ``chunk`` pairs run in ``n_jobs`` workers."""
     from joblib import Parallel, delayed
 
     blocks = [pairs[k : k + chunk] for k in range(0, len(pairs), chunk)]
     if n_jobs == 1 or len(blocks) <= 1:
         return [v for b in blocks for v in _pair_values(b, costs, features, alpha, armijo)]
     parts = Parallel(n_jobs=n_jobs, verbose=10 if progress else 0)(
-        delayed(_pair_values)(b, costs, features, alpha, armijo) for b in blocks
-    )
+        delayed(_pair_values)(b, costs, features, alpha, armijo) for b in blocks)
     return [v for part in parts for v in part]
 
 
 def pairwise_discrepancy(
-    costs: Sequence[np.ndarray],
-    features: Sequence[torch.Tensor | np.ndarray] | None = None,
-    alpha: float = 0.5,
-    armijo: bool = False,
-    n_jobs: int = 1,
-    cache_dir: str | Path | None = None,
-    progress: bool = False,
-    chunk: int = 256,
+    costs: Sequence[np.ndarray], features: Sequence[torch.Tensor | np.ndarray] | None = None,
+    alpha: float = 0.5, armijo: bool = False, n_jobs: int = 1,
+    cache_dir: str | Path | None = None, progress: bool = False, chunk: int = 256,
 ) -> np.ndarray:
-    """The symmetric matrix of GW (or FGW, with node ``features``) discrepancies between all
-    pairs of graphs given by their cost matrices. Pairs run in ``n_jobs`` joblib workers;
-    with ``cache_dir`` the matrix is stored under a hash of every input and setting and read
-    back on a rerun instead of recomputed."""
+    """The symmetric matrix of GW (FGW with node ``features``) discrepancies of all pairs of
+    graphs given by their cost matrices; with ``cache_dir`` it is stored under a hash of every
+    input and setting and read back on a rerun."""
     costs = [np.asarray(c, dtype=np.float64) for c in costs]
-    feats = None if features is None else [
-        torch.as_tensor(f).detach().cpu().to(torch.float64).numpy() for f in features
-    ]
+    feats = None if features is None else [_f64(f).numpy() for f in features]
     n = len(costs)
     path = None
     if cache_dir is not None:
@@ -221,9 +149,6 @@ def pairwise_discrepancy(
     return d
 
 
-# --------------------------------------------------------------------------------------------
-# kernels and classifiers
-# --------------------------------------------------------------------------------------------
 def gw_kernel(d: np.ndarray, gamma: float, scale: float | None = None) -> np.ndarray:
     """``exp(-gamma * D / scale)`` (``scale``: the largest entry of ``D`` by default)."""
     s = float(np.max(d)) if scale is None else float(scale)
@@ -244,18 +169,26 @@ class SVMResult:
         return float(np.std(self.accuracies))
 
 
-def _svc(c: float, seed: int | None = None):
+def _fit_score(d, y, train, test, c, gamma, scale) -> float:
     from sklearn.svm import SVC
 
-    return SVC(C=float(c), kernel="precomputed", max_iter=int(1e7), random_state=seed)
-
-
-def _fit_score(d, y, train, test, c, gamma, scale) -> float:
     k = gw_kernel(d, gamma, scale)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = _svc(c).fit(k[np.ix_(train, train)], y[train])
+        clf = SVC(C=float(c), kernel="precomputed", max_iter=int(1e7))
+        clf.fit(k[np.ix_(train, train)], y[train])
         return float((clf.predict(k[np.ix_(test, train)]) == y[test]).mean())
+
+
+def _grid_search(score, c_grid, gamma_grid) -> tuple[float, float]:
+    """The first ``(C, gamma)`` of the grids (gamma outer) with the best ``score(c, gamma)``."""
+    best, best_score = (float(c_grid[0]), float(gamma_grid[0])), -1.0
+    for gamma in gamma_grid:
+        for c in c_grid:
+            value = float(score(c, gamma))
+            if value > best_score + 1e-12:
+                best, best_score = (float(c), float(gamma)), value
+    return best
 
 
 def _select(d, y, train, c_grid, gamma_grid, inner_folds, seed) -> tuple[float, float]:
@@ -267,26 +200,15 @@ def _select(d, y, train, c_grid, gamma_grid, inner_folds, seed) -> tuple[float, 
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     scale = float(np.max(d[np.ix_(train, train)]))
     splits = list(skf.split(np.zeros(len(train)), y[train]))
-    best, best_score = (float(c_grid[0]), float(gamma_grid[0])), -1.0
-    for gamma in gamma_grid:
-        for c in c_grid:
-            score = np.mean([
-                _fit_score(d, y, train[a], train[b], c, gamma, scale) for a, b in splits
-            ])
-            if score > best_score + 1e-12:
-                best, best_score = (float(c), float(gamma)), float(score)
-    return best
+    return _grid_search(lambda c, gamma: np.mean([
+        _fit_score(d, y, train[a], train[b], c, gamma, scale) for a, b in splits
+    ]), c_grid, gamma_grid)
 
 
 def svm_nested_cv(
-    d: np.ndarray,
-    y: Sequence[int] | np.ndarray,
-    outer_splits: int = 10,
-    test_size: float = 0.1,
-    inner_folds: int = 10,
-    c_grid: Sequence[float] = C_GRID,
-    gamma_grid: Sequence[float] = GAMMA_GRID,
-    seed: int = 0,
+    d: np.ndarray, y: Sequence[int] | np.ndarray, outer_splits: int = 10,
+    test_size: float = 0.1, inner_folds: int = 10, c_grid: Sequence[float] = C_GRID,
+    gamma_grid: Sequence[float] = GAMMA_GRID, seed: int = 0,
 ) -> SVMResult:
     """The FGW protocol: ``outer_splits`` random stratified ``1 - test_size`` / ``test_size``
     splits; on each, (C, gamma) chosen by ``inner_folds``-fold stratified CV on the training
@@ -306,26 +228,19 @@ def svm_nested_cv(
 
 
 def svm_split(
-    d: np.ndarray,
-    y: Sequence[int] | np.ndarray,
-    train: Sequence[int] | np.ndarray,
-    val: Sequence[int] | np.ndarray,
-    test: Sequence[int] | np.ndarray,
-    c_grid: Sequence[float] = C_GRID,
-    gamma_grid: Sequence[float] = GAMMA_GRID,
+    d: np.ndarray, y: Sequence[int] | np.ndarray, train: Sequence[int] | np.ndarray,
+    val: Sequence[int] | np.ndarray, test: Sequence[int] | np.ndarray,
+    c_grid: Sequence[float] = C_GRID, gamma_grid: Sequence[float] = GAMMA_GRID,
 ) -> tuple[float, dict[str, float]]:
     """A fixed split (GW-LDP's 7:2:1): (C, gamma) chosen on ``val`` with SVMs fit on
     ``train``; test accuracy of the chosen one. Returns ``(accuracy, params)``."""
     y = np.asarray(y)
     train, val, test = (np.asarray(a, dtype=int) for a in (train, val, test))
     scale = float(np.max(d[np.ix_(train, train)]))
-    best, best_score = {"C": float(c_grid[0]), "gamma": float(gamma_grid[0])}, -1.0
-    for gamma in gamma_grid:
-        for c in c_grid:
-            score = _fit_score(d, y, train, val, c, gamma, scale) if len(val) else 0.0
-            if score > best_score + 1e-12:
-                best, best_score = {"C": float(c), "gamma": float(gamma)}, score
-    return _fit_score(d, y, train, test, best["C"], best["gamma"], scale), best
+    c, gamma = _grid_search(
+        lambda c, gamma: _fit_score(d, y, train, val, c, gamma, scale) if len(val) else 0.0,
+        c_grid, gamma_grid)
+    return _fit_score(d, y, train, test, c, gamma, scale), {"C": c, "gamma": gamma}
 
 
 def knn_accuracy(
@@ -340,20 +255,14 @@ def knn_accuracy(
     return float((clf.predict(d[np.ix_(test, train)]) == y[test]).mean())
 
 
-# --------------------------------------------------------------------------------------------
-# clustering
-# --------------------------------------------------------------------------------------------
 def _k_medoids(d: np.ndarray, k: int, seed: int, iters: int = 100) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = d.shape[0]
     medoids = [int(rng.integers(n))]
     while len(medoids) < k:  # k-means++ style seeding on D
         dist = d[:, medoids].min(axis=1) ** 2
-        if dist.sum() <= 0:
-            rest = np.setdiff1d(np.arange(n), medoids)
-            medoids.append(int(rng.choice(rest)))
-            continue
-        medoids.append(int(rng.choice(n, p=dist / dist.sum())))
+        medoids.append(int(rng.choice(np.setdiff1d(np.arange(n), medoids)) if dist.sum() <= 0
+                           else rng.choice(n, p=dist / dist.sum())))
     medoids = np.array(medoids)
     for _ in range(iters):
         labels = d[:, medoids].argmin(axis=1)
@@ -382,16 +291,14 @@ def cluster(
     aff = gw_kernel(d, gamma)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return SpectralClustering(
-            n_clusters=int(k), affinity="precomputed", random_state=seed
-        ).fit_predict(aff)
+        clustering = SpectralClustering(n_clusters=int(k), affinity="precomputed",
+                                        random_state=seed)
+        return clustering.fit_predict(aff)
 
 
 def cluster_scores(labels: Sequence[int], truth: Sequence[int]) -> dict[str, Any]:
     """NMI and ARI of a clustering against (pseudo-)labels."""
     from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
-    return {
-        "nmi": float(normalized_mutual_info_score(truth, labels)),
-        "ari": float(adjusted_rand_score(truth, labels)),
-    }
+    return {"nmi": float(normalized_mutual_info_score(truth, labels)),
+            "ari": float(adjusted_rand_score(truth, labels))}

@@ -3,47 +3,22 @@
 Jin & Chen, "Gromov-Wasserstein Discrepancy with Local Differential Privacy for Distributed
 Structural Graphs", IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-graphs.md``).
 
-**Federated training (Alg. 2, 3).** ``trainer.fit(model, GraphDataModule(..., num_clients=K))``
-runs FedAvg: one training epoch is one round, one training batch is one client. The client's
-local update (``local_epochs`` full-batch Adam epochs on its training graphs, from the global
-weights) is a Lightning Fabric loop on the client's own copy of the network (a ``Trainer``
-cannot nest inside another's fit; the copy is outside the outer DDP wrapper, so no gradient
-hook of the server's model fires), and at the end of the round the server averages the updates
-(weighted by the clients' numbers of training graphs). The clients are simulated in one
-process; under DDP each rank runs its share of the clients (Lightning's distributed sampler
-deals them out, each client to one rank per round: the loader is padded with empty steps, never
-with a repeated client) and the updates are summed across the ranks, so the same code runs with
-clients as ranks; DP-FedAvg's noise is drawn once, on rank 0 (:meth:`~PrivateModule.run_once`).
-These updates are **not private** in the paper's protocol: the report's unit says so.
-``dp_fedavg=True`` makes them client-level DP (each client's update clipped to ``fedavg_clip``,
-Gaussian noise on the sum, uniform average; accounted by RDP).
+1. **Federated training (Alg. 2, 3)**: FedAvg over a ``GraphDataModule(..., num_clients=K)``,
+   one round per epoch, one client per batch, whose local update is a Lightning Fabric loop on
+   its own copy of the network. The updates are **not private** in the paper's protocol (the
+   unit says so); ``dp_fedavg=True`` makes them client-level DP (clipped, Gaussian noise on
+   the sum, RDP accounting).
+2. **The release (Alg. 1)**, once, after the last round: every client encodes the node
+   embeddings of each of its graphs (mapped into ``[0, 1]``) with the matrix multi-bit encoder
+   (:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`). Graphs cut from one source
+   graph overlap: the release composes by the most released graphs holding one source node.
+3. **The server** (post-processing, :mod:`lightning_dpgnn.gw`): rectified codes -> Euclidean
+   cost matrix per graph -> GW discrepancy of all pairs -> SVM on ``exp(-gamma D / max D)``.
 
-**The release (Alg. 1), once per fit.** After the last round every client encodes the node
-embeddings ``H`` of each of its graphs (the last convolution's outputs mapped into ``[0, 1]`` by
-``embedding``) with the matrix multi-bit encoder
-(:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`) and sends the codes; the server
-keeps them (checkpointed; a resumed or repeated fit never re-encodes). The release is declared
-once (:class:`~lightning_dpgnn.methods.releases.Release` ``gwldp_release``: its plan is the
-mechanism's ``account``, its draw :meth:`GWLDP._draw_release`); the lifecycle draws it once,
-on rank 0, when training ends, and caches, checkpoints and publishes it. Graphs cut from one
-source graph (ego graphs: the data module's ``source_nodes``) overlap: the release composes by
-the largest number of released graphs that hold one source node, DP-FedAvg by the number of
-clients that train on it, and the unit says so (and that the source graph's edges are public).
-
-**Logging.** A private fit logs nothing computed in the clear from the clients' graphs (no
-``train/loss``, no ``val/*``; ``log_private_metrics=True`` opts in), and shows the planned spend
-of the whole fit on the progress bar (``privacy/epsilon_planned``).
-
-**The server** (post-processing): rectified codes -> Euclidean cost matrix per graph (normalised
-by its maximum) -> GW discrepancy of all pairs (POT) -> SVM on ``exp(-gamma D / max D)``
-(:mod:`lightning_dpgnn.gw`). ``trainer.test`` logs the federated GNN's own test accuracy
-(``test/acc``) and the SVM's on the released matrices (``test/svm_acc``).
-
-**Modes.** ``mode="ldp"`` (sound, ``epsilon`` per graph); ``"none"`` (the clear embeddings:
-``epsilon=math.inf``, no privacy for the release); ``"paper-code"`` (the authors' code:
-Gaussian noise of std ``paper_std``, default ``1/n`` of the first graph, on the unbounded
-embeddings — **not differentially private**; its report says so, and ``PrivacyBudget`` and the
-zoo refuse it). ``fedavg_epsilon=math.inf`` is no privacy for the rounds (``dp_fedavg=False``).
+A private fit logs nothing computed in the clear from the clients' graphs unless
+``log_private_metrics=True``. ``mode="paper-code"`` (the authors' Gaussian noise on unbounded
+embeddings) is **not differentially private**: its report says so and ``PrivacyBudget`` and
+the zoo refuse it.
 """
 
 from __future__ import annotations
@@ -82,6 +57,7 @@ from .base import PrivateModule, accuracy
 from .ledgers import calibrated, no_privacy
 from .paper_code import PaperCode
 from .releases import Draw, Release
+from .runtime import evaluating
 
 __all__ = ["GWLDP", "MODES", "EMBEDDINGS", "RELEASE_KEY"]
 
@@ -101,9 +77,7 @@ def _first(batch: list[Any]) -> Any:
 
 def _no_privacy_modes(mode: str, epsilon: float, dp_fedavg: bool, fedavg_epsilon: float | None,
                       fedavg_noise_multiplier: float | None) -> tuple[str, bool]:
-    """``mode`` and ``dp_fedavg`` once ``math.inf`` budgets are read as "no privacy":
-    ``epsilon=math.inf`` is ``mode="none"``, ``fedavg_epsilon=math.inf`` is
-    ``dp_fedavg=False``."""
+    """``mode`` and ``dp_fedavg`` once ``math.inf`` budgets read as "no privacy"."""
     if dp_fedavg and no_privacy(fedavg_epsilon):
         if fedavg_noise_multiplier is not None:
             raise ValueError("fedavg_epsilon=math.inf (no privacy for the rounds) contradicts "
@@ -111,97 +85,69 @@ def _no_privacy_modes(mode: str, epsilon: float, dp_fedavg: bool, fedavg_epsilon
         dp_fedavg = False
     if mode == Level.LDP and no_privacy(epsilon):
         if dp_fedavg:
-            raise ValueError(
-                "epsilon=math.inf releases every graph's embeddings in the clear, whatever "
-                "DP-FedAvg spends on the rounds: give a finite epsilon, or dp_fedavg=False"
-            )
+            raise ValueError("epsilon=math.inf releases every graph's embeddings in the clear, "
+                             "whatever DP-FedAvg spends on the rounds: give a finite epsilon, or "
+                             "dp_fedavg=False")
         mode = Level.NONE.value
     return mode, bool(dp_fedavg)
 
 
 class GWLDP(PrivateModule):
-    """GW-LDP (see the module docstring).
+    """GW-LDP: FedAvg-trained GNN, a one-time LDP release of every graph's node embeddings, GW
+    discrepancies and an SVM on the server (module docstring).
 
     Args:
-        mode: ``"ldp"``, ``"none"`` or ``"paper-code"`` (not differentially private).
-        epsilon: LDP budget per graph of the embedding release (``mode="ldp"``);
-            ``math.inf``: no privacy for the release (the same as ``mode="none"``).
-        gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool).
-        gnn_hidden, gnn_layers: override the GNN's width / depth.
-        gnn_dropout: dropout of the GNN (``None``: the authors' 0 for the GCN, 0.5 for the GIN).
-        embedding: map of the last convolution's outputs into the public range ``[0, 1]``:
-            ``"sigmoid"`` (default), ``"softmax"`` (over the features) or ``"clip"``.
+        mode, epsilon: ``"ldp"`` (``epsilon``-LDP per graph), ``"none"`` (the same as
+            ``epsilon=math.inf``) or ``"paper-code"`` (noise of std ``paper_std``, default
+            ``1/n`` of the first graph: not differentially private).
+        gnn: ``"gcn"`` (2 layers of 16, mean pool) or ``"gin"`` (5 layers of 64, add pool);
+            ``gnn_hidden``, ``gnn_layers``, ``gnn_dropout`` override them.
+        embedding: the last convolution's outputs into ``[0, 1]``: ``"sigmoid"``, ``"softmax"``
+            (over the features) or ``"clip"``.
         m: entries sampled per row by the encoder (``None``: ``m*``).
-        size: ``"public"`` (one row per node; n is released) or ``"padded"`` (to ``n_max``).
-        n_max: the public maximum number of rows (``size="padded"``).
-        paper_std: ``mode="paper-code"``: the noise std (the code's "epsilon"); ``None``: the
-            code's default, ``1/n`` of the first released graph for every graph.
-        local_epochs: local full-batch epochs per client and round.
-        dp_fedavg: client-level DP-FedAvg (clip + Gaussian noise on the sum of updates).
-        fedavg_clip: L2 bound of one client's update (DP-FedAvg).
-        fedavg_noise_multiplier: noise std / ``fedavg_clip``; ``None``: calibrated so that the
-            DP-FedAvg rounds alone spend ``fedavg_epsilon`` at the report's delta.
-        fedavg_epsilon: target epsilon of the DP-FedAvg rounds (when calibrating);
-            ``math.inf``: no privacy for the rounds (the same as ``dp_fedavg=False``).
+        size, n_max: ``"public"`` (one row per node; n is released) or ``"padded"`` (to the
+            public ``n_max`` rows).
+        dp_fedavg, fedavg_clip: client-level DP-FedAvg, the L2 bound of one client's update.
+        fedavg_noise_multiplier, fedavg_epsilon: noise std / ``fedavg_clip``, or ``None`` and
+            the rounds' own target epsilon it is calibrated to (``math.inf``: no DP-FedAvg).
         delta: delta of the DP-FedAvg part (``"auto"``: below 1 / number of graphs).
-        normalize: scale of each graph's cost matrix on the server (``"max"``, ``"mean"``,
-            ``None``).
-        fgw_alpha: ``None``: GW on the released rows' cost matrices (the paper's GW_H*); a
-            number in ``(0, 1]``: FGW with that structure weight, the feature cost between the
-            *released* rows (never the raw node features).
-        svm_c_grid, svm_gamma_grid: SVM grids (default: the FGW repository's).
-        n_jobs, gw_cache_dir: parallel workers and on-disk cache of the all-pairs GW matrix.
-        num_features, num_classes: public sizes (default: read from the data module).
-        seed: weight initialisation seed. noise_seed: reproducible noise (research only).
+        normalize: scale of each graph's cost matrix (``"max"``, ``"mean"``, ``None``).
+        fgw_alpha: ``None``: GW (the paper's GW_H*); in ``(0, 1]``: FGW with that structure
+            weight, the feature cost between the *released* rows.
+        svm_c_grid, svm_gamma_grid, n_jobs, gw_cache_dir: SVM grids (default: the FGW
+            repository's), parallel workers and on-disk cache of the all-pairs GW matrix.
+        num_features, num_classes: public sizes (default: the data module's).
+        seed, noise_seed: of the weights; of the noise (research only).
         log_private_metrics: log ``train/loss`` and ``val/*`` during a private fit (computed in
-            the clear from the clients' graphs: not covered by epsilon; off by default).
-        lr, weight_decay: the clients' local Adam.
+            the clear: not covered by epsilon).
+        local_epochs, lr, weight_decay: the clients' local full-batch Adam epochs per round.
     """
 
     #: the clients' network and Fabric, their training batches (PrivateModule.reset_caches)
     caches = ("_local", "_client_batches")
+    #: the unit (one client's whole graph) says what is protected, and what is not (the card)
+    guarantee_words = {"ldp": ("", "see the unit: what the release does not cover is listed there")}
 
     def __init__(
-        self,
-        mode: Literal["ldp", "none", "paper-code"] = "ldp",
-        epsilon: float = 1.0,
-        gnn: Literal["gcn", "gin"] = "gcn",
-        gnn_hidden: int | None = None,
-        gnn_layers: int | None = None,
-        gnn_dropout: float | None = None,
-        embedding: Literal["sigmoid", "softmax", "clip"] = "sigmoid",
-        m: int | None = None,
-        size: Literal["public", "padded"] = "public",
-        n_max: int | None = None,
-        paper_std: float | None = None,
-        local_epochs: int = 1,
-        dp_fedavg: bool = False,
-        fedavg_clip: float = 1.0,
-        fedavg_noise_multiplier: float | None = None,
-        fedavg_epsilon: float | None = None,
-        delta: float | str = "auto",
-        normalize: str | None = "max",
-        fgw_alpha: float | None = None,
-        svm_c_grid: Sequence[float] | None = None,
-        svm_gamma_grid: Sequence[float] | None = None,
-        n_jobs: int = 1,
-        gw_cache_dir: str | None = None,
-        num_features: int | None = None,
-        num_classes: int | None = None,
-        seed: int | None = None,
-        noise_seed: int | None = None,
-        log_private_metrics: bool = False,
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
+        self, mode: Literal["ldp", "none", "paper-code"] = "ldp", epsilon: float = 1.0,
+        gnn: Literal["gcn", "gin"] = "gcn", gnn_hidden: int | None = None,
+        gnn_layers: int | None = None, gnn_dropout: float | None = None,
+        embedding: Literal["sigmoid", "softmax", "clip"] = "sigmoid", m: int | None = None,
+        size: Literal["public", "padded"] = "public", n_max: int | None = None,
+        paper_std: float | None = None, local_epochs: int = 1, dp_fedavg: bool = False,
+        fedavg_clip: float = 1.0, fedavg_noise_multiplier: float | None = None,
+        fedavg_epsilon: float | None = None, delta: float | str = "auto",
+        normalize: str | None = "max", fgw_alpha: float | None = None,
+        svm_c_grid: Sequence[float] | None = None, svm_gamma_grid: Sequence[float] | None = None,
+        n_jobs: int = 1, gw_cache_dir: str | None = None, num_features: int | None = None,
+        num_classes: int | None = None, seed: int | None = None, noise_seed: int | None = None,
+        log_private_metrics: bool = False, lr: float = 0.01, weight_decay: float = 0.0,
     ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if gnn not in GNNS:
-            raise ValueError(f"gnn must be one of {GNNS}, got {gnn!r}")
-        if embedding not in EMBEDDINGS:
-            raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {embedding!r}")
-        if size not in SIZE_MODES:
-            raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
+        for name, value, options in (("mode", mode, MODES), ("gnn", gnn, GNNS),
+                                     ("embedding", embedding, EMBEDDINGS),
+                                     ("size", size, SIZE_MODES)):
+            if value not in options:
+                raise ValueError(f"{name} must be one of {options}, got {value!r}")
         if size == "padded" and n_max is not None and int(n_max) < 2:
             raise ValueError(f"n_max must be >= 2 (with one row per graph every GW discrepancy "
                              f"is 0), got {n_max!r}")
@@ -224,8 +170,7 @@ class GWLDP(PrivateModule):
         super().__init__(
             Level.LDP if private else Level.NONE, fedavg_epsilon if fedavg else None, delta,
             levels=("none", "ldp"), noise_seed=noise_seed,
-            log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
-        )
+            log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay)
         self.save_hyperparameters()
         self.mode = mode
         self.paper_code = PaperCode.of(mode, "embedding release", PAPER_CODE_FLAW)
@@ -234,7 +179,6 @@ class GWLDP(PrivateModule):
             self._mechanism = MatrixMultiBit(epsilon, 0.0, 1.0, m, size=size, n_max=n_max)
         elif self.paper_code:
             self._mechanism = PaperCodeGaussian(paper_std)
-        self.release_epsilon = float(epsilon) if mode == Level.LDP else math.inf
         release_unit = (PAPER_CODE_UNIT if self.paper_code
                         else graph_unit(size, n_max, "dp" if fedavg else "clear"))
         #: the guarantee the release spends under (``None``: the model's own). With DP-FedAvg
@@ -279,14 +223,14 @@ class GWLDP(PrivateModule):
         """Whether the rounds are DP-FedAvg (their own guarantee, the model's)."""
         return self.guarantee_name == FEDAVG
 
-    # -- the release, in one place (the lead ports this onto the release object) ---------------
+    # -- the release ---------------------------------------------------------------------------
     def release_mechanism(self) -> MatrixMultiBit | PaperCodeGaussian | None:
         """The mechanism of the one-time embedding release (``None``: clear embeddings)."""
         return self._mechanism
 
     def representation(self, h: torch.Tensor) -> torch.Tensor:
-        """What is released for node embeddings ``h``: mapped into ``[0, 1]`` (the public range
-        of the encoder), or ``h`` itself in the paper-code mode (its code perturbs raw ``h``)."""
+        """What is released for node embeddings ``h``: mapped into the encoder's ``[0, 1]`` (the
+        paper-code mode perturbs raw ``h``)."""
         if self.paper_code:
             return h
         emb = self.hparams.embedding
@@ -296,24 +240,13 @@ class GWLDP(PrivateModule):
             return torch.softmax(h, dim=-1)
         return h.clamp(0.0, 1.0)
 
-    @torch.no_grad()
     def node_embeddings(self, graphs: Sequence[Data]) -> list[torch.Tensor]:
         """Each graph's released representation before the mechanism (client side: private)."""
         assert self.net is not None, "build the model (fit) first"
-        was = self.net.training
-        self.net.eval()
-        try:
-            return [
-                self.representation(self.net.embed(g.x.float().to(self.device),
-                                                   g.edge_index.to(self.device))).cpu()
-                for g in graphs
-            ]
-        finally:
-            self.net.train(was)
-
-    @property
-    def _release(self) -> GraphRelease | None:
-        return self.releases.get(RELEASE_KEY)
+        with evaluating(self.net):
+            return [self.representation(self.net.embed(g.x.float().to(self.device),
+                                                       g.edge_index.to(self.device))).cpu()
+                    for g in graphs]
 
     def _release_mechanisms(self, z: float | None) -> list[MatrixMultiBit | PaperCodeGaussian]:
         """The local encoder, over graphs sharing up to ``multiplicity`` source nodes."""
@@ -325,33 +258,20 @@ class GWLDP(PrivateModule):
 
     @staticmethod
     def _released_ids(dm: Any) -> torch.Tensor:
-        """The graphs the release reads: every client's (all of them: the server's SVM
-        trains on some and predicts the others), in the dataset's order."""
+        """Every client's graphs (the server's SVM trains on some, predicts the others)."""
         return torch.cat([c.all for c in dm.clients]).sort().values
 
     def _sources(self, dm: Any) -> list[torch.Tensor] | None:
-        """Each released graph's nodes in the source graph they are cut from (``None``:
-        independent graphs): what the release's composition is computed from."""
+        """Each released graph's nodes in its source graph (``None``: independent graphs)."""
         sources = dm.source_nodes
         return None if sources is None else [sources[int(i)] for i in self._released_ids(dm)]
-
-    @staticmethod
-    def _clients_holding_a_unit(dm: Any) -> int:
-        """The most clients whose training graphs hold one node of the source graph (1 for
-        independent graphs: one graph is on one client)."""
-        sources = dm.source_nodes
-        if sources is None:
-            return 1
-        held = [(sources[int(i)], c.client) for c in dm.clients for i in c.train]
-        return multiplicity([h for h, _ in held], [c for _, c in held])
 
     def release_graph(self) -> None:
         """No single graph: the release reads every client's graphs (``_draw_release``)."""
         return None
 
     def _draw_release(self, d: Draw) -> Steps:
-        """Every client encodes every one of its graphs once (all of them: the server's SVM
-        trains on some and predicts the others); one release round on the ledger."""
+        """Every client encodes every one of its graphs once: one release round."""
         dm = self.trainer.datamodule
         ids = self._released_ids(dm)
         embeddings = self.node_embeddings([dm.dataset[int(i)] for i in ids])
@@ -365,17 +285,16 @@ class GWLDP(PrivateModule):
         """What the server received (a clear error before the first fit)."""
         return self.releases.require(RELEASE_KEY, "GWLDP")
 
-    # -- setup (PrivateModule's template: data -> build -> prepare -> delta -> calibrate) ---------
+    # -- setup (PrivateModule's template) ---------------------------------------------------------
     def setup_data(self, stage: str) -> Any:
         """The data module of the clients' graphs (not one graph)."""
         dm = self.trainer.datamodule
         if dm is None or not hasattr(dm, "clients"):
             raise TypeError("GWLDP needs a GraphDataModule (trainer.fit(model, datamodule=dm))")
         if not any(int(g.num_nodes) > 1 for g in dm.dataset):
-            raise ValueError(
-                "GWLDP: every graph has a single node, so every GW discrepancy is 0 and the "
-                "server has nothing to compare: give graphs of at least 2 nodes"
-            )
+            raise ValueError("GWLDP: every graph has a single node, so every GW discrepancy is "
+                             "0 and the server has nothing to compare: give graphs of at least "
+                             "2 nodes")
         return dm
 
     def build_for(self, dm: Any, seed: int | None = None) -> None:
@@ -385,7 +304,7 @@ class GWLDP(PrivateModule):
                         hp.num_classes or int(dm.num_classes))
 
     def prepare(self, dm: Any, stage: str) -> None:
-        if stage == "fit" and self.level.private and self._release is None:
+        if stage == "fit" and self.level.private and self.releases.get(RELEASE_KEY) is None:
             self._declare_unit(dm)
 
     def private_units(self, dm: Any) -> int:
@@ -398,20 +317,22 @@ class GWLDP(PrivateModule):
         return super().resolve_delta(dm) if self._fedavg else None
 
     def calibrate(self) -> None:
-        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds, by the
-        one calibration path (:func:`.ledgers.calibrated` on the plan of the whole fit)."""
+        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds
+        (:func:`.ledgers.calibrated` on the plan of the whole fit)."""
         if self._fedavg and self._fedavg_z is None and self.trainer.state.fn == "fit":
             if self._fedavg_rounds() < 1:
                 raise ValueError("DP-FedAvg calibration needs Trainer(max_epochs=rounds)")
             self._fedavg_z = calibrated(self.ledgers.closed_plan, None, self.target_epsilon,
-                                             self.accountant.delta, "fedavg_noise_multiplier")
+                                        self.accountant.delta, "fedavg_noise_multiplier")
             self.hparams.fedavg_noise_multiplier = self._fedavg_z
 
     def _declare_unit(self, dm: Any) -> None:
-        """The units of the fit's guarantees, from its data: independent graphs or graphs cut
-        from one source graph (how many graphs, and clients, hold one of its nodes), and what
-        the data module treats as public (invariant 15)."""
-        self._clients_per_unit = self._clients_holding_a_unit(dm)
+        """The units of the fit's guarantees: independent graphs or graphs cut from one source
+        graph (how many graphs, and clients, hold one of its nodes), and what is public."""
+        nodes = dm.source_nodes  # the most clients whose training graphs hold one node (or 1)
+        held = [] if nodes is None else [(nodes[int(i)], c.client) for c in dm.clients
+                                         for i in c.train]
+        self._clients_per_unit = multiplicity([h for h, _ in held], [c for _, c in held])
         if self._fedavg:
             self.accountant.unit = fedavg_unit(self._clients_per_unit, dm.declared_public())
         if self.paper_code:
@@ -419,9 +340,7 @@ class GWLDP(PrivateModule):
         sources = self._sources(dm)
         self.accountant_of(self.release_guarantee).unit = graph_unit(
             self.hparams.size, self.hparams.n_max, "dp" if self._fedavg else "clear",
-            overlap=None if sources is None else multiplicity(sources),
-            public=dm.declared_public(),
-        )
+            overlap=None if sources is None else multiplicity(sources), public=dm.declared_public())
 
     def _fedavg_rounds(self) -> int:
         trainer = self._trainer
@@ -440,13 +359,11 @@ class GWLDP(PrivateModule):
             acc.add_gaussian(
                 FEDAVG_NAME, z / (2.0 * c), count=rounds, sensitivity=2.0 * c * s,
                 note=f"client-level DP-FedAvg: clip {s:g}, noise std {z * s:g} on the sum of "
-                f"client updates, full participation; {unit}",
-            )
+                f"client updates, full participation; {unit}")
 
     # -- plan ------------------------------------------------------------------------------------
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
-        """The DP-FedAvg rounds left at ``noise_multiplier`` (default: the fit's; the release
-        plans itself)."""
+        """The DP-FedAvg rounds left at ``noise_multiplier`` (the release plans itself)."""
         if self._fedavg:
             z = self._fedavg_z if noise_multiplier is None else noise_multiplier
             left = max(self._fedavg_rounds() - self._rounds_done, 0)
@@ -457,11 +374,9 @@ class GWLDP(PrivateModule):
 
     # -- federated training --------------------------------------------------------------------
     def train_dataloader_from_clients(self, dm: Any) -> DataLoader:
-        """One batch per client (GraphDataModule hands its clients to this model). Under DDP,
-        Lightning's distributed sampler deals the steps out to the ranks (each client to one
-        rank per round); the loader is padded with empty steps (``-1``) to a multiple of the
-        world size, because the sampler would pad it with repeated clients (a client counted
-        twice: under DP-FedAvg, twice its sensitivity)."""
+        """One batch per client. Under DDP the loader is padded with empty steps (``-1``) to a
+        multiple of the world size: the distributed sampler would pad it with repeated clients
+        (a client counted twice: under DP-FedAvg, twice its sensitivity)."""
         world = self.trainer.world_size if self._trainer is not None else 1
         k = len(dm.clients)
         steps = list(range(k)) + [-1] * (-k % world)
@@ -471,15 +386,13 @@ class GWLDP(PrivateModule):
         return None
 
     def on_train_epoch_start(self) -> None:
-        assert self.net is not None
         self._global = {k: v.detach().clone() for k, v in self.net.state_dict().items()}
         self._sum = {k: torch.zeros_like(v) for k, v in self._global.items()
                      if v.is_floating_point()}
         self._weight = 0.0
 
     def _client(self) -> tuple[torch.nn.Module, Fabric]:
-        """The clients' network (a copy of the server's, outside its DDP wrapper) and the
-        Fabric that runs their local updates on this rank's device."""
+        """The clients' network (a copy of the server's, outside its DDP wrapper) and Fabric."""
         local = self.__dict__.get("_local")
         if local is None or local[1].device != self.device:
             fabric = Fabric(accelerator="cuda" if self.device.type == "cuda" else "cpu",
@@ -500,14 +413,12 @@ class GWLDP(PrivateModule):
 
     def local_update(self, batch: Batch, start: dict[str, torch.Tensor]) -> tuple[
             dict[str, torch.Tensor], torch.Tensor]:
-        """One client's local update: ``local_epochs`` full-batch Adam epochs on its training
-        graphs from the global weights ``start``, a Lightning Fabric loop. Returns the change
-        of the floating-point state and the last loss."""
+        """One client's local update (``local_epochs`` full-batch Adam epochs from the global
+        weights ``start``, a Fabric loop): the change of the float state and the last loss."""
         net, fabric = self._client()
         net.load_state_dict(start)
         net.train()
-        opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        model, opt = fabric.setup(net, opt, move_to_device=False)
+        model, opt = fabric.setup(net, self.adam(net.parameters()), move_to_device=False)
         y = batch.y.view(-1)
         for _ in range(int(self.hparams.local_epochs)):
             opt.zero_grad()
@@ -522,13 +433,11 @@ class GWLDP(PrivateModule):
         batch = None if int(client) < 0 else self._client_batch(int(client))
         if batch is None:  # a padding step (DDP) or a client without training graphs
             return None
-        assert self._global is not None and self._sum is not None
         delta, loss = self.local_update(batch, self._global)
         if self.hparams.dp_fedavg:
             norm = torch.sqrt(sum((d.double() ** 2).sum() for d in delta.values()))
             factor = min(1.0, float(self.hparams.fedavg_clip) / max(float(norm), 1e-12))
-            weight = 1.0
-            delta = {k: d * factor for k, d in delta.items()}
+            weight, delta = 1.0, {k: d * factor for k, d in delta.items()}
         else:
             weight = float(batch.num_graphs)
         for k, d in delta.items():
@@ -539,15 +448,12 @@ class GWLDP(PrivateModule):
         return None
 
     def _logs_private_metrics(self) -> bool:
-        """Whether metrics computed in the clear from the clients' graphs (the training loss,
-        ``val/*``) may be logged now: not during a private fit, unless ``log_private_metrics``
-        (invariant 16); ``trainer.test`` figures are evaluation figures, not covered by
-        epsilon."""
+        """Whether metrics computed in the clear from the clients' graphs may be logged now: not
+        during a private fit, unless ``log_private_metrics`` (invariant 16)."""
         in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
         return not (in_fit and self.level.private and not self.log_private_metrics)
 
     def on_train_epoch_end(self) -> None:
-        assert self.net is not None and self._global is not None and self._sum is not None
         sums, weight = self._sum, self._weight
         if self.trainer.world_size > 1:  # clients as ranks: sum over every rank's clients
             strategy = self.trainer.strategy
@@ -560,15 +466,13 @@ class GWLDP(PrivateModule):
             new = {n: self._global[n] + (sums[n] + noise[n].to(sums[n])) / k for n in sums}
         else:
             new = {n: self._global[n] + sums[n] / max(weight, 1e-12) for n in sums}
-        state = dict(self._global)
-        state.update(new)
-        self.net.load_state_dict(state)
+        self.net.load_state_dict({**self._global, **new})
         self._rounds_done += 1
         self._show_planned_spend()
 
     def _show_planned_spend(self) -> None:
-        """The whole fit's planned epsilon on the progress bar (``privacy/epsilon_planned``):
-        the release is drawn after the last round, so the spend alone reads 0 until then."""
+        """The whole fit's planned epsilon on the progress bar (the release is drawn after the
+        last round: the spend alone reads 0 until then)."""
         planned = self.privacy_planned() if self.level.private else None
         parts = {} if planned is None else planned.guarantees
         for name, report in parts.items():
@@ -578,7 +482,6 @@ class GWLDP(PrivateModule):
                 self.log(key, report.epsilon, prog_bar=True, sync_dist=True)
 
     def _fedavg_noise(self) -> dict[str, torch.Tensor]:
-        assert self._sum is not None and self._fedavg_z is not None
         std = float(self._fedavg_z) * float(self.hparams.fedavg_clip)
         gen = self.noise_generator(2)
         self.accountant.mark_reproducible(gen)
@@ -593,7 +496,6 @@ class GWLDP(PrivateModule):
 
     # -- evaluation of the federated GNN --------------------------------------------------------
     def _eval_step(self, batch: Batch, stage: str) -> None:
-        assert self.net is not None
         if stage == "val" and not self._logs_private_metrics():
             return
         logits = self.net(batch.x.float(), batch.edge_index, batch.batch)
@@ -608,7 +510,7 @@ class GWLDP(PrivateModule):
         self._eval_step(batch, "test")
 
     def on_test_epoch_end(self) -> None:
-        if self._release is not None:
+        if self.releases.get(RELEASE_KEY) is not None:
             acc, params = self.svm_accuracy()
             self.log("test/svm_acc", acc)
             self.last_svm_params = params
@@ -624,48 +526,40 @@ class GWLDP(PrivateModule):
         return [mech.rectify(c) for c in rel.matrices]
 
     def discrepancy(self) -> np.ndarray:
-        """The GW discrepancy of every pair of released graphs (cached), in the release's
-        order (``release().graph_ids``)."""
+        """The GW discrepancy of every pair of released graphs (cached), in ``graph_ids`` order."""
         if self._discrepancy is None:
             mats = self.server_matrices()
             costs = [gw.embedding_cost(h, self.hparams.normalize) for h in mats]
             alpha = self.hparams.fgw_alpha
             self._discrepancy = gw.pairwise_discrepancy(
                 costs, None if alpha is None else mats, alpha=alpha or 0.5,
-                n_jobs=self.hparams.n_jobs, cache_dir=self.hparams.gw_cache_dir,
-            )
+                n_jobs=self.hparams.n_jobs, cache_dir=self.hparams.gw_cache_dir)
         return self._discrepancy
 
     def svm_accuracy(self, protocol: Literal["split", "nested"] = "split", **kwargs: Any):
-        """SVM on the GW kernel of the release. ``"split"``: the clients' 7:2:1 graphs (train,
-        pick (C, gamma) on val, accuracy on test); ``"nested"``: the FGW nested CV over all
-        graphs (returns a :class:`~lightning_dpgnn.gw.SVMResult`). The server is given the
-        labels of the training graphs (not covered by epsilon); test labels only score."""
+        """SVM on the GW kernel of the release: ``"split"``, the clients' 7:2:1 graphs, or
+        ``"nested"``, the FGW nested CV (a :class:`~lightning_dpgnn.gw.SVMResult`). The server
+        is given the training graphs' labels (not covered by epsilon); test labels only score."""
         dm = self.trainer.datamodule
         ids = self.release().graph_ids
         pos = {int(g): i for i, g in enumerate(ids.tolist())}
         y = dm.graph_labels[ids].numpy()
         d = self.discrepancy()
-        grids = {
-            "c_grid": self.hparams.svm_c_grid if self.hparams.svm_c_grid is not None else gw.C_GRID,
-            "gamma_grid": (self.hparams.svm_gamma_grid if self.hparams.svm_gamma_grid is not None
-                           else gw.GAMMA_GRID),
-        }
+        hp = self.hparams
+        grids = {"c_grid": gw.C_GRID if hp.svm_c_grid is None else hp.svm_c_grid,
+                 "gamma_grid": gw.GAMMA_GRID if hp.svm_gamma_grid is None else hp.svm_gamma_grid}
         if protocol == "nested":
             return gw.svm_nested_cv(d, y, **grids, **kwargs)
-        parts = [
-            np.array([pos[int(i)] for c in dm.clients for i in getattr(c, k)], dtype=int)
-            for k in ("train", "val", "test")
-        ]
+        parts = [np.array([pos[int(i)] for c in dm.clients for i in getattr(c, k)], dtype=int)
+                 for k in ("train", "val", "test")]
         return gw.svm_split(d, y, *parts, **grids)
 
     def cluster_release(
         self, k: int | None = None, method: Literal["spectral", "kmedoids"] = "spectral",
         gamma: float = 1.0, seed: int = 0,
     ) -> dict[str, Any]:
-        """Cluster the released graphs in GW space (GW-LDP's clustering task, e.g. on ego
-        graphs) and score the clusters against the graphs' (pseudo-)labels, which are read
-        only to score. ``k``: the number of classes by default."""
+        """Cluster the released graphs in GW space (e.g. ego graphs) and score the clusters
+        against the graphs' (pseudo-)labels, read only to score (``k``: the classes')."""
         dm = self.trainer.datamodule
         ids = self.release().graph_ids
         y = dm.graph_labels[ids].numpy()
@@ -673,13 +567,9 @@ class GWLDP(PrivateModule):
         labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
         return {"labels": labels, **gw.cluster_scores(labels, y)}
 
-    # -- refusals (the paper-code mode, and weights trained in the clear) ---------------------
-    #: the unit (one client's whole graph) says what is protected, and what is not (the card)
-    guarantee_words = {"ldp": ("", "see the unit: what the release does not cover is listed there")}
     def publication_blockers(self) -> list[str]:
-        """Reasons the zoo refuses this model beyond the common ones: the paper-code mode, and
-        private weights trained by FedAvg in the clear (the published weights would carry no
-        guarantee while the card states an epsilon; ``dp_fedavg=True`` covers them)."""
+        """Beyond the common refusals: private weights trained by FedAvg in the clear would carry
+        no guarantee while the card states an epsilon (``dp_fedavg=True`` covers them)."""
         if self.level.private and not self.paper_code and not self._fedavg:
             return ["its weights were trained by FedAvg in the clear on the clients' graphs (the "
                     "paper's protocol): they are NOT covered by the release's epsilon; train "

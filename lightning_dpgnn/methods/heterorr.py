@@ -1,33 +1,17 @@
-"""HeteroRR (Tran et al.): locally private features (FeatureRR) and an edge-level private graph
-over public and private edges (EdgeRR), released once, on which a GCN trains.
+"""HeteroRR (Tran et al., BigData 2022): locally private features (FeatureRR) and an
+edge-level private graph over public and private edges (EdgeRR), released once, then a GCN.
 
-Two releases, each optional, under **two guarantees that are never added**
-(docs/heterorr.md, docs/privacy.md#several-guarantees):
+Two releases, each optional, under **two guarantees that are never added** (docs/heterorr.md):
 
-* ``"features"`` — every node perturbs its feature vector on its own side with a feature
-  randomizer (``feature_mechanism``: FeatureRR's per-feature budgets from public scores, or the
-  multi-bit, Duchi or Piecewise baselines), ``x_epsilon``-LDP per node (edges and labels public);
-* ``"edges"`` — the curator releases ``G_pub + sampled private part`` by the private HRG
-  (:class:`~lightning_dpgnn.privacy.hrg.EdgeRR`): ``epsilon``-edge-DP for one **private** edge
-  (the public edges are public), at the MCMC chain's equilibrium (the finite chain is DP only
-  asymptotically, as PrivHRG): the unit says so, and chains shorter than PrivHRG's ``1000 n``
-  moves are refused.
+* ``"features"``: every node perturbs its (publicly embedded) feature vector on its own side,
+  ``x_epsilon``-LDP per node (edges and labels public; FeatureRR's budgets and the PCA are
+  fitted on the declared public nodes only, named in the unit: invariant 15);
+* ``"edges"``: the curator releases ``G_pub + sampled private part`` by the private HRG,
+  ``epsilon``-edge-DP for one **private** edge, at the MCMC chain's equilibrium (asymptotic, as
+  PrivHRG: the unit says so; chains shorter than ``1000 n`` moves are refused).
 
-Both are declared releases (:class:`~lightning_dpgnn.methods.releases.Release`): drawn once per
-fit when it starts, cached, checkpointed, published and restored without a redraw, drawn afresh
-on a new graph (inductive inference) on that graph's own ledgers. Everything after them —
-training, validation, test, prediction — is post-processing. :class:`HeteroRRRelease` is the
-same releases as a data transform: its output graph (released features and edges, with its
-report) is what any model trains on.
-
-Which edges are private: the graph's ``private_pairs`` (``[2, k]`` node pairs, either
-direction), its ``private_edge_mask`` (a bool per edge column of the graph as the model sees
-it, both directions agreeing) or, without either, each undirected edge with probability
-``rho`` by a hash of the public ``split_seed`` (benchmarks). Which nodes are public
-(FeatureRR's weights theta and the PCA ``feature_dim`` are fitted on them, reading their
-features and labels in the clear): none by default (theta is uniform), or those the user
-declares, the graph's ``public_node_mask`` or a ``public_fraction`` of the nodes by a hash of
-``public_seed`` and node identity; the features' unit then names them (invariant 15).
+Both are declared releases, after which all is post-processing; :class:`HeteroRRRelease` is
+them as a data transform.
 """
 
 from __future__ import annotations
@@ -64,6 +48,14 @@ FEATURES_BESIDE_EDGES_UNIT = ("each node's features, perturbed on the node (labe
                               "the private edges are covered by the edges guarantee only)")
 
 
+def _bool_mask(value: Any, size: int, name: str, shape: str) -> torch.Tensor:
+    mask = torch.as_tensor(value)
+    if mask.dtype != torch.bool or tuple(mask.shape) != (size,):
+        raise ValueError(f"{name} must be a bool tensor {shape}, got {tuple(mask.shape)} "
+                         f"{mask.dtype}")
+    return mask
+
+
 def _check_fraction(value: float, name: str) -> float:
     try:
         v = float(value)
@@ -76,56 +68,40 @@ def _check_fraction(value: float, name: str) -> float:
 
 class HeteroRR(PrivateModule):
     """HeteroRR: FeatureRR features (local DP) and/or an EdgeRR graph (edge-level DP on private
-    edges), then a GCN trained on the released graph (module doc).
+    edges), then a GCN trained on the released graph.
 
     Args:
-        epsilon: edge budget ``eps_e`` for one private edge (``math.inf``: no privacy for the
-            edges: no edge release, the GCN reads the graph as is).
-        x_epsilon: feature budget ``eps_f`` per node (``math.inf``, the default: no privacy
-            for the features: no feature release, they are read in the clear). ``None`` is a
-            deprecated alias of ``math.inf`` for either budget.
-        feature_mechanism: ``"feature-rr"`` (default), ``"multibit"``, ``"duchi"`` or
-            ``"piecewise"``.
+        epsilon, x_epsilon: edge budget for one private edge, feature budget per node
+            (``math.inf``, ``x_epsilon``'s default: no privacy and no release for that part;
+            ``None``: a deprecated alias of ``math.inf``).
+        feature_mechanism, bins: ``"feature-rr"`` (with ``bins`` bins), ``"multibit"``,
+            ``"duchi"`` or ``"piecewise"``.
         feature_bounds: the public feature range ``(alpha, beta)``; features are clipped into it.
-        bins: FeatureRR's number of bins ``k`` (32 by default).
-        feature_dim: the public embedding ``g`` of the paper before the feature mechanism:
-            ``None`` (identity) or a PCA to this many dimensions **fitted on the public nodes**
-            (their features only), each coordinate scaled into [0, 1] by the public nodes'
-            range and clipped; every node applies it to its own features before perturbing.
-        public_fraction, public_seed: declare a public node subset when the graph has no
-            ``public_node_mask``: each node by a hash of the seed and its identity
-            (``None``, the default: no public node; FeatureRR's theta is uniform). The public
-            nodes' raw features and labels are read in the clear (theta, the PCA), and the
-            features guarantee's unit names them: it protects the other nodes.
-        rho, split_seed: the share of private edges when the graph has no
-            ``private_pairs`` or ``private_edge_mask`` (each undirected edge by a hash of the
-            seed and the edge).
+        feature_dim: the paper's public embedding ``g``: ``None`` (identity) or a PCA to this
+            many dimensions fitted on the public nodes, scaled into [0, 1] by their range.
+        public_fraction, public_seed: the public nodes when the graph has no
+            ``public_node_mask``: each node by a hash of the seed and its identity (``None``:
+            none, FeatureRR's theta is uniform).
+        rho, split_seed: the share of private edges when the graph has no ``private_pairs``
+            nor ``private_edge_mask`` (each undirected edge by a hash of the seed and the edge).
         mcmc_share: share of ``epsilon`` spent by the HRG chain (the rest: Laplace counts).
-        steps_per_node, mcmc_steps: chain length (default and minimum ``1000 n``, PrivHRG's
-            burn-in; the edge epsilon holds at the chain's equilibrium, as the unit says).
-        mcmc_backend: ``"auto"`` (numba, a dependency; Python where it cannot be imported),
-            ``"numba"`` or ``"python"``.
-        progress: a progress bar over the chain (``None``: when the chain is expected to take
-            more than a few seconds and the Trainer shows its progress bar).
-        hidden, layers, dropout: the GCN (the authors' Cora script: 128 hidden, 2 layers).
-        lr, weight_decay: Adam settings.
-        noise_seed: reproducible noise (research only; the report says so).
-        seed: seed of the weight initialisation.
-        mode: ``"dp"`` (default) or ``"paper-code"``: the edge release of the authors' code
-            (:class:`~lightning_dpgnn.privacy.hrg.PaperCodeEdgeRR`: the sensitivity over the
-            nodes with a private edge, alternating public and private rounds, 50 n moves),
-            for side-by-side figures only. It is **NOT differentially private**: its report
-            says so, and ``PrivacyBudget`` and the zoo refuse it. Features are unchanged.
+        steps_per_node, mcmc_steps, mcmc_backend, progress: chain length (default and minimum
+            ``1000 n``, PrivHRG's burn-in), ``"auto"`` (numba where it imports), ``"numba"`` or
+            ``"python"``, a progress bar (``None``: for a long chain, unless the Trainer hides
+            its own).
+        hidden, layers, dropout, lr, weight_decay: the GCN (the authors' Cora script: 128
+            hidden, 2 layers) and Adam.
+        noise_seed: reproducible noise (research only; the report says so). seed: weights'.
+        mode: ``"dp"`` or ``"paper-code"``: the authors' edge release
+            (:class:`~lightning_dpgnn.privacy.hrg.PaperCodeEdgeRR`), for side-by-side figures
+            only, **NOT differentially private** (its report says so; ``PrivacyBudget`` and the
+            zoo refuse it).
     """
 
-    card_method = (
-        "HeteroRR: FeatureRR features (local DP per node) and/or an EdgeRR graph (private HRG "
-        "over public and private edges, released once), then a GCN"
-    )
-    card_paper = (
-        "Tran, Lai, Phan, Khalil, Ma, Khreishah, Thai, Wu. Heterogeneous Randomized Response for "
-        "Differential Privacy in Graph Neural Networks. IEEE BigData 2022"
-    )
+    card_method = ("HeteroRR: FeatureRR features (local DP per node) and/or an EdgeRR graph "
+                   "(private HRG over public and private edges, released once), then a GCN")
+    card_paper = ("Tran, Lai, Phan, Khalil, Ma, Khreishah, Thai, Wu. Heterogeneous Randomized "
+                  "Response for Differential Privacy in Graph Neural Networks. IEEE BigData 2022")
 
     #: what the edge guarantee protects, uses in the clear and holds only under (the card)
     guarantee_words = {"edge": (
@@ -138,39 +114,20 @@ class HeteroRR(PrivateModule):
         "run's guarantee is asymptotic",)}
 
     def __init__(
-        self,
-        epsilon: float = 1.0,
-        x_epsilon: float = math.inf,
-        feature_mechanism: str = "feature-rr",
-        feature_bounds: tuple[float, float] = (0.0, 1.0),
-        bins: int = DEFAULT_K,
-        feature_dim: int | None = None,
-        public_fraction: float | None = None,
-        public_seed: int = 0,
-        rho: float = 0.3,
-        split_seed: int = 0,
-        mcmc_share: float = 0.5,
-        steps_per_node: float = 1000.0,
-        mcmc_steps: int | None = None,
-        mcmc_backend: str = "auto",
-        progress: bool | None = None,
-        hidden: int = 128,
-        layers: int = 2,
-        dropout: float = 0.5,
-        lr: float = 0.01,
-        weight_decay: float = 5e-4,
-        noise_seed: int | None = None,
-        seed: int | None = None,
-        num_features: int | None = None,
-        num_classes: int | None = None,
-        mode: str = "dp",
+        self, epsilon: float = 1.0, x_epsilon: float = math.inf,
+        feature_mechanism: str = "feature-rr", feature_bounds: tuple[float, float] = (0.0, 1.0),
+        bins: int = DEFAULT_K, feature_dim: int | None = None,
+        public_fraction: float | None = None, public_seed: int = 0, rho: float = 0.3,
+        split_seed: int = 0, mcmc_share: float = 0.5, steps_per_node: float = 1000.0,
+        mcmc_steps: int | None = None, mcmc_backend: str = "auto", progress: bool | None = None,
+        hidden: int = 128, layers: int = 2, dropout: float = 0.5, lr: float = 0.01,
+        weight_decay: float = 5e-4, noise_seed: int | None = None, seed: int | None = None,
+        num_features: int | None = None, num_classes: int | None = None, mode: str = "dp",
     ) -> None:
         if mode not in ("dp", PAPER_CODE):
             raise ValueError(f"mode must be 'dp' or {PAPER_CODE!r}, got {mode!r}")
-        epsilon, x_epsilon = (
-            no_privacy_alias("HeteroRR", name, value)
-            for name, value in (("epsilon", epsilon), ("x_epsilon", x_epsilon))
-        )
+        epsilon = no_privacy_alias("HeteroRR", "epsilon", epsilon)
+        x_epsilon = no_privacy_alias("HeteroRR", "x_epsilon", x_epsilon)
         edges, features = not no_privacy(epsilon), not no_privacy(x_epsilon)
         if mode == PAPER_CODE and not edges:
             raise ValueError("mode='paper-code' reproduces the authors' edge release: give the "
@@ -178,20 +135,17 @@ class HeteroRR(PrivateModule):
         self.mode = mode
         self.paper_code = PaperCode.of(mode, "edge release", PAPER_CODE_FLAW)
         if not (edges or features):
-            raise ValueError(
-                "HeteroRR protects nothing with epsilon=math.inf and x_epsilon=math.inf: give "
-                "the edge budget (epsilon), the feature budget (x_epsilon) or both (a "
-                "non-private GCN is lightning_dpgnn.GNN(conv='gcn'))"
-            )
-        super().__init__(
-            "edge" if edges else "ldp", epsilon if edges else x_epsilon, "auto",
-            levels=("edge", "ldp"), noise_seed=noise_seed, lr=lr, weight_decay=weight_decay,
-        )
+            raise ValueError("HeteroRR protects nothing with epsilon=math.inf and "
+                             "x_epsilon=math.inf: give the edge budget (epsilon), the feature "
+                             "budget (x_epsilon) or both (a non-private GCN is "
+                             "lightning_dpgnn.GNN(conv='gcn'))")
+        super().__init__("edge" if edges else "ldp", epsilon if edges else x_epsilon, "auto",
+                         levels=("edge", "ldp"), noise_seed=noise_seed, lr=lr,
+                         weight_decay=weight_decay)
         self.save_hyperparameters()
         if feature_mechanism not in FEATURE_MECHANISMS:
-            raise ValueError(
-                f"feature_mechanism must be one of {FEATURE_MECHANISMS}, got {feature_mechanism!r}"
-            )
+            raise ValueError(f"feature_mechanism must be one of {FEATURE_MECHANISMS}, got "
+                             f"{feature_mechanism!r}")
         alpha, beta = (float(b) for b in feature_bounds)
         if not alpha < beta:
             raise ValueError(f"feature_bounds must be (alpha, beta) with alpha < beta, got "
@@ -222,10 +176,8 @@ class HeteroRR(PrivateModule):
         if edges:
             release = PaperCodeEdgeRR if mode == PAPER_CODE else EdgeRR
             chain = {} if mode == PAPER_CODE else dict(steps_per_node=steps_per_node)
-            self.edgerr = release(
-                epsilon, mcmc_share=mcmc_share, steps=mcmc_steps, backend=mcmc_backend,
-                progress=progress, **chain,
-            )
+            self.edgerr = release(epsilon, mcmc_share=mcmc_share, steps=mcmc_steps,
+                                  backend=mcmc_backend, progress=progress, **chain)
             self.accountant.unit = (self.paper_code.note() if self.paper_code else
                                     f"{Unit(Level.EDGE, 'private')}, {self.edgerr.condition()}")
             releases.append(Release("edges", lambda z: [self.edgerr], self._draw_edges,
@@ -240,25 +192,22 @@ class HeteroRR(PrivateModule):
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
 
-    # -- networks --------------------------------------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+        hp.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = GNNBackbone("gcn", num_features, hp.hidden, num_classes, hp.layers,
                                dropout=hp.dropout, activation="relu")
 
     def build_for(self, data: Data, seed: int | None = None) -> None:
-        """The network over the public embedding's ``feature_dim`` columns (when the features
-        are released through one) or the graph's own."""
+        """The network over the public embedding's ``feature_dim`` columns or the graph's."""
         encoded = self.protects_features and self.hparams.feature_dim
         width = self.hparams.feature_dim if encoded else data.num_features
         with self.seeded(seed):
             self._build(int(width), num_classes(self, data))
 
     def prepare(self, data: Data, stage: str) -> None:
-        """What the releases need from public data, once: the chain length checked, the
-        public embedding, FeatureRR's theta; the public nodes read for them are named in the
-        features' unit."""
+        """What the releases need from public data, once: the chain length checked, the public
+        embedding and FeatureRR's theta (the public nodes read for them named in the unit)."""
         if self.edgerr is not None:
             self.edgerr.check_chain(int(data.num_nodes))
         read = []
@@ -282,18 +231,13 @@ class HeteroRR(PrivateModule):
 
     # -- the feature release ------------------------------------------------------------------
     def public_nodes(self, data: Data) -> torch.Tensor | None:
-        """The declared public node subset (theta and the PCA are fitted on it):
+        """The declared public nodes (theta and the PCA are fitted on them):
         ``data.public_node_mask``, or each node with probability ``public_fraction`` by a hash
-        of ``public_seed`` and its identity (``data.node_id``, else its position); ``None``
-        when none is declared."""
+        of ``public_seed`` and its identity (``data.node_id``, else its position), or ``None``."""
         n = int(data.num_nodes)
         mask = getattr(data, "public_node_mask", None)
         if mask is not None:
-            mask = torch.as_tensor(mask)
-            if mask.dtype != torch.bool or tuple(mask.shape) != (n,):
-                raise ValueError(f"public_node_mask must be a bool tensor of shape ({n},), got "
-                                 f"{tuple(mask.shape)} {mask.dtype}")
-            return mask.cpu()
+            return _bool_mask(mask, n, "public_node_mask", f"of shape ({n},)").cpu()
         if self.public_fraction is None:
             return None
         ids = getattr(data, "node_id", None)
@@ -302,8 +246,8 @@ class HeteroRR(PrivateModule):
         return torch.from_numpy(u < self.public_fraction)
 
     def name_public_nodes(self, data: Data, uses: list[str]) -> None:
-        """Name the public nodes read in the clear, and what they fit, in the features'
-        unit (printed in the report and on the card): the guarantee covers the other nodes."""
+        """Name the public nodes read in the clear, and what they fit, in the features' unit:
+        the guarantee covers the other nodes."""
         public = self.public_nodes(data)
         source = ("given by the graph's public_node_mask" if "public_node_mask" in data else
                   f"chosen as public_fraction={self.public_fraction:g} of the nodes by a hash of "
@@ -315,21 +259,18 @@ class HeteroRR(PrivateModule):
         self.accountant_of(self.features_guarantee).unit = f"{unit[:-1]}; {note})"
 
     def fit_encoder(self, data: Data) -> dict[str, torch.Tensor]:
-        """The public PCA: mean and top ``feature_dim`` directions of the public nodes'
-        features, and each coordinate's range over them (no other node is read)."""
+        """The public PCA: mean, top ``feature_dim`` directions and each coordinate's range, of
+        the public nodes' features only."""
         public = self.public_nodes(data)
         if public is None:
-            raise ValueError(
-                "feature_dim (a PCA fitted on public nodes) needs declared public nodes: give "
-                "public_fraction or the graph's public_node_mask"
-            )
+            raise ValueError("feature_dim (a PCA fitted on public nodes) needs declared public "
+                             "nodes: give public_fraction or the graph's public_node_mask")
         x = data.x.detach().cpu().double()[public]
         dim = int(self.hparams.feature_dim)
         if x.shape[0] < 2 or dim > min(x.shape):
-            raise ValueError(
-                f"feature_dim={dim} needs at most min(public nodes, features) = "
-                f"{min(x.shape)} dimensions: raise public_fraction or lower feature_dim"
-            )
+            raise ValueError(f"feature_dim={dim} needs at most min(public nodes, features) = "
+                             f"{min(x.shape)} dimensions: raise public_fraction or lower "
+                             "feature_dim")
         mean = x.mean(0)
         _, _, vt = torch.linalg.svd(x - mean, full_matrices=False)
         comps = vt[:dim].T.contiguous()
@@ -350,25 +291,22 @@ class HeteroRR(PrivateModule):
         if self.encoder is None:
             return super().check_feature_width(data, encoding)
         if data.num_features != int(self.encoder["raw_width"]):
-            raise ValueError(
-                f"HeteroRR was trained on {int(self.encoder['raw_width'])} features per node "
-                f"(before its public PCA); this graph has {data.num_features}"
-            )
+            raise ValueError(f"HeteroRR was trained on {int(self.encoder['raw_width'])} features "
+                             f"per node (before its public PCA); this graph has "
+                             f"{data.num_features}")
 
     def public_theta(self, data: Data) -> torch.Tensor | None:
-        """FeatureRR's per-feature weights from the declared public nodes' features and labels
-        only, uniform without public nodes (``None`` for the other mechanisms, which have no
-        per-feature budgets)."""
+        """FeatureRR's per-feature weights from the public nodes' features and labels only,
+        uniform without public nodes (``None`` for the other mechanisms)."""
         if self.hparams.feature_mechanism != "feature-rr":
             return None
         public = self.public_nodes(data)
         if public is None:  # nothing read: every feature gets epsilon / d
             return torch.full((data.num_features,), 1.0 / data.num_features, dtype=torch.float64)
         if int(public.sum()) < 2:
-            raise ValueError(
-                "FeatureRR needs at least two public nodes to compute its feature weights: "
-                "raise public_fraction or mark more nodes in public_node_mask"
-            )
+            raise ValueError("FeatureRR needs at least two public nodes to compute its feature "
+                             "weights: raise public_fraction or mark more nodes in "
+                             "public_node_mask")
         x = self.encode(data.x.detach().cpu())
         return torch.as_tensor(public_feature_weights(x[public], data.y.cpu()[public]),
                                dtype=torch.float64)
@@ -384,11 +322,9 @@ class HeteroRR(PrivateModule):
                     raise RuntimeError("FeatureRR's weights are computed when the data is set up")
                 self._randomizer = FeatureRR(self.x_epsilon, self.theta, int(self.hparams.bins),
                                              alpha, beta)
-            elif name == "multibit":
-                self._randomizer = MultiBit(self.x_epsilon, alpha, beta)
             else:
-                self._randomizer = {"duchi": Duchi, "piecewise": Piecewise}[name](
-                    self.x_epsilon, alpha, beta)
+                self._randomizer = {"multibit": MultiBit, "duchi": Duchi,
+                                    "piecewise": Piecewise}[name](self.x_epsilon, alpha, beta)
         return self._randomizer
 
     def _feature_mechanisms(self, z: float | None) -> list[FeatureRandomizer]:
@@ -400,40 +336,32 @@ class HeteroRR(PrivateModule):
 
     # -- the edge release ---------------------------------------------------------------------
     def private_edges(self, data: Data) -> torch.Tensor:
-        """Which edge columns are private: the pairs listed in ``data.private_pairs``
-        (``[2, k]``, either direction, in the node numbering of the graph the model sees;
-        immune to any reordering of the edges by preprocessing), else
-        ``data.private_edge_mask`` (a bool per column of the graph as the model sees it),
-        else the keyed ``rho`` split (:func:`~lightning_dpgnn.privacy.hrg.edge_split`)."""
+        """Which edge columns are private: the pairs in ``data.private_pairs`` (``[2, k]``,
+        either direction; immune to a reordering of the edges), else ``data.private_edge_mask``
+        (a bool per column), else the keyed ``rho`` split (:func:`~..privacy.hrg.edge_split`)."""
         pairs = getattr(data, "private_pairs", None)
         if pairs is not None:
             return self._mask_of_pairs(data, torch.as_tensor(pairs))
         mask = getattr(data, "private_edge_mask", None)
         if mask is None:
             return edge_split(data.edge_index, self.rho, int(self.hparams.split_seed))
-        mask = torch.as_tensor(mask)
-        if mask.dtype != torch.bool or tuple(mask.shape) != (data.edge_index.size(1),):
-            raise ValueError(
-                "private_edge_mask must be a bool tensor with one entry per edge column "
-                f"({data.edge_index.size(1)}), got {tuple(mask.shape)} {mask.dtype}"
-            )
-        return mask
+        e = data.edge_index.size(1)
+        return _bool_mask(mask, e, "private_edge_mask", f"with one entry per edge column ({e})")
 
     @staticmethod
     def _mask_of_pairs(data: Data, pairs: torch.Tensor) -> torch.Tensor:
-        """The columns of ``data.edge_index`` whose unordered pair is in ``pairs``; a listed
-        pair that is not an edge of the graph is refused (a typo would make no edge private)."""
+        """The columns of ``data.edge_index`` whose unordered pair is in ``pairs`` (a pair that
+        is no edge is refused: a typo would make no edge private)."""
         if pairs.dim() != 2 or pairs.size(0) != 2 or pairs.is_floating_point():
             raise ValueError(f"private_pairs must be an integer tensor [2, k], got "
                              f"{tuple(pairs.shape)} {pairs.dtype}")
         n = int(data.num_nodes)
-        e = data.edge_index.cpu().long()
-        p = pairs.cpu().long()
 
         def keys(t: torch.Tensor) -> torch.Tensor:
+            t = t.cpu().long()
             return torch.minimum(t[0], t[1]) * n + torch.maximum(t[0], t[1])
 
-        edge_keys, pair_keys = keys(e), torch.unique(keys(p))
+        edge_keys, pair_keys = keys(data.edge_index), torch.unique(keys(pairs))
         missing = int((~torch.isin(pair_keys, edge_keys)).sum())
         if missing:
             raise ValueError(f"private_pairs lists {missing} pair(s) that are not edges of the "
@@ -456,10 +384,8 @@ class HeteroRR(PrivateModule):
         x = outputs.get("features") if self.protects_features else data.x.float()
         edges = outputs.get("edges") if self.protects_edges else data.edge_index
         if x is None or edges is None:
-            raise RuntimeError(
-                "HeteroRR has not released its graph yet: fit the model (or load a fitted "
-                "checkpoint) before validating, testing or predicting"
-            )
+            raise RuntimeError("HeteroRR has not released its graph yet: fit the model (or load "
+                               "a fitted checkpoint) before validating, testing or predicting")
         return x.to(self.device), edges.to(self.device)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -478,14 +404,9 @@ class HeteroRR(PrivateModule):
             raise RuntimeError("HeteroRR must be fitted (or loaded) before inductive inference")
         return graph
 
-    # -- public state: theta and the public embedding -----------------------------------------
     def public_state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {}
-        if self.theta is not None:
-            state["theta"] = self.theta
-        if self.encoder is not None:
-            state["encoder"] = self.encoder
-        return state
+        return {k: v for k, v in (("theta", self.theta), ("encoder", self.encoder))
+                if v is not None}
 
     def load_public_state(self, state: dict[str, Any]) -> None:
         theta = state.get("theta")
@@ -497,19 +418,14 @@ class HeteroRR(PrivateModule):
 
     # -- a release for any model ------------------------------------------------------------------
     def release(self, data: Data) -> Data:
-        """The released graph of ``data`` as a new ``Data`` (released ``x`` and
-        ``edge_index``, the rest as is) carrying ``privacy_report``: the model's declared
-        releases, drawn once on ``data`` by the lifecycle's own draw
-        (:meth:`~lightning_dpgnn.methods.base.PrivateModule.draw_releases`) and cached; a
-        repeated call on the same graph returns the same release, another graph is refused
-        (one release per model)."""
+        """The released graph of ``data`` (released ``x`` and ``edge_index``, the rest as is)
+        carrying ``privacy_report``: the declared releases drawn once by the lifecycle's own
+        draw and cached; the same graph again returns them, another graph is refused."""
         key = graph_digest(data)
         done = getattr(self, "_released_digest", None)
         if done is not None and done != key:
-            raise ValueError(
-                "this HeteroRR has released another graph already: one release per model "
-                "(build another HeteroRR / HeteroRRRelease for another graph)"
-            )
+            raise ValueError("this HeteroRR has released another graph already: one release per "
+                             "model (build another HeteroRR / HeteroRRRelease for another graph)")
         if not self.is_built:
             self.build_for(data, self.hparams.seed)
         self.prepare(data, "release")
@@ -526,14 +442,9 @@ class HeteroRR(PrivateModule):
 
 
 class HeteroRRRelease(BaseTransform):
-    """HeteroRR's releases as a data transform: ``Data -> Data`` with the released features
-    and edges (and ``privacy_report``), drawn once by a :class:`HeteroRR`'s declared releases
-    (:meth:`HeteroRR.release`: the same code the model's fit runs). Give it to a data module
-    (``NodeDataModule(..., transform=HeteroRRRelease(epsilon=1.0))``) and train any model on
-    the released graph: training on it is post-processing.
-
-    Args: those of :class:`HeteroRR` (the release settings; the GCN settings are unused).
-    """
+    """HeteroRR's releases as a data transform (:meth:`HeteroRR.release`, the code the fit
+    runs): ``NodeDataModule(..., transform=HeteroRRRelease(epsilon=1.0))`` trains any model on
+    the released graph, post-processing. Args: those of :class:`HeteroRR`."""
 
     def __init__(self, **kwargs: Any) -> None:
         self.model = HeteroRR(**kwargs)

@@ -1,11 +1,9 @@
 """LPGNN: locally private GNN with multi-bit features, KProp and Drop (thesis ch. 3, Alg. 4).
 
-Node side, once (Alg. 4 lines 4-11): every node encodes its features with the multi-bit
-encoder (``x_epsilon``, Alg. 2); every labelled node (train + validation) randomizes its label
-with randomized response (``y_epsilon``, eq. 3.39). Each node spends ``x_epsilon + y_epsilon``
-(Corollary 2).
-
-Server side (lines 13-30):
+Node side, once (lines 4-11): every node encodes its features with the multi-bit encoder
+(``x_epsilon``, Alg. 2); every labelled node (train + validation) randomizes its label by
+randomized response (``y_epsilon``, eq. 3.39); each spends ``x_epsilon + y_epsilon``
+(Corollary 2). Server side (lines 13-30), post-processing:
 
 13. rectify the codes: ``x'`` (eq. 3.10);
 14. feature KProp: ``h = KProp(x', K_x)`` (Alg. 3, GCN aggregator, no self-loops);
@@ -20,9 +18,9 @@ Server side (lines 13-30):
 29. keep the epoch with the lowest validation loss whose two accuracies are ``<= Acc*``: that is
     :class:`~lightning_dpgnn.callbacks.DropEarlyStopping`.
 
-``loss="ce"`` (train and validate on ``l(y', p(y|x))``) and ``loss="fc"`` (forward correction,
-``l(y', p(y'|x))``) are the baselines of thesis Table 3.4. Test accuracy uses the clean test
-labels, which are never collected (thesis §3.5.2: evaluation only).
+``loss="ce"`` (``l(y', p(y|x))``) and ``loss="fc"`` (forward correction, ``l(y', p(y'|x))``)
+are the baselines of Table 3.4. Test accuracy uses the clean test labels, never collected
+(§3.5.2: evaluation only).
 """
 
 from __future__ import annotations
@@ -37,86 +35,57 @@ from torch_geometric.data import Data
 from .._deprecation import BUDGET_NAMES, renamed
 from ..nn.backbone import GNNBackbone, check_backbone
 from ..nn.kprop import KProp, PropagatedCodes, check_steps
-from ..privacy.local import FEATURE_MECHANISMS, FEATURE_SOURCES, LocalCollection, LocalCollector
-from .base import PrivateModule, accuracy
-from .local import LocalRelease
-from .metrics import log_accuracy
+from ..privacy.local import LocalCollector
+from .base import accuracy
+from .pgc import LocalModule
 
 __all__ = ["LPGNN", "LOSSES"]
 
 LOSSES = ("drop", "fc", "ce")
 
 
-class LPGNN(PrivateModule):
+class LPGNN(LocalModule):
     """Locally private GNN (features and labels under LDP).
 
     Args:
         backbone: ``"sage"`` (default, thesis' ablation model), ``"gcn"`` or ``"gat"``.
-        x_epsilon: feature budget per node (``math.inf``: no privacy for the features: raw
-            features, reported as such).
-        y_epsilon: label budget per labelled node (``math.inf``: no privacy for the labels:
-            clean labels, reported as such).
-        x_steps: ``K_x``, feature KProp steps (>= 0).
-        y_steps: ``K_y``, label KProp steps (>= 0).
-        mechanism: feature mechanism: ``"multibit"`` (MB), ``"onebit"`` (1B), ``"laplace"``
-            (LP), ``"gaussian"`` (analytic Gaussian, AG, at ``gaussian_delta``), ``"duchi"``,
-            ``"piecewise"`` (thesis Table 3.2).
-        loss: ``"drop"`` (Alg. 4), ``"fc"`` (forward correction) or ``"ce"`` (cross-entropy on
-            the noisy labels) — thesis Table 3.4.
-        features: ``"private"`` or an ad-hoc, budget-free baseline of Table 3.3: ``"ones"``,
+        x_epsilon, y_epsilon: feature budget per node, label budget per labelled node
+            (``math.inf``: no privacy for them, read in the clear and reported as such).
+        x_steps, y_steps: ``K_x``, ``K_y``: feature and label KProp steps (>= 0).
+        mechanism: ``"multibit"``, ``"onebit"``, ``"laplace"``, ``"gaussian"`` (analytic, at
+            ``gaussian_delta``), ``"duchi"`` or ``"piecewise"`` (thesis Table 3.2).
+        loss: ``"drop"`` (Alg. 4), ``"fc"`` or ``"ce"`` (module docstring; Table 3.4).
+        features: ``"private"`` or a budget-free baseline of Table 3.3: ``"ones"``,
             ``"degree"`` (one-hot degree), ``"random"``.
         hidden, layers, dropout, activation, heads: backbone (two layers of 16, SELU, dropout;
             GAT with four heads, thesis §3.5.2).
-        lr, weight_decay: Adam.
-        m, alpha, beta: multi-bit sampling parameter (``None``: ``m*``), feature range.
+        lr, weight_decay, m, alpha, beta: Adam; multi-bit sampling (``None``: ``m*``), range.
         gaussian_delta: delta of the analytic Gaussian mechanism (the report's delta when
             ``mechanism="gaussian"``). ``delta``: its former name, deprecated.
-        standardize: z-score every column of ``h`` (computed once from the collection: pure
-            post-processing). The rectifier scales features by about ``d / eps`` (eq. 3.10), so
-            at small ``eps_x`` the raw ``h`` is huge; standardizing makes training invariant
-            to that scale. Not in the thesis (``False`` is its literal pipeline).
-        noise_seed: reproducible node-side randomness, for research only (``None``: entropy;
-            the report says the guarantee does not hold against anyone who knows the seed).
+        standardize: z-score every column of ``h`` (post-processing): the rectifier scales
+            features by about ``d / eps`` (eq. 3.10); ``False`` is the thesis' literal pipeline.
+        noise_seed: reproducible node-side randomness, for research only (the report says the
+            guarantee does not hold against anyone who knows the seed).
     """
 
-    card_method = (
-        "LPGNN: multi-bit feature encoder and rectifier, KProp, randomized-response labels, Drop"
-    )
+    card_method = ("LPGNN: multi-bit feature encoder and rectifier, KProp, randomized-response "
+                   "labels, Drop")
     card_paper = "Sajadmanesh, Gatica-Perez. Locally Private Graph Neural Networks. ACM CCS 2021"
 
     def __init__(
-        self,
-        backbone: Literal["sage", "gcn", "gat"] = "sage",
-        x_epsilon: float = 1.0,
-        y_epsilon: float = 1.0,
-        x_steps: int = 0,
-        y_steps: int = 0,
-        mechanism: str = "multibit",
+        self, backbone: Literal["sage", "gcn", "gat"] = "sage", x_epsilon: float = 1.0,
+        y_epsilon: float = 1.0, x_steps: int = 0, y_steps: int = 0, mechanism: str = "multibit",
         loss: Literal["drop", "fc", "ce"] = "drop",
         features: Literal["private", "ones", "degree", "random"] = "private",
-        hidden: int = 16,
-        layers: int = 2,
-        dropout: float = 0.0,
-        activation: str = "selu",
-        heads: int = 4,
-        lr: float = 0.01,
-        weight_decay: float = 0.0,
-        m: int | None = None,
-        alpha: float = 0.0,
-        beta: float = 1.0,
-        gaussian_delta: float = 1e-10,
-        standardize: bool = True,
-        noise_seed: int | None = None,
-        num_features: int | None = None,
-        num_classes: int | None = None,
-        delta: float | None = None,
-        x_eps: float | None = None,
-        y_eps: float | None = None,
+        hidden: int = 16, layers: int = 2, dropout: float = 0.0, activation: str = "selu",
+        heads: int = 4, lr: float = 0.01, weight_decay: float = 0.0, m: int | None = None,
+        alpha: float = 0.0, beta: float = 1.0, gaussian_delta: float = 1e-10,
+        standardize: bool = True, noise_seed: int | None = None,
+        num_features: int | None = None, num_classes: int | None = None,
+        delta: float | None = None, x_eps: float | None = None, y_eps: float | None = None,
     ) -> None:
-        gaussian_delta = renamed(
-            "LPGNN", "delta", "gaussian_delta", delta, gaussian_delta,
-            "delta names the accountant's target elsewhere",
-        )
+        gaussian_delta = renamed("LPGNN", "delta", "gaussian_delta", delta, gaussian_delta,
+                                 "delta names the accountant's target elsewhere")
         x_epsilon = renamed("LPGNN", "x_eps", "x_epsilon", x_eps, x_epsilon, BUDGET_NAMES)
         y_epsilon = renamed("LPGNN", "y_eps", "y_epsilon", y_eps, y_epsilon, BUDGET_NAMES)
         check_backbone(backbone)
@@ -124,26 +93,14 @@ class LPGNN(PrivateModule):
         check_steps(y_steps, "y_steps")
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-        if mechanism not in FEATURE_MECHANISMS:
-            raise ValueError(
-                f"unknown feature mechanism {mechanism!r}; use one of {sorted(FEATURE_MECHANISMS)}"
-            )
-        if features not in FEATURE_SOURCES:
-            raise ValueError(f"features must be one of {FEATURE_SOURCES}, got {features!r}")
         if y_epsilon is None:
-            raise ValueError(
-                "LPGNN's labels are private: give y_epsilon > 0 (math.inf: clean labels)"
-            )
-        collector = LocalCollector(
+            raise ValueError("LPGNN's labels are private: give y_epsilon > 0 (math.inf: clean "
+                             "labels)")
+        collector = LocalCollector(  # checks the mechanism and the features' source
             x_epsilon, y_epsilon, mechanism, m=m, alpha=alpha, beta=beta,
-            gaussian_delta=gaussian_delta, features=features,
-        )
-        super().__init__("ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed, lr=lr,
-                         weight_decay=weight_decay)
+            gaussian_delta=gaussian_delta, features=features)
+        super().__init__(collector, noise_seed, lr, weight_decay)
         self.save_hyperparameters(ignore=["delta", "x_eps", "y_eps"])
-        self.collector = collector
-        #: the nodes' one-time collection (features and labels), the model's release
-        self.local = LocalRelease(self, collector)
         self._graph: Data | None = None
         self.x_prop = KProp(x_steps)
         self.y_prop = KProp(y_steps)
@@ -152,23 +109,14 @@ class LPGNN(PrivateModule):
         if num_features is not None and num_classes is not None:
             self._build(num_features, num_classes)
 
-    # -- construction -----------------------------------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         if num_classes < 2:
             raise ValueError(f"LPGNN needs at least 2 classes, got {num_classes}")
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
-        self.net = GNNBackbone(
-            hp.backbone,
-            num_features,
-            hp.hidden,
-            num_classes,
-            hp.layers,
-            dropout=hp.dropout,
-            activation=hp.activation,
-            heads=hp.heads,
-            cached=True,  # transductive: one fixed graph
-        )
+        hp.update(num_features=int(num_features), num_classes=int(num_classes))
+        self.net = GNNBackbone(  # cached: transductive, one fixed graph
+            hp.backbone, num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
+            activation=hp.activation, heads=hp.heads, cached=True)
         rr = self.collector.label_randomizer(num_classes)
         transition = torch.eye(num_classes) if math.isinf(rr.epsilon) else rr.transition_matrix()
         self.register_buffer("log_transition", transition.float().log(), persistent=False)
@@ -179,50 +127,37 @@ class LPGNN(PrivateModule):
         return self.collector.acc_star(self.hparams.num_classes)
 
     # -- server-side view of the collection (lines 13-15), pure post-processing -------------------
-    def labels_private(self) -> bool:
-        return self.local.labels_private()
-
     def prepare(self, data: Data, stage: str) -> None:
         self._graph = data  # public to the server: the views below read its edges
 
     def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
         self._view = None  # built on the previous collection
 
-    def _graph_or_error(self, data: Data | None = None) -> Data:
-        graph = self._graph if self._graph is not None else data
-        if graph is None:
-            raise RuntimeError("LPGNN needs the training graph: fit, or pass the datamodule")
-        return graph
-
     def server_view(self, data: Data | None = None) -> dict[str, torch.Tensor]:
         """``h`` (KProp of the rectified features: a ``PropagatedCodes`` for multi-bit codes,
         whose ``dense()`` is the matrix), ``y'`` and ``y~`` with their masks."""
         if self._view is None:
-            graph = self._graph_or_error(data)
+            graph = self._graph if self._graph is not None else data
+            if graph is None:
+                raise RuntimeError("LPGNN needs the training graph: fit, or pass the datamodule")
             c = self.local.collection()
             ei = graph.edge_index.to(self.device)
             h = self._server_features(c, ei, graph.num_nodes)  # line 14
-            noisy = c.labels.to(self.device)
-            y_one_hot = self._labelled_one_hot(noisy, c.label_mask.to(self.device))
-            y_prop = self.y_prop(y_one_hot, ei)  # line 15
-            self._view = {
-                "h": h,
-                "edge_index": ei,
-                "adj": self.net.adjacency(ei, graph.num_nodes, with_transpose=True),
-                "y_noisy": noisy,
-                "labelled": c.label_mask.to(self.device),
-                "y_tilde": y_prop.argmax(-1),
-                # nodes whose K_y-hop neighbourhood holds no label have no estimate y~
-                "has_y_tilde": y_prop.sum(-1) > 0,
-            }
+            noisy, labelled = c.labels.to(self.device), c.label_mask.to(self.device)
+            # one-hot y' for the labelled nodes, zero elsewhere (line 9; unlabelled are -1)
+            y_one_hot = F.one_hot(noisy.clamp_min(0), self.hparams.num_classes).float()
+            y_prop = self.y_prop(y_one_hot * labelled.unsqueeze(-1), ei)  # line 15
+            adj = self.net.adjacency(ei, graph.num_nodes, with_transpose=True)
+            # nodes whose K_y-hop neighbourhood holds no label have no estimate y~
+            self._view = {"h": h, "edge_index": ei, "adj": adj, "y_noisy": noisy,
+                          "labelled": labelled, "y_tilde": y_prop.argmax(-1),
+                          "has_y_tilde": y_prop.sum(-1) > 0}
         return self._view
 
     def _server_features(self, collection, edge_index: torch.Tensor, num_nodes: int
                          ) -> torch.Tensor | PropagatedCodes:
-        """``h`` of line 14. Multi-bit codes stay factored
-        (:class:`~lightning_dpgnn.nn.kprop.PropagatedCodes`: the network's first product runs on
-        the sparse codes; the same ``h``, z-scored when ``standardize``), other features give
-        the dense KProp."""
+        """``h`` of line 14: multi-bit codes stay factored (a ``PropagatedCodes``: the network's
+        first product runs on the sparse codes), other features give the dense KProp."""
         factors = self.collector.affine_codes(collection)
         if factors is None:
             return self._propagated(self.local.received_features(), edge_index)
@@ -242,64 +177,36 @@ class LPGNN(PrivateModule):
     # -- a new graph ----------------------------------------------------------------------------
     @property
     def transfers_to_new_graphs(self) -> bool:
-        """Whether a fresh collection on a new graph gives the accuracy the model was tested at.
-
-        Only when the training features carried no noise draw: clear features (``x_epsilon=inf``)
-        or the deterministic ad-hoc ones (``"ones"``, ``"degree"``). With noisy features the
-        model fits the one noise draw of its training collection: after KProp that draw is a
-        random projection of each node's neighbourhood, i.e. a positional encoding of the
-        training graph that a fresh draw does not reproduce (csbm, ``x_epsilon=1``: transductive
-        0.90, a fresh collection on the *same* graph 0.19-0.37, chance 0.20; ``features="random"``
-        behaves the same: 0.97 -> 0.06-0.45).
-        """
+        """Whether a fresh collection on a new graph gives the accuracy the model was tested at:
+        only when the training features carried no noise draw (``x_epsilon=inf``, ``"ones"``,
+        ``"degree"``). Otherwise the model fits its collection's one noise draw, which after
+        KProp is a positional encoding of the training graph (csbm, ``x_epsilon=1``: 0.90
+        transductive, 0.19-0.37 on a fresh collection of the same graph, chance 0.20)."""
         c = self.collector
         if c.features_source == "private":
             return not c.perturbs_features
         return c.features_source in ("ones", "degree")
 
-    def _check_transfers(self) -> None:
-        if self.transfers_to_new_graphs:
-            return
+    def inductive_graph(self, data: Data) -> Data:
+        """A new graph, refused (before any of its nodes spends) when the model cannot transfer."""
         c = self.collector
-        what = (f"x_epsilon={c.x_epsilon:g}" if c.features_source == "private"
-                else f"features={c.features_source!r}")
-        raise NotImplementedError(
-            f"LPGNN ({what}) cannot predict on a new graph: it fitted the one noise draw of its "
-            "training collection (after KProp the noise is a positional encoding of the training "
-            "graph), and on a fresh collection it predicts at about chance, even on the same "
-            "graph. Predict on the training graph (predict_step without `inductive`), or use "
-            "PGC, whose fresh collections give its tested accuracy. LPGNN transfers only with "
-            "x_epsilon=inf or features='ones'/'degree'."
-        )
-
-    def collect_from(self, data: Data) -> LocalCollection:
-        """What the nodes of a new graph send (:meth:`LocalRelease.collect_from`)."""
-        self._check_transfers()  # before any node spends its budget
-        return self.local.collect_from(data)
-
-    def predict_inductive(  # type: ignore[override]
-        self, data: Data, collection: LocalCollection | None = None
-    ) -> torch.Tensor:
-        """Class probabilities on a new graph from what its nodes sent: ``collection`` (from
-        :meth:`collect_from` on their devices) or, when ``None``, collected now."""
-        self._check_transfers()
-        return super().predict_inductive(data, self.local.given(collection))
-
-    def inductive_accountant(self, graph: Data, guarantee: str | None = None):
-        return self.local.new_graph_accountant()
+        if not self.transfers_to_new_graphs:
+            what = (f"x_epsilon={c.x_epsilon:g}" if c.features_source == "private"
+                    else f"features={c.features_source!r}")
+            raise NotImplementedError(
+                f"LPGNN ({what}) cannot predict on a new graph: it fitted the one noise draw of "
+                "its training collection (after KProp the noise is a positional encoding of the "
+                "training graph), and on a fresh collection it predicts at about chance, even on "
+                "the same graph. Predict on the training graph (predict_step without "
+                "`inductive`), or use PGC, whose fresh collections give its tested accuracy. "
+                "LPGNN transfers only with x_epsilon=inf or features='ones'/'degree'.")
+        return super().inductive_graph(data)
 
     def inductive_logits(self, graph: Data, outputs: dict) -> torch.Tensor:
         ei = graph.edge_index
         h = self._propagated(self.local.features_of(outputs), ei)
         with self.net.on_new_graph():
             return self(h, self.net.adjacency(ei, graph.num_nodes, with_transpose=True))
-
-    def _labelled_one_hot(self, labels: torch.Tensor, labelled: torch.Tensor) -> torch.Tensor:
-        """One-hot ``y'`` for labelled nodes, the zero vector elsewhere (Alg. 4 line 9)."""
-        c = self.hparams.num_classes
-        out = torch.zeros(labels.size(0), c, device=labels.device)
-        out[labelled] = F.one_hot(labels[labelled], c).float()
-        return out
 
     # -- the model (lines 20-22) ------------------------------------------------------------------
     def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -312,11 +219,8 @@ class LPGNN(PrivateModule):
         return torch.logsumexp(log_p.unsqueeze(-1) + self.log_transition, dim=1)
 
     def tilde_log_probs(self, log_p_noisy: torch.Tensor, view: dict) -> torch.Tensor:
-        """``log p(y~|x) = log softmax(KProp(p(y'|x), K_y))`` (eq. 3.42).
-
-        ``p(y'|x)`` goes through the same steps as ``y'``: it is kept for the labelled nodes and
-        zero elsewhere. With ``K_y = 0`` KProp is the identity and ``p(y~|x) = p(y'|x)``.
-        """
+        """``log p(y~|x) = log softmax(KProp(p(y'|x), K_y))`` (eq. 3.42): ``p(y'|x)`` kept for
+        the labelled nodes and zero elsewhere, as ``y'``; the identity with ``K_y = 0``."""
         if self.y_prop.steps == 0:
             return log_p_noisy
         soft = log_p_noisy.exp() * view["labelled"].unsqueeze(-1)
@@ -324,20 +228,14 @@ class LPGNN(PrivateModule):
 
     # -- training (line 24) -----------------------------------------------------------------------
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        view = self.server_view()
-        logits = self(view["h"], view["adj"])
-        train = data.train_mask.to(self.device) & view["labelled"]
-        loss_name = self.hparams.loss
-        if loss_name == "drop":
-            mask = train & view["has_y_tilde"]
+        view, logits = self.server_view(), self._logits(data)
+        mask = data.train_mask.to(self.device) & view["labelled"]
+        if self.hparams.loss == "drop":
+            mask = mask & view["has_y_tilde"]
             log_p = self.tilde_log_probs(self.noisy_log_probs(logits), view)
             loss = F.nll_loss(log_p[mask], view["y_tilde"][mask])
-        elif loss_name == "fc":
-            mask = train
-            loss = F.nll_loss(self.noisy_log_probs(logits)[mask], view["y_noisy"][mask])
-        else:
-            mask = train
-            loss = F.cross_entropy(logits[mask], view["y_noisy"][mask])
+        else:  # FC and CE train on the loss they validate on
+            loss = self.validation_loss(logits, mask, view["y_noisy"])
         self.log("train/loss", loss, batch_size=int(mask.sum()), on_step=False, on_epoch=True)
         return loss
 
@@ -349,26 +247,19 @@ class LPGNN(PrivateModule):
         return F.nll_loss(self.noisy_log_probs(logits)[mask], y[mask])
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        view = self.server_view()
-        logits = self(view["h"], view["adj"])
+        view, logits = self.server_view(), self._logits(data)
         y = view["y_noisy"]
-        out = None
         for stage in ("train", "val"):
             mask = getattr(data, f"{stage}_mask").to(self.device) & view["labelled"]
             n = int(mask.sum())
             acc = accuracy(logits[mask], y[mask])
             self.log(f"{stage}/noisy_acc", acc, batch_size=n, on_step=False, on_epoch=True)
-            if stage == "val":
-                out = self.validation_loss(logits, mask, y)
-                self.log("val/loss", out, batch_size=n, on_step=False, on_epoch=True)
-        return out
+        loss = self.validation_loss(logits, mask, y)  # on the validation nodes, the loop's last
+        self.log("val/loss", loss, batch_size=n, on_step=False, on_epoch=True)
+        return loss
 
-    # -- evaluation on clean test labels ----------------------------------------------------------
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
+    def _logits(self, data: Data) -> torch.Tensor:
+        """Logits of every node of the training graph (the test step's and prediction's, on
+        the clean test labels): post-processing of the collection."""
         view = self.server_view(data)
-        return log_accuracy(self, self(view["h"], view["adj"]), data, "test")
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        """Class probabilities of every node (post-processing of the collection)."""
-        view = self.server_view(data)
-        return self(view["h"], view["adj"]).softmax(-1)
+        return self(view["h"], view["adj"])

@@ -1,30 +1,20 @@
 """PGC: a GCN whose first layer is estimated from 1-bit LDP features (thesis ch. 2, Alg. 1).
 
-Node side, once (Alg. 1 lines 1-2): the server sends ``epsilon, alpha, Delta``; every node
-answers with one bit per feature, ``y ~ Bernoulli(1/(e^eps+1) + (x-alpha)/Delta *
-(e^eps-1)/(e^eps+1))`` (eq. 2.3).
+Node side, once (Alg. 1 lines 1-2): every node answers one bit per feature,
+``y ~ Bernoulli(1/(e^eps+1) + (x-alpha)/Delta * (e^eps-1)/(e^eps+1))`` (eq. 2.3). Server side:
+the unbiased estimate ``y* = ((e^eps+1) y - 1)/(e^eps-1) * Delta + alpha`` (eq. 2.5) enters
+the first GCN layer, whose convolution is then an unbiased estimate of the true one (eq. 2.4,
+Lemma 2). The Laplace, Duchi and Piecewise baselines of §2.9 plug in the same way.
 
-Server side: the unbiased estimate ``y* = ((e^eps+1) y - 1)/(e^eps-1) * Delta + alpha``
-(eq. 2.5) enters the first GCN layer, whose convolution ``sum_u y*_u / sqrt(|N(u)||N(v)|)`` is
-then an unbiased estimate of the true one (eq. 2.4, Lemma 2); the later layers are ordinary.
-The Laplace (LM), Duchi (DM) and Piecewise (PM) mechanisms of §2.9 plug in the same way.
-
-Privacy: as in thesis ch. 2 each *feature* gets budget ``x_epsilon`` (``per_coordinate=True``), so
-the accountant records the true per-node total ``d * x_epsilon`` (§2.8) and the report shows both;
-pass ``per_coordinate=False`` to spend ``x_epsilon`` per node instead. Only features are private
-in this threat model (§2.3.1): the graph and — for node classification — the labels are known to the
-server, so they are not accounted.
-
-Two tasks (§2.6.3): :class:`PGC` (node classification, two-layer GCN) and
-:class:`PGCLinkPrediction` (a VGAE with a two-layer GCN encoder, batch norm after the first
-layer, 85/5/10 random edge split, ROC AUC).
+Privacy: each *feature* gets ``x_epsilon`` (``per_coordinate=True``, thesis ch. 2), so the
+accountant records the true per-node total ``d * x_epsilon`` (§2.8); ``per_coordinate=False``
+spends ``x_epsilon`` per node. Only features are private here (§2.3.1): the graph and the
+labels are known to the server, so they are not accounted.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -44,102 +34,35 @@ from .arguments import check_arguments
 from .base import PrivateModule
 from .local import LocalRelease
 
-__all__ = [
-    "PGC",
-    "PGCLinkPrediction",
-    "PGC_MECHANISMS",
-    "graph_convolution",
-    "split_edges",
-    "roc_auc",
-]
+__all__ = ["PGC", "PGCLinkPrediction", "PGC_MECHANISMS", "graph_convolution", "split_edges",
+           "roc_auc"]
 
 #: the 1-bit mechanism of PGC and its baselines (thesis §2.6.2, §2.9.1)
 PGC_MECHANISMS = ("onebit", "laplace", "duchi", "piecewise")
 
 
 def graph_convolution(x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-    """The GCN convolution of eq. 2.1 (self-loops, symmetric normalisation), no weights.
-
-    On the raw features this is ``GC(v)``; on the server's estimates ``y*`` it is the PGC
-    estimator ``GC^(v)`` of eq. 2.4.
-    """
+    """The GCN convolution of eq. 2.1 (self-loops, symmetric normalisation), no weights: on the
+    server's estimates ``y*`` it is the PGC estimator of eq. 2.4."""
     adj = normalized_adjacency(edge_index, x.size(0), "gcn", self_loops=True)
     return (adj.to(x.device) @ x.float()).to(x.dtype)
 
 
-def _pgc_collector(
-    x_epsilon: float, mechanism: str, per_coordinate: bool, alpha: float, beta: float, labels: bool
-) -> LocalCollector:
-    if mechanism not in PGC_MECHANISMS:
-        raise ValueError(f"PGC mechanism must be one of {PGC_MECHANISMS}, got {mechanism!r}")
-    return LocalCollector(
-        x_epsilon,
-        None,  # labels (if any) are public in PGC's threat model
-        mechanism,
-        alpha=alpha,
-        beta=beta,
-        per_coordinate=per_coordinate,
-        collect_labels=labels,
-    )
+class LocalModule(PrivateModule):
+    """A model trained on its nodes' one-time local collection (a :class:`~.local.LocalRelease`,
+    its release), which the nodes of a new graph make afresh for inductive inference: what PGC
+    and LPGNN share."""
 
-
-class _PGCModule(PrivateModule):
-    """What :class:`PGC` and :class:`PGCLinkPrediction` share: the nodes' one-time collection
-    of their features (Alg. 1 lines 1-2, a :class:`~.local.LocalRelease`) and Adam.
-    Subclasses say whether the collection carries the (public) labels and build their own
-    network."""
-
-    #: whether the nodes send their labels too (in the clear: they are public here)
-    collect_labels: bool = True
-
-    def __init__(
-        self,
-        x_epsilon: float = 1.0,
-        *,
-        mechanism: str = "onebit",
-        per_coordinate: bool = True,
-        alpha: float = 0.0,
-        beta: float = 1.0,
-        noise_seed: int | None = None,
-        lr: float = 0.01,
-        weight_decay: float = 0.01,
-        x_eps: float | None = None,
-    ) -> None:
-        """The settings PGC and PGCLinkPrediction share; each takes its network's own in its
-        signature and forwards these (PyG's style), so they are documented once, here.
-
-        Args:
-            x_epsilon: the features' budget: per feature with ``per_coordinate=True`` (the
-                thesis'; each node spends ``d * x_epsilon``, which the report shows), else per
-                node. ``math.inf``: no privacy for the features, the RAW baseline (read in the
-                clear, reported as such). Formerly ``epsilon``: that name is gone rather than
-                deprecated, because the CLI carries the default model's ``epsilon`` (GAP's
-                target) over to it.
-            mechanism: ``"onebit"`` (PGC), ``"laplace"`` (LM), ``"duchi"`` (DM),
-                ``"piecewise"`` (PM).
-            per_coordinate: budget per feature (``True``, thesis ch. 2) or per node.
-            alpha, beta: feature range known to the server.
-            noise_seed: reproducible node-side randomness, for research only (``None``:
-                entropy; the report says the guarantee does not hold against anyone who knows
-                the seed).
-            lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01).
-            x_eps: former name of ``x_epsilon`` (deprecated).
-        """
-        x_epsilon = renamed(type(self).__name__, "x_eps", "x_epsilon", x_eps, x_epsilon,
-                            BUDGET_NAMES)
-        collector = _pgc_collector(
-            x_epsilon, mechanism, per_coordinate, alpha, beta, labels=self.collect_labels
-        )
+    def __init__(self, collector: LocalCollector, noise_seed: int | None, lr: float,
+                 weight_decay: float) -> None:
         super().__init__("ldp", None, "auto", levels=("ldp",), noise_seed=noise_seed, lr=lr,
                          weight_decay=weight_decay)
-        # the hyper-parameters of the whole model: these and the subclass's own arguments
-        self.save_hyperparameters(ignore=["x_eps"])
-        self.hparams["x_epsilon"] = x_epsilon  # the subclass's frame holds the default
         self.collector = collector
-        #: the nodes' one-time collection of their features, the model's release
         self.local = LocalRelease(self, collector)
 
-    # -- a new graph: its nodes' own locally private features ----------------------------------
+    def labels_private(self) -> bool:
+        return self.local.labels_private()
+
     def collect_from(self, data: Data) -> LocalCollection:
         """What the nodes of a new graph send (:meth:`LocalRelease.collect_from`)."""
         return self.local.collect_from(data)
@@ -147,44 +70,69 @@ class _PGCModule(PrivateModule):
     def predict_inductive(  # type: ignore[override]
         self, data: Data, collection: LocalCollection | None = None
     ) -> torch.Tensor:
-        """Class probabilities on a new graph from what its nodes sent: ``collection`` (from
-        :meth:`collect_from` on their devices) or, when ``None``, collected now (counted on
-        that graph's ledger; a repeated call returns the same collection)."""
+        """Class probabilities on a new graph from ``collection`` (:meth:`collect_from` on the
+        nodes' devices) or, when ``None``, collected now on that graph's own ledger."""
         return super().predict_inductive(data, self.local.given(collection))
 
     def inductive_accountant(self, graph: Data, guarantee: str | None = None):
         return self.local.new_graph_accountant()
 
 
+class _PGCModule(LocalModule):
+    """What :class:`PGC` and :class:`PGCLinkPrediction` share: the nodes' collection of their
+    features (Alg. 1 lines 1-2) and Adam; subclasses build their own network."""
+
+    card_paper = ("Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, "
+                  "EPFL), ch. 2")
+    #: whether the nodes send their labels too (in the clear: they are public here)
+    collect_labels: bool = True
+
+    def __init__(
+        self, x_epsilon: float = 1.0, *, mechanism: str = "onebit", per_coordinate: bool = True,
+        alpha: float = 0.0, beta: float = 1.0, noise_seed: int | None = None, lr: float = 0.01,
+        weight_decay: float = 0.01, x_eps: float | None = None,
+    ) -> None:
+        """The settings PGC and PGCLinkPrediction share.
+
+        Args:
+            x_epsilon, per_coordinate: the features' budget, per feature (each node spends
+                ``d * x_epsilon``) or per node; ``math.inf``: the RAW baseline, in the clear.
+                (``epsilon`` is no alias: the CLI carries the default model's over to it.)
+            mechanism: ``"onebit"`` (PGC), ``"laplace"``, ``"duchi"`` or ``"piecewise"``.
+            alpha, beta: the feature range known to the server.
+            noise_seed: reproducible node-side noise, research only (the report says so).
+            lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01). x_eps: deprecated name.
+        """
+        x_epsilon = renamed(type(self).__name__, "x_eps", "x_epsilon", x_eps, x_epsilon,
+                            BUDGET_NAMES)
+        if mechanism not in PGC_MECHANISMS:
+            raise ValueError(f"PGC mechanism must be one of {PGC_MECHANISMS}, got {mechanism!r}")
+        collector = LocalCollector(  # labels (if any) are public in PGC's threat model
+            x_epsilon, None, mechanism, alpha=alpha, beta=beta, per_coordinate=per_coordinate,
+            collect_labels=self.collect_labels)
+        super().__init__(collector, noise_seed, lr, weight_decay)
+        # the hyper-parameters of the whole model: these and the subclass's own arguments
+        self.save_hyperparameters(ignore=["x_eps"])
+        self.hparams["x_epsilon"] = x_epsilon  # the subclass's frame holds the default
+
+
 class PGC(_PGCModule):
-    """Node classification with private features: GCN over the 1-bit estimates (Alg. 1).
+    """Node classification with private features: a GCN over the 1-bit estimates (Alg. 1).
 
     Args:
-        x_epsilon: the features' budget, per feature by default (see ``per_coordinate``).
         hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3; Table 2.2:
             Cora dropout 0.5).
-        num_features, num_classes: build the network now (a model restored from its
-            hyper-parameters); otherwise it is built from the data at ``setup``.
-        **kwargs: the settings PGC shares with :class:`PGCLinkPrediction`, documented on
-            :class:`_PGCModule`: ``mechanism`` (``"onebit"``, ``"laplace"``, ``"duchi"``,
-            ``"piecewise"``), ``per_coordinate``, ``alpha``, ``beta`` (the feature range),
-            ``noise_seed`` (research only), ``lr``, ``weight_decay`` (Adam).
+        num_features, num_classes: build the network now; otherwise at ``setup``.
+        x_epsilon, **kwargs: ``per_coordinate``, ``mechanism``, ``alpha``, ``beta``,
+            ``noise_seed``, ``lr``, ``weight_decay``: shared with PGCLinkPrediction
+            (``_PGCModule``).
     """
 
     card_method = "PGC: 1-bit locally private features and a GCN (node classification)"
-    card_paper = (
-        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2"
-    )
 
     def __init__(
-        self,
-        x_epsilon: float = 1.0,
-        hidden: int = 32,
-        layers: int = 2,
-        dropout: float = 0.5,
-        num_features: int | None = None,
-        num_classes: int | None = None,
-        **kwargs: Any,
+        self, x_epsilon: float = 1.0, hidden: int = 32, layers: int = 2, dropout: float = 0.5,
+        num_features: int | None = None, num_classes: int | None = None, **kwargs: Any,
     ) -> None:
         super().__init__(x_epsilon, **kwargs)
         self.gcn: GNNBackbone | None = None
@@ -194,16 +142,9 @@ class PGC(_PGCModule):
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
-        self.gcn = GNNBackbone(
-            "gcn",
-            num_features,
-            hp.hidden,
-            num_classes,
-            hp.layers,
-            dropout=hp.dropout,
-            activation="relu",
-            cached=True,  # transductive: one fixed graph
-        )
+        self.gcn = GNNBackbone(  # cached: transductive, one fixed graph
+            "gcn", num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
+            activation="relu", cached=True)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """Logits; the first GCN layer on ``y*`` is the estimator of eq. 2.4."""
@@ -218,50 +159,29 @@ class PGC(_PGCModule):
             return self(self.local.features_of(outputs), graph.edge_index)
 
 
-# -- link prediction ----------------------------------------------------------------------------
-@contextmanager
-def _seeded_global_rngs(seed: int) -> Iterator[None]:
-    """PyG's link split draws from torch's and Python's global generators: seed both for the
-    body and leave the caller's states as they were."""
-    state = random.getstate()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        random.seed(seed)
-        try:
-            yield
-        finally:
-            random.setstate(state)
-
-
 def split_edges(
-    edge_index: torch.Tensor,
-    num_nodes: int,
-    fractions: tuple[float, float, float] = (0.85, 0.05, 0.10),
-    seed: int = 0,
+    edge_index: torch.Tensor, num_nodes: int,
+    fractions: tuple[float, float, float] = (0.85, 0.05, 0.10), seed: int = 0,
 ) -> dict[str, torch.Tensor]:
-    """Random train/val/test split of an undirected graph's edges (thesis §2.6.3: 85/5/10),
-    with PyG's :class:`~torch_geometric.transforms.RandomLinkSplit` under ``seed``.
-
-    Returns ``train_edge_index`` (both directions, the encoder's graph), ``train_pos`` and the
-    positive/negative pairs ``val_pos``, ``val_neg``, ``test_pos``, ``test_neg`` (one direction,
-    as many negatives as positives, never an edge of the graph).
-    """
+    """Random train/val/test split of an undirected graph's edges (thesis §2.6.3: 85/5/10) by
+    PyG's ``RandomLinkSplit`` under ``seed``: ``train_edge_index`` (both directions, the
+    encoder's graph), ``train_pos`` and the one-direction pairs ``val_pos``, ``val_neg``,
+    ``test_pos``, ``test_neg`` (as many negatives as positives, never an edge)."""
     check_arguments({"edge_split": fractions})
     graph = Data(edge_index=remove_self_loops(to_undirected(edge_index))[0], num_nodes=num_nodes)
-    split = RandomLinkSplit(
-        num_val=fractions[1], num_test=fractions[2], is_undirected=True, split_labels=True,
-        add_negative_train_samples=False,
-    )
-    with _seeded_global_rngs(int(seed)):
-        train, val, test = split(graph)
-    return {
-        "train_pos": train.pos_edge_label_index,
-        "train_edge_index": train.edge_index,
-        "val_pos": val.pos_edge_label_index,
-        "val_neg": val.neg_edge_label_index,
-        "test_pos": test.pos_edge_label_index,
-        "test_neg": test.neg_edge_label_index,
-    }
+    split = RandomLinkSplit(num_val=fractions[1], num_test=fractions[2], is_undirected=True,
+                            split_labels=True, add_negative_train_samples=False)
+    state = random.getstate()  # the split draws from torch's and Python's global generators
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            random.seed(int(seed))
+            train, val, test = split(graph)
+    finally:
+        random.setstate(state)
+    return {"train_pos": train.pos_edge_label_index, "train_edge_index": train.edge_index,
+            "val_pos": val.pos_edge_label_index, "val_neg": val.neg_edge_label_index,
+            "test_pos": test.pos_edge_label_index, "test_neg": test.neg_edge_label_index}
 
 
 def roc_auc(pos_scores: torch.Tensor, neg_scores: torch.Tensor) -> float:
@@ -276,11 +196,9 @@ class VGAEEncoder(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float) -> None:
         super().__init__()
-        # the encoder always sees the training edges: cache their normalisation
-        self.body = GNNBackbone(
+        self.body = GNNBackbone(  # cached: the encoder always sees the training edges
             "gcn", in_dim, hidden, hidden, layers=1, dropout=dropout, activation="relu",
-            batch_norm=True, cached=True, plain_last=False,
-        )
+            batch_norm=True, cached=True, plain_last=False)
         self.mu = GCNConv(hidden, out_dim, cached=True)
         self.logstd = GCNConv(hidden, out_dim, cached=True)
 
@@ -290,38 +208,24 @@ class VGAEEncoder(nn.Module):
 
 
 class PGCLinkPrediction(_PGCModule):
-    """Link prediction with private features: a VGAE over the 1-bit estimates.
+    """Link prediction with private features: a VGAE over the 1-bit estimates; logs
+    ``train/loss``, ``val/loss``, ``val/auc`` and ``test/auc``.
 
     Args:
-        x_epsilon: the features' budget, as in :class:`PGC`.
-        hidden, out_dim: encoder widths (32 and 16, §2.6.3).
-        dropout: the encoder's (Table 2.2: Cora 0).
-        edge_split: train/val/test fractions of the edges (85/5/10).
-        split_seed: seed of the edge split (the graph is public: the split costs nothing).
-        num_features: build the network now; otherwise it is built from the data at ``setup``.
-        **kwargs: ``mechanism``, ``per_coordinate``, ``alpha``, ``beta``, ``noise_seed``,
-            ``lr``, ``weight_decay``: as in :class:`PGC`.
-
-    Logs ``train/loss``, ``val/loss``, ``val/auc`` and ``test/auc``.
+        hidden, out_dim, dropout: the encoder (32 and 16, §2.6.3; Table 2.2: Cora dropout 0).
+        edge_split, split_seed: train/val/test fractions of the edges (85/5/10) and the split's
+            seed (the graph is public: the split costs nothing).
+        num_features: build the network now; otherwise at ``setup``.
+        x_epsilon, **kwargs: as in :class:`PGC`.
     """
 
     card_method = "PGC: 1-bit locally private features and a VGAE (link prediction)"
-    card_paper = (
-        "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2"
-    )
-
     collect_labels = False
 
     def __init__(
-        self,
-        x_epsilon: float = 1.0,
-        hidden: int = 32,
-        out_dim: int = 16,
-        dropout: float = 0.0,
-        edge_split: tuple[float, float, float] = (0.85, 0.05, 0.10),
-        split_seed: int = 0,
-        num_features: int | None = None,
-        **kwargs: Any,
+        self, x_epsilon: float = 1.0, hidden: int = 32, out_dim: int = 16, dropout: float = 0.0,
+        edge_split: tuple[float, float, float] = (0.85, 0.05, 0.10), split_seed: int = 0,
+        num_features: int | None = None, **kwargs: Any,
     ) -> None:
         super().__init__(x_epsilon, **kwargs)
         self.vgae: VGAE | None = None
@@ -331,7 +235,7 @@ class PGCLinkPrediction(_PGCModule):
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features))
+        hp.update(num_features=int(num_features))
         self.vgae = VGAE(VGAEEncoder(num_features, hp.hidden, hp.out_dim, hp.dropout))
 
     def build_for(self, data: Data, seed: int | None = None) -> None:
@@ -340,9 +244,8 @@ class PGCLinkPrediction(_PGCModule):
 
     def prepare(self, data: Data, stage: str) -> None:
         if self.edges is None:
-            self.edges = split_edges(
-                data.edge_index, data.num_nodes, self.hparams.edge_split, self.hparams.split_seed
-            )
+            hp = self.hparams
+            self.edges = split_edges(data.edge_index, data.num_nodes, hp.edge_split, hp.split_seed)
 
     def _edges(self, key: str) -> torch.Tensor:
         return self.edges[key].to(self.device)
@@ -353,8 +256,7 @@ class PGCLinkPrediction(_PGCModule):
 
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
         z = self.embed()
-        n = z.size(0)
-        loss = self.vgae.recon_loss(z, self._edges("train_pos")) + self.vgae.kl_loss() / n
+        loss = self.vgae.recon_loss(z, self._edges("train_pos")) + self.vgae.kl_loss() / z.size(0)
         self.log("train/loss", loss, batch_size=1, on_step=False, on_epoch=True)
         return loss
 
@@ -362,9 +264,8 @@ class PGCLinkPrediction(_PGCModule):
         z = self.embed()
         pos, neg = self._edges(f"{stage}_pos"), self._edges(f"{stage}_neg")
         p, q = self.vgae.decode(z, pos, sigmoid=False), self.vgae.decode(z, neg, sigmoid=False)
-        loss = F.binary_cross_entropy_with_logits(
-            torch.cat([p, q]), torch.cat([torch.ones_like(p), torch.zeros_like(q)])
-        )
+        target = torch.cat([torch.ones_like(p), torch.zeros_like(q)])
+        loss = F.binary_cross_entropy_with_logits(torch.cat([p, q]), target)
         self.log(f"{stage}/loss", loss, batch_size=1)
         self.log(f"{stage}/auc", roc_auc(p.detach(), q.detach()), batch_size=1, prog_bar=True)
         return loss
