@@ -136,16 +136,15 @@ class DPGNN(PrivateModule):
         )
         self.mlp = grad_sample_module(mlp, self.phase.max_grad_norm, where="DPGNN")
 
-    # -- data and the plan -----------------------------------------------------------------------
-    def setup(self, stage: str) -> None:
+    # -- setup (PrivateModule's template) and the plan -------------------------------------------
+    def setup_data(self, stage: str) -> Data:
         data = self._datamodule_graph()
         check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
-        if self.mlp is None:
-            self.build_for(data, self.seed)
+        return data
+
+    def prepare(self, data: Data, stage: str) -> None:
         self._graph = data
-        self.resolve_delta(data)
         self.phase.bind(int(data.train_mask.sum()))
-        self.calibrate()
 
     def aggregation_mechanism(self) -> GaussianAggregation | None:
         """The inference aggregation's mechanism, for an audit (``None`` before the noise is
@@ -157,11 +156,6 @@ class DPGNN(PrivateModule):
             noise_multiplier or self.noise_multiplier, level="node", max_degree=self.max_degree,
             name=self.mechanism_name,
         )
-
-    @property
-    def noisy_aggregate(self) -> torch.Tensor | None:
-        """The cached release: the noisy aggregate of the training graph ``[N, F]``."""
-        return self.releases.get(self.mechanism_name)
 
     def release_graph(self) -> Data:
         return self.on_device(self._graph)  # the graph setup checked against D
@@ -200,14 +194,8 @@ class DPGNN(PrivateModule):
 
     # -- evaluation: the cached noisy aggregate only ------------------------------------------
     def _logits(self, data: Data) -> torch.Tensor:
-        if self.noisy_aggregate is None:
-            raise RuntimeError(
-                "DPGNN has no released aggregate yet: fit the model (or load a fitted "
-                "checkpoint) before test/predict on the training graph"
-            )
-        if self.noisy_aggregate.device != self.device:  # once, if restored
-            self.releases.set(self.mechanism_name, self.on_device(self.noisy_aggregate))
-        return self.mlp(self._rows(data.x, self.noisy_aggregate))
+        self.releases.to(self.device)  # once, if restored
+        return self.mlp(self._rows(data.x, self.releases[self.mechanism_name]))
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         if not logs_metrics(self, "val"):

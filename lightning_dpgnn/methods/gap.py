@@ -107,14 +107,8 @@ class GAP(AggregationPerturbationModule):
         encoder_epochs, classifier_epochs: epochs of the two training stages.
         num_features, num_classes: build the modules now (a model restored from its
             hyper-parameters); otherwise they are built from the data at ``setup``.
-        **kwargs: the settings GAP shares with ProGAP, documented on
-            :class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`: ``max_degree``
-            (node level: the public degree bound D), ``ensemble``, ``hop_budget``,
-            ``dropout``, ``normalization`` (``"auto"``: BatchNorm at edge level and without
-            privacy, none at node level), ``activation``, ``lr``, ``weight_decay``,
-            ``batch_size``, ``max_grad_norm`` (DP-SGD, node level), ``noise_multiplier``,
-            ``seed`` (weights only), ``noise_seed`` (research only), ``edge_unit``
-            (``"undirected"`` or ``"directed"``), ``log_private_metrics``.
+        **kwargs: the settings shared with ProGAP and PoinDP
+            (:class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`).
     """
 
     card_method = "GAP: encoder, multi-hop aggregation (PMA), classification module"
@@ -186,8 +180,7 @@ class GAP(AggregationPerturbationModule):
         self.classifier = self._dp_wrap(classifier, "GAP classification module")
 
     def _encoder(self) -> EncoderModule:
-        m = self.encoder_model
-        return unwrap(m)
+        return unwrap(self.encoder_model)
 
     def configure_stages(self) -> list[Stage]:
         enc = self.hparams.encoder_epochs if self._uses_encoder else 0
@@ -200,21 +193,12 @@ class GAP(AggregationPerturbationModule):
     def total_aggregations(self) -> int:
         return self.hparams.hops
 
-    @property
-    def aggregates(self) -> torch.Tensor | None:
-        """``[N, K, d]``: the cached noisy hops (``None`` before stage 1)."""
-        return self.releases.get(self.mechanism_name)
-
-    @aggregates.setter
-    def aggregates(self, value: torch.Tensor | None) -> None:
-        self.releases.set(self.mechanism_name, value)
-
     def stage_model(self, index: int) -> nn.Module:
         return self.encoder_model if index == 0 else self.classifier
 
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
         x = self._features(data)
-        return (x,) if index == 0 else (self._with_hop0(x, self.aggregates),)
+        return (x,) if index == 0 else (self._with_hop0(x, self.releases[self.mechanism_name]),)
 
     # -- the aggregation module (Alg. 5), run once -----------------------------------------
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -238,9 +222,7 @@ class GAP(AggregationPerturbationModule):
     @torch.no_grad()
     def _draw_hops(self, d: Draw) -> Steps:
         """The release, ``[N, K, d]``: the K normalized noisy hops of the normalized encoder
-        output, on the training graph (every rank together, each encoding its rows; the noise
-        of each hop is drawn once, see ``_aggregate``) or on a new graph (from its label
-        counts when ``label_counts``)."""
+        output, on the training graph (every rank encoding its rows) or on a new graph."""
         if d.fit:
             x = self._gather(self._hop0(self._features(self._local(d.graph))))
         else:
@@ -259,8 +241,7 @@ class GAP(AggregationPerturbationModule):
         x = self._features(data)
         if self.eval_stage() == 0:
             return self.encoder_model(self.row_trainer.input_features(x))
-        self._require_cache()
-        return self.classifier(self._with_hop0(x, self.aggregates))
+        return self.classifier(self._with_hop0(x, self.releases[self.mechanism_name]))
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         x = self._features(graph, outputs.get(LABEL_COUNTS))

@@ -235,16 +235,6 @@ class PoinDP(AggregationPerturbationModule):
             return []
         return [self.mechanism(z).scaled(scale) for scale in self.hop_scales()]
 
-    @property
-    def aggregates(self) -> torch.Tensor | None:
-        """``[N, K, 1 + hidden]``: the cached release (each hop's noisy radius and direction
-        sums)."""
-        return self.releases.get(self.mechanism_name)
-
-    @aggregates.setter
-    def aggregates(self, value: torch.Tensor | None) -> None:
-        self.releases.set(self.mechanism_name, value)
-
     def _points(self, x: torch.Tensor) -> torch.Tensor:
         """The encoder's ball embeddings of ``x``'s nodes."""
         enc = self._encoder()
@@ -267,9 +257,7 @@ class PoinDP(AggregationPerturbationModule):
     def hyperbolic_embeddings(self, release: torch.Tensor | None = None) -> torch.Tensor:
         """The released neighbourhood embeddings as points of the ball, ``[N, K, hidden]``
         (post-processing of the cached release, or of ``release``)."""
-        release = self.aggregates if release is None else release
-        if release is None:
-            self._require_cache()
+        release = self.releases[self.mechanism_name] if release is None else release
         mechanism = self.mechanism()
         return torch.stack([mechanism.recombine(release[:, k]) for k in range(release.size(1))],
                            dim=1)
@@ -295,7 +283,9 @@ class PoinDP(AggregationPerturbationModule):
 
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
         x = self._features(data)
-        return (x,) if index == 0 else (self._classifier_input(x, self.aggregates),)
+        if index == 0:
+            return (x,)
+        return (self._classifier_input(x, self.releases[self.mechanism_name]),)
 
     def eval_stage(self) -> int:
         return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
@@ -304,8 +294,7 @@ class PoinDP(AggregationPerturbationModule):
         x = self._features(data)
         if self.eval_stage() == 0:
             return self.encoder_model(self.row_trainer.input_features(x))
-        self._require_cache()
-        return self.classifier(self._classifier_input(x, self.aggregates))
+        return self.classifier(self._classifier_input(x, self.releases[self.mechanism_name]))
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         x = self._features(graph, outputs.get(LABEL_COUNTS))

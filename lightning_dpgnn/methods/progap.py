@@ -179,17 +179,10 @@ class ProGAP(AggregationPerturbationModule):
             Ignored at node level, where validation labels are private.
         num_features, num_classes: build the network now (a model restored from its
             hyper-parameters); otherwise it is built from the data at ``setup``.
-        **kwargs: the settings ProGAP shares with GAP, documented on
-            :class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`: ``max_degree``
-            (node level: the public degree bound D), ``ensemble`` (networks trained side by
-            side in the last stage, which reads only cached NAP outputs; earlier stages and
-            the NAPs are those of one network, so the privacy cost does not change),
-            ``hop_budget`` (each NAP's share), ``dropout``, ``normalization`` (``"auto"``:
-            BatchNorm, or GroupNorm with one group at node level, as in the thesis),
-            ``activation``, ``lr``, ``weight_decay``, ``batch_size``, ``max_grad_norm``
-            (DP-SGD, node level), ``noise_multiplier``, ``seed`` (weights only),
-            ``noise_seed`` (research only), ``edge_unit`` (``"undirected"`` or
-            ``"directed"``), ``log_private_metrics``.
+        **kwargs: the settings shared with GAP and PoinDP
+            (:class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`); ``ensemble``
+            networks train side by side in the last stage only (the NAPs are one network's),
+            and ``normalization="auto"`` is GroupNorm with one group at node level (thesis).
     """
 
     card_method = "ProGAP: progressive stages over normalize-aggregate-perturb (NAP)"
@@ -274,8 +267,7 @@ class ProGAP(AggregationPerturbationModule):
         )
 
     def _net(self) -> ProGAPNetwork | ProGAPEnsemble:
-        m = self.network
-        return unwrap(m)
+        return unwrap(self.network)
 
     def configure_stages(self) -> list[Stage]:
         n = self.hparams.epochs_per_stage
@@ -287,23 +279,6 @@ class ProGAP(AggregationPerturbationModule):
 
     def _nap_name(self, stage: int) -> str:
         return f"{self.mechanism_name}/{stage}"
-
-    @property
-    def aggregates(self) -> list[torch.Tensor] | None:
-        """``[X~^(1), ..., X~^(s)]``: the NAP outputs drawn so far (``None``: none yet)."""
-        drawn = []
-        for s in range(1, self.hparams.depth + 1):
-            value = self.releases.get(self._nap_name(s))
-            if value is None:
-                break
-            drawn.append(value)
-        return drawn or None
-
-    @aggregates.setter
-    def aggregates(self, value: list[torch.Tensor] | None) -> None:
-        value = list(value or [])
-        for s in range(1, self.hparams.depth + 1):
-            self.releases.set(self._nap_name(s), value[s - 1] if s <= len(value) else None)
 
     def stage_model(self, index: int) -> nn.Module:
         return self.network
@@ -322,12 +297,13 @@ class ProGAP(AggregationPerturbationModule):
 
     # -- NAP (Alg. 9 lines 3–5), once per stage ------------------------------------------
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        return (self._features(data), *(self.aggregates or [])[:index])
+        naps = (self.releases[self._nap_name(s)] for s in range(1, index + 1))
+        return (self._features(data), *naps)
 
     def _draw_nap(self, stage: int, d: Draw) -> Steps:
         """The release of stage ``stage``: ``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` on the
-        training graph (every rank together, each from its rows; the noise is drawn once, see
-        ``_aggregate``) or on a new graph (through the base MLP as it was released)."""
+        training graph (every rank from its rows) or on a new graph (through the base MLP as
+        it was released)."""
         k = stage - 1
         earlier = [d.outputs[self._nap_name(s)] for s in range(1, stage)]
         if d.fit:
@@ -357,7 +333,7 @@ class ProGAP(AggregationPerturbationModule):
             return self.staged.current_stage
         if self.staged.active_stage is not None:
             return self.staged.active_stage
-        return len(self.aggregates or [])
+        return sum(map(self.releases.drawn, self.hop_names()))
 
     def _logits(self, data: Data) -> torch.Tensor:
         if not self._in_fit():  # during a fit: validation of the submodel being trained

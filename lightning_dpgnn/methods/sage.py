@@ -129,12 +129,9 @@ class _SAGEModule(PrivateModule):
         return log_accuracy(self, self._logits(data), data, "train")
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if self.trainer.sanity_checking and not self._has_graph():
+        if self.trainer.sanity_checking and self.releases.pending():
             return None  # EdgeRand randomizes the graph when the first epoch starts
         return log_accuracy(self, self._logits(data), data, "val")
-
-    def _has_graph(self) -> bool:
-        return True
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         return log_accuracy(self, self._logits(data), data, "test")
@@ -224,24 +221,10 @@ class EdgeRand(_SAGEModule):
             "edges", lambda z: [self.arr], self._randomize, reads=(EDGES,),
         ))  # fmt: skip
 
-    @property
-    def noisy_edge_index(self) -> torch.Tensor | None:
-        """The cached release: the randomized graph's ``[2, E']`` edge index."""
-        return self.releases.get("edges")
-
     def _randomize(self, d: Draw) -> Steps:
         return (yield self.arr, d.graph.edge_index, d.graph.num_nodes)
 
-    def _has_graph(self) -> bool:
-        return self.noisy_edge_index is not None
-
     def training_edges(self, data: Data) -> torch.Tensor:
-        if self.noisy_edge_index is None:
-            raise RuntimeError(
-                "EdgeRand has no randomized graph yet: fit the model (or load a fitted "
-                "checkpoint) before test/predict on the training graph"
-            )
-        if self.noisy_edge_index.device != data.x.device:  # once (restored on the CPU)
-            self.releases.set("edges", self.noisy_edge_index.to(data.x.device))
-        return self.noisy_edge_index
+        self.releases.to(data.x.device)  # once (restored on the CPU)
+        return self.releases["edges"]
 
