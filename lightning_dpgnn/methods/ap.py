@@ -35,7 +35,7 @@ from ..privacy.aggregation import (
     sum_aggregate,
 )
 from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
-from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, unwrap
 from ..privacy.mechanism import Steps
 from ..publish.card import MethodCard
 from .arguments import node_unit
@@ -220,14 +220,17 @@ class AggregationPerturbationModule(PrivateModule):
         if not restored:
             self._hold_local_rows()  # this rank's block of what was just drawn
 
-    # -- what subclasses define besides ``_build``, ``_logits`` and ``configure_stages`` ---
+    # -- the stages (defaults: an encoder stage, then a classifier on the release) ------------
     def total_aggregations(self) -> int:
         """K, the number of private aggregation hops one fit (or one inference) runs."""
-        raise NotImplementedError
+        return self.hparams.hops
 
     def stage_model(self, index: int) -> nn.Module:
         """The module that stage ``index`` runs forward (its optimizer: trainable params)."""
-        raise NotImplementedError
+        return self.encoder_model if index == 0 else self.classifier
+
+    def _encoder(self) -> nn.Module:
+        return unwrap(self.encoder_model)
 
     def stage_parameters(self, index: int) -> list[nn.Parameter]:
         return [p for p in self.stage_model(index).parameters() if p.requires_grad]
@@ -239,7 +242,7 @@ class AggregationPerturbationModule(PrivateModule):
     def eval_stage(self) -> int:
         """The stage whose submodel gives the logits: during a fit the stage now training,
         afterwards the last stage fitted."""
-        raise NotImplementedError
+        return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
 
     # -- construction helpers --------------------------------------------------------------
     #: what ``normalization="auto"`` means at node level (BatchNorm is refused there)

@@ -1,21 +1,12 @@
 """DPGNN (SAGE-NDP): node-level DP-SGD for a one-layer GNN (Daigavane et al. 2021), the
 node-level GNN baseline of the GAP paper and thesis §4.7.2.
 
-The network is a one-layer GraphSAGE with SUM aggregation over row-normalized features,
-``MLP([x_i, normalize(sum_{j in N(i)} x_j)])`` (the layer's root and neighbour weights are the
-MLP's first linear layer), trained with DP-Adam on Poisson batches of training nodes. Each
-node's per-sample term reads its own features and those of its in-neighbours, so removing one
-node ``v`` changes its own term and the terms of the nodes ``v`` points to: at most ``D + 1``
-terms on a graph whose in- and out-degrees are at most ``D`` (the library's degree promise,
-checked; see docs/privacy.md), each by at most ``2 C`` after clipping. The steps are accounted
-as graph subsampled Gaussians (:func:`~lightning_dpgnn.privacy.accountant.graph_sgm_rdp`, the
-bound of Daigavane et al. Theorem 1 with Poisson batches).
-
-Inference privacy (thesis §4.7.2: "we add noise to the aggregation function based on its
-node-level sensitivity at test time and account for the additional privacy cost"): evaluation
-and transductive prediction use the aggregate of the graph released ONCE by the node-level
-Gaussian aggregation (sensitivity ``sqrt(D)``, at the same noise multiplier as the gradients),
-cached and checkpointed; the plan calibrates both to the target epsilon.
+``MLP([x_i, normalize(sum_{j in N(i)} x_j)])`` trained with DP-Adam on Poisson batches. One
+node changes its own per-sample term and those of the nodes it points to: at most ``D + 1``
+terms under the degree promise (checked), each by at most ``2 C`` after clipping; the steps are
+accounted as graph subsampled Gaussians (Daigavane et al. Theorem 1 with Poisson batches).
+Inference (thesis §4.7.2) reads the aggregate released ONCE by the node-level Gaussian
+aggregation (sensitivity ``sqrt(D)``, the gradients' noise multiplier), calibrated jointly.
 """
 
 from __future__ import annotations
@@ -52,13 +43,10 @@ class DPGNN(PrivateModule):
         epsilon: target node-level epsilon of the whole fit (DP-SGD steps and the one noisy
             aggregation used at inference); one noise multiplier is calibrated for both.
         delta: ``"auto"`` (below 1 / #nodes) or a number.
-        max_degree: D, a public upper bound on every in- and out-degree (required; checked: a
-            graph above it is refused). One node changes up to ``D + 1`` per-sample terms; the
-            unit says the guarantee holds among graphs whose degrees are <= D.
+        max_degree: D, a public bound on every in- and out-degree (required; checked).
         hidden, layers, dropout, activation: the MLP on ``[x_i, aggregate_i]`` (``layers``
             counts its first linear layer, the GraphSAGE layer's weights).
-        normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm mixes samples and is
-            refused; ``"auto"`` is none).
+        normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm is refused).
         lr, weight_decay: DP-Adam settings.
         epochs: DP-SGD epochs the calibration plans for; the model stops itself there.
         batch_size, max_grad_norm: expected Poisson batch size and clipping norm C.
@@ -147,8 +135,7 @@ class DPGNN(PrivateModule):
         self.phase.bind(int(data.train_mask.sum()))
 
     def aggregation_mechanism(self) -> GaussianAggregation | None:
-        """The inference aggregation's mechanism, for an audit (``None`` before the noise is
-        calibrated)."""
+        """The inference aggregation, for an audit (``None`` before calibration)."""
         return None if self.noise_multiplier is None else self._aggregation()
 
     def _aggregation(self, noise_multiplier: float | None = None) -> GaussianAggregation:
@@ -174,9 +161,7 @@ class DPGNN(PrivateModule):
     # -- rows: [x_i, aggregate_i] --------------------------------------------------------------
     @staticmethod
     def _rows(x: torch.Tensor, aggregate: torch.Tensor) -> torch.Tensor:
-        """``[x̂_i, normalize(aggregate_i)]``: the aggregate is row-normalized like GAP's hops
-        (post-processing of the release), so the inference rows' noisy aggregate has the
-        scale the network trained on."""
+        """``[x̂_i, normalize(aggregate_i)]`` (normalizing the release is post-processing)."""
         return torch.cat([normalize_rows(x), normalize_rows(aggregate)], dim=-1)
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:

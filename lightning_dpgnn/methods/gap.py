@@ -1,23 +1,17 @@
-"""GAP: private GNN with aggregation perturbation (thesis ch. 4, Algorithms 5–8).
+"""GAP: private GNN with aggregation perturbation (thesis ch. 4, Algorithms 5–8), three modules
+as stages of one ``trainer.fit``:
 
-One ``trainer.fit`` runs the three modules as stages of the staged fit loop:
+1. **Encoder** (Alg. 6): an MLP + linear softmax head on node features and labels, no edges.
+2. **Aggregation** (Alg. 5, PMA): once, when the classifier stage starts, K Gaussian
+   sum-aggregations of the row-normalized encoder output, each hop normalized again; the K
+   noisy hops are the release. Hop 0 (no noise) is recomputed from the caller's features,
+   never stored.
+3. **Classification** (Alg. 7): per-hop base MLPs, COMBINE, head MLP, on the cached hops.
 
-1. **Encoder module** (Alg. 6 step 1): an MLP + linear softmax head trained on node features
-   and labels only — no edges (DP-Adam at node level).
-2. **Aggregation module** (Alg. 5, PMA): computed ONCE when the classifier stage starts, from
-   the row-normalized encoder output; K Gaussian mechanisms on the sum aggregation, each hop
-   normalized again; the K noisy hops are cached (and checkpointed) for training and
-   inference. Hop 0 (the normalized encoder output, no noise) is never stored: it is
-   recomputed from the caller's features, so a checkpoint holds no unnoised per-node data.
-3. **Classification module** (Alg. 7): per-hop base MLPs, COMBINE, head MLP, trained on the
-   cached aggregates without touching edges (DP-Adam at node level).
-
-Privacy: edge level is Proposition 6 (K Gaussian mechanisms of sensitivity 1 per directed edge,
-sqrt(2) per undirected edge); node level is Proposition 7 (encoder DP-SGD + K hops of
-sensitivity sqrt(D) on graphs whose degrees are at most D + classifier DP-SGD), with one
-noise multiplier for gradients and aggregations calibrated jointly to the target epsilon
-(thesis §4.7.5). Inference (Alg. 8): transductive predictions read only the cached
-aggregates; inductive predictions run encoder + PMA (fresh noise) on the new graph.
+Privacy: edge level is Proposition 6 (K Gaussian mechanisms, sensitivity 1 per directed edge,
+sqrt(2) per undirected edge); node level is Proposition 7 (both modules with DP-Adam, hops of
+sensitivity sqrt(D) under the degree promise), one noise multiplier calibrated jointly (thesis
+§4.7.5). Inference (Alg. 8) reads the cache, or draws the PMA with fresh noise on a new graph.
 """
 
 from __future__ import annotations
@@ -35,7 +29,6 @@ from ..nn.combine import Combine
 from ..nn.ensemble import LogProbEnsemble
 from ..nn.mlp import MLP
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
-from ..privacy.dpsgd import unwrap
 from ..privacy.mechanism import Steps
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
 from .releases import Draw, Release
@@ -103,10 +96,9 @@ class GAP(AggregationPerturbationModule):
         hidden: width of every hidden layer and of the encoder output.
         combine: ``"cat"``, ``"sum"`` or ``"attn"``.
         normalize_combine: L2-normalize each node's combined embedding before the head MLP (as
-            the reference implementation does; ``False``: the head sees it as is).
+            the reference implementation does).
         encoder_epochs, classifier_epochs: epochs of the two training stages.
-        num_features, num_classes: build the modules now (a model restored from its
-            hyper-parameters); otherwise they are built from the data at ``setup``.
+        num_features, num_classes: build the modules now (else at ``setup``).
         **kwargs: the settings shared with ProGAP and PoinDP
             (:class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`).
     """
@@ -179,9 +171,6 @@ class GAP(AggregationPerturbationModule):
         self.encoder_model = self._dp_wrap(encoder, "GAP encoder")
         self.classifier = self._dp_wrap(classifier, "GAP classification module")
 
-    def _encoder(self) -> EncoderModule:
-        return unwrap(self.encoder_model)
-
     def configure_stages(self) -> list[Stage]:
         enc = self.hparams.encoder_epochs if self._uses_encoder else 0
         return [
@@ -189,12 +178,6 @@ class GAP(AggregationPerturbationModule):
             Stage("classifier", self.hparams.classifier_epochs, ("classifier",),
                   "classifier_epochs"),
         ]
-
-    def total_aggregations(self) -> int:
-        return self.hparams.hops
-
-    def stage_model(self, index: int) -> nn.Module:
-        return self.encoder_model if index == 0 else self.classifier
 
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
         x = self._features(data)
@@ -208,8 +191,8 @@ class GAP(AggregationPerturbationModule):
 
     @torch.no_grad()
     def _hop0(self, x: torch.Tensor) -> torch.Tensor:
-        """Hop 0, the normalized encoder output: public to whoever holds ``x``, so recomputed
-        from the caller's features (cached per feature tensor), never stored."""
+        """Hop 0, the normalized encoder output: recomputed from the caller's features, never
+        stored."""
         cached = getattr(self, "_hop0_cache", None)
         if cached is None or cached[0] is not x:
             self._hop0_cache = (x, normalize_rows(self._encode(x)))
@@ -234,9 +217,6 @@ class GAP(AggregationPerturbationModule):
         return torch.stack(hops, dim=1)
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
-    def eval_stage(self) -> int:
-        return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
-
     def _logits(self, data: Data) -> torch.Tensor:
         x = self._features(data)
         if self.eval_stage() == 0:

@@ -1,13 +1,8 @@
 """GraphSAGE baselines of the GAP paper (thesis §4.7.2): ``SAGE`` (SAGE-inf, non-private) and
-``EdgeRand`` (SAGE-EDP: GraphSAGE on a graph perturbed once by asymmetric randomized response).
-
-Both train the same :class:`~lightning_dpgnn.nn.sage.SAGENet` (pre-MLP, GraphSAGE layers with
-SUM aggregation, jumping knowledge, post-MLP) full-batch for ``epochs`` epochs and keep the
-epoch with the best ``val/acc`` (labels are not protected at edge level), as a one-stage staged
-fit. EdgeRand never reads the true edges outside its mechanism: the noisy graph is computed
-once when the fit starts, recorded in the ledger, cached and checkpointed (a resumed fit or a
-loaded model reuses it; recomputing it would spend epsilon again), and training, validation,
-test and transductive prediction all run on it (post-processing).
+``EdgeRand`` (SAGE-EDP), both :class:`~lightning_dpgnn.nn.sage.SAGENet` trained full-batch,
+keeping the best ``val/acc`` epoch (labels are public at edge level). EdgeRand reads the true
+edges only in its mechanism: the randomized graph is released once when the fit starts, cached
+and checkpointed, and everything after it is post-processing.
 """
 
 from __future__ import annotations
@@ -63,13 +58,11 @@ class _SAGEModule(PrivateModule):
         num_classes: int | None = None,
         **privacy_options: Any,
     ) -> None:
-        """The GraphSAGE settings SAGE and EdgeRand share (documented on :class:`SAGE`)."""
         super().__init__(
             privacy, epsilon, "auto", levels=levels, lr=lr, weight_decay=weight_decay,
             **privacy_options,
         )
-        # the whole model's arguments (this frame's and the subclass's), less those the
-        # subclass fixes itself
+        # the whole model's arguments, less those the subclass fixes itself
         self.save_hyperparameters(ignore=["levels", *self.fixed_arguments])
         self.seed = seed
         self.staged = StagedFit(self, self.stage_rows)
@@ -101,8 +94,7 @@ class _SAGEModule(PrivateModule):
         return self._adjacency[1]
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` for the pre-MLP: a cached sparse CSR copy when it is wide one-hot
-        (:func:`~lightning_dpgnn.nn.mlp.compact_features`; same output, ~10x cheaper)."""
+        """``x`` for the pre-MLP: a cached sparse CSR copy when it is wide one-hot."""
         cached = getattr(self, "_features_cache", None)
         if cached is None or cached[0] is not x:
             self._features_cache = (x, compact_features(x))
@@ -171,22 +163,16 @@ class SAGE(_SAGEModule):
 
 
 class EdgeRand(_SAGEModule):
-    """Edge-level private GraphSAGE on a randomized graph (EdgeRand / SAGE-EDP, thesis §4.7.2).
-
-    The adjacency is perturbed once by asymmetric randomized response
-    (:class:`~lightning_dpgnn.privacy.edgerand.AsymmetricRandomizedResponse`: a noisy edge
-    count, then randomized response sub-sampled to the input's density), an
-    ``epsilon``-edge-DP release (pure, delta 0); everything after it is post-processing.
-    Memory is linear in the number of edges (no ``N x N`` matrix).
+    """Edge-level private GraphSAGE on a graph perturbed once by asymmetric randomized response
+    (:class:`~lightning_dpgnn.privacy.edgerand.AsymmetricRandomizedResponse`), an
+    ``epsilon``-edge-DP release (pure, delta 0); memory linear in the number of edges.
 
     Args:
         epsilon: edge-level budget of the release.
-        edge_unit: ``"undirected"`` (default: one friendship; the unordered pairs are perturbed
-            and the output is symmetric) or ``"directed"`` (the thesis' unit: every ordered
-            pair is perturbed).
+        edge_unit: ``"undirected"`` (the unordered pairs are perturbed, the output symmetric)
+            or ``"directed"`` (the thesis' unit: every ordered pair).
         density_share: share of epsilon spent on the edge count (reference: 0.1).
-        noise_seed: reproducible randomization, for research only (the report says the
-            guarantee does not hold against anyone who knows it; the zoo refuses the model).
+        noise_seed: reproducible randomization, for research only.
         hidden, layers, pre_layers, post_layers, jk, dropout, normalization, activation, lr,
         weight_decay, epochs, seed: the GraphSAGE of :class:`SAGE`.
     """
