@@ -284,7 +284,7 @@ class AggregationPerturbationModule(PrivateModule):
         """Only a fit calibrates; the mechanism is then rebuilt on first use from the
         (possibly restored) multiplier."""
         if self._trainer is None or self._in_fit():
-            super().calibrate()
+            self.ledgers.calibrate()
             self.aggregation = None
 
     def _private_graph(self, data: Data) -> Data:
