@@ -235,9 +235,26 @@ class AggregationPerturbationModule(PrivateModule):
     def stage_parameters(self, index: int) -> list[nn.Parameter]:
         return [p for p in self.stage_model(index).parameters() if p.requires_grad]
 
+    def classifier_input(self, x: torch.Tensor, release: Any) -> torch.Tensor:
+        """The classifier's rows from the nodes' features ``x`` and the hop release."""
+        raise NotImplementedError
+
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
         """Per-node input rows of stage ``index`` (all nodes; the loader keeps training rows)."""
-        raise NotImplementedError
+        x = self._features(data)
+        if index == 0:
+            return (x,)
+        return (self.classifier_input(x, self.releases[self.mechanism_name]),)
+
+    def _logits(self, data: Data) -> torch.Tensor:
+        x = self._features(data)
+        if self.eval_stage() == 0:
+            return self.encoder_model(self.row_trainer.input_features(x))
+        return self.classifier(self.classifier_input(x, self.releases[self.mechanism_name]))
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        x = self._features(graph, outputs.get(LABEL_COUNTS))
+        return self.classifier(self.classifier_input(x, outputs[self.mechanism_name]))
 
     def eval_stage(self) -> int:
         """The stage whose submodel gives the logits: during a fit the stage now training,

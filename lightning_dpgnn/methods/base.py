@@ -535,6 +535,8 @@ class PrivateModule(
         return metrics.log_accuracy(self, self._logits(data), data, "train")
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        if not metrics.logs_metrics(self, "val"):  # private labels: not even computed
+            return None
         return metrics.log_accuracy(self, self._logits(data), data, "val")
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:

@@ -29,7 +29,6 @@ from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from ..privacy.mechanism import Steps
 from .arguments import node_unit
 from .base import PrivateModule
-from .metrics import log_accuracy, logs_metrics
 from .releases import Draw, Release
 from .rows import RowTrainer, check_noise_arguments
 
@@ -181,17 +180,6 @@ class DPGNN(PrivateModule):
     def _logits(self, data: Data) -> torch.Tensor:
         self.releases.to(self.device)  # once, if restored
         return self.mlp(self._rows(data.x, self.releases[self.mechanism_name]))
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if not logs_metrics(self, "val"):
-            return None
-        return log_accuracy(self, self._logits(data), data, "val")
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return log_accuracy(self, self._logits(data), data, "test")
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self._logits(data).softmax(-1)
 
     def inductive_graph(self, data: Data) -> Data:
         """A new graph must keep the degree promise too (its release's sensitivity)."""

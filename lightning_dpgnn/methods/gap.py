@@ -22,7 +22,6 @@ from typing import Any, Literal
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.data import Data
 
 from ..loops import Stage
 from ..nn.combine import Combine
@@ -179,10 +178,6 @@ class GAP(AggregationPerturbationModule):
                   "classifier_epochs"),
         ]
 
-    def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        x = self._features(data)
-        return (x,) if index == 0 else (self._with_hop0(x, self.releases[self.mechanism_name]),)
-
     # -- the aggregation module (Alg. 5), run once -----------------------------------------
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
         if not self._uses_encoder:
@@ -198,7 +193,7 @@ class GAP(AggregationPerturbationModule):
             self._hop0_cache = (x, normalize_rows(self._encode(x)))
         return self._hop0_cache[1]
 
-    def _with_hop0(self, x: torch.Tensor, hops: torch.Tensor) -> torch.Tensor:
+    def classifier_input(self, x: torch.Tensor, hops: torch.Tensor) -> torch.Tensor:
         """``[N, K+1, d]``: hop 0 from ``x`` in front of the K noisy hops."""
         return torch.cat([self._hop0(x).unsqueeze(1), hops], dim=1)
 
@@ -217,12 +212,3 @@ class GAP(AggregationPerturbationModule):
         return torch.stack(hops, dim=1)
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
-    def _logits(self, data: Data) -> torch.Tensor:
-        x = self._features(data)
-        if self.eval_stage() == 0:
-            return self.encoder_model(self.row_trainer.input_features(x))
-        return self.classifier(self._with_hop0(x, self.releases[self.mechanism_name]))
-
-    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
-        x = self._features(graph, outputs.get(LABEL_COUNTS))
-        return self.classifier(self._with_hop0(x, outputs[self.mechanism_name]))

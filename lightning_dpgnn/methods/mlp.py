@@ -14,7 +14,6 @@ from ..nn.mlp import resolve_normalization, select_rows
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .arguments import check_arguments
 from .base import PrivateModule
-from .metrics import log_accuracy, logs_metrics
 from .rows import RowTrainer, check_noise_arguments
 
 __all__ = ["MLP", "DPMLP"]
@@ -78,17 +77,8 @@ class _NodeMLP(PrivateModule):
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self.row_trainer.step(self.mlp, batch)
 
-    def _eval(self, data: Data, stage: str) -> torch.Tensor:
-        return log_accuracy(self, self(self.row_trainer.input_features(data.x)), data, stage)
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._eval(data, "val") if logs_metrics(self, "val") else None
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._eval(data, "test")
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self(self.row_trainer.input_features(data.x)).softmax(-1)
+    def _logits(self, data: Data) -> torch.Tensor:
+        return self(self.row_trainer.input_features(data.x))
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         """A new graph's nodes: their features only (no edge is read, nothing is released)."""

@@ -172,9 +172,6 @@ class PoinDP(AggregationPerturbationModule):
             Stage("classifier", hp.classifier_epochs, ("classifier",), "classifier_epochs"),
         ]
 
-    def calibrates_noise(self) -> bool:
-        return self.level.private
-
     # -- the release -------------------------------------------------------------------------
     def mechanism(self, noise_multiplier: float | None = None) -> HyperbolicGaussian:
         """The hyperbolic Gaussian mechanism at ``noise_multiplier`` (default: the fit's)."""
@@ -239,28 +236,13 @@ class PoinDP(AggregationPerturbationModule):
             self._hop0_cache = (x, self._eval_forward(enc, rows, call=enc.tangent))
         return self._hop0_cache[1]
 
-    def _classifier_input(self, x: torch.Tensor, release: torch.Tensor) -> torch.Tensor:
+    def classifier_input(self, x: torch.Tensor, release: torch.Tensor) -> torch.Tensor:
         release = release.to(device=x.device)
         tangent = H.logmap0(self.hyperbolic_embeddings(release), self.curvature) / self.clip
         radius = torch.log1p(release[:, :, :1].clamp_min(0.0))
         per_hop = torch.cat([tangent, radius], dim=2).flatten(1)
         return torch.cat([self._hop0(x), per_hop], dim=1).float()
 
-    def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        x = self._features(data)
-        if index == 0:
-            return (x,)
-        return (self._classifier_input(x, self.releases[self.mechanism_name]),)
-
-    def _logits(self, data: Data) -> torch.Tensor:
-        x = self._features(data)
-        if self.eval_stage() == 0:
-            return self.encoder_model(self.row_trainer.input_features(x))
-        return self.classifier(self._classifier_input(x, self.releases[self.mechanism_name]))
-
-    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
-        x = self._features(graph, outputs.get(LABEL_COUNTS))
-        return self.classifier(self._classifier_input(x, outputs[self.mechanism_name]))
 
 
 class PoinDPPaperCode(PrivateModule):

@@ -117,16 +117,10 @@ class _SAGEModule(PrivateModule):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         return self.net(x, edge_index)
 
-    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return log_accuracy(self, self._logits(data), data, "train")
-
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         if self.trainer.sanity_checking and self.releases.pending():
             return None  # EdgeRand randomizes the graph when the first epoch starts
         return log_accuracy(self, self._logits(data), data, "val")
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return log_accuracy(self, self._logits(data), data, "test")
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
         return self._logits(self.on_device(data)).softmax(-1)

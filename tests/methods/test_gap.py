@@ -189,7 +189,7 @@ def test_classifier_ensemble_averages_members_at_no_extra_privacy_cost(csbm_dm, 
     a, b = model.privacy_spent(), single.privacy_spent()
     assert a.epsilon == pytest.approx(b.epsilon, rel=1e-9) and model.pma.calls == 2
     model.eval()
-    h = model._with_hop0(model._features(csbm_dm.data), model.releases["pma"])
+    h = model.classifier_input(model._features(csbm_dm.data), model.releases["pma"])
     members = model.classifier.members
     with torch.no_grad():
         want = torch.stack([m(h).log_softmax(-1) for m in members]).mean(0)
