@@ -73,17 +73,15 @@ class AggregationPerturbationModule(PrivateModule):
         batch_size, max_grad_norm: DP-SGD settings (node level only).
         noise_multiplier: skip calibration and use this noise scale (checked against epsilon).
         seed: seed of the weight initialisation (never of privacy noise).
-        shard_rows: under DDP, each rank aggregates the edges into its block of node rows (the
-            noise still drawn once, on rank 0) and keeps and trains on its block of the cached
-            rows only; gathered back when the fit ends. No effect on the accounting.
+        shard_rows: under DDP, each rank aggregates into and trains on its block of node rows
+            (noise still drawn once); no effect on the accounting.
         label_counts: give every node a noisy count of its in-neighbours' training labels per
             class, ``A^T Y_train + N(0, sigma^2)``: one more Gaussian aggregation (one-hot rows
             have norm 1), at the full noise multiplier, drawn once and cached. ``None``: on at
             edge level and without privacy; refused at node level, where labels are private.
             A new graph uses the labels of its own ``train_mask``.
         train_batch_size: edge level and without privacy: shuffled batches of this many rows
-            instead of one full batch (the rows are public or post-processing, so it costs no
-            privacy; docs/performance.md). Refused at node level.
+            instead of one full batch (no privacy cost). Refused at node level.
         privacy, epsilon, delta, noise_seed, edge_unit, log_private_metrics, lr,
             weight_decay: as in :class:`PrivateModule`.
     """
@@ -160,9 +158,8 @@ class AggregationPerturbationModule(PrivateModule):
         self.hop_budget = None if hop_budget is None else tuple(hop_budget)
         node = self.level is Level.NODE
         self.row_trainer = RowTrainer(self, dpsgd=node)
-        # node level: validation labels are private and no mechanism covers them, so model
-        # selection on ``val/acc`` would leak them (the last epoch of each stage is kept);
-        # Poisson batches (DP-SGD) come from a per-epoch generator, full-batch rows do not
+        # node level: no model selection on private validation labels; Poisson batches come
+        # from a per-epoch generator
         self.staged = StagedFit(
             self, self.stage_rows, self.stage_optimizer, select=not node, reload_every_epoch=node
         )
@@ -640,8 +637,7 @@ class AggregationPerturbationModule(PrivateModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         saved = checkpoint.get("hyper_parameters", {})
         if self.label_counts and "label_counts" not in saved:
-            # written before label counts existed: the papers' model, the only one then (the
-            # default now turns them on); rebuilt at its own width before the weights load
+            # written before label counts existed: rebuilt at its width before the weights load
             self.label_counts = self.hparams["label_counts"] = False
             if self.hparams.get("num_features") is not None:
                 self._build(self.hparams["num_features"], self.hparams["num_classes"])

@@ -73,20 +73,17 @@ class Release:
 
     Attributes:
         name: cache, checkpoint and hub key.
-        mechanisms: ``mechanisms(noise_multiplier)``: the mechanisms one draw runs, each once
-            (their ``account`` is the plan, and what the draw must record).
-        draw: ``draw(Draw)``: a generator that yields ``(mechanism, *inputs)`` for each of
-            ``Draw.mechanisms``, is sent the noisy output, and returns the release.
+        mechanisms: ``mechanisms(noise_multiplier)``: what one draw runs, each once (the plan).
+        draw: ``draw(Draw)``: a generator yielding ``(mechanism, *inputs)`` for each of
+            ``Draw.mechanisms``, sent the noisy output, returning the release.
         stage: the fit draws it when it enters this stage (0: at the start of the fit).
         stream: the noise stream under an explicit ``noise_seed`` (research only).
-        collective: under DDP every rank calls ``draw`` (e.g. sums over edge partitions) and
-            each mechanism samples once, on rank 0; otherwise rank 0 alone draws.
+        collective: under DDP every rank calls ``draw``, each mechanism sampling on rank 0.
         inductive: drawn again, with fresh noise, on a new graph.
         guarantee: the guarantee it counts in (``None``: the model's own).
         save, load: the output to and from what checkpoints and published folders store.
-        reads: what the draw reads of its graph, among :data:`EDGES`, :data:`FEATURES`,
-            :data:`TRAIN_LABELS` and :data:`LABELS`; a new graph's cache and ledger key
-            (:func:`graph_digest`) covers exactly the union of what its releases read.
+        reads: what the draw reads of its graph (:data:`EDGES`, :data:`FEATURES`,
+            :data:`TRAIN_LABELS`, :data:`LABELS`): what a new graph's key covers.
     """
 
     name: str
@@ -203,8 +200,8 @@ class Releases:
         self.graphs_cached = int(graphs_cached)
         self._ledgers: dict[str, dict[str | None, PrivacyAccountant]] = {}
         self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        #: the graph the fit's releases read, in memory only (never checkpointed: a digest of
-        #: it would tell neighbouring graphs apart): a "new" graph is compared with it
+        #: the graph the fit's releases read, in memory only (a checkpointed digest would tell
+        #: neighbouring graphs apart): a "new" graph is compared with it
         self.fit_graph: Data | None = None
         #: why the last new graph was found to share private data with the training graph
         self.last_overlap: str | None = None
