@@ -1,15 +1,9 @@
 """The staged fit loop: many training phases inside one ``trainer.fit`` (GAP, ProGAP, PoinDP,
-and the one-stage MLP and SAGE baselines), on public Lightning API only (docs/staged-training.md).
-
-:class:`StagedFit` is a component the model holds (``model.staged``) and a ``Callback`` it
-returns from ``configure_callbacks()``. The active stage is a pure function of
-``trainer.current_epoch``, so a resume lands in the right stage; ``Trainer(max_epochs=N)`` sets
-the length of the whole fit (:meth:`StagedFit.follow_trainer_epochs`); the module is asked for
-its stage's rows (``train_dataloader_from``), reloaded per epoch or only at a new stage;
-entering a stage restores the previous stage's best weights, draws the releases the stage reads
-(cached, never redrawn) and swaps optimizers; the best weights per stage by ``val/acc`` (unless
-``select=False``, e.g. node level) and the active stage travel in checkpoints.
-``tests/loops/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks this.
+MLP, SAGE), on public Lightning API only (docs/staged-training.md). :class:`StagedFit` is a
+component the model holds and a ``Callback``: the active stage is a pure function of the epoch
+(a resume lands in the right stage); ``Trainer(max_epochs=N)`` sets the whole fit's length;
+entering a stage restores the previous stage's best weights, draws the releases it reads and
+swaps optimizers; the best weights by ``val/acc`` and the active stage travel in checkpoints.
 """
 
 from __future__ import annotations

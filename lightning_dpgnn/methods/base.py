@@ -1,15 +1,10 @@
 """Base LightningModule of every private method: the one privacy lifecycle, **plan ->
-calibrate -> record -> enforce -> report** (invariant one-lifecycle, docs/privacy.md), written
-once in components the module holds: ``model.releases`` (:mod:`.releases`: declared, drawn
-once, cached, checked against their plan), ``model.ledgers`` (:class:`~.ledgers.Ledgers`: the
-guarantees, delta, calibration, the reports, the only source of epsilon), ``model.guard``
-(:class:`~.guard.FitGuard`: trainer settings that break accounting, why a fit ends), and the
-staged fit, row trainer, new graphs (:mod:`.inductive`) and publishing.
-
-Noise is never replayable: every mechanism draws from an OS-entropy-seeded generator unless the
-user passes ``noise_seed=``, which the report then states. Checkpoints hold parameters,
-hyper-parameters, the report and the releases' outputs, nothing else computed from private data
-(invariant releases-only).
+calibrate -> record -> enforce -> report** (invariant one-lifecycle, docs/privacy.md), in
+components the module holds: ``releases`` (:mod:`.releases`), ``ledgers`` (:mod:`.ledgers`, the
+only source of epsilon), ``guard`` (:mod:`.guard`), the staged fit and the row trainer. Noise
+comes from OS entropy unless ``noise_seed=`` is given (the report says so); checkpoints hold
+parameters, hyper-parameters, the report and the releases' outputs only (invariant
+releases-only).
 """
 
 from __future__ import annotations

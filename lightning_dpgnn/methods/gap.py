@@ -1,17 +1,10 @@
-"""GAP: private GNN with aggregation perturbation (thesis ch. 4, Algorithms 5–8), three modules
-as stages of one ``trainer.fit``:
-
-1. **Encoder** (Alg. 6): an MLP + linear softmax head on node features and labels, no edges.
-2. **Aggregation** (Alg. 5, PMA): once, when the classifier stage starts, K Gaussian
-   sum-aggregations of the row-normalized encoder output, each hop normalized again; the K
-   noisy hops are the release. Hop 0 (no noise) is recomputed from the caller's features,
-   never stored.
-3. **Classification** (Alg. 7): per-hop base MLPs, COMBINE, head MLP, on the cached hops.
-
-Privacy: edge level is Proposition 6 (K Gaussian mechanisms, sensitivity 1 per directed edge,
-sqrt(2) per undirected edge); node level is Proposition 7 (both modules with DP-Adam, hops of
-sensitivity sqrt(D) under the degree promise), one noise multiplier calibrated jointly (thesis
-§4.7.5). Inference (Alg. 8) reads the cache, or draws the PMA with fresh noise on a new graph.
+"""GAP: private GNN with aggregation perturbation (thesis ch. 4, Alg. 5–8), three modules as
+stages of one fit: an encoder MLP on features and labels only (Alg. 6); the PMA (Alg. 5), K
+Gaussian sum-aggregations of the normalized encoder output drawn once and cached (hop 0, without
+noise, is recomputed, never stored); the classification module on the cached hops (Alg. 7).
+Edge level is Proposition 6 (sensitivity 1 per directed edge, sqrt(2) per undirected edge);
+node level Proposition 7 (DP-Adam, hops of sensitivity sqrt(D) under the degree promise), one
+noise multiplier calibrated jointly (thesis §4.7.5). A new graph's PMA draws fresh noise.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """PoinDP: hierarchy-aware private node embeddings in the Poincaré ball (Wei et al., AAAI 2024),
-made sound (``docs/poindp.md``).
-
-``mode="dp"`` runs as stages of one ``trainer.fit``:
-
-1. **Encoder** (:class:`~lightning_dpgnn.nn.poincare.PoincareEncoder`): an MLP into the tangent
-   space at the origin, ``exp_0`` onto the ball, pre-trained with a linear head on the training
-   labels; no edge is read (DP-Adam at node level).
-2. **Release** (stage 1, drawn once, cached): the hyperbolic Gaussian mechanism
-   (:class:`~lightning_dpgnn.privacy.hyperbolic.HyperbolicGaussian`) on the ball embeddings:
-   clipped in the tangent space, split into radius (share ``beta``) and direction, the
-   neighbourhood sums of each with Gaussian noise (the sensitivity of GAP's sum aggregation:
-   ``sqrt(2)`` per undirected edge, ``sqrt(D)`` per node), recombined on the ball.
-3. **Classifier**: an MLP on each node's own clipped tangent embedding, the recombined release
-   (``log_0``) and the log of its radius sum, trained on the cache only.
-
-The slides' Poincaré pre-training reads the edges (and, in the authors' code, every label), so
-it is not used: the encoder's radius plays its role, released through the mechanism.
-``mode="paper-code"`` reproduces the authors' code for Table 1 and is NOT differentially
-private (bounded logit noise, nothing accounted): its report says so and ``PrivacyBudget`` and
-the zoo refuse it (:class:`~.paper_code.PaperCode`).
+made sound (``docs/poindp.md``). ``mode="dp"``: an encoder onto the ball trained without edges
+(DP-Adam at node level); the release, drawn once, is the hyperbolic Gaussian mechanism on the
+ball embeddings (radius share ``beta`` and direction, each neighbourhood sum with noise of the
+sensitivity of GAP's sum aggregation: ``sqrt(2)`` per undirected edge, ``sqrt(D)`` per node);
+a classifier on the cache only. The slides' pre-training reads the edges (and in the authors'
+code every label), so the encoder's radius plays its role. ``mode="paper-code"`` reproduces
+the authors' code and is NOT differentially private (:class:`~.paper_code.PaperCode`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""Releases: the private outputs a method publishes, and the release half of the lifecycle.
-
-A method **declares** its releases (:class:`Release`: a name, its mechanisms at a noise
-multiplier, the draw that feeds them, the stage before which the fit needs it);
-:class:`Releases` plans them (their cost is recorded before anything is drawn), caches each
-fit's draw (``PrivateModule.draw_releases``: once, through
-:func:`~lightning_dpgnn.privacy.mechanism.run`; under DDP rank 0 draws and broadcasts,
-invariant one-draw-under-ddp), checks every draw against its plan (:meth:`Releases.check_spend`),
-checkpoints and restores the outputs (never drawn again), and draws them with fresh noise on a
-new graph's own ledger (:meth:`Releases.on_graph`). A "new" graph that shares private data with
-the training graph composes into the training ledgers instead (invariant overlapping-releases,
-docs/privacy.md). Releases are drawn in Lightning hooks, never from a dataloader request.
+"""Releases: the private outputs a method publishes. A method **declares** them
+(:class:`Release`); :class:`Releases` plans them before anything is drawn, caches each fit's
+draw (once, through :func:`~lightning_dpgnn.privacy.mechanism.run`; under DDP rank 0 draws,
+invariant one-draw-under-ddp), checks every draw against its plan, checkpoints the outputs
+(never drawn again) and draws them with fresh noise on a new graph's own ledger; a "new" graph
+sharing private data with the training graph composes into the training ledgers (invariant
+overlapping-releases, docs/privacy.md). Releases are drawn in hooks, never from a dataloader.
 """
 
 from __future__ import annotations
