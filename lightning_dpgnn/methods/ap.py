@@ -1,14 +1,8 @@
-"""Shared machinery of the aggregation-perturbation methods (GAP, ProGAP, PoinDP).
-
-They train in stages on the staged fit loop, read the graph only through Gaussian
-sum-aggregations whose noisy outputs are released once and cached, and (at node level) train
-every stage with DP-SGD. Here: the argument checks, the node-level degree promise (invariant
-stable-degree-bound, docs/privacy.md), one DP-SGD phase per stage (``"<stage>/dpsgd"``), the
-plan of the rest of the fit (pending aggregations, sensitivity ``sqrt(2)`` per undirected edge,
-1 per directed edge, ``sqrt(D)`` per node, plus the remaining DP-SGD steps) that
-:class:`PrivateModule` calibrates into one noise multiplier (thesis §4.7.5, Theorem 5), the
-optional label counts, and under DDP (``shard_rows``) the aggregations on edge partitions with
-the cached rows sharded across ranks (docs/distributed.md).
+"""Shared machinery of the aggregation-perturbation methods (GAP, ProGAP, PoinDP): staged fits
+that read the graph only through Gaussian sum-aggregations released once and cached, with
+DP-SGD at node level; the degree promise (invariant stable-degree-bound), the plan of the rest
+of the fit that :class:`PrivateModule` calibrates into one noise multiplier (thesis §4.7.5,
+Theorem 5), the label counts, and DDP row sharding (docs/distributed.md).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""ProGAP: progressive private GNN with aggregation perturbation (thesis ch. 5, Alg. 9–10).
-
-A ``K``-layer GNN is split into ``K + 1`` submodels trained one after the other as stages of
-one ``trainer.fit``: stage 0 trains ``MLP_base^(0)`` (+ ``JK^(0)`` and a head) on the features;
-on entering stage ``s >= 1`` the embeddings of stage ``s - 1`` go through **NAP** once (normalize
-rows, sum over in-neighbours, add Gaussian noise) and the noisy ``X~^(s)`` is released and
-cached (Alg. 9); stage ``s`` trains base MLPs ``0..s`` (``"progressive"``, Alg. 10) or only
-``s`` (``"layerwise"``), with a fresh JK and head.
-
-Privacy: the graph is read only by the ``K`` NAPs. Edge level is Theorem 4 (sensitivity 1 per
-directed edge, sqrt(2) per undirected edge); node level is Theorem 5 (NAP sensitivity sqrt(D)
-under the degree promise, every stage with DP-Adam, one noise multiplier calibrated jointly).
+"""ProGAP: progressive private GNN with aggregation perturbation (thesis ch. 5, Alg. 9–10):
+``K + 1`` submodels trained one after the other as stages of one fit; entering stage ``s >= 1``
+releases ``X~^(s)``, a NAP (normalize, sum over in-neighbours, add Gaussian noise) of stage
+``s - 1``'s embeddings, once and cached. The graph is read only by the ``K`` NAPs: edge level is
+Theorem 4 (sensitivity 1 per directed edge, sqrt(2) per undirected edge); node level Theorem 5
+(sensitivity sqrt(D) under the degree promise, DP-Adam, one noise multiplier calibrated jointly).
 """
 
 from __future__ import annotations
