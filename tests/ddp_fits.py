@@ -112,14 +112,14 @@ for run, epochs in (("GAP", 10), ("GAP-again", 1)):
     model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_epochs=3, classifier_epochs=epochs,
                 seed=0)
     t, out[run] = fit(model)
-    out[run]["cache"] = digest([model.aggregates])
+    out[run]["cache"] = digest([model.releases["pma"]])
 # sharded rows (the default under DDP): blocks, noisy hops, validation shares
 model = RecordingGAP(privacy="edge", epsilon=4.0, hops=2, encoder_epochs=2, classifier_epochs=3,
                      seed=0)
 t = trainer()
 t.fit(model, NodeDataModule("csbm", seed=0))
 out["GAP-sharded"] = dict(model.seen, val_acc=float(t.callback_metrics["val/acc"]),
-                          num_nodes=model._graph.num_nodes, cache=digest([model.aggregates]),
+                          num_nodes=model._graph.num_nodes, cache=digest([model.releases["pma"]]),
                           ledger=model.accountant.state_dict()["ledger"])
 # aggregates of the raw features at a fixed noise seed (test-only): the single-process ones;
 # from the same initial weights the accuracy is then the single-process one, noise aside
@@ -127,22 +127,22 @@ for shard in (True, False):
     model = GAP(privacy="edge", epsilon=4.0, hops=2, encoder_layers=0, classifier_epochs=5,
                 noise_seed=7, seed=0, shard_rows=shard)
     t, out[f"GAP-seeded-{shard}"] = fit(model)
-    out[f"GAP-seeded-{shard}"]["cache"] = digest([model.aggregates])
+    out[f"GAP-seeded-{shard}"]["cache"] = digest([model.releases["pma"]])
     if dist.get_rank() == 0:
-        torch.save(model.aggregates, f"{OUT}/gap-seeded-{shard}.pt")
+        torch.save(model.releases["pma"], f"{OUT}/gap-seeded-{shard}.pt")
 model = ProGAP(privacy="edge", epsilon=4.0, depth=2, epochs_per_stage=5)
 t, out["ProGAP"] = fit(model)
-out["ProGAP"]["cache"] = digest(model.aggregates)
+out["ProGAP"]["cache"] = digest([model.releases[n] for n in model.hop_names()])
 # label counts: one more one-time aggregation, drawn once over the sharded rows
 model = ProGAP(privacy="edge", epsilon=4.0, depth=1, epochs_per_stage=2, label_counts=True)
 t, out["ProGAP-counts"] = fit(model)
-out["ProGAP-counts"]["cache"] = digest([model.counts, *model.aggregates])
+out["ProGAP-counts"]["cache"] = digest([model.releases["label_counts"], model.releases["nap/1"]])
 model = ProGAP(privacy="none", depth=1, epochs_per_stage=2)
 t, out["ProGAP-none"] = fit(model)
 # PoinDP: its hyperbolic release is a collective neighbour sum, drawn once on rank 0
 model = PoinDP(privacy="edge", epsilon=4.0, encoder_epochs=3, classifier_epochs=10)
 t, out["PoinDP"] = fit(model)
-out["PoinDP"]["cache"] = digest([model.aggregates])
+out["PoinDP"]["cache"] = digest([model.releases["poindp"]])
 model = MLP(privacy="none", epochs=2)
 t, out["MLP"] = fit(model)
 model = LPGNN(x_epsilon=1.0, y_epsilon=2.0)
@@ -165,7 +165,7 @@ t, out["DPMLP"] = fit(model, max_epochs=1)
 model = GAP(privacy="node", epsilon=None, noise_multiplier=2.0, hops=1, max_degree=100,
             encoder_epochs=1, classifier_epochs=1, batch_size=256)
 t, out["GAP-node"] = fit(model)
-out["GAP-node"]["cache"] = digest([model.aggregates])
+out["GAP-node"]["cache"] = digest([model.releases["pma"]])
 # resume (Trainer.fit(ckpt_path=...)) of a sharded node-level fit (aggregation + DP-SGD) from
 # a checkpoint written before the aggregation (epoch 0: one encoder epoch left) and one written
 # after it (epoch 2: one classifier epoch left; the aggregation is drawn when the encoder stage
@@ -180,21 +180,22 @@ model = resumable()
 saver = ModelCheckpoint(dirpath=f"{OUT}/resume", save_top_k=-1, filename="{epoch}")
 t = trainer(enable_checkpointing=True, callbacks=[saver])
 t.fit(model, NodeDataModule("csbm", seed=0))
-out["resume-whole"] = {"cache": digest([model.aggregates]), "epochs": t.current_epoch,
+out["resume-whole"] = {"cache": digest([model.releases["pma"]]), "epochs": t.current_epoch,
                        "ledger": model.accountant.state_dict()["ledger"]}
 for epoch in (0, 2):
     model = resumable()
     t = trainer()
     t.fit(model, NodeDataModule("csbm", seed=0), ckpt_path=f"{OUT}/resume/epoch={epoch}.ckpt")
-    out[f"resume-from-{epoch}"] = {"cache": digest([model.aggregates]), "epochs": t.current_epoch,
+    out[f"resume-from-{epoch}"] = {"cache": digest([model.releases["pma"]]),
+                                   "epochs": t.current_epoch,
                                    "ledger": model.accountant.state_dict()["ledger"]}
 # the baselines' one-time releases: EdgeRand's noisy graph, DPGNN's inference aggregate
 model = EdgeRand(epsilon=2.0, epochs=2)
 t, out["EdgeRand"] = fit(model)
-out["EdgeRand"]["cache"] = digest([model.noisy_edge_index])
+out["EdgeRand"]["cache"] = digest([model.releases["edges"]])
 model = DPGNN(epsilon=None, noise_multiplier=2.0, max_degree=21, batch_size=128)
 t, out["DPGNN"] = fit(model, max_epochs=1)
-out["DPGNN"]["cache"] = digest([model.noisy_aggregate])
+out["DPGNN"]["cache"] = digest([model.releases["aggregation"]])
 
 # -- DP-SGD on a fixed global batch of 16 rows: rank r holds rows r, r+2, ...; the update's std
 # over repeated steps must be the single-process one, z C / B (noise added once, not per rank)

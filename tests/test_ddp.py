@@ -163,8 +163,8 @@ def test_partitioned_aggregation_equals_one_process(ranks, make_trainer, tmp_pat
     out = Path(ranks["out"])
     for shard in (True, False):
         ddp = torch.load(out / f"gap-seeded-{shard}.pt", weights_only=True)
-        assert ddp.shape == model.aggregates.shape
-        assert torch.allclose(ddp, model.aggregates, atol=1e-5)
+        assert ddp.shape == model.releases["pma"].shape
+        assert torch.allclose(ddp, model.releases["pma"], atol=1e-5)
         assert abs(ranks[0][f"GAP-seeded-{shard}"]["acc"] - acc) < 0.05, (shard, acc)
 
 

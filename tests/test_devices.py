@@ -116,7 +116,7 @@ def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, gra
     last = len(model.staged.stages) - 1
     for stage in range(last + 1):
         model.draw_releases(stage)  # the fit's one-time aggregations (the graph is on the CPU)
-    cache = model.aggregates
+    cache = [model.releases[n] for n in model.hop_names()]
     assert on_cuda(cuda, cache)
     # the rows of the last stage are built from the CPU graph the data module hands over
     # (one full batch: Poisson batches need a trainer's epoch, and index the same rows)
@@ -143,7 +143,7 @@ def test_aggregation_perturbation_runs_and_caches_on_the_module_device(cuda, gra
     restored.staged.load_state_dict(model.staged.state_dict())
     cuda.module(restored)
     assert cuda.on_device(restored.predict_step(batch, 0))
-    assert on_cuda(cuda, restored.aggregates)
+    assert on_cuda(cuda, [restored.releases[n] for n in restored.hop_names()])
     # the data module's graph was copied, never moved in place
     assert not any(cuda.on_device(t) for _, t in graph() if isinstance(t, torch.Tensor))
 
@@ -152,7 +152,7 @@ def test_dpgnn_releases_its_aggregate_on_the_module_device(cuda, graph):
     model = private(DPGNN(epsilon=None, noise_multiplier=1.0, max_degree=200), graph)
     cuda.module(model)
     model.draw_releases()
-    assert cuda.on_device(model.noisy_aggregate)
+    assert cuda.on_device(model.releases["aggregation"])
     assert not cuda.on_device(model.privacy_state()["outputs"][model.mechanism_name])
     batch = copy.copy(graph).to("cuda")
     assert cuda.on_device(model.predict_step(batch, 0))
@@ -173,11 +173,10 @@ def test_poisson_batches_index_rows_on_the_device(cuda):
 
 def _cached(model):
     """The one-time outputs a model holds for its fit (None: it has none)."""
-    for name in ("aggregates", "noisy_aggregate", "noisy_edge_index"):
-        value = getattr(model, name, None)
-        if value is not None:
-            return value
-    return None
+    if hasattr(model, "hop_names"):  # GAP, ProGAP: the hops drawn
+        return [v for n in model.hop_names() if (v := model.releases.get(n)) is not None] or None
+    name = {DPGNN: "aggregation", EdgeRand: "edges"}.get(type(model))
+    return None if name is None else model.releases.get(name)
 
 
 CSBM = dict(seed=0, classes=[0, 1, 2, 3, 4])
@@ -222,8 +221,8 @@ def test_a_whole_fit_runs_on_the_device(cuda, name):
     cached = _cached(model)
     if cached is not None:  # kept where the fit used it
         assert on_cuda(cuda, cached)
-    if getattr(model, "counts", None) is not None:  # GAP/ProGAP's label counts
-        assert cuda.on_device(model.counts)
+    if model.releases.get("label_counts") is not None:  # GAP/ProGAP's label counts
+        assert cuda.on_device(model.releases["label_counts"])
     for value in model.privacy_state()["outputs"].values():  # checkpoints: CPU tensors
         for t in value if isinstance(value, list) else [value]:
             assert not isinstance(t, torch.Tensor) or not cuda.on_device(t)

@@ -1,39 +1,9 @@
 """The staged fit loop: many training phases inside one ``trainer.fit`` (GAP, ProGAP, PoinDP,
-and the one-stage MLP and SAGE baselines).
-
-Lightning 2 removed its public loop-customisation API, so this module stays on public API
-(a deliberate choice; see docs/staged-training.md). :class:`StagedFit` is a component the
-model holds (``model.staged``) and a ``Callback`` the model returns from
-``configure_callbacks()``:
-
-* the active stage is a pure function of ``trainer.current_epoch`` (stage ``s`` owns epochs
-  ``[sum(epochs[:s]), sum(epochs[:s+1]))``), so resuming from any checkpoint lands in the right
-  stage with no extra state;
-* ``Trainer(max_epochs=N)`` sets the length of the whole fit: stages at their default epochs
-  are scaled so that they add up to ``N`` (their epoch arguments in the hyper-parameters are
-  rewritten, so the plan, checkpoints and cards say what ran); epochs given to the model are
-  its plan, which ``N`` may exceed (a maximum not reached) but not cut short (refused, one
-  line); ``setup`` then sets ``trainer.fit_loop.max_epochs`` to the total and
-  ``trainer.reload_dataloaders_every_n_epochs = 1``, so the module is asked for its stage's
-  training rows (``train_dataloader_from``); when a stage's loader is the same at every epoch
-  (``reload_every_epoch=False``: full-batch rows, no per-epoch Poisson generator), each epoch
-  sets it to reload only before the first epoch of the next stage (reloading costs Lightning a
-  few milliseconds per epoch, more than a full-batch step);
-* entering a stage (``enter_stage``) restores the previous stage's best weights, draws the
-  releases the stage reads (e.g. the private aggregation — cached, never redrawn once present)
-  and swaps optimizers with ``trainer.strategy.setup_optimizers(trainer)``;
-* per-stage model selection: after each validation the weights of the stage's trainable modules
-  are kept if ``val/acc`` improved; they are restored when the stage ends and at fit end
-  (skipped with ``select=False``, e.g. node-level DP); with a ``patience`` the rest of a stage
-  is skipped once ``val/acc`` stops improving;
-* the progress bar (Rich, Lightning's default, or TQDM) shows the stage name, and ``stage`` is
-  logged; the fit announces its stages once (the model owns its epochs, so Lightning's
-  "``max_epochs=N`` reached" line, which would contradict ``Trainer(max_epochs)``, is left out);
-* the active stage and the best snapshots are the callback's state: Lightning checkpoints them
-  once, under ``checkpoint["callbacks"]["StagedFit"]``.
-
-``tests/loops/test_staged_loop.py`` fails loudly if a Lightning upgrade breaks stage switching,
-dataloader reloading or checkpoint resume.
+MLP, SAGE), on public Lightning API only (docs/staged-training.md). :class:`StagedFit` is a
+component the model holds and a ``Callback``: the active stage is a pure function of the epoch
+(a resume lands in the right stage); ``Trainer(max_epochs=N)`` sets the whole fit's length;
+entering a stage restores the previous stage's best weights, draws the releases it reads and
+swaps optimizers; the best weights by ``val/acc`` and the active stage travel in checkpoints.
 """
 
 from __future__ import annotations
@@ -68,8 +38,7 @@ class _HideMaxEpochsReached(logging.Filter):
 
 
 def _rank_zero_log() -> logging.Logger:
-    """The logger Lightning's ``rank_zero_info`` writes to (``lightning.pytorch`` names it after
-    its ``utilities.rank_zero`` module when imported)."""
+    """The logger Lightning's ``rank_zero_info`` writes to."""
     return logging.getLogger("lightning.pytorch.utilities.rank_zero")
 
 
@@ -107,21 +76,13 @@ def _snapshot(module: nn.Module) -> dict[str, Any]:
 
 @dataclass
 class Stage:
-    """One training phase.
-
-    Attributes:
-        name: shown in the progress bar and logs (e.g. ``"encoder"``, ``"classifier"``).
-        epochs: epochs the stage trains for (0 skips training but still draws its releases).
-        modules: names of the attributes holding the stage's trainable modules (model
-            selection snapshots and restores these).
-        argument: the model's hyper-parameter that sets ``epochs`` (scaled to follow
-            ``Trainer(max_epochs)``, see :meth:`StagedFit.follow_trainer_epochs`).
-    """
+    """One training phase: its name (progress bar, logs), its epochs (0 skips training but
+    still draws its releases), the attributes holding its trainable modules (model selection
+    snapshots these) and the hyper-parameter that sets its epochs (``None``: none)."""
 
     name: str
     epochs: int
     modules: tuple[str, ...] = field(default_factory=tuple)
-    #: the hyper-parameter that sets ``epochs`` (several stages may share one); ``None``: none
     argument: str | None = None
 
 
@@ -142,16 +103,10 @@ def _split_epochs(
 
 
 class StagedFit(Callback):
-    """The fit of a ``LightningModule`` in stages: a component the module holds
-    (``module.staged``) and returns from ``configure_callbacks()``, whose Lightning hooks switch
-    the stages; the module's ``on_fit_start``, ``configure_optimizers``,
-    ``on_train_batch_start`` and ``train_dataloader_from`` delegate to it.
-
-    The method declares its stages (``module.configure_stages()``) and the training loader of a
-    stage (``rows(stage_index, data)``), and may give the optimizer of a stage
-    (``optimizer(stage_index)``; default: the model's Adam over the stage's modules). Entering a
-    stage draws the releases it reads (``module.draw_releases``: once, cached, never redrawn on
-    a resume).
+    """The fit of a ``LightningModule`` in stages, whose Lightning hooks switch the stages.
+    The method declares its stages (``module.configure_stages()``), the training loader of a
+    stage (``rows(stage_index, data)``) and optionally its optimizer (``optimizer(index)``;
+    default: the model's Adam over the stage's modules).
 
     Attributes:
         patience: per-stage early stopping: skip the rest of a stage once ``val/acc`` has not
@@ -175,10 +130,8 @@ class StagedFit(Callback):
         select: bool = True,
         reload_every_epoch: bool = True,
     ) -> None:
-        # Trainer() without max_epochs warns at the start of every fit, before any model hook,
-        # that it will run 1000 epochs: a staged model sets its own length (announced at
-        # setup), so the line would contradict it. Hidden from the first staged model on (a
-        # non-staged model fitted later in the process no longer shows it either).
+        # Trainer() without max_epochs warns that it will run 1000 epochs: a staged model sets
+        # its own length (announced at setup), so the line would contradict it
         warnings.filterwarnings(
             "ignore", message="`max_epochs` was not set", category=PossibleUserWarning
         )
@@ -211,11 +164,8 @@ class StagedFit(Callback):
         return self.stage_of_epoch(self.module.trainer.current_epoch)
 
     def enter_stage(self, index: int) -> None:
-        """Move to stage ``index``, closing each earlier stage on the way.
-
-        Closing stage ``s`` restores its best weights; entering ``s + 1`` draws the releases it
-        reads. The active stage travels in checkpoints, so a resumed fit repeats no transition.
-        """
+        """Move to stage ``index``: closing stage ``s`` restores its best weights, entering
+        ``s + 1`` draws the releases it reads (a resumed fit repeats no transition)."""
         if self.active_stage is None:
             self.active_stage = 0
             self.module.draw_releases(0)
@@ -225,16 +175,14 @@ class StagedFit(Callback):
             self.module.draw_releases(self.active_stage)
 
     def start(self) -> None:
-        """Enter the stage the fit starts in (the first, or the one a resumed checkpoint was
-        in): its one-time work (releases) runs in the module's ``on_fit_start``, after its
-        checks, never from a dataloader request."""
+        """Enter the stage the fit starts or resumes in (from the module's ``on_fit_start``,
+        never from a dataloader request)."""
         self.enter_stage(self.stage_of_epoch(self._resume_epoch))
 
     # -- what the module's hooks delegate ------------------------------------------------------
     def optimizer(self) -> torch.optim.Optimizer:
-        """The optimizer of the stage now training. On resume, Lightning restores the
-        optimizer state after this call: it is the one of the stage the checkpoint was written
-        in, so the states match."""
+        """The optimizer of the stage now training (on resume: of the stage the checkpoint was
+        written in, whose state Lightning then restores)."""
         stage = self._optimizer_stage
         if stage is None:
             stage = self.current_stage if self.module._trainer is not None else 0
@@ -245,8 +193,7 @@ class StagedFit(Callback):
         return self.module.adam(p for m in modules for p in m.parameters() if p.requires_grad)
 
     def loader(self, data: Any) -> DataLoader:
-        """The training rows of the current stage: read from its releases, which the stage
-        hooks drew (a dataloader request never draws)."""
+        """The training rows of the current stage (a dataloader request never draws)."""
         index = self.current_stage
         if self.active_stage is None or index > self.active_stage:
             raise RuntimeError(
@@ -257,8 +204,8 @@ class StagedFit(Callback):
         return self.rows(index, data)
 
     def out_of_patience(self) -> bool:
-        """Whether the current stage has run out of patience: the rest of its epochs are
-        skipped (no step, no privacy spend); its best epoch is kept."""
+        """Whether the current stage has run out of patience (the rest of its epochs are
+        skipped: no step, no spend)."""
         if self.patience is None or not self.select:
             return False
         best = self.best.get(self.current_stage)
@@ -280,16 +227,13 @@ class StagedFit(Callback):
         _rank_zero_log().addFilter(_HIDE_MAX_EPOCHS)
 
     def follow_trainer_epochs(self, trainer: Any) -> None:
-        """Make the stages add up to ``Trainer(max_epochs=N)`` when one was asked for: scale
-        the stages' epoch arguments in proportion when the model was not given them. Epochs
-        the model was given (``given_arguments``) are its plan: ``N`` above their total is a
-        maximum not reached (as with early stopping), ``N`` below it is refused (one line),
-        and so is an ``N`` that cannot be split into whole epochs per argument. Runs in the
-        callback's ``setup``, before the module's (where the privacy plan is made)."""
+        """Make the stages add up to ``Trainer(max_epochs=N)``, before the module's setup makes
+        the privacy plan: epoch arguments the model was not given are scaled in proportion;
+        given ones are its plan (``N`` above it: a maximum not reached; below it, or not
+        splittable into whole epochs: refused)."""
         module = self.module
         asked = trainer.fit_loop.max_epochs
-        # Trainer() without max_epochs or max_steps runs Lightning's default of 1000 epochs:
-        # nothing was asked for then
+        # Trainer() without max_epochs or max_steps: Lightning's default, nothing was asked
         default = asked == _LIGHTNING_DEFAULT_EPOCHS and trainer.max_steps == -1
         total = self.total_epochs()
         if asked in (None, -1, total) or default:
@@ -338,10 +282,8 @@ class StagedFit(Callback):
         )
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        """After the last epoch of a stage, close it and enter the next (drawing its releases)
-        — unless the fit ends here (its last epoch, ``max_steps``, or a stop), so that no
-        release is drawn that no step will read. Checkpoints written after this hook (Lightning's
-        ``ModelCheckpoint``) hold the new stage's releases."""
+        """After the last epoch of a stage, enter the next (drawing its releases, which
+        checkpoints written after this hook hold), unless the fit ends here."""
         following = trainer.current_epoch + 1
         ends = (
             following >= trainer.fit_loop.max_epochs
@@ -399,8 +341,8 @@ class StagedFit(Callback):
         self.active_stage = state_dict.get("active_stage")
 
     def on_load_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
-        """A resumed fit enters the stage of the epoch it restarts at (after an epoch-end
-        checkpoint: the next one), with the optimizer of the stage the checkpoint was in."""
+        """A resumed fit enters the stage of the epoch it restarts at, with the optimizer of the
+        stage the checkpoint was in."""
         epoch = checkpoint.get("epoch", 0)
         progress = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_progress", {})
         self._resume_epoch = int(progress.get("current", {}).get("processed", epoch))

@@ -1,25 +1,8 @@
-"""Shared machinery of the aggregation-perturbation methods (GAP, ProGAP).
-
-Both methods train in stages on the staged fit loop, query the graph only through a Gaussian
-sum-aggregation mechanism whose noisy outputs are cached once, and (at node level) train every
-stage with DP-SGD. What they share lives here, so each method file reads like its algorithm box:
-
-* argument checks (degree bound, epsilon or noise multiplier, no BatchNorm at node level);
-* the private graph (node level: the promise that every in- and out-degree is at most ``D``
-  is checked, invariant stable-degree-bound — see docs/privacy.md for why no projection is used);
-* one DP-SGD phase per stage (ledger name ``"<stage>/dpsgd"``), Poisson loaders, DP-Adam;
-* the privacy plan of the remaining fit — pending aggregations (edge: sensitivity ``sqrt(2)``
-  for the undirected unit or 1 for the directed one; node: ``sqrt(D)``) plus the remaining
-  DP-SGD steps — which :class:`PrivateModule` calibrates into a single noise multiplier
-  (thesis §4.7.5 for GAP, Theorem 5 for ProGAP);
-* the mechanism, built lazily (so a restored model provably never queried it);
-* checkpoints carrying the cached aggregates (mechanism outputs) and the staged state;
-* transductive inference from the cache, inductive inference with fresh noise on a new graph;
-* under DDP (``shard_rows=True``), the fit's aggregations on edge partitions and the cached
-  rows sharded across the ranks (docs/distributed.md, "Memory per rank").
-
-Subclasses implement ``_build``, ``configure_stages``, ``pending_aggregations``,
-``stage_model``, ``stage_inputs``, ``_logits`` and ``_forward_graph``.
+"""Shared machinery of the aggregation-perturbation methods (GAP, ProGAP, PoinDP): staged fits
+that read the graph only through Gaussian sum-aggregations released once and cached, with
+DP-SGD at node level; the degree promise (invariant stable-degree-bound), the plan of the rest
+of the fit that :class:`PrivateModule` calibrates into one noise multiplier (thesis §4.7.5,
+Theorem 5), the label counts, and DDP row sharding (docs/distributed.md).
 """
 
 from __future__ import annotations
@@ -46,7 +29,7 @@ from ..privacy.aggregation import (
     sum_aggregate,
 )
 from ..privacy.distributed import block_sum_aggregate, gather_rows, row_blocks
-from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
+from ..privacy.dpsgd import DPSGDPhase, grad_sample_module, unwrap
 from ..privacy.mechanism import Steps
 from ..publish.card import MethodCard
 from .arguments import node_unit
@@ -64,19 +47,42 @@ LABEL_STREAM = 7919
 
 __all__ = ["AggregationPerturbationModule"]
 
-class AggregationPerturbationModule(PrivateModule):
-    """Base of GAP and ProGAP. Subclasses set ``mechanism_name``. The model holds its staged
-    fit (``self.staged``) and its row trainer (``self.row_trainer``: DP-SGD at node level).
 
-    ``self.aggregates`` holds the cached private output of the mechanism (its type is the
-    subclass's business); ``self.aggregation`` is the mechanism, ``None`` until first used.
+class AggregationPerturbationModule(PrivateModule):
+    """Base of GAP, ProGAP and PoinDP: holds the staged fit (``self.staged``) and the row
+    trainer (DP-SGD at node level); ``self.aggregation`` is the mechanism, ``None`` until first
+    used. Subclasses set ``mechanism_name`` and declare their hop releases.
+
+    Args:
+        max_degree: node level (required there): D, a public bound on every in- and
+            out-degree (checked: a graph above it is refused).
+        ensemble: classification modules trained side by side on the cached releases, their
+            log-probabilities averaged (one model to the privacy analysis).
+        hop_budget: each hop's share of the aggregation budget (normalized; ``None``: equal):
+            hop ``k`` gets noise multiplier ``z * sqrt(1 / (K * share_k))``.
+        dropout, activation: MLP settings.
+        normalization: ``"auto"`` (BatchNorm at edge level and without privacy,
+            :attr:`node_level_normalization` at node level), ``"none"``, ``"layer"``,
+            ``"group"`` or ``"batch"`` (refused at node level: BatchNorm mixes samples).
+        batch_size, max_grad_norm: DP-SGD settings (node level only).
+        noise_multiplier: skip calibration and use this noise scale (checked against epsilon).
+        seed: seed of the weight initialisation (never of privacy noise).
+        shard_rows: under DDP, each rank aggregates into and trains on its block of node rows
+            (noise still drawn once); no effect on the accounting.
+        label_counts: give every node a noisy count of its in-neighbours' training labels per
+            class, ``A^T Y_train + N(0, sigma^2)``: one more Gaussian aggregation (one-hot rows
+            have norm 1), at the full noise multiplier, drawn once and cached. ``None``: on at
+            edge level and without privacy; refused at node level, where labels are private.
+            A new graph uses the labels of its own ``train_mask``.
+        train_batch_size: edge level and without privacy: shuffled batches of this many rows
+            instead of one full batch (no privacy cost). Refused at node level.
+        privacy, epsilon, delta, noise_seed, edge_unit, log_private_metrics, lr,
+            weight_decay: as in :class:`PrivateModule`.
     """
 
     mechanism_name = "aggregation"
-    sparse_features = True  # rows gathered as sparse COO (``RowTrainer.node_rows``)
     caches = ("_features_cache_lc", "_local_view")  # declared (PrivateModule.reset_caches)
-    #: what a hub folder published before a hyper-parameter existed was made with (read by
-    #: ``lightning_dpgnn.publish.hub.read_folder``): the papers' model had no label counts
+    #: what a hub folder published before label counts existed was made with (the papers' model)
     legacy_hparams = {"label_counts": False}
 
     def __init__(
@@ -104,61 +110,6 @@ class AggregationPerturbationModule(PrivateModule):
         label_counts: bool | None = None,
         train_batch_size: int | None = None,
     ) -> None:
-        """The settings GAP and ProGAP share; each subclass takes its own in its signature
-        and forwards these (PyG's style), so they are documented once, here.
-
-        Args:
-            max_degree: node level (required there): D, a public upper bound on every in- and
-                out-degree of the graph (checked; a graph above it is refused, see
-                docs/privacy.md); the unit says the guarantee holds among graphs whose degrees
-                are <= D. Unused at other levels.
-            ensemble: classification modules trained side by side on the cached aggregates,
-                their log-probabilities averaged (one model to the privacy analysis: no extra
-                cost).
-            hop_budget: each hop's share of the aggregation budget (K positive numbers,
-                normalized; ``None``: equal). Same epsilon; hop ``k`` gets noise multiplier
-                ``z * sqrt(1 / (K * share_k))`` (see ``hop_noise_scales``).
-            dropout, activation: MLP settings.
-            normalization: ``"auto"`` (BatchNorm at edge level and without privacy,
-                :attr:`node_level_normalization` at node level), ``"none"``, ``"layer"``,
-                ``"group"`` or ``"batch"`` (refused at node level: BatchNorm mixes samples).
-            lr, weight_decay: Adam (DP-Adam at node level) settings of every stage.
-            batch_size, max_grad_norm: DP-SGD settings (node level only; other levels
-                full-batch).
-            noise_multiplier: skip calibration and use this noise scale (checked against
-                epsilon).
-            seed: seed of the weight initialisation (never of privacy noise).
-            noise_seed: reproducible aggregation noise and Poisson batches, for research only
-                (the report says the guarantee does not hold against anyone who knows it).
-            edge_unit: ``"undirected"`` (default: one friendship) or ``"directed"`` (the
-                thesis').
-            log_private_metrics: node level: log ``val/*`` on private labels during the fit.
-            shard_rows: under DDP, split the graph's node rows into one contiguous block per
-                rank for the fit: each rank aggregates the edges into its block (the noise is
-                still drawn once, on rank 0) and keeps, trains and validates on its block of
-                the cached rows only, so memory per rank for the cache falls with the number of
-                ranks; the blocks are gathered back when the fit ends. ``False``: every rank
-                holds every row. No effect on one process, nor on the privacy accounting.
-            label_counts: give every node, next to its features, a noisy count of its
-                in-neighbours' training labels per class: ``A^T Y_train + N(0, sigma^2)``, one
-                more Gaussian aggregation of the one-hot training labels (a one-hot row has
-                norm 1, so one edge changes one row by at most the hops' sensitivity), drawn
-                once, accounted with the hops at the same noise multiplier (its full share:
-                ``hop_budget`` divides the hops' budget only), cached and checkpointed like
-                them. Edge level and without privacy only: at node level labels are private
-                (``True`` is refused there). ``None`` (the default): on at edge level and
-                without privacy, off at node level; ``False``: off (the papers' model).
-                Validation and test labels are never read; a new graph (inductive inference)
-                uses the labels of its own ``train_mask``.
-            train_batch_size: edge level and without privacy: every stage trains on shuffled
-                batches of this many rows instead of one full batch (``None``, the default and
-                the papers' setting). The rows are the node's own features (the encoder) or
-                post-processing of the cached release (the classification modules), so the
-                batch size costs no privacy; more steps per epoch let fewer epochs reach the
-                same accuracy (Rutgers89: 25 epochs of batches of 2,048 rows match 100
-                full-batch epochs; docs/performance.md). Refused at node level, where DP-SGD
-                draws its own Poisson batches of ``batch_size``.
-        """
         super().__init__(
             privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
             log_private_metrics=log_private_metrics, lr=lr, weight_decay=weight_decay,
@@ -196,14 +147,13 @@ class AggregationPerturbationModule(PrivateModule):
         self.label_counts = (
             self.level is not Level.NODE if label_counts is None else bool(label_counts)
         )
-        #: ``[lo, hi)``: the node rows ``self.aggregates`` holds when sharded (``None``: all)
+        #: ``[lo, hi)``: the node rows the cached hops hold when sharded (``None``: all)
         self._cache_block: tuple[int, int] | None = None
         self.hop_budget = None if hop_budget is None else tuple(hop_budget)
         node = self.level is Level.NODE
         self.row_trainer = RowTrainer(self, dpsgd=node)
-        # node level: validation labels are private and no mechanism covers them, so model
-        # selection on ``val/acc`` would leak them (the last epoch of each stage is kept);
-        # Poisson batches (DP-SGD) come from a per-epoch generator, full-batch rows do not
+        # node level: no model selection on private validation labels; Poisson batches come
+        # from a per-epoch generator
         self.staged = StagedFit(
             self, self.stage_rows, self.stage_optimizer, select=not node, reload_every_epoch=node
         )
@@ -218,35 +168,23 @@ class AggregationPerturbationModule(PrivateModule):
             ))  # fmt: skip
 
     # -- the releases -------------------------------------------------------------------------
-    @property
-    def counts(self) -> torch.Tensor | None:
-        """``[N, C]``: the noisy counts of each node's in-neighbours' training labels."""
-        return self.releases.get(LABEL_COUNTS)
-
-    @property
-    def aggregates(self) -> Any:
-        """The cached private hops (their layout is the subclass's: :meth:`hop_releases`)."""
-        raise NotImplementedError
-
-    @aggregates.setter
-    def aggregates(self, value: Any) -> None:
-        raise NotImplementedError
+    def hop_names(self) -> list[str]:
+        """The hop releases (every declared release but the label counts), in draw order."""
+        return [n for n in self.releases.declared if n != LABEL_COUNTS]
 
     def count_mechanisms(self, z: float | None) -> list[GaussianAggregation]:
-        """The label counts' one Gaussian aggregation at the full noise multiplier ``z``
-        (none without privacy)."""
+        """The label counts' one Gaussian aggregation at the full noise multiplier ``z``."""
         return [self._mechanism_for(z, LABEL_COUNTS, COUNT_READS)] if self.level.private else []
 
     def _draw_counts(self, d: Draw) -> Steps:
-        """``A^T Y_train`` plus the plan's noise (one Gaussian aggregation, see
-        ``label_counts``), every node's row; on every rank together on the training graph."""
+        """``A^T Y_train`` plus the plan's noise, on every rank together on the training graph."""
         labels = self._known_labels(d.graph)
         return (yield from self._aggregate(labels, d, 0))
 
     def _whole(self, rows: torch.Tensor) -> torch.Tensor:
-        """All ``N`` rows of a cached hop release (what checkpoints and the hub store): gathered
-        from the ranks' blocks while they are sharded (a collective, as Lightning calls
-        ``on_save_checkpoint`` on every rank)."""
+        """All ``N`` rows of a cached hop (what checkpoints and the hub store): gathered from
+        the ranks' blocks while sharded (a collective, as ``on_save_checkpoint`` runs on every
+        rank)."""
         if self._cache_block is None or self._graph is None:
             return rows
         return gather_rows(rows, self._graph.num_nodes)
@@ -262,7 +200,7 @@ class AggregationPerturbationModule(PrivateModule):
 
     def release_graph(self) -> Data:
         self._hold_local_rows()  # a restored full cache: the block the next release reads
-        return self._fit_graph()
+        return self.on_device(self._graph)
 
     def on_releases_changed(self, names: list[str], restored: bool = False) -> None:
         self.__dict__.pop("_features_cache_lc", None)
@@ -273,47 +211,53 @@ class AggregationPerturbationModule(PrivateModule):
         if not restored:
             self._hold_local_rows()  # this rank's block of what was just drawn
 
-    # -- to implement ------------------------------------------------------------------------
-    def _build(self, num_features: int, num_classes: int) -> None:
-        raise NotImplementedError
-
+    # -- the stages (defaults: an encoder stage, then a classifier on the release) ------------
     def total_aggregations(self) -> int:
         """K, the number of private aggregation hops one fit (or one inference) runs."""
-        raise NotImplementedError
-
-    def pending_aggregations(self) -> int:
-        """Mechanism queries on the training graph that the rest of the fit will still make."""
-        raise NotImplementedError
+        return self.hparams.hops
 
     def stage_model(self, index: int) -> nn.Module:
         """The module that stage ``index`` runs forward (its optimizer: trainable params)."""
-        raise NotImplementedError
+        return self.encoder_model if index == 0 else self.classifier
+
+    def _encoder(self) -> nn.Module:
+        return unwrap(self.encoder_model)
 
     def stage_parameters(self, index: int) -> list[nn.Parameter]:
         return [p for p in self.stage_model(index).parameters() if p.requires_grad]
 
+    def classifier_input(self, x: torch.Tensor, release: Any) -> torch.Tensor:
+        """The classifier's rows from the nodes' features ``x`` and the hop release."""
+        raise NotImplementedError
+
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
         """Per-node input rows of stage ``index`` (all nodes; the loader keeps training rows)."""
-        raise NotImplementedError
+        x = self._features(data)
+        if index == 0:
+            return (x,)
+        return (self.classifier_input(x, self.releases[self.mechanism_name]),)
 
     def _logits(self, data: Data) -> torch.Tensor:
-        """Logits of every node of the training graph, from cached aggregates only."""
-        raise NotImplementedError
+        x = self._features(data)
+        if self.eval_stage() == 0:
+            return self.encoder_model(self.row_trainer.input_features(x))
+        return self.classifier(self.classifier_input(x, self.releases[self.mechanism_name]))
 
-    def _forward_graph(
-        self, graph: Data, accountant: PrivacyAccountant, generator: torch.Generator | None
-    ) -> torch.Tensor:
-        """Logits on ``graph``, running every aggregation on it (inductive inference)."""
-        raise NotImplementedError
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        x = self._features(graph, outputs.get(LABEL_COUNTS))
+        return self.classifier(self.classifier_input(x, outputs[self.mechanism_name]))
+
+    def eval_stage(self) -> int:
+        """The stage whose submodel gives the logits: during a fit the stage now training,
+        afterwards the last stage fitted."""
+        return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
 
     # -- construction helpers --------------------------------------------------------------
     #: what ``normalization="auto"`` means at node level (BatchNorm is refused there)
     node_level_normalization = "none"
 
     def mlp_options(self) -> dict[str, Any]:
-        """Keyword arguments of every :class:`~lightning_dpgnn.nn.mlp.MLP` of the model;
-        ``normalization="auto"`` is BatchNorm at edge level and without privacy,
-        :attr:`node_level_normalization` at node level."""
+        """Keyword arguments of every :class:`~lightning_dpgnn.nn.mlp.MLP` of the model."""
         norm = resolve_normalization(
             self.normalization, self.privacy, self.node_level_normalization
         )
@@ -329,13 +273,13 @@ class AggregationPerturbationModule(PrivateModule):
             return module
         return grad_sample_module(module, self.max_grad_norm, where=what)
 
-    # -- data and the privacy plan --------------------------------------------------------
-    def setup(self, stage: str) -> None:
-        data = self._datamodule_graph()
-        if not self._is_built():
-            self.build_for(data, self.seed)
-        self._graph = self._private_graph(data)
-        self.resolve_delta(self._graph)
+    # -- setup (PrivateModule's template) and the privacy plan ------------------------------
+    def setup_data(self, stage: str) -> Data:
+        return self._private_graph(self._datamodule_graph())
+
+    def prepare(self, data: Data, stage: str) -> None:
+        """The graph the fit reads, and one DP-SGD phase per stage."""
+        self._graph = data
         n_train = int(data.train_mask.sum())
         self._phases = [
             DPSGDPhase(f"{s.name}/dpsgd", s.epochs, self.batch_size, self.max_grad_norm).bind(
@@ -343,16 +287,16 @@ class AggregationPerturbationModule(PrivateModule):
             )
             for s in self.staged.stages
         ]
-        if stage == "fit":
-            self.calibrate()
-            self.aggregation = None  # built on first use from the (possibly restored) multiplier
 
-    def _is_built(self) -> bool:
-        return any(True for _ in self.parameters())
+    def calibrate(self) -> None:
+        """Only a fit calibrates; the mechanism is then rebuilt on first use from the
+        (possibly restored) multiplier."""
+        if self._trainer is None or self._in_fit():
+            self.ledgers.calibrate()
+            self.aggregation = None
 
     def _private_graph(self, data: Data) -> Data:
-        """Node level: check the degree promise (invariant stable-degree-bound). Other levels:
-        as given."""
+        """Node level: check the degree promise (invariant stable-degree-bound)."""
         if self.level is Level.NODE:
             check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
         return data
@@ -364,9 +308,6 @@ class AggregationPerturbationModule(PrivateModule):
         if self.level is not Level.NODE or not self._phases or self._trainer is None:
             return None
         return self._phases[self.staged.current_stage]
-
-    def _sensitivity(self) -> float:
-        return self._mechanism_for(1.0).sensitivity
 
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
         """Node level: the DP-SGD steps each stage still has, at the fit's one noise multiplier
@@ -397,9 +338,8 @@ class AggregationPerturbationModule(PrivateModule):
         return self.aggregation
 
     def aggregation_mechanism(self) -> GaussianAggregation | None:
-        """The aggregation mechanism as its weakest hop runs it (the smallest share of noise
-        under ``hop_budget``), for an audit (:class:`~lightning_dpgnn.callbacks.PrivacyAudit`);
-        ``None`` without privacy or before the noise is calibrated."""
+        """The mechanism as its weakest hop runs it (the smallest share of noise under
+        ``hop_budget``), for an audit; ``None`` without privacy or before calibration."""
         if not self.level.private or self.noise_multiplier is None:
             return None
         return self._mechanism_for(self.noise_multiplier * min(self.hop_scales()))
@@ -407,12 +347,9 @@ class AggregationPerturbationModule(PrivateModule):
     @torch.no_grad()
     def _aggregate(self, x: torch.Tensor, d: Draw, index: int) -> Steps:
         """``A^T normalize_rows(x)`` on ``d.graph``, then (yielded to the draw's preamble) the
-        noise of ``d.mechanisms[index]`` when private.
-
-        On the fit's graph every rank sums the edges into its block of rows (sharded) or every
-        edge, and the release is ``collective``: the noise is sampled once, on rank 0, and
-        broadcast with the ledger (:meth:`run_once`): every rank gets the same ``[N, d]`` noisy
-        aggregate, the single-process one for the same noise."""
+        noise of ``d.mechanisms[index]`` when private. On the fit's graph every rank sums the
+        edges into its block of rows (or every edge) and the release is ``collective``: the
+        noise is sampled once, on rank 0, so every rank gets the single-process aggregate."""
         graph, n = d.graph, d.graph.num_nodes
         mechanism = d.mechanisms[index] if d.mechanisms else None
         if mechanism is not None:
@@ -426,10 +363,9 @@ class AggregationPerturbationModule(PrivateModule):
         return agg if mechanism is None else (yield mechanism, agg)
 
     def describe(self) -> MethodCard:
-        """The card's method line as the model was built: whether its aggregations are
-        perturbed (and, at node level, its modules trained with DP-SGD), and the label counts
-        when the model reads them (an addition of this library, not in the papers), what their
-        ledger entry rests on, and what a new graph needs for them (its known labels)."""
+        """The card's method line as the model was built (perturbed or not, DP-SGD, the label
+        counts: an addition of this library, with their ledger note and what a new graph
+        needs for them)."""
         card = super().describe()
         how = ("every aggregation perturbed once with calibrated Gaussian noise and cached"
                if self.level.private else "aggregations in the clear: non-private")
@@ -474,16 +410,14 @@ class AggregationPerturbationModule(PrivateModule):
 
     def _features(self, data: Data, counts: torch.Tensor | None = None) -> torch.Tensor:
         """The network input of ``data``'s nodes: ``data.x``, then (``label_counts``) the
-        label counts: ``counts`` of a new graph, else the training graph's cached ones (the
+        label counts: ``counts`` of a new graph, else the training graph's released ones (the
         rows of ``data``: all of them, or this rank's block). Cached per tensor."""
         x = data.x
         if not self.label_counts:
             return x
         if counts is None:
-            if self.counts is None:
-                self._require_cache()
             lo = int(getattr(data, "row_offset", 0))
-            counts = self.counts[lo : lo + data.num_nodes]
+            counts = self.releases[LABEL_COUNTS][lo : lo + data.num_nodes]
         cached = self.__dict__.get("_features_cache_lc")
         if (
             cached is not None
@@ -502,9 +436,9 @@ class AggregationPerturbationModule(PrivateModule):
 
     # -- the rows of this rank (DDP with ``shard_rows``) ------------------------------------
     def _row_block(self) -> tuple[int, int] | None:
-        """``[lo, hi)``, the block of node rows this rank holds, during a fit on several
-        processes with ``shard_rows``; ``None`` otherwise (every row). Blocks are a function
-        of the node count and the number of ranks only (:func:`row_blocks`)."""
+        """``[lo, hi)``, the block of node rows this rank holds during a fit on several
+        processes with ``shard_rows`` (a function of the node count and the number of ranks
+        only); ``None`` otherwise (every row)."""
         trainer = self._trainer
         if (
             not self.shard_rows
@@ -548,48 +482,37 @@ class AggregationPerturbationModule(PrivateModule):
         block = self._row_block()
         return rows if block is None else rows[block[0] : block[1]].clone()
 
-    def _fit_graph(self) -> Data:
-        """The training graph on this module's device, where the fit's aggregations run."""
-        return self.on_device(self._graph)
+    def _map_hops(self, fn: Any) -> None:
+        """Replace every drawn hop release's tensors by ``fn`` of them."""
+        for name in self.hop_names():
+            value = self.releases.get(name)
+            if value is not None:
+                self.releases.set(name, apply_to_collection(value, torch.Tensor, fn))
 
     def _cache_on_device(self) -> None:
-        """The cached aggregates on this module's device (a cache restored from a checkpoint
-        or the hub holds CPU tensors); a no-op when they are there."""
-        device, away = self.device, []
-        apply_to_collection(
-            self.aggregates, torch.Tensor, lambda t: away.append(t.device != device)
-        )
-        if any(away):
-            self.aggregates = self.on_device(self.aggregates)
+        """The releases on this module's device (restored ones come on the CPU)."""
+        if self.releases.to(self.device):
             self.row_trainer.clear_rows()
 
     def _hold_local_rows(self) -> None:
-        """Keep only this rank's block of the cached aggregates (after an aggregation, or a
-        full cache restored from a checkpoint), on this module's device; a no-op when rows are
-        not sharded. Rows already cut to the block (a NAP kept local as it is drawn) stay."""
+        """Keep only this rank's block of the cached hops (after a draw, or a full cache
+        restored from a checkpoint), on this module's device; a no-op when rows are not
+        sharded. Rows already cut to the block (a NAP kept local as it is drawn) stay."""
         self._cache_on_device()
         block = self._row_block()
-        if block is None or self.aggregates is None:
+        if block is None or not any(map(self.releases.drawn, self.hop_names())):
             return
         lo, hi = block
         n = self._graph.num_nodes
-        self.aggregates = apply_to_collection(
-            self.aggregates, torch.Tensor, lambda t: t[lo:hi].clone() if t.size(0) == n else t
-        )
+        self._map_hops(lambda t: t[lo:hi].clone() if t.size(0) == n else t)
         self._cache_block = block
         self.row_trainer.clear_rows()
 
-    def _full_cache(self) -> Any:
-        """The cached aggregates of every node: gathered from the ranks' blocks (a collective)
-        while they are sharded."""
-        if self._cache_block is None:
-            return self.aggregates
-        n = self._graph.num_nodes
-        return apply_to_collection(self.aggregates, torch.Tensor, lambda t: gather_rows(t, n))
-
     def on_fit_end(self) -> None:
         """Every rank gets the whole cache back (test, predict, checkpoints, the hub)."""
-        self.aggregates = self._full_cache()
+        if self._cache_block is not None:
+            n = self._graph.num_nodes
+            self._map_hops(lambda t: gather_rows(t, n))
         self._cache_block = None
         self.row_trainer.clear_rows()
         self.__dict__.pop("_local_view", None)  # views of the fit's graph
@@ -635,33 +558,24 @@ class AggregationPerturbationModule(PrivateModule):
         return self.row_trainer.step(self.stage_model(self.staged.current_stage), batch)
 
     def _require_cache(self) -> None:
-        if self.aggregates is None:
-            raise RuntimeError(
-                f"{type(self).__name__} has no cached private aggregates yet: fit the model (or "
-                "load a fitted checkpoint) before test/predict on the training graph"
-            )
-
-    def eval_stage(self) -> int:
-        """The stage whose submodel gives the logits: during a fit the stage now training,
-        afterwards the last stage fitted."""
-        raise NotImplementedError
+        """The one "not drawn yet" error (:class:`.Releases`) before the first hop is drawn."""
+        self.releases[self.hop_names()[0]]
 
     def _in_fit(self) -> bool:
         return self._trainer is not None and self.trainer.state.fn == "fit"
 
     def _split_logits(self, data: Data, split: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits and labels of the nodes of ``split`` only (``"val"``, ``"test"``): the
-        submodels are row-wise in eval mode, so these equal the rows of :meth:`_logits`
-        (tests/methods/test_speed_paths.py), at a fraction of the cost. Inputs are gathered once per
-        stage and cached aggregates."""
+        """Logits and labels of the nodes of ``split`` only: the submodels are row-wise in eval
+        mode, so these equal the rows of :meth:`_logits` at a fraction of the cost."""
         index = self.eval_stage()
         if index > 0 or not self._in_fit():  # outside a fit only a fitted model predicts
             self._require_cache()
         self._hold_local_rows()
         local = self._local(data)  # sharded fit: this rank's rows (metrics reduced over ranks)
+        hops = tuple(id(self.releases.get(n)) for n in self.hop_names())
         *inputs, y = self.row_trainer.node_rows(
-            ("eval", index, id(self.aggregates)), local,
-            lambda: self.stage_inputs(index, local), split, compact=True,
+            ("eval", index, hops), local, lambda: self.stage_inputs(index, local), split,
+            compact=True,
         )  # fmt: skip
         return self.stage_model(index)(*inputs), y
 
@@ -669,8 +583,8 @@ class AggregationPerturbationModule(PrivateModule):
         if not logs_metrics(self, "val"):
             return None
         if self.trainer.sanity_checking and (
-            (self.staged.current_stage > 0 and self.aggregates is None)
-            or (self.label_counts and self.counts is None)
+            (self.staged.current_stage > 0 and not any(map(self.releases.drawn, self.hop_names())))
+            or (self.label_counts and not self.releases.drawn(LABEL_COUNTS))
         ):
             return None  # e.g. GAP without encoder, or label counts: a mechanism runs first
         return log_rows(self, *self._split_logits(data, "val"), "val")
@@ -706,8 +620,7 @@ class AggregationPerturbationModule(PrivateModule):
     @staticmethod
     @torch.no_grad()
     def _eval_forward(module: nn.Module, *inputs: torch.Tensor, call: Any = None) -> torch.Tensor:
-        """Run ``module`` (or ``call``, one of its methods) in eval mode (no dropout, running
-        norm stats), then restore its mode."""
+        """Run ``module`` (or ``call``, one of its methods) in eval mode, then restore its mode."""
         was_training = module.training
         module.eval()
         out = (call or module)(*inputs)
@@ -718,8 +631,7 @@ class AggregationPerturbationModule(PrivateModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         saved = checkpoint.get("hyper_parameters", {})
         if self.label_counts and "label_counts" not in saved:
-            # written before label counts existed: the papers' model, the only one then (the
-            # default now turns them on); rebuilt at its own width before the weights load
+            # written before label counts existed: rebuilt at its width before the weights load
             self.label_counts = self.hparams["label_counts"] = False
             if self.hparams.get("num_features") is not None:
                 self._build(self.hparams["num_features"], self.hparams["num_classes"])

@@ -1,12 +1,7 @@
-"""Constructor checks shared by every method: an argument is checked when the model is built,
-under the name the user wrote, not when a network is built from the data at ``setup``.
-
-The rules go by argument name, because the methods share their vocabulary (``hidden``,
-``dropout``, ``lr``, ...); a method adds its own checks for what only it takes or where it is
-stricter (ProGAP's ``base_layers >= 1``). :meth:`PrivateModule.save_hyperparameters
-<lightning_dpgnn.methods.base.PrivateModule.save_hyperparameters>` runs
-:func:`check_arguments` on every model's hyper-parameters, and :func:`check_argument_names`
-refuses an argument the class does not take, naming the class the user called.
+"""Constructor checks shared by every method, by argument name (the methods share their
+vocabulary): an argument is checked when the model is built, under the name the user wrote
+(:func:`check_arguments`, run by ``PrivateModule.save_hyperparameters``), and an argument the
+class does not take is refused naming the class the user called (:func:`check_argument_names`).
 """
 
 from __future__ import annotations
@@ -154,8 +149,7 @@ RULES: dict[str, Rule] = {
 
 
 def check_arguments(values: Mapping[str, Any]) -> None:
-    """Check every argument in ``values`` that has a rule in :data:`RULES` (a
-    ``ValueError`` naming the argument); others are left to the method."""
+    """Check every argument in ``values`` that has a rule in :data:`RULES`."""
     for name, value in values.items():
         rule = RULES.get(name)
         if rule is not None:
@@ -167,9 +161,8 @@ BUDGETS = ("epsilon", "x_epsilon", "y_epsilon")
 
 
 def refused_value_message(name: str, text: str) -> str | None:
-    """The constructor's own sentence for ``text``, typed for argument ``name`` where a parser
-    refused its type (``"nan"`` for ``epsilon`` -> ``"epsilon must be > 0, got nan"``);
-    ``None`` when ``text`` is no number or no rule refuses it."""
+    """The constructor's own sentence for ``text`` typed for argument ``name`` where a parser
+    refused its type (``None``: no number, or no rule refuses it)."""
     try:
         value = float(text)
     except ValueError:
@@ -186,9 +179,8 @@ def refused_value_message(name: str, text: str) -> str | None:
 
 
 def check_argument_names(cls: type, given: Iterable[str], accepted: Iterable[str]) -> None:
-    """Refuse keyword arguments ``cls`` does not take, naming ``cls`` (not the base class the
-    keywords are forwarded to), with the closest name it takes ("did you mean") and a list of
-    what it takes."""
+    """Refuse keyword arguments ``cls`` does not take, naming ``cls``, the closest name it
+    takes and what it takes."""
     accepted = set(accepted)
     unknown = [name for name in given if name not in accepted]
     if unknown:
@@ -201,10 +193,8 @@ def check_argument_names(cls: type, given: Iterable[str], accepted: Iterable[str
 
 
 def node_unit(max_degree: int | None, owner: str) -> str:
-    """The node-level unit of ``owner`` (e.g. ``"GAP(privacy='node')"``), conditioned on its
-    degree bound (``"... among graphs whose degrees are <= D"``); a ``ValueError`` when no
-    bound is given: the guarantee holds only on graphs the bound covers, and it must be
-    public."""
+    """The node-level unit of ``owner``, conditioned on its public degree bound (a
+    ``ValueError`` without one: the guarantee holds only on graphs the bound covers)."""
     if max_degree is None:
         raise ValueError(
             f"{owner} needs max_degree=D, an upper bound on every in- and "

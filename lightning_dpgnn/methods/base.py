@@ -1,28 +1,10 @@
-"""Base LightningModule of every private method: the one privacy lifecycle (invariant
-one-lifecycle, docs/privacy.md).
-
-**plan -> calibrate -> record -> enforce -> report**, written once, in components the module
-holds (as Lightning modules hold callbacks and loops):
-
-* *plan*: a method declares its releases (:meth:`PrivateModule.declare_releases`,
-  :mod:`.releases`), the rest of its fit's mechanisms (:meth:`PrivateModule.plan_mechanisms`)
-  and, when it trains with DP-SGD, :meth:`PrivateModule.dpsgd_phase`;
-* *calibrate*, *report*: ``model.ledgers`` (:class:`~.ledgers.Ledgers`: the guarantees, delta,
-  the noise multiplier solved for the target, the reports — the only source of epsilon);
-* *record*: mechanisms record every invocation on ``self.accountant`` and mark it when they
-  drew reproducible noise; ``model.releases`` draws each release once and checks its spend;
-* *enforce*: ``model.guard`` (:class:`~.guard.FitGuard`) refuses trainer settings that break
-  accounting and gathers every reason a fit ends (``fit_end_reason``); ``PrivacyBudget`` acts
-  through :meth:`PrivateModule.privacy_planned` / :meth:`~PrivateModule.privacy_if_next_step` /
-  :meth:`~PrivateModule.halt_privately`;
-* new graphs (:mod:`.inductive`), staged fits (``model.staged``), training rows and DP-SGD
-  (``model.row_trainer``) and publishing (:mod:`lightning_dpgnn.publish.hub`) are components
-  too.
-
-Noise is never replayable: every mechanism draws from an OS-entropy-seeded generator
-(:mod:`lightning_dpgnn.privacy.random`) unless the user passes ``noise_seed=`` explicitly, which
-the report then states. Checkpoints hold parameters, hyper-parameters, the report and the
-releases' outputs — nothing else computed from private data (invariant releases-only).
+"""Base LightningModule of every private method: the one privacy lifecycle, **plan ->
+calibrate -> record -> enforce -> report** (invariant one-lifecycle, docs/privacy.md), in
+components the module holds: ``releases`` (:mod:`.releases`), ``ledgers`` (:mod:`.ledgers`, the
+only source of epsilon), ``guard`` (:mod:`.guard`), the staged fit and the row trainer. Noise
+comes from OS entropy unless ``noise_seed=`` is given (the report says so); checkpoints hold
+parameters, hyper-parameters, the report and the releases' outputs only (invariant
+releases-only).
 """
 
 from __future__ import annotations
@@ -120,46 +102,35 @@ class PrivateModule(
     library_name="lightning-dpgnn",
     tags=["differential-privacy", "graph-neural-network", "lightning-dpgnn"],
 ):
-    """The privacy lifecycle shared by every method.
-
-    Every method is a :class:`huggingface_hub.ModelHubMixin` too: ``save_pretrained``,
-    ``push_to_hub`` and ``from_pretrained`` (:mod:`lightning_dpgnn.publish.hub`).
+    """The privacy lifecycle shared by every method (also a ``ModelHubMixin``:
+    ``save_pretrained``, ``push_to_hub``, ``from_pretrained``).
 
     Args:
         privacy: ``"none"``, ``"edge"`` or ``"node"`` (LDP methods use ``"ldp"``).
-        epsilon: target epsilon; ``math.inf``: no privacy for that input (the model is
-            non-private, its level ``"none"``: ``privacy="none"`` is the equivalent level
-            name, and epsilon is then ignored). ``None`` means "no target":
-            allowed for methods that read no private data at their level (MLP at edge level)
-            or that run at a user-fixed noise multiplier (their spend is reported, not capped).
-        delta: target delta, ``"auto"`` (``n * delta <= 0.01`` for the ``n`` units: undirected
-            or directed edges at edge level, nodes at node level) or ``"paper"`` (the papers'
-            convention, just below ``1/n``), resolved when the data is known
-            (:func:`~lightning_dpgnn.privacy.resolve_delta`).
+        epsilon: target epsilon; ``math.inf``: no privacy (level ``"none"``). ``None``: no
+            target (a method that reads no private data at its level, or a user-fixed noise
+            multiplier whose spend is reported, not capped).
+        delta: target delta, ``"auto"`` (``n * delta <= 0.01`` for the ``n`` protected units)
+            or ``"paper"`` (just below ``1/n``), resolved when the data is known.
         levels: the privacy levels this method supports.
-        noise_seed: ``None`` (default): privacy noise and Poisson batches come from an
-            OS-entropy-seeded generator nobody can replay. An integer makes them reproducible
-            — for research only: the report then says the guarantee does not hold against
-            anyone who knows the seed, and the zoo refuses to publish the model.
-        edge_unit: at edge level, what one unit of privacy is: ``"undirected"`` (default: one
-            friendship, both stored directions) or ``"directed"`` (the thesis' unit).
-        log_private_metrics: node level only: log ``val/*`` metrics computed on private labels
-            during the fit (not covered by epsilon; off by default).
-        lr, weight_decay: settings of the Adam optimizer every method trains with
-            (:meth:`adam`; DP-SGD methods wrap it into DP-Adam).
+        noise_seed: ``None``: noise and Poisson batches from an OS-entropy-seeded generator
+            nobody can replay; an integer makes them reproducible, for research only (the
+            report says so and the zoo refuses the model).
+        edge_unit: ``"undirected"`` (one friendship, both directions) or ``"directed"``.
+        log_private_metrics: node level: log ``val/*`` on private labels (not covered by
+            epsilon).
+        lr, weight_decay: the Adam settings (DP-Adam under DP-SGD).
     """
 
     #: arguments of a base class that the subclass sets itself: not the user's to pass
     fixed_arguments: tuple[str, ...] = ()
-    #: declared caches: attributes holding views derived from the data or the releases (each
-    #: class lists its own; :meth:`reset_caches` drops every one of the hierarchy)
+    #: attributes holding views of the data or the releases (each class lists its own;
+    #: :meth:`reset_caches` drops every one of the hierarchy)
     caches: tuple[str, ...] = ("_graph_on_device",)
-    #: the components a method holds (``None``: it has none): its fit in stages (a Lightning
-    #: callback, :meth:`configure_callbacks`) and its trainer on per-node rows
+    #: the components a method holds (``None``: none): its staged fit and its row trainer
     staged: StagedFit | None = None
     row_trainer: RowTrainer | None = None
-    #: what a guarantee of a level (by its value) protects and uses in the clear, where the
-    #: method says more than :func:`~lightning_dpgnn.privacy.guarantee.default_words`: data
+    #: what a guarantee of a level protects and uses in the clear, beyond the default words
     guarantee_words: dict[str, tuple[str, str]] = {}
     #: what a guarantee of a level holds only under, in words (besides a degree bound D)
     guarantee_conditions: dict[str, tuple[str, ...]] = {}
@@ -175,8 +146,7 @@ class PrivateModule(
 
     def __new__(cls, *args: Any, **kwargs: Any) -> PrivateModule:
         """Refuse a keyword argument the class does not take, naming the class the user
-        called (not the base class it forwards its keywords to); a mode that is a sibling
-        class (:meth:`sibling_for`) builds that class from the arguments it takes."""
+        called; a mode that is a sibling class (:meth:`sibling_for`) builds that class."""
         sibling = cls.sibling_for(kwargs)
         if sibling is not None:
             taken = init_arguments(sibling)
@@ -194,9 +164,7 @@ class PrivateModule(
         return None
 
     def save_hyperparameters(self, *args: Any, frame: Any = None, **kwargs: Any) -> None:
-        """Lightning's, then the constructor checks every method shares
-        (:func:`~lightning_dpgnn.methods.arguments.check_arguments`): a bad argument is an error
-        when the model is built, under the name the user wrote."""
+        """Lightning's, then the argument checks every method shares (:func:`.check_arguments`)."""
         frame = frame if frame is not None else inspect.currentframe().f_back
         super().save_hyperparameters(*args, frame=frame, **kwargs)
         check_arguments(self.hparams)
@@ -243,7 +211,6 @@ class PrivateModule(
 
     # -- data (:mod:`.sources`), noise, devices, networks ------------------------------------
     def _datamodule_graph(self) -> Data:
-        """The data module's graph, checked (:func:`.sources.training_graph`)."""
         return sources.training_graph(self)
 
     def check_feature_width(self, data: Data, encoding: str) -> None:
@@ -266,8 +233,8 @@ class PrivateModule(
         raise NotImplementedError
 
     def build_for(self, data: Data, seed: int | None = None) -> None:
-        """:meth:`_build` for ``data``'s feature width and public number of classes
-        (:func:`.sources.num_classes`), the weights initialised under ``seed`` (:meth:`seeded`)."""
+        """:meth:`_build` for ``data``'s feature width and public number of classes, the
+        weights initialised under ``seed``."""
         with self.seeded(seed):
             self._build(data.num_features, sources.num_classes(self, data))
 
@@ -278,10 +245,9 @@ class PrivateModule(
 
     # -- setup: the one template of every method -----------------------------------------------
     def setup(self, stage: str) -> None:
-        """Lightning's hook, one template: the data (:meth:`setup_data`), the networks from its
-        public sizes once (:meth:`build_for`, under the ``seed`` hyper-parameter), what the
-        releases need from public data (:meth:`prepare`), delta from its units
-        (:meth:`resolve_delta`), then the noise calibrated (:meth:`calibrate`)."""
+        """Lightning's hook, the one template of every method: the data (:meth:`setup_data`),
+        the networks once (:meth:`build_for`), what the releases need from public data
+        (:meth:`prepare`), delta (:meth:`resolve_delta`), then the noise (:meth:`calibrate`)."""
         data = self.setup_data(stage)
         if not self.is_built:
             self.build_for(data, self.hparams.get("seed"))
@@ -294,8 +260,7 @@ class PrivateModule(
         return self._datamodule_graph()
 
     def prepare(self, data: Any, stage: str) -> None:
-        """Hook of :meth:`setup`: what the releases need from public data, once the networks
-        exist (default: nothing)."""
+        """Hook of :meth:`setup`: what the fit needs from public data (default: nothing)."""
 
     def on_device(self, obj: T) -> T:
         """``obj`` on this module's device, a graph copied once (:func:`.runtime.on_device`)."""
@@ -312,14 +277,10 @@ class PrivateModule(
 
     def draw_releases(self, stage: int | None = 0, graph: Data | None = None) -> list[str]:
         """Draw the releases the fit needs up to ``stage`` (``None``: every one) that are not
-        cached yet, tell the method (:meth:`on_releases_changed`) and return the names drawn
-        now. ``graph``: the training graph (default :meth:`release_graph`, the fit's).
-
-        Each release is drawn once through the one preamble (:func:`~..privacy.mechanism.run`):
-        under DDP rank 0 alone draws it and broadcasts the output with the ledger
-        (:meth:`run_once`); a ``collective`` release is drawn on every rank (it sums over edge
-        partitions) and each of its mechanisms samples once, on rank 0. Every draw is checked
-        against its plan (:meth:`Releases.check_spend`)."""
+        cached yet, each once through the one preamble (:func:`~..privacy.mechanism.run`) and
+        checked against its plan; return the names drawn now. Under DDP rank 0 alone draws and
+        broadcasts with the ledger (:meth:`run_once`); a ``collective`` release runs on every
+        rank and each of its mechanisms samples once, on rank 0."""
         drawn, group = [], runtime.draws_as_group(self)
         for r in self.releases.pending(stage):
             d = self.releases.draw_of(
@@ -347,23 +308,21 @@ class PrivateModule(
 
     # -- prediction, and inference on a new graph (:mod:`.inductive`; the method's hooks) -----
     def predict_step(self, data: Data, batch_idx: int = 0) -> torch.Tensor:
-        """Class probabilities of every node of ``data`` in eval mode, without gradient: the
-        training graph through its cached releases (no spend), or a new graph marked
-        ``data.inductive = True``, its releases drawn on it (:meth:`predict_inductive`). The
-        choice is never guessed from the data: releasing on the training graph spends more."""
+        """Class probabilities of every node of ``data``: the training graph through its cached
+        releases (no spend), or a new graph marked ``data.inductive = True``, its releases drawn
+        on it (never guessed from the data: releasing on the training graph spends more)."""
         if getattr(data, "inductive", False):
             return self.predict_inductive(data)
         with runtime.evaluating(self):
             return self.transductive_probs(data)
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
-        """Class probabilities on the training graph, from the cached releases only (default:
-        the softmax of :meth:`_logits`)."""
+        """Class probabilities on the training graph, from the cached releases only."""
         return self._logits(data).softmax(-1)
 
     def predict_inductive(self, data: Data, given: dict[str, Any] | None = None) -> torch.Tensor:
-        """Class probabilities on a new graph, its releases drawn on it with fresh noise and
-        reported on its own ledger (:func:`.inductive.predict_inductive`)."""
+        """Class probabilities on a new graph, its releases drawn on it with fresh noise on its
+        own ledger (:func:`.inductive.predict_inductive`)."""
         return inductive.predict_inductive(self, data, given)
 
     def inference_report(self, data: Data) -> Report | None:
@@ -371,8 +330,7 @@ class PrivateModule(
         return inductive.inference_report(self, data)
 
     def inductive_graph(self, data: Data) -> Data:
-        """A new graph, checked before any release reads it, on this module's device
-        (:func:`.inductive.checked_graph`; methods add their checks)."""
+        """A new graph, checked before any release reads it, on this module's device."""
         return inductive.checked_graph(self, data)
 
     def inductive_accountant(self, graph: Data, guarantee: str | None = None) -> PrivacyAccountant:
@@ -389,39 +347,35 @@ class PrivateModule(
 
     # -- plan (the method declares) ----------------------------------------------------------
     def declare_releases(self, *releases: Release) -> None:
-        """Declare the method's releases (in draw order): the lifecycle plans, draws once,
-        caches, checkpoints, publishes and re-runs them on new graphs (:mod:`.releases`)."""
+        """Declare the method's releases, in draw order (:mod:`.releases`)."""
         self.releases.declare(*releases)
 
     def plan_mechanisms(
         self, accountant: PrivacyAccountant, noise_multiplier: float | None
     ) -> bool:
         """Record on ``accountant`` every mechanism the *rest* of the fit will run at
-        ``noise_multiplier``: the releases not drawn yet, then the steps
-        (:meth:`plan_steps`). Return ``False`` when the plan is open-ended."""
+        ``noise_multiplier`` (releases not drawn yet, then :meth:`plan_steps`); ``False``: the
+        plan is open-ended."""
         if self.level.private and (noise_multiplier is not None or not self.calibrates_noise()):
             self.releases.plan(accountant, noise_multiplier, guarantee=None)
         return self.plan_steps(accountant, noise_multiplier)
 
     def plan_steps(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
-        """Record the optimizer steps the rest of the fit will take on private data (DP-SGD;
-        ``False``: their number is not known in advance). Default: the steps of the row
-        trainer's one DP-SGD phase (:meth:`RowTrainer.plan`), else none."""
+        """Record the DP-SGD steps the rest of the fit will take (``False``: not known in
+        advance). Default: the row trainer's one phase (:meth:`RowTrainer.plan`), else none."""
         return self.row_trainer is None or self.row_trainer.plan(accountant, noise_multiplier)
 
     def dpsgd_phase(self) -> DPSGDPhase | None:
-        """The DP-SGD phase the next optimizer step belongs to (``None``: steps are free).
-        Default: the row trainer's one phase, if any."""
+        """The DP-SGD phase of the next optimizer step (``None``: steps are free)."""
         return None if self.row_trainer is None else self.row_trainer.phase
 
     def aggregation_mechanism(self) -> Any:
-        """The Gaussian aggregation whose noisy outputs the model releases, for an audit
-        (``PrivacyAudit``); ``None``: it has none, or its noise is not calibrated yet."""
+        """The Gaussian aggregation the model releases, for ``PrivacyAudit`` (``None``: none)."""
         return None
 
     def calibrates_noise(self) -> bool:
-        """Whether the noise multiplier is solved from the target epsilon (Gaussian methods).
-        Default: when the fit is one DP-SGD phase (DP-MLP, DPGNN)."""
+        """Whether the noise multiplier is solved from the target epsilon (default: when the
+        fit is one DP-SGD phase)."""
         return self.dpsgd_phase() is not None
 
     # -- calibrate, guarantees, report (:class:`~.ledgers.Ledgers`) ----------------------------
@@ -448,8 +402,7 @@ class PrivateModule(
         return self.ledgers.of(guarantee)
 
     def guarantees(self) -> list[Guarantee]:
-        """The model's guarantees, its own first: each with its level, unit, accountant,
-        target, and in words what it protects, uses in the clear and holds only under."""
+        """The model's guarantees, its own first (:meth:`.Ledgers.guarantees`)."""
         return self.ledgers.guarantees()
 
     def privacy_spent(self) -> Report:
@@ -465,8 +418,7 @@ class PrivateModule(
         return self.ledgers.if_next_step()
 
     def describe(self) -> MethodCard:
-        """What the model card says of the method (``publish/`` reads this, never a method's
-        attributes): its line, its paper, notes on its ledger, what a new graph needs."""
+        """What the model card says of the method (``publish/`` reads this only)."""
         return MethodCard(self.card_method or type(self).__name__, self.card_paper)
 
     def publication_blockers(self) -> list[str]:
@@ -475,18 +427,16 @@ class PrivateModule(
 
     # -- the fit's hooks ---------------------------------------------------------------------
     def halt_privately(self, reason: str = "halted by a privacy callback") -> None:
-        """End the fit before the next optimizer step (used by PrivacyBudget); the model is
-        marked :attr:`privacy_halted` (kept in checkpoints; the zoo refuses to publish it)."""
+        """End the fit before the next optimizer step (PrivacyBudget); marks the model
+        :attr:`privacy_halted` (kept in checkpoints; the zoo refuses to publish it)."""
         self.guard.halt(reason)
 
     def reset_caches(self) -> None:
-        """Drop every declared cache (:attr:`caches`), when a fit starts and ends
-        (:func:`.runtime.reset_caches`)."""
+        """Drop every declared cache (:attr:`caches`), when a fit starts and ends."""
         runtime.reset_caches(self)
 
     def configure_model(self) -> None:
-        """Lightning calls it once per ``fit``/``validate``/``test``/``predict``, after
-        ``setup`` and before any loader is read: quiet from here (:func:`.runtime.quiet`)."""
+        """After ``setup``, before any loader is read: quiet from here (:func:`.runtime.quiet`)."""
         runtime.quiet(self)
 
     def teardown(self, stage: str) -> None:
@@ -517,8 +467,7 @@ class PrivateModule(
         return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        """The optimizer of the stage now training (:meth:`StagedFit.optimizer`); without
-        stages, Adam over every trainable parameter."""
+        """The optimizer of the stage now training, else Adam over every trainable parameter."""
         if self.staged is not None:
             return self.staged.optimizer()
         return self.adam(p for p in self.parameters() if p.requires_grad)
@@ -538,8 +487,7 @@ class PrivateModule(
         return self.releases.state_dict()
 
     def public_state(self) -> dict[str, Any]:
-        """Values computed only from data that is public at this privacy level (e.g. the edge
-        split of an LDP link predictor: the graph is public there), kept in checkpoints."""
+        """Values computed only from data public at this privacy level, kept in checkpoints."""
         return {}
 
     def load_public_state(self, state: dict[str, Any]) -> None:
@@ -575,14 +523,15 @@ class PrivateModule(
 
     # -- full-batch steps: the default of a method that defines ``_logits`` ----------------------
     def _logits(self, data: Data) -> torch.Tensor:
-        """The logits of every node of ``data`` (what the method reads: the raw graph, a
-        released graph, a collection). The default steps below log its split's rows."""
+        """The logits of every node of ``data``; the default steps below log its split's rows."""
         raise NotImplementedError(f"{type(self).__name__} defines no _logits nor its own steps")
 
     def training_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
         return metrics.log_accuracy(self, self._logits(data), data, "train")
 
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
+        if not metrics.logs_metrics(self, "val"):  # private labels: not even computed
+            return None
         return metrics.log_accuracy(self, self._logits(data), data, "val")
 
     def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:

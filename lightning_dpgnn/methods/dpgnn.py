@@ -1,21 +1,12 @@
 """DPGNN (SAGE-NDP): node-level DP-SGD for a one-layer GNN (Daigavane et al. 2021), the
 node-level GNN baseline of the GAP paper and thesis §4.7.2.
 
-The network is a one-layer GraphSAGE with SUM aggregation over row-normalized features,
-``MLP([x_i, normalize(sum_{j in N(i)} x_j)])`` (the layer's root and neighbour weights are the
-MLP's first linear layer), trained with DP-Adam on Poisson batches of training nodes. Each
-node's per-sample term reads its own features and those of its in-neighbours, so removing one
-node ``v`` changes its own term and the terms of the nodes ``v`` points to: at most ``D + 1``
-terms on a graph whose in- and out-degrees are at most ``D`` (the library's degree promise,
-checked; see docs/privacy.md), each by at most ``2 C`` after clipping. The steps are accounted
-as graph subsampled Gaussians (:func:`~lightning_dpgnn.privacy.accountant.graph_sgm_rdp`, the
-bound of Daigavane et al. Theorem 1 with Poisson batches).
-
-Inference privacy (thesis §4.7.2: "we add noise to the aggregation function based on its
-node-level sensitivity at test time and account for the additional privacy cost"): evaluation
-and transductive prediction use the aggregate of the graph released ONCE by the node-level
-Gaussian aggregation (sensitivity ``sqrt(D)``, at the same noise multiplier as the gradients),
-cached and checkpointed; the plan calibrates both to the target epsilon.
+``MLP([x_i, normalize(sum_{j in N(i)} x_j)])`` trained with DP-Adam on Poisson batches. One
+node changes its own per-sample term and those of the nodes it points to: at most ``D + 1``
+terms under the degree promise (checked), each by at most ``2 C`` after clipping; the steps are
+accounted as graph subsampled Gaussians (Daigavane et al. Theorem 1 with Poisson batches).
+Inference (thesis §4.7.2) reads the aggregate released ONCE by the node-level Gaussian
+aggregation (sensitivity ``sqrt(D)``, the gradients' noise multiplier), calibrated jointly.
 """
 
 from __future__ import annotations
@@ -38,7 +29,6 @@ from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from ..privacy.mechanism import Steps
 from .arguments import node_unit
 from .base import PrivateModule
-from .metrics import log_accuracy, logs_metrics
 from .releases import Draw, Release
 from .rows import RowTrainer, check_noise_arguments
 
@@ -52,13 +42,10 @@ class DPGNN(PrivateModule):
         epsilon: target node-level epsilon of the whole fit (DP-SGD steps and the one noisy
             aggregation used at inference); one noise multiplier is calibrated for both.
         delta: ``"auto"`` (below 1 / #nodes) or a number.
-        max_degree: D, a public upper bound on every in- and out-degree (required; checked: a
-            graph above it is refused). One node changes up to ``D + 1`` per-sample terms; the
-            unit says the guarantee holds among graphs whose degrees are <= D.
+        max_degree: D, a public bound on every in- and out-degree (required; checked).
         hidden, layers, dropout, activation: the MLP on ``[x_i, aggregate_i]`` (``layers``
             counts its first linear layer, the GraphSAGE layer's weights).
-        normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm mixes samples and is
-            refused; ``"auto"`` is none).
+        normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm is refused).
         lr, weight_decay: DP-Adam settings.
         epochs: DP-SGD epochs the calibration plans for; the model stops itself there.
         batch_size, max_grad_norm: expected Poisson batch size and clipping norm C.
@@ -136,20 +123,18 @@ class DPGNN(PrivateModule):
         )
         self.mlp = grad_sample_module(mlp, self.phase.max_grad_norm, where="DPGNN")
 
-    # -- data and the plan -----------------------------------------------------------------------
-    def setup(self, stage: str) -> None:
+    # -- setup (PrivateModule's template) and the plan -------------------------------------------
+    def setup_data(self, stage: str) -> Data:
         data = self._datamodule_graph()
         check_degree_promise(data.edge_index, data.num_nodes, self.max_degree)
-        if self.mlp is None:
-            self.build_for(data, self.seed)
+        return data
+
+    def prepare(self, data: Data, stage: str) -> None:
         self._graph = data
-        self.resolve_delta(data)
         self.phase.bind(int(data.train_mask.sum()))
-        self.calibrate()
 
     def aggregation_mechanism(self) -> GaussianAggregation | None:
-        """The inference aggregation's mechanism, for an audit (``None`` before the noise is
-        calibrated)."""
+        """The inference aggregation, for an audit (``None`` before calibration)."""
         return None if self.noise_multiplier is None else self._aggregation()
 
     def _aggregation(self, noise_multiplier: float | None = None) -> GaussianAggregation:
@@ -157,11 +142,6 @@ class DPGNN(PrivateModule):
             noise_multiplier or self.noise_multiplier, level="node", max_degree=self.max_degree,
             name=self.mechanism_name,
         )
-
-    @property
-    def noisy_aggregate(self) -> torch.Tensor | None:
-        """The cached release: the noisy aggregate of the training graph ``[N, F]``."""
-        return self.releases.get(self.mechanism_name)
 
     def release_graph(self) -> Data:
         return self.on_device(self._graph)  # the graph setup checked against D
@@ -180,9 +160,7 @@ class DPGNN(PrivateModule):
     # -- rows: [x_i, aggregate_i] --------------------------------------------------------------
     @staticmethod
     def _rows(x: torch.Tensor, aggregate: torch.Tensor) -> torch.Tensor:
-        """``[x̂_i, normalize(aggregate_i)]``: the aggregate is row-normalized like GAP's hops
-        (post-processing of the release), so the inference rows' noisy aggregate has the
-        scale the network trained on."""
+        """``[x̂_i, normalize(aggregate_i)]`` (normalizing the release is post-processing)."""
         return torch.cat([normalize_rows(x), normalize_rows(aggregate)], dim=-1)
 
     def train_dataloader_from(self, data: Data) -> torch.utils.data.DataLoader:
@@ -200,25 +178,8 @@ class DPGNN(PrivateModule):
 
     # -- evaluation: the cached noisy aggregate only ------------------------------------------
     def _logits(self, data: Data) -> torch.Tensor:
-        if self.noisy_aggregate is None:
-            raise RuntimeError(
-                "DPGNN has no released aggregate yet: fit the model (or load a fitted "
-                "checkpoint) before test/predict on the training graph"
-            )
-        if self.noisy_aggregate.device != self.device:  # once, if restored
-            self.releases.set(self.mechanism_name, self.on_device(self.noisy_aggregate))
-        return self.mlp(self._rows(data.x, self.noisy_aggregate))
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if not logs_metrics(self, "val"):
-            return None
-        return log_accuracy(self, self._logits(data), data, "val")
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return log_accuracy(self, self._logits(data), data, "test")
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self._logits(data).softmax(-1)
+        self.releases.to(self.device)  # once, if restored
+        return self.mlp(self._rows(data.x, self.releases[self.mechanism_name]))
 
     def inductive_graph(self, data: Data) -> Data:
         """A new graph must keep the degree promise too (its release's sensitivity)."""

@@ -1,23 +1,10 @@
-"""GAP: private GNN with aggregation perturbation (thesis ch. 4, Algorithms 5–8).
-
-One ``trainer.fit`` runs the three modules as stages of the staged fit loop:
-
-1. **Encoder module** (Alg. 6 step 1): an MLP + linear softmax head trained on node features
-   and labels only — no edges (DP-Adam at node level).
-2. **Aggregation module** (Alg. 5, PMA): computed ONCE when the classifier stage starts, from
-   the row-normalized encoder output; K Gaussian mechanisms on the sum aggregation, each hop
-   normalized again; the K noisy hops are cached (and checkpointed) for training and
-   inference. Hop 0 (the normalized encoder output, no noise) is never stored: it is
-   recomputed from the caller's features, so a checkpoint holds no unnoised per-node data.
-3. **Classification module** (Alg. 7): per-hop base MLPs, COMBINE, head MLP, trained on the
-   cached aggregates without touching edges (DP-Adam at node level).
-
-Privacy: edge level is Proposition 6 (K Gaussian mechanisms of sensitivity 1 per directed edge,
-sqrt(2) per undirected edge); node level is Proposition 7 (encoder DP-SGD + K hops of
-sensitivity sqrt(D) on graphs whose degrees are at most D + classifier DP-SGD), with one
-noise multiplier for gradients and aggregations calibrated jointly to the target epsilon
-(thesis §4.7.5). Inference (Alg. 8): transductive predictions read only the cached
-aggregates; inductive predictions run encoder + PMA (fresh noise) on the new graph.
+"""GAP: private GNN with aggregation perturbation (thesis ch. 4, Alg. 5–8), three modules as
+stages of one fit: an encoder MLP on features and labels only (Alg. 6); the PMA (Alg. 5), K
+Gaussian sum-aggregations of the normalized encoder output drawn once and cached (hop 0, without
+noise, is recomputed, never stored); the classification module on the cached hops (Alg. 7).
+Edge level is Proposition 6 (sensitivity 1 per directed edge, sqrt(2) per undirected edge);
+node level Proposition 7 (DP-Adam, hops of sensitivity sqrt(D) under the degree promise), one
+noise multiplier calibrated jointly (thesis §4.7.5). A new graph's PMA draws fresh noise.
 """
 
 from __future__ import annotations
@@ -28,14 +15,12 @@ from typing import Any, Literal
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.data import Data
 
 from ..loops import Stage
 from ..nn.combine import Combine
 from ..nn.ensemble import LogProbEnsemble
 from ..nn.mlp import MLP
 from ..privacy.aggregation import GaussianAggregation, normalize_rows
-from ..privacy.dpsgd import unwrap
 from ..privacy.mechanism import Steps
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
 from .releases import Draw, Release
@@ -103,18 +88,11 @@ class GAP(AggregationPerturbationModule):
         hidden: width of every hidden layer and of the encoder output.
         combine: ``"cat"``, ``"sum"`` or ``"attn"``.
         normalize_combine: L2-normalize each node's combined embedding before the head MLP (as
-            the reference implementation does; ``False``: the head sees it as is).
+            the reference implementation does).
         encoder_epochs, classifier_epochs: epochs of the two training stages.
-        num_features, num_classes: build the modules now (a model restored from its
-            hyper-parameters); otherwise they are built from the data at ``setup``.
-        **kwargs: the settings GAP shares with ProGAP, documented on
-            :class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`: ``max_degree``
-            (node level: the public degree bound D), ``ensemble``, ``hop_budget``,
-            ``dropout``, ``normalization`` (``"auto"``: BatchNorm at edge level and without
-            privacy, none at node level), ``activation``, ``lr``, ``weight_decay``,
-            ``batch_size``, ``max_grad_norm`` (DP-SGD, node level), ``noise_multiplier``,
-            ``seed`` (weights only), ``noise_seed`` (research only), ``edge_unit``
-            (``"undirected"`` or ``"directed"``), ``log_private_metrics``.
+        num_features, num_classes: build the modules now (else at ``setup``).
+        **kwargs: the settings shared with ProGAP and PoinDP
+            (:class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`).
     """
 
     card_method = "GAP: encoder, multi-hop aggregation (PMA), classification module"
@@ -185,10 +163,6 @@ class GAP(AggregationPerturbationModule):
         self.encoder_model = self._dp_wrap(encoder, "GAP encoder")
         self.classifier = self._dp_wrap(classifier, "GAP classification module")
 
-    def _encoder(self) -> EncoderModule:
-        m = self.encoder_model
-        return unwrap(m)
-
     def configure_stages(self) -> list[Stage]:
         enc = self.hparams.encoder_epochs if self._uses_encoder else 0
         return [
@@ -196,25 +170,6 @@ class GAP(AggregationPerturbationModule):
             Stage("classifier", self.hparams.classifier_epochs, ("classifier",),
                   "classifier_epochs"),
         ]
-
-    def total_aggregations(self) -> int:
-        return self.hparams.hops
-
-    @property
-    def aggregates(self) -> torch.Tensor | None:
-        """``[N, K, d]``: the cached noisy hops (``None`` before stage 1)."""
-        return self.releases.get(self.mechanism_name)
-
-    @aggregates.setter
-    def aggregates(self, value: torch.Tensor | None) -> None:
-        self.releases.set(self.mechanism_name, value)
-
-    def stage_model(self, index: int) -> nn.Module:
-        return self.encoder_model if index == 0 else self.classifier
-
-    def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        x = self._features(data)
-        return (x,) if index == 0 else (self._with_hop0(x, self.aggregates),)
 
     # -- the aggregation module (Alg. 5), run once -----------------------------------------
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -224,23 +179,21 @@ class GAP(AggregationPerturbationModule):
 
     @torch.no_grad()
     def _hop0(self, x: torch.Tensor) -> torch.Tensor:
-        """Hop 0, the normalized encoder output: public to whoever holds ``x``, so recomputed
-        from the caller's features (cached per feature tensor), never stored."""
+        """Hop 0, the normalized encoder output: recomputed from the caller's features, never
+        stored."""
         cached = getattr(self, "_hop0_cache", None)
         if cached is None or cached[0] is not x:
             self._hop0_cache = (x, normalize_rows(self._encode(x)))
         return self._hop0_cache[1]
 
-    def _with_hop0(self, x: torch.Tensor, hops: torch.Tensor) -> torch.Tensor:
+    def classifier_input(self, x: torch.Tensor, hops: torch.Tensor) -> torch.Tensor:
         """``[N, K+1, d]``: hop 0 from ``x`` in front of the K noisy hops."""
         return torch.cat([self._hop0(x).unsqueeze(1), hops], dim=1)
 
     @torch.no_grad()
     def _draw_hops(self, d: Draw) -> Steps:
         """The release, ``[N, K, d]``: the K normalized noisy hops of the normalized encoder
-        output, on the training graph (every rank together, each encoding its rows; the noise
-        of each hop is drawn once, see ``_aggregate``) or on a new graph (from its label
-        counts when ``label_counts``)."""
+        output, on the training graph (every rank encoding its rows) or on a new graph."""
         if d.fit:
             x = self._gather(self._hop0(self._features(self._local(d.graph))))
         else:
@@ -252,16 +205,3 @@ class GAP(AggregationPerturbationModule):
         return torch.stack(hops, dim=1)
 
     # -- inference (Alg. 8) ------------------------------------------------------------------
-    def eval_stage(self) -> int:
-        return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
-
-    def _logits(self, data: Data) -> torch.Tensor:
-        x = self._features(data)
-        if self.eval_stage() == 0:
-            return self.encoder_model(self.row_trainer.input_features(x))
-        self._require_cache()
-        return self.classifier(self._with_hop0(x, self.aggregates))
-
-    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
-        x = self._features(graph, outputs.get(LABEL_COUNTS))
-        return self.classifier(self._with_hop0(x, outputs[self.mechanism_name]))

@@ -1,11 +1,7 @@
-"""Why a private fit is refused or ends (invariant budget-enforced): :class:`FitGuard`, held by
-every :class:`~lightning_dpgnn.methods.base.PrivateModule` (``model.guard``); the module's
-Lightning hooks (``on_fit_start``, ``on_train_batch_start``, ``on_train_end``) call it.
-
-Every reason a fit ends is gathered in one place (like Lightning's ``_FitLoop.done``): a
-privacy callback halted it (``PrivacyBudget`` through ``model.halt_privately``), a DP-SGD phase
-used every step its noise was calibrated for, a callback's ``should_stop``, or the trainer's
-limits; the reason is kept in ``model.fit_end_reason`` and logged.
+"""Why a private fit is refused or ends (invariant budget-enforced): :class:`FitGuard`
+(``model.guard``) gathers every reason in one place: a privacy callback halted it
+(``PrivacyBudget``), a DP-SGD phase used every step its noise was calibrated for, a callback's
+``should_stop``, or the trainer's limits; kept in ``model.fit_end_reason`` and logged.
 """
 
 from __future__ import annotations
@@ -39,16 +35,10 @@ class FitGuard:
         self.check_trainer()
 
     def check_trainer(self) -> None:
-        """Refuse trainer settings that break the accounting, before any step.
-
-        Several processes: private fits run under DDP launched as one script per process
-        (``strategy="ddp"``, ``torchrun``, SLURM), where every rank holds the mechanisms'
-        outputs and the ledger (``run_once``). Spawned or forked workers (``"ddp_spawn"``,
-        ``"ddp_notebook"``) hand only the weights back to the launching process, so its model
-        would report a spend without its cached outputs; sharded strategies (FSDP, DeepSpeed)
-        split parameters across ranks, which per-sample clipping cannot see. Both are refused.
-        Then the settings DP-SGD accounting cannot live with (``RowTrainer.refused_settings``).
-        """
+        """Refuse trainer settings that break the accounting, before any step: several
+        processes other than DDP with one script per process (spawned workers hand only the
+        weights back, without the cached outputs; sharded strategies hide parameters from
+        per-sample clipping), and what DP-SGD cannot live with (``refused_settings``)."""
         m = self.module
         trainer = m.trainer
         world = getattr(trainer, "world_size", 1)
@@ -70,18 +60,15 @@ class FitGuard:
             )
 
     def halt(self, reason: str) -> None:
-        """End the fit before the next optimizer step; the model is marked ``privacy_halted``
-        (kept in checkpoints; the zoo refuses to publish it)."""
+        """End the fit before the next optimizer step; the model is marked ``privacy_halted``."""
         if self.halt_reason is None:
             self.halt_reason = reason
         self.module.privacy_halted = True
 
     def stop_reason(self) -> str | None:
-        """Why the fit must end before the next optimizer step (``None``: it goes on).
-
-        The reasons, in order: a privacy callback halted it (:meth:`halt`); the DP-SGD phase
-        of the next step used every step its noise was calibrated for (one more would exceed
-        the target)."""
+        """Why the fit must end before the next optimizer step (``None``: it goes on): a privacy
+        callback halted it, or the next step's DP-SGD phase used every step its noise was
+        calibrated for."""
         if self.halt_reason is not None:
             return self.halt_reason
         m = self.module
@@ -111,9 +98,7 @@ class FitGuard:
         return -1 if skip else None
 
     def agreed(self, *decisions: bool) -> tuple[bool, ...]:
-        """``decisions`` as the whole process group takes them: each true when any rank's is
-        (as Lightning's ``EarlyStopping`` reduces ``should_stop``), in one collective;
-        themselves on one process."""
+        """``decisions`` as the whole process group takes them: each true when any rank's is."""
         m = self.module
         if m._trainer is None or m.trainer.world_size == 1:
             return tuple(bool(d) for d in decisions)
@@ -122,8 +107,7 @@ class FitGuard:
         return tuple(bool(v > 0) for v in strategy.reduce(votes, reduce_op="sum"))
 
     def end(self) -> None:
-        """Record and log why the fit ended: a reason of :meth:`stop_reason`, a callback's
-        stop (``trainer.should_stop``, e.g. early stopping), or the trainer's limits."""
+        """Record and log why the fit ended."""
         m = self.module
         trainer = m.trainer
         if self.halt_reason is not None:

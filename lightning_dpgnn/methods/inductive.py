@@ -1,11 +1,7 @@
 """Inference on a new graph, one path for every method (invariants inference-privacy and
-new-graph-reports): the new graph's releases are drawn on it with fresh noise, on its own
-ledgers (``Releases.on_graph``), and reported in ``model.last_inference_report``.
-
-A method declares what a new graph needs through hooks of
-:class:`~lightning_dpgnn.methods.base.PrivateModule`: ``inductive_graph`` (checks, device),
-``inductive_accountant`` (the graph's ledger), ``inductive_release`` (which releases are drawn
-on it) and ``inductive_logits`` (the logits from its releases).
+new-graph-reports): its releases are drawn on it with fresh noise, on its own ledgers
+(``Releases.on_graph``), and reported in ``model.last_inference_report``; a method's hooks are
+``inductive_graph``, ``inductive_accountant``, ``inductive_release`` and ``inductive_logits``.
 """
 
 from __future__ import annotations
@@ -47,11 +43,9 @@ def inductive_outputs(
     module: Any, data: Data, given: dict[str, Any] | None = None
 ) -> tuple[Data, dict[str, Any]]:
     """The new graph ``data`` (checked, on ``module``'s device) and its releases: drawn with
-    fresh noise on its own ledgers (reported in ``module.last_inference_report``), or ``given``
-    (outputs made elsewhere, e.g. on the nodes' devices). A repeated call on the same graph
-    returns the cached releases and spends nothing more; once the cache has dropped that
-    graph, a new draw composes into its ledger (:func:`inference_report`). A graph that shares
-    private data with the training graph composes into the training ledger, with a warning."""
+    fresh noise on its own ledgers, or ``given`` (made elsewhere, e.g. on the nodes' devices).
+    A graph that shares private data with the training graph composes into the training
+    ledger, with a warning."""
     name = type(module).__name__
     if module.level.private and module.calibrates_noise() and module.noise_multiplier is None:
         raise RuntimeError(f"{name} must be fitted (or loaded) before inductive inference")

@@ -1,9 +1,7 @@
-"""The accounting of a :class:`~lightning_dpgnn.methods.base.PrivateModule` (``model.ledgers``):
-its guarantees (the own one, ``model.accountant``, and others over other units, never added),
-delta, the noise multiplier calibrated from what the method declares it will spend
-(``plan_mechanisms``, ``dpsgd_phase``), the reports — the only source of epsilon — and the
-privacy state checkpoints and published models hold. Plain object: it reads the module's
-attributes and declared hooks, and holds no Lightning state.
+"""The accounting of a private model (``model.ledgers``): its guarantees (its own,
+``model.accountant``, and others over other units, never added), delta, the noise multiplier
+calibrated from what the method declares it will spend, the reports (the only source of
+epsilon) and the privacy state checkpoints and published models hold.
 """
 
 from __future__ import annotations
@@ -52,10 +50,7 @@ def check_privacy_arguments(
     owner: str = "this method",
 ) -> tuple[Level, float | None]:
     """The level of ``privacy`` and the target epsilon (``inf`` without privacy; ``None``: no
-    target), after checking a model's privacy arguments as the user gave them.
-
-    ``epsilon=math.inf`` is the one spelling of "no privacy": it gives level ``none`` (the
-    level's name, ``privacy="none"``, is equivalent), where the method has that level."""
+    target), after checking the privacy arguments; ``epsilon=math.inf`` gives level ``none``."""
     if privacy not in levels:
         raise ValueError(f"privacy must be one of {levels}, got {privacy!r}")
     level = Level.of(privacy)
@@ -92,8 +87,7 @@ def no_privacy(epsilon: Any) -> bool:
 
 
 def checkpoint_state(checkpoint: dict[str, Any]) -> dict[str, Any]:
-    """The privacy state a Lightning checkpoint holds, or an error: without it the spend of
-    the weights is unknown."""
+    """The privacy state a Lightning checkpoint holds (an error without it: unknown spend)."""
     state = checkpoint.get(CHECKPOINT_KEY)
     if state is None:
         raise KeyError(
@@ -115,9 +109,8 @@ def calibrated(
     delta: float | None = None,
     name: str = "noise_multiplier",
 ) -> float:
-    """The one calibration path of every guarantee: the smallest noise multiplier whose
-    ``plan`` (the ledger of the whole fit at ``z``) meets ``target`` at ``delta``, or the fixed
-    ``z`` checked against it."""
+    """The one calibration path: the smallest noise multiplier whose ``plan`` (the ledger of the
+    whole fit at ``z``) meets ``target`` at ``delta``, or the fixed ``z`` checked against it."""
     if z is None:
         if target is None:
             raise ValueError(f"give epsilon (to calibrate the noise) or a {name}")
@@ -133,12 +126,8 @@ def calibrated(
 
 
 class Ledgers:
-    """The guarantees of ``module`` and what they spend.
-
-    Args:
-        module: the model (its ``accountant``, ``guarantee_name``, ``level``, targets, noise
-            multiplier and the declarations of its method).
-    """
+    """The guarantees of ``module`` and what they spend (it reads the module's attributes and
+    declared hooks, and holds no Lightning state)."""
 
     def __init__(self, module: Any) -> None:
         self.module = module
@@ -154,10 +143,9 @@ class Ledgers:
         delta: float | None = None,
         epsilon: float | None = None,
     ) -> PrivacyAccountant:
-        """Declare a guarantee besides the model's own (``guarantee_name``): releases that
-        protect another unit (e.g. features under local DP beside edges under edge-level DP)
-        record on its accountant, and the report carries both, never added. ``epsilon``: its
-        target (the publishing gate and ``PrivacyBudget`` hold it to it)."""
+        """Declare a guarantee besides the model's own, over another unit (e.g. features under
+        local DP beside edges): its releases record on its accountant, and the report carries
+        both, never added. ``epsilon``: its target."""
         m = self.module
         if m.guarantee_name is None:
             raise ValueError(
@@ -210,9 +198,8 @@ class Ledgers:
             ) from None
 
     def for_new_graph(self, graph: Data | None, guarantee: str | None = None) -> PrivacyAccountant:
-        """A new graph's own ledger of ``guarantee`` (its data is disjoint from the training
-        graph: parallel composition); with ``delta="auto"`` its delta comes from its own
-        units. Another guarantee's ledger is a fresh copy of the training one's settings."""
+        """A new graph's own ledger of ``guarantee`` (disjoint data: parallel composition), its
+        delta from its own units."""
         m = self.module
         if guarantee is not None and guarantee != m.guarantee_name:
             own = self.of(guarantee)
@@ -226,8 +213,7 @@ class Ledgers:
 
     # -- delta -------------------------------------------------------------------------------
     def units(self, data: Data) -> int:
-        """The default of ``PrivateModule.private_units``: the protected units of ``data``,
-        undirected or directed edges at edge level, nodes at node level."""
+        """The protected units of ``data``: undirected or directed edges, or nodes."""
         m = self.module
         if m.level is Level.EDGE:
             units = data.num_edges // 2 if m.edge_unit == "undirected" else data.num_edges
@@ -335,9 +321,8 @@ class Ledgers:
             self.of(name or None).load_state_dict(state)
 
     def privacy_state(self) -> dict[str, Any]:
-        """Everything a checkpoint (and a published model) holds besides the parameters and
-        hyper-parameters: the accountants, the report, the noise multiplier, the releases'
-        outputs and the state public at this level (invariant releases-only)."""
+        """What a checkpoint and a published model hold besides parameters and
+        hyper-parameters (invariant releases-only)."""
         m = self.module
         return {
             "guarantees": {n: a.state_dict() for n, a in self.others.items()},

@@ -1,13 +1,9 @@
-"""The one-time local-DP collection of LPGNN and PGC, a component the method holds.
-
-The nodes perturb their data once (:class:`~lightning_dpgnn.privacy.local.LocalCollector`); the
-server trains on what it received. :class:`LocalRelease` declares that collection as the
-model's release, so the lifecycle draws it once at the start of the first fit (after a
-checkpoint restore, so a resumed fit never re-queries the nodes), records it on the model's
-ledger (level ``"ldp"``), keeps it in the checkpoint and re-runs it on a new graph (that
-graph's own ledger and report). The method reads the private side of the graph only through
-:meth:`LocalRelease.collection` / :meth:`LocalRelease.received_features`; the graph structure
-is public to the server in this threat model (thesis §2.3.1, §3.3.1).
+"""The one-time local-DP collection of LPGNN and PGC, a component the method holds: the nodes
+perturb their data once (:class:`~lightning_dpgnn.privacy.local.LocalCollector`) and
+:class:`LocalRelease` declares that collection as the model's release (drawn once, on the
+``"ldp"`` ledger, checkpointed, re-run on a new graph's own ledger). The method reads the
+private side of the graph only through it; the graph structure is public to the server in this
+threat model (thesis §2.3.1, §3.3.1).
 """
 
 from __future__ import annotations
@@ -36,10 +32,8 @@ NEW_GRAPH_UNIT = "each node's features, perturbed on the node (edges are public;
 
 
 class LocalRelease:
-    """The nodes' collection of an LDP method (``privacy="ldp"``), declared as its release.
-
-    ``module`` passes itself and its ``collector``; the component sets the ledger's unit and
-    delta from the collector and declares the release on the module."""
+    """The nodes' collection of an LDP method (``privacy="ldp"``), declared as its release; the
+    ledger's unit and delta come from ``collector``."""
 
     def __init__(self, module: PrivateModule, collector: LocalCollector) -> None:
         self.module, self.collector = module, collector
@@ -99,9 +93,7 @@ class LocalRelease:
 
     def collect_from(self, data: Data) -> LocalCollection:
         """What the nodes of a new graph send to the trained model: their features perturbed
-        with the model's mechanism (no label), drawn by the lifecycle on that graph's own
-        ledger (``last_inference_report``): a repeated call returns the same collection. In a
-        deployment each node runs this on its own device."""
+        (no label), drawn on that graph's own ledger (a repeated call returns the same)."""
         return inductive_outputs(self.module, data)[1][COLLECTION_KEY]
 
     @staticmethod

@@ -1,6 +1,4 @@
-"""What a private model logs: loss and accuracy of a split's rows, and only where the fit may
-(no metric on private labels during a node-level fit unless asked for: not covered by
-epsilon)."""
+"""What a private model logs: loss and accuracy of a split's rows, where the fit may."""
 
 from __future__ import annotations
 
@@ -52,8 +50,7 @@ def log_accuracy(
 
 
 def log_rows(module: Any, logits: torch.Tensor, y: torch.Tensor, stage: str) -> torch.Tensor:
-    """Log ``<stage>/loss`` and ``<stage>/acc`` of the logits of the stage's rows; return the
-    loss."""
+    """Log ``<stage>/loss`` and ``<stage>/acc`` of the stage's rows; return the loss."""
     loss = cross_entropy(logits, y)
     n = len(y)
     values = torch.stack([loss.detach(), accuracy(logits, y).to(loss.dtype)])

@@ -14,7 +14,6 @@ from ..nn.mlp import resolve_normalization, select_rows
 from ..privacy.dpsgd import DPSGDPhase, grad_sample_module
 from .arguments import check_arguments
 from .base import PrivateModule
-from .metrics import log_accuracy, logs_metrics
 from .rows import RowTrainer, check_noise_arguments
 
 __all__ = ["MLP", "DPMLP"]
@@ -23,8 +22,6 @@ __all__ = ["MLP", "DPMLP"]
 class _NodeMLP(PrivateModule):
     """An MLP on node features trained on the training rows (its :class:`RowTrainer`);
     evaluation on the full graph."""
-
-    sparse_features = True  # rows gathered as sparse COO (``RowTrainer.node_rows``)
 
     def __init__(
         self,
@@ -49,8 +46,7 @@ class _NodeMLP(PrivateModule):
             privacy, epsilon, delta, levels=levels, lr=lr, weight_decay=weight_decay,
             **privacy_options,
         )
-        # the whole model's arguments (this frame's and the subclass's), less those the
-        # subclass fixes itself
+        # the whole model's arguments, less those the subclass fixes itself
         self.save_hyperparameters(ignore=["levels", *self.fixed_arguments])
         self.hidden, self.layers = hidden, layers
         self.dropout, self.normalization = dropout, normalization
@@ -81,17 +77,8 @@ class _NodeMLP(PrivateModule):
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self.row_trainer.step(self.mlp, batch)
 
-    def _eval(self, data: Data, stage: str) -> torch.Tensor:
-        return log_accuracy(self, self(self.row_trainer.input_features(data.x)), data, stage)
-
-    def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return self._eval(data, "val") if logs_metrics(self, "val") else None
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return self._eval(data, "test")
-
-    def transductive_probs(self, data: Data) -> torch.Tensor:
-        return self(self.row_trainer.input_features(data.x)).softmax(-1)
+    def _logits(self, data: Data) -> torch.Tensor:
+        return self(self.row_trainer.input_features(data.x))
 
     def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         """A new graph's nodes: their features only (no edge is read, nothing is released)."""
@@ -99,11 +86,8 @@ class _NodeMLP(PrivateModule):
 
 
 class MLP(_NodeMLP):
-    """Node-feature MLP. Reads no edges, so at edge level it spends epsilon = 0.
-
-    Trains for ``epochs`` full-batch epochs and keeps the epoch with the best ``val/acc`` (the
-    protocol of the GAP/ProGAP papers' MLP baseline), as a one-stage staged fit: ``epochs`` sets
-    its length (``Trainer(max_epochs)`` replaces the default, see the staged fit loop).
+    """Node-feature MLP. Reads no edges, so at edge level it spends epsilon = 0; trains
+    ``epochs`` full-batch epochs and keeps the best ``val/acc`` (the papers' protocol).
 
     Args:
         privacy: ``"edge"`` (default: reports edge-level epsilon 0) or ``"none"``.
@@ -140,11 +124,10 @@ class DPMLP(_NodeMLP):
     """Node-level private MLP trained with DP-Adam (Poisson batches, clipping, Gaussian noise).
 
     Args:
-        epsilon: target node-level epsilon; the noise multiplier is calibrated so that
-            ``epochs`` epochs spend at most this (realized epsilon within 0.1% below).
+        epsilon: target node-level epsilon ``epochs`` epochs may spend (calibrated).
         delta: ``"auto"`` (below 1 / #nodes) or a number.
-        noise_multiplier: fix the noise instead of calibrating (then ``epsilon=None``; the
-            fit runs as long as the trainer says and the spend is reported, not capped).
+        noise_multiplier: fix the noise instead (``epsilon=None``: the spend is reported, not
+            capped).
         epochs: DP-SGD epochs the calibration plans for; the model stops itself there.
         batch_size: expected Poisson batch size; max_grad_norm: clipping norm C.
         hidden, layers, dropout, lr, weight_decay: MLP shape and DP-Adam settings, as
@@ -152,8 +135,7 @@ class DPMLP(_NodeMLP):
         normalization: ``"none"``, ``"layer"`` or ``"group"`` (BatchNorm is rejected;
             ``"auto"``, as GAP's at node level, is none).
         seed: seed of the weight initialisation (never of privacy noise).
-        noise_seed: reproducible gradient noise and Poisson batches, for research only (the
-            report says the guarantee does not hold against anyone who knows it).
+        noise_seed: reproducible noise and batches, for research only.
         log_private_metrics: log ``val/*`` on private labels during the fit.
     """
 

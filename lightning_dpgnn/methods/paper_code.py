@@ -1,12 +1,7 @@
-"""The paper-code reference mode of the methods whose authors' code is unsound (design.md,
-"Papers whose public code is not what they claim"): GW-LDP, PoinDP and HeteroRR.
-
-A method built with ``mode="paper-code"`` holds a :class:`PaperCode` (``model.paper_code``;
-``None`` in its sound mode) and reproduces the released code's behaviour so that a paper's
-tables can be compared side by side. Its report says it is NOT differentially private (its
-accountant records an infinite spend, so ``PrivacyBudget`` refuses any budget), and the zoo
-and the hub refuse to publish it (:meth:`PaperCode.blockers`, returned by
-``PrivateModule.publication_blockers``).
+"""The paper-code reference mode of the methods whose authors' code is unsound (GW-LDP, PoinDP,
+HeteroRR; design.md): with ``mode="paper-code"`` a model holds a :class:`PaperCode` and
+reproduces the released code for side-by-side tables; it records an infinite spend, its report
+says NOT differentially private, and ``PrivacyBudget``, the zoo and the hub refuse it.
 """
 
 from __future__ import annotations

@@ -1,39 +1,11 @@
-"""PoinDP: hierarchy-aware private node embeddings in the Poincaré ball (Wei et al., AAAI 2024;
-``../shared/papers/poindp-hyperbolic-dp-slides.md``), made sound (``docs/poindp.md``).
-
-``mode="dp"`` (the default) runs, in one ``trainer.fit``, as stages of the staged fit loop:
-
-1. **Encoder** (:class:`~lightning_dpgnn.nn.poincare.PoincareEncoder`): an MLP on the node
-   features into the tangent space at the origin, ``exp_0`` onto the Poincaré ball, pre-trained
-   with a linear head on the training labels only. At edge level features and training labels
-   are public; at node level it is trained with DP-Adam (accounted). No edge is read.
-2. **The release** (stage 1, drawn once, cached, checkpointed): the hyperbolic Gaussian
-   mechanism (:class:`~lightning_dpgnn.privacy.hyperbolic.HyperbolicGaussian`) on the
-   encoder's ball embeddings — clip in the tangent space at the origin, split into radius
-   (inter-hierarchy, share ``beta``) and direction (intra-hierarchy, share ``1 - beta``), the
-   neighbourhood sums of each part with Gaussian noise (sensitivity that of GAP's sum
-   aggregation: ``sqrt(2)`` per undirected edge, ``sqrt(D)`` per node under the degree
-   promise), composed by the accountant, recombined on the ball (post-processing).
-3. **Classifier**: an MLP on each node's own clipped tangent embedding (public to whoever holds
-   its features; not stored), the recombined released point (``log_0``) and the log of its
-   released radius sum; trained with ``Trainer.fit`` on the cached release only (DP-Adam at
-   node level).
-
-Transductive predictions read only the cached release; inductive ones draw it again, with fresh
-noise, on the new graph's own ledger (the release lifecycle of ``PrivateModule``).
-
-The Poincaré pre-training of the slides (eqs. 7/9; in the authors' code HyperIMBA's
-Nickel–Kiela embedding of the graph) is not used: it reads the edges, which edge- and node-level
-DP protect, and the authors' version also every node's label, test labels included. A private
-version would be a mechanism of its own; the radius of the encoder's embedding plays its role
-(the hierarchy level), read from public data and released through the mechanism.
-
-``mode="paper-code"`` reproduces the authors' released code (``WYLucency/PoinDP``) for Table 1
-side by side, and is NOT differentially private: two parallel 2-layer GCNs on the raw graph
-whose logits get bounded noise ``sigma tanh(v / 2)``, ``v ~ N(0, 1)`` per entry (a 1-D wrapped
-normal), every epoch and at test time, with ``sigma`` from networks that never train; nothing
-is accounted in the code. Here it records an infinite spend, its report says NOT differentially
-private, and ``PrivacyBudget`` and the zoo refuse it (:class:`~.paper_code.PaperCode`).
+"""PoinDP: hierarchy-aware private node embeddings in the Poincaré ball (Wei et al., AAAI 2024),
+made sound (``docs/poindp.md``). ``mode="dp"``: an encoder onto the ball trained without edges
+(DP-Adam at node level); the release, drawn once, is the hyperbolic Gaussian mechanism on the
+ball embeddings (radius share ``beta`` and direction, each neighbourhood sum with noise of the
+sensitivity of GAP's sum aggregation: ``sqrt(2)`` per undirected edge, ``sqrt(D)`` per node);
+a classifier on the cache only. The slides' pre-training reads the edges (and in the authors'
+code every label), so the encoder's radius plays its role. ``mode="paper-code"`` reproduces
+the authors' code and is NOT differentially private (:class:`~.paper_code.PaperCode`).
 """
 
 from __future__ import annotations
@@ -53,7 +25,6 @@ from ..nn.mlp import MLP
 from ..nn.poincare import PaperCodeNet, PoincareEncoder
 from ..privacy import PrivacyAccountant
 from ..privacy import random as R
-from ..privacy.dpsgd import unwrap
 from ..privacy.hyperbolic import HyperbolicGaussian, check_beta, check_clip, optimal_beta
 from ..privacy.mechanism import Steps
 from .ap import LABEL_COUNTS, AggregationPerturbationModule
@@ -94,24 +65,19 @@ PAPER_CODE_FLAW = (
 
 
 class PoinDP(AggregationPerturbationModule):
-    """PoinDP node classifier (module docstring): edge- or node-level private, or the
-    paper-code reference mode (not private).
+    """PoinDP node classifier: edge- or node-level private, or the paper-code mode (not private).
 
     Args:
         privacy: ``"edge"``, ``"node"`` or ``"none"`` (the same model without noise).
         epsilon: target epsilon of the whole fit (release, and DP-Adam at node level).
         delta: ``"auto"``, ``"paper"`` or a number (``PrivateModule``).
-        beta: the inter-hierarchy (radius) share of the release's budget, in ``[0, 1]``
-            (``0``: directions only, the "without inter" ablation; ``1``: radii only, "without
-            intra"); ``"auto"``: ``1 / (1 + sqrt(hidden))``, the share that minimises the
-            release's total noise variance (a function of the public width; the "without
-            allocation" ablation fixes ``0.5``).
+        beta: the radius share of the release's budget, in ``[0, 1]``; ``"auto"``:
+            ``1 / (1 + sqrt(hidden))``, which minimises the total noise variance.
         clip: ``C``, the public norm the tangent vectors are clipped to.
         curvature: ``c`` of the ball (curvature ``-c``).
         mode: ``"dp"`` or ``"paper-code"`` (NOT differentially private; ``privacy="edge"``).
-        hops: K, releases drawn one after the other, hop ``k`` on the points recombined from
-            hop ``k - 1`` (post-processing of a release, as GAP's hops): each hop costs one
-            mechanism, composed by the accountant (``hop_budget`` splits the budget unevenly).
+        hops: K releases, hop ``k`` on the points recombined from hop ``k - 1``
+            (post-processing), each one more mechanism.
         hidden: embedding width (the ball's dimension) and hidden width of every MLP.
         encoder_layers, classifier_layers: MLP layers.
         encoder_epochs, classifier_epochs: epochs of the two stages (``mode="dp"``).
@@ -119,11 +85,7 @@ class PoinDP(AggregationPerturbationModule):
             patience on ``val/acc`` (the code's 200 and 100).
         num_features, num_classes: build the networks now (a restored model).
         **kwargs: the settings shared with GAP (:class:`~lightning_dpgnn.methods.ap.
-            AggregationPerturbationModule`): ``max_degree`` (node level: the public degree
-            bound D), ``dropout``, ``normalization``, ``activation``, ``lr``,
-            ``weight_decay``, ``batch_size``, ``max_grad_norm``, ``noise_multiplier``,
-            ``seed``, ``noise_seed``, ``edge_unit``, ``log_private_metrics``, ``label_counts``
-            (default off: the paper's model).
+            AggregationPerturbationModule`); ``label_counts`` is off by default (the paper's).
     """
 
     mechanism_name = "poindp"
@@ -131,8 +93,7 @@ class PoinDP(AggregationPerturbationModule):
 
     @classmethod
     def sibling_for(cls, kwargs: dict[str, Any]) -> type[PrivateModule] | None:
-        """``PoinDP(mode="paper-code", ...)`` builds its sibling :class:`PoinDPPaperCode` (the
-        authors' code, NOT differentially private), with the arguments it takes."""
+        """``PoinDP(mode="paper-code", ...)`` builds :class:`PoinDPPaperCode` (NOT private)."""
         return PoinDPPaperCode if cls is PoinDP and kwargs.get("mode") == PAPER_CODE else None
 
     def __init__(
@@ -191,24 +152,12 @@ class PoinDP(AggregationPerturbationModule):
         self.encoder_model = self._dp_wrap(encoder, "PoinDP encoder")
         self.classifier = self._dp_wrap(classifier, "PoinDP classifier")
 
-    def _encoder(self) -> PoincareEncoder:
-        return unwrap(self.encoder_model)
-
     def configure_stages(self) -> list[Stage]:
         hp = self.hparams
         return [
             Stage("encoder", hp.encoder_epochs, ("encoder_model",), "encoder_epochs"),
             Stage("classifier", hp.classifier_epochs, ("classifier",), "classifier_epochs"),
         ]
-
-    def total_aggregations(self) -> int:
-        return self.hparams.hops
-
-    def stage_model(self, index: int) -> nn.Module:
-        return self.encoder_model if index == 0 else self.classifier
-
-    def calibrates_noise(self) -> bool:
-        return self.level.private
 
     # -- the release -------------------------------------------------------------------------
     def mechanism(self, noise_multiplier: float | None = None) -> HyperbolicGaussian:
@@ -235,16 +184,6 @@ class PoinDP(AggregationPerturbationModule):
             return []
         return [self.mechanism(z).scaled(scale) for scale in self.hop_scales()]
 
-    @property
-    def aggregates(self) -> torch.Tensor | None:
-        """``[N, K, 1 + hidden]``: the cached release (each hop's noisy radius and direction
-        sums)."""
-        return self.releases.get(self.mechanism_name)
-
-    @aggregates.setter
-    def aggregates(self, value: torch.Tensor | None) -> None:
-        self.releases.set(self.mechanism_name, value)
-
     def _points(self, x: torch.Tensor) -> torch.Tensor:
         """The encoder's ball embeddings of ``x``'s nodes."""
         enc = self._encoder()
@@ -267,9 +206,7 @@ class PoinDP(AggregationPerturbationModule):
     def hyperbolic_embeddings(self, release: torch.Tensor | None = None) -> torch.Tensor:
         """The released neighbourhood embeddings as points of the ball, ``[N, K, hidden]``
         (post-processing of the cached release, or of ``release``)."""
-        release = self.aggregates if release is None else release
-        if release is None:
-            self._require_cache()
+        release = self.releases[self.mechanism_name] if release is None else release
         mechanism = self.mechanism()
         return torch.stack([mechanism.recombine(release[:, k]) for k in range(release.size(1))],
                            dim=1)
@@ -286,37 +223,18 @@ class PoinDP(AggregationPerturbationModule):
             self._hop0_cache = (x, self._eval_forward(enc, rows, call=enc.tangent))
         return self._hop0_cache[1]
 
-    def _classifier_input(self, x: torch.Tensor, release: torch.Tensor) -> torch.Tensor:
+    def classifier_input(self, x: torch.Tensor, release: torch.Tensor) -> torch.Tensor:
         release = release.to(device=x.device)
         tangent = H.logmap0(self.hyperbolic_embeddings(release), self.curvature) / self.clip
         radius = torch.log1p(release[:, :, :1].clamp_min(0.0))
         per_hop = torch.cat([tangent, radius], dim=2).flatten(1)
         return torch.cat([self._hop0(x), per_hop], dim=1).float()
 
-    def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        x = self._features(data)
-        return (x,) if index == 0 else (self._classifier_input(x, self.aggregates),)
-
-    def eval_stage(self) -> int:
-        return 0 if self._in_fit() and self.staged.current_stage == 0 else 1
-
-    def _logits(self, data: Data) -> torch.Tensor:
-        x = self._features(data)
-        if self.eval_stage() == 0:
-            return self.encoder_model(self.row_trainer.input_features(x))
-        self._require_cache()
-        return self.classifier(self._classifier_input(x, self.aggregates))
-
-    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
-        x = self._features(graph, outputs.get(LABEL_COUNTS))
-        return self.classifier(self._classifier_input(x, outputs[self.mechanism_name]))
 
 
 class PoinDPPaperCode(PrivateModule):
-    """PoinDP's paper-code reference mode, ``PoinDP(mode="paper-code")``: the authors' released
-    code (two branches' logits plus bounded noise ``sigma*tanh(v/2)`` at every forward, never
-    accounted), full batch on the whole graph with early stopping on ``val/acc`` — **NOT
-    differentially private**: its report says so, ``PrivacyBudget`` and the zoo refuse it.
+    """``PoinDP(mode="paper-code")``: the authors' released code (two branches' logits plus
+    bounded noise ``sigma*tanh(v/2)``, never accounted), **NOT differentially private**.
 
     Args:
         privacy: ``"edge"`` only (the graph is read; nothing is protected).
@@ -390,8 +308,7 @@ class PoinDPPaperCode(PrivateModule):
         return self._paper_logits(graph)
 
     def _paper_logits(self, data: Data) -> torch.Tensor:
-        """The code's forward: both branches' logits plus bounded noise, summed (the noise is
-        drawn at every call, training and evaluation alike, as in the code)."""
+        """The code's forward: both branches' logits plus bounded noise drawn at every call."""
         branches = self.paper_net(data.x, data.edge_index)  # [2, N, C]
         weights = torch.tensor(PAPER_CODE_WEIGHT, device=branches.device).expand(
             data.num_nodes, 2)

@@ -1,25 +1,9 @@
-"""ProGAP: progressive private GNN with aggregation perturbation (thesis ch. 5, Alg. 9–10).
-
-A ``K``-layer GNN is split into ``K + 1`` overlapping submodels trained one after the other as
-stages of the staged fit loop, all inside one ``trainer.fit``:
-
-* stage 0 trains ``MLP_base^(0)`` on the node features, followed by ``JK^(0)`` and a fresh
-  1-layer head (Eq. 5.5, 5.11);
-* on entering stage ``s >= 1`` the embeddings ``X^(s-1) = MLP_base^(s-1)(X~^(s-1))`` learned in
-  stage ``s-1`` go through **NAP** once (Eq. 5.8/5.9: normalize rows, sum over in-neighbours,
-  add Gaussian noise); the noisy ``X~^(s)`` is cached and reused for all later training and
-  inference (Alg. 9 lines 3–5);
-* stage ``s`` trains ``MLP_base^(0..s)`` (``training="progressive"``, Alg. 10) or only
-  ``MLP_base^(s)`` with the earlier ones frozen (``"layerwise"``, Remark 1), plus a fresh
-  ``JK^(s)`` and head; earlier heads are discarded (never used again).
-
-Privacy: the graph is read only by the ``K`` NAP queries. Edge level is Theorem 4 (``K``
-Gaussian mechanisms of sensitivity 1 per directed edge, ``sqrt(2)`` per undirected edge, the
-default unit). Node level is Theorem 5: every in- and out-degree at most ``D``, a checked public
-bound (NAP sensitivity ``sqrt(D)``), every stage trained with DP-Adam on Poisson batches, and
-one noise multiplier calibrated jointly over ``K`` NAPs and ``K + 1`` DP-SGD runs. Inference on
-the training graph reads only the cache (no extra cost); on a new graph the NAPs run on it with
-fresh noise.
+"""ProGAP: progressive private GNN with aggregation perturbation (thesis ch. 5, Alg. 9–10):
+``K + 1`` submodels trained one after the other as stages of one fit; entering stage ``s >= 1``
+releases ``X~^(s)``, a NAP (normalize, sum over in-neighbours, add Gaussian noise) of stage
+``s - 1``'s embeddings, once and cached. The graph is read only by the ``K`` NAPs: edge level is
+Theorem 4 (sensitivity 1 per directed edge, sqrt(2) per undirected edge); node level Theorem 5
+(sensitivity sqrt(D) under the degree promise, DP-Adam, one noise multiplier calibrated jointly).
 """
 
 from __future__ import annotations
@@ -48,13 +32,9 @@ TRAINING = ("progressive", "layerwise")
 
 
 class ProGAPNetwork(nn.Module):
-    """All submodels: base MLPs ``0..K``, and one JK module and 1-layer head per stage.
-
-    ``forward(x, X~^(1), ..., X~^(s))`` is submodel ``M_s`` (Eq. 5.11): each input goes through
-    its base MLP, ``JK^(s)`` combines the ``s + 1`` embeddings, the result is L2-normalized per
-    node (``normalize_jk``, as the reference implementation does) and ``head^(s)`` gives logits.
-    Base MLPs listed in ``frozen`` stay in eval mode (no dropout, fixed norm statistics).
-    """
+    """All submodels: base MLPs ``0..K``, one JK module and 1-layer head per stage;
+    ``forward(x, X~^(1), ..., X~^(s))`` is submodel ``M_s`` (Eq. 5.11). Base MLPs listed in
+    ``frozen`` stay in eval mode."""
 
     def __init__(
         self,
@@ -104,14 +84,10 @@ class ProGAPNetwork(nn.Module):
 
 
 class ProGAPEnsemble(nn.Module):
-    """``M`` ProGAP networks that share every stage but the last.
-
-    Member 0 alone trains stages ``0..K-1`` and computes the embeddings the NAPs aggregate
-    (so the NAPs, and the privacy analysis, are those of one network). On entering the last
-    stage, which reads only the cached NAP outputs, every other member takes member 0's base
-    MLPs ``0..K-1``; all members then train the last stage side by side from their own fresh
-    last base MLP, JK and head, and predictions average their log-probabilities.
-    """
+    """``M`` ProGAP networks that share every stage but the last: member 0 alone trains stages
+    ``0..K-1`` and feeds the NAPs (the privacy analysis is one network's); in the last stage,
+    which reads only cached NAP outputs, every member trains from member 0's earlier base MLPs
+    and predictions average their log-probabilities."""
 
     def __init__(self, members: list[ProGAPNetwork]) -> None:
         super().__init__()
@@ -165,31 +141,20 @@ class ProGAP(AggregationPerturbationModule):
         jk: Jumping Knowledge combine of each stage: ``"cat"`` (the paper's), ``"sum"``,
             ``"attn"``.
         normalize_jk: L2-normalize each node's combined embedding before the stage head (the
-            reference implementation's choice; ``False``: the head sees it as is).
-        normalize_nap: L2-normalize each noisy NAP output row before it feeds the next stage
-            (post-processing; the thesis feeds it as is).
+            reference implementation's choice).
+        normalize_nap: L2-normalize each noisy NAP output row (post-processing).
         hidden: width of every base MLP output (and hidden layer).
         epochs_per_stage: epochs each of the ``K + 1`` stages trains for.
         training: ``"progressive"`` (stage ``s`` trains base MLPs ``0..s``) or ``"layerwise"``
             (only base MLP ``s``; earlier ones frozen).
-        warm_start: start base MLP ``s >= 2`` from the weights base MLP ``s - 1`` ended with
-            (same shapes: both map a ``hidden``-wide aggregate), instead of a fresh init.
-        patience: per-stage early stopping: stop training a stage after this many epochs with
-            no ``val/acc`` gain (``None``: train every epoch; the best epoch is kept either way).
-            Ignored at node level, where validation labels are private.
-        num_features, num_classes: build the network now (a model restored from its
-            hyper-parameters); otherwise it is built from the data at ``setup``.
-        **kwargs: the settings ProGAP shares with GAP, documented on
-            :class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`: ``max_degree``
-            (node level: the public degree bound D), ``ensemble`` (networks trained side by
-            side in the last stage, which reads only cached NAP outputs; earlier stages and
-            the NAPs are those of one network, so the privacy cost does not change),
-            ``hop_budget`` (each NAP's share), ``dropout``, ``normalization`` (``"auto"``:
-            BatchNorm, or GroupNorm with one group at node level, as in the thesis),
-            ``activation``, ``lr``, ``weight_decay``, ``batch_size``, ``max_grad_norm``
-            (DP-SGD, node level), ``noise_multiplier``, ``seed`` (weights only),
-            ``noise_seed`` (research only), ``edge_unit`` (``"undirected"`` or
-            ``"directed"``), ``log_private_metrics``.
+        warm_start: start base MLP ``s >= 2`` from the weights base MLP ``s - 1`` ended with.
+        patience: per-stage early stopping on ``val/acc`` (``None``: none; ignored at node
+            level, where validation labels are private).
+        num_features, num_classes: build the network now (else at ``setup``).
+        **kwargs: the settings shared with GAP and PoinDP
+            (:class:`~lightning_dpgnn.methods.ap.AggregationPerturbationModule`); ``ensemble``
+            networks train side by side in the last stage only (the NAPs are one network's),
+            and ``normalization="auto"`` is GroupNorm with one group at node level (thesis).
     """
 
     card_method = "ProGAP: progressive stages over normalize-aggregate-perturb (NAP)"
@@ -266,16 +231,14 @@ class ProGAP(AggregationPerturbationModule):
         ]
         net = members[0] if len(members) == 1 else ProGAPEnsemble(members)
         self.network = self._dp_wrap(net, "ProGAP network")
-        #: base MLP ``k`` as NAP ``k + 1`` read it when it was released: progressive training
-        #: keeps training the base after its NAP is cached, so a new graph's NAP must use the
-        #: weights of the release (the function the later stages were trained on), not today's
+        #: base MLP ``k`` as NAP ``k + 1`` read it when released (progressive training keeps
+        #: training it): a new graph's NAP uses the function later stages were trained on
         self.release_bases = nn.ModuleList(
             copy.deepcopy(net.base[k]).requires_grad_(False) for k in range(hp.depth)
         )
 
     def _net(self) -> ProGAPNetwork | ProGAPEnsemble:
-        m = self.network
-        return unwrap(m)
+        return unwrap(self.network)
 
     def configure_stages(self) -> list[Stage]:
         n = self.hparams.epochs_per_stage
@@ -287,23 +250,6 @@ class ProGAP(AggregationPerturbationModule):
 
     def _nap_name(self, stage: int) -> str:
         return f"{self.mechanism_name}/{stage}"
-
-    @property
-    def aggregates(self) -> list[torch.Tensor] | None:
-        """``[X~^(1), ..., X~^(s)]``: the NAP outputs drawn so far (``None``: none yet)."""
-        drawn = []
-        for s in range(1, self.hparams.depth + 1):
-            value = self.releases.get(self._nap_name(s))
-            if value is None:
-                break
-            drawn.append(value)
-        return drawn or None
-
-    @aggregates.setter
-    def aggregates(self, value: list[torch.Tensor] | None) -> None:
-        value = list(value or [])
-        for s in range(1, self.hparams.depth + 1):
-            self.releases.set(self._nap_name(s), value[s - 1] if s <= len(value) else None)
 
     def stage_model(self, index: int) -> nn.Module:
         return self.network
@@ -322,12 +268,13 @@ class ProGAP(AggregationPerturbationModule):
 
     # -- NAP (Alg. 9 lines 3–5), once per stage ------------------------------------------
     def stage_inputs(self, index: int, data: Data) -> tuple[torch.Tensor, ...]:
-        return (self._features(data), *(self.aggregates or [])[:index])
+        naps = (self.releases[self._nap_name(s)] for s in range(1, index + 1))
+        return (self._features(data), *naps)
 
     def _draw_nap(self, stage: int, d: Draw) -> Steps:
         """The release of stage ``stage``: ``X~^(s) = NAP(A, MLP_base^(s-1)(X~^(s-1)))`` on the
-        training graph (every rank together, each from its rows; the noise is drawn once, see
-        ``_aggregate``) or on a new graph (through the base MLP as it was released)."""
+        training graph (every rank from its rows) or on a new graph (through the base MLP as
+        it was released)."""
         k = stage - 1
         earlier = [d.outputs[self._nap_name(s)] for s in range(1, stage)]
         if d.fit:
@@ -351,13 +298,13 @@ class ProGAP(AggregationPerturbationModule):
 
     # -- inference -----------------------------------------------------------------------------
     def eval_stage(self) -> int:
-        """The stage whose submodel answers: during a fit the one being trained; after it the
-        last one the fit entered (a loaded model: as many as its cached NAPs)."""
+        """During a fit the stage being trained; after it the last one entered (a loaded model:
+        as many as its cached NAPs)."""
         if self._in_fit():
             return self.staged.current_stage
         if self.staged.active_stage is not None:
             return self.staged.active_stage
-        return len(self.aggregates or [])
+        return sum(map(self.releases.drawn, self.hop_names()))
 
     def _logits(self, data: Data) -> torch.Tensor:
         if not self._in_fit():  # during a fit: validation of the submodel being trained

@@ -1,40 +1,10 @@
-"""Releases: the private outputs a method publishes, and the release half of the lifecycle.
-
-A *release* is the output of mechanisms run on private data — GAP's noisy hops, ProGAP's NAP
-outputs, the label counts, EdgeRand's randomized graph, DPGNN's noisy aggregate, what the
-nodes of an LDP method sent. A method **declares** its releases (:class:`Release`: a name, its
-mechanisms at a noise multiplier, the draw that feeds them their inputs, the stage before which
-the fit needs it) and nothing else;
-:class:`Releases`, held by :class:`~lightning_dpgnn.methods.base.PrivateModule`, owns what
-every method used to write for itself:
-
-* **plan** — the mechanisms of the releases not drawn yet record what they cost on a planning
-  accountant at a noise multiplier (:meth:`Releases.plan`, ``Mechanism.account``): the
-  calibration sees them before anything is drawn;
-* **draw once** — ``PrivateModule.draw_releases`` runs a release's draw on the training
-  graph once per fit through :func:`~lightning_dpgnn.privacy.mechanism.run`, the one preamble
-  that checks, samples and records each mechanism (:meth:`Releases.store` caches the output);
-  under DDP rank 0 alone draws (or, for a ``collective`` release that sums over edge
-  partitions first, every rank computes the inputs and each mechanism samples once, on rank
-  0), the output is broadcast with the ledger (invariant one-draw-under-ddp, docs/privacy.md);
-* **cache** — the outputs stay in :attr:`Releases.values` (the only private-data-derived values
-  a checkpoint or a published folder holds besides parameters);
-* **checkpoint and restore** — :meth:`Releases.state_dict` / :meth:`Releases.load_state_dict`:
-  a restored release is never drawn again;
-* **check** — every draw must record on its ledger exactly what its plan says one draw costs
-  (:meth:`Releases.check_spend`): a draw that records nothing, less or more fails loudly
-  (:class:`UnaccountedRelease`) before its output is used;
-* **new graphs** — :meth:`Releases.on_graph` draws the releases of a graph the model did not
-  train on with fresh noise, on that graph's own ledger, keyed by a digest of exactly what the
-  releases read (:attr:`Release.reads`): a repeated call on the same graph returns the cached
-  release (no new noise, nothing more spent); once that cache has dropped the graph, a new
-  draw composes into the same ledger. A "new" graph that shares private data with the
-  training graph (the training graph itself, an edited copy of it, or one whose ``n_id``
-  names training nodes) composes into the *training* ledgers instead (invariant
-  overlapping-releases, docs/privacy.md).
-
-Stage switches draw in Lightning hooks (``on_fit_start`` for the first stage, the end of a
-stage's last epoch for the next), never from a dataloader request.
+"""Releases: the private outputs a method publishes. A method **declares** them
+(:class:`Release`); :class:`Releases` plans them before anything is drawn, caches each fit's
+draw (once, through :func:`~lightning_dpgnn.privacy.mechanism.run`; under DDP rank 0 draws,
+invariant one-draw-under-ddp), checks every draw against its plan, checkpoints the outputs
+(never drawn again) and draws them with fresh noise on a new graph's own ledger; a "new" graph
+sharing private data with the training graph composes into the training ledgers (invariant
+overlapping-releases, docs/privacy.md). Releases are drawn in hooks, never from a dataloader.
 """
 
 from __future__ import annotations
@@ -42,11 +12,12 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+from lightning.fabric.utilities.apply_func import apply_to_collection
 from torch_geometric.data import Data
 
 from ..privacy import PrivacyAccountant
@@ -62,27 +33,26 @@ _CHECK_ORDERS = np.array([1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 16.0, 32.0, 64.0, 256.0
 
 class UnaccountedRelease(RuntimeError):
     """A release's draw recorded on its ledger something other than what its plan says one
-    draw costs (nothing, less or more): its epsilon would be wrong."""
+    draw costs: its epsilon would be wrong."""
 
 
 def _identity(value: Any) -> Any:
     return value
 
 
+def _away(value: Any, device: torch.device) -> bool:
+    """Whether a tensor of ``value`` is not on ``device``."""
+    devices: list[torch.device] = []
+    apply_to_collection(value, torch.Tensor, lambda t: devices.append(t.device))
+    return any(d != device for d in devices)
+
+
 @dataclass
 class Draw:
-    """What a release's ``draw`` receives.
-
-    Attributes:
-        graph: the graph the mechanism reads (on the module's device).
-        accountant: where the draw records its spend (the fit's, or the new graph's).
-        generator: the noise generator (``None``: OS-entropy seeded).
-        outputs: the releases of this graph drawn before this one (e.g. ProGAP's earlier NAPs,
-            the label counts a hop's input is built from).
-        fit: ``True`` for the training graph of a fit, ``False`` for a new graph.
-        mechanisms: the release's mechanisms at the model's noise multiplier, for the draw to
-            yield (empty without privacy: nothing is perturbed).
-    """
+    """What a release's ``draw`` receives: the graph it reads (on the module's device), the
+    ledger it records on, the noise generator (``None``: OS entropy), the releases of this graph
+    drawn before it, whether it is the fit's graph, and its mechanisms at the model's noise
+    multiplier (empty without privacy)."""
 
     graph: Data
     accountant: PrivacyAccountant
@@ -97,28 +67,18 @@ class Release:
     """One declared release.
 
     Attributes:
-        name: cache, checkpoint and hub key (the ledger names are the mechanism's own).
-        mechanisms: ``mechanisms(noise_multiplier)``: the mechanisms one draw runs, each once
-            (their ``account`` is the plan, and what the draw must record).
-        draw: ``draw(Draw)``: a generator that yields ``(mechanism, *inputs)`` for each of
-            ``Draw.mechanisms``, is sent the noisy output, and returns the release
-            (:func:`~lightning_dpgnn.privacy.mechanism.run` checks, samples and records).
+        name: cache, checkpoint and hub key.
+        mechanisms: ``mechanisms(noise_multiplier)``: what one draw runs, each once (the plan).
+        draw: ``draw(Draw)``: a generator yielding ``(mechanism, *inputs)`` for each of
+            ``Draw.mechanisms``, sent the noisy output, returning the release.
         stage: the fit draws it when it enters this stage (0: at the start of the fit).
         stream: the noise stream under an explicit ``noise_seed`` (research only).
-        collective: under DDP every rank calls ``draw`` together (e.g. sums over edge
-            partitions) and ``draw`` draws its noise once itself (``PrivateModule.run_once``);
-            otherwise rank 0 alone calls it and broadcasts the output.
-        inductive: drawn again, with fresh noise, on a new graph (inductive inference).
-        guarantee: the guarantee it counts in (``None``: the model's own; another one is
-            declared with ``PrivateModule.declare_guarantee``, e.g. ``"features"`` under
-            local DP beside the model's edge-level guarantee).
-        save, load: the output to and from what checkpoints and published folders store
-            (tensors, numbers, lists and dicts of them); identity by default.
-        reads: what the draw reads of its graph, among :data:`EDGES`, :data:`FEATURES`,
-            :data:`TRAIN_LABELS` (the labels of ``train_mask``, and the mask) and
-            :data:`LABELS` (every label). A new graph's cache and ledger key
-            (:func:`graph_digest`) covers exactly the union of what its releases read: a change
-            no release reads is the same graph, and buys no fresh ledger.
+        collective: under DDP every rank calls ``draw``, each mechanism sampling on rank 0.
+        inductive: drawn again, with fresh noise, on a new graph.
+        guarantee: the guarantee it counts in (``None``: the model's own).
+        save, load: the output to and from what checkpoints and published folders store.
+        reads: what the draw reads of its graph (:data:`EDGES`, :data:`FEATURES`,
+            :data:`TRAIN_LABELS`, :data:`LABELS`): what a new graph's key covers.
     """
 
     name: str
@@ -141,16 +101,13 @@ class Release:
 
 
 def graph_digest(graph: Data, reads: Iterable[str] = READS) -> str:
-    """A digest of what releases that read ``reads`` see of ``graph`` (default: everything a
-    release may read): its size, and its edges, features, training labels (with the training
-    mask) or every label as named (two graphs with the same digest get the same cached
-    release and ledger).
+    """A digest of what releases that read ``reads`` see of ``graph``: two graphs with the same
+    digest get the same cached release and ledger.
 
-    Canonical where the same graph can be written differently, so that rewriting it does not
-    buy a fresh release: the edges are hashed in sorted order, features by their non-zeros as
-    float64 whatever their layout (dense, COO, CSR) or dtype, labels as int64 and the mask as
-    bool. Relabelling the nodes makes another graph to this digest (no canonical form is
-    cheap); such overlapping releases compose, which the docs leave to the user."""
+    Canonical where the same graph can be written differently, so rewriting it buys no fresh
+    release: edges hashed in sorted order, features by their non-zeros as float64 whatever
+    their layout or dtype, labels as int64, the mask as bool. A relabelled copy is another
+    graph here (no canonical form is cheap); the docs leave such overlaps to the user."""
     h = hashlib.blake2b(digest_size=20)
     n = int(graph.num_nodes)
     h.update(str(n).encode())
@@ -202,11 +159,9 @@ def shares_private_data(
     graph: Data, fit: Data, reads: Iterable[str], fit_digest: str | None = None
 ) -> str | None:
     """Why releases reading ``reads`` on ``graph`` would read private data of the training
-    graph ``fit`` again (``None``: no sign of it). Detected: the same content
-    (:func:`graph_digest`); node identities (``n_id``, as PyG's loaders and ``subgraph``
-    utilities set them) that name a training node; the same number of nodes with half or more
-    of ``graph``'s edges among ``fit``'s (an edited copy). A relabelled copy without ``n_id`` is
-    not detected (no canonical form is cheap): the docs leave that to the user."""
+    graph ``fit`` again (``None``: no sign of it): the same content, node identities (``n_id``)
+    naming a training node, or the same nodes with half or more of ``graph``'s edges among
+    ``fit``'s (an edited copy). A relabelled copy without ``n_id`` is not detected."""
     fit_digest = graph_digest(fit, reads) if fit_digest is None else fit_digest
     if graph is fit or graph_digest(graph, reads) == fit_digest:
         return "it is the training graph"
@@ -223,16 +178,10 @@ def shares_private_data(
     return None
 
 
-@dataclass
-class _GraphRecord:
-    """A new graph's ledger (kept) and its releases (cached while recent)."""
-
-    accountant: PrivacyAccountant
-    outputs: dict[str, Any] = field(default_factory=dict)
-
-
 class Releases:
-    """The declared releases of one model and their cached outputs.
+    """The declared releases of one model and their cached outputs: ``releases[name]`` is a
+    drawn output (the one "not drawn yet" error otherwise), ``releases.get(name)`` it or
+    ``None``.
 
     Args:
         graphs_cached: how many new graphs keep their releases in memory (least recently used
@@ -246,13 +195,12 @@ class Releases:
         self.graphs_cached = int(graphs_cached)
         self._ledgers: dict[str, dict[str | None, PrivacyAccountant]] = {}
         self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        #: the graph the fit's releases read, in memory only (never checkpointed: a digest of
-        #: it would tell neighbouring graphs apart): a "new" graph is compared with it
+        #: the graph the fit's releases read, in memory only (a checkpointed digest would tell
+        #: neighbouring graphs apart): a "new" graph is compared with it
         self.fit_graph: Data | None = None
         #: why the last new graph was found to share private data with the training graph
         self.last_overlap: str | None = None
 
-    # -- declaration -----------------------------------------------------------------------
     def declare(self, *releases: Release) -> None:
         """Declare ``releases`` (in draw order); re-declaring a name replaces it."""
         for r in releases:
@@ -262,6 +210,9 @@ class Releases:
     def get(self, name: str) -> Any:
         """The cached output of ``name`` (``None``: not drawn)."""
         return self.values.get(name)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.require(name)
 
     def require(self, name: str, owner: str = "the model") -> Any:
         """The cached output of ``name``; the one "not drawn yet" error before a fit."""
@@ -280,6 +231,15 @@ class Releases:
             raise KeyError(f"no release named {name!r} is declared")
         self.values[name] = value
 
+    def to(self, device: torch.device) -> bool:
+        """Move every cached output to ``device`` (restored ones come on the CPU): the one
+        device move of the releases. Whether any moved."""
+        away = [name for name, value in self.values.items() if _away(value, device)]
+        for name in away:
+            self.values[name] = apply_to_collection(
+                self.values[name], torch.Tensor, lambda t: t.to(device))
+        return bool(away)
+
     def drawn(self, name: str) -> bool:
         return self.values.get(name) is not None
 
@@ -290,11 +250,8 @@ class Releases:
             if not self.drawn(r.name) and (stage is None or r.stage <= stage)
         ]
 
-    # -- plan --------------------------------------------------------------------------------
     def plan(
-        self,
-        accountant: PrivacyAccountant,
-        noise_multiplier: float | None,
+        self, accountant: PrivacyAccountant, noise_multiplier: float | None,
         guarantee: str | None = None,
     ) -> None:
         """Record the cost of every pending release of ``guarantee`` on ``accountant``."""
@@ -325,14 +282,13 @@ class Releases:
         read = {x for r in self.declared.values() if r.inductive for x in r.reads}
         return tuple(x for x in READS if x in read)
 
-    # -- check: a draw records what its plan says -------------------------------------------
     @staticmethod
     def check_spend(
         release: Release, before: PrivacyAccountant, after: PrivacyAccountant,
         noise_multiplier: float | None,
     ) -> None:
         """Raise :class:`UnaccountedRelease` unless drawing ``release`` took its ledger from
-        ``before`` to ``after`` by exactly what ``release.plan`` says one draw costs at
+        ``before`` to ``after`` by exactly what its plan says one draw costs at
         ``noise_multiplier`` (compared as Rényi curves: the order of entries is free)."""
         planned = PrivacyAccountant(after.level, after.delta)
         for mechanism in release.mechanisms(noise_multiplier):
@@ -351,7 +307,6 @@ class Releases:
                 "wrong"
             )
 
-    # -- the fit: draw once (``PrivateModule.draw_releases`` runs the mechanisms) ----------
     def store(self, name: str, value: Any) -> None:
         """Cache the fit's draw of ``name`` (a release must draw something)."""
         if value is None:
@@ -362,7 +317,6 @@ class Releases:
         """The releases drawn so far, by name (what a later release may read)."""
         return {k: v for k, v in self.values.items() if v is not None}
 
-    # -- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """The cached outputs (what a checkpoint and a published folder store)."""
         return {
@@ -371,8 +325,7 @@ class Releases:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore cached outputs: a restored release is never drawn again. Names not
-        declared are refused (a checkpoint of another model)."""
+        """Restore cached outputs (never drawn again); names not declared are refused."""
         unknown = sorted(set(state) - set(self.declared))
         if unknown:
             raise KeyError(
@@ -384,11 +337,6 @@ class Releases:
             for name, r in self.declared.items()
         }
 
-    def clear(self) -> None:
-        """Forget every cached output of the fit (a new fit draws afresh)."""
-        self.values = dict.fromkeys(self.declared)
-
-    # -- new graphs -------------------------------------------------------------------------
     def on_graph(
         self,
         graph: Data,
@@ -400,20 +348,16 @@ class Releases:
         noise_multiplier: float | None = None,
         check: bool = True,
     ) -> tuple[dict[str, Any], dict[str | None, PrivacyAccountant]]:
-        """The releases of a graph the model did not train on, and that graph's ledgers (one
-        per guarantee; ``None``: the model's own).
+        """The releases of a graph the model did not train on, and its ledgers (one per
+        guarantee; ``None``: the model's own).
 
-        A graph seen before (same :func:`graph_digest` of what the releases read) whose
-        releases are still cached gets them back: no new noise, nothing spent. Otherwise each
-        inductive release (``until`` selects them) is drawn with fresh noise on the graph's
-        own ledger, which composes with what earlier calls on the same graph spent; each draw
-        is checked against its plan at ``noise_multiplier`` (:meth:`check_spend`, when
-        ``check``). A graph that shares private data with the training graph
-        (:func:`shares_private_data`) is no new graph: its draws compose into the training
-        ledgers (``fit_accountant``; without one, e.g. before a fit, it is refused). ``given``
-        supplies outputs computed elsewhere (e.g. what the nodes of an LDP method sent from
-        their devices): they are not drawn here and cost nothing here (their spend is
-        reported where they were made)."""
+        A graph seen before (same :func:`graph_digest`) whose releases are still cached gets
+        them back: no new noise, nothing spent. Otherwise each inductive release (``until``
+        selects them) is drawn with fresh noise on the graph's own ledger, composing with
+        earlier calls on it, and checked against its plan (``check``). A graph that shares
+        private data with the training graph composes into the training ledgers
+        (``fit_accountant``; without one it is refused). ``given``: outputs computed elsewhere
+        (e.g. what an LDP method's nodes sent), not drawn here and not spent here."""
         reads = self.reads() or READS
         key = graph_digest(graph, reads)
         if not given and key in self._recent:

@@ -1,14 +1,8 @@
-"""Training on per-node input rows: one full batch, or Poisson batches with DP-SGD.
-
-The methods whose training step reads one row per training node — MLP, DP-MLP, DPGNN and the
-stages of GAP, ProGAP and PoinDP — hold a :class:`RowTrainer` (``module.row_trainer``); the
-methods that train on the whole graph (GNN, PGC, LPGNN) do not. It holds the DP-SGD *training*
-plumbing: the training-row cache, Poisson loaders, the DP optimizer of the run now training,
-ghost-clipping ``backward`` and the trainer settings DP-SGD accounting cannot live with; the
-module's Lightning hooks (``backward``, ``on_train_batch_start``) and its guard
-(``FitGuard.check_trainer``) delegate to it. What a DP-SGD step *costs* is declared to the
-privacy lifecycle by ``PrivateModule.dpsgd_phase``: the row trainer's one ``phase`` for a
-fit that is one DP-SGD phase (DP-MLP, DPGNN), one phase per stage for the staged methods.
+"""Training on per-node input rows (MLP, DP-MLP, DPGNN and the stages of GAP, ProGAP and
+PoinDP): one full batch, or Poisson batches with DP-SGD. :class:`RowTrainer`
+(``module.row_trainer``) holds the training-row cache, Poisson loaders, the DP optimizer of the
+run now training, ghost-clipping ``backward`` and the trainer settings DP-SGD accounting cannot
+live with; what a step *costs* is declared by ``PrivateModule.dpsgd_phase``.
 """
 
 from __future__ import annotations
@@ -28,9 +22,8 @@ from .metrics import accuracy, cross_entropy, logs_metrics
 
 __all__ = ["RowTrainer", "check_noise_arguments"]
 
-#: generator streams of one fit (only used with an explicit ``noise_seed``): Poisson batches of
-#: epoch ``e`` use ``BATCH_STREAM + e``, the gradient noise of DP-SGD run ``i``
-#: ``GRADIENT_STREAM + i`` (aggregations use the small streams ``0..K``)
+#: generator streams under an explicit ``noise_seed``: Poisson batches of epoch ``e``, the
+#: gradient noise of DP-SGD run ``i`` (aggregations use the small streams ``0..K``)
 BATCH_STREAM, GRADIENT_STREAM = 1_000, 2_000_000
 
 
@@ -42,15 +35,9 @@ def check_noise_arguments(epsilon: float | None, noise_multiplier: float | None)
 
 
 class RowTrainer:
-    """The row-training component of a :class:`~lightning_dpgnn.methods.base.PrivateModule`.
-
-    Args:
-        module: the model it trains (its noise generator, accountant, trainer and ``log``).
-        dpsgd: whether any training step of the fit is a DP-SGD step (Poisson batches).
-        phase: the fit's one DP-SGD phase, when the whole fit is one (DP-MLP, DPGNN): the
-            lifecycle plans its steps (:meth:`plan`) and the model stops where its noise was
-            calibrated.
-    """
+    """The row-training component of a private model: ``dpsgd`` when any training step is a
+    DP-SGD step; ``phase``: the fit's one DP-SGD phase when the whole fit is one (DP-MLP,
+    DPGNN), whose steps the lifecycle plans (:meth:`plan`)."""
 
     def __init__(
         self, module: Any, *, dpsgd: bool = False, phase: DPSGDPhase | None = None
@@ -58,8 +45,7 @@ class RowTrainer:
         self.module = module
         self.phase = phase
         self.dpsgd = dpsgd or phase is not None
-        #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none);
-        #: with ghost clipping, :meth:`backward` clips through it
+        #: ``(GradSampleModule, optimizer)`` of the DP-SGD run now training (``None``: none)
         self.dp_training: tuple[Any, Any] | None = None
         self._loss_per_sample: torch.Tensor | None = None
         self.reset()
@@ -84,13 +70,8 @@ class RowTrainer:
         compact: bool = False,
     ) -> tuple[torch.Tensor, ...]:
         """Rows of ``tensors()`` at ``data.<split>_mask`` plus their labels, gathered once per
-        ``key``, split and graph (loaders are rebuilt every epoch; re-indexing wide features
-        each time is slow). Row-wise models in eval mode (no dropout, running norm statistics)
-        give each node the same logits on its rows as on the whole graph, so validation and
-        test read only these rows.
-
-        ``compact=True`` (full-batch training and evaluation only, never DP-SGD) stores wide
-        one-hot rows as sparse CSR (:func:`~lightning_dpgnn.nn.mlp.compact_features`)."""
+        ``key``, split and graph. ``compact=True`` (never under DP-SGD) stores wide one-hot
+        rows as sparse CSR."""
         cache_key = (key, id(data), data.num_nodes, compact)
         cached = self._rows.get(split)
         if cached is None or cached[0] != cache_key:
@@ -108,8 +89,7 @@ class RowTrainer:
         return self._features[1]
 
     def sparse_as_csr(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` for an eval-mode forward pass: sparse COO features as their cached CSR copy
-        (what the first linear layer takes), dense features as they are."""
+        """``x`` for an eval-mode forward pass: sparse COO features as their cached CSR copy."""
         return self.input_features(x) if x.layout == torch.sparse_coo else x
 
     def loader(
@@ -119,10 +99,9 @@ class RowTrainer:
         shard: tuple[int, int, int] | None = None,
         batch_size: int | None = None,
     ) -> torch.utils.data.DataLoader:
-        """One full batch of ``rows`` (``batch_size``: shuffled batches of that many rows), or
-        (``phase`` given) one epoch of Poisson batches drawn from the fit's noise generator.
-        ``shard=(start, stop, total)``: ``rows`` are this rank's global rows ``start..stop-1``
-        of ``total`` (see :func:`~lightning_dpgnn.privacy.dpsgd.row_loader`)."""
+        """One full batch of ``rows`` (or shuffled batches of ``batch_size``), or with ``phase``
+        one epoch of Poisson batches from the fit's noise generator; ``shard=(start, stop,
+        total)``: ``rows`` are this rank's global rows ``start..stop-1`` of ``total``."""
         if phase is None:
             return row_loader(*rows, shard=shard, batch_size=batch_size)
         module = self.module
@@ -137,9 +116,8 @@ class RowTrainer:
         optimizer: torch.optim.Optimizer,
         run: int = 0,
     ) -> torch.optim.Optimizer:
-        """``optimizer`` as is (``phase=None``), or wrapped for DP-SGD run ``run`` of the fit:
-        clipping through ``net``'s per-sample gradients, noise, steps recorded on the
-        accountant. The wrapped pair becomes :attr:`dp_training`."""
+        """``optimizer`` as is (``phase=None``), or wrapped for DP-SGD run ``run`` of the fit
+        (per-sample clipping, noise, steps recorded on the accountant)."""
         if phase is None:
             self.dp_training = None
             return optimizer
@@ -152,8 +130,8 @@ class RowTrainer:
 
     # -- the fit's one DP-SGD phase (DP-MLP, DPGNN) --------------------------------------------
     def plan(self, accountant: PrivacyAccountant, noise_multiplier: float | None) -> bool:
-        """The remaining steps of :attr:`phase`: ``epochs`` epochs when calibrated to a target,
-        else as many as the trainer will run (``False``: open-ended, no ``max_epochs``)."""
+        """The remaining steps of :attr:`phase` (without a target: as many as the trainer will
+        run; ``False``: open-ended)."""
         if self.phase is None:
             return True
         module = self.module
@@ -169,9 +147,8 @@ class RowTrainer:
 
     # -- steps ---------------------------------------------------------------------------------
     def sync_gradients(self, trainer: Any) -> None:
-        """Under DDP, a DP-SGD step's gradients are summed by the DP optimizer (clipped per
-        sample, noised once, then all-reduced); DDP's own averaging of the unclipped gradients
-        is switched off for it (and back on for full-batch steps)."""
+        """Under DDP, DDP's own averaging of unclipped gradients is off for a DP-SGD step (the
+        DP optimizer clips, noises once and all-reduces)."""
         model = trainer.strategy.model
         if isinstance(model, DistributedDataParallel):
             model.require_backward_grad_sync = self.dp_training is None
@@ -193,8 +170,7 @@ class RowTrainer:
         return loss
 
     def backward(self, loss: torch.Tensor) -> bool:
-        """Ghost clipping when a ghost-clipped DP-SGD run is training (``True``: done);
-        ``False``: the plain backward is the module's."""
+        """Ghost clipping when a ghost-clipped DP-SGD run is training (``False``: not done)."""
         dp = self.dp_training
         if dp is None or not isinstance(dp[1], GhostDPOptimizer):
             return False

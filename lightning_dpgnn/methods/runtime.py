@@ -26,12 +26,9 @@ T = TypeVar("T")
 
 
 def on_device(module: Any, obj: T) -> T:
-    """``obj`` (a graph, a tensor, a collection of them) on ``module``'s device, where the
-    one-time mechanisms and everything that meets the parameters run (on a GPU: the
-    aggregation's sparse matmul too). A graph is copied, never moved in place (the data
-    module's graph stays where it is); the copy of the last graph is kept (the module's
-    ``_graph_on_device`` cache), so the stages of a fit copy it once. Nothing is copied when
-    ``obj`` is already there."""
+    """``obj`` (a graph, a tensor, a collection of them) on ``module``'s device. A graph is
+    copied, never moved in place; the copy of the last graph is kept (``_graph_on_device``),
+    so the stages of a fit copy it once."""
     device = module.device
     if not isinstance(obj, Data):
         return apply_to_collection(obj, torch.Tensor, lambda t: t.to(device))
@@ -70,9 +67,8 @@ def evaluating(module: torch.nn.Module) -> Iterator[None]:
 
 
 def quiet(module: Any, on: bool = True) -> None:
-    """Drop the warnings and lines the library causes in Lightning (one-batch epochs, Opacus'
-    hooks, Lightning's deprecations: :mod:`lightning_dpgnn._quiet`) from now until
-    ``quiet(module, False)`` (the module's ``teardown``); the user's own warnings pass."""
+    """Drop the warnings the library causes in Lightning (:mod:`lightning_dpgnn._quiet`) until
+    ``quiet(module, False)``; the user's own warnings pass."""
     stack = module.__dict__.get("_quiet_stack")
     if on and stack is None:
         module._quiet_stack = ExitStack()
@@ -82,9 +78,8 @@ def quiet(module: Any, on: bool = True) -> None:
 
 
 def reset_caches(module: Any) -> None:
-    """Drop every cache ``module`` declares (the ``caches`` of each class of its hierarchy),
-    its row trainer's rows and the derived forms of tensors
-    (:func:`~lightning_dpgnn.caches.clear_caches`); they are rebuilt on demand."""
+    """Drop every cache ``module``'s classes declare, its row trainer's rows and the derived
+    forms of tensors; they are rebuilt on demand."""
     for klass in type(module).__mro__:
         for name in vars(klass).get("caches", ()):
             module.__dict__.pop(name, None)
@@ -94,20 +89,11 @@ def reset_caches(module: Any) -> None:
 
 
 def run_once(module: Any, mechanism: Callable[..., T], *args: Any) -> T:
-    """Run a one-time mechanism of the fit (an aggregation, an LDP collection, a noisy
-    graph) once, whatever the number of processes.
-
-    On one process, or outside a running fit (e.g. called on rank 0 after it), this is
-    ``mechanism(*args)``. Under DDP rank 0 alone runs it, drawing from its entropy-seeded
-    generator (or the explicit ``noise_seed``), and broadcasts its output and the model's
-    ledger over the process group: every rank then holds bit-identical noisy outputs and the
-    single-process ledger, and no rank draws noise of its own. Tensors travel through the
-    CPU and land on this rank's device. An error on rank 0 is raised on every rank. Every
-    rank must call it at the same point (a collective).
-
-    Inference on new graphs does not go through it: under ``trainer.predict`` each graph is
-    given to one rank only, and its mechanism runs there once.
-    """
+    """Run a one-time mechanism of the fit once, whatever the number of processes (a
+    collective under DDP): rank 0 alone runs it and broadcasts its output and the model's
+    ledger, so every rank holds bit-identical noisy outputs and the single-process ledger, and
+    no rank draws noise of its own; an error on rank 0 is raised on every rank. Outside a
+    running DDP fit this is ``mechanism(*args)``."""
     if not draws_as_group(module):
         return mechanism(*args)
     strategy = module.trainer.strategy

@@ -1,13 +1,8 @@
 """GraphSAGE baselines of the GAP paper (thesis §4.7.2): ``SAGE`` (SAGE-inf, non-private) and
-``EdgeRand`` (SAGE-EDP: GraphSAGE on a graph perturbed once by asymmetric randomized response).
-
-Both train the same :class:`~lightning_dpgnn.nn.sage.SAGENet` (pre-MLP, GraphSAGE layers with
-SUM aggregation, jumping knowledge, post-MLP) full-batch for ``epochs`` epochs and keep the
-epoch with the best ``val/acc`` (labels are not protected at edge level), as a one-stage staged
-fit. EdgeRand never reads the true edges outside its mechanism: the noisy graph is computed
-once when the fit starts, recorded in the ledger, cached and checkpointed (a resumed fit or a
-loaded model reuses it; recomputing it would spend epsilon again), and training, validation,
-test and transductive prediction all run on it (post-processing).
+``EdgeRand`` (SAGE-EDP), both :class:`~lightning_dpgnn.nn.sage.SAGENet` trained full-batch,
+keeping the best ``val/acc`` epoch (labels are public at edge level). EdgeRand reads the true
+edges only in its mechanism: the randomized graph is released once when the fit starts, cached
+and checkpointed, and everything after it is post-processing.
 """
 
 from __future__ import annotations
@@ -63,13 +58,11 @@ class _SAGEModule(PrivateModule):
         num_classes: int | None = None,
         **privacy_options: Any,
     ) -> None:
-        """The GraphSAGE settings SAGE and EdgeRand share (documented on :class:`SAGE`)."""
         super().__init__(
             privacy, epsilon, "auto", levels=levels, lr=lr, weight_decay=weight_decay,
             **privacy_options,
         )
-        # the whole model's arguments (this frame's and the subclass's), less those the
-        # subclass fixes itself
+        # the whole model's arguments, less those the subclass fixes itself
         self.save_hyperparameters(ignore=["levels", *self.fixed_arguments])
         self.seed = seed
         self.staged = StagedFit(self, self.stage_rows)
@@ -101,8 +94,7 @@ class _SAGEModule(PrivateModule):
         return self._adjacency[1]
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` for the pre-MLP: a cached sparse CSR copy when it is wide one-hot
-        (:func:`~lightning_dpgnn.nn.mlp.compact_features`; same output, ~10x cheaper)."""
+        """``x`` for the pre-MLP: a cached sparse CSR copy when it is wide one-hot."""
         cached = getattr(self, "_features_cache", None)
         if cached is None or cached[0] is not x:
             self._features_cache = (x, compact_features(x))
@@ -125,19 +117,10 @@ class _SAGEModule(PrivateModule):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         return self.net(x, edge_index)
 
-    def training_step(self, data: Data, batch_idx: int) -> torch.Tensor:
-        return log_accuracy(self, self._logits(data), data, "train")
-
     def validation_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        if self.trainer.sanity_checking and not self._has_graph():
+        if self.trainer.sanity_checking and self.releases.pending():
             return None  # EdgeRand randomizes the graph when the first epoch starts
         return log_accuracy(self, self._logits(data), data, "val")
-
-    def _has_graph(self) -> bool:
-        return True
-
-    def test_step(self, data: Data, batch_idx: int) -> torch.Tensor | None:
-        return log_accuracy(self, self._logits(data), data, "test")
 
     def transductive_probs(self, data: Data) -> torch.Tensor:
         return self._logits(self.on_device(data)).softmax(-1)
@@ -174,22 +157,16 @@ class SAGE(_SAGEModule):
 
 
 class EdgeRand(_SAGEModule):
-    """Edge-level private GraphSAGE on a randomized graph (EdgeRand / SAGE-EDP, thesis §4.7.2).
-
-    The adjacency is perturbed once by asymmetric randomized response
-    (:class:`~lightning_dpgnn.privacy.edgerand.AsymmetricRandomizedResponse`: a noisy edge
-    count, then randomized response sub-sampled to the input's density), an
-    ``epsilon``-edge-DP release (pure, delta 0); everything after it is post-processing.
-    Memory is linear in the number of edges (no ``N x N`` matrix).
+    """Edge-level private GraphSAGE on a graph perturbed once by asymmetric randomized response
+    (:class:`~lightning_dpgnn.privacy.edgerand.AsymmetricRandomizedResponse`), an
+    ``epsilon``-edge-DP release (pure, delta 0); memory linear in the number of edges.
 
     Args:
         epsilon: edge-level budget of the release.
-        edge_unit: ``"undirected"`` (default: one friendship; the unordered pairs are perturbed
-            and the output is symmetric) or ``"directed"`` (the thesis' unit: every ordered
-            pair is perturbed).
+        edge_unit: ``"undirected"`` (the unordered pairs are perturbed, the output symmetric)
+            or ``"directed"`` (the thesis' unit: every ordered pair).
         density_share: share of epsilon spent on the edge count (reference: 0.1).
-        noise_seed: reproducible randomization, for research only (the report says the
-            guarantee does not hold against anyone who knows it; the zoo refuses the model).
+        noise_seed: reproducible randomization, for research only.
         hidden, layers, pre_layers, post_layers, jk, dropout, normalization, activation, lr,
         weight_decay, epochs, seed: the GraphSAGE of :class:`SAGE`.
     """
@@ -224,24 +201,10 @@ class EdgeRand(_SAGEModule):
             "edges", lambda z: [self.arr], self._randomize, reads=(EDGES,),
         ))  # fmt: skip
 
-    @property
-    def noisy_edge_index(self) -> torch.Tensor | None:
-        """The cached release: the randomized graph's ``[2, E']`` edge index."""
-        return self.releases.get("edges")
-
     def _randomize(self, d: Draw) -> Steps:
         return (yield self.arr, d.graph.edge_index, d.graph.num_nodes)
 
-    def _has_graph(self) -> bool:
-        return self.noisy_edge_index is not None
-
     def training_edges(self, data: Data) -> torch.Tensor:
-        if self.noisy_edge_index is None:
-            raise RuntimeError(
-                "EdgeRand has no randomized graph yet: fit the model (or load a fitted "
-                "checkpoint) before test/predict on the training graph"
-            )
-        if self.noisy_edge_index.device != data.x.device:  # once (restored on the CPU)
-            self.releases.set("edges", self.noisy_edge_index.to(data.x.device))
-        return self.noisy_edge_index
+        self.releases.to(data.x.device)  # once (restored on the CPU)
+        return self.releases["edges"]
 

@@ -38,10 +38,8 @@ def _datamodule(module: Any) -> NodeDataSource:
 
 
 def training_graph(module: Any) -> Data:
-    """The preprocessed graph of the data module attached to ``module``'s trainer.
-
-    Preprocessing is a read of private data too: a data module that read data protected at
-    this level outside a mechanism (``private_reads``) is refused here, before any step."""
+    """The preprocessed graph of the attached data module, refused if its preprocessing read
+    data protected at this level outside a mechanism (``private_reads``)."""
     dm = _datamodule(module)
     reads = dm.private_reads(module.privacy)
     if reads:

@@ -42,13 +42,13 @@ def test_non_private_counts_are_exactly_the_training_labels_of_the_in_neighbours
     model = GAP(privacy="none", label_counts=True, **FAST_GAP)
     make_trainer().fit(model, csbm_dm)
     data = csbm_dm.data
-    assert torch.equal(model.counts, _exact_counts(data, csbm_dm.num_classes))
+    assert torch.equal(model.releases["label_counts"], _exact_counts(data, csbm_dm.num_classes))
     # validation and test labels are never read: changing them changes no count
     changed = data.clone()
     hidden = ~changed.train_mask
     changed.y[hidden] = (changed.y[hidden] + 1) % csbm_dm.num_classes
     again = _counts(model, changed, PrivacyAccountant("edge", 1e-5))
-    assert torch.equal(again, model.counts)
+    assert torch.equal(again, model.releases["label_counts"])
     # the first network reads the features, then the counts
     assert model.hparams.num_features == csbm_dm.num_features
     assert model._encoder().mlp.net[0].in_features == data.num_features + csbm_dm.num_classes
@@ -101,7 +101,7 @@ def test_the_counts_are_one_more_gaussian_at_the_hops_multiplier_and_carry_its_n
     assert model.noise_multiplier == pytest.approx(z_k1, rel=2e-3)
     assert z_k1 > calibrate_noise_multiplier(gaussian_plan(k, **plan), 2.0) * 1.05
     # the released counts are the exact ones plus N(0, (z * sensitivity)^2) per entry
-    noise = model.counts - _exact_counts(csbm_dm.data, csbm_dm.num_classes)
+    noise = model.releases["label_counts"] - _exact_counts(csbm_dm.data, csbm_dm.num_classes)
     expected = model.noise_multiplier * counts[0].sensitivity
     assert float(noise.std()) == pytest.approx(expected, rel=0.05)
     assert abs(float(noise.mean())) < 4 * expected / math.sqrt(noise.numel())
@@ -122,7 +122,7 @@ def test_a_restored_model_keeps_its_counts_and_never_redraws(csbm_dm, make_train
     path = tmp_path / "progap.ckpt"
     trainer.save_checkpoint(path)
     restored = ProGAP.load_from_checkpoint(path)
-    assert torch.equal(restored.counts, model.counts)
+    assert torch.equal(restored.releases["label_counts"], model.releases["label_counts"])
     after = make_trainer().predict(restored, csbm_dm)[0]
     assert torch.allclose(before, after, atol=1e-5)
     make_trainer().test(restored, csbm_dm, verbose=False)

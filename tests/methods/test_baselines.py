@@ -61,7 +61,7 @@ def test_edgerand_randomizes_once_and_reads_only_the_randomized_graph(csbm_dm, m
     report = model.privacy_spent()
     assert report.epsilon == pytest.approx(2.0) and report.count("arr/link") == 1
     assert report.count("arr/density") == 1
-    noisy = model.noisy_edge_index
+    noisy = model.releases["edges"]
     assert not torch.equal(noisy, csbm_dm.data.edge_index)
     before = trainer.predict(model, csbm_dm)[0]
     # test/predict never re-run the mechanism and never read the true edges again
@@ -69,7 +69,7 @@ def test_edgerand_randomizes_once_and_reads_only_the_randomized_graph(csbm_dm, m
     after = trainer.predict(model, csbm_dm)[0]
     assert torch.equal(before, after)
     trainer.test(model, csbm_dm, verbose=False)
-    assert model.privacy_spent().count("arr/link") == 1 and model.noisy_edge_index is noisy
+    assert model.privacy_spent().count("arr/link") == 1 and model.releases["edges"] is noisy
 
 
 def test_edgerand_at_a_large_epsilon_keeps_most_of_the_graph_signal(csbm_dm, make_trainer):

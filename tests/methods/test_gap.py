@@ -108,7 +108,7 @@ def test_node_level_rejects_batchnorm_with_a_clear_message():
 def test_inductive_inference_draws_fresh_noise_on_the_new_graph_only(csbm_dm, make_trainer):
     model = GAP(privacy="edge", epsilon=1.0, **FAST)
     fit(model, csbm_dm, make_trainer)
-    cached = model.aggregates.clone()
+    cached = model.releases["pma"].clone()
     ledger = model.accountant.state_dict()
     # a disjoint graph from the same distribution (the split seed alone keeps the graph)
     other = NodeDataModule("csbm", seed=1, dataset_kwargs={"seed": 1}).data
@@ -116,7 +116,7 @@ def test_inductive_inference_draws_fresh_noise_on_the_new_graph_only(csbm_dm, ma
     new.inductive = True
     p1 = model.predict_inductive(new)
     assert model.pma.calls == 2 + 2  # K hops on the new graph
-    assert torch.equal(model.aggregates, cached)  # training cache untouched
+    assert torch.equal(model.releases["pma"], cached)  # training cache untouched
     assert model.accountant.state_dict() == ledger  # training ledger untouched
     assert model.last_inference_report.count("pma") == 2
     # another graph: fresh noise, its own ledger
@@ -189,7 +189,7 @@ def test_classifier_ensemble_averages_members_at_no_extra_privacy_cost(csbm_dm, 
     a, b = model.privacy_spent(), single.privacy_spent()
     assert a.epsilon == pytest.approx(b.epsilon, rel=1e-9) and model.pma.calls == 2
     model.eval()
-    h = model._with_hop0(model._features(csbm_dm.data), model.aggregates)
+    h = model.classifier_input(model._features(csbm_dm.data), model.releases["pma"])
     members = model.classifier.members
     with torch.no_grad():
         want = torch.stack([m(h).log_softmax(-1) for m in members]).mean(0)
@@ -245,7 +245,7 @@ def test_gap_without_encoder_fits_under_a_default_trainer(csbm_dm, make_trainer)
     assert [s.epochs for s in model.staged.stages] == [0, 2]  # no encoder stage
     # the raw features and (the default at edge level) the classes' label counts
     width = csbm_dm.data.num_features + csbm_dm.num_classes
-    assert model.aggregates.shape == (csbm_dm.data.num_nodes, 1, width)
+    assert model.releases["pma"].shape == (csbm_dm.data.num_nodes, 1, width)
     (result,) = trainer.test(model, csbm_dm, verbose=False)
     assert 0 <= result["test/acc"] <= 1 and model.pma.calls == 1
 

@@ -39,7 +39,7 @@ def test_edge_level_draws_one_release_and_a_checkpoint_restores_it_without_a_red
     report = model.privacy_spent()
     assert report.count("poindp/inter") == 1 and report.count("poindp/intra") == 1
     assert report.level == "edge" and 0.99 <= report.epsilon <= 1.0
-    release = model.aggregates.clone()
+    release = model.releases["poindp"].clone()
     assert release.shape == (csbm_dm.data.num_nodes, 1, 1 + 16)
     probs = trainer.predict(model, csbm_dm)[0]
     trainer.test(model, csbm_dm, verbose=False)
@@ -47,14 +47,14 @@ def test_edge_level_draws_one_release_and_a_checkpoint_restores_it_without_a_red
     path = tmp_path / "poindp.ckpt"
     trainer.save_checkpoint(path)
     restored = PoinDP.load_from_checkpoint(path)
-    assert torch.equal(restored.aggregates, release)
+    assert torch.equal(restored.releases["poindp"], release)
     assert restored.privacy_spent().epsilon == pytest.approx(report.epsilon)
     again = make_trainer().predict(restored, csbm_dm)[0]
     torch.testing.assert_close(again, probs)
     assert restored.accountant.total_count() == 2  # nothing drawn again
     restored.save_pretrained(tmp_path / "hub")  # the hub format carries the release too
     published = PoinDP.from_pretrained(tmp_path / "hub")
-    assert torch.equal(published.aggregates, release) and published.beta == model.beta
+    assert torch.equal(published.releases["poindp"], release) and published.beta == model.beta
     points = restored.hyperbolic_embeddings()
     assert points.shape == (csbm_dm.data.num_nodes, 1, 16)
     assert float(points.norm(dim=-1).max()) < 1.0  # points of the ball
@@ -74,7 +74,7 @@ def test_one_edge_moves_only_its_endpoints_rows_by_at_most_the_sensitivity(make_
         dm = NodeDataModule.from_data(Data(x=g.x, y=g.y, edge_index=edges))
         model = PoinDP(epsilon=1.0, seed=0, noise_seed=5, **FAST)
         fit(model, dm, make_trainer)
-        releases.append(model.aggregates[:, 0].double())
+        releases.append(model.releases["poindp"][:, 0].double())
     sensitivity = model.mechanism().sensitivity
     assert sensitivity == pytest.approx(math.sqrt(2))
     diff = releases[0] - releases[1]
@@ -173,7 +173,7 @@ def test_beta_defaults_to_the_variance_optimal_share_and_ablations_release_one_p
     model = PoinDP(epsilon=1.0, beta=0.0, **FAST)
     fit(model, csbm_dm, make_trainer)
     assert [e.name for e in model.accountant.ledger] == ["poindp/intra"]
-    assert torch.equal(model.aggregates[:, 0, 0], torch.zeros(csbm_dm.data.num_nodes))
+    assert torch.equal(model.releases["poindp"][:, 0, 0], torch.zeros(csbm_dm.data.num_nodes))
     assert 0.99 <= model.privacy_spent().epsilon <= 1.0
 
 
@@ -191,7 +191,7 @@ def test_the_metrics_include_the_papers_swapped_weighted_f1():
 def test_hops_compose_on_the_accountant_at_the_same_epsilon(csbm_dm, make_trainer):
     model = PoinDP(epsilon=1.0, hops=2, hop_budget=(3.0, 1.0), **FAST)
     fit(model, csbm_dm, make_trainer)
-    assert model.aggregates.shape[1] == 2
+    assert model.releases["poindp"].shape[1] == 2
     assert model.privacy_spent().count("poindp/intra") == 2
     assert 0.99 <= model.privacy_spent().epsilon <= 1.0
     # the second hop, with the smaller share, runs at a larger noise multiplier
@@ -213,7 +213,7 @@ def test_a_resumed_fit_restores_the_release_and_never_draws_it_again(
     resumed = PoinDP(**args)  # mid-classifier: the release is in the checkpoint
     make_trainer().fit(resumed, csbm_dm, ckpt_path=tmp_path / "epoch=2.ckpt")
     assert draws == []  # never drawn again
-    assert torch.equal(resumed.aggregates, full.aggregates)
+    assert torch.equal(resumed.releases["poindp"], full.releases["poindp"])
     assert resumed.accountant.state_dict() == full.accountant.state_dict()
 
 

@@ -57,7 +57,7 @@ def test_stages_switch_inside_one_fit_and_nap_runs_k_times(csbm_dm, make_trainer
     assert spy.row_shapes[0] == ((d,),)  # stage 0: no aggregate yet
     assert spy.row_shapes[-1] == ((d,), (8,), (8,), (8,))  # stage 3: features + 3 cached NAPs
     assert model.nap.calls == 3 and model.privacy_spent().count("nap") == 3
-    assert len(model.aggregates) == 3
+    assert all(map(model.releases.drawn, model.hop_names())) and len(model.hop_names()) == 3
     net = model._net()
     # each stage optimizes its own fresh JK/head; earlier heads are left behind
     for s in range(4):
@@ -164,7 +164,7 @@ def test_nap_output_is_the_aggregate_of_the_previous_stage_embeddings(csbm_dm, m
         expected = sum_aggregate(
             normalize_rows(net.base[0](model._features(data))), data.edge_index, data.num_nodes
         )
-    torch.testing.assert_close(model.aggregates[0], expected)
+    torch.testing.assert_close(model.releases["nap/1"], expected)
 
 
 @pytest.mark.parametrize(
@@ -187,7 +187,7 @@ def test_killed_and_resumed_fit_ends_with_the_same_ledger(
         assert resumed.privacy_spent().epsilon == pytest.approx(full.privacy_spent().epsilon)
         cached = epoch // 2  # NAP outputs already in the checkpoint
         for k in range(cached):
-            assert torch.equal(resumed.aggregates[k], full.aggregates[k])
+            assert torch.equal(resumed.releases[f"nap/{k + 1}"], full.releases[f"nap/{k + 1}"])
         queried = resumed.nap.calls if resumed.nap is not None else 0
         assert queried == 2 - cached  # never re-queried for what the checkpoint holds
 
@@ -199,7 +199,8 @@ def test_loaded_checkpoint_predicts_from_the_cache_without_querying(
     trainer = fit(model, csbm_dm, make_trainer)
     trainer.save_checkpoint(tmp_path / "progap.ckpt")
     loaded = ProGAP.load_from_checkpoint(tmp_path / "progap.ckpt")
-    assert all(torch.equal(a, b) for a, b in zip(loaded.aggregates, model.aggregates, strict=True))
+    naps = [(loaded.releases[n], model.releases[n]) for n in model.hop_names()]
+    assert len(naps) == 2 and all(torch.equal(a, b) for a, b in naps)
     assert loaded.privacy_spent() == model.privacy_spent()
     got = make_trainer().test(loaded, csbm_dm, verbose=False)[0]["test/acc"]
     want = make_trainer().test(model, csbm_dm, verbose=False)[0]["test/acc"]
@@ -211,7 +212,7 @@ def test_loaded_checkpoint_predicts_from_the_cache_without_querying(
 
 def test_unfitted_model_refuses_transductive_test(csbm_dm, make_trainer):
     model = ProGAP(privacy="edge", epsilon=1.0, num_features=csbm_dm.num_features, num_classes=3)
-    with pytest.raises(RuntimeError, match="no cached private aggregates"):
+    with pytest.raises(RuntimeError, match="has not collected or released"):
         make_trainer().test(model, csbm_dm, verbose=False)
 
 
@@ -320,7 +321,7 @@ def test_last_stage_ensemble_costs_nothing_extra_and_shares_the_naps(
         assert member[1] & last and member[2] & last
     # prediction = mean of the members' log-probabilities on the cached aggregates
     model.eval()
-    inputs = (model._features(csbm_dm.data), *model.aggregates)
+    inputs = (model._features(csbm_dm.data), *[model.releases[n] for n in model.hop_names()])
     with torch.no_grad():
         want = torch.stack([m(*inputs).log_softmax(-1) for m in net.members]).mean(0)
         assert torch.allclose(net(*inputs), want)

@@ -144,13 +144,14 @@ def test_a_recipes_public_global_seed_does_not_replay_dpsgd_noise(capsys):
 
 def test_two_fits_with_the_cli_defaults_never_release_equal_aggregates(capsys):
     a, b = _cli_fit([]), _cli_fit([])  # same public seed_everything(0), same recipe
-    assert a.aggregates.shape == b.aggregates.shape
+    assert a.releases["pma"].shape == b.releases["pma"].shape
     # the label counts (on by default at edge level), drawn before the encoder trains on
     # them, differ on every row...
-    assert a.counts is not None and a.counts.shape == b.counts.shape
-    assert not bool((a.counts == b.counts).all(dim=-1).any())
+    counts_a, counts_b = a.releases["label_counts"], b.releases["label_counts"]
+    assert counts_a.shape == counts_b.shape
+    assert not bool((counts_a == counts_b).all(dim=-1).any())
     # ...and so do the released noisy aggregates: neither noise is replayable
-    rows_equal = (a.aggregates == b.aggregates).all(dim=-1).all(dim=-1)
+    rows_equal = (a.releases["pma"] == b.releases["pma"]).all(dim=-1).all(dim=-1)
     assert not bool(rows_equal.any())
     for m in (a, b):
         report = m.privacy_spent()
@@ -172,7 +173,7 @@ def test_an_attacker_replaying_the_public_seed_on_each_hypothesis_matches_neithe
         L.seed_everything(0, verbose=False)
         model = GAP(privacy="edge", epsilon=1.0, encoder_epochs=1, classifier_epochs=1, seed=0)
         _quiet(tmp_path, max_epochs=2).fit(model, NodeDataModule.from_data(data))
-        return model.aggregates
+        return model.releases["pma"]
 
     released = release(base)
     for hypothesis in (base, without):
@@ -190,7 +191,7 @@ def test_explicit_noise_seed_is_reproducible_and_says_so(tmp_path):
         return model
 
     a, b = fit(), fit()
-    assert torch.equal(a.aggregates, b.aggregates)
+    assert torch.equal(a.releases["pma"], b.releases["pma"])
     report = a.privacy_spent()
     assert report.reproducible_noise and "not private against anyone who knows" in str(report)
     with secure_mode(), pytest.raises(Exception, match="secure mode"):
@@ -326,7 +327,7 @@ def test_a_restored_gap_predicts_from_the_callers_features_and_the_cached_hops(t
     path = tmp_path / "gap.ckpt"
     trainer.save_checkpoint(path)
     restored = GAP.load_from_checkpoint(path)
-    assert restored.aggregates.shape[1] == restored.hparams.hops  # K noisy hops, no hop 0
+    assert restored.releases["pma"].shape[1] == restored.hparams.hops  # K noisy hops, no hop 0
     after = _quiet(tmp_path).predict(restored, dm)[0]
     assert torch.allclose(before, after, atol=1e-5)
     assert restored.accountant.total_count("pma") == 2  # nothing re-queried
@@ -446,9 +447,9 @@ def test_predict_is_transductive_unless_the_graph_is_marked_inductive(tmp_path):
     "model_args, output",
     [
         (("--model=lightning_dpgnn.DPGNN", "--model.epsilon=4", "--model.epochs=1",
-          "--model.max_degree=21", "--model.batch_size=500"), "noisy_aggregate"),
+          "--model.max_degree=21", "--model.batch_size=500"), "aggregation"),
         (("--model=lightning_dpgnn.EdgeRand", "--model.epsilon=2", "--model.epochs=1"),
-         "noisy_edge_index"),
+         "edges"),
     ],
 )
 def test_the_baselines_releases_are_not_replayed_by_the_public_seed(capsys, model_args, output):
@@ -456,7 +457,7 @@ def test_the_baselines_releases_are_not_replayed_by_the_public_seed(capsys, mode
     same public seed release different cached outputs (DPGNN's noisy inference aggregate,
     EdgeRand's randomized graph), so replaying the recipe reproduces neither."""
     a, b = _cli_fit([], model_args), _cli_fit([], model_args)
-    out_a, out_b = getattr(a, output), getattr(b, output)
+    out_a, out_b = a.releases[output], b.releases[output]
     assert out_a is not None and out_b is not None
     assert out_a.shape != out_b.shape or not torch.equal(out_a, out_b)
     for m in (a, b):

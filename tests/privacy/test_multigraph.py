@@ -133,7 +133,7 @@ def test_a_fit_on_a_doubled_list_releases_counts_that_move_by_at_most_the_ledger
             dm.setup()
         model = GAP(privacy="edge", epsilon=1.0, label_counts=True, noise_seed=3, **FAST_GAP)
         _trainer(tmp_path).fit(model, dm)
-        released.append(model.counts)
+        released.append(model.releases["label_counts"])
         ledger = {e.name: e for e in model.privacy_spent().ledger}
     moved = float(torch.linalg.vector_norm(released[0] - released[1]))
     assert moved <= ledger["label_counts"].sensitivity + 1e-3
