@@ -81,6 +81,7 @@ class AggregationPerturbationModule(PrivateModule):
     """
 
     mechanism_name = "aggregation"
+    sparse_features = True  # rows gathered as sparse COO (read by the datamodule)
     caches = ("_features_cache_lc", "_local_view")  # declared (PrivateModule.reset_caches)
     #: what a hub folder published before label counts existed was made with (the papers' model)
     legacy_hparams = {"label_counts": False}

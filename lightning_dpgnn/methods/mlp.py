@@ -23,6 +23,8 @@ class _NodeMLP(PrivateModule):
     """An MLP on node features trained on the training rows (its :class:`RowTrainer`);
     evaluation on the full graph."""
 
+    sparse_features = True  # rows gathered as sparse COO (read by the datamodule)
+
     def __init__(
         self,
         privacy: str,
