@@ -11,6 +11,9 @@ Per seed and dataset (split 10/10/80 keyed on node identity by the seed; ``setti
   ``PoinDP-inf``: the same model without noise;
 * ``GAP`` (edge level, the library's defaults: 2 hops, label counts) at every epsilon, and
   ``ProGAP`` at epsilon 1, on the same split and unit;
+* ``GAP+votes``, ``PoinDP+votes``, ``ProGAP+votes``: the same models with ``votes=True``
+  (issue 40: the edges as an addition to the free model, ``methods/votes.py``) at every
+  epsilon;
 * Table 2's ablations at epsilon 1: ``w/o inter`` (beta 0: directions only), ``w/o intra``
   (beta 1: radii only), ``w/o allocation`` (beta 0.5 instead of the variance-optimal share).
 
@@ -69,6 +72,10 @@ def rows(epsilons, epochs: int | None) -> list[tuple[str, float | None, dict]]:
         *[("GAP", e, dict(cls=GAP, privacy="edge", epsilon=e, edge_unit="undirected", **gap))
           for e in epsilons],
         ("ProGAP", 1.0, dict(cls=ProGAP, privacy="edge", epsilon=1.0, **progap)),
+        # issue 40: the votes, the edges as an addition to the free model (methods/votes.py)
+        *[(f"{cls.__name__}+votes", e, dict(cls=cls, privacy="edge", epsilon=e, votes=True,
+                                             **kw))
+          for cls, kw in ((GAP, gap), (PoinDP, sound), (ProGAP, progap)) for e in epsilons],
     ]
     return out
 

@@ -37,6 +37,8 @@ from .base import PrivateModule
 from .metrics import log_rows, logs_metrics
 from .releases import EDGES, FEATURES, TRAIN_LABELS, Draw, Release
 from .rows import RowTrainer
+from .runtime import evaluating
+from .votes import VOTES, Votes
 
 #: ledger and cache name of the label-count aggregation (``label_counts=True``)
 LABEL_COUNTS = "label_counts"
@@ -76,6 +78,14 @@ class AggregationPerturbationModule(PrivateModule):
             A new graph uses the labels of its own ``train_mask``.
         train_batch_size: edge level and without privacy: shuffled batches of this many rows
             instead of one full batch (no privacy cost). Refused at node level.
+        votes: the graph as an addition to the free model of the features
+            (:mod:`~lightning_dpgnn.methods.votes`): one more Gaussian aggregation, of the
+            stage-0 network's class probabilities (training nodes: their labels), and an answer
+            weighing the free model, the method and the votes on validation labels. Edge level
+            or without privacy (refused at node level, where labels are private); with it,
+            ``label_counts`` defaults to off. ``False`` (the default for now): the papers' model.
+        votes_share: the votes' share of the plan's Rényi cost (the method's aggregations
+            share the rest).
         privacy, epsilon, delta, noise_seed, edge_unit, log_private_metrics, lr,
             weight_decay: as in :class:`PrivateModule`.
     """
@@ -84,7 +94,7 @@ class AggregationPerturbationModule(PrivateModule):
     sparse_features = True  # rows gathered as sparse COO (read by the datamodule)
     caches = ("_features_cache_lc", "_local_view")  # declared (PrivateModule.reset_caches)
     #: what a hub folder published before label counts existed was made with (the papers' model)
-    legacy_hparams = {"label_counts": False}
+    legacy_hparams = {"label_counts": False, "votes": False}
 
     def __init__(
         self,
@@ -110,6 +120,8 @@ class AggregationPerturbationModule(PrivateModule):
         shard_rows: bool = True,
         label_counts: bool | None = None,
         train_batch_size: int | None = None,
+        votes: bool = False,
+        votes_share: float = 0.8,
     ) -> None:
         super().__init__(
             privacy, epsilon, delta, noise_seed=noise_seed, edge_unit=edge_unit,
@@ -124,6 +136,11 @@ class AggregationPerturbationModule(PrivateModule):
                 "label_counts=True is not allowed under node-level DP: the labels are private "
                 "there, and the count of a node's neighbours' labels is not covered by the "
                 "node-level plan. Use it at edge level or without privacy."
+            )
+        if votes and self.level is Level.NODE:
+            raise ValueError(
+                "votes=True is not allowed under node-level DP: the votes read the labels and "
+                "choose their weight on validation labels, both private at node level"
             )
         if train_batch_size is not None and self.level is Level.NODE:
             raise ValueError(
@@ -144,9 +161,11 @@ class AggregationPerturbationModule(PrivateModule):
         self.train_batch_size = None if train_batch_size is None else int(train_batch_size)
         self.seed = seed
         self.shard_rows = bool(shard_rows)
-        #: ``None`` (the default): on at edge level and without privacy, off at node level
+        #: ``None`` (the default): on at edge level and without privacy unless the votes are
         self.label_counts = (
-            self.level is not Level.NODE if label_counts is None else bool(label_counts)
+            self.level is not Level.NODE and not votes
+            if label_counts is None
+            else bool(label_counts)
         )
         #: ``[lo, hi)``: the node rows the cached hops hold when sharded (``None``: all)
         self._cache_block: tuple[int, int] | None = None
@@ -167,6 +186,7 @@ class AggregationPerturbationModule(PrivateModule):
                 LABEL_COUNTS, self.count_mechanisms, self._draw_counts, stage=0,
                 stream=LABEL_STREAM, collective=True, reads=COUNT_READS,
             ))  # fmt: skip
+        self.votes = Votes(self, votes_share) if votes else None
 
     # -- the releases -------------------------------------------------------------------------
     def hop_names(self) -> list[str]:
@@ -239,12 +259,35 @@ class AggregationPerturbationModule(PrivateModule):
         return (self.classifier_input(x, self.releases[self.mechanism_name]),)
 
     def _logits(self, data: Data) -> torch.Tensor:
+        """Scores of every node of the training graph from the cached releases: the
+        method's, weighed with the free model and the votes once the fit chose the weights."""
+        logits = self._method_logits(data)
+        if not self._answers_with_votes():
+            return logits
+        return self.votes.answer(data, logits, self.releases[VOTES])
+
+    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+        logits = self._method_inductive_logits(graph, outputs)
+        if not self._answers_with_votes():
+            return logits
+        return self.votes.answer(graph, logits, outputs[VOTES])
+
+    def _answers_with_votes(self) -> bool:
+        return self.votes is not None and not self._in_fit() and self.votes.chosen
+
+    def free_logits(self, data: Data) -> torch.Tensor:
+        """The stage-0 network's logits of ``data``'s nodes: a model of the features (and of
+        the label counts when on) alone, free at edge level."""
+        (x,) = self.stage_inputs(0, data)
+        return self._eval_forward(self.stage_model(0), self.row_trainer.input_features(x))
+
+    def _method_logits(self, data: Data) -> torch.Tensor:
         x = self._features(data)
         if self.eval_stage() == 0:
             return self.encoder_model(self.row_trainer.input_features(x))
         return self.classifier(self.classifier_input(x, self.releases[self.mechanism_name]))
 
-    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+    def _method_inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         x = self._features(graph, outputs.get(LABEL_COUNTS))
         return self.classifier(self.classifier_input(x, outputs[self.mechanism_name]))
 
@@ -517,6 +560,11 @@ class AggregationPerturbationModule(PrivateModule):
         self._cache_block = None
         self.row_trainer.clear_rows()
         self.__dict__.pop("_local_view", None)  # views of the fit's graph
+        if self.votes is not None and self.releases.drawn(VOTES):  # weights from every row
+            self.releases.to(self.device)
+            graph = self.on_device(self._graph)
+            with evaluating(self):
+                self.votes.choose(graph, self._method_logits(graph), self.releases[VOTES])
         super().on_fit_end()
 
     def _train_shard(self, data: Data) -> tuple[int, int, int] | None:
@@ -571,6 +619,9 @@ class AggregationPerturbationModule(PrivateModule):
         index = self.eval_stage()
         if index > 0 or not self._in_fit():  # outside a fit only a fitted model predicts
             self._require_cache()
+        if self._answers_with_votes():  # the weighed answer reads every row's inputs
+            mask = data[f"{split}_mask"]
+            return self._logits(self.on_device(data))[mask], data.y[mask]
         self._hold_local_rows()
         local = self._local(data)  # sharded fit: this rank's rows (metrics reduced over ranks)
         hops = tuple(id(self.releases.get(n)) for n in self.hop_names())
@@ -631,6 +682,11 @@ class AggregationPerturbationModule(PrivateModule):
     # -- checkpoints -----------------------------------------------------------------------
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         saved = checkpoint.get("hyper_parameters", {})
+        if self.votes is not None and "votes" not in saved:
+            # written before the votes existed: the model of its time had none
+            self.votes, self.hparams["votes"] = None, False
+            self.releases.undeclare(VOTES)
+            del self.vote_weights
         if self.label_counts and "label_counts" not in saved:
             # written before label counts existed: rebuilt at its width before the weights load
             self.label_counts = self.hparams["label_counts"] = False

@@ -306,7 +306,7 @@ class ProGAP(AggregationPerturbationModule):
             return self.staged.active_stage
         return sum(map(self.releases.drawn, self.hop_names()))
 
-    def _logits(self, data: Data) -> torch.Tensor:
+    def _method_logits(self, data: Data) -> torch.Tensor:
         if not self._in_fit():  # during a fit: validation of the submodel being trained
             self._require_cache()
         x, *aggregates = self.stage_inputs(self.eval_stage(), data)
@@ -316,7 +316,7 @@ class ProGAP(AggregationPerturbationModule):
         """The NAPs of the stages this model was fitted through."""
         return release.stage <= self.eval_stage()
 
-    def inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
+    def _method_inductive_logits(self, graph: Data, outputs: dict[str, Any]) -> torch.Tensor:
         x = self.row_trainer.input_features(self._features(graph, outputs.get(LABEL_COUNTS)))
         naps = [outputs[self._nap_name(s)] for s in range(1, self.eval_stage() + 1)]
         return self.network(x, *naps)

@@ -207,6 +207,11 @@ class Releases:
             self.declared[r.name] = r
             self.values.setdefault(r.name, None)
 
+    def undeclare(self, name: str) -> None:
+        """Forget the release ``name`` (a model restored from before it existed)."""
+        self.declared.pop(name, None)
+        self.values.pop(name, None)
+
     def get(self, name: str) -> Any:
         """The cached output of ``name`` (``None``: not drawn)."""
         return self.values.get(name)
