@@ -281,10 +281,6 @@ class GWLDP(PrivateModule):
         mechanism = d.mechanisms[0]
         return mechanism.graph_release((yield mechanism, embeddings), ids)
 
-    def release(self) -> GraphRelease:
-        """What the server received (a clear error before the first fit)."""
-        return self.releases.require(RELEASE_KEY, "GWLDP")
-
     # -- setup (PrivateModule's template) ---------------------------------------------------------
     def setup_data(self, stage: str) -> Any:
         """The data module of the clients' graphs (not one graph)."""
@@ -518,7 +514,7 @@ class GWLDP(PrivateModule):
     # -- the server: post-processing of the release -------------------------------------------
     def server_matrices(self) -> list[torch.Tensor]:
         """The server's view of every graph: rectified codes, or the received values."""
-        rel = self.release()
+        rel = self.releases[RELEASE_KEY]
         if rel.kind == "values":
             return [m.double() for m in rel.matrices]
         mech = self._mechanism
@@ -541,7 +537,7 @@ class GWLDP(PrivateModule):
         ``"nested"``, the FGW nested CV (a :class:`~lightning_dpgnn.gw.SVMResult`). The server
         is given the training graphs' labels (not covered by epsilon); test labels only score."""
         dm = self.trainer.datamodule
-        ids = self.release().graph_ids
+        ids = self.releases[RELEASE_KEY].graph_ids
         pos = {int(g): i for i, g in enumerate(ids.tolist())}
         y = dm.graph_labels[ids].numpy()
         d = self.discrepancy()
@@ -561,7 +557,7 @@ class GWLDP(PrivateModule):
         """Cluster the released graphs in GW space (e.g. ego graphs) and score the clusters
         against the graphs' (pseudo-)labels, read only to score (``k``: the classes')."""
         dm = self.trainer.datamodule
-        ids = self.release().graph_ids
+        ids = self.releases[RELEASE_KEY].graph_ids
         y = dm.graph_labels[ids].numpy()
         k = int(k) if k is not None else int(self.hparams.num_classes or y.max() + 1)
         labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)
