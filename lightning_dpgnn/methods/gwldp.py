@@ -1,24 +1,13 @@
 """GW-LDP: federated GNN, locally private node-embedding matrices, GW on the server.
 
-Jin & Chen, "Gromov-Wasserstein Discrepancy with Local Differential Privacy for Distributed
-Structural Graphs", IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-graphs.md``).
-
-1. **Federated training (Alg. 2, 3)**: FedAvg over a ``GraphDataModule(..., num_clients=K)``,
-   one round per epoch, one client per batch, whose local update is a Lightning Fabric loop on
-   its own copy of the network. The updates are **not private** in the paper's protocol (the
-   unit says so); ``dp_fedavg=True`` makes them client-level DP (clipped, Gaussian noise on
-   the sum, RDP accounting).
-2. **The release (Alg. 1)**, once, after the last round: every client encodes the node
-   embeddings of each of its graphs (mapped into ``[0, 1]``) with the matrix multi-bit encoder
-   (:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`). Graphs cut from one source
-   graph overlap: the release composes by the most released graphs holding one source node.
-3. **The server** (post-processing, :mod:`lightning_dpgnn.gw`): rectified codes -> Euclidean
-   cost matrix per graph -> GW discrepancy of all pairs -> SVM on ``exp(-gamma D / max D)``.
-
-A private fit logs nothing computed in the clear from the clients' graphs unless
-``log_private_metrics=True``. ``mode="paper-code"`` (the authors' Gaussian noise on unbounded
-embeddings) is **not differentially private**: its report says so and ``PrivacyBudget`` and
-the zoo refuse it.
+Jin & Chen, IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-graphs.md``): FedAvg
+over a ``GraphDataModule(..., num_clients=K)``, one round per epoch (Alg. 2, 3; **not
+private** in the paper, the unit says so; ``dp_fedavg=True``: client-level DP); then, once,
+every client releases its graphs' embeddings in ``[0, 1]`` through the matrix multi-bit encoder
+(Alg. 1; graphs cut from one source graph compose by the most released graphs holding one
+node); the server (post-processing, :mod:`lightning_dpgnn.gw`) computes GW discrepancies of all
+pairs and an SVM. ``mode="paper-code"`` is **not differentially private** (the budget and the
+zoo refuse it).
 """
 
 from __future__ import annotations
@@ -219,8 +208,7 @@ class GWLDP(PrivateModule):
                                   hp.gnn_layers, hp.gnn_dropout)
 
     @property
-    def _fedavg(self) -> bool:
-        """Whether the rounds are DP-FedAvg (their own guarantee, the model's)."""
+    def _fedavg(self) -> bool:  # the rounds are DP-FedAvg (their own guarantee, the model's)
         return self.guarantee_name == FEDAVG
 
     # -- the release ---------------------------------------------------------------------------
@@ -266,8 +254,7 @@ class GWLDP(PrivateModule):
         sources = dm.source_nodes
         return None if sources is None else [sources[int(i)] for i in self._released_ids(dm)]
 
-    def release_graph(self) -> None:
-        """No single graph: the release reads every client's graphs (``_draw_release``)."""
+    def release_graph(self) -> None:  # no single graph: the release reads every client's
         return None
 
     def _draw_release(self, d: Draw) -> Steps:
@@ -343,11 +330,9 @@ class GWLDP(PrivateModule):
         return int(trainer.max_epochs) if trainer is not None and trainer.max_epochs else 0
 
     def _record_fedavg(self, acc: PrivacyAccountant, z: float, rounds: int) -> None:
-        """One DP-FedAvg round: the sum of clipped updates (norm <= S each) plus N(0, (z S)^2).
-        Changing one graph changes one client's clipped update by at most 2 S (replacement),
-        so the recorded Gaussian has sensitivity 2 S and noise multiplier z / 2. Graphs cut from
-        one source graph: one node is in the training graphs of up to ``c`` clients, which it
-        changes together: sensitivity ``2 c S``, noise multiplier ``z / (2 c)``."""
+        """DP-FedAvg rounds: the sum of clipped updates (norm <= S) plus N(0, (z S)^2). One unit
+        (a graph, or a source node in the graphs of up to ``c`` clients) changes ``c`` updates
+        by 2 S each (replacement): sensitivity ``2 c S``, noise multiplier ``z / (2 c)``."""
         if rounds > 0:
             s, c = float(self.hparams.fedavg_clip), int(self._clients_per_unit)
             unit = ("replacement of one graph" if c == 1 else

@@ -1,17 +1,13 @@
 """HeteroRR (Tran et al., BigData 2022): locally private features (FeatureRR) and an
 edge-level private graph over public and private edges (EdgeRR), released once, then a GCN.
 
-Two releases, each optional, under **two guarantees that are never added** (docs/heterorr.md):
-
-* ``"features"``: every node perturbs its (publicly embedded) feature vector on its own side,
-  ``x_epsilon``-LDP per node (edges and labels public; FeatureRR's budgets and the PCA are
-  fitted on the declared public nodes only, named in the unit: invariant 15);
-* ``"edges"``: the curator releases ``G_pub + sampled private part`` by the private HRG,
-  ``epsilon``-edge-DP for one **private** edge, at the MCMC chain's equilibrium (asymptotic, as
-  PrivHRG: the unit says so; chains shorter than ``1000 n`` moves are refused).
-
-Both are declared releases, after which all is post-processing; :class:`HeteroRRRelease` is
-them as a data transform.
+Two optional releases under **two guarantees that are never added** (docs/heterorr.md):
+``"features"``, ``x_epsilon``-LDP per node (edges and labels public; FeatureRR's budgets and
+PCA fitted on the declared public nodes only, named in the unit: invariant 15); ``"edges"``,
+``G_pub`` plus a private part sampled by the private HRG, ``epsilon``-edge-DP for one private
+edge at the MCMC chain's equilibrium (asymptotic, as PrivHRG, the unit says so; chains shorter
+than ``1000 n`` moves are refused). The rest is post-processing; :class:`HeteroRRRelease` is
+the releases as a data transform.
 """
 
 from __future__ import annotations

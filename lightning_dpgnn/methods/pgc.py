@@ -1,15 +1,11 @@
 """PGC: a GCN whose first layer is estimated from 1-bit LDP features (thesis ch. 2, Alg. 1).
 
-Node side, once (Alg. 1 lines 1-2): every node answers one bit per feature,
-``y ~ Bernoulli(1/(e^eps+1) + (x-alpha)/Delta * (e^eps-1)/(e^eps+1))`` (eq. 2.3). Server side:
-the unbiased estimate ``y* = ((e^eps+1) y - 1)/(e^eps-1) * Delta + alpha`` (eq. 2.5) enters
-the first GCN layer, whose convolution is then an unbiased estimate of the true one (eq. 2.4,
-Lemma 2). The Laplace, Duchi and Piecewise baselines of §2.9 plug in the same way.
-
-Privacy: each *feature* gets ``x_epsilon`` (``per_coordinate=True``, thesis ch. 2), so the
-accountant records the true per-node total ``d * x_epsilon`` (§2.8); ``per_coordinate=False``
-spends ``x_epsilon`` per node. Only features are private here (§2.3.1): the graph and the
-labels are known to the server, so they are not accounted.
+Every node answers one bit per feature (eq. 2.3); the server's unbiased estimate (eq. 2.5)
+enters the first GCN layer, an unbiased estimate of the true convolution (eq. 2.4, Lemma 2).
+The Laplace, Duchi and Piecewise baselines of §2.9 plug in the same way. Each *feature* gets
+``x_epsilon`` (``per_coordinate=True``): the accountant records the per-node total
+``d * x_epsilon`` (§2.8); ``per_coordinate=False`` spends ``x_epsilon`` per node. Only features
+are private (§2.3.1): the graph and the labels are known to the server.
 """
 
 from __future__ import annotations
