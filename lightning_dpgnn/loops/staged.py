@@ -24,25 +24,17 @@ from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torch import nn
 from torch.utils.data import DataLoader
 
+from .._quiet import LOGGERS, DropLines
+
 __all__ = ["Stage", "StagedFit"]
 
 _LIGHTNING_DEFAULT_EPOCHS = 1000
 
 
-class _HideMaxEpochsReached(logging.Filter):
-    """Drops Lightning's "``max_epochs=N`` reached" line: in a staged fit ``N`` is the model's
-    total, not the Trainer's ``max_epochs``, and the stages were announced at setup."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("`Trainer.fit` stopped: `max_epochs=")
-
-
-def _rank_zero_log() -> logging.Logger:
-    """The logger Lightning's ``rank_zero_info`` writes to."""
-    return logging.getLogger("lightning.pytorch.utilities.rank_zero")
-
-
-_HIDE_MAX_EPOCHS = _HideMaxEpochsReached()
+#: Lightning's "``max_epochs=N`` reached" line, dropped: in a staged fit ``N`` is the model's
+#: total, not the Trainer's ``max_epochs``, and the stages were announced at setup
+_HIDE_MAX_EPOCHS = DropLines(("`Trainer.fit` stopped: `max_epochs=",))
+_RANK_ZERO_LOG = logging.getLogger(LOGGERS[0])  # the logger ``rank_zero_info`` writes to
 
 
 def show_stage(trainer: Any, description: str) -> None:
@@ -224,7 +216,7 @@ class StagedFit(Callback):
         plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
         rank_zero_info(f"{type(pl_module).__name__} trains in stages: {plan}; {total} epochs "
                        "in all")
-        _rank_zero_log().addFilter(_HIDE_MAX_EPOCHS)
+        _RANK_ZERO_LOG.addFilter(_HIDE_MAX_EPOCHS)
 
     def follow_trainer_epochs(self, trainer: Any) -> None:
         """Make the stages add up to ``Trainer(max_epochs=N)``, before the module's setup makes
@@ -263,7 +255,7 @@ class StagedFit(Callback):
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage == "fit":
-            _rank_zero_log().removeFilter(_HIDE_MAX_EPOCHS)
+            _RANK_ZERO_LOG.removeFilter(_HIDE_MAX_EPOCHS)
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         index = self.current_stage

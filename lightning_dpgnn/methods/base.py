@@ -232,11 +232,18 @@ class PrivateModule(
         """Create the networks for ``num_features`` inputs and ``num_classes`` classes."""
         raise NotImplementedError
 
+    def build(self, num_features: int | None, num_classes: int | None) -> None:
+        """:meth:`_build` once both public sizes are known, recorded in the hyper-parameters
+        (checkpoints and published folders are rebuilt from them)."""
+        if num_features is not None and num_classes is not None:
+            self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+            self._build(int(num_features), int(num_classes))
+
     def build_for(self, data: Data, seed: int | None = None) -> None:
-        """:meth:`_build` for ``data``'s feature width and public number of classes, the
+        """:meth:`build` for ``data``'s feature width and public number of classes, the
         weights initialised under ``seed``."""
         with self.seeded(seed):
-            self._build(data.num_features, sources.num_classes(self, data))
+            self.build(data.num_features, sources.num_classes(self, data))
 
     @property
     def is_built(self) -> bool:

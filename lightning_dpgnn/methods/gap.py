@@ -132,8 +132,7 @@ class GAP(AggregationPerturbationModule):
         ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     @property
     def pma(self) -> GaussianAggregation | None:
@@ -147,7 +146,6 @@ class GAP(AggregationPerturbationModule):
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         mlp = self.mlp_options()
         width = self.input_width(num_features, num_classes)
         dim = hp.hidden if self._uses_encoder else width

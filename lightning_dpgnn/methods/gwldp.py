@@ -199,11 +199,10 @@ class GWLDP(PrivateModule):
         self._discrepancy: np.ndarray | None = None
         if num_features and num_classes:  # public sizes known: build now (checkpoints, hub)
             with self.seeded(seed):
-                self._build(int(num_features), int(num_classes))
+                self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        hp.num_features, hp.num_classes = num_features, num_classes
         self.net = graph_backbone(hp.gnn, num_features, num_classes, hp.gnn_hidden,
                                   hp.gnn_layers, hp.gnn_dropout)
 
@@ -283,8 +282,7 @@ class GWLDP(PrivateModule):
     def build_for(self, dm: Any, seed: int | None = None) -> None:
         hp = self.hparams
         with self.seeded(seed):
-            self._build(hp.num_features or int(dm.num_features),
-                        hp.num_classes or int(dm.num_classes))
+            self.build(hp.num_features or dm.num_features, hp.num_classes or dm.num_classes)
 
     def prepare(self, dm: Any, stage: str) -> None:
         if stage == "fit" and self.level.private and self.releases.get(RELEASE_KEY) is None:

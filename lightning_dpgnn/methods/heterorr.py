@@ -185,12 +185,10 @@ class HeteroRR(PrivateModule):
         self.encoder: dict[str, torch.Tensor] | None = None
         self._randomizer: FeatureRandomizer | None = None
         self.net: GNNBackbone | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        hp.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = GNNBackbone("gcn", num_features, hp.hidden, num_classes, hp.layers,
                                dropout=hp.dropout, activation="relu")
 
@@ -199,7 +197,7 @@ class HeteroRR(PrivateModule):
         encoded = self.protects_features and self.hparams.feature_dim
         width = self.hparams.feature_dim if encoded else data.num_features
         with self.seeded(seed):
-            self._build(int(width), num_classes(self, data))
+            self.build(width, num_classes(self, data))
 
     def prepare(self, data: Data, stage: str) -> None:
         """What the releases need from public data, once: the chain length checked, the public

@@ -93,14 +93,12 @@ class LPGNN(LocalModule):
         self.y_prop = KProp(y_steps)
         self.net: GNNBackbone | None = None
         self._view: dict[str, torch.Tensor] | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         if num_classes < 2:
             raise ValueError(f"LPGNN needs at least 2 classes, got {num_classes}")
-        hp.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = GNNBackbone(  # cached: transductive, one fixed graph
             hp.backbone, num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
             activation=hp.activation, heads=hp.heads, cached=True)

@@ -53,11 +53,9 @@ class _NodeMLP(PrivateModule):
         self.seed = seed
         self.mlp: torch.nn.Module | None = None
         self.row_trainer = RowTrainer(self)
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.mlp = MLPBlock(
             num_features,
             num_classes,

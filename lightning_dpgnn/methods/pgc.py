@@ -132,12 +132,10 @@ class PGC(_PGCModule):
     ) -> None:
         super().__init__(x_epsilon, **kwargs)
         self.gcn: GNNBackbone | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.gcn = GNNBackbone(  # cached: transductive, one fixed graph
             "gcn", num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
             activation="relu", cached=True)

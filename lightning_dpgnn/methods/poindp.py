@@ -136,13 +136,11 @@ class PoinDP(AggregationPerturbationModule):
         ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     # -- construction ------------------------------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         mlp = self.mlp_options()
         width = self.input_width(num_features, num_classes)
         encoder = PoincareEncoder(width, hp.hidden, num_classes, hp.encoder_layers, self.clip,
@@ -285,11 +283,9 @@ class PoinDPPaperCode(PrivateModule):
         self.staged = StagedFit(self, self.stage_rows)
         self.staged.patience, self.staged.reload_every_epoch = paper_patience, False
         self.paper_net: PaperCodeNet | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.paper_net = PaperCodeNet(int(num_features), int(num_classes))
 
     def configure_stages(self) -> list[Stage]:
