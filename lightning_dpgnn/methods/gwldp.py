@@ -140,13 +140,6 @@ class GWLDP(PrivateModule):
         if size == "padded" and n_max is not None and int(n_max) < 2:
             raise ValueError(f"n_max must be >= 2 (with one row per graph every GW discrepancy "
                              f"is 0), got {n_max!r}")
-        if fgw_alpha is not None and not 0.0 < float(fgw_alpha) <= 1.0:
-            raise ValueError(f"fgw_alpha must be in (0, 1] or None, got {fgw_alpha!r}")
-        if gnn_dropout is not None and not 0.0 <= float(gnn_dropout) < 1.0:
-            raise ValueError(f"gnn_dropout must be in [0, 1) or None, got {gnn_dropout!r}")
-        for name, value in (("local_epochs", local_epochs), ("n_jobs", n_jobs)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         mode, dp_fedavg = _no_privacy_modes(mode, epsilon, dp_fedavg, fedavg_epsilon,
                                             fedavg_noise_multiplier)
         if dp_fedavg:
