@@ -127,6 +127,8 @@ RULES: dict[str, Rule] = {
     "dropout": _real(0.0, 1.0, low_open=False),
     "gnn_dropout": _real(0.0, 1.0, low_open=False, optional=True),
     "fgw_alpha": _real(0.0, 1.0, low_open=True, high_open=False, optional=True),
+    "rho": _real(0.0, 1.0, low_open=True, high_open=False),
+    "public_fraction": _real(0.0, 1.0, low_open=True, high_open=False, optional=True),
     "lr": _real(0.0, low_open=False),  # 0 freezes the weights (a test device), not an error
     "weight_decay": _real(0.0, low_open=False),
     "max_grad_norm": _real(0.0, low_open=True),

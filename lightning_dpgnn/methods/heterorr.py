@@ -52,16 +52,6 @@ def _bool_mask(value: Any, size: int, name: str, shape: str) -> torch.Tensor:
     return mask
 
 
-def _check_fraction(value: float, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}") from None
-    if not (0.0 < v <= 1.0) or math.isnan(v):
-        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
-    return v
-
-
 class HeteroRR(PrivateModule):
     """HeteroRR: FeatureRR features (local DP) and/or an EdgeRR graph (edge-level DP on private
     edges), then a GCN trained on the released graph.
@@ -147,9 +137,8 @@ class HeteroRR(PrivateModule):
             raise ValueError(f"feature_bounds must be (alpha, beta) with alpha < beta, got "
                              f"{tuple(feature_bounds)!r}")
         self.feature_bounds = (alpha, beta)
-        self.rho = _check_fraction(rho, "rho")
-        self.public_fraction = (None if public_fraction is None
-                                else _check_fraction(public_fraction, "public_fraction"))
+        self.rho = float(rho)  # checked as arguments (.arguments.RULES)
+        self.public_fraction = None if public_fraction is None else float(public_fraction)
         if int(bins) < 2:
             raise ValueError(f"bins must be >= 2, got {bins!r}")
         if feature_dim is not None and (not features or int(feature_dim) < 1):
