@@ -167,8 +167,7 @@ class StagedFit(Callback):
             self.module.draw_releases(self.active_stage)
 
     def start(self) -> None:
-        """Enter the stage the fit starts or resumes in (from the module's ``on_fit_start``,
-        never from a dataloader request)."""
+        """Enter the stage the fit starts or resumes in (``on_fit_start``, never a loader)."""
         self.enter_stage(self.stage_of_epoch(self._resume_epoch))
 
     # -- what the module's hooks delegate ------------------------------------------------------
@@ -196,8 +195,7 @@ class StagedFit(Callback):
         return self.rows(index, data)
 
     def out_of_patience(self) -> bool:
-        """Whether the current stage has run out of patience (the rest of its epochs are
-        skipped: no step, no spend)."""
+        """Whether the current stage is out of patience (its other epochs skipped: no spend)."""
         if self.patience is None or not self.select:
             return False
         best = self.best.get(self.current_stage)

@@ -177,8 +177,7 @@ class GAP(AggregationPerturbationModule):
 
     @torch.no_grad()
     def _hop0(self, x: torch.Tensor) -> torch.Tensor:
-        """Hop 0, the normalized encoder output: recomputed from the caller's features, never
-        stored."""
+        """Hop 0, the normalized encoder output of the caller's features (never stored)."""
         cached = getattr(self, "_hop0_cache", None)
         if cached is None or cached[0] is not x:
             self._hop0_cache = (x, normalize_rows(self._encode(x)))

@@ -27,8 +27,7 @@ class FitGuard:
         self.halt_reason: str | None = None
 
     def start(self) -> None:
-        """A fit starts: forget the last one's reasons, refuse a trainer that breaks the
-        accounting (:meth:`check_trainer`)."""
+        """Forget the last fit's reasons; refuse a trainer that breaks the accounting."""
         self.halt_reason = None
         self.module.fit_end_reason = None
         self.module.privacy_halted = False

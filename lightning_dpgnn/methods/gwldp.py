@@ -209,8 +209,7 @@ class GWLDP(PrivateModule):
         return self._mechanism
 
     def representation(self, h: torch.Tensor) -> torch.Tensor:
-        """What is released for node embeddings ``h``: mapped into the encoder's ``[0, 1]`` (the
-        paper-code mode perturbs raw ``h``)."""
+        """``h`` mapped into the encoder's ``[0, 1]`` (the paper-code mode releases raw ``h``)."""
         if self.paper_code:
             return h
         emb = self.hparams.embedding
@@ -291,8 +290,7 @@ class GWLDP(PrivateModule):
         return super().resolve_delta(dm) if self._fedavg else None
 
     def calibrate(self) -> None:
-        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds
-        (:func:`.ledgers.calibrated` on the plan of the whole fit)."""
+        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds."""
         if self._fedavg and self._fedavg_z is None and self.trainer.state.fn == "fit":
             if self._fedavg_rounds() < 1:
                 raise ValueError("DP-FedAvg calibration needs Trainer(max_epochs=rounds)")
@@ -420,8 +418,7 @@ class GWLDP(PrivateModule):
         return None
 
     def _logs_private_metrics(self) -> bool:
-        """Whether metrics computed in the clear from the clients' graphs may be logged now: not
-        during a private fit, unless ``log_private_metrics`` (invariant 16)."""
+        """Not during a private fit, unless ``log_private_metrics`` (invariant 16)."""
         in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
         return not (in_fit and self.level.private and not self.log_private_metrics)
 
@@ -443,8 +440,7 @@ class GWLDP(PrivateModule):
         self._show_planned_spend()
 
     def _show_planned_spend(self) -> None:
-        """The whole fit's planned epsilon on the progress bar (the release is drawn after the
-        last round: the spend alone reads 0 until then)."""
+        """The whole fit's planned epsilon on the progress bar (the release comes last)."""
         planned = self.privacy_planned() if self.level.private else None
         parts = {} if planned is None else planned.guarantees
         for name, report in parts.items():

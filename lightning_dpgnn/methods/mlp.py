@@ -20,8 +20,7 @@ __all__ = ["MLP", "DPMLP"]
 
 
 class _NodeMLP(PrivateModule):
-    """An MLP on node features trained on the training rows (its :class:`RowTrainer`);
-    evaluation on the full graph."""
+    """An MLP on node features, trained on the training rows, evaluated on the full graph."""
 
     def __init__(
         self,

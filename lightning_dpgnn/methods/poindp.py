@@ -202,8 +202,7 @@ class PoinDP(AggregationPerturbationModule):
         return torch.stack(hops, dim=1)
 
     def hyperbolic_embeddings(self, release: torch.Tensor | None = None) -> torch.Tensor:
-        """The released neighbourhood embeddings as points of the ball, ``[N, K, hidden]``
-        (post-processing of the cached release, or of ``release``)."""
+        """The released neighbourhood embeddings (or ``release``) in the ball, ``[N, K, H]``."""
         release = self.releases[self.mechanism_name] if release is None else release
         mechanism = self.mechanism()
         return torch.stack([mechanism.recombine(release[:, k]) for k in range(release.size(1))],
@@ -212,8 +211,7 @@ class PoinDP(AggregationPerturbationModule):
     # -- the classifier's input ------------------------------------------------------------
     @torch.no_grad()
     def _hop0(self, x: torch.Tensor) -> torch.Tensor:
-        """Each node's own clipped tangent embedding (units of ``C``): public to whoever
-        holds ``x``, recomputed from the caller's features, never stored."""
+        """Each node's own clipped tangent embedding (units of ``C``), never stored."""
         cached = getattr(self, "_hop0_cache", None)
         if cached is None or cached[0] is not x:
             enc = self._encoder()

@@ -296,8 +296,7 @@ class ProGAP(AggregationPerturbationModule):
 
     # -- inference -----------------------------------------------------------------------------
     def eval_stage(self) -> int:
-        """During a fit the stage being trained; after it the last one entered (a loaded model:
-        as many as its cached NAPs)."""
+        """The stage being trained, else the last one entered (loaded: its cached NAPs')."""
         if self._in_fit():
             return self.staged.current_stage
         if self.staged.active_stage is not None:
