@@ -65,9 +65,7 @@ class FitGuard:
         self.module.privacy_halted = True
 
     def stop_reason(self) -> str | None:
-        """Why the fit must end before the next optimizer step (``None``: it goes on): a privacy
-        callback halted it, or the next step's DP-SGD phase used every step its noise was
-        calibrated for."""
+        """Why the fit must end before the next optimizer step (``None``: it goes on)."""
         if self.halt_reason is not None:
             return self.halt_reason
         m = self.module
