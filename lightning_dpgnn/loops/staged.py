@@ -49,15 +49,6 @@ def show_stage(trainer: Any, description: str) -> None:
         bar.train_progress_bar.set_description(description)
 
 
-def _allow_unused_parameters(strategy: Any) -> None:
-    """Each stage trains only its own modules, so under DDP the others get no gradient: let
-    DDP look for unused parameters (the model is wrapped after the ``setup`` hook)."""
-    if isinstance(strategy, DDPStrategy):
-        # no public setter: the constructor's ``find_unused_parameters`` lands in _ddp_kwargs
-        # (tests/test_ddp.py fails if a Lightning upgrade changes that)
-        strategy._ddp_kwargs["find_unused_parameters"] = True
-
-
 def _snapshot(module: nn.Module) -> dict[str, Any]:
     """A copy of ``module.state_dict()`` (tensors cloned; ~10x cheaper than ``deepcopy``)."""
     return {
@@ -210,7 +201,10 @@ class StagedFit(Callback):
         total = self.total_epochs()
         trainer.fit_loop.max_epochs = total
         trainer.reload_dataloaders_every_n_epochs = 1
-        _allow_unused_parameters(trainer.strategy)
+        if isinstance(trainer.strategy, DDPStrategy):  # a stage's modules alone get gradients
+            # no public setter (the model is wrapped after this hook): the constructor's
+            # find_unused_parameters lands in _ddp_kwargs (tests/test_ddp.py checks it)
+            trainer.strategy._ddp_kwargs["find_unused_parameters"] = True
         plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
         rank_zero_info(f"{type(pl_module).__name__} trains in stages: {plan}; {total} epochs "
                        "in all")
@@ -313,8 +307,7 @@ class StagedFit(Callback):
         if best is None:
             return
         for name, state in best["state"].items():
-            module: nn.Module = getattr(self.module, name)
-            module.load_state_dict(state)
+            getattr(self.module, name).load_state_dict(state)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.active_stage is not None:
