@@ -526,8 +526,7 @@ class GWLDP(PrivateModule):
         self, k: int | None = None, method: Literal["spectral", "kmedoids"] = "spectral",
         gamma: float = 1.0, seed: int = 0,
     ) -> dict[str, Any]:
-        """Cluster the released graphs in GW space (e.g. ego graphs) and score the clusters
-        against the graphs' (pseudo-)labels, read only to score (``k``: the classes')."""
+        """Cluster the released graphs in GW space (``k``: the classes'), scored on labels."""
         dm = self.trainer.datamodule
         ids = self.releases[RELEASE_KEY].graph_ids
         y = dm.graph_labels[ids].numpy()

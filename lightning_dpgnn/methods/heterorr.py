@@ -229,8 +229,7 @@ class HeteroRR(PrivateModule):
         return torch.from_numpy(u < self.public_fraction)
 
     def name_public_nodes(self, data: Data, uses: list[str]) -> None:
-        """Name the public nodes read in the clear, and what they fit, in the features' unit:
-        the guarantee covers the other nodes."""
+        """Name the public nodes read in the clear, and what they fit, in the features' unit."""
         public = self.public_nodes(data)
         source = ("given by the graph's public_node_mask" if "public_node_mask" in data else
                   f"chosen as public_fraction={self.public_fraction:g} of the nodes by a hash of "
@@ -242,8 +241,7 @@ class HeteroRR(PrivateModule):
         self.accountant_of(self.features_guarantee).unit = f"{unit[:-1]}; {note})"
 
     def fit_encoder(self, data: Data) -> dict[str, torch.Tensor]:
-        """The public PCA: mean, top ``feature_dim`` directions and each coordinate's range, of
-        the public nodes' features only."""
+        """The public PCA (mean, top ``feature_dim`` directions, ranges) of public nodes only."""
         public = self.public_nodes(data)
         if public is None:
             raise ValueError("feature_dim (a PCA fitted on public nodes) needs declared public "

@@ -66,8 +66,7 @@ class LocalModule(PrivateModule):
     def predict_inductive(  # type: ignore[override]
         self, data: Data, collection: LocalCollection | None = None
     ) -> torch.Tensor:
-        """Class probabilities on a new graph from ``collection`` (:meth:`collect_from` on the
-        nodes' devices) or, when ``None``, collected now on that graph's own ledger."""
+        """Class probabilities on a new graph from ``collection``, or collected now (``None``)."""
         return super().predict_inductive(data, self.local.given(collection))
 
     def inductive_accountant(self, graph: Data, guarantee: str | None = None):
