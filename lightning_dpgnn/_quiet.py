@@ -22,21 +22,27 @@ NOISE_WARNINGS = (
 )
 #: Lightning's info lines that say nothing to a user of the library (prefixes)
 NOISE_LOGS = ("💡 Tip", "GPU available: False", "TPU available: False", "HPU available: False")
-#: the loggers Lightning writes its info lines to
-_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
+#: the loggers Lightning writes its info lines to (``rank_zero_info``'s first)
+LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
 
 
-class _DropNoise(logging.Filter):
+class DropLines(logging.Filter):
+    """Drops the log lines that start with one of ``prefixes``."""
+
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.getMessage()).startswith(NOISE_LOGS)
+        return not str(record.getMessage()).startswith(self.prefixes)
 
 
 @contextlib.contextmanager
 def quiet_lightning() -> Iterator[None]:
     """Drop :data:`NOISE_WARNINGS`, Lightning's deprecation warnings and :data:`NOISE_LOGS`
     inside the block; undone on exit (a fit may run inside a test or a notebook)."""
-    noise = _DropNoise()
-    loggers = [logging.getLogger(name) for name in _LOGGERS]
+    noise = DropLines(NOISE_LOGS)
+    loggers = [logging.getLogger(name) for name in LOGGERS]
     with warnings.catch_warnings():
         for pattern in NOISE_WARNINGS:
             warnings.filterwarnings("ignore", message=pattern)

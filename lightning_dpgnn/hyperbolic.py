@@ -1,24 +1,10 @@
 """Poincaré-ball geometry with curvature ``-c`` (``c > 0``): the ball ``{x : c ||x||^2 < 1}``.
 
-The operations PoinDP needs (``docs/poindp.md``), written from their closed forms (Ungar's
-gyrovector space; Ganea, Bécigneul and Hofmann 2018, *Hyperbolic neural networks*, eqs. 2-7):
-
-* :func:`mobius_add` — ``x ⊕ y = ((1 + 2c<x,y> + c|y|²) x + (1 - c|x|²) y) /
-  (1 + 2c<x,y> + c²|x|²|y|²)``;
-* :func:`conformal_factor` — ``λ_x = 2 / (1 - c|x|²)``;
-* :func:`expmap0` / :func:`logmap0` — the exponential and logarithmic maps at the origin,
-  ``exp_0(v) = tanh(√c |v|) v / (√c |v|)`` and ``log_0(y) = artanh(√c |y|) y / (√c |y|)``;
-* :func:`expmap` / :func:`logmap` — the same at a point ``x``:
-  ``exp_x(v) = x ⊕ tanh(√c λ_x |v| / 2) v / (√c |v|)`` and
-  ``log_x(y) = 2 / (√c λ_x) artanh(√c |-x ⊕ y|) (-x ⊕ y) / |-x ⊕ y|``;
-* :func:`dist` — ``d(x, y) = 2 / √c artanh(√c |-x ⊕ y|)``;
-* :func:`project` — back inside the ball, at most ``(1 - eps) / √c`` from the origin, with
-  ``eps`` per dtype (:data:`BALL_EPS`: float32 ``4e-3``, float64 ``1e-5``, the margins HGCN and
-  geoopt use), so that ``artanh`` stays finite and :func:`logmap0` stays invertible.
-
-Every function works row-wise on the last dimension and keeps the input's dtype and device.
-A leaf of the package (torch only): the privacy layer's hyperbolic mechanism
-(:mod:`lightning_dpgnn.privacy.hyperbolic`) and the methods import it.
+The operations PoinDP needs (``docs/poindp.md``), from their closed forms (Ganea, Bécigneul and
+Hofmann 2018, *Hyperbolic neural networks*, eqs. 2-7), row-wise on the last dimension, keeping
+the input's dtype and device. :func:`project` keeps points ``(1 - eps) / sqrt(c)`` from the
+origin at most (:data:`BALL_EPS`, the margins HGCN and geoopt use) so ``artanh`` stays finite.
+A leaf of the package (torch only).
 """
 
 from __future__ import annotations

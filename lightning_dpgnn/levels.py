@@ -69,12 +69,8 @@ class Unit:
         ("edge", "private"): "one private undirected edge (public edges are public; HeteroRR)",
         ("node", None): "one node with all its edges, features and label",
         ("ldp", None): "each node's features and label, perturbed on the node (edges are public)",
-        ("ldp", "features+labels"): "each node's features and label, perturbed on the node "
-        "(edges are public)",
         ("ldp", "features"): "each node's features, perturbed on the node (edges and labels are "
         "public)",
-        ("ldp", "graph"): "one client's whole graph (its structure, features and label), "
-        "perturbed by the client before it is sent",
     }
 
     def __post_init__(self) -> None:

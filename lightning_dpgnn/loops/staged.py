@@ -24,25 +24,17 @@ from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torch import nn
 from torch.utils.data import DataLoader
 
+from .._quiet import LOGGERS, DropLines
+
 __all__ = ["Stage", "StagedFit"]
 
 _LIGHTNING_DEFAULT_EPOCHS = 1000
 
 
-class _HideMaxEpochsReached(logging.Filter):
-    """Drops Lightning's "``max_epochs=N`` reached" line: in a staged fit ``N`` is the model's
-    total, not the Trainer's ``max_epochs``, and the stages were announced at setup."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("`Trainer.fit` stopped: `max_epochs=")
-
-
-def _rank_zero_log() -> logging.Logger:
-    """The logger Lightning's ``rank_zero_info`` writes to."""
-    return logging.getLogger("lightning.pytorch.utilities.rank_zero")
-
-
-_HIDE_MAX_EPOCHS = _HideMaxEpochsReached()
+#: Lightning's "``max_epochs=N`` reached" line, dropped: in a staged fit ``N`` is the model's
+#: total, not the Trainer's ``max_epochs``, and the stages were announced at setup
+_HIDE_MAX_EPOCHS = DropLines(("`Trainer.fit` stopped: `max_epochs=",))
+_RANK_ZERO_LOG = logging.getLogger(LOGGERS[0])  # the logger ``rank_zero_info`` writes to
 
 
 def show_stage(trainer: Any, description: str) -> None:
@@ -55,15 +47,6 @@ def show_stage(trainer: Any, description: str) -> None:
             bar.progress.update(bar.train_progress_bar_id, description=description)
     elif isinstance(bar, TQDMProgressBar):
         bar.train_progress_bar.set_description(description)
-
-
-def _allow_unused_parameters(strategy: Any) -> None:
-    """Each stage trains only its own modules, so under DDP the others get no gradient: let
-    DDP look for unused parameters (the model is wrapped after the ``setup`` hook)."""
-    if isinstance(strategy, DDPStrategy):
-        # no public setter: the constructor's ``find_unused_parameters`` lands in _ddp_kwargs
-        # (tests/test_ddp.py fails if a Lightning upgrade changes that)
-        strategy._ddp_kwargs["find_unused_parameters"] = True
 
 
 def _snapshot(module: nn.Module) -> dict[str, Any]:
@@ -175,8 +158,7 @@ class StagedFit(Callback):
             self.module.draw_releases(self.active_stage)
 
     def start(self) -> None:
-        """Enter the stage the fit starts or resumes in (from the module's ``on_fit_start``,
-        never from a dataloader request)."""
+        """Enter the stage the fit starts or resumes in (``on_fit_start``, never a loader)."""
         self.enter_stage(self.stage_of_epoch(self._resume_epoch))
 
     # -- what the module's hooks delegate ------------------------------------------------------
@@ -204,8 +186,7 @@ class StagedFit(Callback):
         return self.rows(index, data)
 
     def out_of_patience(self) -> bool:
-        """Whether the current stage has run out of patience (the rest of its epochs are
-        skipped: no step, no spend)."""
+        """Whether the current stage is out of patience (its other epochs skipped: no spend)."""
         if self.patience is None or not self.select:
             return False
         best = self.best.get(self.current_stage)
@@ -220,11 +201,14 @@ class StagedFit(Callback):
         total = self.total_epochs()
         trainer.fit_loop.max_epochs = total
         trainer.reload_dataloaders_every_n_epochs = 1
-        _allow_unused_parameters(trainer.strategy)
+        if isinstance(trainer.strategy, DDPStrategy):  # a stage's modules alone get gradients
+            # no public setter (the model is wrapped after this hook): the constructor's
+            # find_unused_parameters lands in _ddp_kwargs (tests/test_ddp.py checks it)
+            trainer.strategy._ddp_kwargs["find_unused_parameters"] = True
         plan = " -> ".join(f"{s.name} ({s.epochs} epochs)" for s in self.stages)
         rank_zero_info(f"{type(pl_module).__name__} trains in stages: {plan}; {total} epochs "
                        "in all")
-        _rank_zero_log().addFilter(_HIDE_MAX_EPOCHS)
+        _RANK_ZERO_LOG.addFilter(_HIDE_MAX_EPOCHS)
 
     def follow_trainer_epochs(self, trainer: Any) -> None:
         """Make the stages add up to ``Trainer(max_epochs=N)``, before the module's setup makes
@@ -263,7 +247,7 @@ class StagedFit(Callback):
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage == "fit":
-            _rank_zero_log().removeFilter(_HIDE_MAX_EPOCHS)
+            _RANK_ZERO_LOG.removeFilter(_HIDE_MAX_EPOCHS)
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         index = self.current_stage
@@ -323,8 +307,7 @@ class StagedFit(Callback):
         if best is None:
             return
         for name, state in best["state"].items():
-            module: nn.Module = getattr(self.module, name)
-            module.load_state_dict(state)
+            getattr(self.module, name).load_state_dict(state)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.active_stage is not None:

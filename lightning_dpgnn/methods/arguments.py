@@ -110,7 +110,8 @@ _COUNT = _integer(0)
 RULES: dict[str, Rule] = {
     **dict.fromkeys(
         ("hidden", "layers", "heads", "out_dim", "hops", "ensemble", "batch_size",
-         "epochs", "classifier_epochs", "head_layers", "pre_layers", "post_layers"),
+         "epochs", "classifier_epochs", "head_layers", "pre_layers", "post_layers",
+         "local_epochs", "n_jobs"),
         _POSITIVE,
     ),
     **dict.fromkeys(
@@ -124,6 +125,10 @@ RULES: dict[str, Rule] = {
     "patience": _integer(0, optional=True),
     "train_batch_size": _integer(1, optional=True),
     "dropout": _real(0.0, 1.0, low_open=False),
+    "gnn_dropout": _real(0.0, 1.0, low_open=False, optional=True),
+    "fgw_alpha": _real(0.0, 1.0, low_open=True, high_open=False, optional=True),
+    "rho": _real(0.0, 1.0, low_open=True, high_open=False),
+    "public_fraction": _real(0.0, 1.0, low_open=True, high_open=False, optional=True),
     "lr": _real(0.0, low_open=False),  # 0 freezes the weights (a test device), not an error
     "weight_decay": _real(0.0, low_open=False),
     "max_grad_norm": _real(0.0, low_open=True),

@@ -232,11 +232,17 @@ class PrivateModule(
         """Create the networks for ``num_features`` inputs and ``num_classes`` classes."""
         raise NotImplementedError
 
+    def build(self, num_features: int | None, num_classes: int | None) -> None:
+        """:meth:`_build` once both public sizes are known, recorded in the hyper-parameters
+        (checkpoints and published folders are rebuilt from them)."""
+        if num_features is not None and num_classes is not None:
+            self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
+            self._build(int(num_features), int(num_classes))
+
     def build_for(self, data: Data, seed: int | None = None) -> None:
-        """:meth:`_build` for ``data``'s feature width and public number of classes, the
-        weights initialised under ``seed``."""
+        """:meth:`build` for ``data``'s width and public classes, the weights under ``seed``."""
         with self.seeded(seed):
-            self._build(data.num_features, sources.num_classes(self, data))
+            self.build(data.num_features, sources.num_classes(self, data))
 
     @property
     def is_built(self) -> bool:
@@ -321,8 +327,7 @@ class PrivateModule(
         return self._logits(data).softmax(-1)
 
     def predict_inductive(self, data: Data, given: dict[str, Any] | None = None) -> torch.Tensor:
-        """Class probabilities on a new graph, its releases drawn on it with fresh noise on its
-        own ledger (:func:`.inductive.predict_inductive`)."""
+        """Class probabilities on a new graph (:func:`.inductive.predict_inductive`)."""
         return inductive.predict_inductive(self, data, given)
 
     def inference_report(self, data: Data) -> Report | None:
@@ -374,8 +379,7 @@ class PrivateModule(
         return None
 
     def calibrates_noise(self) -> bool:
-        """Whether the noise multiplier is solved from the target epsilon (default: when the
-        fit is one DP-SGD phase)."""
+        """Whether the noise multiplier is solved from the target (default: one DP-SGD phase)."""
         return self.dpsgd_phase() is not None
 
     # -- calibrate, guarantees, report (:class:`~.ledgers.Ledgers`) ----------------------------

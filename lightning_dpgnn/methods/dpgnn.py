@@ -110,12 +110,10 @@ class DPGNN(PrivateModule):
         # the release: the noisy aggregate of the graph ``[N, F]`` that inference reads
         self.declare_releases(Release(self.mechanism_name, self._mechanisms, self._draw))
         self._graph: Data | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         mlp = MLPBlock(
             2 * num_features, num_classes, hp.hidden, hp.layers, dropout=hp.dropout,
             normalization=resolve_normalization(hp.normalization, "node"),

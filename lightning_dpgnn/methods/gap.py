@@ -132,8 +132,7 @@ class GAP(AggregationPerturbationModule):
         ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     @property
     def pma(self) -> GaussianAggregation | None:
@@ -147,7 +146,6 @@ class GAP(AggregationPerturbationModule):
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         mlp = self.mlp_options()
         width = self.input_width(num_features, num_classes)
         dim = hp.hidden if self._uses_encoder else width
@@ -179,8 +177,7 @@ class GAP(AggregationPerturbationModule):
 
     @torch.no_grad()
     def _hop0(self, x: torch.Tensor) -> torch.Tensor:
-        """Hop 0, the normalized encoder output: recomputed from the caller's features, never
-        stored."""
+        """Hop 0, the normalized encoder output of the caller's features (never stored)."""
         cached = getattr(self, "_hop0_cache", None)
         if cached is None or cached[0] is not x:
             self._hop0_cache = (x, normalize_rows(self._encode(x)))

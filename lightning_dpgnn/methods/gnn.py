@@ -48,12 +48,10 @@ class GNN(PrivateModule):
         if conv not in BACKBONES:
             raise ValueError(f"conv must be one of {BACKBONES}, got {conv!r}")
         self.net: nn.Module | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = GNNBackbone(
             check_backbone(hp.conv), num_features, hp.hidden, num_classes, hp.layers,
             dropout=hp.dropout, activation="relu",

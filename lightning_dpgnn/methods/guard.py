@@ -27,8 +27,7 @@ class FitGuard:
         self.halt_reason: str | None = None
 
     def start(self) -> None:
-        """A fit starts: forget the last one's reasons, refuse a trainer that breaks the
-        accounting (:meth:`check_trainer`)."""
+        """Forget the last fit's reasons; refuse a trainer that breaks the accounting."""
         self.halt_reason = None
         self.module.fit_end_reason = None
         self.module.privacy_halted = False
@@ -66,9 +65,7 @@ class FitGuard:
         self.module.privacy_halted = True
 
     def stop_reason(self) -> str | None:
-        """Why the fit must end before the next optimizer step (``None``: it goes on): a privacy
-        callback halted it, or the next step's DP-SGD phase used every step its noise was
-        calibrated for."""
+        """Why the fit must end before the next optimizer step (``None``: it goes on)."""
         if self.halt_reason is not None:
             return self.halt_reason
         m = self.module

@@ -1,24 +1,13 @@
 """GW-LDP: federated GNN, locally private node-embedding matrices, GW on the server.
 
-Jin & Chen, "Gromov-Wasserstein Discrepancy with Local Differential Privacy for Distributed
-Structural Graphs", IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-graphs.md``).
-
-1. **Federated training (Alg. 2, 3)**: FedAvg over a ``GraphDataModule(..., num_clients=K)``,
-   one round per epoch, one client per batch, whose local update is a Lightning Fabric loop on
-   its own copy of the network. The updates are **not private** in the paper's protocol (the
-   unit says so); ``dp_fedavg=True`` makes them client-level DP (clipped, Gaussian noise on
-   the sum, RDP accounting).
-2. **The release (Alg. 1)**, once, after the last round: every client encodes the node
-   embeddings of each of its graphs (mapped into ``[0, 1]``) with the matrix multi-bit encoder
-   (:class:`~lightning_dpgnn.privacy.graph_ldp.MatrixMultiBit`). Graphs cut from one source
-   graph overlap: the release composes by the most released graphs holding one source node.
-3. **The server** (post-processing, :mod:`lightning_dpgnn.gw`): rectified codes -> Euclidean
-   cost matrix per graph -> GW discrepancy of all pairs -> SVM on ``exp(-gamma D / max D)``.
-
-A private fit logs nothing computed in the clear from the clients' graphs unless
-``log_private_metrics=True``. ``mode="paper-code"`` (the authors' Gaussian noise on unbounded
-embeddings) is **not differentially private**: its report says so and ``PrivacyBudget`` and
-the zoo refuse it.
+Jin & Chen, IJCAI 2022 (``../shared/papers/gw-discrepancy-ldp-federated-graphs.md``): FedAvg
+over a ``GraphDataModule(..., num_clients=K)``, one round per epoch (Alg. 2, 3; **not
+private** in the paper, the unit says so; ``dp_fedavg=True``: client-level DP); then, once,
+every client releases its graphs' embeddings in ``[0, 1]`` through the matrix multi-bit encoder
+(Alg. 1; graphs cut from one source graph compose by the most released graphs holding one
+node); the server (post-processing, :mod:`lightning_dpgnn.gw`) computes GW discrepancies of all
+pairs and an SVM. ``mode="paper-code"`` is **not differentially private** (the budget and the
+zoo refuse it).
 """
 
 from __future__ import annotations
@@ -151,13 +140,6 @@ class GWLDP(PrivateModule):
         if size == "padded" and n_max is not None and int(n_max) < 2:
             raise ValueError(f"n_max must be >= 2 (with one row per graph every GW discrepancy "
                              f"is 0), got {n_max!r}")
-        if fgw_alpha is not None and not 0.0 < float(fgw_alpha) <= 1.0:
-            raise ValueError(f"fgw_alpha must be in (0, 1] or None, got {fgw_alpha!r}")
-        if gnn_dropout is not None and not 0.0 <= float(gnn_dropout) < 1.0:
-            raise ValueError(f"gnn_dropout must be in [0, 1) or None, got {gnn_dropout!r}")
-        for name, value in (("local_epochs", local_epochs), ("n_jobs", n_jobs)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         mode, dp_fedavg = _no_privacy_modes(mode, epsilon, dp_fedavg, fedavg_epsilon,
                                             fedavg_noise_multiplier)
         if dp_fedavg:
@@ -210,17 +192,15 @@ class GWLDP(PrivateModule):
         self._discrepancy: np.ndarray | None = None
         if num_features and num_classes:  # public sizes known: build now (checkpoints, hub)
             with self.seeded(seed):
-                self._build(int(num_features), int(num_classes))
+                self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        hp.num_features, hp.num_classes = num_features, num_classes
         self.net = graph_backbone(hp.gnn, num_features, num_classes, hp.gnn_hidden,
                                   hp.gnn_layers, hp.gnn_dropout)
 
     @property
-    def _fedavg(self) -> bool:
-        """Whether the rounds are DP-FedAvg (their own guarantee, the model's)."""
+    def _fedavg(self) -> bool:  # the rounds are DP-FedAvg (their own guarantee, the model's)
         return self.guarantee_name == FEDAVG
 
     # -- the release ---------------------------------------------------------------------------
@@ -229,8 +209,7 @@ class GWLDP(PrivateModule):
         return self._mechanism
 
     def representation(self, h: torch.Tensor) -> torch.Tensor:
-        """What is released for node embeddings ``h``: mapped into the encoder's ``[0, 1]`` (the
-        paper-code mode perturbs raw ``h``)."""
+        """``h`` mapped into the encoder's ``[0, 1]`` (the paper-code mode releases raw ``h``)."""
         if self.paper_code:
             return h
         emb = self.hparams.embedding
@@ -266,8 +245,7 @@ class GWLDP(PrivateModule):
         sources = dm.source_nodes
         return None if sources is None else [sources[int(i)] for i in self._released_ids(dm)]
 
-    def release_graph(self) -> None:
-        """No single graph: the release reads every client's graphs (``_draw_release``)."""
+    def release_graph(self) -> None:  # no single graph: the release reads every client's
         return None
 
     def _draw_release(self, d: Draw) -> Steps:
@@ -280,10 +258,6 @@ class GWLDP(PrivateModule):
                                 {"mechanism": "clear"})
         mechanism = d.mechanisms[0]
         return mechanism.graph_release((yield mechanism, embeddings), ids)
-
-    def release(self) -> GraphRelease:
-        """What the server received (a clear error before the first fit)."""
-        return self.releases.require(RELEASE_KEY, "GWLDP")
 
     # -- setup (PrivateModule's template) ---------------------------------------------------------
     def setup_data(self, stage: str) -> Any:
@@ -300,8 +274,7 @@ class GWLDP(PrivateModule):
     def build_for(self, dm: Any, seed: int | None = None) -> None:
         hp = self.hparams
         with self.seeded(seed):
-            self._build(hp.num_features or int(dm.num_features),
-                        hp.num_classes or int(dm.num_classes))
+            self.build(hp.num_features or dm.num_features, hp.num_classes or dm.num_classes)
 
     def prepare(self, dm: Any, stage: str) -> None:
         if stage == "fit" and self.level.private and self.releases.get(RELEASE_KEY) is None:
@@ -317,8 +290,7 @@ class GWLDP(PrivateModule):
         return super().resolve_delta(dm) if self._fedavg else None
 
     def calibrate(self) -> None:
-        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds
-        (:func:`.ledgers.calibrated` on the plan of the whole fit)."""
+        """DP-FedAvg's noise multiplier for ``fedavg_epsilon`` over the fit's rounds."""
         if self._fedavg and self._fedavg_z is None and self.trainer.state.fn == "fit":
             if self._fedavg_rounds() < 1:
                 raise ValueError("DP-FedAvg calibration needs Trainer(max_epochs=rounds)")
@@ -347,11 +319,9 @@ class GWLDP(PrivateModule):
         return int(trainer.max_epochs) if trainer is not None and trainer.max_epochs else 0
 
     def _record_fedavg(self, acc: PrivacyAccountant, z: float, rounds: int) -> None:
-        """One DP-FedAvg round: the sum of clipped updates (norm <= S each) plus N(0, (z S)^2).
-        Changing one graph changes one client's clipped update by at most 2 S (replacement),
-        so the recorded Gaussian has sensitivity 2 S and noise multiplier z / 2. Graphs cut from
-        one source graph: one node is in the training graphs of up to ``c`` clients, which it
-        changes together: sensitivity ``2 c S``, noise multiplier ``z / (2 c)``."""
+        """DP-FedAvg rounds: the sum of clipped updates (norm <= S) plus N(0, (z S)^2). One unit
+        (a graph, or a source node in the graphs of up to ``c`` clients) changes ``c`` updates
+        by 2 S each (replacement): sensitivity ``2 c S``, noise multiplier ``z / (2 c)``."""
         if rounds > 0:
             s, c = float(self.hparams.fedavg_clip), int(self._clients_per_unit)
             unit = ("replacement of one graph" if c == 1 else
@@ -448,8 +418,7 @@ class GWLDP(PrivateModule):
         return None
 
     def _logs_private_metrics(self) -> bool:
-        """Whether metrics computed in the clear from the clients' graphs may be logged now: not
-        during a private fit, unless ``log_private_metrics`` (invariant 16)."""
+        """Not during a private fit, unless ``log_private_metrics`` (invariant 16)."""
         in_fit = self._trainer is not None and self.trainer.state.fn == "fit"
         return not (in_fit and self.level.private and not self.log_private_metrics)
 
@@ -471,8 +440,7 @@ class GWLDP(PrivateModule):
         self._show_planned_spend()
 
     def _show_planned_spend(self) -> None:
-        """The whole fit's planned epsilon on the progress bar (the release is drawn after the
-        last round: the spend alone reads 0 until then)."""
+        """The whole fit's planned epsilon on the progress bar (the release comes last)."""
         planned = self.privacy_planned() if self.level.private else None
         parts = {} if planned is None else planned.guarantees
         for name, report in parts.items():
@@ -518,7 +486,7 @@ class GWLDP(PrivateModule):
     # -- the server: post-processing of the release -------------------------------------------
     def server_matrices(self) -> list[torch.Tensor]:
         """The server's view of every graph: rectified codes, or the received values."""
-        rel = self.release()
+        rel = self.releases[RELEASE_KEY]
         if rel.kind == "values":
             return [m.double() for m in rel.matrices]
         mech = self._mechanism
@@ -541,7 +509,7 @@ class GWLDP(PrivateModule):
         ``"nested"``, the FGW nested CV (a :class:`~lightning_dpgnn.gw.SVMResult`). The server
         is given the training graphs' labels (not covered by epsilon); test labels only score."""
         dm = self.trainer.datamodule
-        ids = self.release().graph_ids
+        ids = self.releases[RELEASE_KEY].graph_ids
         pos = {int(g): i for i, g in enumerate(ids.tolist())}
         y = dm.graph_labels[ids].numpy()
         d = self.discrepancy()
@@ -558,10 +526,9 @@ class GWLDP(PrivateModule):
         self, k: int | None = None, method: Literal["spectral", "kmedoids"] = "spectral",
         gamma: float = 1.0, seed: int = 0,
     ) -> dict[str, Any]:
-        """Cluster the released graphs in GW space (e.g. ego graphs) and score the clusters
-        against the graphs' (pseudo-)labels, read only to score (``k``: the classes')."""
+        """Cluster the released graphs in GW space (``k``: the classes'), scored on labels."""
         dm = self.trainer.datamodule
-        ids = self.release().graph_ids
+        ids = self.releases[RELEASE_KEY].graph_ids
         y = dm.graph_labels[ids].numpy()
         k = int(k) if k is not None else int(self.hparams.num_classes or y.max() + 1)
         labels = gw.cluster(self.discrepancy(), k, method, gamma=gamma, seed=seed)

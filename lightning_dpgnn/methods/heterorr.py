@@ -1,17 +1,13 @@
 """HeteroRR (Tran et al., BigData 2022): locally private features (FeatureRR) and an
 edge-level private graph over public and private edges (EdgeRR), released once, then a GCN.
 
-Two releases, each optional, under **two guarantees that are never added** (docs/heterorr.md):
-
-* ``"features"``: every node perturbs its (publicly embedded) feature vector on its own side,
-  ``x_epsilon``-LDP per node (edges and labels public; FeatureRR's budgets and the PCA are
-  fitted on the declared public nodes only, named in the unit: invariant 15);
-* ``"edges"``: the curator releases ``G_pub + sampled private part`` by the private HRG,
-  ``epsilon``-edge-DP for one **private** edge, at the MCMC chain's equilibrium (asymptotic, as
-  PrivHRG: the unit says so; chains shorter than ``1000 n`` moves are refused).
-
-Both are declared releases, after which all is post-processing; :class:`HeteroRRRelease` is
-them as a data transform.
+Two optional releases under **two guarantees that are never added** (docs/heterorr.md):
+``"features"``, ``x_epsilon``-LDP per node (edges and labels public; FeatureRR's budgets and
+PCA fitted on the declared public nodes only, named in the unit: invariant 15); ``"edges"``,
+``G_pub`` plus a private part sampled by the private HRG, ``epsilon``-edge-DP for one private
+edge at the MCMC chain's equilibrium (asymptotic, as PrivHRG, the unit says so; chains shorter
+than ``1000 n`` moves are refused). The rest is post-processing; :class:`HeteroRRRelease` is
+the releases as a data transform.
 """
 
 from __future__ import annotations
@@ -54,16 +50,6 @@ def _bool_mask(value: Any, size: int, name: str, shape: str) -> torch.Tensor:
         raise ValueError(f"{name} must be a bool tensor {shape}, got {tuple(mask.shape)} "
                          f"{mask.dtype}")
     return mask
-
-
-def _check_fraction(value: float, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}") from None
-    if not (0.0 < v <= 1.0) or math.isnan(v):
-        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
-    return v
 
 
 class HeteroRR(PrivateModule):
@@ -151,9 +137,8 @@ class HeteroRR(PrivateModule):
             raise ValueError(f"feature_bounds must be (alpha, beta) with alpha < beta, got "
                              f"{tuple(feature_bounds)!r}")
         self.feature_bounds = (alpha, beta)
-        self.rho = _check_fraction(rho, "rho")
-        self.public_fraction = (None if public_fraction is None
-                                else _check_fraction(public_fraction, "public_fraction"))
+        self.rho = float(rho)  # checked as arguments (.arguments.RULES)
+        self.public_fraction = None if public_fraction is None else float(public_fraction)
         if int(bins) < 2:
             raise ValueError(f"bins must be >= 2, got {bins!r}")
         if feature_dim is not None and (not features or int(feature_dim) < 1):
@@ -189,12 +174,10 @@ class HeteroRR(PrivateModule):
         self.encoder: dict[str, torch.Tensor] | None = None
         self._randomizer: FeatureRandomizer | None = None
         self.net: GNNBackbone | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        hp.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = GNNBackbone("gcn", num_features, hp.hidden, num_classes, hp.layers,
                                dropout=hp.dropout, activation="relu")
 
@@ -203,7 +186,7 @@ class HeteroRR(PrivateModule):
         encoded = self.protects_features and self.hparams.feature_dim
         width = self.hparams.feature_dim if encoded else data.num_features
         with self.seeded(seed):
-            self._build(int(width), num_classes(self, data))
+            self.build(width, num_classes(self, data))
 
     def prepare(self, data: Data, stage: str) -> None:
         """What the releases need from public data, once: the chain length checked, the public
@@ -246,8 +229,7 @@ class HeteroRR(PrivateModule):
         return torch.from_numpy(u < self.public_fraction)
 
     def name_public_nodes(self, data: Data, uses: list[str]) -> None:
-        """Name the public nodes read in the clear, and what they fit, in the features' unit:
-        the guarantee covers the other nodes."""
+        """Name the public nodes read in the clear, and what they fit, in the features' unit."""
         public = self.public_nodes(data)
         source = ("given by the graph's public_node_mask" if "public_node_mask" in data else
                   f"chosen as public_fraction={self.public_fraction:g} of the nodes by a hash of "
@@ -259,8 +241,7 @@ class HeteroRR(PrivateModule):
         self.accountant_of(self.features_guarantee).unit = f"{unit[:-1]}; {note})"
 
     def fit_encoder(self, data: Data) -> dict[str, torch.Tensor]:
-        """The public PCA: mean, top ``feature_dim`` directions and each coordinate's range, of
-        the public nodes' features only."""
+        """The public PCA (mean, top ``feature_dim`` directions, ranges) of public nodes only."""
         public = self.public_nodes(data)
         if public is None:
             raise ValueError("feature_dim (a PCA fitted on public nodes) needs declared public "

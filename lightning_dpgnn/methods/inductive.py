@@ -31,8 +31,7 @@ def checked_graph(module: Any, data: Data) -> Data:
 def predict_inductive(
     module: Any, data: Data, given: dict[str, Any] | None = None
 ) -> torch.Tensor:
-    """Class probabilities of ``module`` on the new graph ``data`` from its releases
-    (:func:`inductive_outputs`), in eval mode, without gradient."""
+    """Class probabilities of ``module`` on the new graph ``data`` from its releases."""
     graph, outputs = inductive_outputs(module, data, given)
     with evaluating(module):
         return module.inductive_logits(graph, outputs).softmax(-1)

@@ -57,8 +57,7 @@ class LocalRelease:
 
     # -- the collection (node side), once ---------------------------------------------------------
     def _collect(self, d: Draw) -> Steps:
-        """The fit's collection (features and, when collected, labels) or, on a new graph,
-        its nodes' features only (no label is sent)."""
+        """The fit's collection (features, labels if collected); a new graph's features only."""
         classes = self._classes() if d.fit else None
         return (yield from self.collector.steps(d.graph, d.generator, classes, labels=d.fit))
 
@@ -73,8 +72,7 @@ class LocalRelease:
         return self.module.releases.require(COLLECTION_KEY, type(self.module).__name__)
 
     def received_features(self) -> torch.Tensor:
-        """The server's feature matrix (rectified codes or received values), on the module's
-        device, decoded once per collection."""
+        """The server's feature matrix on the module's device, decoded once per collection."""
         collection, device = self.collection(), self.module.device
         if self._features is None or self._features[0] is not collection or (
                 self._features[1].device != device):

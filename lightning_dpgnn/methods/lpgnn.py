@@ -1,26 +1,13 @@
 """LPGNN: locally private GNN with multi-bit features, KProp and Drop (thesis ch. 3, Alg. 4).
 
-Node side, once (lines 4-11): every node encodes its features with the multi-bit encoder
-(``x_epsilon``, Alg. 2); every labelled node (train + validation) randomizes its label by
-randomized response (``y_epsilon``, eq. 3.39); each spends ``x_epsilon + y_epsilon``
-(Corollary 2). Server side (lines 13-30), post-processing:
-
-13. rectify the codes: ``x'`` (eq. 3.10);
-14. feature KProp: ``h = KProp(x', K_x)`` (Alg. 3, GCN aggregator, no self-loops);
-15. label KProp: ``y~ = argmax KProp(y', K_y)`` for the labelled nodes;
-17. ``Acc* = e^eps_y / (e^eps_y + c - 1)``;
-20. ``p(y|x) = softmax(g(h))`` with the backbone ``g`` (GraphSAGE, GCN or GAT);
-21. ``p(y'|x) = p(y|x) P`` with the randomized-response transition matrix ``P`` (eq. 3.41);
-22. ``p(y~|x) = softmax(KProp(p(y'|x), K_y))`` (eq. 3.42);
-24. train on ``l(y~, p(y~|x))`` over the training nodes (the **Drop** loss);
-25-27. validate with the forward-correction loss ``l(y', p(y'|x))`` and the accuracies of
-    ``argmax p(y|x)`` on the noisy training / validation labels;
-29. keep the epoch with the lowest validation loss whose two accuracies are ``<= Acc*``: that is
-    :class:`~lightning_dpgnn.callbacks.DropEarlyStopping`.
-
-``loss="ce"`` (``l(y', p(y|x))``) and ``loss="fc"`` (forward correction, ``l(y', p(y'|x))``)
-are the baselines of Table 3.4. Test accuracy uses the clean test labels, never collected
-(§3.5.2: evaluation only).
+Node side, once (lines 4-11): features through the multi-bit encoder (``x_epsilon``, Alg. 2),
+labels of the train + validation nodes by randomized response (``y_epsilon``, eq. 3.39); each
+node spends ``x_epsilon + y_epsilon`` (Corollary 2). Server side, post-processing (lines
+13-30): rectify (eq. 3.10), feature and label KProp (Alg. 3), ``p(y|x) = softmax(g(h))``,
+``p(y'|x) = p(y|x) P`` (eq. 3.41), ``p(y~|x)`` by label KProp (eq. 3.42); train on the **Drop**
+loss ``l(y~, p(y~|x))``, validate on the noisy labels, and stop at ``Acc*`` (line 29:
+:class:`~lightning_dpgnn.callbacks.DropEarlyStopping`). ``loss="ce"``/``"fc"`` are the
+baselines of Table 3.4. Test accuracy reads the clean test labels, never collected (§3.5.2).
 """
 
 from __future__ import annotations
@@ -106,14 +93,12 @@ class LPGNN(LocalModule):
         self.y_prop = KProp(y_steps)
         self.net: GNNBackbone | None = None
         self._view: dict[str, torch.Tensor] | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
         if num_classes < 2:
             raise ValueError(f"LPGNN needs at least 2 classes, got {num_classes}")
-        hp.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = GNNBackbone(  # cached: transductive, one fixed graph
             hp.backbone, num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
             activation=hp.activation, heads=hp.heads, cached=True)
@@ -167,8 +152,7 @@ class LPGNN(LocalModule):
         return h.standardize() if self.hparams.standardize else h
 
     def _propagated(self, features: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        """``h``: KProp of the rectified features, column z-scored when ``standardize``
-        (post-processing, no budget)."""
+        """KProp of the rectified features, z-scored when ``standardize`` (post-processing)."""
         h = self.x_prop(features, edge_index)
         if self.hparams.standardize:
             h = (h - h.mean(0)) / h.std(0).clamp_min(1e-12)
@@ -259,7 +243,6 @@ class LPGNN(LocalModule):
         return loss
 
     def _logits(self, data: Data) -> torch.Tensor:
-        """Logits of every node of the training graph (the test step's and prediction's, on
-        the clean test labels): post-processing of the collection."""
+        """Logits of every node of the training graph: post-processing of the collection."""
         view = self.server_view(data)
         return self(view["h"], view["adj"])

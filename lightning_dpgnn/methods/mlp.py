@@ -20,8 +20,7 @@ __all__ = ["MLP", "DPMLP"]
 
 
 class _NodeMLP(PrivateModule):
-    """An MLP on node features trained on the training rows (its :class:`RowTrainer`);
-    evaluation on the full graph."""
+    """An MLP on node features, trained on the training rows, evaluated on the full graph."""
 
     sparse_features = True  # rows gathered as sparse COO (read by the datamodule)
 
@@ -55,11 +54,9 @@ class _NodeMLP(PrivateModule):
         self.seed = seed
         self.mlp: torch.nn.Module | None = None
         self.row_trainer = RowTrainer(self)
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.mlp = MLPBlock(
             num_features,
             num_classes,

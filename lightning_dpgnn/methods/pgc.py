@@ -1,15 +1,11 @@
 """PGC: a GCN whose first layer is estimated from 1-bit LDP features (thesis ch. 2, Alg. 1).
 
-Node side, once (Alg. 1 lines 1-2): every node answers one bit per feature,
-``y ~ Bernoulli(1/(e^eps+1) + (x-alpha)/Delta * (e^eps-1)/(e^eps+1))`` (eq. 2.3). Server side:
-the unbiased estimate ``y* = ((e^eps+1) y - 1)/(e^eps-1) * Delta + alpha`` (eq. 2.5) enters
-the first GCN layer, whose convolution is then an unbiased estimate of the true one (eq. 2.4,
-Lemma 2). The Laplace, Duchi and Piecewise baselines of §2.9 plug in the same way.
-
-Privacy: each *feature* gets ``x_epsilon`` (``per_coordinate=True``, thesis ch. 2), so the
-accountant records the true per-node total ``d * x_epsilon`` (§2.8); ``per_coordinate=False``
-spends ``x_epsilon`` per node. Only features are private here (§2.3.1): the graph and the
-labels are known to the server, so they are not accounted.
+Every node answers one bit per feature (eq. 2.3); the server's unbiased estimate (eq. 2.5)
+enters the first GCN layer, an unbiased estimate of the true convolution (eq. 2.4, Lemma 2).
+The Laplace, Duchi and Piecewise baselines of §2.9 plug in the same way. Each *feature* gets
+``x_epsilon`` (``per_coordinate=True``): the accountant records the per-node total
+``d * x_epsilon`` (§2.8); ``per_coordinate=False`` spends ``x_epsilon`` per node. Only features
+are private (§2.3.1): the graph and the labels are known to the server.
 """
 
 from __future__ import annotations
@@ -70,8 +66,7 @@ class LocalModule(PrivateModule):
     def predict_inductive(  # type: ignore[override]
         self, data: Data, collection: LocalCollection | None = None
     ) -> torch.Tensor:
-        """Class probabilities on a new graph from ``collection`` (:meth:`collect_from` on the
-        nodes' devices) or, when ``None``, collected now on that graph's own ledger."""
+        """Class probabilities on a new graph from ``collection``, or collected now (``None``)."""
         return super().predict_inductive(data, self.local.given(collection))
 
     def inductive_accountant(self, graph: Data, guarantee: str | None = None):
@@ -136,12 +131,10 @@ class PGC(_PGCModule):
     ) -> None:
         super().__init__(x_epsilon, **kwargs)
         self.gcn: GNNBackbone | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.gcn = GNNBackbone(  # cached: transductive, one fixed graph
             "gcn", num_features, hp.hidden, num_classes, hp.layers, dropout=hp.dropout,
             activation="relu", cached=True)

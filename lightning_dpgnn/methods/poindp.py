@@ -136,13 +136,11 @@ class PoinDP(AggregationPerturbationModule):
         ))  # fmt: skip
         self.encoder_model: nn.Module | None = None
         self.classifier: nn.Module | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     # -- construction ------------------------------------------------------------------------
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         mlp = self.mlp_options()
         width = self.input_width(num_features, num_classes)
         encoder = PoincareEncoder(width, hp.hidden, num_classes, hp.encoder_layers, self.clip,
@@ -204,8 +202,7 @@ class PoinDP(AggregationPerturbationModule):
         return torch.stack(hops, dim=1)
 
     def hyperbolic_embeddings(self, release: torch.Tensor | None = None) -> torch.Tensor:
-        """The released neighbourhood embeddings as points of the ball, ``[N, K, hidden]``
-        (post-processing of the cached release, or of ``release``)."""
+        """The released neighbourhood embeddings (or ``release``) in the ball, ``[N, K, H]``."""
         release = self.releases[self.mechanism_name] if release is None else release
         mechanism = self.mechanism()
         return torch.stack([mechanism.recombine(release[:, k]) for k in range(release.size(1))],
@@ -214,8 +211,7 @@ class PoinDP(AggregationPerturbationModule):
     # -- the classifier's input ------------------------------------------------------------
     @torch.no_grad()
     def _hop0(self, x: torch.Tensor) -> torch.Tensor:
-        """Each node's own clipped tangent embedding (units of ``C``): public to whoever
-        holds ``x``, recomputed from the caller's features, never stored."""
+        """Each node's own clipped tangent embedding (units of ``C``), never stored."""
         cached = getattr(self, "_hop0_cache", None)
         if cached is None or cached[0] is not x:
             enc = self._encoder()
@@ -285,11 +281,9 @@ class PoinDPPaperCode(PrivateModule):
         self.staged = StagedFit(self, self.stage_rows)
         self.staged.patience, self.staged.reload_every_epoch = paper_patience, False
         self.paper_net: PaperCodeNet | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.paper_net = PaperCodeNet(int(num_features), int(num_classes))
 
     def configure_stages(self) -> list[Stage]:

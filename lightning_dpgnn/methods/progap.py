@@ -205,8 +205,7 @@ class ProGAP(AggregationPerturbationModule):
             for s in range(1, depth + 1)
         ))  # fmt: skip
         self.network: nn.Module | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     @property
     def nap(self) -> GaussianAggregation | None:
@@ -221,7 +220,6 @@ class ProGAP(AggregationPerturbationModule):
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         members = [
             ProGAPNetwork(
                 self.input_width(num_features, num_classes), hp.hidden, num_classes, hp.depth,
@@ -298,8 +296,7 @@ class ProGAP(AggregationPerturbationModule):
 
     # -- inference -----------------------------------------------------------------------------
     def eval_stage(self) -> int:
-        """During a fit the stage being trained; after it the last one entered (a loaded model:
-        as many as its cached NAPs)."""
+        """The stage being trained, else the last one entered (loaded: its cached NAPs')."""
         if self._in_fit():
             return self.staged.current_stage
         if self.staged.active_stage is not None:

@@ -78,8 +78,7 @@ def quiet(module: Any, on: bool = True) -> None:
 
 
 def reset_caches(module: Any) -> None:
-    """Drop every cache ``module``'s classes declare, its row trainer's rows and the derived
-    forms of tensors; they are rebuilt on demand."""
+    """Drop every declared cache, the row trainer's rows and tensors' derived forms."""
     for klass in type(module).__mro__:
         for name in vars(klass).get("caches", ()):
             module.__dict__.pop(name, None)

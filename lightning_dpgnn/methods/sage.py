@@ -68,12 +68,10 @@ class _SAGEModule(PrivateModule):
         self.staged = StagedFit(self, self.stage_rows)
         self.net: SAGENet | None = None
         self._adjacency: tuple[torch.Tensor, torch.Tensor] | None = None
-        if num_features is not None and num_classes is not None:
-            self._build(num_features, num_classes)
+        self.build(num_features, num_classes)
 
     def _build(self, num_features: int, num_classes: int) -> None:
         hp = self.hparams
-        self.hparams.update(num_features=int(num_features), num_classes=int(num_classes))
         self.net = SAGENet(
             num_features, hp.hidden, num_classes, hp.layers, pre_layers=hp.pre_layers,
             post_layers=hp.post_layers, jk=hp.jk, dropout=hp.dropout,

@@ -53,8 +53,7 @@ def training_graph(module: Any) -> Data:
 
 
 def public_num_classes(module: Any) -> int | None:
-    """Number of classes known as public metadata: the model's ``num_classes`` argument, or
-    the data module's declared class list."""
+    """Classes known as public metadata: ``num_classes`` given, or the declared class list."""
     given = module.hparams.get("num_classes")
     if given is not None:
         return int(given)

@@ -18,6 +18,8 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from test_gwldp import RUNS, GWLDPRecording, toy_dm  # noqa: E402
 
+from lightning_dpgnn.methods.gwldp import RELEASE_KEY  # noqa: E402
+
 OUT = Path(sys.argv[1])
 
 
@@ -35,10 +37,10 @@ for name, kwargs in RUNS.items():
                         enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=OUT)
     trainer.fit(model, toy_dm(num_clients=5))
-    mats = model.release().matrices
+    mats = model.releases[RELEASE_KEY].matrices
     out[name] = {
         "clients": model.clients_run, "params": digest(model.parameters()),
-        "release": digest(mats), "ids": model.release().graph_ids.tolist(),
+        "release": digest(mats), "ids": model.releases[RELEASE_KEY].graph_ids.tolist(),
         "ledger": [e for state in model.ledgers.state_dict().values() for e in state["ledger"]],
         "epsilon": {n: r.epsilon for n, r in model.privacy_spent().guarantees.items()},
     }

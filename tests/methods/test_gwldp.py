@@ -21,6 +21,7 @@ from torch_geometric.data import Data
 
 from lightning_dpgnn import GWLDP, gw
 from lightning_dpgnn.data import GraphDataModule, ego_graphs
+from lightning_dpgnn.methods.gwldp import RELEASE_KEY
 from lightning_dpgnn.privacy import MatrixMultiBit
 
 
@@ -158,7 +159,7 @@ def test_tiny_pipeline_clients_release_gw_svm_runs_in_seconds() -> None:
     model = GWLDP(epsilon=4.0, gnn="gcn", local_epochs=2, seed=0, **SMALL_GRID)
     tr = trainer(3)
     tr.fit(model, dm)
-    rel = model.release()
+    rel = model.releases[RELEASE_KEY]
     assert len(rel) == 40 and rel.kind == "codes"
     assert [c.shape[0] for c in rel.matrices] == [int(dm.dataset[int(i)].num_nodes)
                                                   for i in rel.graph_ids]
@@ -178,14 +179,16 @@ def test_the_release_is_drawn_once_and_restored_from_a_checkpoint(tmp_path: Path
     model = GWLDP(epsilon=2.0, gnn="gcn", seed=0)
     tr = trainer(2)
     tr.fit(model, dm)
-    first = [c.clone() for c in model.release().matrices]
+    first = [c.clone() for c in model.releases[RELEASE_KEY].matrices]
     path = tmp_path / "gw.ckpt"
     tr.save_checkpoint(path)
     tr.fit(model, dm)  # a second fit keeps the release: no second draw, no second epsilon
-    assert all(torch.equal(a, b) for a, b in zip(first, model.release().matrices, strict=True))
+    mats = model.releases[RELEASE_KEY].matrices
+    assert all(torch.equal(a, b) for a, b in zip(first, mats, strict=True))
     assert model.privacy_spent().epsilon == pytest.approx(2.0)
     restored = GWLDP.load_from_checkpoint(path)
-    assert all(torch.equal(a, b) for a, b in zip(first, restored.release().matrices, strict=True))
+    mats = restored.releases[RELEASE_KEY].matrices
+    assert all(torch.equal(a, b) for a, b in zip(first, mats, strict=True))
     assert restored.privacy_spent().epsilon == pytest.approx(2.0)
     assert restored.net is not None
 
@@ -215,8 +218,8 @@ def test_a_published_model_loads_back_with_its_release(tmp_path: Path) -> None:
     assert back.privacy_spent() == model.privacy_spent()
     assert back.privacy_spent()["release"].epsilon == pytest.approx(2.0)
     assert back.privacy_spent()["dp-fedavg"].epsilon > 0
-    assert all(torch.equal(a, b) for a, b in
-               zip(model.release().matrices, back.release().matrices, strict=True))
+    ours, theirs = model.releases[RELEASE_KEY].matrices, back.releases[RELEASE_KEY].matrices
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
 
 
 def test_gin_padded_release_hides_the_size() -> None:
@@ -224,7 +227,7 @@ def test_gin_padded_release_hides_the_size() -> None:
     model = GWLDP(epsilon=1.0, gnn="gin", gnn_hidden=8, gnn_layers=2, size="padded", n_max=8,
                   seed=0)
     trainer(1).fit(model, dm)
-    assert {c.shape for c in model.release().matrices} == {(8, 8)}
+    assert {c.shape for c in model.releases[RELEASE_KEY].matrices} == {(8, 8)}
     assert "n_max=8" in model.privacy_spent().unit
 
 
@@ -243,7 +246,7 @@ def test_clear_mode_is_non_private() -> None:
     trainer(1).fit(model, toy_dm())
     report = model.privacy_spent()
     assert report.level == "none" and math.isinf(report.epsilon)
-    assert model.release().kind == "values"
+    assert model.releases[RELEASE_KEY].kind == "values"
 
 
 def test_dp_fedavg_is_calibrated_and_accounted_beside_the_release() -> None:
@@ -299,7 +302,7 @@ def test_ego_graphs_of_one_graph_compose_by_the_multiplicity_of_a_node() -> None
     dm = ego_dm(source)
     model = GWLDP(epsilon=1.0, gnn="gcn", seed=0)
     trainer(2).fit(model, dm)
-    ids = model.release().graph_ids.tolist()
+    ids = model.releases[RELEASE_KEY].graph_ids.tolist()
     holders = [i for i in ids if 0 in dm.dataset[i].node_id.tolist()]
     k = len(holders)
     x = source.x.clone()
@@ -409,10 +412,10 @@ def test_clients_as_ddp_ranks_release_what_one_process_releases(tmp_path: Path) 
         ddp = torch.load(tmp_path / f"{name}.pt", weights_only=True)
         model = GWLDP(**kwargs)
         trainer(3).fit(model, toy_dm(num_clients=5))
-        assert model.release().graph_ids.tolist() == a["ids"]
+        assert model.releases[RELEASE_KEY].graph_ids.tolist() == a["ids"]
         for p, q in zip(ddp["params"], model.parameters(), strict=True):
             assert torch.allclose(p, q.detach(), atol=1e-5), name
-        mats = model.release().matrices
+        mats = model.releases[RELEASE_KEY].matrices
         if name == "clear-gcn":
             assert all(torch.allclose(x, y, atol=1e-5)
                        for x, y in zip(ddp["release"], mats, strict=True))
@@ -442,7 +445,7 @@ def test_paper_code_mode_is_refused_by_the_budget_and_the_zoo(tmp_path: Path) ->
     assert any("NOT differentially private" in r for r in hub.publication_refusals(model))
     with pytest.raises(hub.PublishError):
         model.save_pretrained(tmp_path / "out")
-    assert model.release().kind == "values"
+    assert model.releases[RELEASE_KEY].kind == "values"
 
 
 def test_mechanism_is_the_one_declared() -> None:
