@@ -45,16 +45,6 @@ from .transforms import (
     parse_split,
 )
 
-__all__ = [
-    "NodeDataModule",
-    "GraphDataModule",
-    "NodeDataSource",
-    "TrainsFromGraph",
-    "TrainsFromClients",
-    "node_stats",
-    "PRIVACY_LEVELS",
-]
-
 PRIVACY_LEVELS: tuple[str, ...] = LEVELS
 """The levels :meth:`NodeDataModule.private_reads` takes (what each one protects: there)."""
 
@@ -138,7 +128,22 @@ def majority_rate(data: Data) -> float | None:
     return float(torch.bincount(labels).max()) / labels.numel() if labels.numel() else None
 
 
-class NodeDataModule(L.LightningDataModule):
+class _SetUpOnAccess(L.LightningDataModule):
+    """What both data modules share: attributes that run :meth:`setup` on first access."""
+
+    _main: str  # the attribute holding the loaded graph(s)
+
+    def _set_up(self, attr: str) -> Any:
+        if getattr(self, attr) is None:
+            self.setup()
+        return getattr(self, attr)
+
+    @property
+    def num_features(self) -> int:
+        return int(self._set_up(self._main).num_node_features)
+
+
+class NodeDataModule(_SetUpOnAccess):
     """Full-batch transductive node classification on one graph.
 
     Every dataloader yields the whole graph with ``train_mask``, ``val_mask``, ``test_mask``.
@@ -180,6 +185,8 @@ class NodeDataModule(L.LightningDataModule):
         split_by: ``"identity"`` (roles keyed on ``node_id``, binomial sizes) or ``"position"``
             (exact sizes from a seeded permutation; a private read under node-level DP).
     """
+
+    _main = "_data"
 
     def __init__(
         self,
@@ -409,11 +416,7 @@ class NodeDataModule(L.LightningDataModule):
     @property
     def data(self) -> Data:
         """The preprocessed graph with split masks (runs :meth:`setup` on first access)."""
-        return _set_up(self, "_data")
-
-    @property
-    def num_features(self) -> int:
-        return int(self.data.num_node_features)
+        return self._set_up("_data")
 
     @property
     def num_classes(self) -> int:
@@ -480,12 +483,6 @@ def _model(dm: L.LightningDataModule) -> L.LightningModule | None:
     return trainer.lightning_module if trainer is not None else None
 
 
-def _set_up(dm: L.LightningDataModule, attr: str) -> Any:
-    if getattr(dm, attr) is None:
-        dm.setup()
-    return getattr(dm, attr)
-
-
 def _is_public(split: object) -> bool:
     return isinstance(split, str) and split.strip().lower() == "public"
 
@@ -520,7 +517,7 @@ def _transform_reads(
     return []
 
 
-class GraphDataModule(L.LightningDataModule):
+class GraphDataModule(_SetUpOnAccess):
     """Graph classification over many small graphs, made simple on entry: a TU dataset or
     graphs given in memory (e.g. :meth:`ego` subgraphs, cut from one source graph).
 
@@ -547,6 +544,8 @@ class GraphDataModule(L.LightningDataModule):
         partition_seed: seed of the partition (public: it only simulates who holds what).
         graphs: graphs given in memory (``x``, ``edge_index``, a graph label ``y`` ``[1]``).
     """
+
+    _main = "_dataset"
 
     def __init__(
         self,
@@ -670,7 +669,7 @@ class GraphDataModule(L.LightningDataModule):
     @property
     def clients(self) -> list[ClientSplit]:
         """Who holds which graphs (indices into :attr:`dataset`), split into train/val/test."""
-        return _set_up(self, "_clients")
+        return self._set_up("_clients")
 
     @property
     def graph_labels(self) -> torch.Tensor:
@@ -733,11 +732,7 @@ class GraphDataModule(L.LightningDataModule):
     @property
     def dataset(self) -> Any:
         """All graphs (runs :meth:`setup` on first access)."""
-        return _set_up(self, "_dataset")
-
-    @property
-    def num_features(self) -> int:
-        return int(self.dataset.num_node_features)
+        return self._set_up("_dataset")
 
     @property
     def num_classes(self) -> int:
