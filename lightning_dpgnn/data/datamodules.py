@@ -28,6 +28,7 @@ from .registry import (
     DatasetSpec,
     Kind,
     _resolve_target,
+    _with_node_id,
     get_spec,
     load_dataset,
     load_graph_dataset,
@@ -291,9 +292,7 @@ class NodeDataModule(_SetUpOnAccess):
         """This module's preprocessing of a raw ``Data`` (a missing ``node_id`` is set to
         ``arange(num_nodes)``)."""
         check_features(data, self.name)
-        if getattr(data, "node_id", None) is None:
-            data = copy.copy(data)
-            data.node_id = torch.arange(int(data.num_nodes))
+        data = _with_node_id(copy.copy(data))
         data = simple_graph(data, f"dataset {self.name!r}")  # invariant 12: merge, say so
         if self.remove_self_loops:
             data = RemoveSelfLoops()(data)
@@ -741,15 +740,14 @@ class GraphDataModule(_SetUpOnAccess):
     def dataset_info(self) -> dict[str, Any]:
         """Name, split sizes and statistics of the graphs."""
         ds = self.dataset
-        stats = graph_stats(list(ds))
+        stats = self.graph_stats()
         return {
             "name": self.name,
             "num_graphs": len(ds),
             "num_features": self.num_features,
             "num_classes": self.num_classes,
             "class_counts": [int(c) for c in torch.bincount(self.graph_labels)],
-            "mean_nodes": stats["mean_nodes"],
-            "mean_edges": stats["mean_edges"],
+            **{k: stats[k] for k in ("mean_nodes", "mean_edges")},
             "num_train": len(self.train_dataset or ()),
             "num_val": len(self.val_dataset or ()),
             "num_test": len(self.test_dataset or ()),
@@ -781,11 +779,9 @@ class GraphDataModule(_SetUpOnAccess):
         return self._loader("train", shuffle=True)
 
     def val_dataloader(self) -> PyGDataLoader:
-        """Mini-batches of validation graphs."""
         return self._loader("val")
 
     def test_dataloader(self) -> PyGDataLoader:
-        """Mini-batches of test graphs."""
         return self._loader("test")
 
     predict_dataloader = test_dataloader
