@@ -133,6 +133,10 @@ class _SetUpOnAccess(L.LightningDataModule):
     """What both data modules share: attributes that run :meth:`setup` on first access."""
 
     _main: str  # the attribute holding the loaded graph(s)
+    _given: Any  # graph(s) given in memory, else None: read by ``_read``
+
+    def _load(self) -> Any:
+        return self._given if self._given is not None else self._read()
 
     def _set_up(self, attr: str) -> Any:
         if getattr(self, attr) is None:
@@ -269,9 +273,7 @@ class NodeDataModule(_SetUpOnAccess):
         dm._given = data
         return dm
 
-    def _load_raw(self) -> Data:
-        if self._given is not None:
-            return self._given
+    def _read(self) -> Data:
         return load_dataset(
             self.name,
             self.root,
@@ -399,13 +401,13 @@ class NodeDataModule(_SetUpOnAccess):
     def prepare_data(self) -> None:
         """Download raw files and build processed caches (runs on one process only)."""
         if self._given is None and self.spec is not None and self.spec.needs_files:
-            self._load_raw()
+            self._load()
 
     def setup(self, stage: str | None = None) -> None:
         """Load, preprocess and split the graph (once); sparse features are densified for a
         model without ``sparse_features = True``."""
         if self._data is None:
-            self._data = self.preprocess(self._load_raw())
+            self._data = self.preprocess(self._load())
         model = _model(self)
         x = getattr(self._data, "x", None)
         sparse = x is not None and x.layout != torch.strided
@@ -619,9 +621,7 @@ class GraphDataModule(_SetUpOnAccess):
         graphs = ego_graphs(data, hops=hops, centres=centres)
         return cls(name=f"{get_spec(name).name}-ego{hops}", graphs=graphs, **kwargs)
 
-    def _load(self) -> Any:
-        if self._given is not None:
-            return self._given
+    def _read(self) -> Any:
         return load_graph_dataset(
             self.name,
             self.root,
