@@ -28,6 +28,7 @@ from .registry import (
     DatasetSpec,
     Kind,
     _resolve_target,
+    _with_node_id,
     get_spec,
     load_dataset,
     load_graph_dataset,
@@ -44,16 +45,6 @@ from .transforms import (
     check_features,
     parse_split,
 )
-
-__all__ = [
-    "NodeDataModule",
-    "GraphDataModule",
-    "NodeDataSource",
-    "TrainsFromGraph",
-    "TrainsFromClients",
-    "node_stats",
-    "PRIVACY_LEVELS",
-]
 
 PRIVACY_LEVELS: tuple[str, ...] = LEVELS
 """The levels :meth:`NodeDataModule.private_reads` takes (what each one protects: there)."""
@@ -138,7 +129,26 @@ def majority_rate(data: Data) -> float | None:
     return float(torch.bincount(labels).max()) / labels.numel() if labels.numel() else None
 
 
-class NodeDataModule(L.LightningDataModule):
+class _SetUpOnAccess(L.LightningDataModule):
+    """What both data modules share: attributes that run :meth:`setup` on first access."""
+
+    _main: str  # the attribute holding the loaded graph(s)
+    _given: Any  # graph(s) given in memory, else None: read by ``_read``
+
+    def _load(self) -> Any:
+        return self._given if self._given is not None else self._read()
+
+    def _set_up(self, attr: str) -> Any:
+        if getattr(self, attr) is None:
+            self.setup()
+        return getattr(self, attr)
+
+    @property
+    def num_features(self) -> int:
+        return int(self._set_up(self._main).num_node_features)
+
+
+class NodeDataModule(_SetUpOnAccess):
     """Full-batch transductive node classification on one graph.
 
     Every dataloader yields the whole graph with ``train_mask``, ``val_mask``, ``test_mask``.
@@ -180,6 +190,8 @@ class NodeDataModule(L.LightningDataModule):
         split_by: ``"identity"`` (roles keyed on ``node_id``, binomial sizes) or ``"position"``
             (exact sizes from a seeded permutation; a private read under node-level DP).
     """
+
+    _main = "_data"
 
     def __init__(
         self,
@@ -261,9 +273,7 @@ class NodeDataModule(L.LightningDataModule):
         dm._given = data
         return dm
 
-    def _load_raw(self) -> Data:
-        if self._given is not None:
-            return self._given
+    def _read(self) -> Data:
         return load_dataset(
             self.name,
             self.root,
@@ -284,9 +294,7 @@ class NodeDataModule(L.LightningDataModule):
         """This module's preprocessing of a raw ``Data`` (a missing ``node_id`` is set to
         ``arange(num_nodes)``)."""
         check_features(data, self.name)
-        if getattr(data, "node_id", None) is None:
-            data = copy.copy(data)
-            data.node_id = torch.arange(int(data.num_nodes))
+        data = _with_node_id(copy.copy(data))
         data = simple_graph(data, f"dataset {self.name!r}")  # invariant 12: merge, say so
         if self.remove_self_loops:
             data = RemoveSelfLoops()(data)
@@ -393,13 +401,13 @@ class NodeDataModule(L.LightningDataModule):
     def prepare_data(self) -> None:
         """Download raw files and build processed caches (runs on one process only)."""
         if self._given is None and self.spec is not None and self.spec.needs_files:
-            self._load_raw()
+            self._load()
 
     def setup(self, stage: str | None = None) -> None:
         """Load, preprocess and split the graph (once); sparse features are densified for a
         model without ``sparse_features = True``."""
         if self._data is None:
-            self._data = self.preprocess(self._load_raw())
+            self._data = self.preprocess(self._load())
         model = _model(self)
         x = getattr(self._data, "x", None)
         sparse = x is not None and x.layout != torch.strided
@@ -409,11 +417,7 @@ class NodeDataModule(L.LightningDataModule):
     @property
     def data(self) -> Data:
         """The preprocessed graph with split masks (runs :meth:`setup` on first access)."""
-        return _set_up(self, "_data")
-
-    @property
-    def num_features(self) -> int:
-        return int(self.data.num_node_features)
+        return self._set_up("_data")
 
     @property
     def num_classes(self) -> int:
@@ -480,12 +484,6 @@ def _model(dm: L.LightningDataModule) -> L.LightningModule | None:
     return trainer.lightning_module if trainer is not None else None
 
 
-def _set_up(dm: L.LightningDataModule, attr: str) -> Any:
-    if getattr(dm, attr) is None:
-        dm.setup()
-    return getattr(dm, attr)
-
-
 def _is_public(split: object) -> bool:
     return isinstance(split, str) and split.strip().lower() == "public"
 
@@ -520,7 +518,7 @@ def _transform_reads(
     return []
 
 
-class GraphDataModule(L.LightningDataModule):
+class GraphDataModule(_SetUpOnAccess):
     """Graph classification over many small graphs, made simple on entry: a TU dataset or
     graphs given in memory (e.g. :meth:`ego` subgraphs, cut from one source graph).
 
@@ -547,6 +545,8 @@ class GraphDataModule(L.LightningDataModule):
         partition_seed: seed of the partition (public: it only simulates who holds what).
         graphs: graphs given in memory (``x``, ``edge_index``, a graph label ``y`` ``[1]``).
     """
+
+    _main = "_dataset"
 
     def __init__(
         self,
@@ -621,9 +621,7 @@ class GraphDataModule(L.LightningDataModule):
         graphs = ego_graphs(data, hops=hops, centres=centres)
         return cls(name=f"{get_spec(name).name}-ego{hops}", graphs=graphs, **kwargs)
 
-    def _load(self) -> Any:
-        if self._given is not None:
-            return self._given
+    def _read(self) -> Any:
         return load_graph_dataset(
             self.name,
             self.root,
@@ -670,7 +668,7 @@ class GraphDataModule(L.LightningDataModule):
     @property
     def clients(self) -> list[ClientSplit]:
         """Who holds which graphs (indices into :attr:`dataset`), split into train/val/test."""
-        return _set_up(self, "_clients")
+        return self._set_up("_clients")
 
     @property
     def graph_labels(self) -> torch.Tensor:
@@ -733,11 +731,7 @@ class GraphDataModule(L.LightningDataModule):
     @property
     def dataset(self) -> Any:
         """All graphs (runs :meth:`setup` on first access)."""
-        return _set_up(self, "_dataset")
-
-    @property
-    def num_features(self) -> int:
-        return int(self.dataset.num_node_features)
+        return self._set_up("_dataset")
 
     @property
     def num_classes(self) -> int:
@@ -746,15 +740,14 @@ class GraphDataModule(L.LightningDataModule):
     def dataset_info(self) -> dict[str, Any]:
         """Name, split sizes and statistics of the graphs."""
         ds = self.dataset
-        stats = graph_stats(list(ds))
+        stats = self.graph_stats()
         return {
             "name": self.name,
             "num_graphs": len(ds),
             "num_features": self.num_features,
             "num_classes": self.num_classes,
             "class_counts": [int(c) for c in torch.bincount(self.graph_labels)],
-            "mean_nodes": stats["mean_nodes"],
-            "mean_edges": stats["mean_edges"],
+            **{k: stats[k] for k in ("mean_nodes", "mean_edges")},
             "num_train": len(self.train_dataset or ()),
             "num_val": len(self.val_dataset or ()),
             "num_test": len(self.test_dataset or ()),
@@ -786,11 +779,9 @@ class GraphDataModule(L.LightningDataModule):
         return self._loader("train", shuffle=True)
 
     def val_dataloader(self) -> PyGDataLoader:
-        """Mini-batches of validation graphs."""
         return self._loader("val")
 
     def test_dataloader(self) -> PyGDataLoader:
-        """Mini-batches of test graphs."""
         return self._loader("test")
 
     predict_dataloader = test_dataloader

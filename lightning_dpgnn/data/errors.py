@@ -3,19 +3,6 @@ matching built-in exception (:class:`ValueError`, ...), so callers can catch eit
 
 from __future__ import annotations
 
-__all__ = [
-    "DataError",
-    "UnknownDatasetError",
-    "RawFilesNotFoundError",
-    "UnknownTargetError",
-    "InvalidSplitError",
-    "InvalidFeaturesError",
-    "DatasetKindError",
-    "EmptyDatasetError",
-    "CorruptDataError",
-    "CorruptCacheError",
-]
-
 
 class DataError(Exception):
     """Base class of all errors raised by the data layer."""

@@ -16,17 +16,6 @@ from torch_geometric.utils import coalesce, k_hop_subgraph
 
 from .transforms import NodeSplit
 
-__all__ = [
-    "SimpleGraph",
-    "ClientSplit",
-    "keyed_partition",
-    "dirichlet_partition",
-    "client_splits",
-    "ego_graphs",
-    "largest_connected_component",
-    "graph_stats",
-]
-
 
 class SimpleGraph(BaseTransform):
     """Make a graph simple: merge repeated edges (edge attributes of merged edges are summed),

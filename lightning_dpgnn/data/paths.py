@@ -9,8 +9,6 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["DATA_ENV", "CACHE_ENV", "resolve_root", "resolve_cache_dir", "fingerprint"]
-
 DATA_ENV = "DPGNN_DATA"
 CACHE_ENV = "DPGNN_CACHE"
 

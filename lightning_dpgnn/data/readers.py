@@ -25,14 +25,8 @@ from .errors import CorruptCacheError, DataError, UnknownTargetError
 from .validation import corrupt_file, reading
 
 FACEBOOK100_COLUMNS: tuple[str, ...] = (
-    "status",
-    "gender",
-    "major",
-    "minor",
-    "housing",
-    "year",
-    "high_school",
-)
+    "status", "gender", "major", "minor", "housing", "year", "high_school",
+)  # fmt: skip
 """Columns of ``local_info`` in the Facebook100 ``.mat`` files (0 = missing)."""
 
 FACEBOOK100_TARGETS: tuple[str, ...] = FACEBOOK100_COLUMNS[:6]
@@ -387,13 +381,10 @@ def _merged_graph(cached: dict[str, Tensor]) -> Data:
 
 
 OGB_PRODUCTS_FILES: tuple[str, ...] = (
-    "raw/edge.csv.gz",
-    "raw/node-feat.csv.gz",
-    "raw/node-label.csv.gz",
-    "split/sales_ranking/train.csv.gz",
-    "split/sales_ranking/valid.csv.gz",
+    "raw/edge.csv.gz", "raw/node-feat.csv.gz", "raw/node-label.csv.gz",
+    "split/sales_ranking/train.csv.gz", "split/sales_ranking/valid.csv.gz",
     "split/sales_ranking/test.csv.gz",
-)
+)  # fmt: skip
 """Files of the extracted OGB ``products.zip`` that :func:`read_ogbn_products` needs."""
 
 

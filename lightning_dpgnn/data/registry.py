@@ -28,17 +28,6 @@ from .errors import (
 from .paths import fingerprint, resolve_cache_dir, resolve_root
 from .synthetic import make_csbm
 
-__all__ = [
-    "DatasetSpec",
-    "available_datasets",
-    "get_spec",
-    "register_dataset",
-    "load_dataset",
-    "load_graph_dataset",
-    "locate_raw",
-    "FACEBOOK100_SCHOOLS",
-]
-
 log = logging.getLogger(__name__)
 
 
@@ -209,51 +198,32 @@ for _name, _folder, _page, _targets, _id, _description, _aliases in (
         f"musae/{_folder}",
         *_aliases,
     )
-_add(
-    DatasetSpec(
-        "reddit",
-        Kind.NODE,
-        "Reddit posts graph (GraphSAGE): 232,965 nodes, 41 classes, 602 feats",
-        subpath="reddit/raw",
-        raw_files=("reddit_data.npz", "reddit_graph.npz"),
-        urls=("https://data.dgl.ai/dataset/reddit.zip",),
-        auto_download=True,
-        can_download=True,
-        default_min_class_size=10_000,
-        loader=_pyg(readers._Reddit),
-    ),
-)
-_add(
-    DatasetSpec(
-        "amazon",
-        Kind.NODE,
-        "Amazon co-purchase graph ogbn-products: 2,449,029 nodes, 47 classes, 100",
-        subpath="amazon/products",
-        raw_files=readers.OGB_PRODUCTS_FILES,
-        urls=(_AMAZON_URL,),
-        auto_download=True,
-        can_download=True,
-        default_min_class_size=100_000,
-        loader=_read_amazon,
-    ),
-    "ogbn-products",
-    "amazon-products",
-)
-_add(
-    DatasetSpec(
-        "lastfm",
-        Kind.NODE,
-        "LastFM Asia social graph: 7,624 nodes, 18 classes, 128 feats",
-        subpath="lastfm/raw",
-        raw_files=("lastfm_asia.npz",),
-        urls=("https://graphmining.ai/datasets/ptg/lastfm_asia.npz",),
-        auto_download=True,
-        can_download=True,
-        loader=_pyg(readers._LastFMAsia),
-    ),
-    "lastfm-asia",
-    "lastfmasia",
-)
+for _name, _description, _subpath, _raw, _url, _min, _loader, _aliases in (
+    ("reddit", "Reddit posts graph (GraphSAGE): 232,965 nodes, 41 classes, 602 feats",
+     "reddit/raw", ("reddit_data.npz", "reddit_graph.npz"), "https://data.dgl.ai/dataset/reddit.zip",
+     10_000, _pyg(readers._Reddit), ()),
+    ("amazon", "Amazon co-purchase graph ogbn-products: 2,449,029 nodes, 47 classes, 100",
+     "amazon/products", readers.OGB_PRODUCTS_FILES, _AMAZON_URL, 100_000, _read_amazon,
+     ("ogbn-products", "amazon-products")),
+    ("lastfm", "LastFM Asia social graph: 7,624 nodes, 18 classes, 128 feats", "lastfm/raw",
+     ("lastfm_asia.npz",), "https://graphmining.ai/datasets/ptg/lastfm_asia.npz", None,
+     _pyg(readers._LastFMAsia), ("lastfm-asia", "lastfmasia")),
+):  # fmt: skip
+    _add(
+        DatasetSpec(
+            _name,
+            Kind.NODE,
+            _description,
+            subpath=_subpath,
+            raw_files=_raw,
+            urls=(_url,),
+            auto_download=True,
+            can_download=True,
+            default_min_class_size=_min,
+            loader=_loader,
+        ),
+        *_aliases,
+    )
 # PROTEINS_full and IMDB-BINARY are online only (the GW-LDP / FGW papers' "PROTEINS" and IMDB-B)
 for _tu, _offline, _description in (
     ("MUTAG", True, "MUTAG molecules: 188 graphs, 2 classes, 7 node labels"),

@@ -16,14 +16,6 @@ from torch_geometric.data import Data
 from .errors import DataError
 from .transforms import keep_edges
 
-__all__ = [
-    "MultigraphError",
-    "RepeatedEdgesWarning",
-    "count_repeated_edges",
-    "simple_graph",
-    "require_simple",
-]
-
 log = logging.getLogger(__name__)
 
 REPEATED = ("merge", "refuse")

@@ -9,7 +9,6 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops, to_undirected
 
-__all__ = ["make_csbm", "CSBM_DEFAULTS"]
 
 def make_csbm(
     num_nodes: int = 2000, num_classes: int = 5, avg_degree: float = 10.0, homophily: float = 0.8,

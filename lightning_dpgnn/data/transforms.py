@@ -20,20 +20,6 @@ from torch_geometric.transforms import BaseTransform
 from ..nn.mlp import dense_features, select_rows
 from .errors import DataError, EmptyDatasetError, InvalidFeaturesError, InvalidSplitError
 
-__all__ = [
-    "RemoveSelfLoops",
-    "RemoveIsolatedNodes",
-    "FilterClassByCount",
-    "KeepClasses",
-    "NodeSplit",
-    "keyed_uniform",
-    "BoundDegree",
-    "ScaleFeatures",
-    "SPLIT_PRESETS",
-    "parse_split",
-    "check_features",
-]
-
 SPLIT_PRESETS: dict[str, tuple[float, float, float]] = {
     "gap": (0.75, 0.10, 0.15),
     "progap": (0.75, 0.10, 0.15),

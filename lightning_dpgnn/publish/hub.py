@@ -646,21 +646,17 @@ def push_to_hub(
     model: PublishableModel,
     repo_id: str,
     *,
-    token: str | None = None,
-    private: bool | None = None,
-    branch: str | None = None,
-    commit_message: str = "Upload private model (lightning-dpgnn)",
     model_card_kwargs: dict[str, Any] | None = None,
-    **_: Any,
+    **kwargs: Any,
 ) -> str:
-    """Publish ``model`` to ``repo_id`` on the hub; return the commit URL."""
+    """Publish ``model`` to ``repo_id`` on the hub; return the commit URL. ``token``,
+    ``private``, ``branch`` and ``commit_message`` go to :func:`push_folder`; the other
+    arguments of ``ModelHubMixin.push_to_hub`` are ignored."""
+    keep = {k: kwargs[k] for k in ("token", "private", "branch", "commit_message") if k in kwargs}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "model"
         save_pretrained(model, folder, model_card_kwargs=model_card_kwargs)
-        return push_folder(
-            folder, repo_id, token=token, private=private, branch=branch,
-            commit_message=commit_message,
-        )
+        return push_folder(folder, repo_id, **keep)
 
 
 def from_pretrained(
