@@ -57,14 +57,17 @@ _ORDER_GRID = np.unique(
 )
 
 
-def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """Validate a privacy budget: a finite number > 0 (``math.inf`` means non-private)."""
+def check_epsilon(epsilon: float, name: str = "epsilon", *, finite: str | None = None) -> float:
+    """Validate a privacy budget: a number > 0 (``math.inf`` means non-private, refused with
+    the reason ``finite`` when given)."""
     try:
         eps = float(epsilon)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be a number > 0, got {epsilon!r}") from err
     if math.isnan(eps) or eps <= 0:
         raise ValueError(f"{name} must be > 0, got {epsilon!r}")
+    if finite is not None and math.isinf(eps):
+        raise ValueError(f"{name} must be finite {finite}")
     return eps
 
 

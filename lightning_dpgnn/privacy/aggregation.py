@@ -173,9 +173,7 @@ class GaussianAggregation:
         edge_unit: Literal["undirected", "directed"] = "undirected",
         reads: tuple[str, ...] = (EDGES, FEATURES),
     ) -> None:
-        nm = check_epsilon(noise_multiplier, "noise_multiplier")
-        if math.isinf(nm):
-            raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
+        nm = check_epsilon(noise_multiplier, "noise_multiplier", finite="and > 0, got inf")
         if level not in (Level.EDGE.value, Level.NODE.value):
             raise ValueError(f"level must be 'edge' or 'node', got {level!r}")
         if edge_unit not in EDGE_UNITS:

@@ -105,9 +105,7 @@ class PrivateDegreeBound:
         level: str = "node",
         name: str = "degree_bound",
     ) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        if math.isinf(self.epsilon):
-            raise ValueError("epsilon must be finite: an infinite budget reads the degrees")
+        self.epsilon = check_epsilon(epsilon, finite="(an infinite budget reads the degrees)")
         if level not in SENSITIVITY:
             raise ValueError(f"level must be one of {tuple(SENSITIVITY)}, got {level!r}")
         if candidates is None:

@@ -96,26 +96,14 @@ class _LedgerNoise:
         self,
         optimizer: torch.optim.Optimizer,
         *,
-        noise_multiplier: float,
-        max_grad_norm: float,
-        expected_batch_size: int,
         sample_rate: float,
         accountant: PrivacyAccountant,
-        name: str = "dpsgd",
-        generator: torch.Generator | None = None,
-        world_size: int = 1,
-        group_size: int | None = None,
+        name: str,
+        group_size: int | None,
+        **opacus,
     ) -> None:
-        # under DDP each rank scales its share of the sum by ``B / world_size`` and the ranks'
-        # shares are then averaged: ``(sum of clipped gradients + noise) / B`` either way
-        super().__init__(
-            optimizer,
-            noise_multiplier=noise_multiplier,
-            max_grad_norm=max_grad_norm,
-            expected_batch_size=max(1, int(expected_batch_size)) / world_size,
-            loss_reduction="mean",
-            generator=generator,
-        )
+        """``opacus``: noise_multiplier, max_grad_norm, expected_batch_size and generator."""
+        super().__init__(optimizer, loss_reduction="mean", **opacus)
         self.sample_rate = float(sample_rate)
         self.accountant = accountant
         self.ledger_name = name
@@ -285,12 +273,13 @@ def make_private(
         optimizer,
         noise_multiplier=noise_multiplier,
         max_grad_norm=max_grad_norm,
-        expected_batch_size=round(sample_rate * num_samples),
+        # under DDP each rank scales its share of the sum by ``B / world_size`` and the ranks'
+        # shares are then averaged: ``(sum of clipped gradients + noise) / B`` either way
+        expected_batch_size=max(1, round(sample_rate * num_samples)) / world_size,
+        generator=generator,
         sample_rate=sample_rate,
         accountant=accountant,
         name=name,
-        generator=generator,
-        world_size=world_size,
         group_size=group_size,
     )
     return gsm, dp_opt

@@ -171,9 +171,7 @@ class MatrixMultiBit:
         size: SizeMode = "public",
         n_max: int | None = None,
     ) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        if math.isinf(self.epsilon):
-            raise ValueError("epsilon must be finite (use the clear embeddings for epsilon=inf)")
+        self.epsilon = check_epsilon(epsilon, finite="(use the clear embeddings for epsilon=inf)")
         if size not in SIZE_MODES:
             raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
         if size == "padded":

@@ -21,7 +21,6 @@ from scipy.optimize import minimize_scalar
 
 from . import random as R
 from .ldp import (
-    Bounds,
     Duchi,
     Piecewise,
     _CoordinateRandomizer,
@@ -57,17 +56,13 @@ class Hybrid(_CoordinateRandomizer):
 
     name: ClassVar[str] = "hybrid"
 
-    def __init__(
-        self,
-        epsilon: float,
-        alpha: Bounds = 0.0,
-        beta: Bounds = 1.0,
-        *,
-        per_coordinate: bool = False,
-    ) -> None:
-        super().__init__(epsilon, alpha, beta, per_coordinate=per_coordinate)
-        self._pm = Piecewise(epsilon, alpha, beta, per_coordinate=self.per_coordinate)
-        self._dm = Duchi(epsilon, alpha, beta, per_coordinate=self.per_coordinate)
+    @functools.cached_property
+    def _pm(self) -> Piecewise:
+        return Piecewise(self.epsilon, self.alpha, self.beta, per_coordinate=self.per_coordinate)
+
+    @functools.cached_property
+    def _dm(self) -> Duchi:
+        return Duchi(self.epsilon, self.alpha, self.beta, per_coordinate=self.per_coordinate)
 
     def mix_probability(self, d: int) -> float:
         """``a``: the probability of running PM on a coordinate (0 at or below eps*)."""

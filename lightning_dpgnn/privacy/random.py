@@ -164,15 +164,11 @@ def normal(
 
 
 def laplace(
-    shape: Sequence[int],
-    scale: float | torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-    dtype: torch.dtype = torch.float32,
-    device=None,
+    shape: Sequence[int], scale: float | torch.Tensor, *, dtype: torch.dtype = torch.float32, **at
 ) -> torch.Tensor:
-    """Centred Laplace noise Lap(scale) of ``shape`` (inverse-CDF from uniforms)."""
-    u = uniform(shape, generator=generator, dtype=torch.float64, device=device) - 0.5
+    """Centred Laplace noise Lap(scale) of ``shape`` (inverse-CDF from :func:`uniform`
+    variates; ``at``: its ``generator`` and ``device``)."""
+    u = uniform(shape, dtype=torch.float64, **at) - 0.5
     # guard the measure-zero endpoint u = -1/2 of torch.rand
     u = u.clamp(min=-0.5 + 1e-16)
     noise = -torch.sign(u) * torch.log1p(-2.0 * u.abs())
