@@ -30,7 +30,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
-from .mechanism import EDGES
+from .mechanism import EDGES, fields_repr
 
 __all__ = ["PrivateDegreeBound", "degree_excess", "round_candidates"]
 
@@ -163,8 +163,6 @@ class PrivateDegreeBound:
         return self.candidates[int(R.categorical(probs.view(1, -1), generator=generator)[0])]
 
     def __repr__(self) -> str:
-        return (
-            f"PrivateDegreeBound(epsilon={self.epsilon}, candidates={self.candidates[0]}.."
-            f"{self.candidates[-1]} ({len(self.candidates)}), exceed={self.exceed}, "
-            f"level={self.level!r})"
-        )
+        c = self.candidates
+        return fields_repr(self, "epsilon", candidates=f"{c[0]}..{c[-1]} ({len(c)})",
+                           exceed=self.exceed, level=self.level)

@@ -27,7 +27,7 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
 from .aggregation import EDGE_UNITS
-from .mechanism import EDGES
+from .mechanism import EDGES, fields_repr
 from .random import bernoulli_positions
 
 __all__ = [
@@ -146,7 +146,4 @@ class AsymmetricRandomizedResponse:
         return torch.stack([out // n, out % n])
 
     def __repr__(self) -> str:
-        return (
-            f"AsymmetricRandomizedResponse(epsilon={self.epsilon}, edge_unit={self.edge_unit!r},"
-            f" density_share={self.density_share})"
-        )
+        return fields_repr(self, "epsilon", "edge_unit", "density_share")

@@ -28,7 +28,7 @@ import torch
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_epsilon
 from .ldp import MultiBit
-from .mechanism import EDGES, FEATURES
+from .mechanism import EDGES, FEATURES, fields_repr
 
 __all__ = [
     "MatrixMultiBit",
@@ -268,10 +268,7 @@ class MatrixMultiBit:
         return GraphRelease("codes", codes, graph_ids.cpu(), meta)
 
     def __repr__(self) -> str:
-        return (
-            f"MatrixMultiBit(epsilon={self.epsilon}, alpha={self.alpha}, beta={self.beta}, "
-            f"m={self.m}, size={self.size!r}, n_max={self.n_max})"
-        )
+        return fields_repr(self, "epsilon", "alpha", "beta", "m", "size", "n_max")
 
 
 class PaperCodeGaussian:
@@ -330,4 +327,4 @@ class PaperCodeGaussian:
         return GraphRelease("values", values, graph_ids.cpu(), meta)
 
     def __repr__(self) -> str:
-        return f"PaperCodeGaussian(std={self.std}, per_graph={self.per_graph})"
+        return fields_repr(self, "std", "per_graph")

@@ -42,7 +42,7 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
 from .edgerand import both_directions, check_nodes, pair_keys
-from .mechanism import EDGES
+from .mechanism import EDGES, fields_repr
 
 __all__ = [
     "MIN_STEPS_PER_NODE", "Dendrogram", "HRGFit", "EdgeRR", "PaperCodeEdgeRR", "sensitivity",
@@ -684,8 +684,7 @@ class EdgeRR:
         return both_directions(torch.from_numpy(pairs[0] * n + pairs[1]), n).to(edge_index.device)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(epsilon={self.epsilon}, mcmc_share={self.mcmc_share}, "
-                f"steps_per_node={self.steps_per_node}, steps={self.steps})")
+        return fields_repr(self, "epsilon", "mcmc_share", "steps_per_node", "steps")
 
 
 #: what :class:`PaperCodeEdgeRR` reproduces of the authors' code, and why it is not DP

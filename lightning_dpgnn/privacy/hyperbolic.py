@@ -31,7 +31,7 @@ from .. import hyperbolic as H
 from ..levels import Level
 from .accountant import PrivacyAccountant
 from .aggregation import GaussianAggregation, check_degree_promise, normalize_rows, sum_aggregate
-from .mechanism import Steps, sample_steps
+from .mechanism import Steps, fields_repr, sample_steps
 
 __all__ = ["HyperbolicGaussian", "check_beta", "check_clip", "optimal_beta"]
 
@@ -203,6 +203,6 @@ class HyperbolicGaussian:
         return H.expmap0(self.clip * r_hat * normalize_rows(directions), self.curvature)
 
     def __repr__(self) -> str:
-        return (f"HyperbolicGaussian(noise_multiplier={self.noise_multiplier}, beta={self.beta}, "
-                f"clip={self.clip}, curvature={self.curvature}, level={self.inter.level!r}, "
-                f"max_degree={self.inter.max_degree}, edge_unit={self.inter.edge_unit!r})")
+        hop = self.inter
+        return fields_repr(self, "noise_multiplier", "beta", "clip", "curvature",
+                           level=hop.level, max_degree=hop.max_degree, edge_unit=hop.edge_unit)

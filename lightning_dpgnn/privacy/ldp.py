@@ -22,7 +22,7 @@ from scipy.special import log_ndtr, ndtr
 
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_delta, check_epsilon
-from .mechanism import FEATURES
+from .mechanism import FEATURES, fields_repr
 
 __all__ = [
     "FeatureRandomizer",
@@ -290,8 +290,7 @@ class FeatureRandomizer(ABC):
         return self.d if self.d is not None else self._last_d
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={getattr(self, k)}" for k in self._REPR)
-        return f"{type(self).__name__}({fields})"
+        return fields_repr(self, *self._REPR)
 
 
 class _CoordinateRandomizer(FeatureRandomizer):
