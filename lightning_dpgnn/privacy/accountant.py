@@ -1,26 +1,17 @@
 """Privacy accounting: a ledger of mechanism invocations composed with Rényi DP.
 
-Every read of private data is a :class:`LedgerEntry`; the accountant sums the entries' RDP
-curves and converts once:
+Every read of private data is a :class:`LedgerEntry`; the accountant sums the RDP curves:
+``"gaussian"`` (``alpha s^2 / (2 sigma^2)`` per call; node level: sensitivity ``sqrt(D)``,
+thesis Theorem 3), ``"subsampled_gaussian"`` (DP-SGD; opacus' ``compute_rdp``),
+``"graph_subsampled_gaussian"`` (DP-SGD on a GNN, Daigavane et al. 2021: a node changes up to
+``group_size`` terms by two clipping norms, ``rho ~ Binomial(group_size, q)`` of them sampled;
+a step is ``(1/(alpha-1)) log E_rho[exp(alpha (alpha-1) (2 rho)^2 / (2 z^2))]``-RDP) and
+``"pure"`` (LDP; an all-pure ledger composes to ``sum(count * epsilon)``, delta 0, and a mixed
+one reports the smaller of RDP and basic composition).
 
-* ``"gaussian"`` (PMA / NAP hops): autodp's ``RDP_gaussian``, ``alpha s^2 / (2 sigma^2)`` per
-  call (thesis Theorem 2; node level: sensitivity ``sqrt(D)``, Theorem 3 / Lemma 8);
-* ``"subsampled_gaussian"`` (DP-SGD, Poisson sampling): opacus' ``compute_rdp`` (Mironov et
-  al. 2019 / Zhu & Wang 2019), as opacus' own ``RDPAccountant``;
-* ``"graph_subsampled_gaussian"`` (DP-SGD on a GNN; Daigavane et al. 2021): removing a node
-  changes up to ``group_size`` per-sample terms by two clipping norms each, and
-  ``rho ~ Binomial(group_size, q)`` of them are sampled; by joint convexity a step is
-  ``(1/(alpha-1)) log E_rho[exp(alpha (alpha-1) (2 rho)^2 / (2 z^2))]``-RDP (their Theorem 1
-  with Poisson batches; docs/baselines.md);
-* ``"pure"`` (LDP randomizers): autodp's ``RDP_pureDP``; an all-pure ledger composes
-  sequentially, ``sum(count * epsilon)`` with delta 0 (thesis Corollary 2), and a mixed one
-  reports the smaller of the RDP route and basic composition (both sound).
-
-An all-Gaussian ledger is converted exactly: it is one Gaussian mechanism with
-``z = (sum_i count_i / z_i^2)^(-1/2)`` (Dong, Roth and Su 2019, Cor. 3.3), whose exact epsilon is
-the analytic Gaussian's (Balle and Wang 2018). Otherwise RDP converts with Balle et al. (2020)
-(``conversion="improved"``, as autodp's BBGHS and opacus) or Mironov's Proposition 3
-(``"basic"``, thesis Proposition 5: the papers' closed forms). Pure torch/numpy.
+An all-Gaussian ledger is one Gaussian mechanism with ``z = (sum_i count_i / z_i^2)^(-1/2)``
+(Dong, Roth and Su 2019), converted exactly (Balle and Wang 2018); otherwise RDP converts with
+Balle et al. (2020) (``"improved"``) or Mironov's Proposition 3 (``"basic"``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """DP-SGD on top of opacus, with our noise source and our ledger.
 
-:func:`make_private` wraps a module in opacus' per-sample-gradient wrapper (classic, or ghost
-clipping: the clipped sum from a second backward on ``sum_i c_i loss_i``, without the
-``B x d x h`` per-sample tensor) and the optimizer in a subclass of opacus' that draws the
-noise through :mod:`lightning_dpgnn.privacy.random` (secure mode covers it; opacus'
-processed-flag guard keeps it from being added twice) and records every step on our
-:class:`PrivacyAccountant` (one ledger with the aggregations, planned and calibrated jointly).
+:func:`make_private` wraps a module for per-sample clipping (classic, or ghost clipping) and
+the optimizer in an opacus subclass that draws its noise through
+:mod:`lightning_dpgnn.privacy.random` and records every step on our :class:`PrivacyAccountant`.
 :class:`PoissonBatchSampler` draws the Poisson batches the subsampled-Gaussian analysis assumes
-(thesis Theorem 5), rebuilt per epoch as Lightning wants, empty batches included: an empty batch
-is still a noised, recorded step (:func:`ghost_backward` handles it, which opacus' public
-``PrivacyEngine`` path does not, nor a criterion that must return a plain tensor). Under DDP
-each rank clips its rows, rank 0 alone adds the noise, and the global rows are sampled once:
-the update, sampling rate and ledger are those of one process. Pure torch/opacus.
+(thesis Theorem 5), empty ones included: an empty batch is still a noised, recorded step. Under
+DDP each rank clips its rows, rank 0 alone adds the noise and the global rows are sampled once,
+so the update, rate and ledger are one process's.
 """
 
 from __future__ import annotations
