@@ -77,15 +77,11 @@ def degree_excess(
 
 
 class PrivateDegreeBound:
-    """Release a degree bound D under pure epsilon-DP (module doc: statistic, proof), e.g.
-    ``draw(PrivateDegreeBound(0.5, max_bound=5000), acc, None, edge_index, num_nodes)``.
-
-    ``candidates``: public ascending bounds, never derived from the graph (default: the
-    :func:`round_candidates` up to a public ``max_bound``); ``exceed``: how many nodes (in
-    excess-profile units) the utility's optimum leaves above the bound; ``prefer_small``: the
-    exponent ``a`` of the base measure ``t^-a``, which favours the smallest valid candidate
-    (data-independent: the guarantee is unchanged); ``level``: ``"node"`` or ``"edge"``.
-    """
+    """Release a degree bound D under pure epsilon-DP (module doc), e.g.
+    ``draw(PrivateDegreeBound(0.5, max_bound=5000), acc, None, edge_index, num_nodes)``, over
+    public ``candidates`` (default :func:`round_candidates` up to a public ``max_bound``);
+    ``exceed`` nodes may stay above the optimum, and ``prefer_small`` is the data-independent
+    exponent ``a`` of the base measure ``t^-a``."""
 
     def __init__(
         self,

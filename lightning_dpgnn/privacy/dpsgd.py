@@ -282,13 +282,10 @@ def make_private(
 
 class PoissonBatchSampler(torch.utils.data.DistributedSampler):
     """``steps`` (default ``round(1 / sample_rate)``) Poisson batches of row indices over
-    ``num_samples`` rows, drawn through :mod:`lightning_dpgnn.privacy.random`.
-
-    Under DDP rank 0 draws each batch over the *global* rows (the sampling the ledger records)
-    and broadcasts it; rank ``r`` yields every ``num_replicas``-th sampled row from the
-    ``r``-th, or with ``shard=(start, stop)`` the sampled rows among the ones it holds
-    (numbered from ``start``). A ``DistributedSampler``, so Lightning leaves it alone; every
-    rank must iterate it in step (a collective)."""
+    ``num_samples`` rows. Under DDP rank 0 draws each batch over the *global* rows (what the
+    ledger records) and broadcasts it; rank ``r`` yields every ``num_replicas``-th sampled row
+    from the ``r``-th, or with ``shard=(start, stop)`` the sampled rows it holds (numbered from
+    ``start``); every rank must iterate it in step."""
 
     def __init__(
         self,

@@ -1,13 +1,7 @@
-"""More scalar LDP mechanisms for numerical features: the baselines of HeteroRR's error figure
-(supplement Fig. 10). Each is coordinate-wise on ``t = 2 (x - alpha)/Delta - 1`` (thesis eq.
-2.21) with ``y* = Delta/2 (t* + 1) + alpha`` (eq. 2.33), like
+"""More scalar LDP mechanisms for numerical features, the baselines of HeteroRR's supplement
+Fig. 10: :class:`Hybrid` (Wang et al., ICDE 2019), :class:`ThreeOutputs` and :class:`PMSub`
+(Zhao et al., IEEE IoT Journal 2020). Coordinate-wise like
 :class:`~lightning_dpgnn.privacy.ldp.Duchi`: unbiased, eps_c-LDP per coordinate.
-
-* :class:`Hybrid` — Wang et al., ICDE 2019, §III-C (HM): PM with probability ``a``, else Duchi.
-* :class:`ThreeOutputs` — Zhao et al., IEEE IoT Journal 2020 (arXiv 2004.08856), §IV-A.
-* :class:`PMSub` — the same paper, §IV-C: the piecewise family at ``s = e^{eps/3}`` (the value
-  as recalled from the paper, unavailable offline; privacy and unbiasedness hold for every
-  ``s > 0`` and are tested).
 """
 
 from __future__ import annotations
@@ -41,7 +35,8 @@ HYBRID_EPS_STAR = math.log(
 
 class PMSub(Piecewise):
     """PM-SUB (Zhao et al. 2020, §IV-C): the piecewise family of :class:`Piecewise` at
-    ``s = e^{eps/3}``; unbiased, eps_c-LDP (density ratio exactly ``e^eps``)."""
+    ``s = e^{eps/3}`` (as recalled from the paper; privacy and unbiasedness hold for every
+    ``s > 0`` and are tested); unbiased, eps_c-LDP (density ratio exactly ``e^eps``)."""
 
     name: ClassVar[str] = "pm_sub"
     divisor: ClassVar[float] = 3.0
