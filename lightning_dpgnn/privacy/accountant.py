@@ -21,7 +21,7 @@ import functools
 import math
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 import numpy as np
@@ -461,15 +461,8 @@ class PrivacyAccountant:
         return sum(e.count for e in self.ledger if name is None or e.name == name)
 
     def state_dict(self) -> dict:
-        return {
-            "level": self.level,
-            "delta": self.delta,
-            "conversion": self.conversion,
-            "ledger": [e.to_dict() for e in self.ledger],
-            "unit": self.unit,
-            "secure": self.secure,
-            "reproducible": self.reproducible,
-        }
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        return state | {"ledger": [e.to_dict() for e in self.ledger]}
 
     def load_state_dict(self, state: dict) -> None:
         self.level = state["level"]

@@ -23,6 +23,7 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant
 from .ldp import Bounds, FeatureRandomizer, _check_d, _log_prob_of, _per_entry
+from .mechanism import fields_repr
 
 __all__ = ["FeatureRR", "public_feature_weights", "check_theta", "DEFAULT_K"]
 
@@ -93,10 +94,7 @@ class FeatureRR(FeatureRandomizer):
 
     def __repr__(self) -> str:
         th = "uniform" if self.theta is None else f"tensor[{self.theta.numel()}]"
-        return (
-            f"FeatureRR(epsilon={self.epsilon}, theta={th}, k={self.k}, alpha={self.alpha}, "
-            f"beta={self.beta})"
-        )
+        return fields_repr(self, "epsilon", theta=th, k=self.k, alpha=self.alpha, beta=self.beta)
 
     def theta_for(self, d: int) -> torch.Tensor:
         """The weights for ``d`` features (float64, sum 1): theta, or uniform when ``None``."""

@@ -514,7 +514,7 @@ def fit_dendrogram(
     finally:
         if bar is not None:
             bar.close()
-    pairs = size[den.left] * size[den.right]
+    pairs = size[den.left] * size[den.right]  # the final dendrogram's
     steps_at = (np.arange(1, trace.shape[0] + 1) * trace_every).astype(np.float64)
     return HRGFit(
         dendrogram=den, public_counts=epub, private_counts=epri, pairs=pairs,
@@ -609,13 +609,11 @@ class EdgeRR:
     #: the authors' alternation of public and private rounds (``None``: one chain)
     rounds: tuple[int, int] | None = None
 
-    def num_steps(self, num_nodes: int) -> int:
-        return self.steps if self.steps is not None else int(self.steps_per_node * num_nodes)
-
     def check_chain(self, num_nodes: int) -> int:
         """The chain length on ``num_nodes`` nodes, refused below ``min_steps_per_node * n``
         moves (one sentence naming the fix); nothing is drawn or spent before it."""
-        steps, least = self.num_steps(num_nodes), math.ceil(self.min_steps_per_node * num_nodes)
+        steps = self.steps if self.steps is not None else int(self.steps_per_node * num_nodes)
+        least = math.ceil(self.min_steps_per_node * num_nodes)
         if steps < least:
             raise ValueError(
                 f"{self.name}: a chain of {steps} moves on {num_nodes} nodes is shorter than "
