@@ -1,18 +1,14 @@
 """Local DP on a graph's node-embedding matrix (GW-LDP, Jin & Chen, IJCAI 2022, Alg. 1).
 
-A client sends ``M(H)``, ``H = f(A, X)`` in a *public* range ``[alpha, beta]^{n x h}``.
-:class:`MatrixMultiBit` runs LPGNN's multi-bit encoder on every row at ``epsilon / r`` (``r``
-released rows): reading Alg. 1's ``m`` per row, a graph spends exactly ``epsilon`` by sequential
-composition over its rows (as a total it would spend only ``epsilon / n``).
-
-**The protected unit** is one client's whole graph; independent graphs compose in parallel (one
-round is one ``epsilon``). Graphs cut from one source graph share its nodes and compose
-sequentially by :func:`multiplicity` (``k * epsilon`` for the worst node; the source edges that
-decide ``k`` are public). ``size="public"`` releases each graph's number of nodes;
-``size="padded"`` (a public ``n_max`` rows) protects it. The guarantee holds *given the model*
-``f``, whose FedAvg updates the paper sends in the clear (:class:`~lightning_dpgnn.methods.GWLDP`).
-:class:`PaperCodeGaussian` reproduces the authors' code: noise on unbounded embeddings, no
-sensitivity, no guarantee.
+A client sends ``M(H)``, ``H = f(A, X)`` in a *public* range ``[alpha, beta]^{n x h}``:
+:class:`MatrixMultiBit` runs LPGNN's multi-bit encoder on each of the ``r`` released rows at
+``epsilon / r``, so a graph spends exactly ``epsilon`` (sequential composition over its rows).
+The protected unit is one client's whole graph: independent graphs compose in parallel, graphs
+cut from one source graph sequentially by :func:`multiplicity` (``k * epsilon``, ``k`` from
+public source edges). ``size="public"`` releases each graph's node count, ``size="padded"``
+(a public ``n_max``) protects it. The guarantee holds *given the model* ``f`` (sent in the
+clear by the paper's FedAvg). :class:`PaperCodeGaussian` reproduces the authors' code: noise on
+unbounded embeddings, no guarantee.
 """
 
 from __future__ import annotations
