@@ -1,26 +1,17 @@
 """Privacy accounting: a ledger of mechanism invocations composed with Rényi DP.
 
-Every read of private data is a :class:`LedgerEntry`; the accountant sums the entries' RDP
-curves and converts once:
+Every read of private data is a :class:`LedgerEntry`; the accountant sums the RDP curves:
+``"gaussian"`` (``alpha s^2 / (2 sigma^2)`` per call; node level: sensitivity ``sqrt(D)``,
+thesis Theorem 3), ``"subsampled_gaussian"`` (DP-SGD; opacus' ``compute_rdp``),
+``"graph_subsampled_gaussian"`` (DP-SGD on a GNN, Daigavane et al. 2021: a node changes up to
+``group_size`` terms by two clipping norms, ``rho ~ Binomial(group_size, q)`` of them sampled;
+a step is ``(1/(alpha-1)) log E_rho[exp(alpha (alpha-1) (2 rho)^2 / (2 z^2))]``-RDP) and
+``"pure"`` (LDP; an all-pure ledger composes to ``sum(count * epsilon)``, delta 0, and a mixed
+one reports the smaller of RDP and basic composition).
 
-* ``"gaussian"`` (PMA / NAP hops): autodp's ``RDP_gaussian``, ``alpha s^2 / (2 sigma^2)`` per
-  call (thesis Theorem 2; node level: sensitivity ``sqrt(D)``, Theorem 3 / Lemma 8);
-* ``"subsampled_gaussian"`` (DP-SGD, Poisson sampling): opacus' ``compute_rdp`` (Mironov et
-  al. 2019 / Zhu & Wang 2019), as opacus' own ``RDPAccountant``;
-* ``"graph_subsampled_gaussian"`` (DP-SGD on a GNN; Daigavane et al. 2021): removing a node
-  changes up to ``group_size`` per-sample terms by two clipping norms each, and
-  ``rho ~ Binomial(group_size, q)`` of them are sampled; by joint convexity a step is
-  ``(1/(alpha-1)) log E_rho[exp(alpha (alpha-1) (2 rho)^2 / (2 z^2))]``-RDP (their Theorem 1
-  with Poisson batches; docs/baselines.md);
-* ``"pure"`` (LDP randomizers): autodp's ``RDP_pureDP``; an all-pure ledger composes
-  sequentially, ``sum(count * epsilon)`` with delta 0 (thesis Corollary 2), and a mixed one
-  reports the smaller of the RDP route and basic composition (both sound).
-
-An all-Gaussian ledger is converted exactly: it is one Gaussian mechanism with
-``z = (sum_i count_i / z_i^2)^(-1/2)`` (Dong, Roth and Su 2019, Cor. 3.3), whose exact epsilon is
-the analytic Gaussian's (Balle and Wang 2018). Otherwise RDP converts with Balle et al. (2020)
-(``conversion="improved"``, as autodp's BBGHS and opacus) or Mironov's Proposition 3
-(``"basic"``, thesis Proposition 5: the papers' closed forms). Pure torch/numpy.
+An all-Gaussian ledger is one Gaussian mechanism with ``z = (sum_i count_i / z_i^2)^(-1/2)``
+(Dong, Roth and Su 2019), converted exactly (Balle and Wang 2018); otherwise RDP converts with
+Balle et al. (2020) (``"improved"``) or Mironov's Proposition 3 (``"basic"``).
 """
 
 from __future__ import annotations
@@ -30,7 +21,7 @@ import functools
 import math
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 import numpy as np
@@ -57,14 +48,17 @@ _ORDER_GRID = np.unique(
 )
 
 
-def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """Validate a privacy budget: a finite number > 0 (``math.inf`` means non-private)."""
+def check_epsilon(epsilon: float, name: str = "epsilon", *, finite: str | None = None) -> float:
+    """Validate a privacy budget: a number > 0 (``math.inf`` means non-private, refused with
+    the reason ``finite`` when given)."""
     try:
         eps = float(epsilon)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be a number > 0, got {epsilon!r}") from err
     if math.isnan(eps) or eps <= 0:
         raise ValueError(f"{name} must be > 0, got {epsilon!r}")
+    if finite is not None and math.isinf(eps):
+        raise ValueError(f"{name} must be finite {finite}")
     return eps
 
 
@@ -467,15 +461,8 @@ class PrivacyAccountant:
         return sum(e.count for e in self.ledger if name is None or e.name == name)
 
     def state_dict(self) -> dict:
-        return {
-            "level": self.level,
-            "delta": self.delta,
-            "conversion": self.conversion,
-            "ledger": [e.to_dict() for e in self.ledger],
-            "unit": self.unit,
-            "secure": self.secure,
-            "reproducible": self.reproducible,
-        }
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        return state | {"ledger": [e.to_dict() for e in self.ledger]}
 
     def load_state_dict(self, state: dict) -> None:
         self.level = state["level"]

@@ -21,7 +21,7 @@ from ..caches import TensorCache
 from ..levels import EDGE_UNITS, Level
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon, is_count
-from .mechanism import EDGES, FEATURES
+from .mechanism import EDGES, FEATURES, fields_repr
 
 __all__ = [
     "normalize_rows", "sum_aggregate", "in_adjacency", "GaussianAggregation", "degrees",
@@ -173,9 +173,7 @@ class GaussianAggregation:
         edge_unit: Literal["undirected", "directed"] = "undirected",
         reads: tuple[str, ...] = (EDGES, FEATURES),
     ) -> None:
-        nm = check_epsilon(noise_multiplier, "noise_multiplier")
-        if math.isinf(nm):
-            raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
+        nm = check_epsilon(noise_multiplier, "noise_multiplier", finite="and > 0, got inf")
         if level not in (Level.EDGE.value, Level.NODE.value):
             raise ValueError(f"level must be 'edge' or 'node', got {level!r}")
         if edge_unit not in EDGE_UNITS:
@@ -260,10 +258,7 @@ class GaussianAggregation:
         )
 
     def __repr__(self) -> str:
-        return (
-            f"GaussianAggregation(noise_multiplier={self.noise_multiplier}, level={self.level!r}, "
-            f"max_degree={self.max_degree}, name={self.name!r}, edge_unit={self.edge_unit!r})"
-        )
+        return fields_repr(self, "noise_multiplier", "level", "max_degree", "name", "edge_unit")
 
 
 def hop_noise_scales(budget: Sequence[float] | None, hops: int) -> tuple[float, ...]:

@@ -1,24 +1,17 @@
-"""A differentially private degree bound D (issue 27; docs/privacy.md, "Choosing D").
+"""A differentially private degree bound D (docs/privacy.md, "Choosing D").
 
-Node-level models promise that every in- and out-degree is at most D; D must come from public
-knowledge or from this release, paid for in the ledger (the observed maximum is one node's data).
+Node-level models promise every in- and out-degree is at most D, which must be public or
+released here and recorded (the observed maximum is one node's data).
 
-**Statistic.** ``deg(v) = max(in, out)`` degree on distinct pairs, ``c_t = #{v : deg(v) > t}``
-and the excess profile ``phi_t = min_{j >= 0} (c_{t+j} + j)``: non-increasing, 1-Lipschitz in
-``t`` (``phi_t = min(c_t, phi_{t+1} + 1)``), 0 exactly when ``t >= max deg``.
+**Statistic and sensitivity.** ``deg(v) = max(in, out)`` on distinct pairs,
+``c_t = #{v : deg(v) > t}`` and ``phi_t = min_{j >= 0} (c_{t+j} + j)`` (0 exactly when
+``t >= max deg``). Removing a node drops every other ``deg`` by at most 1 and removes ``v``, so
+``|phi_t(G) - phi_t(G')| <= 2`` on every simple graph; one edge moves it by at most 1.
+(``c_t`` itself has no bound: a star's centre moves ``c_0`` by its size.)
 
-**Sensitivity.** Removing a node ``v`` drops every other ``deg`` by at most 1 (a simple graph
-holds one edge each way per pair) and removes ``v``: ``c_{s+1}(G) - 1 <= c_s(G') <= c_s(G)``,
-hence ``|phi_t(G) - phi_t(G')| <= 2`` on every simple graph, no promise needed. One edge (or
-friendship) removes no node: sensitivity 1. The plain count ``c_t`` has no such bound (a
-star's centre moves ``c_0`` by the star's size); repeated edges are counted once, or one node
-could move a degree by its multiplicity.
-
-**Release.** The exponential mechanism (McSherry and Talwar 2007) over public ascending
-candidates, ``Pr[t] ∝ t^-a exp(epsilon u(t) / (2 Delta))`` with ``u(t) = -|phi_t - exceed|``
-and the public base measure ``t^-a``: pure ``epsilon``-DP. No mechanism can certify the
-maximum degree (it is one node's data): a release below it makes the fit refuse
-(``DegreeBoundError``), and estimating again is another recorded read. Pure torch.
+**Release.** The exponential mechanism over public candidates, ``Pr[t] ∝ t^-a exp(epsilon u(t)
+/ (2 Delta))``, ``u(t) = -|phi_t - exceed|``: pure ``epsilon``-DP. A release below the maximum
+makes the fit refuse (``DegreeBoundError``); estimating again is another recorded read.
 """
 
 from __future__ import annotations
@@ -30,7 +23,7 @@ import torch
 
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
-from .mechanism import EDGES
+from .mechanism import EDGES, fields_repr
 
 __all__ = ["PrivateDegreeBound", "degree_excess", "round_candidates"]
 
@@ -84,15 +77,11 @@ def degree_excess(
 
 
 class PrivateDegreeBound:
-    """Release a degree bound D under pure epsilon-DP (module doc: statistic, proof), e.g.
-    ``draw(PrivateDegreeBound(0.5, max_bound=5000), acc, None, edge_index, num_nodes)``.
-
-    ``candidates``: public ascending bounds, never derived from the graph (default: the
-    :func:`round_candidates` up to a public ``max_bound``); ``exceed``: how many nodes (in
-    excess-profile units) the utility's optimum leaves above the bound; ``prefer_small``: the
-    exponent ``a`` of the base measure ``t^-a``, which favours the smallest valid candidate
-    (data-independent: the guarantee is unchanged); ``level``: ``"node"`` or ``"edge"``.
-    """
+    """Release a degree bound D under pure epsilon-DP (module doc), e.g.
+    ``draw(PrivateDegreeBound(0.5, max_bound=5000), acc, None, edge_index, num_nodes)``, over
+    public ``candidates`` (default :func:`round_candidates` up to a public ``max_bound``);
+    ``exceed`` nodes may stay above the optimum, and ``prefer_small`` is the data-independent
+    exponent ``a`` of the base measure ``t^-a``."""
 
     def __init__(
         self,
@@ -105,9 +94,7 @@ class PrivateDegreeBound:
         level: str = "node",
         name: str = "degree_bound",
     ) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        if math.isinf(self.epsilon):
-            raise ValueError("epsilon must be finite: an infinite budget reads the degrees")
+        self.epsilon = check_epsilon(epsilon, finite="(an infinite budget reads the degrees)")
         if level not in SENSITIVITY:
             raise ValueError(f"level must be one of {tuple(SENSITIVITY)}, got {level!r}")
         if candidates is None:
@@ -165,8 +152,6 @@ class PrivateDegreeBound:
         return self.candidates[int(R.categorical(probs.view(1, -1), generator=generator)[0])]
 
     def __repr__(self) -> str:
-        return (
-            f"PrivateDegreeBound(epsilon={self.epsilon}, candidates={self.candidates[0]}.."
-            f"{self.candidates[-1]} ({len(self.candidates)}), exceed={self.exceed}, "
-            f"level={self.level!r})"
-        )
+        c = self.candidates
+        return fields_repr(self, "epsilon", candidates=f"{c[0]}..{c[-1]} ({len(c)})",
+                           exceed=self.exceed, level=self.level)

@@ -1,17 +1,12 @@
 """DP-SGD on top of opacus, with our noise source and our ledger.
 
-:func:`make_private` wraps a module in opacus' per-sample-gradient wrapper (classic, or ghost
-clipping: the clipped sum from a second backward on ``sum_i c_i loss_i``, without the
-``B x d x h`` per-sample tensor) and the optimizer in a subclass of opacus' that draws the
-noise through :mod:`lightning_dpgnn.privacy.random` (secure mode covers it; opacus'
-processed-flag guard keeps it from being added twice) and records every step on our
-:class:`PrivacyAccountant` (one ledger with the aggregations, planned and calibrated jointly).
+:func:`make_private` wraps a module for per-sample clipping (classic, or ghost clipping) and
+the optimizer in an opacus subclass that draws its noise through
+:mod:`lightning_dpgnn.privacy.random` and records every step on our :class:`PrivacyAccountant`.
 :class:`PoissonBatchSampler` draws the Poisson batches the subsampled-Gaussian analysis assumes
-(thesis Theorem 5), rebuilt per epoch as Lightning wants, empty batches included: an empty batch
-is still a noised, recorded step (:func:`ghost_backward` handles it, which opacus' public
-``PrivacyEngine`` path does not, nor a criterion that must return a plain tensor). Under DDP
-each rank clips its rows, rank 0 alone adds the noise, and the global rows are sampled once:
-the update, sampling rate and ledger are those of one process. Pure torch/opacus.
+(thesis Theorem 5), empty ones included: an empty batch is still a noised, recorded step. Under
+DDP each rank clips its rows, rank 0 alone adds the noise and the global rows are sampled once,
+so the update, rate and ledger are one process's.
 """
 
 from __future__ import annotations
@@ -96,26 +91,14 @@ class _LedgerNoise:
         self,
         optimizer: torch.optim.Optimizer,
         *,
-        noise_multiplier: float,
-        max_grad_norm: float,
-        expected_batch_size: int,
         sample_rate: float,
         accountant: PrivacyAccountant,
-        name: str = "dpsgd",
-        generator: torch.Generator | None = None,
-        world_size: int = 1,
-        group_size: int | None = None,
+        name: str,
+        group_size: int | None,
+        **opacus,
     ) -> None:
-        # under DDP each rank scales its share of the sum by ``B / world_size`` and the ranks'
-        # shares are then averaged: ``(sum of clipped gradients + noise) / B`` either way
-        super().__init__(
-            optimizer,
-            noise_multiplier=noise_multiplier,
-            max_grad_norm=max_grad_norm,
-            expected_batch_size=max(1, int(expected_batch_size)) / world_size,
-            loss_reduction="mean",
-            generator=generator,
-        )
+        """``opacus``: noise_multiplier, max_grad_norm, expected_batch_size and generator."""
+        super().__init__(optimizer, loss_reduction="mean", **opacus)
         self.sample_rate = float(sample_rate)
         self.accountant = accountant
         self.ledger_name = name
@@ -285,12 +268,13 @@ def make_private(
         optimizer,
         noise_multiplier=noise_multiplier,
         max_grad_norm=max_grad_norm,
-        expected_batch_size=round(sample_rate * num_samples),
+        # under DDP each rank scales its share of the sum by ``B / world_size`` and the ranks'
+        # shares are then averaged: ``(sum of clipped gradients + noise) / B`` either way
+        expected_batch_size=max(1, round(sample_rate * num_samples)) / world_size,
+        generator=generator,
         sample_rate=sample_rate,
         accountant=accountant,
         name=name,
-        generator=generator,
-        world_size=world_size,
         group_size=group_size,
     )
     return gsm, dp_opt
@@ -298,13 +282,10 @@ def make_private(
 
 class PoissonBatchSampler(torch.utils.data.DistributedSampler):
     """``steps`` (default ``round(1 / sample_rate)``) Poisson batches of row indices over
-    ``num_samples`` rows, drawn through :mod:`lightning_dpgnn.privacy.random`.
-
-    Under DDP rank 0 draws each batch over the *global* rows (the sampling the ledger records)
-    and broadcasts it; rank ``r`` yields every ``num_replicas``-th sampled row from the
-    ``r``-th, or with ``shard=(start, stop)`` the sampled rows among the ones it holds
-    (numbered from ``start``). A ``DistributedSampler``, so Lightning leaves it alone; every
-    rank must iterate it in step (a collective)."""
+    ``num_samples`` rows. Under DDP rank 0 draws each batch over the *global* rows (what the
+    ledger records) and broadcasts it; rank ``r`` yields every ``num_replicas``-th sampled row
+    from the ``r``-th, or with ``shard=(start, stop)`` the sampled rows it holds (numbered from
+    ``start``); every rank must iterate it in step."""
 
     def __init__(
         self,

@@ -1,21 +1,13 @@
 """EdgeRand: asymmetric randomized response on the adjacency (ARR; Imola, Murakami and Chaudhuri
-2022), the GAP paper's edge-level baseline (thesis §4.7.2), which keeps the output as sparse as
-the input.
+2022), the GAP paper's edge-level baseline (thesis §4.7.2), as sparse as its input.
 
-1. *Density* (``density_share`` of epsilon): the number of edge units ``m`` plus
-   ``Laplace(1 / eps_density)`` (one unit changes ``m`` by 1), i.e. density ``d = m~ / P``
-   over the ``P`` candidate pairs.
-2. *Randomized response* (``eps_link``, the rest): a pair is reported present with probability
-   ``p q`` if it is an edge and ``(1 - p) q`` if not, ``p = e^eps / (1 + e^eps)`` and
-   ``q = d / (p d + (1 - p)(1 - d))`` (capped at 1) so that about ``d P`` edges come out. Both
-   outcomes' ratios are at most ``e^eps_link`` and one unit is one pair, so the release is
-   ``eps_link + eps_density``-DP (pure).
-
-Candidates: unordered pairs ``i < j`` (``edge_unit="undirected"``, symmetric output) or ordered
-pairs ``i != j`` (``"directed"``); never self-loops. Kept edges are one Bernoulli each; added
-non-edges are a Bernoulli process over the ``N^2`` positions drawn by geometric gaps
-(``O(#successes)``), restricted to candidate non-edges. The output is sorted, so its order
-does not tell kept edges from new ones. Pure torch: no Lightning imports.
+The edge count ``m`` plus ``Laplace(1 / eps_density)`` gives a density ``d = m~ / P`` over the
+``P`` candidate pairs; then a pair is reported with probability ``p q`` if an edge and
+``(1 - p) q`` if not, ``p = e^eps / (1 + e^eps)``, ``q = d / (p d + (1 - p)(1 - d))`` (capped
+at 1). Both ratios are at most ``e^eps_link`` and one unit is one pair: ``eps_link +
+eps_density``-DP (pure). Candidates are pairs ``i < j`` (``"undirected"``) or ``i != j``
+(``"directed"``); added non-edges are drawn by geometric gaps, and the output is sorted so its
+order does not tell kept edges from new ones.
 """
 
 from __future__ import annotations
@@ -27,7 +19,7 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
 from .aggregation import EDGE_UNITS
-from .mechanism import EDGES
+from .mechanism import EDGES, fields_repr
 from .random import bernoulli_positions
 
 __all__ = [
@@ -146,7 +138,4 @@ class AsymmetricRandomizedResponse:
         return torch.stack([out // n, out % n])
 
     def __repr__(self) -> str:
-        return (
-            f"AsymmetricRandomizedResponse(epsilon={self.epsilon}, edge_unit={self.edge_unit!r},"
-            f" density_share={self.density_share})"
-        )
+        return fields_repr(self, "epsilon", "edge_unit", "density_share")

@@ -23,6 +23,7 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant
 from .ldp import Bounds, FeatureRandomizer, _check_d, _log_prob_of, _per_entry
+from .mechanism import fields_repr
 
 __all__ = ["FeatureRR", "public_feature_weights", "check_theta", "DEFAULT_K"]
 
@@ -93,10 +94,7 @@ class FeatureRR(FeatureRandomizer):
 
     def __repr__(self) -> str:
         th = "uniform" if self.theta is None else f"tensor[{self.theta.numel()}]"
-        return (
-            f"FeatureRR(epsilon={self.epsilon}, theta={th}, k={self.k}, alpha={self.alpha}, "
-            f"beta={self.beta})"
-        )
+        return fields_repr(self, "epsilon", theta=th, k=self.k, alpha=self.alpha, beta=self.beta)
 
     def theta_for(self, d: int) -> torch.Tensor:
         """The weights for ``d`` features (float64, sum 1): theta, or uniform when ``None``."""
@@ -336,26 +334,16 @@ def public_feature_weights(
     coef=None,
     return_scores: bool = False,
 ):
-    """HeteroRR's feature weights theta (eqs. 5-7, supplement Algorithm 1), computed once on
-    PUBLIC data, float64 ``[d]`` summing to 1 (and ``alpha``, ``beta`` with ``return_scores``).
+    """HeteroRR's feature weights theta (eqs. 5-7), float64 ``[d]`` summing to 1 (and
+    ``alpha``, ``beta`` with ``return_scores``), from ``x_public``, ``y_public`` of a *public*
+    node subset only: theta sets every feature's noise scale, so a theta read off a protected
+    node breaks Theorem 3's bound.
 
-    Args:
-        x_public, y_public: ``[n, p]`` inputs and labels of a *public* node subset, never the
-            private nodes: theta sets every feature's noise scale, and a theta that depends on
-            a protected node's data breaks Theorem 3's bound.
-        sensitive: boolean mask over the ``p`` inputs that are sensitive (``None``: all alike,
-            ``beta_i = 1/d``).
-        gamma: eq. 7's balance in ``[0, 1]`` between importance and sensitivity.
-        embed: the public embedding ``g``, ``[n, p] -> [n, d]`` (identity by default).
-        mask_value: what a masked sensitive input is replaced with.
-        coef: ``[d]`` or ``[classes, d]`` weights of a fitted public linear model (``None``:
-            a logistic regression is fitted on ``(embed(x_public), y_public)``).
-
-    Sensitivity ``beta_i`` (eq. 5) is the mean over public nodes of ``|z_vi - zhat_vi| /
-    ||z_v - zhat_v||_1`` (``zhat``: the sensitive inputs masked); importance ``alpha_i``
-    (eq. 6) the normalised mean ``|phi_vic|`` of a linear model's exact SHAP values
-    ``w_ci (z_vi - E z_i)``; ``theta_i = gamma alpha_i + (1 - gamma) (beta_min + beta_max -
-    beta_i)`` (eq. 7), normalised (Theorem 3 needs it).
+    ``theta_i = gamma alpha_i + (1 - gamma) (beta_min + beta_max - beta_i)`` (eq. 7),
+    normalised: ``beta_i`` (eq. 5) is the mean ``|z_vi - zhat_vi| / ||z_v - zhat_v||_1`` with
+    the ``sensitive`` inputs set to ``mask_value`` (``None``: ``1/d``), ``alpha_i`` (eq. 6) the
+    normalised mean exact SHAP value of a public linear model (``coef``, else a logistic
+    regression fitted on ``(embed(x_public), y_public)``).
     """
     xp = _as_matrix(x_public, "x_public")
     yp = torch.as_tensor(y_public).detach().to("cpu").reshape(-1)

@@ -1,18 +1,14 @@
 """Local DP on a graph's node-embedding matrix (GW-LDP, Jin & Chen, IJCAI 2022, Alg. 1).
 
-A client sends ``M(H)``, ``H = f(A, X)`` in a *public* range ``[alpha, beta]^{n x h}``.
-:class:`MatrixMultiBit` runs LPGNN's multi-bit encoder on every row at ``epsilon / r`` (``r``
-released rows): reading Alg. 1's ``m`` per row, a graph spends exactly ``epsilon`` by sequential
-composition over its rows (as a total it would spend only ``epsilon / n``).
-
-**The protected unit** is one client's whole graph; independent graphs compose in parallel (one
-round is one ``epsilon``). Graphs cut from one source graph share its nodes and compose
-sequentially by :func:`multiplicity` (``k * epsilon`` for the worst node; the source edges that
-decide ``k`` are public). ``size="public"`` releases each graph's number of nodes;
-``size="padded"`` (a public ``n_max`` rows) protects it. The guarantee holds *given the model*
-``f``, whose FedAvg updates the paper sends in the clear (:class:`~lightning_dpgnn.methods.GWLDP`).
-:class:`PaperCodeGaussian` reproduces the authors' code: noise on unbounded embeddings, no
-sensitivity, no guarantee.
+A client sends ``M(H)``, ``H = f(A, X)`` in a *public* range ``[alpha, beta]^{n x h}``:
+:class:`MatrixMultiBit` runs LPGNN's multi-bit encoder on each of the ``r`` released rows at
+``epsilon / r``, so a graph spends exactly ``epsilon`` (sequential composition over its rows).
+The protected unit is one client's whole graph: independent graphs compose in parallel, graphs
+cut from one source graph sequentially by :func:`multiplicity` (``k * epsilon``, ``k`` from
+public source edges). ``size="public"`` releases each graph's node count, ``size="padded"``
+(a public ``n_max``) protects it. The guarantee holds *given the model* ``f`` (sent in the
+clear by the paper's FedAvg). :class:`PaperCodeGaussian` reproduces the authors' code: noise on
+unbounded embeddings, no guarantee.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ import torch
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_epsilon
 from .ldp import MultiBit
-from .mechanism import EDGES, FEATURES
+from .mechanism import EDGES, FEATURES, fields_repr
 
 __all__ = [
     "MatrixMultiBit",
@@ -171,9 +167,7 @@ class MatrixMultiBit:
         size: SizeMode = "public",
         n_max: int | None = None,
     ) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        if math.isinf(self.epsilon):
-            raise ValueError("epsilon must be finite (use the clear embeddings for epsilon=inf)")
+        self.epsilon = check_epsilon(epsilon, finite="(use the clear embeddings for epsilon=inf)")
         if size not in SIZE_MODES:
             raise ValueError(f"size must be one of {SIZE_MODES}, got {size!r}")
         if size == "padded":
@@ -270,10 +264,7 @@ class MatrixMultiBit:
         return GraphRelease("codes", codes, graph_ids.cpu(), meta)
 
     def __repr__(self) -> str:
-        return (
-            f"MatrixMultiBit(epsilon={self.epsilon}, alpha={self.alpha}, beta={self.beta}, "
-            f"m={self.m}, size={self.size!r}, n_max={self.n_max})"
-        )
+        return fields_repr(self, "epsilon", "alpha", "beta", "m", "size", "n_max")
 
 
 class PaperCodeGaussian:
@@ -332,4 +323,4 @@ class PaperCodeGaussian:
         return GraphRelease("values", values, graph_ids.cpu(), meta)
 
     def __repr__(self) -> str:
-        return f"PaperCodeGaussian(std={self.std}, per_graph={self.per_graph})"
+        return fields_repr(self, "std", "per_graph")

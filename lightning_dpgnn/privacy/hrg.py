@@ -1,31 +1,23 @@
 """Private hierarchical random graphs: EdgeRR (HeteroRR, Tran et al.) and PrivHRG (Xiao et al.).
 
-A dendrogram is a binary tree over the ``n`` nodes; its internal node ``r`` is the lowest
-common ancestor of ``N_r = L_r R_r`` pairs (``L_r``, ``R_r`` leaves on each side). The HRG
-(Clauset, Moore and Newman 2008) with ``e_r`` edges across ``r`` has log-likelihood
-``sum_r N_r chi(e_r / N_r)``, ``chi(t) = t log t + (1 - t) log(1 - t)``. HeteroRR's EdgeRR
-(eqs. 10-15) splits it into ``L_pub`` (public edges) and ``L_pri`` (private edges, edge-level
-DP). This is a sound version of it (docs/heterorr.md lists the paper's and code's gaps):
+An HRG (Clauset, Moore and Newman 2008) over a dendrogram has log-likelihood
+``sum_r N_r chi(e_r / N_r)``, ``N_r = L_r R_r`` pairs under internal node ``r``, ``e_r`` edges
+across it, ``chi(t) = t log t + (1 - t) log(1 - t)``. This is a sound EdgeRR (eqs. 10-15;
+docs/heterorr.md lists the paper's and code's gaps):
 
-* every count is over all ``n`` nodes (a public set): ``N_r = L_r R_r`` in both terms;
-* one private edge moves one ``e_r`` by one, so ``L_pri`` has sensitivity
-  ``Delta = log N + (N - 1) log(1 + 1 / (N - 1))``, ``N = ceil(n/2) floor(n/2)`` (Lemma 4 as
-  proven in the supplement; attained at ``e_r = 0 -> 1``, ``N_r = N``);
-* **one** Metropolis chain of Clauset-Moore-Newman subtree swaps (a symmetric proposal)
-  targets ``exp(L_pub + eps_e1 / (2 Delta) L_pri)``: the exponential mechanism with utility
-  ``L_pri`` over the public base measure ``exp(L_pub)`` (eq. 14 omits the 2);
-* then ``Laplace(1 / eps_e2)`` on each internal node's private-edge count (sensitivity 1, the
-  dendrogram fixed), and Bernoulli draws with ``p_r = clip(noisy / (N_r - e_r), 0, 1)`` on the
-  pairs under ``r`` that are not public edges; public edges pass through.
+* counts are over all ``n`` (public) nodes; one private edge moves one ``e_r`` by one, so
+  ``L_pri`` has sensitivity ``Delta = log N + (N - 1) log(1 + 1 / (N - 1))``,
+  ``N = ceil(n/2) floor(n/2)`` (Lemma 4 as proven in the supplement);
+* **one** Metropolis chain of subtree swaps targets ``exp(L_pub + eps_e1 / (2 Delta) L_pri)``:
+  the exponential mechanism over the public base measure ``exp(L_pub)`` (eq. 14 omits the 2);
+* ``Laplace(1 / eps_e2)`` on each internal node's private-edge count (sensitivity 1), then
+  Bernoulli draws ``p_r = clip(noisy / (N_r - e_r), 0, 1)`` on its non-public pairs.
 
-**Equilibrium condition.** The exponential mechanism is ``eps_e1``-DP for an exact draw from
-its target; a finite chain only approaches it (a chain of one move on n = 4 is not DP at all).
-No mixing bound is proven, so :class:`EdgeRR` states the condition (:meth:`EdgeRR.condition`)
-and refuses chains shorter than :data:`MIN_STEPS_PER_NODE` ``* n`` moves, PrivHRG's burn-in:
-a convention, far above the coupon-collector bound ``(n - 2) H(n - 2)``.
-
-The chain's loop is one plain-Python function (the reference) that numba compiles (about 100
-times faster). Every draw goes through :mod:`lightning_dpgnn.privacy.random`. Pure numpy/torch.
+**Equilibrium condition.** The exponential mechanism is ``eps_e1``-DP for an exact draw; a
+finite chain only approaches it, and no mixing bound is proven, so :class:`EdgeRR` states the
+condition (:meth:`EdgeRR.condition`) and refuses chains shorter than
+:data:`MIN_STEPS_PER_NODE` ``* n`` moves (PrivHRG's burn-in, far above the coupon-collector
+bound). The chain's plain-Python loop is the reference that numba compiles.
 """
 
 from __future__ import annotations
@@ -42,7 +34,7 @@ import torch
 from . import random as R
 from .accountant import PrivacyAccountant, check_epsilon
 from .edgerand import both_directions, check_nodes, pair_keys
-from .mechanism import EDGES
+from .mechanism import EDGES, fields_repr
 
 __all__ = [
     "MIN_STEPS_PER_NODE", "Dendrogram", "HRGFit", "EdgeRR", "PaperCodeEdgeRR", "sensitivity",
@@ -522,7 +514,7 @@ def fit_dendrogram(
     finally:
         if bar is not None:
             bar.close()
-    pairs = size[den.left] * size[den.right]
+    pairs = size[den.left] * size[den.right]  # the final dendrogram's
     steps_at = (np.arange(1, trace.shape[0] + 1) * trace_every).astype(np.float64)
     return HRGFit(
         dendrogram=den, public_counts=epub, private_counts=epri, pairs=pairs,
@@ -617,13 +609,11 @@ class EdgeRR:
     #: the authors' alternation of public and private rounds (``None``: one chain)
     rounds: tuple[int, int] | None = None
 
-    def num_steps(self, num_nodes: int) -> int:
-        return self.steps if self.steps is not None else int(self.steps_per_node * num_nodes)
-
     def check_chain(self, num_nodes: int) -> int:
         """The chain length on ``num_nodes`` nodes, refused below ``min_steps_per_node * n``
         moves (one sentence naming the fix); nothing is drawn or spent before it."""
-        steps, least = self.num_steps(num_nodes), math.ceil(self.min_steps_per_node * num_nodes)
+        steps = self.steps if self.steps is not None else int(self.steps_per_node * num_nodes)
+        least = math.ceil(self.min_steps_per_node * num_nodes)
         if steps < least:
             raise ValueError(
                 f"{self.name}: a chain of {steps} moves on {num_nodes} nodes is shorter than "
@@ -684,8 +674,7 @@ class EdgeRR:
         return both_directions(torch.from_numpy(pairs[0] * n + pairs[1]), n).to(edge_index.device)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(epsilon={self.epsilon}, mcmc_share={self.mcmc_share}, "
-                f"steps_per_node={self.steps_per_node}, steps={self.steps})")
+        return fields_repr(self, "epsilon", "mcmc_share", "steps_per_node", "steps")
 
 
 #: what :class:`PaperCodeEdgeRR` reproduces of the authors' code, and why it is not DP

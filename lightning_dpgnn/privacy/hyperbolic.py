@@ -1,22 +1,14 @@
 """The hyperbolic Gaussian mechanism of PoinDP (Wei et al., AAAI 2024), made sound
 (``docs/poindp.md``: the paper's per-node sensitivities are local, not DP).
 
-Each node's point of the ball (curvature ``-c``) is mapped to the tangent space at the origin,
-clipped to a public norm ``C`` and split into radius ``r_v`` (the *inter-hierarchy* part) and
-direction ``u_v`` (*intra*). Released for every node ``v``: the in-neighbour sums
-``R_v = sum_w r_w / C`` and ``U_v = sum_w u_w``, each with Gaussian noise (one
-:class:`~lightning_dpgnn.privacy.aggregation.GaussianAggregation` per part, ledger entries
-``<name>/inter`` and ``<name>/intra``).
-
-**Sensitivity.** Every summed row has L2 norm at most 1, so each part is exactly a GAP hop:
-1 per directed edge, ``sqrt(2)`` per undirected edge, ``sqrt(D)`` per node under a public,
-checked degree bound ``D`` (docs/privacy.md; the relation is add/remove, not replacement).
-
-**Budget split.** The inter part runs at ``z / sqrt(beta)``, the intra part at
-``z / sqrt(1 - beta)``: same sensitivity, so they compose exactly to one Gaussian mechanism at
-``z`` (zCDP: ``rho = beta rho + (1 - beta) rho``); ``beta`` splits rho, never epsilon, and
-``beta = 0`` or ``1`` releases one part (the other is zeros and costs nothing). Mapping back to
-the ball (:meth:`HyperbolicGaussian.recombine`) is post-processing.
+Each node's point is mapped to the tangent space at the origin, clipped to a public norm ``C``
+and split into radius ``r_v`` (*inter*) and direction ``u_v`` (*intra*); released are the
+in-neighbour sums ``R_v = sum_w r_w / C`` and ``U_v = sum_w u_w`` with Gaussian noise (one
+:class:`~lightning_dpgnn.privacy.aggregation.GaussianAggregation` each, entries
+``<name>/inter`` and ``<name>/intra``). Every summed row has norm at most 1, so each part is a
+GAP hop (sensitivity 1, ``sqrt(2)`` or ``sqrt(D)``). The parts run at ``z / sqrt(beta)`` and
+``z / sqrt(1 - beta)``: they compose exactly to one Gaussian at ``z`` (``beta`` splits rho, not
+epsilon). Mapping back (:meth:`HyperbolicGaussian.recombine`) is post-processing.
 """
 
 from __future__ import annotations
@@ -31,7 +23,7 @@ from .. import hyperbolic as H
 from ..levels import Level
 from .accountant import PrivacyAccountant
 from .aggregation import GaussianAggregation, check_degree_promise, normalize_rows, sum_aggregate
-from .mechanism import Steps, sample_steps
+from .mechanism import Steps, fields_repr, sample_steps
 
 __all__ = ["HyperbolicGaussian", "check_beta", "check_clip", "optimal_beta"]
 
@@ -203,6 +195,6 @@ class HyperbolicGaussian:
         return H.expmap0(self.clip * r_hat * normalize_rows(directions), self.curvature)
 
     def __repr__(self) -> str:
-        return (f"HyperbolicGaussian(noise_multiplier={self.noise_multiplier}, beta={self.beta}, "
-                f"clip={self.clip}, curvature={self.curvature}, level={self.inter.level!r}, "
-                f"max_degree={self.inter.max_degree}, edge_unit={self.inter.edge_unit!r})")
+        hop = self.inter
+        return fields_repr(self, "noise_multiplier", "beta", "clip", "curvature",
+                           level=hop.level, max_degree=hop.max_degree, edge_unit=hop.edge_unit)

@@ -9,7 +9,7 @@ import torch
 
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_epsilon
-from .mechanism import LABELS
+from .mechanism import LABELS, fields_repr
 
 __all__ = ["RandomizedResponse"]
 
@@ -81,4 +81,4 @@ class RandomizedResponse:
         )
 
     def __repr__(self) -> str:
-        return f"RandomizedResponse(epsilon={self.epsilon}, num_classes={self.num_classes})"
+        return fields_repr(self, "epsilon", "num_classes")

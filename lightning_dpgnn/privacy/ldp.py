@@ -22,7 +22,7 @@ from scipy.special import log_ndtr, ndtr
 
 from . import random as R
 from .accountant import LedgerEntry, PrivacyAccountant, check_delta, check_epsilon
-from .mechanism import FEATURES
+from .mechanism import FEATURES, fields_repr
 
 __all__ = [
     "FeatureRandomizer",
@@ -48,13 +48,9 @@ _CHUNK_ENTRIES = 1 << 22
 
 
 def _check_feature_epsilon(epsilon: float) -> float:
-    eps = check_epsilon(epsilon)
-    if math.isinf(eps):
-        raise ValueError(
-            "epsilon must be finite for a feature randomizer (epsilon=inf means no "
-            "perturbation: use the raw features and record no LDP spend instead)"
-        )
-    return eps
+    return check_epsilon(epsilon, finite=(
+        "for a feature randomizer (epsilon=inf means no perturbation: use the raw features "
+        "and record no LDP spend instead)"))
 
 
 def _check_d(d: int) -> int:
@@ -294,8 +290,7 @@ class FeatureRandomizer(ABC):
         return self.d if self.d is not None else self._last_d
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={getattr(self, k)}" for k in self._REPR)
-        return f"{type(self).__name__}({fields})"
+        return fields_repr(self, *self._REPR)
 
 
 class _CoordinateRandomizer(FeatureRandomizer):
@@ -587,10 +582,8 @@ def analytic_gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1
 def calibrate_analytic_gaussian(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest ``sigma`` with ``analytic_gaussian_delta(epsilon, sigma, sensitivity) <= delta``
     (a root of the decreasing privacy profile, on the private side)."""
-    eps = check_epsilon(epsilon)
+    eps = check_epsilon(epsilon, finite="for the analytic Gaussian mechanism")
     dlt = check_delta(delta)
-    if math.isinf(eps):
-        raise ValueError("epsilon must be finite for the analytic Gaussian mechanism")
 
     def f(log_s: float) -> float:
         return analytic_gaussian_delta(eps, math.exp(log_s)) - dlt

@@ -1,13 +1,7 @@
-"""More scalar LDP mechanisms for numerical features: the baselines of HeteroRR's error figure
-(supplement Fig. 10). Each is coordinate-wise on ``t = 2 (x - alpha)/Delta - 1`` (thesis eq.
-2.21) with ``y* = Delta/2 (t* + 1) + alpha`` (eq. 2.33), like
+"""More scalar LDP mechanisms for numerical features, the baselines of HeteroRR's supplement
+Fig. 10: :class:`Hybrid` (Wang et al., ICDE 2019), :class:`ThreeOutputs` and :class:`PMSub`
+(Zhao et al., IEEE IoT Journal 2020). Coordinate-wise like
 :class:`~lightning_dpgnn.privacy.ldp.Duchi`: unbiased, eps_c-LDP per coordinate.
-
-* :class:`Hybrid` — Wang et al., ICDE 2019, §III-C (HM): PM with probability ``a``, else Duchi.
-* :class:`ThreeOutputs` — Zhao et al., IEEE IoT Journal 2020 (arXiv 2004.08856), §IV-A.
-* :class:`PMSub` — the same paper, §IV-C: the piecewise family at ``s = e^{eps/3}`` (the value
-  as recalled from the paper, unavailable offline; privacy and unbiasedness hold for every
-  ``s > 0`` and are tested).
 """
 
 from __future__ import annotations
@@ -21,7 +15,6 @@ from scipy.optimize import minimize_scalar
 
 from . import random as R
 from .ldp import (
-    Bounds,
     Duchi,
     Piecewise,
     _CoordinateRandomizer,
@@ -42,7 +35,8 @@ HYBRID_EPS_STAR = math.log(
 
 class PMSub(Piecewise):
     """PM-SUB (Zhao et al. 2020, §IV-C): the piecewise family of :class:`Piecewise` at
-    ``s = e^{eps/3}``; unbiased, eps_c-LDP (density ratio exactly ``e^eps``)."""
+    ``s = e^{eps/3}`` (as recalled from the paper; privacy and unbiasedness hold for every
+    ``s > 0`` and are tested); unbiased, eps_c-LDP (density ratio exactly ``e^eps``)."""
 
     name: ClassVar[str] = "pm_sub"
     divisor: ClassVar[float] = 3.0
@@ -57,17 +51,13 @@ class Hybrid(_CoordinateRandomizer):
 
     name: ClassVar[str] = "hybrid"
 
-    def __init__(
-        self,
-        epsilon: float,
-        alpha: Bounds = 0.0,
-        beta: Bounds = 1.0,
-        *,
-        per_coordinate: bool = False,
-    ) -> None:
-        super().__init__(epsilon, alpha, beta, per_coordinate=per_coordinate)
-        self._pm = Piecewise(epsilon, alpha, beta, per_coordinate=self.per_coordinate)
-        self._dm = Duchi(epsilon, alpha, beta, per_coordinate=self.per_coordinate)
+    @functools.cached_property
+    def _pm(self) -> Piecewise:
+        return Piecewise(self.epsilon, self.alpha, self.beta, per_coordinate=self.per_coordinate)
+
+    @functools.cached_property
+    def _dm(self) -> Duchi:
+        return Duchi(self.epsilon, self.alpha, self.beta, per_coordinate=self.per_coordinate)
 
     def mix_probability(self, d: int) -> float:
         """``a``: the probability of running PM on a coordinate (0 at or below eps*)."""

@@ -22,7 +22,7 @@ from .feature_rr import FeatureRR
 from .labels import RandomizedResponse
 from .ldp import AnalyticGaussian, Duchi, FeatureRandomizer, Laplace, MultiBit, OneBit, Piecewise
 from .ldp_numeric import Hybrid, PMSub, ThreeOutputs
-from .mechanism import FEATURES, LABELS, Clear, Mechanism, Steps
+from .mechanism import FEATURES, LABELS, Clear, Mechanism, Steps, fields_repr
 
 if TYPE_CHECKING:  # annotations only: the privacy layer loads without PyG
     from torch_geometric.data import Data
@@ -273,7 +273,5 @@ class LocalCollector:
         return collection.payload, scale, offset
 
     def __repr__(self) -> str:
-        return (
-            f"LocalCollector(x_epsilon={self.x_epsilon}, y_epsilon={self.y_epsilon}, "
-            f"mechanism={self.mechanism!r}, features={self.features_source!r})"
-        )
+        return fields_repr(self, "x_epsilon", "y_epsilon", "mechanism",
+                           features=self.features_source)

@@ -20,12 +20,18 @@ from ..levels import LEVELS, Level
 
 __all__ = [
     "EDGES", "FEATURES", "TRAIN_LABELS", "LABELS", "READS", "Clear", "Mechanism",
-    "check_accountant", "draw", "run", "sample_steps",
+    "check_accountant", "draw", "run", "sample_steps", "fields_repr",
 ]
 
 #: what a mechanism (and a release) may read of a graph
 EDGES, FEATURES, TRAIN_LABELS, LABELS = "edges", "features", "train_labels", "labels"
 READS = (EDGES, FEATURES, TRAIN_LABELS, LABELS)
+
+def fields_repr(obj: object, *names: str, **shown: Any) -> str:
+    """``Type(name=value, ...)``: the reprs of ``obj``'s attributes ``names``, then ``shown``."""
+    pairs = [(k, getattr(obj, k)) for k in names] + list(shown.items())
+    return f"{type(obj).__name__}({', '.join(f'{k}={v!r}' for k, v in pairs)})"
+
 
 #: what a release's draw yields: ``(mechanism, *inputs)``; it is sent the noisy output
 Steps = Generator[tuple, Any, Any]

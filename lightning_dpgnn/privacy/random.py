@@ -125,6 +125,17 @@ def _device_of(generator: torch.Generator | None, device) -> torch.device:
     return torch.device("cpu")
 
 
+def _draw(shape, generator, dtype, device, secure, plain) -> torch.Tensor:
+    """``secure(shape, dtype, device)`` in secure mode, else ``plain`` (``torch.rand`` or
+    ``torch.randn``) from ``generator`` (or the device's entropy generator) on its own device,
+    moved to ``device``."""
+    device = _device_of(generator, device)
+    if _SECURE:
+        return secure(shape, dtype, device)
+    gen = generator if generator is not None else entropy_generator(device)
+    return plain(tuple(shape), generator=gen, dtype=dtype, device=gen.device).to(device)
+
+
 def uniform(
     shape: Sequence[int],
     *,
@@ -133,11 +144,18 @@ def uniform(
     device=None,
 ) -> torch.Tensor:
     """Uniform(0, 1) variates of ``shape``."""
-    device = _device_of(generator, device)
-    if _SECURE:
-        return _secure_uniform(shape, dtype, device)
-    gen = generator if generator is not None else entropy_generator(device)
-    return torch.rand(tuple(shape), generator=gen, dtype=dtype, device=gen.device).to(device)
+    return _draw(shape, generator, dtype, device, _secure_uniform, torch.rand)
+
+
+def _secure_standard_normal(shape: Sequence[int], device) -> torch.Tensor:
+    """N(0, 1) in float64 as two independent Box–Muller draws of variance 1/2 each (opacus'
+    mitigation of floating-point attacks)."""
+    z = torch.zeros(tuple(shape), dtype=torch.float64, device=device)
+    for _ in range(2):
+        u1 = _secure_uniform(shape, torch.float64, device)
+        u2 = _secure_uniform(shape, torch.float64, device)
+        z = z + torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
+    return z / math.sqrt(2.0)
 
 
 def normal(
@@ -149,30 +167,20 @@ def normal(
     device=None,
 ) -> torch.Tensor:
     """Centred Gaussian noise N(0, std^2) of ``shape``."""
-    device = _device_of(generator, device)
-    if _SECURE:
-        # two independent Box–Muller draws, each of variance 1/2 (opacus-style mitigation)
-        z = torch.zeros(tuple(shape), dtype=torch.float64, device=device)
-        for _ in range(2):
-            u1 = _secure_uniform(shape, torch.float64, device)
-            u2 = _secure_uniform(shape, torch.float64, device)
-            z = z + torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
-        return (z / math.sqrt(2.0) * std).to(dtype)
-    gen = generator if generator is not None else entropy_generator(device)
-    draw = torch.randn(tuple(shape), generator=gen, dtype=dtype, device=gen.device)
-    return draw.to(device) * std
+
+    def secure(shape, dtype, device):  # scaled in float64, then cast
+        return (_secure_standard_normal(shape, device) * std).to(dtype)
+
+    noise = _draw(shape, generator, dtype, device, secure, torch.randn)
+    return noise if _SECURE else noise * std
 
 
 def laplace(
-    shape: Sequence[int],
-    scale: float | torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-    dtype: torch.dtype = torch.float32,
-    device=None,
+    shape: Sequence[int], scale: float | torch.Tensor, *, dtype: torch.dtype = torch.float32, **at
 ) -> torch.Tensor:
-    """Centred Laplace noise Lap(scale) of ``shape`` (inverse-CDF from uniforms)."""
-    u = uniform(shape, generator=generator, dtype=torch.float64, device=device) - 0.5
+    """Centred Laplace noise Lap(scale) of ``shape`` (inverse-CDF from :func:`uniform`
+    variates; ``at``: its ``generator`` and ``device``)."""
+    u = uniform(shape, dtype=torch.float64, **at) - 0.5
     # guard the measure-zero endpoint u = -1/2 of torch.rand
     u = u.clamp(min=-0.5 + 1e-16)
     noise = -torch.sign(u) * torch.log1p(-2.0 * u.abs())
