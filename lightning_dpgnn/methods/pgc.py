@@ -73,63 +73,64 @@ class LocalModule(PrivateModule):
         return self.local.new_graph_accountant()
 
 
-class _PGCModule(LocalModule):
-    """What :class:`PGC` and :class:`PGCLinkPrediction` share: the nodes' collection of their
-    features (Alg. 1 lines 1-2) and Adam; subclasses build their own network."""
-
-    card_paper = ("Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, "
-                  "EPFL), ch. 2")
-    #: whether the nodes send their labels too (in the clear: they are public here)
-    collect_labels: bool = True
-
-    def __init__(
-        self, x_epsilon: float = 1.0, *, mechanism: str = "onebit", per_coordinate: bool = True,
-        alpha: float = 0.0, beta: float = 1.0, noise_seed: int | None = None, lr: float = 0.01,
-        weight_decay: float = 0.01, x_eps: float | None = None,
-    ) -> None:
-        """The settings PGC and PGCLinkPrediction share.
-
-        Args:
-            x_epsilon, per_coordinate: the features' budget, per feature (each node spends
-                ``d * x_epsilon``) or per node; ``math.inf``: the RAW baseline, in the clear.
-                (``epsilon`` is no alias: the CLI carries the default model's over to it.)
-            mechanism: ``"onebit"`` (PGC), ``"laplace"``, ``"duchi"`` or ``"piecewise"``.
-            alpha, beta: the feature range known to the server.
-            noise_seed: reproducible node-side noise, research only (the report says so).
-            lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01). x_eps: deprecated name.
-        """
-        x_epsilon = renamed(type(self).__name__, "x_eps", "x_epsilon", x_eps, x_epsilon,
-                            BUDGET_NAMES)
-        if mechanism not in PGC_MECHANISMS:
-            raise ValueError(f"PGC mechanism must be one of {PGC_MECHANISMS}, got {mechanism!r}")
-        collector = LocalCollector(  # labels (if any) are public in PGC's threat model
-            x_epsilon, None, mechanism, alpha=alpha, beta=beta, per_coordinate=per_coordinate,
-            collect_labels=self.collect_labels)
-        super().__init__(collector, noise_seed, lr, weight_decay)
-        # the hyper-parameters of the whole model: these and the subclass's own arguments
-        self.save_hyperparameters(ignore=["x_eps"])
-        self.hparams["x_epsilon"] = x_epsilon  # the subclass's frame holds the default
+#: the paper of PGC and PGCLinkPrediction
+PGC_PAPER = "Sajadmanesh. Privacy-Preserving Machine Learning on Graphs (PhD thesis, EPFL), ch. 2"
 
 
-class PGC(_PGCModule):
+def pgc_collector(
+    module: LocalModule, x_epsilon: float, x_eps: float | None, mechanism: str,
+    per_coordinate: bool, alpha: float, beta: float, collect_labels: bool,
+) -> tuple[float, LocalCollector]:
+    """The nodes' collection of their features (Alg. 1 lines 1-2) that PGC and
+    PGCLinkPrediction share, and the features' budget under its current name.
+
+    Args:
+        x_epsilon, per_coordinate: the features' budget, per feature (each node spends
+            ``d * x_epsilon``) or per node; ``math.inf``: the RAW baseline, in the clear.
+            (``epsilon`` is no alias: the CLI carries the default model's over to it.)
+        mechanism: ``"onebit"`` (PGC), ``"laplace"``, ``"duchi"`` or ``"piecewise"``.
+        alpha, beta: the feature range known to the server. x_eps: deprecated name.
+    """
+    x_epsilon = renamed(type(module).__name__, "x_eps", "x_epsilon", x_eps, x_epsilon,
+                        BUDGET_NAMES)
+    if mechanism not in PGC_MECHANISMS:
+        raise ValueError(f"PGC mechanism must be one of {PGC_MECHANISMS}, got {mechanism!r}")
+    # labels (if any) are public in PGC's threat model
+    return x_epsilon, LocalCollector(x_epsilon, None, mechanism, alpha=alpha, beta=beta,
+                                     per_coordinate=per_coordinate,
+                                     collect_labels=collect_labels)
+
+
+class PGC(LocalModule):
     """Node classification with private features: a GCN over the 1-bit estimates (Alg. 1).
 
     Args:
         hidden, layers, dropout: the GCN (two layers, hidden 32, ReLU, §2.6.3; Table 2.2:
             Cora dropout 0.5).
         num_features, num_classes: build the network now; otherwise at ``setup``.
-        x_epsilon, **kwargs: ``per_coordinate``, ``mechanism``, ``alpha``, ``beta``,
-            ``noise_seed``, ``lr``, ``weight_decay``: shared with PGCLinkPrediction
-            (``_PGCModule``).
+        x_epsilon, per_coordinate, mechanism, alpha, beta, x_eps: the nodes' collection
+            (:func:`pgc_collector`).
+        noise_seed: reproducible node-side noise, research only (the report says so).
+        lr, weight_decay: Adam (Table 2.2: Cora 0.01 / 0.01).
     """
 
     card_method = "PGC: 1-bit locally private features and a GCN (node classification)"
+    card_paper = PGC_PAPER
+    #: the nodes send their labels too (in the clear: they are public here)
+    collect_labels = True
 
     def __init__(
         self, x_epsilon: float = 1.0, hidden: int = 32, layers: int = 2, dropout: float = 0.5,
-        num_features: int | None = None, num_classes: int | None = None, **kwargs: Any,
+        num_features: int | None = None, num_classes: int | None = None,
+        *, mechanism: str = "onebit", per_coordinate: bool = True, alpha: float = 0.0,
+        beta: float = 1.0, noise_seed: int | None = None, lr: float = 0.01,
+        weight_decay: float = 0.01, x_eps: float | None = None,
     ) -> None:
-        super().__init__(x_epsilon, **kwargs)
+        x_epsilon, collector = pgc_collector(self, x_epsilon, x_eps, mechanism, per_coordinate,
+                                             alpha, beta, self.collect_labels)
+        super().__init__(collector, noise_seed, lr, weight_decay)
+        self.save_hyperparameters(ignore=["x_eps"])
+        self.hparams["x_epsilon"] = x_epsilon  # under its current name
         self.gcn: GNNBackbone | None = None
         self.build(num_features, num_classes)
 
@@ -200,7 +201,7 @@ class VGAEEncoder(nn.Module):
         return self.mu(h, edge_index), self.logstd(h, edge_index)
 
 
-class PGCLinkPrediction(_PGCModule):
+class PGCLinkPrediction(LocalModule):
     """Link prediction with private features: a VGAE over the 1-bit estimates; logs
     ``train/loss``, ``val/loss``, ``val/auc`` and ``test/auc``.
 
@@ -209,18 +210,27 @@ class PGCLinkPrediction(_PGCModule):
         edge_split, split_seed: train/val/test fractions of the edges (85/5/10) and the split's
             seed (the graph is public: the split costs nothing).
         num_features: build the network now; otherwise at ``setup``.
-        x_epsilon, **kwargs: as in :class:`PGC`.
+        x_epsilon, per_coordinate, mechanism, alpha, beta, x_eps, noise_seed, lr,
+            weight_decay: as in :class:`PGC`.
     """
 
     card_method = "PGC: 1-bit locally private features and a VGAE (link prediction)"
+    card_paper = PGC_PAPER
     collect_labels = False
 
     def __init__(
         self, x_epsilon: float = 1.0, hidden: int = 32, out_dim: int = 16, dropout: float = 0.0,
         edge_split: tuple[float, float, float] = (0.85, 0.05, 0.10), split_seed: int = 0,
-        num_features: int | None = None, **kwargs: Any,
+        num_features: int | None = None,
+        *, mechanism: str = "onebit", per_coordinate: bool = True, alpha: float = 0.0,
+        beta: float = 1.0, noise_seed: int | None = None, lr: float = 0.01,
+        weight_decay: float = 0.01, x_eps: float | None = None,
     ) -> None:
-        super().__init__(x_epsilon, **kwargs)
+        x_epsilon, collector = pgc_collector(self, x_epsilon, x_eps, mechanism, per_coordinate,
+                                             alpha, beta, self.collect_labels)
+        super().__init__(collector, noise_seed, lr, weight_decay)
+        self.save_hyperparameters(ignore=["x_eps"])
+        self.hparams["x_epsilon"] = x_epsilon  # under its current name
         self.vgae: VGAE | None = None
         self.edges: dict[str, torch.Tensor] | None = None
         if num_features is not None:
