@@ -134,10 +134,11 @@ RULES: dict[str, Rule] = {
     "max_grad_norm": _real(0.0, low_open=True),
     "noise_multiplier": _real(0.0, low_open=True, optional=True),
     "density_share": _real(0.0, 1.0, low_open=True),
+    "votes_share": _real(0.0, 1.0, low_open=True),
     "gaussian_delta": _real(0.0, 1.0, low_open=True),
     **dict.fromkeys(
         ("normalize_combine", "normalize_jk", "normalize_nap", "warm_start", "shard_rows",
-         "log_private_metrics", "per_coordinate", "standardize"),
+         "log_private_metrics", "per_coordinate", "standardize", "votes"),
         _boolean,
     ),
     **dict.fromkeys(("seed", "noise_seed", "split_seed"), _seed),

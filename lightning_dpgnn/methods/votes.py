@@ -52,8 +52,6 @@ class Votes:
     (NaN until the fit chooses them)."""
 
     def __init__(self, module: AggregationPerturbationModule, share: float) -> None:
-        if not (isinstance(share, (int, float)) and 0.0 < share < 1.0):
-            raise ValueError(f"votes_share must be a number in (0, 1), got {share!r}")
         self.module, self.share = module, float(share)
         module.register_buffer("vote_weights", torch.full((2,), math.nan, dtype=torch.float64))
         module.declare_releases(Release(

@@ -93,8 +93,8 @@ class _LedgerNoise:
         *,
         sample_rate: float,
         accountant: PrivacyAccountant,
-        name: str,
-        group_size: int | None,
+        name: str = "dpsgd",
+        group_size: int | None = None,
         **opacus,
     ) -> None:
         """``opacus``: noise_multiplier, max_grad_norm, expected_batch_size and generator."""
