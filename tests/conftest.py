@@ -1,6 +1,11 @@
-"""Shared fixtures: the embedded csbm graph and a quiet Trainer factory."""
+"""Shared fixtures: the embedded csbm graph, a quiet Trainer factory and the suite's one
+launch of 2 DDP processes."""
 
+import fcntl
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -70,3 +75,36 @@ def make_trainer(tmp_path):
         return L.Trainer(**defaults)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def ddp_fits(tmp_path_factory) -> tuple[Path, dict]:
+    """The folder where ``tests/ddp_fits.py`` (every DDP fit of the suite, on 2 gloo
+    processes) wrote its ranks' results, and how the launch ended (return code, stdout,
+    stderr). Run once per suite: under ``pytest -n`` the workers share it (the first to need it
+    launches it under a file lock, the others wait for it and read the same files), since a
+    second launch would only repeat the same fits."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, shared by its workers
+    out, done = base / "ddp-fits", base / "ddp-fits.json"
+    with open(base / "ddp-fits.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.is_file():
+                out.mkdir(exist_ok=True)
+                script = Path(__file__).with_name("ddp_fits.py")
+                try:
+                    run = subprocess.run([sys.executable, str(script), str(out)],
+                                         capture_output=True, text=True, timeout=500, cwd=out)
+                    launch = {"returncode": run.returncode, "stdout": run.stdout,
+                              "stderr": run.stderr}
+                except subprocess.TimeoutExpired as e:  # its output so far, as bytes
+                    text = [(b or b"").decode(errors="replace") if isinstance(b, bytes)
+                            else (b or "") for b in (e.stdout, e.stderr)]
+                    launch = {"returncode": None, "stdout": text[0],
+                              "stderr": f"{e}\n{text[1]}"}
+                done.write_text(json.dumps(launch))
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return out, json.loads(done.read_text())

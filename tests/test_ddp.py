@@ -17,22 +17,16 @@ from lightning_dpgnn import DPMLP, GAP, PoinDP, ProGAP, zoo
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods.base import AccountingError
 
-SCRIPT = Path(__file__).with_name("ddp_fits.py")
-
 
 @pytest.fixture(scope="module")
-def ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ddp")
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), str(out)], capture_output=True, text=True, timeout=400,
-        cwd=out,
-    )
+def ranks(ddp_fits):
+    out, launch = ddp_fits  # the one launch of ddp_fits.py (tests/conftest.py)
     results = {
         rank: json.loads((out / f"result-{rank}.json").read_text())
         for rank in (0, 1) if (out / f"result-{rank}.json").is_file()
     }
-    assert set(results) == {0, 1}, run.stdout[-2000:] + run.stderr[-4000:]
-    assert "Traceback" not in run.stderr, run.stderr[-4000:]
+    assert set(results) == {0, 1}, launch["stdout"][-2000:] + launch["stderr"][-4000:]
+    assert "Traceback" not in launch["stderr"], launch["stderr"][-4000:]
     results["out"] = str(out)
     return results
 
