@@ -36,6 +36,19 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
+#: test files that run first, in this order: the suite's longest tests (the one DDP launch and
+#: the CLI on two processes, the docs' examples). ``pytest -n`` hands tests out in collection
+#: order, so a long test collected last starts last and keeps one worker busy after the other
+#: has finished; started first, they run beside the many short tests, which then end the run
+#: on both workers together. Whole files move, so module fixtures are still set up once.
+FIRST = ("test_ddp.py", "test_docs.py")
+
+
+def pytest_collection_modifyitems(items):
+    first = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(FIRST)))  # stable
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Tiny graphs: one intra-op thread is faster and immune to oversubscribed cores (on a
