@@ -1,12 +1,11 @@
 """Shared fixtures: the embedded csbm graph, a quiet Trainer factory and the suite's one
 launch of 2 DDP processes."""
 
-import fcntl
-import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -90,34 +89,55 @@ def make_trainer(tmp_path):
     return make
 
 
+class Launches:
+    """Processes the suite runs once (each a fresh interpreter: the DDP launches), shared by the
+    workers of ``pytest -n``: the first worker to ask for one starts it (its folder, created
+    atomically, is the claim), in the background; anyone waits for its return code file and
+    reads the same output files. Starting one early lets it run beside other tests."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self._mine: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, argv: list[str]) -> Path:
+        """Start ``argv`` in the folder ``name`` unless it was started; the folder."""
+        folder = self.base / name
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            return folder  # started already, by this worker or another
+        script = ('timeout -k 10 500 "$@" > stdout 2> stderr; echo $? > returncode.tmp; '
+                  "mv returncode.tmp returncode")
+        self._mine[name] = subprocess.Popen(["bash", "-c", script, name, *argv], cwd=folder)
+        return folder
+
+    def wait(self, name: str, argv: list[str]) -> tuple[Path, dict]:
+        """Start ``argv`` unless it was started, wait for it: its folder, and how it ended
+        (``returncode``: 124 when it ran past 500 s, ``stdout``, ``stderr``)."""
+        folder = self.start(name, argv)
+        done, deadline = folder / "returncode", time.monotonic() + 600
+        while not done.is_file():
+            assert time.monotonic() < deadline, f"{name}: no return code after 600 s"
+            time.sleep(0.2)
+        if name in self._mine:
+            self._mine.pop(name).wait()
+        ended = {"returncode": int(done.read_text())}
+        for stream in ("stdout", "stderr"):
+            ended[stream] = (folder / stream).read_text(errors="replace")
+        return folder, ended
+
+
 @pytest.fixture(scope="session")
-def ddp_fits(tmp_path_factory) -> tuple[Path, dict]:
-    """The folder where ``tests/ddp_fits.py`` (every DDP fit of the suite, on 2 gloo
-    processes) wrote its ranks' results, and how the launch ended (return code, stdout,
-    stderr). Run once per suite: under ``pytest -n`` the workers share it (the first to need it
-    launches it under a file lock, the others wait for it and read the same files), since a
-    second launch would only repeat the same fits."""
+def launches(tmp_path_factory) -> Launches:
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # the session's folder, shared by its workers
-    out, done = base / "ddp-fits", base / "ddp-fits.json"
-    with open(base / "ddp-fits.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if not done.is_file():
-                out.mkdir(exist_ok=True)
-                script = Path(__file__).with_name("ddp_fits.py")
-                try:
-                    run = subprocess.run([sys.executable, str(script), str(out)],
-                                         capture_output=True, text=True, timeout=500, cwd=out)
-                    launch = {"returncode": run.returncode, "stdout": run.stdout,
-                              "stderr": run.stderr}
-                except subprocess.TimeoutExpired as e:  # its output so far, as bytes
-                    text = [(b or b"").decode(errors="replace") if isinstance(b, bytes)
-                            else (b or "") for b in (e.stdout, e.stderr)]
-                    launch = {"returncode": None, "stdout": text[0],
-                              "stderr": f"{e}\n{text[1]}"}
-                done.write_text(json.dumps(launch))
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return out, json.loads(done.read_text())
+    return Launches(base)
+
+
+@pytest.fixture(scope="session")
+def ddp_fits(launches) -> tuple[Path, dict]:
+    """The folder where ``tests/ddp_fits.py`` (every DDP fit of the suite but the CLI's, on 2
+    gloo processes) wrote its ranks' results, and how the launch ended: run once per suite."""
+    script, out = Path(__file__).with_name("ddp_fits.py"), launches.base / "ddp-fits"
+    return launches.wait("ddp-fits", [sys.executable, str(script), str(out)])
