@@ -2,20 +2,26 @@
 
 Lightning's DDP launcher starts rank 1 by re-running this script; each rank writes what it
 holds to ``OUT_DIR/result-<rank>.json`` and the test compares the two ranks with each other and
-with single-process fits. One launch covers every check (process launches are slow).
+with single-process fits. One launch covers every check (process launches are slow): the
+GW-LDP fits of tests/methods/test_gwldp.py (``methods/gwldp_ddp_fits.py``) run in it too,
+after these, and write ``OUT_DIR/gwldp-<rank>.json``. ``tests/conftest.py``'s ``ddp_fits``
+fixture runs it once per suite.
 """
 
 import hashlib
 import json
 import sys
 import warnings
+from pathlib import Path
 
 warnings.filterwarnings("ignore")
+sys.path.insert(0, str(Path(__file__).with_name("methods")))
 
 import lightning as L  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from gwldp_ddp_fits import run as gwldp_fits  # noqa: E402
 from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 
 from lightning_dpgnn import (  # noqa: E402
@@ -260,6 +266,7 @@ for ghost in (True, False):
 out["expected_std"] = Z * C / B
 with open(f"{OUT}/result-{rank}.json", "w") as fh:  # ranks share stdout
     json.dump(out, fh)
+gwldp_fits(Path(OUT))  # GW-LDP's clients as ranks (tests/methods/test_gwldp.py)
 # every rank has written its result before any leaves; then leave the process group (gloo's
 # threads otherwise can abort a finished rank at interpreter shutdown, "terminate called
 # without an active exception", and Lightning's observer then kills the other rank)

@@ -5,7 +5,6 @@ re-running it) and each rank writes what it holds; the test compares the ranks w
 and with the same fits on one process."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,22 +16,25 @@ from lightning_dpgnn import DPMLP, GAP, PoinDP, ProGAP, zoo
 from lightning_dpgnn.data import NodeDataModule
 from lightning_dpgnn.methods.base import AccountingError
 
-SCRIPT = Path(__file__).with_name("ddp_fits.py")
+#: test_cli_fits_a_private_recipe_on_two_processes: ``dpgnn fit`` on 2 processes
+CLI = [str(Path(sys.executable).with_name("dpgnn")), "fit",
+       "--config", str(zoo.recipe_path("gap-edge-csbm")), "--trainer.devices=2",
+       "--trainer.strategy=ddp", "--trainer.accelerator=cpu", "--model.encoder_epochs=2",
+       "--model.classifier_epochs=2", "--trainer.enable_progress_bar=false"]
 
 
 @pytest.fixture(scope="module")
-def ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ddp")
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), str(out)], capture_output=True, text=True, timeout=400,
-        cwd=out,
-    )
+def ranks(launches, request):
+    if any(item.name == "test_cli_fits_a_private_recipe_on_two_processes"
+           for item in request.session.items):  # beside ddp_fits.py, not after it
+        launches.start("cli-ddp", CLI)
+    out, launch = request.getfixturevalue("ddp_fits")  # the suite's launch (conftest.py)
     results = {
         rank: json.loads((out / f"result-{rank}.json").read_text())
         for rank in (0, 1) if (out / f"result-{rank}.json").is_file()
     }
-    assert set(results) == {0, 1}, run.stdout[-2000:] + run.stderr[-4000:]
-    assert "Traceback" not in run.stderr, run.stderr[-4000:]
+    assert set(results) == {0, 1}, launch["stdout"][-2000:] + launch["stderr"][-4000:]
+    assert "Traceback" not in launch["stderr"], launch["stderr"][-4000:]
     results["out"] = str(out)
     return results
 
@@ -195,19 +197,14 @@ def test_private_fits_refuse_strategies_that_lose_the_ledger(strategy):
 
 
 @pytest.mark.slow
-def test_cli_fits_a_private_recipe_on_two_processes(tmp_path):
-    dpgnn = Path(sys.executable).with_name("dpgnn")
-    run = subprocess.run(
-        [str(dpgnn), "fit", "--config", str(zoo.recipe_path("gap-edge-csbm")),
-         "--trainer.devices=2", "--trainer.strategy=ddp", "--trainer.accelerator=cpu",
-         "--model.encoder_epochs=2", "--model.classifier_epochs=2",
-         "--trainer.enable_progress_bar=false"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
-    assert run.stdout.count("epsilon spent:") == 1  # one report, from rank 0
-    assert float(run.stdout.split("epsilon spent:")[1].split()[0]) <= 1.0
-    state = torch.load(tmp_path / "checkpoints/last.ckpt", weights_only=True)
+def test_cli_fits_a_private_recipe_on_two_processes(launches):
+    """``dpgnn fit`` (a fresh process; Lightning starts rank 1 by re-running the command) in
+    a folder of its own, started beside ddp_fits.py when the suite runs both (``ranks``)."""
+    folder, run = launches.wait("cli-ddp", CLI)
+    assert run["returncode"] == 0, run["stdout"][-2000:] + run["stderr"][-4000:]
+    assert run["stdout"].count("epsilon spent:") == 1  # one report, from rank 0
+    assert float(run["stdout"].split("epsilon spent:")[1].split()[0]) <= 1.0
+    state = torch.load(folder / "checkpoints/last.ckpt", weights_only=True)
     assert state["dpgnn_privacy"]["report"]["epsilon"] <= 1.0
     assert state["dpgnn_privacy"]["outputs"]["pma"].shape[:2] == (2000, 2)  # the cache
 

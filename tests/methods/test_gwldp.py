@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -381,10 +379,11 @@ def test_nonsense_settings_are_refused_with_one_sentence() -> None:
 
 # ------------------------------------------------------------------ clients as DDP ranks
 @pytest.mark.slow
-def test_clients_as_ddp_ranks_release_what_one_process_releases(tmp_path: Path) -> None:
+def test_clients_as_ddp_ranks_release_what_one_process_releases(ddp_fits) -> None:
     """The same fits with the 5 clients spread over 2 DDP processes (gloo, CPU;
-    gwldp_ddp_fits.py): every client runs once per round on one rank (5 clients, 2 ranks: a
-    padding step, never a repeated client); both ranks hold bit-identical weights, release and
+    gwldp_ddp_fits.py, run in the suite's one DDP launch: tests/ddp_fits.py): every client
+    runs once per round on one rank (5 clients, 2 ranks: a padding step, never a repeated
+    client); both ranks hold bit-identical weights, release and
     ledger (the GIN: its BatchNorm buffers averaged too); the release and the weights are the
     single-process ones (the clear release of a GCN; DP-FedAvg at a fixed test-only noise seed,
     whose noise would be twice as large if each rank added its own); the ledger counts one
@@ -393,11 +392,10 @@ def test_clients_as_ddp_ranks_release_what_one_process_releases(tmp_path: Path) 
     the order in which client updates are summed changes the sum in its last bits, and Adam
     turns the ~1e-9 gradient of a bias followed by BatchNorm into steps of about lr (one
     process in two client orders differs by 0.01)."""
-    script = Path(__file__).with_name("gwldp_ddp_fits.py")
-    run = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
-                         text=True, timeout=300, cwd=tmp_path)
-    ranks = [tmp_path / f"gwldp-{r}.json" for r in (0, 1)]
-    assert all(f.is_file() for f in ranks), run.stdout[-2000:] + run.stderr[-4000:]
+    out, launch = ddp_fits
+    ranks = [out / f"gwldp-{r}.json" for r in (0, 1)]
+    assert all(f.is_file() for f in ranks), launch["stdout"][-2000:] + launch["stderr"][-4000:]
+    assert "Traceback" not in launch["stderr"], launch["stderr"][-4000:]
     r0, r1 = (json.loads(f.read_text()) for f in ranks)
     for name, kwargs in RUNS.items():
         a, b = dict(r0[name]), dict(r1[name])
@@ -409,7 +407,7 @@ def test_clients_as_ddp_ranks_release_what_one_process_releases(tmp_path: Path) 
             assert a["release"] != r0["dp-seeded"]["release"]  # fresh noise
         if name in ("dp-secure", "clear-gin"):
             continue
-        ddp = torch.load(tmp_path / f"{name}.pt", weights_only=True)
+        ddp = torch.load(out / f"{name}.pt", weights_only=True)
         model = GWLDP(**kwargs)
         trainer(3).fit(model, toy_dm(num_clients=5))
         assert model.releases[RELEASE_KEY].graph_ids.tolist() == a["ids"]

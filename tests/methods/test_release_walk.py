@@ -9,7 +9,6 @@ same way, from ``setup`` to the plan's ledger entry."""
 
 from __future__ import annotations
 
-import inspect
 import sys
 from pathlib import Path
 
@@ -35,10 +34,18 @@ MOST = 6
 
 
 def library_walk(skip: int = 2) -> list[str]:
-    """The library frames on the stack (outermost first) down to the first sampler frame."""
-    frames = [f for f in inspect.stack()[skip:] if f.filename.startswith(LIBRARY)]
-    walk = [f"{Path(f.filename).stem}.{f.function}" for f in reversed(frames)]
-    first = next((i for i, f in enumerate(reversed(frames)) if f.filename == SAMPLER), None)
+    """The library frames on the stack (outermost first) down to the first sampler frame
+    (read from the frames' code objects: ``inspect.stack`` reads every frame's source
+    lines, ~60 ms a call on a Lightning stack)."""
+    codes = []
+    frame = sys._getframe(skip)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(LIBRARY):
+            codes.append(frame.f_code)
+        frame = frame.f_back
+    codes.reverse()
+    walk = [f"{Path(c.co_filename).stem}.{c.co_name}" for c in codes]
+    first = next((i for i, c in enumerate(codes) if c.co_filename == SAMPLER), None)
     return walk if first is None else walk[: first + 1]
 
 
