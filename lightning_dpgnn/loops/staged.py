@@ -249,6 +249,10 @@ class StagedFit(Callback):
         if stage == "fit":
             _RANK_ZERO_LOG.removeFilter(_HIDE_MAX_EPOCHS)
 
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        """A fit that raises skips ``teardown``: the filter still goes."""
+        _RANK_ZERO_LOG.removeFilter(_HIDE_MAX_EPOCHS)
+
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         index = self.current_stage
         if self._optimizer_stage != index:

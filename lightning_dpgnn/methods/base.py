@@ -477,8 +477,9 @@ class PrivateModule(
         return self.adam(p for p in self.parameters() if p.requires_grad)
 
     def configure_callbacks(self) -> list[L.Callback]:
-        """The staged fit, when the method trains in stages (its hooks switch them)."""
-        return [] if self.staged is None else [self.staged]
+        """The staged fit, when the method trains in stages (its hooks switch them), and the
+        end of the quiet when a fit raises."""
+        return [runtime.QuietEnds()] + ([] if self.staged is None else [self.staged])
 
     def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """The row trainer's ghost clipping (:meth:`RowTrainer.backward`), or Lightning's."""

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
+import lightning as L
 import torch
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from lightning.pytorch.trainer.states import TrainerStatus
@@ -75,6 +76,14 @@ def quiet(module: Any, on: bool = True) -> None:
         module._quiet_stack.enter_context(quiet_lightning())
     elif not on and stack is not None:
         module.__dict__.pop("_quiet_stack").close()
+
+
+class QuietEnds(L.Callback):
+    """Ends :func:`quiet` when a fit raises: Lightning skips the module's ``teardown`` then,
+    and the library's filters must not outlive its fit."""
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        quiet(pl_module, False)
 
 
 def reset_caches(module: Any) -> None:

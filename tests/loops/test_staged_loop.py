@@ -178,3 +178,25 @@ def test_trainer_max_epochs_sets_the_length_of_a_staged_fit(csbm_dm, make_traine
     # three equal stages cannot add up to 4
     with pytest.raises(ValueError, match="cannot be split into whole epochs"):
         make_trainer(max_epochs=4).fit(ProGAP(privacy="none", depth=2), csbm_dm)
+
+
+def test_a_failed_fit_leaves_no_filter_on_lightnings_logger(make_trainer):
+    """A fit quiets Lightning's log lines until its ``teardown``; a fit that raises skips
+    ``teardown``, and the library's filters must still go."""
+    import logging
+
+    from lightning_dpgnn import GAP
+    from lightning_dpgnn.data import NodeDataModule
+
+    class Boom(GAP):
+        def on_train_epoch_start(self) -> None:
+            raise RuntimeError("boom")
+
+    log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    before = list(log.filters)
+    with pytest.raises(RuntimeError, match="boom"):
+        make_trainer(max_epochs=10_000).fit(
+            Boom(privacy="edge", epsilon=1.0, encoder_epochs=1, classifier_epochs=1),
+            NodeDataModule("csbm", seed=0),
+        )
+    assert log.filters == before
