@@ -221,16 +221,16 @@ class PGCLinkPrediction(LocalModule):
     def __init__(
         self, x_epsilon: float = 1.0, hidden: int = 32, out_dim: int = 16, dropout: float = 0.0,
         edge_split: tuple[float, float, float] = (0.85, 0.05, 0.10), split_seed: int = 0,
-        num_features: int | None = None,
-        *, mechanism: str = "onebit", per_coordinate: bool = True, alpha: float = 0.0,
-        beta: float = 1.0, noise_seed: int | None = None, lr: float = 0.01,
-        weight_decay: float = 0.01, x_eps: float | None = None,
+        num_features: int | None = None, *, noise_seed: int | None = None, lr: float = 0.01,
+        weight_decay: float = 0.01, mechanism: str = "onebit", per_coordinate: bool = True,
+        alpha: float = 0.0, beta: float = 1.0, x_eps: float | None = None,
     ) -> None:
+        # the collection and the hyper-parameters as PGC's (no labels sent: collect_labels)
         x_epsilon, collector = pgc_collector(self, x_epsilon, x_eps, mechanism, per_coordinate,
                                              alpha, beta, self.collect_labels)
         super().__init__(collector, noise_seed, lr, weight_decay)
         self.save_hyperparameters(ignore=["x_eps"])
-        self.hparams["x_epsilon"] = x_epsilon  # under its current name
+        self.hparams["x_epsilon"] = x_epsilon
         self.vgae: VGAE | None = None
         self.edges: dict[str, torch.Tensor] | None = None
         if num_features is not None:
