@@ -109,3 +109,17 @@ def test_the_answer_weighs_free_model_method_and_votes_and_survives_a_checkpoint
     assert torch.allclose(make_trainer(max_epochs=10_000).predict(restored, dm)[0], probs,
                           atol=1e-6)  # fmt: skip
     assert restored.privacy_spent().count(VOTES) == 1  # no fresh draw on restore
+
+
+def test_a_global_seed_does_not_replay_the_noise(make_trainer):
+    """A recipe's ``seed_everything: 0`` fixes weights and splits, never privacy noise: two
+    fits under the same global seed release different votes and hops."""
+    import lightning as L
+
+    drawn = []
+    for _ in range(2):
+        L.seed_everything(0)
+        model = fitted(GAP, make_trainer, hops=1, **FAST)
+        drawn.append((model.releases.get(VOTES), model.releases.get("pma")))
+    assert not torch.equal(drawn[0][0], drawn[1][0])
+    assert not torch.equal(drawn[0][1], drawn[1][1])
